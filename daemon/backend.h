@@ -1,0 +1,114 @@
+/*
+ * The backend seam: what the daemon asks of a compute engine.
+ *
+ * A backend owns the staging memory that socket reads land in (pinned host
+ * memory for CUDA, plain memory for the CPU) and runs jobs on it
+ * asynchronously: submit() queues a batch and returns at once, without
+ * blocking, on the loop thread; when a job is finished, whatever thread
+ * finished it hands it to gr_completion_post(), and the daemon's loop
+ * thread later calls job->done(job). A job never completes inside submit().
+ *
+ * A batch is a list of jobs (linked through next) whose data all lie in
+ * one staging slot, so a GPU can move it with one copy and reduce it with
+ * one launch. Each job's result must equal what gr_reduce() shape gives for
+ * that job alone (bit for bit on the CPU backend; on a GPU, deterministic
+ * for the same job whatever batch it rode in).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/types.h"
+#include "daemon/reduce.h"
+
+typedef struct gr_job gr_job;
+typedef struct gr_backend gr_backend;
+typedef struct gr_completion gr_completion;
+
+struct gr_job {
+	/* set by the submitter */
+	gr_op op;
+	gr_dtype dtype;
+	const void *data; /* inside the backend's staging memory */
+	size_t n;         /* elements */
+	int device;       /* -1: any; else run on this device (canaries) */
+
+	/* set by the backend before it posts the job */
+	gr_partial result;
+	int status;       /* 0, or a negative errno; errmsg says why */
+	char errmsg[192];
+
+	/* the submitter's */
+	void (*done)(gr_job *job);
+	void *userdata;
+	gr_job *next;     /* batch list; completion queue */
+};
+
+typedef struct gr_backend_config {
+	size_t staging_bytes;     /* 0: the backend's default */
+	size_t chunk_bytes;       /* slot size; a multiple of GR_REDUCE_ALIGN_BYTES; 0: default */
+	unsigned threads;         /* CPU worker threads; 0: one per online CPU */
+	unsigned streams;         /* CUDA streams per device; 0: default */
+	size_t inline_max_bytes;  /* jobs this small may run on the submitting thread; SIZE_MAX: default */
+	const char *fault;        /* fault injection spec for tests (backend-specific), or NULL */
+} gr_backend_config;
+
+typedef struct gr_device_info {
+	int index;
+	char kind[8];           /* "cpu", "cuda" */
+	char name[128];
+	bool healthy;
+	char health[192];       /* "ok" or why not */
+	unsigned units;         /* CPU: worker threads; CUDA: SMs */
+	uint64_t memory_bytes;  /* CPU: physical RAM; CUDA: global memory */
+	char compute_capability[8]; /* CUDA: "9.0"; CPU: "" */
+	int driver_version;     /* CUDA: e.g. 13000; CPU: 0 */
+	int runtime_version;
+	char pci_bus_id[32];
+	uint64_t jobs;          /* jobs run on this device */
+} gr_device_info;
+
+typedef struct gr_backend_ops {
+	/* Queue a batch (non-empty list via next). Never blocks, never fails:
+	 * a failing job is posted with status < 0. */
+	void (*submit)(gr_backend *b, gr_job *batch);
+	/* Describe device i < b->ndevices. */
+	void (*describe)(gr_backend *b, unsigned i, gr_device_info *ret);
+	/* Wait for every submitted job to be posted, stop threads, free
+	 * everything (staging included). Called on the loop thread at exit. */
+	void (*free)(gr_backend *b);
+} gr_backend_ops;
+
+struct gr_backend {
+	const gr_backend_ops *ops;
+	const char *name;       /* "cpu", "cuda" */
+	uint8_t *staging;       /* staging memory, carved into slots by the daemon */
+	size_t staging_bytes;
+	size_t chunk_bytes;     /* slot size */
+	unsigned ndevices;
+	uint64_t batches;       /* batches submitted */
+	uint64_t batched_jobs;  /* jobs in them */
+	gr_completion *cq;
+};
+
+/* Hand a finished job back to the loop thread; callable from any thread. */
+void gr_completion_post(gr_completion *cq, gr_job *job);
+
+/*
+ * Constructors. Each returns 0, or a negative errno and a reason in
+ * errbuf. The CUDA one returns -ENODEV when no usable GPU is present, and
+ * -ENOTSUP when gpured was built without CUDA.
+ */
+int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backend **ret,
+		       char *errbuf, size_t errlen);
+int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_backend **ret,
+			char *errbuf, size_t errlen);
+
+static inline gr_backend *gr_backend_free(gr_backend *b)
+{
+	if (b)
+		b->ops->free(b);
+	return NULL;
+}

@@ -1,0 +1,99 @@
+/*
+ * The server's incremental request parser: bytes from a client connection
+ * go in, in whatever pieces the socket produced, and events come out.
+ *
+ * It reads the msgpack-RPC envelope itself, with small fixed limits, and
+ * never buffers a reduce's data: when it meets the data header it stops
+ * with GR_REQ_DATA so the caller can point it at staging memory
+ * (gr_req_parser_set_dest), and the payload is then written there, either
+ * by feed() copying from the caller's buffer or by the caller reading the
+ * socket straight into gr_req_parser_window() and calling
+ * gr_req_parser_commit(). An array-form payload is converted element by
+ * element into the same memory as packed dtype values.
+ *
+ * Each request ends in exactly one GR_REQ_DONE or GR_REQ_ERROR (unless the
+ * caller rejected it with gr_req_parser_reject, or a GR_REQ_FATAL ended the
+ * stream). Notifications produce no event. See PROTOCOL.md for the rules.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "types.h"
+
+typedef enum gr_req_event {
+	GR_REQ_NEED_MORE, /* everything given was consumed; feed more */
+	GR_REQ_DATA,      /* a reduce's data header: set a destination or reject */
+	GR_REQ_DEST_FULL, /* the destination is full and data remains: set another */
+	GR_REQ_DONE,      /* a request parsed without error: see gr_req_parser_req() */
+	GR_REQ_ERROR,     /* this request failed (req->err, req->errmsg); reply and go on */
+	GR_REQ_FATAL,     /* the stream is unusable: reply req->err (msgid 0 if unknown) and close */
+} gr_req_event;
+
+typedef struct gr_req {
+	uint32_t msgid;
+	bool has_msgid;
+	gr_method method;
+
+	/* reduce */
+	bool has_op, has_dtype, has_data;
+	gr_op op;
+	gr_dtype dtype;
+	bool data_is_array;
+	uint64_t data_bytes; /* payload size in staging: bin length, or count * dtype size */
+	uint64_t data_done;  /* payload bytes written to destinations so far */
+
+	gr_err err;          /* GR_OK unless ERROR/FATAL */
+	char errmsg[200];
+} gr_req;
+
+typedef struct gr_req_limits {
+	uint64_t max_data_bytes; /* larger data: too_large */
+} gr_req_limits;
+
+typedef struct gr_req_parser gr_req_parser;
+
+int gr_req_parser_new(const gr_req_limits *lim, gr_req_parser **ret);
+gr_req_parser *gr_req_parser_free(gr_req_parser *p);
+
+/* The request being parsed (or just finished); valid until the next feed. */
+const gr_req *gr_req_parser_req(const gr_req_parser *p);
+
+/*
+ * Consume bytes from buf[0..len) up to the next event. Returns how many
+ * bytes were consumed and stores the event in *ret_ev. After GR_REQ_FATAL
+ * the parser accepts nothing more.
+ */
+size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_req_event *ret_ev);
+
+/*
+ * After GR_REQ_DATA or GR_REQ_DEST_FULL: the payload's next bytes go to
+ * dst[0..cap). For an array payload cap must hold whole elements. The
+ * parser never writes past cap, and stops with GR_REQ_DEST_FULL when cap is
+ * reached and payload remains.
+ */
+void gr_req_parser_set_dest(gr_req_parser *p, void *dst, size_t cap);
+
+/*
+ * Fail the current request from outside (e.g. no staging for it): the rest
+ * of it is skipped and no event reports it; the caller replies itself.
+ */
+void gr_req_parser_reject(gr_req_parser *p, gr_err err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Direct reads: while a bin payload is being written to a destination,
+ * window() returns where the next payload bytes go and how many may go
+ * there (the rest of the destination or of the payload, whichever is less);
+ * 0 otherwise (envelope bytes, array payloads, skipping). After reading k
+ * <= that many bytes into it, commit(k) accounts for them and returns the
+ * event they lead to (NEED_MORE, DEST_FULL, or DONE when the payload was
+ * the request's last item).
+ */
+size_t gr_req_parser_window(gr_req_parser *p, void **ret_ptr);
+gr_req_event gr_req_parser_commit(gr_req_parser *p, size_t k);
+
+/* Bytes of skipped payload still to come (bytes a read can discard). */
+uint64_t gr_req_parser_skip_remaining(const gr_req_parser *p);

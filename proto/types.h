@@ -1,0 +1,85 @@
+/*
+ * gpured's vocabulary: reduction operations, element types and the error
+ * codes of the wire protocol, with their wire names. Everything above the
+ * wire (daemon, backends, client) speaks in these enums; only proto/ turns
+ * them into bytes.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum gr_op {
+	GR_OP_SUM,
+	GR_OP_MIN,
+	GR_OP_MAX,
+	GR_OP_SUMSQ,
+	GR_OP_N,
+} gr_op;
+
+typedef enum gr_dtype {
+	GR_DT_I32,
+	GR_DT_I64,
+	GR_DT_U32,
+	GR_DT_U64,
+	GR_DT_F32,
+	GR_DT_F64,
+	GR_DT_N,
+} gr_dtype;
+
+/* Error codes of a response's error map; GR_OK means "no error". */
+typedef enum gr_err {
+	GR_OK,
+	GR_ERR_INVALID_REQUEST,
+	GR_ERR_UNKNOWN_METHOD,
+	GR_ERR_INVALID_PARAMS,
+	GR_ERR_TOO_LARGE,
+	GR_ERR_EMPTY,
+	GR_ERR_BUSY,
+	GR_ERR_INTERNAL,
+	GR_ERR_N,
+} gr_err;
+
+typedef enum gr_method {
+	GR_METHOD_NONE,
+	GR_METHOD_REDUCE,
+	GR_METHOD_STATS,
+	GR_METHOD_INFO,
+	GR_METHOD_PING,
+} gr_method;
+
+/* The kind of number a result carries on the wire. */
+typedef enum gr_kind {
+	GR_KIND_I64,
+	GR_KIND_U64,
+	GR_KIND_F64,
+} gr_kind;
+
+typedef struct gr_value {
+	gr_kind kind;
+	union {
+		int64_t i;
+		uint64_t u;
+		double f;
+	};
+} gr_value;
+
+/* Wire names ("sum", "f32", "too_large", "reduce"); NULL when out of range. */
+const char *gr_op_name(gr_op op);
+const char *gr_dtype_name(gr_dtype dt);
+const char *gr_err_name(gr_err err);
+const char *gr_method_name(gr_method m);
+
+/* Parse a wire name of len bytes (not NUL-terminated); false if unknown. */
+bool gr_op_parse(const char *s, size_t len, gr_op *ret);
+bool gr_dtype_parse(const char *s, size_t len, gr_dtype *ret);
+bool gr_err_parse(const char *s, size_t len, gr_err *ret);
+bool gr_method_parse(const char *s, size_t len, gr_method *ret);
+
+size_t gr_dtype_size(gr_dtype dt);
+bool gr_dtype_is_float(gr_dtype dt);
+bool gr_dtype_is_signed(gr_dtype dt);
+
+/* The kind of number reduce returns for op over dt (PROTOCOL.md, "reduce"). */
+gr_kind gr_result_kind(gr_op op, gr_dtype dt);
