@@ -1,0 +1,73 @@
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "daemon/completion.h"
+
+struct gr_completion {
+	uv_async_t async;
+	pthread_mutex_t lock;
+	gr_job *head, *tail;
+};
+
+static void completion_async_cb(uv_async_t *handle)
+{
+	gr_completion_drain(handle->data);
+}
+
+int gr_completion_new(uv_loop_t *loop, gr_completion **ret)
+{
+	gr_completion *cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	int r = uv_async_init(loop, &cq->async, completion_async_cb);
+	if (r < 0) {
+		free(cq);
+		return r;
+	}
+	cq->async.data = cq;
+	pthread_mutex_init(&cq->lock, NULL);
+	*ret = cq;
+	return 0;
+}
+
+void gr_completion_post(gr_completion *cq, gr_job *job)
+{
+	job->next = NULL;
+	pthread_mutex_lock(&cq->lock);
+	if (cq->tail)
+		cq->tail->next = job;
+	else
+		cq->head = job;
+	cq->tail = job;
+	pthread_mutex_unlock(&cq->lock);
+	uv_async_send(&cq->async);
+}
+
+void gr_completion_drain(gr_completion *cq)
+{
+	pthread_mutex_lock(&cq->lock);
+	gr_job *job = cq->head;
+	cq->head = cq->tail = NULL;
+	pthread_mutex_unlock(&cq->lock);
+
+	while (job) {
+		gr_job *next = job->next;
+		job->next = NULL;
+		job->done(job);
+		job = next;
+	}
+}
+
+static void completion_close_cb(uv_handle_t *handle)
+{
+	gr_completion *cq = handle->data;
+	pthread_mutex_destroy(&cq->lock);
+	free(cq);
+}
+
+void gr_completion_close(gr_completion *cq)
+{
+	if (cq)
+		uv_close((uv_handle_t *)&cq->async, completion_close_cb);
+}

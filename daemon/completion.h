@@ -1,0 +1,20 @@
+/*
+ * The completion queue: how finished jobs get from backend threads back to
+ * the loop thread. Any thread may post (gr_completion_post, declared in
+ * backend.h); posting wakes the loop through a uv_async_t, whose sends
+ * coalesce, so the callback drains everything queued so far, in order.
+ */
+#pragma once
+
+#include <uv.h>
+
+#include "daemon/backend.h"
+
+int gr_completion_new(uv_loop_t *loop, gr_completion **ret);
+
+/* Run the done callbacks of every job posted so far (loop thread only). */
+void gr_completion_drain(gr_completion *cq);
+
+/* Close the async handle; the queue is freed from its close callback.
+ * Jobs still queued are dropped without their callbacks. */
+void gr_completion_close(gr_completion *cq);
