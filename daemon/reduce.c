@@ -1,1 +1,417 @@
-/* placeholder: implemented by its owner */
+/*
+ * The reduction kernels. The canonical shape (reduce.h) pins down every
+ * rounding, so the layout inside a block is part of the result, not an
+ * implementation detail:
+ *
+ *   - a block keeps L accumulators, L = 32 for 4-byte dtypes and 16 for
+ *     8-byte ones (a group of L elements is 128 bytes); element i of the
+ *     block (counted from the block's first element, never from an
+ *     address) goes to accumulator i % L;
+ *   - at the end of the block the accumulators are folded in a fixed tree:
+ *     for w = L/2, ..., 2, 1: acc[k] = acc[k] (+) acc[k + w] for k < w;
+ *   - float sums and every sumsq add doubles: x is converted to double
+ *     (exactly for f32, i32, u32; rounded to nearest for i64 and u64), and
+ *     sumsq adds the rounded product x * x (never a fused multiply-add);
+ *   - float min/max keep the earlier value on ties (so -0 and +0 stay where
+ *     they were), and any NaN in the block makes the block's result NaN.
+ *
+ * Integer sums wrap modulo 2^64 and integer min/max are exact, so their
+ * order does not matter; they use the same loops for speed only.
+ *
+ * The hot loops are written with GCC vector extensions rather than left to
+ * the auto-vectoriser, so every build (whatever -O level) gets the same
+ * vector code and the lane layout stays the one described above. Loads go
+ * through memcpy, so the data may sit at any address. Each kernel is
+ * cloned for AVX2 (which brings no FMA) next to the x86-64 baseline; both
+ * clones compute the same bits, the AVX2 one just does it in wider
+ * registers.
+ */
+
+/* x * x + acc must round twice, in every build and every clone. */
+#pragma GCC optimize("fp-contract=off")
+/* The vector helpers are static and always inlined: no ABI is crossed. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#include <math.h>
+#include <string.h>
+
+#include "daemon/reduce.h"
+
+#define GR_INLINE inline __attribute__((always_inline))
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define GR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef GR_CLONES
+#define GR_CLONES
+#endif
+
+typedef double v4df __attribute__((vector_size(32)));
+typedef float v4sf __attribute__((vector_size(16)));
+typedef int64_t v4di __attribute__((vector_size(32)));
+typedef uint64_t v4du __attribute__((vector_size(32)));
+typedef int32_t v4si __attribute__((vector_size(16)));
+typedef uint32_t v4su __attribute__((vector_size(16)));
+typedef float v8sf __attribute__((vector_size(32)));
+typedef int32_t v8si __attribute__((vector_size(32)));
+typedef uint32_t v8su __attribute__((vector_size(32)));
+
+typedef void (*gr_block_fn)(const unsigned char *p, size_t n, gr_partial *ret);
+
+/* ---- loads: four elements at p, any alignment ---- */
+
+static GR_INLINE v4df ld_f64(const unsigned char *p)
+{
+	v4df v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static GR_INLINE v4df ld_f32_as_f64(const unsigned char *p)
+{
+	float t[4];
+	memcpy(t, p, sizeof(t));
+	/* GCC 12 turns this form, not __builtin_convertvector, into one
+	 * vcvtps2pd ymm under AVX. */
+	return (v4df){ t[0], t[1], t[2], t[3] };
+}
+
+static GR_INLINE v4df ld_i32_as_f64(const unsigned char *p)
+{
+	int32_t t[4];
+	memcpy(t, p, sizeof(t));
+	return (v4df){ t[0], t[1], t[2], t[3] };
+}
+
+/* No baseline instruction converts 64-bit integers in vectors; lanes. */
+static GR_INLINE v4df ld_i64_as_f64(const unsigned char *p)
+{
+	int64_t t[4];
+	memcpy(t, p, sizeof(t));
+	return (v4df){ (double)t[0], (double)t[1], (double)t[2], (double)t[3] };
+}
+
+static GR_INLINE v4df ld_u64_as_f64(const unsigned char *p)
+{
+	uint64_t t[4];
+	memcpy(t, p, sizeof(t));
+	return (v4df){ (double)t[0], (double)t[1], (double)t[2], (double)t[3] };
+}
+
+static GR_INLINE v4du ld_i32_as_u64(const unsigned char *p)
+{
+	int32_t t[4];
+	memcpy(t, p, sizeof(t));
+	return (v4du){ (uint64_t)t[0], (uint64_t)t[1], (uint64_t)t[2], (uint64_t)t[3] };
+}
+
+static GR_INLINE v4du ld_u32_as_u64(const unsigned char *p)
+{
+	uint32_t t[4];
+	memcpy(t, p, sizeof(t));
+	return (v4du){ t[0], t[1], t[2], t[3] };
+}
+
+static GR_INLINE v4du ld_u64(const unsigned char *p)
+{
+	v4du v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* 2^52 + x has x in its low mantissa bits: an exact u32 -> double. */
+static GR_INLINE v4df ld_u32_as_f64(const unsigned char *p)
+{
+	v4du w = ld_u32_as_u64(p) | 0x4330000000000000ull;
+	v4df d;
+	memcpy(&d, &w, sizeof(d));
+	return d - 0x1p52;
+}
+
+/* One element as double, for the tail of a block. */
+#define SCALAR_AS_F64(T)                                                         \
+	static inline double sc_##T##_as_f64(const unsigned char *p)             \
+	{                                                                        \
+		T x;                                                             \
+		memcpy(&x, p, sizeof(x));                                        \
+		return (double)x;                                                \
+	}
+SCALAR_AS_F64(int32_t)
+SCALAR_AS_F64(int64_t)
+SCALAR_AS_F64(uint32_t)
+SCALAR_AS_F64(uint64_t)
+SCALAR_AS_F64(float)
+SCALAR_AS_F64(double)
+
+#define SCALAR_AS_U64(T)                                                         \
+	static inline uint64_t sc_##T##_as_u64(const unsigned char *p)           \
+	{                                                                        \
+		T x;                                                             \
+		memcpy(&x, p, sizeof(x));                                        \
+		return (uint64_t)x;                                              \
+	}
+SCALAR_AS_U64(int32_t)
+SCALAR_AS_U64(int64_t)
+SCALAR_AS_U64(uint32_t)
+SCALAR_AS_U64(uint64_t)
+
+/* ---- float accumulation: sum of f32/f64, sumsq of everything ---- */
+
+/* A group is 128 bytes of input: 32 lanes for 4-byte types, 16 for 8-byte. */
+#define GROUP_BYTES 128
+#define UNROLL _Pragma("GCC unroll 8")
+
+#define DEF_FACC(NAME, T, LOAD4, SCALAR, MAP)                                    \
+	GR_CLONES static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
+	{                                                                        \
+		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / 4 };        \
+		v4df a[NV];                                                      \
+		UNROLL for (unsigned v = 0; v < NV; v++)                         \
+			a[v] = (v4df){ 0 };                                      \
+		size_t i = 0;                                                    \
+		for (; i + L <= n; i += L) {                                     \
+			const unsigned char *q = p + i * es;                     \
+			UNROLL for (unsigned v = 0; v < NV; v++) {               \
+				v4df x = LOAD4(q + v * 4 * es);                  \
+				a[v] += MAP(x);                                  \
+			}                                                        \
+		}                                                                \
+		double lane[L];                                                  \
+		memcpy(lane, a, sizeof(lane));                                   \
+		for (; i < n; i++) {                                             \
+			double x = SCALAR(p + i * es);                           \
+			lane[i % L] += MAP(x);                                   \
+		}                                                                \
+		for (unsigned w = L / 2; w; w /= 2)                              \
+			for (unsigned k = 0; k < w; k++)                         \
+				lane[k] += lane[k + w];                          \
+		ret->v.f = lane[0];                                              \
+	}
+
+/* MAP is applied to vectors and scalars alike. */
+#define vsq(x) ((x) * (x))
+#define vid(x) (x)
+
+DEF_FACC(sum_f32, float, ld_f32_as_f64, sc_float_as_f64, vid)
+DEF_FACC(sum_f64, double, ld_f64, sc_double_as_f64, vid)
+DEF_FACC(sumsq_f32, float, ld_f32_as_f64, sc_float_as_f64, vsq)
+DEF_FACC(sumsq_f64, double, ld_f64, sc_double_as_f64, vsq)
+DEF_FACC(sumsq_i32, int32_t, ld_i32_as_f64, sc_int32_t_as_f64, vsq)
+DEF_FACC(sumsq_u32, uint32_t, ld_u32_as_f64, sc_uint32_t_as_f64, vsq)
+DEF_FACC(sumsq_i64, int64_t, ld_i64_as_f64, sc_int64_t_as_f64, vsq)
+DEF_FACC(sumsq_u64, uint64_t, ld_u64_as_f64, sc_uint64_t_as_f64, vsq)
+
+/* ---- integer sums, wrapping modulo 2^64 ---- */
+
+#define DEF_ISUM(NAME, T, LOAD4, SCALAR)                                         \
+	GR_CLONES static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
+	{                                                                        \
+		const size_t es = sizeof(T);                                     \
+		v4du a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };             \
+		size_t i = 0;                                                    \
+		for (; i + 16 <= n; i += 16) {                                   \
+			const unsigned char *q = p + i * es;                     \
+			a0 += LOAD4(q);                                          \
+			a1 += LOAD4(q + 4 * es);                                 \
+			a2 += LOAD4(q + 8 * es);                                 \
+			a3 += LOAD4(q + 12 * es);                                \
+		}                                                                \
+		v4du a = (a0 + a1) + (a2 + a3);                                  \
+		uint64_t s = a[0] + a[1] + a[2] + a[3];                          \
+		for (; i < n; i++)                                               \
+			s += SCALAR(p + i * es);                                 \
+		ret->v.u = s;                                                    \
+	}
+
+DEF_ISUM(sum_i32, int32_t, ld_i32_as_u64, sc_int32_t_as_u64)
+DEF_ISUM(sum_u32, uint32_t, ld_u32_as_u64, sc_uint32_t_as_u64)
+DEF_ISUM(sum_i64, int64_t, ld_u64, sc_int64_t_as_u64)
+DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
+
+/* ---- min and max ---- */
+
+/*
+ * VT: a vector of W elements of type T (4 vectors make a group); CMP: <
+ * for min, > for max. A lane takes x only when x CMP lane, so ties keep the
+ * earlier value and a NaN x is never taken; NaNs are noted apart, in a
+ * mask, without a branch.
+ */
+#define DEF_MINMAX(NAME, T, VT, MT, W, CMP, INIT, IS_FLOAT, STORE)               \
+	GR_CLONES static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
+	{                                                                        \
+		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / W };        \
+		VT m[NV];                                                        \
+		UNROLL for (unsigned v = 0; v < NV; v++)                         \
+			for (unsigned k = 0; k < W; k++)                         \
+				m[v][k] = INIT;                                  \
+		MT nan = { 0 };                                                  \
+		size_t i = 0;                                                    \
+		for (; i + L <= n; i += L) {                                     \
+			const unsigned char *q = p + i * es;                     \
+			UNROLL for (unsigned v = 0; v < NV; v++) {               \
+				VT x;                                            \
+				memcpy(&x, q + v * W * es, sizeof(x));           \
+				MT c = x CMP m[v];                               \
+				m[v] = (VT)(((MT)x & c) | ((MT)m[v] & ~c));      \
+				if (IS_FLOAT)                                    \
+					nan |= x != x;                           \
+			}                                                        \
+		}                                                                \
+		T lane[L];                                                       \
+		memcpy(lane, m, sizeof(lane));                                   \
+		int anynan = 0;                                                  \
+		for (unsigned k = 0; k < W; k++)                                 \
+			anynan |= nan[k] != 0;                                   \
+		for (; i < n; i++) {                                             \
+			T x;                                                     \
+			memcpy(&x, p + i * es, sizeof(x));                       \
+			if (x CMP lane[i % L])                                   \
+				lane[i % L] = x;                                 \
+			anynan |= x != x;                                        \
+		}                                                                \
+		for (unsigned w = L / 2; w; w /= 2)                              \
+			for (unsigned k = 0; k < w; k++)                         \
+				if (lane[k + w] CMP lane[k])                     \
+					lane[k] = lane[k + w];                   \
+		STORE;                                                           \
+		if (IS_FLOAT && anynan)                                          \
+			ret->v.f = NAN;                                          \
+	}
+
+#pragma GCC diagnostic push
+/* x != x is the NaN test on floats, and always false (folded) on integers. */
+#pragma GCC diagnostic ignored "-Wtautological-compare"
+DEF_MINMAX(min_f32, float, v8sf, v8si, 8, <, INFINITY, 1, ret->v.f = lane[0])
+DEF_MINMAX(max_f32, float, v8sf, v8si, 8, >, -INFINITY, 1, ret->v.f = lane[0])
+DEF_MINMAX(min_f64, double, v4df, v4di, 4, <, INFINITY, 1, ret->v.f = lane[0])
+DEF_MINMAX(max_f64, double, v4df, v4di, 4, >, -INFINITY, 1, ret->v.f = lane[0])
+DEF_MINMAX(min_i32, int32_t, v8si, v8si, 8, <, INT32_MAX, 0, ret->v.i = lane[0])
+DEF_MINMAX(max_i32, int32_t, v8si, v8si, 8, >, INT32_MIN, 0, ret->v.i = lane[0])
+DEF_MINMAX(min_u32, uint32_t, v8su, v8si, 8, <, UINT32_MAX, 0, ret->v.u = lane[0])
+DEF_MINMAX(max_u32, uint32_t, v8su, v8si, 8, >, 0, 0, ret->v.u = lane[0])
+DEF_MINMAX(min_i64, int64_t, v4di, v4di, 4, <, INT64_MAX, 0, ret->v.i = lane[0])
+DEF_MINMAX(max_i64, int64_t, v4di, v4di, 4, >, INT64_MIN, 0, ret->v.i = lane[0])
+DEF_MINMAX(min_u64, uint64_t, v4du, v4di, 4, <, UINT64_MAX, 0, ret->v.u = lane[0])
+DEF_MINMAX(max_u64, uint64_t, v4du, v4di, 4, >, 0, 0, ret->v.u = lane[0])
+#pragma GCC diagnostic pop
+
+static const gr_block_fn block_fns[GR_OP_N][GR_DT_N] = {
+	[GR_OP_SUM] = {
+		[GR_DT_I32] = sum_i32, [GR_DT_I64] = sum_i64,
+		[GR_DT_U32] = sum_u32, [GR_DT_U64] = sum_u64,
+		[GR_DT_F32] = sum_f32, [GR_DT_F64] = sum_f64,
+	},
+	[GR_OP_MIN] = {
+		[GR_DT_I32] = min_i32, [GR_DT_I64] = min_i64,
+		[GR_DT_U32] = min_u32, [GR_DT_U64] = min_u64,
+		[GR_DT_F32] = min_f32, [GR_DT_F64] = min_f64,
+	},
+	[GR_OP_MAX] = {
+		[GR_DT_I32] = max_i32, [GR_DT_I64] = max_i64,
+		[GR_DT_U32] = max_u32, [GR_DT_U64] = max_u64,
+		[GR_DT_F32] = max_f32, [GR_DT_F64] = max_f64,
+	},
+	[GR_OP_SUMSQ] = {
+		[GR_DT_I32] = sumsq_i32, [GR_DT_I64] = sumsq_i64,
+		[GR_DT_U32] = sumsq_u32, [GR_DT_U64] = sumsq_u64,
+		[GR_DT_F32] = sumsq_f32, [GR_DT_F64] = sumsq_f64,
+	},
+};
+
+/* Which member of gr_partial.v an (op, dtype) keeps its state in. */
+static gr_kind partial_kind(gr_op op, gr_dtype dt)
+{
+	if (op == GR_OP_SUMSQ || gr_dtype_is_float(dt))
+		return GR_KIND_F64;
+	if (op == GR_OP_SUM || !gr_dtype_is_signed(dt))
+		return GR_KIND_U64;
+	return GR_KIND_I64;
+}
+
+void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret)
+{
+	ret->count = 0;
+	ret->v.u = 0;
+	switch (partial_kind(op, dt)) {
+	case GR_KIND_F64:
+		ret->v.f = op == GR_OP_MIN ? INFINITY : op == GR_OP_MAX ? -INFINITY : 0.0;
+		break;
+	case GR_KIND_U64:
+		ret->v.u = op == GR_OP_MIN ? UINT64_MAX : 0;
+		break;
+	case GR_KIND_I64:
+		ret->v.i = op == GR_OP_MIN ? INT64_MAX : INT64_MIN;
+		break;
+	}
+}
+
+void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial *next)
+{
+	acc->count += next->count;
+	switch (partial_kind(op, dt)) {
+	case GR_KIND_F64:
+		if (op == GR_OP_SUM || op == GR_OP_SUMSQ)
+			acc->v.f += next->v.f;
+		else if (isnan(acc->v.f) || isnan(next->v.f))
+			acc->v.f = NAN;
+		else if (op == GR_OP_MIN ? next->v.f < acc->v.f : next->v.f > acc->v.f)
+			acc->v.f = next->v.f;
+		break;
+	case GR_KIND_U64:
+		if (op == GR_OP_SUM)
+			acc->v.u += next->v.u;
+		else if (op == GR_OP_MIN ? next->v.u < acc->v.u : next->v.u > acc->v.u)
+			acc->v.u = next->v.u;
+		break;
+	case GR_KIND_I64:
+		if (op == GR_OP_MIN ? next->v.i < acc->v.i : next->v.i > acc->v.i)
+			acc->v.i = next->v.i;
+		break;
+	}
+}
+
+gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *ret)
+{
+	ret->kind = gr_result_kind(op, dt);
+	ret->u = 0;
+	if (p->count == 0 && (op == GR_OP_MIN || op == GR_OP_MAX))
+		return GR_ERR_EMPTY;
+	switch (ret->kind) {
+	case GR_KIND_F64:
+		/* One NaN on the wire, whatever payload the arithmetic left. */
+		ret->f = isnan(p->v.f) ? NAN : p->v.f;
+		break;
+	case GR_KIND_U64:
+		ret->u = p->v.u;
+		break;
+	case GR_KIND_I64:
+		/* Signed sums wrap: the partial holds them as uint64. */
+		ret->i = op == GR_OP_SUM ? (int64_t)p->v.u : p->v.i;
+		break;
+	}
+	return GR_OK;
+}
+
+void gr_reduce_block(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret)
+{
+	gr_partial_identity(op, dt, ret);
+	if (n == 0)
+		return;
+	block_fns[op][dt](data, n, ret);
+	ret->count = n;
+}
+
+void gr_reduce(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret)
+{
+	const unsigned char *p = data;
+	const size_t bytes = (size_t)GR_REDUCE_BLOCK * gr_dtype_size(dt);
+
+	gr_partial_identity(op, dt, ret);
+	for (size_t i = 0; i < n; i += GR_REDUCE_BLOCK, p += bytes) {
+		gr_partial b;
+		gr_reduce_block(op, dt, p, n - i < GR_REDUCE_BLOCK ? n - i : GR_REDUCE_BLOCK, &b);
+		gr_partial_combine(op, dt, ret, &b);
+	}
+}
