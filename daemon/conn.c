@@ -369,6 +369,7 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 		}
 		break;
 	case GR_REQ_FATAL:
+		log_debug("closing a connection: %s", preq->errmsg);
 		if (req) {
 			c->cur = NULL;
 			request_fail(req, /* reply= */ false, preq->err, preq->errmsg);
@@ -486,7 +487,10 @@ void gr_conn_pump(gr_conn *c)
 	default:
 		break;
 	}
-	while (c->rpos < c->rlen) {
+	/* Feed until the parser needs bytes: it may have events left to
+	 * report even when the buffer is empty (a request that ends with an
+	 * empty payload, say). */
+	for (;;) {
 		gr_req_event ev;
 		size_t n = gr_req_parser_feed(c->parser, c->rbuf + c->rpos, c->rlen - c->rpos, &ev);
 		c->rpos += n;
@@ -494,7 +498,7 @@ void gr_conn_pump(gr_conn *c)
 			conn_read_stop(c);
 			return;
 		}
-		if (n == 0 && ev == GR_REQ_NEED_MORE)
+		if (ev == GR_REQ_NEED_MORE)
 			break;
 	}
 	if (c->eof || c->closing) {
@@ -556,6 +560,7 @@ void gr_conn_flush(gr_conn *c)
 	if (n > 0)
 		gr_buf_consume(&c->wbuf, (size_t)n);
 	else if (n < 0 && n != UV_EAGAIN) {
+		log_debug("write failed: %s", uv_strerror(n));
 		gr_conn_close(c);
 		return;
 	}
@@ -572,6 +577,7 @@ void gr_conn_flush(gr_conn *c)
 		b = uv_buf_init((char *)w->buf.data, (unsigned)w->buf.len);
 		int r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, conn_write_cb);
 		if (r < 0) {
+			log_debug("write failed: %s", uv_strerror(r));
 			c->writing_bytes -= w->buf.len;
 			gr_buf_deinit(&w->buf);
 			free(w);
@@ -668,6 +674,7 @@ void gr_conn_accept(gr_server *s)
 		return;
 	}
 	c->pipe.data = c;
+	s->nconns++;
 	s->stats.connections++;
 	gr_link_add_tail(&s->conns, &c->link);
 	if ((r = uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)&c->pipe)) < 0) {

@@ -130,9 +130,9 @@ int gr_service_main(int argc, char **argv)
 	}
 
 	gr_backend *be = sv.srv->backend;
-	log_notice("listening on %s%s (backend %s, %u device%s, staging %zu MiB in %zu MiB chunks)",
+	log_notice("listening on %s%s (backend %s, %u device%s, staging %zu KiB in %zu KiB chunks)",
 		   sv.srv->path, fd >= 0 ? " (socket activation)" : "", be->name, be->ndevices,
-		   be->ndevices == 1 ? "" : "s", be->staging_bytes >> 20, be->chunk_bytes >> 20);
+		   be->ndevices == 1 ? "" : "s", be->staging_bytes >> 10, be->chunk_bytes >> 10);
 	log_notice("try: gpuredctl --socket %s info", sv.srv->path);
 
 	uv_timer_init(&loop, &sv.ready_timer);
