@@ -308,6 +308,8 @@ int gr_mpw_str(gr_buf *b, const char *s, size_t len)
 	size_t old = b->len;
 	int r;
 
+	if (len > UINT32_MAX)
+		return -E2BIG;
 	r = gr_buf_reserve(b, 5 + len);
 	if (r < 0)
 		return r;
