@@ -51,6 +51,9 @@ static void test_worked_example(void)
 	b.len = 0;
 	CHECK(gr_msg_write_request(&b, 9, GR_METHOD_PING) == 0);
 	expect_hex(&b, "94 00 09 a4 70 69 6e 67 90");
+	b.len = 0;
+	CHECK(gr_msg_write_response_header(&b, 9) == 0 && gr_mpw_cstr(&b, "pong") == 0);
+	expect_hex(&b, "94 01 09 c0 a4 70 6f 6e 67");
 	gr_buf_deinit(&b);
 }
 
