@@ -103,6 +103,7 @@ struct gr_req_parser {
 	uint8_t elem[8];
 };
 
+__attribute__((format(printf, 3, 0)))
 static void req_vset(gr_req_parser *p, gr_err err, const char *fmt, va_list ap)
 {
 	p->req.err = err;

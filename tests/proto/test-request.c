@@ -594,9 +594,35 @@ static void test_fuzz(unsigned iterations)
 	       stats[1], stats[2], stats[3]);
 }
 
+/* Write each case's bytes as a seed for fuzz-request (4 bytes of settings first). */
+static void write_corpus(const char *dir)
+{
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[4096];
+		uint8_t settings[4] = { 0, 0, (uint8_t)(i % 64), (uint8_t)i };
+		mk_out m;
+		FILE *f;
+
+		mk(&m, cases[i].input);
+		snprintf(path, sizeof(path), "%s/case-%03u", dir, i);
+		f = fopen(path, "wb");
+		CHECK(f);
+		CHECK(fwrite(settings, 1, 4, f) == 4 && fwrite(m.b.data, 1, m.b.len, f) == m.b.len);
+		CHECK(fclose(f) == 0);
+		gr_buf_deinit(&m.b);
+	}
+}
+
+/* Usage: test-request [fuzz-iterations] | --corpus DIR */
 int main(int argc, char **argv)
 {
-	unsigned iterations = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 100000;
+	unsigned iterations;
+
+	if (argc > 2 && strcmp(argv[1], "--corpus") == 0) {
+		write_corpus(argv[2]);
+		return 0;
+	}
+	iterations = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 100000;
 
 	test_api();
 	test_cases();
