@@ -823,8 +823,6 @@ void gr_req_parser_reject(gr_req_parser *p, gr_err err, const char *fmt, ...)
 		p->state = ST_SKIP;
 	else if (p->state == ST_ELEM)
 		req_value_done(p);
-	if (p->ev == GR_REQ_DEST_FULL)
-		p->ev = GR_REQ_NEED_MORE;
 }
 
 size_t gr_req_parser_window(gr_req_parser *p, void **ret_ptr)

@@ -490,6 +490,38 @@ static void test_api(void)
 	gr_buf_deinit(&m.b);
 	CHECK(gr_req_parser_free(p) == NULL);
 	CHECK(gr_req_parser_free(NULL) == NULL);
+
+	/*
+	 * A destination changed while an element's header is half read (not
+	 * how it should be used): the element waits for room rather than
+	 * overflow, and a reject then drops it.
+	 */
+	for (int do_reject = 0; do_reject <= 1; do_reject++) {
+		uint8_t small[2], big[8];
+
+		CHECK(gr_req_parser_new(NULL, &p) == 0);
+		mk(&m, RED("{\"op\": \"sum\", \"dtype\": \"i32\", \"data\": [i32:1, i32:2, i32:3]}"));
+		n = gr_req_parser_feed(p, m.b.data, m.b.len, &ev);
+		CHECK(ev == GR_REQ_DATA);
+		gr_req_parser_set_dest(p, big, sizeof(big));
+		n += gr_req_parser_feed(p, m.b.data + n, 5 + 2, &ev); /* element 0 and 2 bytes of 1 */
+		CHECK(ev == GR_REQ_NEED_MORE);
+		gr_req_parser_set_dest(p, small, sizeof(small));
+		n += gr_req_parser_feed(p, m.b.data + n, m.b.len - n, &ev);
+		CHECK(ev == GR_REQ_DEST_FULL && gr_req_parser_req(p)->data_done == 4);
+		if (do_reject) {
+			gr_req_parser_reject(p, GR_ERR_BUSY, "no room");
+			n += gr_req_parser_feed(p, m.b.data + n, m.b.len - n, &ev);
+			CHECK(ev == GR_REQ_DONE && gr_req_parser_req(p)->method == GR_METHOD_PING);
+		} else {
+			gr_req_parser_set_dest(p, big, sizeof(big));
+			n += gr_req_parser_feed(p, m.b.data + n, m.b.len - n, &ev);
+			CHECK(ev == GR_REQ_DONE && gr_req_parser_req(p)->data_done == 12);
+			CHECK(memcmp(big, "\2\0\0\0\3\0\0\0", 8) == 0);
+		}
+		gr_buf_deinit(&m.b);
+		gr_req_parser_free(p);
+	}
 }
 
 /*
