@@ -62,7 +62,7 @@ int gr_msg_write_error(gr_buf *b, uint32_t msgid, gr_err code, const char *messa
  * Check that root has the shape [1, msgid, error|nil, result] and take it
  * apart. On success (0): *ret_msgid; *ret_code is GR_OK and *ret_result
  * the result, or the error's code (a code this version does not know reads
- * as GR_ERR_INTERNAL) with *ret_msg/*ret_msglen its message (not
+ * as GR_ERR_INTERNAL) with *ret_msg and *ret_msglen its message (not
  * NUL-terminated, pointing into the parsed bytes; NULL/0 when absent) and
  * *ret_result NULL. -EBADMSG when the shape is wrong. Any ret_ may be NULL.
  */

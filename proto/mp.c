@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,14 +185,15 @@ int gr_buf_reserve(gr_buf *b, size_t extra)
 	size_t want, cap;
 	uint8_t *d;
 
-	if (extra > SIZE_MAX - b->len)
+	/* No object may exceed PTRDIFF_MAX: refuse before asking for it. */
+	if (extra > PTRDIFF_MAX - b->len)
 		return -ENOMEM;
 	want = b->len + extra;
 	if (want <= b->cap)
 		return 0;
 	cap = b->cap ? b->cap : 256;
 	while (cap < want)
-		cap = cap > SIZE_MAX / 2 ? want : cap * 2;
+		cap = cap > PTRDIFF_MAX / 2 ? want : cap * 2;
 	d = realloc(b->data, cap);
 	if (!d)
 		return -ENOMEM;
@@ -308,6 +311,8 @@ int gr_mpw_str(gr_buf *b, const char *s, size_t len)
 	size_t old = b->len;
 	int r;
 
+	if (len > UINT32_MAX)
+		return -E2BIG;
 	r = gr_buf_reserve(b, 5 + len);
 	if (r < 0)
 		return r;

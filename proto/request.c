@@ -103,6 +103,7 @@ struct gr_req_parser {
 	uint8_t elem[8];
 };
 
+__attribute__((format(printf, 3, 0)))
 static void req_vset(gr_req_parser *p, gr_err err, const char *fmt, va_list ap)
 {
 	p->req.err = err;
@@ -294,7 +295,7 @@ static const char *req_convert(gr_dtype dt, const gr_mp_token *t, uint8_t out[8]
 	if (t->type != GR_MP_UINT && t->type != GR_MP_INT && t->type != GR_MP_FLOAT)
 		return "is not a number";
 	if (t->type == GR_MP_FLOAT && !gr_dtype_is_float(dt))
-		return "is a float, but dtype is an integer type";
+		return "is a float, not an integer";
 
 	switch (dt) {
 	case GR_DT_I32: {
@@ -367,7 +368,7 @@ static void req_on_elem(gr_req_parser *p, const gr_mp_token *t)
 
 	why = req_convert(p->req.dtype, t, p->elem);
 	if (why) {
-		req_fail(p, GR_ERR_INVALID_PARAMS, "'data' element %" PRIu64 " %s for dtype %s",
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'data' element %" PRIu64 " %s (dtype %s)",
 			 idx, why, gr_dtype_name(p->req.dtype));
 		req_skip_value(p, t);
 		return;
@@ -822,8 +823,6 @@ void gr_req_parser_reject(gr_req_parser *p, gr_err err, const char *fmt, ...)
 		p->state = ST_SKIP;
 	else if (p->state == ST_ELEM)
 		req_value_done(p);
-	if (p->ev == GR_REQ_DEST_FULL)
-		p->ev = GR_REQ_NEED_MORE;
 }
 
 size_t gr_req_parser_window(gr_req_parser *p, void **ret_ptr)
