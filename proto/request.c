@@ -451,12 +451,10 @@ static void req_on_params(gr_req_parser *p, const gr_mp_token *t)
 		return;
 	}
 	if (p->method_unknown) {
+		/* A long name failed the request already. */
 		if (p->method_len <= REQ_METHOD_MAX)
 			req_fail(p, GR_ERR_UNKNOWN_METHOD, "unknown method '%s'",
 				 printable(p->method_word, p->method_len, q));
-		else
-			req_fail(p, GR_ERR_UNKNOWN_METHOD, "unknown method (a name of %" PRIu32 " bytes)",
-				 p->method_len);
 	} else if (p->req.method == GR_METHOD_REDUCE) {
 		if (t->len != 1)
 			req_fail(p, GR_ERR_INVALID_PARAMS,
@@ -514,9 +512,12 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 		} else if (t->len <= REQ_METHOD_MAX) {
 			req_body(p, ST_KEEP, t->len);
 		} else {
-			/* Unknown for sure: not worth a byte of memory. */
+			/* Unknown for sure: not worth a byte of memory, and
+			 * answered now, not after gigabytes of name. */
 			p->method_unknown = true;
 			p->method_len = t->len;
+			req_fail(p, GR_ERR_UNKNOWN_METHOD,
+				 "unknown method (a name of %" PRIu32 " bytes)", t->len);
 			req_body(p, ST_SKIP, t->len);
 		}
 		return;

@@ -268,7 +268,7 @@ static const req_case cases[] = {
 	  "ERROR 1 too_large: 'data' is 4294967295 elements (17179869180 bytes), over the limit of 1073741824 bytes; END busy" },
 	{ "[0, 1, \"reduce\", [{\"data\": <c6 ff ff ff ff 00 00 00 00 00 00 00 00 00 00> |}]]",
 	  "ERROR 1 too_large: 'data' is 4294967295 bytes, over the limit of 1073741824; END busy skip=4294967285" },
-	{ "[0, 1, <db ff ff ff ff 61 61 61 61> | []]", "END busy skip=4294967291" },
+	{ "[0, 1, <db ff ff ff ff 61 61 61 61> | []]", "ERROR 1 unknown_method: unknown method (a name of 4294967295 bytes); END busy skip=4294967291" },
 	{ "[0, 1, \"reduce\", [{\"op\": <db ff ff ff ff> |}]]", "ERROR 1 invalid_params: unknown op (a string of 4294967295 bytes); END busy skip=4294967295" },
 	{ "[0, 1, \"reduce\", [<df ff ff ff ff> |]]", "END busy" },
 	{ "[0, 1, \"reduce\", [{\"op\": \"sum\", \"dtype\": \"i32\", \"data\": <c6 3f ff ff fc 01 00 00 00> |}]]",
