@@ -33,6 +33,7 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "daemon/reduce.h"
@@ -320,6 +321,137 @@ static const gr_block_fn block_fns[GR_OP_N][GR_DT_N] = {
 	},
 };
 
+/*
+ * The exact accumulator of float sums: a 2176-bit two's complement fixed
+ * point number whose bit 0 weighs 2^-1074, so every finite double is an
+ * integer in it and sums of them are exact; infinities and NaNs are kept
+ * as flags, so that too is independent of order.
+ */
+enum {
+	XF_NAN = 1,
+	XF_PINF = 2,
+	XF_NINF = 4,
+};
+
+static void xacc_add_double(gr_partial *p, double d)
+{
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	unsigned e = (bits >> 52) & 0x7ff;
+	uint64_t m = bits & ((1ull << 52) - 1);
+	bool neg = bits >> 63;
+
+	if (e == 0x7ff) {
+		p->xflags |= m ? XF_NAN : neg ? XF_NINF : XF_PINF;
+		return;
+	}
+	if (e == 0 && m == 0)
+		return;
+	unsigned shift = 0; /* subnormal: m units of 2^-1074 */
+	if (e) {
+		m |= 1ull << 52;
+		shift = e - 1;
+	}
+	unsigned w = shift / 64, b = shift % 64;
+	uint64_t lo = m << b, hi = b ? m >> (64 - b) : 0;
+	/* hi < 2^53, so hi + carry never wraps */
+	if (!neg) {
+		uint64_t c = (p->xacc[w] += lo) < lo;
+		for (unsigned k = w + 1; k < GR_PARTIAL_XWORDS && (c | hi); k++) {
+			uint64_t add = hi + c;
+			c = (p->xacc[k] += add) < add;
+			hi = 0;
+		}
+	} else {
+		uint64_t old = p->xacc[w];
+		uint64_t bw = old < lo;
+		p->xacc[w] = old - lo;
+		for (unsigned k = w + 1; k < GR_PARTIAL_XWORDS && (bw | hi); k++) {
+			uint64_t sub = hi + bw;
+			old = p->xacc[k];
+			bw = old < sub;
+			p->xacc[k] = old - sub;
+			hi = 0;
+		}
+	}
+}
+
+static void xacc_add(gr_partial *acc, const gr_partial *next)
+{
+	uint64_t c = 0;
+	for (unsigned k = 0; k < GR_PARTIAL_XWORDS; k++) {
+		uint64_t a = acc->xacc[k], b = next->xacc[k];
+		uint64_t s = a + b;
+		uint64_t c1 = s < a;
+		acc->xacc[k] = s + c;
+		c = c1 | (acc->xacc[k] < s);
+	}
+	acc->xflags |= next->xflags;
+}
+
+static bool xacc_bit(const uint64_t *a, unsigned i)
+{
+	return (a[i / 64] >> (i % 64)) & 1;
+}
+
+/* Any bit below bit i set? */
+static bool xacc_sticky(const uint64_t *a, unsigned i)
+{
+	for (unsigned k = 0; k < i / 64; k++)
+		if (a[k])
+			return true;
+	return i % 64 && (a[i / 64] & ((1ull << (i % 64)) - 1));
+}
+
+/* Round the exact value (flags, words and the pending v.f) to nearest, ties to even. */
+static double xacc_round(const gr_partial *p)
+{
+	gr_partial t = *p;
+	xacc_add_double(&t, t.v.f);
+	if ((t.xflags & XF_NAN) || (t.xflags & (XF_PINF | XF_NINF)) == (XF_PINF | XF_NINF))
+		return NAN;
+	if (t.xflags & XF_PINF)
+		return INFINITY;
+	if (t.xflags & XF_NINF)
+		return -INFINITY;
+
+	uint64_t *a = t.xacc;
+	bool neg = a[GR_PARTIAL_XWORDS - 1] >> 63;
+	if (neg) {
+		uint64_t c = 1;
+		for (unsigned k = 0; k < GR_PARTIAL_XWORDS; k++) {
+			a[k] = ~a[k] + c;
+			c = c && a[k] == 0;
+		}
+	}
+	int top = GR_PARTIAL_XWORDS - 1;
+	while (top >= 0 && !a[top])
+		top--;
+	if (top < 0)
+		return 0.0;
+	unsigned h = (unsigned)top * 64 + 63 - (unsigned)__builtin_clzll(a[top]);
+	double v;
+	if (h < 53) {
+		/* below 2^-1021: exact, subnormal or the first normal binade */
+		v = ldexp((double)a[0], -1074);
+	} else {
+		unsigned lo = h - 52, w = lo / 64, b = lo % 64;
+		uint64_t m = a[w] >> b;
+		if (b && w + 1 < GR_PARTIAL_XWORDS)
+			m |= a[w + 1] << (64 - b);
+		m &= (1ull << 53) - 1;
+		if (xacc_bit(a, lo - 1) && ((m & 1) || xacc_sticky(a, lo - 1)))
+			m++;
+		if (m >> 53) {
+			m >>= 1;
+			lo++;
+		}
+		/* exact, or infinity when it rounds to 2^1024 or beyond */
+		v = ldexp((double)m, (int)lo - 1074);
+	}
+	return neg ? -v : v;
+}
+
 /* Which member of gr_partial.v an (op, dtype) keeps its state in. */
 static gr_kind partial_kind(gr_op op, gr_dtype dt)
 {
@@ -332,8 +464,7 @@ static gr_kind partial_kind(gr_op op, gr_dtype dt)
 
 void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret)
 {
-	ret->count = 0;
-	ret->v.u = 0;
+	memset(ret, 0, sizeof(*ret));
 	switch (partial_kind(op, dt)) {
 	case GR_KIND_F64:
 		ret->v.f = op == GR_OP_MIN ? INFINITY : op == GR_OP_MAX ? -INFINITY : 0.0;
@@ -352,12 +483,16 @@ void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial
 	acc->count += next->count;
 	switch (partial_kind(op, dt)) {
 	case GR_KIND_F64:
-		if (op == GR_OP_SUM || op == GR_OP_SUMSQ)
-			acc->v.f += next->v.f;
-		else if (isnan(acc->v.f) || isnan(next->v.f))
+		if (op == GR_OP_SUM || op == GR_OP_SUMSQ) {
+			xacc_add_double(acc, acc->v.f);
+			xacc_add_double(acc, next->v.f);
+			xacc_add(acc, next);
+			acc->v.f = 0.0;
+		} else if (isnan(acc->v.f) || isnan(next->v.f)) {
 			acc->v.f = NAN;
-		else if (op == GR_OP_MIN ? next->v.f < acc->v.f : next->v.f > acc->v.f)
+		} else if (op == GR_OP_MIN ? next->v.f < acc->v.f : next->v.f > acc->v.f) {
 			acc->v.f = next->v.f;
+		}
 		break;
 	case GR_KIND_U64:
 		if (op == GR_OP_SUM)
@@ -379,10 +514,12 @@ gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *r
 	if (p->count == 0 && (op == GR_OP_MIN || op == GR_OP_MAX))
 		return GR_ERR_EMPTY;
 	switch (ret->kind) {
-	case GR_KIND_F64:
+	case GR_KIND_F64: {
+		double f = op == GR_OP_SUM || op == GR_OP_SUMSQ ? xacc_round(p) : p->v.f;
 		/* One NaN on the wire, whatever payload the arithmetic left. */
-		ret->f = isnan(p->v.f) ? NAN : p->v.f;
+		ret->f = isnan(f) ? NAN : f;
 		break;
+	}
 	case GR_KIND_U64:
 		ret->u = p->v.u;
 		break;
