@@ -22,9 +22,8 @@
  * the auto-vectoriser, so every build (whatever -O level) gets the same
  * vector code and the lane layout stays the one described above. Loads go
  * through memcpy, so the data may sit at any address. Each kernel is
- * cloned for AVX2 (which brings no FMA) next to the x86-64 baseline; both
- * clones compute the same bits, the AVX2 one just does it in wider
- * registers.
+ * built for AVX2 (which brings no FMA) next to the x86-64 baseline; both
+ * compute the same bits, the AVX2 one just does it in wider registers.
  */
 
 /* x * x + acc must round twice, in every build and every clone. */
@@ -33,20 +32,28 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/reduce.h"
 
 #define GR_INLINE inline __attribute__((always_inline))
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define GR_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef GR_CLONES
-#define GR_CLONES
+/*
+ * On x86-64 every kernel is compiled twice, for the baseline and for AVX2,
+ * and the AVX2 table is picked at run time when the CPU has it (or the
+ * baseline when GPURED_REDUCE_ISA=baseline, for tests). A table chosen in
+ * code, rather than target_clones' ifuncs, keeps the kernels' addresses out
+ * of load-time relocations, which sanitizer runtimes cannot survive.
+ */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GR_HAVE_AVX2 1
+#define GR_AVX2 __attribute__((target("avx2")))
+#define GR_AVX2_ONLY(...) __VA_ARGS__
+#else
+#define GR_AVX2_ONLY(...)
 #endif
 
 typedef double v4df __attribute__((vector_size(32)));
@@ -58,6 +65,9 @@ typedef uint32_t v4su __attribute__((vector_size(16)));
 typedef float v8sf __attribute__((vector_size(32)));
 typedef int32_t v8si __attribute__((vector_size(32)));
 typedef uint32_t v8su __attribute__((vector_size(32)));
+typedef double v2df __attribute__((vector_size(16)));
+typedef int64_t v2di __attribute__((vector_size(16)));
+typedef uint64_t v2du __attribute__((vector_size(16)));
 
 typedef void (*gr_block_fn)(const unsigned char *p, size_t n, gr_partial *ret);
 
@@ -164,8 +174,8 @@ SCALAR_AS_U64(uint64_t)
 #define GROUP_BYTES 128
 #define UNROLL _Pragma("GCC unroll 8")
 
-#define DEF_FACC(NAME, T, LOAD4, SCALAR, MAP)                                    \
-	GR_CLONES static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
+#define DEF_FACC_ONE(NAME, ATTR, T, LOAD4, SCALAR, MAP)                                    \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
 	{                                                                        \
 		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / 4 };        \
 		v4df a[NV];                                                      \
@@ -195,6 +205,10 @@ SCALAR_AS_U64(uint64_t)
 #define vsq(x) ((x) * (x))
 #define vid(x) (x)
 
+#define DEF_FACC(NAME, T, LOAD4, SCALAR, MAP) \
+	DEF_FACC_ONE(NAME##_base, , T, LOAD4, SCALAR, MAP) \
+	GR_AVX2_ONLY(DEF_FACC_ONE(NAME##_avx2, GR_AVX2, T, LOAD4, SCALAR, MAP))
+
 DEF_FACC(sum_f32, float, ld_f32_as_f64, sc_float_as_f64, vid)
 DEF_FACC(sum_f64, double, ld_f64, sc_double_as_f64, vid)
 DEF_FACC(sumsq_f32, float, ld_f32_as_f64, sc_float_as_f64, vsq)
@@ -206,8 +220,8 @@ DEF_FACC(sumsq_u64, uint64_t, ld_u64_as_f64, sc_uint64_t_as_f64, vsq)
 
 /* ---- integer sums, wrapping modulo 2^64 ---- */
 
-#define DEF_ISUM(NAME, T, LOAD4, SCALAR)                                         \
-	GR_CLONES static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
+#define DEF_ISUM_ONE(NAME, ATTR, T, LOAD4, SCALAR)                                         \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
 	{                                                                        \
 		const size_t es = sizeof(T);                                     \
 		v4du a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };             \
@@ -226,6 +240,10 @@ DEF_FACC(sumsq_u64, uint64_t, ld_u64_as_f64, sc_uint64_t_as_f64, vsq)
 		ret->v.u = s;                                                    \
 	}
 
+#define DEF_ISUM(NAME, T, LOAD4, SCALAR) \
+	DEF_ISUM_ONE(NAME##_base, , T, LOAD4, SCALAR) \
+	GR_AVX2_ONLY(DEF_ISUM_ONE(NAME##_avx2, GR_AVX2, T, LOAD4, SCALAR))
+
 DEF_ISUM(sum_i32, int32_t, ld_i32_as_u64, sc_int32_t_as_u64)
 DEF_ISUM(sum_u32, uint32_t, ld_u32_as_u64, sc_uint32_t_as_u64)
 DEF_ISUM(sum_i64, int64_t, ld_u64, sc_int64_t_as_u64)
@@ -239,8 +257,8 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
  * earlier value and a NaN x is never taken; NaNs are noted apart, in a
  * mask, without a branch.
  */
-#define DEF_MINMAX(NAME, T, VT, MT, W, CMP, INIT, IS_FLOAT, STORE)               \
-	GR_CLONES static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
+#define DEF_MINMAX_ONE(NAME, ATTR, T, VT, MT, W, CMP, INIT, IS_FLOAT, STORE)               \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
 	{                                                                        \
 		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / W };        \
 		VT m[NV];                                                        \
@@ -284,42 +302,75 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
 #pragma GCC diagnostic push
 /* x != x is the NaN test on floats, and always false (folded) on integers. */
 #pragma GCC diagnostic ignored "-Wtautological-compare"
-DEF_MINMAX(min_f32, float, v8sf, v8si, 8, <, INFINITY, 1, ret->v.f = lane[0])
-DEF_MINMAX(max_f32, float, v8sf, v8si, 8, >, -INFINITY, 1, ret->v.f = lane[0])
-DEF_MINMAX(min_f64, double, v4df, v4di, 4, <, INFINITY, 1, ret->v.f = lane[0])
-DEF_MINMAX(max_f64, double, v4df, v4di, 4, >, -INFINITY, 1, ret->v.f = lane[0])
-DEF_MINMAX(min_i32, int32_t, v8si, v8si, 8, <, INT32_MAX, 0, ret->v.i = lane[0])
-DEF_MINMAX(max_i32, int32_t, v8si, v8si, 8, >, INT32_MIN, 0, ret->v.i = lane[0])
-DEF_MINMAX(min_u32, uint32_t, v8su, v8si, 8, <, UINT32_MAX, 0, ret->v.u = lane[0])
-DEF_MINMAX(max_u32, uint32_t, v8su, v8si, 8, >, 0, 0, ret->v.u = lane[0])
-DEF_MINMAX(min_i64, int64_t, v4di, v4di, 4, <, INT64_MAX, 0, ret->v.i = lane[0])
-DEF_MINMAX(max_i64, int64_t, v4di, v4di, 4, >, INT64_MIN, 0, ret->v.i = lane[0])
-DEF_MINMAX(min_u64, uint64_t, v4du, v4di, 4, <, UINT64_MAX, 0, ret->v.u = lane[0])
-DEF_MINMAX(max_u64, uint64_t, v4du, v4di, 4, >, 0, 0, ret->v.u = lane[0])
+/* The baseline gets 16-byte vectors (GCC splits wider compares into
+ * scalars there), AVX2 32-byte ones; the lanes are the same. */
+#define DEF_MINMAX(NAME, T, VT16, MT16, W16, VT32, MT32, W32, CMP, INIT, IS_FLOAT, STORE) \
+	DEF_MINMAX_ONE(NAME##_base, , T, VT16, MT16, W16, CMP, INIT, IS_FLOAT, STORE) \
+	GR_AVX2_ONLY(DEF_MINMAX_ONE(NAME##_avx2, GR_AVX2, T, VT32, MT32, W32, CMP, INIT, IS_FLOAT, STORE))
+
+DEF_MINMAX(min_f32, float, v4sf, v4si, 4, v8sf, v8si, 8, <, INFINITY, 1, ret->v.f = lane[0])
+DEF_MINMAX(max_f32, float, v4sf, v4si, 4, v8sf, v8si, 8, >, -INFINITY, 1, ret->v.f = lane[0])
+DEF_MINMAX(min_f64, double, v2df, v2di, 2, v4df, v4di, 4, <, INFINITY, 1, ret->v.f = lane[0])
+DEF_MINMAX(max_f64, double, v2df, v2di, 2, v4df, v4di, 4, >, -INFINITY, 1, ret->v.f = lane[0])
+DEF_MINMAX(min_i32, int32_t, v4si, v4si, 4, v8si, v8si, 8, <, INT32_MAX, 0, ret->v.i = lane[0])
+DEF_MINMAX(max_i32, int32_t, v4si, v4si, 4, v8si, v8si, 8, >, INT32_MIN, 0, ret->v.i = lane[0])
+DEF_MINMAX(min_u32, uint32_t, v4su, v4si, 4, v8su, v8si, 8, <, UINT32_MAX, 0, ret->v.u = lane[0])
+DEF_MINMAX(max_u32, uint32_t, v4su, v4si, 4, v8su, v8si, 8, >, 0, 0, ret->v.u = lane[0])
+DEF_MINMAX(min_i64, int64_t, v2di, v2di, 2, v4di, v4di, 4, <, INT64_MAX, 0, ret->v.i = lane[0])
+DEF_MINMAX(max_i64, int64_t, v2di, v2di, 2, v4di, v4di, 4, >, INT64_MIN, 0, ret->v.i = lane[0])
+DEF_MINMAX(min_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, <, UINT64_MAX, 0, ret->v.u = lane[0])
+DEF_MINMAX(max_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, >, 0, 0, ret->v.u = lane[0])
 #pragma GCC diagnostic pop
 
-static const gr_block_fn block_fns[GR_OP_N][GR_DT_N] = {
-	[GR_OP_SUM] = {
-		[GR_DT_I32] = sum_i32, [GR_DT_I64] = sum_i64,
-		[GR_DT_U32] = sum_u32, [GR_DT_U64] = sum_u64,
-		[GR_DT_F32] = sum_f32, [GR_DT_F64] = sum_f64,
-	},
-	[GR_OP_MIN] = {
-		[GR_DT_I32] = min_i32, [GR_DT_I64] = min_i64,
-		[GR_DT_U32] = min_u32, [GR_DT_U64] = min_u64,
-		[GR_DT_F32] = min_f32, [GR_DT_F64] = min_f64,
-	},
-	[GR_OP_MAX] = {
-		[GR_DT_I32] = max_i32, [GR_DT_I64] = max_i64,
-		[GR_DT_U32] = max_u32, [GR_DT_U64] = max_u64,
-		[GR_DT_F32] = max_f32, [GR_DT_F64] = max_f64,
-	},
-	[GR_OP_SUMSQ] = {
-		[GR_DT_I32] = sumsq_i32, [GR_DT_I64] = sumsq_i64,
-		[GR_DT_U32] = sumsq_u32, [GR_DT_U64] = sumsq_u64,
-		[GR_DT_F32] = sumsq_f32, [GR_DT_F64] = sumsq_f64,
-	},
-};
+#define BLOCK_TABLE(S)                                                           \
+	{                                                                        \
+		[GR_OP_SUM] = {                                                  \
+			[GR_DT_I32] = sum_i32##S, [GR_DT_I64] = sum_i64##S,      \
+			[GR_DT_U32] = sum_u32##S, [GR_DT_U64] = sum_u64##S,      \
+			[GR_DT_F32] = sum_f32##S, [GR_DT_F64] = sum_f64##S,      \
+		},                                                               \
+		[GR_OP_MIN] = {                                                  \
+			[GR_DT_I32] = min_i32##S, [GR_DT_I64] = min_i64##S,      \
+			[GR_DT_U32] = min_u32##S, [GR_DT_U64] = min_u64##S,      \
+			[GR_DT_F32] = min_f32##S, [GR_DT_F64] = min_f64##S,      \
+		},                                                               \
+		[GR_OP_MAX] = {                                                  \
+			[GR_DT_I32] = max_i32##S, [GR_DT_I64] = max_i64##S,      \
+			[GR_DT_U32] = max_u32##S, [GR_DT_U64] = max_u64##S,      \
+			[GR_DT_F32] = max_f32##S, [GR_DT_F64] = max_f64##S,      \
+		},                                                               \
+		[GR_OP_SUMSQ] = {                                                \
+			[GR_DT_I32] = sumsq_i32##S, [GR_DT_I64] = sumsq_i64##S,  \
+			[GR_DT_U32] = sumsq_u32##S, [GR_DT_U64] = sumsq_u64##S,  \
+			[GR_DT_F32] = sumsq_f32##S, [GR_DT_F64] = sumsq_f64##S,  \
+		},                                                               \
+	}
+
+typedef const gr_block_fn gr_block_table[GR_OP_N][GR_DT_N];
+
+static gr_block_table block_fns_base = BLOCK_TABLE(_base);
+#ifdef GR_HAVE_AVX2
+static gr_block_table block_fns_avx2 = BLOCK_TABLE(_avx2);
+#endif
+
+static gr_block_table *block_table(void)
+{
+#ifdef GR_HAVE_AVX2
+	/* 0: not chosen yet, 1: baseline, 2: AVX2; racing first calls agree */
+	static _Atomic int isa;
+	int i = atomic_load_explicit(&isa, memory_order_relaxed);
+	if (!i) {
+		const char *e = getenv("GPURED_REDUCE_ISA");
+		__builtin_cpu_init();
+		i = (e && strcmp(e, "baseline") == 0) || !__builtin_cpu_supports("avx2") ? 1 : 2;
+		atomic_store_explicit(&isa, i, memory_order_relaxed);
+	}
+	if (i == 2)
+		return &block_fns_avx2;
+#endif
+	return &block_fns_base;
+}
+
 
 /*
  * The exact accumulator of float sums: a 2176-bit two's complement fixed
@@ -536,7 +587,7 @@ void gr_reduce_block(gr_op op, gr_dtype dt, const void *data, size_t n, gr_parti
 	gr_partial_identity(op, dt, ret);
 	if (n == 0)
 		return;
-	block_fns[op][dt](data, n, ret);
+	(*block_table())[op][dt](data, n, ret);
 	ret->count = n;
 }
 
