@@ -201,6 +201,10 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 			cpu_post(cb, job, -EINVAL, "invalid job (op, dtype or data)");
 			continue;
 		}
+		if (job->device > 0) {
+			cpu_post(cb, job, -ENODEV, "the cpu backend has only device 0");
+			continue;
+		}
 		size_t bytes = job->n * gr_dtype_size(job->dtype);
 		if (bytes <= cb->inline_max) {
 			*inl_tail = job;

@@ -26,10 +26,12 @@
  * compute the same bits, the AVX2 one just does it in wider registers.
  */
 
-/* x * x + acc must round twice, in every build and every clone. */
+/* x * x + acc must round twice, in every build and on every ISA. */
+#ifdef __clang__
+#pragma clang fp contract(off)
+#else
 #pragma GCC optimize("fp-contract=off")
-/* The vector helpers are static and always inlined: no ABI is crossed. */
-#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 #include <math.h>
 #include <stdatomic.h>
@@ -73,72 +75,70 @@ typedef void (*gr_block_fn)(const unsigned char *p, size_t n, gr_partial *ret);
 
 /* ---- loads: four elements at p, any alignment ---- */
 
-static GR_INLINE v4df ld_f64(const unsigned char *p)
+static GR_INLINE void ld_f64(v4df *ret, const unsigned char *p)
 {
-	v4df v;
-	memcpy(&v, p, sizeof(v));
-	return v;
+	memcpy(ret, p, sizeof(*ret));
 }
 
-static GR_INLINE v4df ld_f32_as_f64(const unsigned char *p)
+static GR_INLINE void ld_f32_as_f64(v4df *ret, const unsigned char *p)
 {
 	float t[4];
 	memcpy(t, p, sizeof(t));
 	/* GCC 12 turns this form, not __builtin_convertvector, into one
 	 * vcvtps2pd ymm under AVX. */
-	return (v4df){ t[0], t[1], t[2], t[3] };
+	*ret = (v4df){ t[0], t[1], t[2], t[3] };
 }
 
-static GR_INLINE v4df ld_i32_as_f64(const unsigned char *p)
+static GR_INLINE void ld_i32_as_f64(v4df *ret, const unsigned char *p)
 {
 	int32_t t[4];
 	memcpy(t, p, sizeof(t));
-	return (v4df){ t[0], t[1], t[2], t[3] };
+	*ret = (v4df){ t[0], t[1], t[2], t[3] };
 }
 
 /* No baseline instruction converts 64-bit integers in vectors; lanes. */
-static GR_INLINE v4df ld_i64_as_f64(const unsigned char *p)
+static GR_INLINE void ld_i64_as_f64(v4df *ret, const unsigned char *p)
 {
 	int64_t t[4];
 	memcpy(t, p, sizeof(t));
-	return (v4df){ (double)t[0], (double)t[1], (double)t[2], (double)t[3] };
+	*ret = (v4df){ (double)t[0], (double)t[1], (double)t[2], (double)t[3] };
 }
 
-static GR_INLINE v4df ld_u64_as_f64(const unsigned char *p)
+static GR_INLINE void ld_u64_as_f64(v4df *ret, const unsigned char *p)
 {
 	uint64_t t[4];
 	memcpy(t, p, sizeof(t));
-	return (v4df){ (double)t[0], (double)t[1], (double)t[2], (double)t[3] };
+	*ret = (v4df){ (double)t[0], (double)t[1], (double)t[2], (double)t[3] };
 }
 
-static GR_INLINE v4du ld_i32_as_u64(const unsigned char *p)
+static GR_INLINE void ld_i32_as_u64(v4du *ret, const unsigned char *p)
 {
 	int32_t t[4];
 	memcpy(t, p, sizeof(t));
-	return (v4du){ (uint64_t)t[0], (uint64_t)t[1], (uint64_t)t[2], (uint64_t)t[3] };
+	*ret = (v4du){ (uint64_t)t[0], (uint64_t)t[1], (uint64_t)t[2], (uint64_t)t[3] };
 }
 
-static GR_INLINE v4du ld_u32_as_u64(const unsigned char *p)
+static GR_INLINE void ld_u32_as_u64(v4du *ret, const unsigned char *p)
 {
 	uint32_t t[4];
 	memcpy(t, p, sizeof(t));
-	return (v4du){ t[0], t[1], t[2], t[3] };
+	*ret = (v4du){ t[0], t[1], t[2], t[3] };
 }
 
-static GR_INLINE v4du ld_u64(const unsigned char *p)
+static GR_INLINE void ld_u64(v4du *ret, const unsigned char *p)
 {
-	v4du v;
-	memcpy(&v, p, sizeof(v));
-	return v;
+	memcpy(ret, p, sizeof(*ret));
 }
 
 /* 2^52 + x has x in its low mantissa bits: an exact u32 -> double. */
-static GR_INLINE v4df ld_u32_as_f64(const unsigned char *p)
+static GR_INLINE void ld_u32_as_f64(v4df *ret, const unsigned char *p)
 {
-	v4du w = ld_u32_as_u64(p) | 0x4330000000000000ull;
+	v4du w;
+	ld_u32_as_u64(&w, p);
+	w |= 0x4330000000000000ull;
 	v4df d;
 	memcpy(&d, &w, sizeof(d));
-	return d - 0x1p52;
+	*ret = d - 0x1p52;
 }
 
 /* One element as double, for the tail of a block. */
@@ -185,7 +185,8 @@ SCALAR_AS_U64(uint64_t)
 		for (; i + L <= n; i += L) {                                     \
 			const unsigned char *q = p + i * es;                     \
 			UNROLL for (unsigned v = 0; v < NV; v++) {               \
-				v4df x = LOAD4(q + v * 4 * es);                  \
+				v4df x;                                          \
+				LOAD4(&x, q + v * 4 * es);                  \
 				a[v] += MAP(x);                                  \
 			}                                                        \
 		}                                                                \
@@ -228,10 +229,15 @@ DEF_FACC(sumsq_u64, uint64_t, ld_u64_as_f64, sc_uint64_t_as_f64, vsq)
 		size_t i = 0;                                                    \
 		for (; i + 16 <= n; i += 16) {                                   \
 			const unsigned char *q = p + i * es;                     \
-			a0 += LOAD4(q);                                          \
-			a1 += LOAD4(q + 4 * es);                                 \
-			a2 += LOAD4(q + 8 * es);                                 \
-			a3 += LOAD4(q + 12 * es);                                \
+			v4du x0, x1, x2, x3;                                     \
+			LOAD4(&x0, q);                                           \
+			LOAD4(&x1, q + 4 * es);                                  \
+			LOAD4(&x2, q + 8 * es);                                  \
+			LOAD4(&x3, q + 12 * es);                                 \
+			a0 += x0;                                                \
+			a1 += x1;                                                \
+			a2 += x2;                                                \
+			a3 += x3;                                                \
 		}                                                                \
 		v4du a = (a0 + a1) + (a2 + a3);                                  \
 		uint64_t s = a[0] + a[1] + a[2] + a[3];                          \

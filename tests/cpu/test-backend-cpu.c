@@ -225,6 +225,17 @@ int main(void)
 			CHECK(bad.done == 1 && bad.job.status == -EINVAL && bad.job.errmsg[0],
 			      "invalid job: %d", bad.job.status);
 			check_job(&good);
+			/* device 0 is this one; there is no other */
+			make_job(b, &good, 1 << 20);
+			make_job(b, &bad, 1 << 20);
+			good.job.device = 0;
+			bad.job.device = 1;
+			good.job.next = &bad.job;
+			done_total = 0;
+			b->ops->submit(b, &good.job);
+			run_until(&loop, 2);
+			check_job(&good);
+			CHECK(bad.done == 1 && bad.job.status == -ENODEV, "device 1: %d", bad.job.status);
 
 			/* free() with work queued: everything is posted first */
 			test_job tj[30];

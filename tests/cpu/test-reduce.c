@@ -9,7 +9,11 @@
  *                        builds, e.g. with and without AVX2)
  */
 /* The transcription below must round x * x + acc twice, as reduce.c does. */
+#ifdef __clang__
+#pragma clang fp contract(off)
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #include <float.h>
 #include <inttypes.h>
