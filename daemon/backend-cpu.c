@@ -60,10 +60,10 @@ typedef struct cpu_work cpu_work;
 struct cpu_work {
 	cpu_work *next;
 	gr_job *job;
-	unsigned nunits;     /* 1 for a whole job, else one per block */
-	unsigned claimed;    /* units handed out (under the lock) */
-	atomic_uint left;    /* units not finished yet */
-	gr_partial *part;    /* NULL for a whole job; else nunits partials */
+	unsigned nunits;  /* 1 for a whole job, else one per block */
+	unsigned claimed; /* units handed out (under the lock) */
+	atomic_uint left; /* units not finished yet */
+	gr_partial *part; /* NULL for a whole job; else nunits partials */
 };
 
 typedef struct cpu_backend {
@@ -187,8 +187,8 @@ static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 static void cpu_submit(gr_backend *b, gr_job *batch)
 {
 	cpu_backend *cb = (cpu_backend *)b;
-	gr_job *inl = NULL, **inl_tail = &inl;   /* run here */
-	gr_job *whole = NULL, **whole_tail = &whole; /* need a spare record */
+	gr_job *inl = NULL, **inl_tail = &inl;         /* run here */
+	gr_job *whole = NULL, **whole_tail = &whole;   /* need a spare record */
 	cpu_work *split = NULL, **split_tail = &split; /* ready records */
 	unsigned units = 0;
 
@@ -324,9 +324,9 @@ static void cpu_free(gr_backend *b)
 }
 
 static const gr_backend_ops cpu_ops = {
-	.submit = cpu_submit,
-	.describe = cpu_describe,
-	.free = cpu_free,
+    .submit = cpu_submit,
+    .describe = cpu_describe,
+    .free = cpu_free,
 };
 
 static void cpu_read_model(char *buf, size_t len)
@@ -353,9 +353,9 @@ static void cpu_read_model(char *buf, size_t len)
 }
 
 int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backend **ret,
-		       char *errbuf, size_t errlen)
+                       char *errbuf, size_t errlen)
 {
-	static const gr_backend_config defaults = { .inline_max_bytes = SIZE_MAX };
+	static const gr_backend_config defaults = {.inline_max_bytes = SIZE_MAX};
 	cpu_backend *cb = NULL;
 	int r;
 
@@ -375,18 +375,21 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	}
 	if (chunk == 0 || chunk % GR_REDUCE_ALIGN_BYTES || chunk > staging) {
 		snprintf(errbuf, errlen,
-			 "cpu backend: chunk size %zu bytes must be a positive multiple of %zu bytes and at most the staging size (%zu bytes)",
-			 chunk, GR_REDUCE_ALIGN_BYTES, staging);
+		         "cpu backend: chunk size %zu bytes must be a positive multiple of %zu "
+		         "bytes and at most the staging size (%zu bytes)",
+		         chunk, GR_REDUCE_ALIGN_BYTES, staging);
 		return -EINVAL;
 	}
 	unsigned threads = cfg->threads;
 	if (!threads) {
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = online > 0 ? (unsigned)(online < CPU_MAX_THREADS ? online : CPU_MAX_THREADS) : 1;
+		threads = online > 0
+		              ? (unsigned)(online < CPU_MAX_THREADS ? online : CPU_MAX_THREADS)
+		              : 1;
 	}
 	if (threads > CPU_MAX_THREADS) {
 		snprintf(errbuf, errlen, "cpu backend: %u threads asked for, at most %u", threads,
-			 CPU_MAX_THREADS);
+		         CPU_MAX_THREADS);
 		return -EINVAL;
 	}
 
@@ -400,8 +403,8 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	cb->base.ndevices = 1;
 	cb->base.cq = cq;
 	cb->base.chunk_bytes = chunk;
-	cb->inline_max = cfg->inline_max_bytes == SIZE_MAX ? CPU_DEFAULT_INLINE_MAX
-							   : cfg->inline_max_bytes;
+	cb->inline_max =
+	    cfg->inline_max_bytes == SIZE_MAX ? CPU_DEFAULT_INLINE_MAX : cfg->inline_max_bytes;
 	atomic_init(&cb->jobs, 0);
 	cpu_read_model(cb->model, sizeof(cb->model));
 	pthread_mutex_init(&cb->lock, NULL);
@@ -412,7 +415,7 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	if (mem == MAP_FAILED) {
 		r = -errno;
 		snprintf(errbuf, errlen, "cpu backend: cannot map %zu bytes of staging memory: %s",
-			 staging, strerror(-r));
+		         staging, strerror(-r));
 		goto fail;
 	}
 	cb->base.staging = mem;
@@ -441,7 +444,7 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (cb->nstarted < threads) {
 		snprintf(errbuf, errlen, "cpu backend: cannot start worker thread %u: %s",
-			 cb->nstarted, strerror(-r));
+		         cb->nstarted, strerror(-r));
 		goto fail;
 	}
 

@@ -13,7 +13,11 @@
  *     (exactly for f32, i32, u32; rounded to nearest for i64 and u64), and
  *     sumsq adds the rounded product x * x (never a fused multiply-add);
  *   - float min/max keep the earlier value on ties (so -0 and +0 stay where
- *     they were), and any NaN in the block makes the block's result NaN.
+ *     they were), and any NaN in the block makes the block's result NaN;
+ *   - the partials of float sums and sumsq are then added exactly, in a
+ *     fixed-point accumulator kept in gr_partial, and rounded to nearest
+ *     once, in gr_partial_finish(): how blocks are grouped into chunks, and
+ *     in which order the groups are combined, cannot change a bit.
  *
  * Integer sums wrap modulo 2^64 and integer min/max are exact, so their
  * order does not matter; they use the same loops for speed only.
@@ -86,14 +90,14 @@ static GR_INLINE void ld_f32_as_f64(v4df *ret, const unsigned char *p)
 	memcpy(t, p, sizeof(t));
 	/* GCC 12 turns this form, not __builtin_convertvector, into one
 	 * vcvtps2pd ymm under AVX. */
-	*ret = (v4df){ t[0], t[1], t[2], t[3] };
+	*ret = (v4df){t[0], t[1], t[2], t[3]};
 }
 
 static GR_INLINE void ld_i32_as_f64(v4df *ret, const unsigned char *p)
 {
 	int32_t t[4];
 	memcpy(t, p, sizeof(t));
-	*ret = (v4df){ t[0], t[1], t[2], t[3] };
+	*ret = (v4df){t[0], t[1], t[2], t[3]};
 }
 
 /* No baseline instruction converts 64-bit integers in vectors; lanes. */
@@ -101,28 +105,28 @@ static GR_INLINE void ld_i64_as_f64(v4df *ret, const unsigned char *p)
 {
 	int64_t t[4];
 	memcpy(t, p, sizeof(t));
-	*ret = (v4df){ (double)t[0], (double)t[1], (double)t[2], (double)t[3] };
+	*ret = (v4df){(double)t[0], (double)t[1], (double)t[2], (double)t[3]};
 }
 
 static GR_INLINE void ld_u64_as_f64(v4df *ret, const unsigned char *p)
 {
 	uint64_t t[4];
 	memcpy(t, p, sizeof(t));
-	*ret = (v4df){ (double)t[0], (double)t[1], (double)t[2], (double)t[3] };
+	*ret = (v4df){(double)t[0], (double)t[1], (double)t[2], (double)t[3]};
 }
 
 static GR_INLINE void ld_i32_as_u64(v4du *ret, const unsigned char *p)
 {
 	int32_t t[4];
 	memcpy(t, p, sizeof(t));
-	*ret = (v4du){ (uint64_t)t[0], (uint64_t)t[1], (uint64_t)t[2], (uint64_t)t[3] };
+	*ret = (v4du){(uint64_t)t[0], (uint64_t)t[1], (uint64_t)t[2], (uint64_t)t[3]};
 }
 
 static GR_INLINE void ld_u32_as_u64(v4du *ret, const unsigned char *p)
 {
 	uint32_t t[4];
 	memcpy(t, p, sizeof(t));
-	*ret = (v4du){ t[0], t[1], t[2], t[3] };
+	*ret = (v4du){t[0], t[1], t[2], t[3]};
 }
 
 static GR_INLINE void ld_u64(v4du *ret, const unsigned char *p)
@@ -142,12 +146,12 @@ static GR_INLINE void ld_u32_as_f64(v4df *ret, const unsigned char *p)
 }
 
 /* One element as double, for the tail of a block. */
-#define SCALAR_AS_F64(T)                                                         \
-	static inline double sc_##T##_as_f64(const unsigned char *p)             \
-	{                                                                        \
-		T x;                                                             \
-		memcpy(&x, p, sizeof(x));                                        \
-		return (double)x;                                                \
+#define SCALAR_AS_F64(T)                                                                           \
+	static inline double sc_##T##_as_f64(const unsigned char *p)                               \
+	{                                                                                          \
+		T x;                                                                               \
+		memcpy(&x, p, sizeof(x));                                                          \
+		return (double)x;                                                                  \
 	}
 SCALAR_AS_F64(int32_t)
 SCALAR_AS_F64(int64_t)
@@ -156,12 +160,12 @@ SCALAR_AS_F64(uint64_t)
 SCALAR_AS_F64(float)
 SCALAR_AS_F64(double)
 
-#define SCALAR_AS_U64(T)                                                         \
-	static inline uint64_t sc_##T##_as_u64(const unsigned char *p)           \
-	{                                                                        \
-		T x;                                                             \
-		memcpy(&x, p, sizeof(x));                                        \
-		return (uint64_t)x;                                              \
+#define SCALAR_AS_U64(T)                                                                           \
+	static inline uint64_t sc_##T##_as_u64(const unsigned char *p)                             \
+	{                                                                                          \
+		T x;                                                                               \
+		memcpy(&x, p, sizeof(x));                                                          \
+		return (uint64_t)x;                                                                \
 	}
 SCALAR_AS_U64(int32_t)
 SCALAR_AS_U64(int64_t)
@@ -174,40 +178,40 @@ SCALAR_AS_U64(uint64_t)
 #define GROUP_BYTES 128
 #define UNROLL _Pragma("GCC unroll 8")
 
-#define DEF_FACC_ONE(NAME, ATTR, T, LOAD4, SCALAR, MAP)                                    \
-	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
-	{                                                                        \
-		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / 4 };        \
-		v4df a[NV];                                                      \
-		UNROLL for (unsigned v = 0; v < NV; v++)                         \
-			a[v] = (v4df){ 0 };                                      \
-		size_t i = 0;                                                    \
-		for (; i + L <= n; i += L) {                                     \
-			const unsigned char *q = p + i * es;                     \
-			UNROLL for (unsigned v = 0; v < NV; v++) {               \
-				v4df x;                                          \
-				LOAD4(&x, q + v * 4 * es);                  \
-				a[v] += MAP(x);                                  \
-			}                                                        \
-		}                                                                \
-		double lane[L];                                                  \
-		memcpy(lane, a, sizeof(lane));                                   \
-		for (; i < n; i++) {                                             \
-			double x = SCALAR(p + i * es);                           \
-			lane[i % L] += MAP(x);                                   \
-		}                                                                \
-		for (unsigned w = L / 2; w; w /= 2)                              \
-			for (unsigned k = 0; k < w; k++)                         \
-				lane[k] += lane[k + w];                          \
-		ret->v.f = lane[0];                                              \
+#define DEF_FACC_ONE(NAME, ATTR, T, LOAD4, SCALAR, MAP)                                            \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / 4 };                         \
+		v4df a[NV];                                                                        \
+		UNROLL for (unsigned v = 0; v < NV; v++) a[v] = (v4df){0};                         \
+		size_t i = 0;                                                                      \
+		for (; i + L <= n; i += L) {                                                       \
+			const unsigned char *q = p + i * es;                                       \
+			UNROLL for (unsigned v = 0; v < NV; v++)                                   \
+			{                                                                          \
+				v4df x;                                                            \
+				LOAD4(&x, q + v * 4 * es);                                         \
+				a[v] += MAP(x);                                                    \
+			}                                                                          \
+		}                                                                                  \
+		double lane[L];                                                                    \
+		memcpy(lane, a, sizeof(lane));                                                     \
+		for (; i < n; i++) {                                                               \
+			double x = SCALAR(p + i * es);                                             \
+			lane[i % L] += MAP(x);                                                     \
+		}                                                                                  \
+		for (unsigned w = L / 2; w; w /= 2)                                                \
+			for (unsigned k = 0; k < w; k++)                                           \
+				lane[k] += lane[k + w];                                            \
+		ret->v.f = lane[0];                                                                \
 	}
 
 /* MAP is applied to vectors and scalars alike. */
 #define vsq(x) ((x) * (x))
 #define vid(x) (x)
 
-#define DEF_FACC(NAME, T, LOAD4, SCALAR, MAP) \
-	DEF_FACC_ONE(NAME##_base, , T, LOAD4, SCALAR, MAP) \
+#define DEF_FACC(NAME, T, LOAD4, SCALAR, MAP)                                                      \
+	DEF_FACC_ONE(NAME##_base, , T, LOAD4, SCALAR, MAP)                                         \
 	GR_AVX2_ONLY(DEF_FACC_ONE(NAME##_avx2, GR_AVX2, T, LOAD4, SCALAR, MAP))
 
 DEF_FACC(sum_f32, float, ld_f32_as_f64, sc_float_as_f64, vid)
@@ -221,33 +225,33 @@ DEF_FACC(sumsq_u64, uint64_t, ld_u64_as_f64, sc_uint64_t_as_f64, vsq)
 
 /* ---- integer sums, wrapping modulo 2^64 ---- */
 
-#define DEF_ISUM_ONE(NAME, ATTR, T, LOAD4, SCALAR)                                         \
-	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
-	{                                                                        \
-		const size_t es = sizeof(T);                                     \
-		v4du a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };             \
-		size_t i = 0;                                                    \
-		for (; i + 16 <= n; i += 16) {                                   \
-			const unsigned char *q = p + i * es;                     \
-			v4du x0, x1, x2, x3;                                     \
-			LOAD4(&x0, q);                                           \
-			LOAD4(&x1, q + 4 * es);                                  \
-			LOAD4(&x2, q + 8 * es);                                  \
-			LOAD4(&x3, q + 12 * es);                                 \
-			a0 += x0;                                                \
-			a1 += x1;                                                \
-			a2 += x2;                                                \
-			a3 += x3;                                                \
-		}                                                                \
-		v4du a = (a0 + a1) + (a2 + a3);                                  \
-		uint64_t s = a[0] + a[1] + a[2] + a[3];                          \
-		for (; i < n; i++)                                               \
-			s += SCALAR(p + i * es);                                 \
-		ret->v.u = s;                                                    \
+#define DEF_ISUM_ONE(NAME, ATTR, T, LOAD4, SCALAR)                                                 \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		const size_t es = sizeof(T);                                                       \
+		v4du a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                       \
+		size_t i = 0;                                                                      \
+		for (; i + 16 <= n; i += 16) {                                                     \
+			const unsigned char *q = p + i * es;                                       \
+			v4du x0, x1, x2, x3;                                                       \
+			LOAD4(&x0, q);                                                             \
+			LOAD4(&x1, q + 4 * es);                                                    \
+			LOAD4(&x2, q + 8 * es);                                                    \
+			LOAD4(&x3, q + 12 * es);                                                   \
+			a0 += x0;                                                                  \
+			a1 += x1;                                                                  \
+			a2 += x2;                                                                  \
+			a3 += x3;                                                                  \
+		}                                                                                  \
+		v4du a = (a0 + a1) + (a2 + a3);                                                    \
+		uint64_t s = a[0] + a[1] + a[2] + a[3];                                            \
+		for (; i < n; i++)                                                                 \
+			s += SCALAR(p + i * es);                                                   \
+		ret->v.u = s;                                                                      \
 	}
 
-#define DEF_ISUM(NAME, T, LOAD4, SCALAR) \
-	DEF_ISUM_ONE(NAME##_base, , T, LOAD4, SCALAR) \
+#define DEF_ISUM(NAME, T, LOAD4, SCALAR)                                                           \
+	DEF_ISUM_ONE(NAME##_base, , T, LOAD4, SCALAR)                                              \
 	GR_AVX2_ONLY(DEF_ISUM_ONE(NAME##_avx2, GR_AVX2, T, LOAD4, SCALAR))
 
 DEF_ISUM(sum_i32, int32_t, ld_i32_as_u64, sc_int32_t_as_u64)
@@ -258,51 +262,51 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
 /* ---- min and max ---- */
 
 /*
- * VT: a vector of W elements of type T (4 vectors make a group); CMP: <
- * for min, > for max. A lane takes x only when x CMP lane, so ties keep the
+ * VT: a vector of W elements of type T, MT its mask type; CMP: < for min,
+ * > for max. A lane takes x only when x CMP lane, so ties keep the
  * earlier value and a NaN x is never taken; NaNs are noted apart, in a
  * mask, without a branch.
  */
-#define DEF_MINMAX_ONE(NAME, ATTR, T, VT, MT, W, CMP, INIT, IS_FLOAT, STORE)               \
-	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret) \
-	{                                                                        \
-		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / W };        \
-		VT m[NV];                                                        \
-		UNROLL for (unsigned v = 0; v < NV; v++)                         \
-			for (unsigned k = 0; k < W; k++)                         \
-				m[v][k] = INIT;                                  \
-		MT nan = { 0 };                                                  \
-		size_t i = 0;                                                    \
-		for (; i + L <= n; i += L) {                                     \
-			const unsigned char *q = p + i * es;                     \
-			UNROLL for (unsigned v = 0; v < NV; v++) {               \
-				VT x;                                            \
-				memcpy(&x, q + v * W * es, sizeof(x));           \
-				MT c = x CMP m[v];                               \
-				m[v] = (VT)(((MT)x & c) | ((MT)m[v] & ~c));      \
-				if (IS_FLOAT)                                    \
-					nan |= x != x;                           \
-			}                                                        \
-		}                                                                \
-		T lane[L];                                                       \
-		memcpy(lane, m, sizeof(lane));                                   \
-		int anynan = 0;                                                  \
-		for (unsigned k = 0; k < W; k++)                                 \
-			anynan |= nan[k] != 0;                                   \
-		for (; i < n; i++) {                                             \
-			T x;                                                     \
-			memcpy(&x, p + i * es, sizeof(x));                       \
-			if (x CMP lane[i % L])                                   \
-				lane[i % L] = x;                                 \
-			anynan |= x != x;                                        \
-		}                                                                \
-		for (unsigned w = L / 2; w; w /= 2)                              \
-			for (unsigned k = 0; k < w; k++)                         \
-				if (lane[k + w] CMP lane[k])                     \
-					lane[k] = lane[k + w];                   \
-		STORE;                                                           \
-		if (IS_FLOAT && anynan)                                          \
-			ret->v.f = NAN;                                          \
+#define DEF_MINMAX_ONE(NAME, ATTR, T, VT, MT, W, CMP, INIT, IS_FLOAT, STORE)                       \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / W };                         \
+		VT m[NV];                                                                          \
+		UNROLL for (unsigned v = 0; v < NV; v++) for (unsigned k = 0; k < W; k++)          \
+		    m[v][k] = INIT;                                                                \
+		MT nan = {0};                                                                      \
+		size_t i = 0;                                                                      \
+		for (; i + L <= n; i += L) {                                                       \
+			const unsigned char *q = p + i * es;                                       \
+			UNROLL for (unsigned v = 0; v < NV; v++)                                   \
+			{                                                                          \
+				VT x;                                                              \
+				memcpy(&x, q + v * W * es, sizeof(x));                             \
+				MT c = x CMP m[v];                                                 \
+				m[v] = (VT)(((MT)x & c) | ((MT)m[v] & ~c));                        \
+				if (IS_FLOAT)                                                      \
+					nan |= x != x;                                             \
+			}                                                                          \
+		}                                                                                  \
+		T lane[L];                                                                         \
+		memcpy(lane, m, sizeof(lane));                                                     \
+		int anynan = 0;                                                                    \
+		for (unsigned k = 0; k < W; k++)                                                   \
+			anynan |= nan[k] != 0;                                                     \
+		for (; i < n; i++) {                                                               \
+			T x;                                                                       \
+			memcpy(&x, p + i * es, sizeof(x));                                         \
+			if (x CMP lane[i % L])                                                     \
+				lane[i % L] = x;                                                   \
+			anynan |= x != x;                                                          \
+		}                                                                                  \
+		for (unsigned w = L / 2; w; w /= 2)                                                \
+			for (unsigned k = 0; k < w; k++)                                           \
+				if (lane[k + w] CMP lane[k])                                       \
+					lane[k] = lane[k + w];                                     \
+		STORE;                                                                             \
+		if (IS_FLOAT && anynan)                                                            \
+			ret->v.f = NAN;                                                            \
 	}
 
 #pragma GCC diagnostic push
@@ -310,9 +314,10 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
 #pragma GCC diagnostic ignored "-Wtautological-compare"
 /* The baseline gets 16-byte vectors (GCC splits wider compares into
  * scalars there), AVX2 32-byte ones; the lanes are the same. */
-#define DEF_MINMAX(NAME, T, VT16, MT16, W16, VT32, MT32, W32, CMP, INIT, IS_FLOAT, STORE) \
-	DEF_MINMAX_ONE(NAME##_base, , T, VT16, MT16, W16, CMP, INIT, IS_FLOAT, STORE) \
-	GR_AVX2_ONLY(DEF_MINMAX_ONE(NAME##_avx2, GR_AVX2, T, VT32, MT32, W32, CMP, INIT, IS_FLOAT, STORE))
+#define DEF_MINMAX(NAME, T, VT16, MT16, W16, VT32, MT32, W32, CMP, INIT, IS_FLOAT, STORE)          \
+	DEF_MINMAX_ONE(NAME##_base, , T, VT16, MT16, W16, CMP, INIT, IS_FLOAT, STORE)              \
+	GR_AVX2_ONLY(                                                                              \
+	    DEF_MINMAX_ONE(NAME##_avx2, GR_AVX2, T, VT32, MT32, W32, CMP, INIT, IS_FLOAT, STORE))
 
 DEF_MINMAX(min_f32, float, v4sf, v4si, 4, v8sf, v8si, 8, <, INFINITY, 1, ret->v.f = lane[0])
 DEF_MINMAX(max_f32, float, v4sf, v4si, 4, v8sf, v8si, 8, >, -INFINITY, 1, ret->v.f = lane[0])
@@ -328,28 +333,31 @@ DEF_MINMAX(min_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, <, UINT64_MAX, 0, re
 DEF_MINMAX(max_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, >, 0, 0, ret->v.u = lane[0])
 #pragma GCC diagnostic pop
 
-#define BLOCK_TABLE(S)                                                           \
-	{                                                                        \
-		[GR_OP_SUM] = {                                                  \
-			[GR_DT_I32] = sum_i32##S, [GR_DT_I64] = sum_i64##S,      \
-			[GR_DT_U32] = sum_u32##S, [GR_DT_U64] = sum_u64##S,      \
-			[GR_DT_F32] = sum_f32##S, [GR_DT_F64] = sum_f64##S,      \
-		},                                                               \
-		[GR_OP_MIN] = {                                                  \
-			[GR_DT_I32] = min_i32##S, [GR_DT_I64] = min_i64##S,      \
-			[GR_DT_U32] = min_u32##S, [GR_DT_U64] = min_u64##S,      \
-			[GR_DT_F32] = min_f32##S, [GR_DT_F64] = min_f64##S,      \
-		},                                                               \
-		[GR_OP_MAX] = {                                                  \
-			[GR_DT_I32] = max_i32##S, [GR_DT_I64] = max_i64##S,      \
-			[GR_DT_U32] = max_u32##S, [GR_DT_U64] = max_u64##S,      \
-			[GR_DT_F32] = max_f32##S, [GR_DT_F64] = max_f64##S,      \
-		},                                                               \
-		[GR_OP_SUMSQ] = {                                                \
-			[GR_DT_I32] = sumsq_i32##S, [GR_DT_I64] = sumsq_i64##S,  \
-			[GR_DT_U32] = sumsq_u32##S, [GR_DT_U64] = sumsq_u64##S,  \
-			[GR_DT_F32] = sumsq_f32##S, [GR_DT_F64] = sumsq_f64##S,  \
-		},                                                               \
+#define BLOCK_TABLE(S)                                                                             \
+	{                                                                                          \
+		[GR_OP_SUM] =                                                                      \
+		    {                                                                              \
+		        [GR_DT_I32] = sum_i32##S, [GR_DT_I64] = sum_i64##S,                        \
+		        [GR_DT_U32] = sum_u32##S, [GR_DT_U64] = sum_u64##S,                        \
+		        [GR_DT_F32] = sum_f32##S, [GR_DT_F64] = sum_f64##S,                        \
+		    },                                                                             \
+		[GR_OP_MIN] =                                                                      \
+		    {                                                                              \
+		        [GR_DT_I32] = min_i32##S, [GR_DT_I64] = min_i64##S,                        \
+		        [GR_DT_U32] = min_u32##S, [GR_DT_U64] = min_u64##S,                        \
+		        [GR_DT_F32] = min_f32##S, [GR_DT_F64] = min_f64##S,                        \
+		    },                                                                             \
+		[GR_OP_MAX] =                                                                      \
+		    {                                                                              \
+		        [GR_DT_I32] = max_i32##S, [GR_DT_I64] = max_i64##S,                        \
+		        [GR_DT_U32] = max_u32##S, [GR_DT_U64] = max_u64##S,                        \
+		        [GR_DT_F32] = max_f32##S, [GR_DT_F64] = max_f64##S,                        \
+		    },                                                                             \
+		[GR_OP_SUMSQ] = {                                                                  \
+		    [GR_DT_I32] = sumsq_i32##S, [GR_DT_I64] = sumsq_i64##S,                        \
+		    [GR_DT_U32] = sumsq_u32##S, [GR_DT_U64] = sumsq_u64##S,                        \
+		    [GR_DT_F32] = sumsq_f32##S, [GR_DT_F64] = sumsq_f64##S,                        \
+		},                                                                                 \
 	}
 
 typedef const gr_block_fn gr_block_table[GR_OP_N][GR_DT_N];
@@ -376,7 +384,6 @@ static gr_block_table *block_table(void)
 #endif
 	return &block_fns_base;
 }
-
 
 /*
  * The exact accumulator of float sums: a 2176-bit two's complement fixed

@@ -38,7 +38,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* Median round trip (us) and mean loop-thread CPU (us) per batch of nb jobs. */
 static void bench_one(uv_loop_t *loop, gr_backend *b, size_t bytes, unsigned nb, int reps,
-		      double *ret_med, double *ret_cpu)
+                      double *ret_med, double *ret_cpu)
 {
 	static gr_job jobs[BATCH];
 	double *t = malloc(reps * sizeof(double));
@@ -83,8 +83,8 @@ int main(int argc, char **argv)
 
 	if (reps < 10 || uv_loop_init(&loop) < 0 || gr_completion_new(&loop, &cq) < 0)
 		return 1;
-	gr_backend_config ci = { .threads = threads, .inline_max_bytes = SIZE_MAX - 1 };
-	gr_backend_config cw = { .threads = threads, .inline_max_bytes = 0 };
+	gr_backend_config ci = {.threads = threads, .inline_max_bytes = SIZE_MAX - 1};
+	gr_backend_config cw = {.threads = threads, .inline_max_bytes = 0};
 	if (gr_backend_cpu_new(&ci, cq, &bi, err, sizeof(err)) < 0 ||
 	    gr_backend_cpu_new(&cw, cq, &bw, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
@@ -97,7 +97,8 @@ int main(int argc, char **argv)
 	}
 	gr_device_info info;
 	bw->ops->describe(bw, 0, &info);
-	printf("%s, %u workers; median us submit->done (loop thread CPU us)\n", info.name, info.units);
+	printf("%s, %u workers; median us submit->done (loop thread CPU us)\n", info.name,
+	       info.units);
 	printf("%8s  %-22s %-22s | %-24s %-24s\n", "bytes", "1 job inline", "1 job worker",
 	       "64 jobs inline", "64 jobs worker");
 	for (size_t bytes = 256; bytes <= (1 << 20); bytes *= 2) {
@@ -107,8 +108,9 @@ int main(int argc, char **argv)
 		unsigned nb = bytes * BATCH <= bi->chunk_bytes ? BATCH : bi->chunk_bytes / bytes;
 		bench_one(&loop, bi, bytes, nb, reps / 10, &bmi, &bci);
 		bench_one(&loop, bw, bytes, nb, reps / 10, &bmw, &bcw);
-		printf("%8zu  %8.2f (%8.2f)    %8.2f (%8.2f)    | %2u: %8.1f (%8.1f)  %8.1f (%8.1f)\n",
-		       bytes, mi, ci_, mw, cw_, nb, bmi, bci, bmw, bcw);
+		printf(
+		    "%8zu  %8.2f (%8.2f)    %8.2f (%8.2f)    | %2u: %8.1f (%8.1f)  %8.1f (%8.1f)\n",
+		    bytes, mi, ci_, mw, cw_, nb, bmi, bci, bmw, bcw);
 	}
 	gr_backend_free(bi);
 	gr_backend_free(bw);

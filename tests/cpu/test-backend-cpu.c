@@ -13,15 +13,14 @@
 
 #include "daemon/completion.h"
 
-#define CHECK(cond, ...)                                                                 \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, \
-				#cond);                                                  \
-			fprintf(stderr, __VA_ARGS__);                                    \
-			fputc('\n', stderr);                                             \
-			exit(1);                                                         \
-		}                                                                        \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);   \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
@@ -62,8 +61,20 @@ static void fill_staging(gr_backend *b)
 }
 
 static const size_t job_sizes[] = {
-	0, 1, 5, 31, 100, 1000, 4096, 30000, GR_REDUCE_BLOCK, GR_REDUCE_BLOCK + 3,
-	3 * GR_REDUCE_BLOCK, 4 * GR_REDUCE_BLOCK + 1, 200000, 9 * GR_REDUCE_BLOCK - 7,
+    0,
+    1,
+    5,
+    31,
+    100,
+    1000,
+    4096,
+    30000,
+    GR_REDUCE_BLOCK,
+    GR_REDUCE_BLOCK + 3,
+    3 * GR_REDUCE_BLOCK,
+    4 * GR_REDUCE_BLOCK + 1,
+    200000,
+    9 * GR_REDUCE_BLOCK - 7,
 };
 
 static void make_job(gr_backend *b, test_job *t, size_t max_bytes)
@@ -105,7 +116,7 @@ static void run_until(uv_loop_t *loop, unsigned total)
 
 /* Several batches in flight at once, then wait for all of them. */
 static void run_batches(uv_loop_t *loop, gr_backend *b, unsigned nbatches, unsigned per_batch,
-			size_t max_bytes)
+                        size_t max_bytes)
 {
 	test_job *tj = calloc((size_t)nbatches * per_batch, sizeof(*tj));
 	CHECK(tj, "calloc");
@@ -150,12 +161,13 @@ static void check_describe(gr_backend *b, unsigned threads)
 static void check_bad_configs(gr_completion *cq)
 {
 	static const gr_backend_config bad[] = {
-		{ .chunk_bytes = GR_REDUCE_ALIGN_BYTES + 1, .inline_max_bytes = SIZE_MAX },
-		{ .chunk_bytes = GR_REDUCE_ALIGN_BYTES / 2, .inline_max_bytes = SIZE_MAX },
-		{ .staging_bytes = 4 * GR_REDUCE_ALIGN_BYTES, .chunk_bytes = 8 * GR_REDUCE_ALIGN_BYTES,
-		  .inline_max_bytes = SIZE_MAX },
-		{ .staging_bytes = GR_REDUCE_ALIGN_BYTES - 1, .inline_max_bytes = SIZE_MAX },
-		{ .threads = 100000, .inline_max_bytes = SIZE_MAX },
+	    {.chunk_bytes = GR_REDUCE_ALIGN_BYTES + 1, .inline_max_bytes = SIZE_MAX},
+	    {.chunk_bytes = GR_REDUCE_ALIGN_BYTES / 2, .inline_max_bytes = SIZE_MAX},
+	    {.staging_bytes = 4 * GR_REDUCE_ALIGN_BYTES,
+	     .chunk_bytes = 8 * GR_REDUCE_ALIGN_BYTES,
+	     .inline_max_bytes = SIZE_MAX},
+	    {.staging_bytes = GR_REDUCE_ALIGN_BYTES - 1, .inline_max_bytes = SIZE_MAX},
+	    {.threads = 100000, .inline_max_bytes = SIZE_MAX},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char err[256] = "";
@@ -183,28 +195,28 @@ int main(void)
 	check_bad_configs(cq);
 
 	/* defaults */
-	gr_backend_config dflt = { .inline_max_bytes = SIZE_MAX };
+	gr_backend_config dflt = {.inline_max_bytes = SIZE_MAX};
 	gr_backend *b;
 	CHECK(gr_backend_cpu_new(&dflt, cq, &b, err, sizeof(err)) == 0, "%s", err);
 	CHECK(b->staging_bytes == (64u << 20) && b->chunk_bytes == (4u << 20), "default sizes");
 	CHECK(((uintptr_t)b->staging & 63) == 0, "staging alignment");
 	b = gr_backend_free(b);
 	/* a small staging area gets a chunk that fits */
-	gr_backend_config small = { .staging_bytes = 3 * GR_REDUCE_ALIGN_BYTES + 5,
-				    .inline_max_bytes = SIZE_MAX };
+	gr_backend_config small = {.staging_bytes = 3 * GR_REDUCE_ALIGN_BYTES + 5,
+	                           .inline_max_bytes = SIZE_MAX};
 	CHECK(gr_backend_cpu_new(&small, cq, &b, err, sizeof(err)) == 0, "%s", err);
 	CHECK(b->chunk_bytes == 3 * GR_REDUCE_ALIGN_BYTES, "chunk %zu", b->chunk_bytes);
 	b = gr_backend_free(b);
 
-	static const unsigned thread_counts[] = { 1, 2, 4 };
-	static const size_t inline_max[] = { 0, 4096, SIZE_MAX };
+	static const unsigned thread_counts[] = {1, 2, 4};
+	static const size_t inline_max[] = {0, 4096, SIZE_MAX};
 	for (size_t t = 0; t < 3; t++)
 		for (size_t m = 0; m < 3; m++) {
 			gr_backend_config cfg = {
-				.staging_bytes = 8u << 20,
-				.chunk_bytes = 4u << 20,
-				.threads = thread_counts[t],
-				.inline_max_bytes = inline_max[m],
+			    .staging_bytes = 8u << 20,
+			    .chunk_bytes = 4u << 20,
+			    .threads = thread_counts[t],
+			    .inline_max_bytes = inline_max[m],
 			};
 			CHECK(gr_backend_cpu_new(&cfg, cq, &b, err, sizeof(err)) == 0, "%s", err);
 			check_describe(b, thread_counts[t]);
@@ -235,7 +247,8 @@ int main(void)
 			b->ops->submit(b, &good.job);
 			run_until(&loop, 2);
 			check_job(&good);
-			CHECK(bad.done == 1 && bad.job.status == -ENODEV, "device 1: %d", bad.job.status);
+			CHECK(bad.done == 1 && bad.job.status == -ENODEV, "device 1: %d",
+			      bad.job.status);
 
 			/* free() with work queued: everything is posted first */
 			test_job tj[30];
@@ -243,15 +256,16 @@ int main(void)
 			done_total = 0;
 			for (unsigned i = 0; i < 30; i++) {
 				make_job(b, &tj[i], b->chunk_bytes);
-				gr_reduce(tj[i].job.op, tj[i].job.dtype, tj[i].job.data, tj[i].job.n,
-					  &want[i]);
+				gr_reduce(tj[i].job.op, tj[i].job.dtype, tj[i].job.data,
+				          tj[i].job.n, &want[i]);
 				tj[i].job.next = i + 1 < 30 ? &tj[i + 1].job : NULL;
 			}
 			b->ops->submit(b, &tj[0].job);
 			b = gr_backend_free(b);
 			run_until(&loop, 30);
 			for (unsigned i = 0; i < 30; i++) {
-				CHECK(tj[i].done == 1 && tj[i].job.status == 0, "job %u after free", i);
+				CHECK(tj[i].done == 1 && tj[i].job.status == 0, "job %u after free",
+				      i);
 				CHECK(memcmp(&tj[i].job.result, &want[i], sizeof(want[i])) == 0,
 				      "job %u after free: result differs", i);
 			}

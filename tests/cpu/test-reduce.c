@@ -24,15 +24,14 @@
 
 #include "daemon/reduce.h"
 
-#define CHECK(cond, ...)                                                                 \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, \
-				#cond);                                                  \
-			fprintf(stderr, __VA_ARGS__);                                    \
-			fputc('\n', stderr);                                             \
-			exit(1);                                                         \
-		}                                                                        \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);   \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -46,8 +45,8 @@ static uint64_t rng(void)
 	return rng_state * 2685821657736338717ull;
 }
 
-static const char *const op_names[] = { "sum", "min", "max", "sumsq" };
-static const char *const dt_names[] = { "i32", "i64", "u32", "u64", "f32", "f64" };
+static const char *const op_names[] = {"sum", "min", "max", "sumsq"};
+static const char *const dt_names[] = {"i32", "i64", "u32", "u64", "f32", "f64"};
 
 static size_t esize(gr_dtype dt)
 {
@@ -69,13 +68,26 @@ static long double get_ld(gr_dtype dt, const unsigned char *p, size_t i)
 	float f;
 	double d;
 	switch (dt) {
-	case GR_DT_I32: memcpy(&i32, p + 4 * i, 4); return i32;
-	case GR_DT_I64: memcpy(&i64, p + 8 * i, 8); return i64;
-	case GR_DT_U32: memcpy(&u32, p + 4 * i, 4); return u32;
-	case GR_DT_U64: memcpy(&u64, p + 8 * i, 8); return u64;
-	case GR_DT_F32: memcpy(&f, p + 4 * i, 4); return f;
-	case GR_DT_F64: memcpy(&d, p + 8 * i, 8); return d;
-	default: abort();
+	case GR_DT_I32:
+		memcpy(&i32, p + 4 * i, 4);
+		return i32;
+	case GR_DT_I64:
+		memcpy(&i64, p + 8 * i, 8);
+		return i64;
+	case GR_DT_U32:
+		memcpy(&u32, p + 4 * i, 4);
+		return u32;
+	case GR_DT_U64:
+		memcpy(&u64, p + 8 * i, 8);
+		return u64;
+	case GR_DT_F32:
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	case GR_DT_F64:
+		memcpy(&d, p + 8 * i, 8);
+		return d;
+	default:
+		abort();
 	}
 }
 
@@ -85,9 +97,14 @@ static double get_d(gr_dtype dt, const unsigned char *p, size_t i)
 	int64_t i64;
 	uint64_t u64;
 	switch (dt) {
-	case GR_DT_I64: memcpy(&i64, p + 8 * i, 8); return (double)i64;
-	case GR_DT_U64: memcpy(&u64, p + 8 * i, 8); return (double)u64;
-	default: return (double)get_ld(dt, p, i);
+	case GR_DT_I64:
+		memcpy(&i64, p + 8 * i, 8);
+		return (double)i64;
+	case GR_DT_U64:
+		memcpy(&u64, p + 8 * i, 8);
+		return (double)u64;
+	default:
+		return (double)get_ld(dt, p, i);
 	}
 }
 
@@ -177,7 +194,8 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 	CHECK(part.count == n, "count %" PRIu64 " != %zu", part.count, n);
 	if (n == 0 && (op == GR_OP_MIN || op == GR_OP_MAX)) {
 		gr_value v;
-		CHECK(gr_partial_finish(op, dt, &part, &v) == GR_ERR_EMPTY, "empty %s", op_names[op]);
+		CHECK(gr_partial_finish(op, dt, &part, &v) == GR_ERR_EMPTY, "empty %s",
+		      op_names[op]);
 		return;
 	}
 	gr_value v = finish(op, dt, &part);
@@ -186,7 +204,8 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 	if (op == GR_OP_SUMSQ || (op == GR_OP_SUM && is_float(dt))) {
 		long double ref = 0, mag = 0;
 		for (size_t i = 0; i < n; i++) {
-			long double x = op == GR_OP_SUMSQ ? (long double)get_d(dt, p, i) : get_ld(dt, p, i);
+			long double x =
+			    op == GR_OP_SUMSQ ? (long double)get_d(dt, p, i) : get_ld(dt, p, i);
 			if (op == GR_OP_SUMSQ)
 				x = x * x;
 			ref += x;
@@ -195,8 +214,8 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 		/* Each addition in double errs by at most half an ulp of a
 		 * partial sum bounded by mag. */
 		long double tol = (long double)(n + 1) * DBL_EPSILON * mag + DBL_MIN;
-		CHECK(fabsl((long double)v.f - ref) <= tol, "%s %s n=%zu: %.17g vs %.17Lg (tol %Lg)", on,
-		      dn, n, v.f, ref, tol);
+		CHECK(fabsl((long double)v.f - ref) <= tol,
+		      "%s %s n=%zu: %.17g vs %.17Lg (tol %Lg)", on, dn, n, v.f, ref, tol);
 		return;
 	}
 	if (op == GR_OP_SUM) {
@@ -215,14 +234,16 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 			}
 		}
 		if (gr_dtype_is_signed(dt)) {
-			CHECK(v.i == (int64_t)wrap, "%s %s n=%zu: %" PRId64 " vs %" PRId64, on, dn, n, v.i,
-			      (int64_t)wrap);
+			CHECK(v.i == (int64_t)wrap, "%s %s n=%zu: %" PRId64 " vs %" PRId64, on, dn,
+			      n, v.i, (int64_t)wrap);
 			if (exact >= INT64_MIN && exact <= INT64_MAX)
 				CHECK(v.i == (int64_t)exact, "%s %s n=%zu: not exact", on, dn, n);
 			if (dt == GR_DT_I32)
-				CHECK(exact >= INT64_MIN && exact <= INT64_MAX, "i32 sum out of int64");
+				CHECK(exact >= INT64_MIN && exact <= INT64_MAX,
+				      "i32 sum out of int64");
 		} else {
-			CHECK(v.u == wrap, "%s %s n=%zu: %" PRIu64 " vs %" PRIu64, on, dn, n, v.u, wrap);
+			CHECK(v.u == wrap, "%s %s n=%zu: %" PRIu64 " vs %" PRIu64, on, dn, n, v.u,
+			      wrap);
 		}
 		return;
 	}
@@ -257,7 +278,8 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 
 /* ---- the canonical shape, transcribed plainly from reduce.c's comment ---- */
 
-static void canonical_block(gr_op op, gr_dtype dt, const unsigned char *p, size_t n, gr_partial *ret)
+static void canonical_block(gr_op op, gr_dtype dt, const unsigned char *p, size_t n,
+                            gr_partial *ret)
 {
 	const size_t L = 128 / esize(dt);
 	double acc[32];
@@ -268,11 +290,24 @@ static void canonical_block(gr_op op, gr_dtype dt, const unsigned char *p, size_
 		double x = get_d(dt, p, i);
 		double *a = &acc[i % L];
 		switch (op) {
-		case GR_OP_SUM: *a = *a + x; break;
-		case GR_OP_SUMSQ: *a = *a + x * x; break;
-		case GR_OP_MIN: if (x < *a) *a = x; nan |= isnan(x); break;
-		case GR_OP_MAX: if (x > *a) *a = x; nan |= isnan(x); break;
-		default: abort();
+		case GR_OP_SUM:
+			*a = *a + x;
+			break;
+		case GR_OP_SUMSQ:
+			*a = *a + x * x;
+			break;
+		case GR_OP_MIN:
+			if (x < *a)
+				*a = x;
+			nan |= isnan(x);
+			break;
+		case GR_OP_MAX:
+			if (x > *a)
+				*a = x;
+			nan |= isnan(x);
+			break;
+		default:
+			abort();
 		}
 	}
 	for (size_t w = L / 2; w; w /= 2)
@@ -376,8 +411,8 @@ static void check_canonical(gr_op op, gr_dtype dt, const unsigned char *p, size_
 	uint64_t gb, wb;
 	memcpy(&gb, &g, 8);
 	memcpy(&wb, &want, 8);
-	CHECK(gb == wb, "%s %s n=%zu: %a, canonical shape gives %a", op_names[op], dt_names[dt], n, g,
-	      want);
+	CHECK(gb == wb, "%s %s n=%zu: %a, canonical shape gives %a", op_names[op], dt_names[dt], n,
+	      g, want);
 }
 
 /* ---- the same bits at every address ---- */
@@ -451,11 +486,11 @@ static double reduce_f(gr_op op, gr_dtype dt, const unsigned char *p, size_t n)
 
 static void check_nan_inf(unsigned char *buf)
 {
-	static const size_t sizes[] = { 1, 2, 7, 31, 33, 100, 1000, GR_REDUCE_BLOCK + 5 };
+	static const size_t sizes[] = {1, 2, 7, 31, 33, 100, 1000, GR_REDUCE_BLOCK + 5};
 	for (gr_dtype dt = GR_DT_F32; dt <= GR_DT_F64; dt++) {
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 			size_t n = sizes[s];
-			size_t where[] = { 0, n / 2, n - 1, n > 40 ? 37 : 0, n > 33000 ? 32800 : 0 };
+			size_t where[] = {0, n / 2, n - 1, n > 40 ? 37 : 0, n > 33000 ? 32800 : 0};
 			for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
 				fill(dt, buf, n, false);
 				put_f(dt, buf, where[w], NAN);
@@ -469,7 +504,8 @@ static void check_nan_inf(unsigned char *buf)
 				if (n - 1 - where[w] != where[w])
 					put_f(dt, buf, n - 1 - where[w], -INFINITY);
 				for (gr_op op = 0; op < GR_OP_N; op++)
-					CHECK(isnan(reduce_f(op, dt, buf, n)), "-NaN %s", op_names[op]);
+					CHECK(isnan(reduce_f(op, dt, buf, n)), "-NaN %s",
+					      op_names[op]);
 			}
 			/* infinities */
 			fill(dt, buf, n, false);
@@ -484,7 +520,8 @@ static void check_nan_inf(unsigned char *buf)
 			if (n > 1) {
 				put_f(dt, buf, n - 1, INFINITY);
 				CHECK(isnan(reduce_f(GR_OP_SUM, dt, buf, n)), "inf - inf");
-				CHECK(reduce_f(GR_OP_MIN, dt, buf, n) == -INFINITY, "min -inf +inf");
+				CHECK(reduce_f(GR_OP_MIN, dt, buf, n) == -INFINITY,
+				      "min -inf +inf");
 				CHECK(reduce_f(GR_OP_MAX, dt, buf, n) == INFINITY, "max -inf +inf");
 			}
 			/* all infinite: min and max are the infinity */
@@ -527,33 +564,36 @@ static void check_int_extremes(unsigned char *buf)
 	CHECK(reduce_v(GR_OP_MAX, GR_DT_I32, buf, n).i == INT32_MAX, "i32 max");
 	fill_const(GR_DT_U32, buf, n, UINT32_MAX);
 	CHECK(reduce_v(GR_OP_SUM, GR_DT_U32, buf, n).u == (uint64_t)n * UINT32_MAX, "u32 sum");
-	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_U32, buf, 1).f == (double)UINT32_MAX * UINT32_MAX, "u32 sq");
+	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_U32, buf, 1).f == (double)UINT32_MAX * UINT32_MAX,
+	      "u32 sq");
 
 	/* i64 sums wrap modulo 2^64 */
-	int64_t two[2] = { INT64_MAX, 1 };
+	int64_t two[2] = {INT64_MAX, 1};
 	CHECK(reduce_v(GR_OP_SUM, GR_DT_I64, (void *)two, 2).i == INT64_MIN, "i64 wrap");
 	fill_const(GR_DT_I64, buf, n, (uint64_t)INT64_MIN);
-	CHECK(reduce_v(GR_OP_SUM, GR_DT_I64, buf, n).i == (int64_t)((uint64_t)(n & 1) << 63), "i64 wrap n");
+	CHECK(reduce_v(GR_OP_SUM, GR_DT_I64, buf, n).i == (int64_t)((uint64_t)(n & 1) << 63),
+	      "i64 wrap n");
 	CHECK(reduce_v(GR_OP_MIN, GR_DT_I64, buf, n).i == INT64_MIN, "i64 min");
 	CHECK(reduce_v(GR_OP_MAX, GR_DT_I64, buf, n).i == INT64_MIN, "i64 max");
 	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_I64, buf, 1).f == 0x1p126, "i64 sumsq");
 	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_I64, buf, 3).f == 3 * 0x1p126, "i64 sumsq 3");
-	memcpy(buf + 8 * 777, &(int64_t){ INT64_MAX }, 8);
+	memcpy(buf + 8 * 777, &(int64_t){INT64_MAX}, 8);
 	CHECK(reduce_v(GR_OP_MAX, GR_DT_I64, buf, n).i == INT64_MAX, "i64 max");
 	fill_const(GR_DT_U64, buf, n, UINT64_MAX);
 	CHECK(reduce_v(GR_OP_SUM, GR_DT_U64, buf, n).u == (uint64_t)0 - n, "u64 wrap");
 	CHECK(reduce_v(GR_OP_MIN, GR_DT_U64, buf, n).u == UINT64_MAX, "u64 min");
 	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_U64, buf, 1).f == 0x1p128, "u64 sumsq");
-	memcpy(buf + 8 * (n - 1), &(uint64_t){ 0 }, 8);
+	memcpy(buf + 8 * (n - 1), &(uint64_t){0}, 8);
 	CHECK(reduce_v(GR_OP_MIN, GR_DT_U64, buf, n).u == 0, "u64 min 0");
 	/* unsigned compares are unsigned */
-	uint64_t hl[3] = { 1, 1ull << 63, 2 };
+	uint64_t hl[3] = {1, 1ull << 63, 2};
 	CHECK(reduce_v(GR_OP_MAX, GR_DT_U64, (void *)hl, 3).u == 1ull << 63, "u64 max high bit");
 	CHECK(reduce_v(GR_OP_MIN, GR_DT_U64, (void *)hl, 3).u == 1, "u64 min high bit");
 	uint32_t hl32[35];
 	for (size_t i = 0; i < 35; i++)
 		hl32[i] = i == 20 ? 0x80000000u : 5;
-	CHECK(reduce_v(GR_OP_MAX, GR_DT_U32, (void *)hl32, 35).u == 0x80000000u, "u32 max high bit");
+	CHECK(reduce_v(GR_OP_MAX, GR_DT_U32, (void *)hl32, 35).u == 0x80000000u,
+	      "u32 max high bit");
 	CHECK(reduce_v(GR_OP_MIN, GR_DT_U32, (void *)hl32, 35).u == 5, "u32 min high bit");
 	CHECK(reduce_v(GR_OP_MIN, GR_DT_I32, (void *)hl32, 35).i == INT32_MIN, "i32 min sign");
 }
@@ -569,14 +609,15 @@ static void check_empty(void)
 			CHECK(same_bits(&p, &b), "empty block");
 			gr_err e = gr_partial_finish(op, dt, &p, &v);
 			if (op == GR_OP_MIN || op == GR_OP_MAX) {
-				CHECK(e == GR_ERR_EMPTY, "%s %s empty: %d", op_names[op], dt_names[dt], e);
+				CHECK(e == GR_ERR_EMPTY, "%s %s empty: %d", op_names[op],
+				      dt_names[dt], e);
 			} else {
 				CHECK(e == GR_OK && v.kind == gr_result_kind(op, dt) && v.u == 0,
 				      "%s %s empty", op_names[op], dt_names[dt]);
 			}
 			/* the identity is neutral on both sides */
 			gr_partial one, acc;
-			unsigned char x[8] = { 3 };
+			unsigned char x[8] = {3};
 			gr_reduce(op, dt, x, 1, &one);
 			gr_partial_identity(op, dt, &acc);
 			gr_partial_combine(op, dt, &acc, &one);
@@ -591,7 +632,7 @@ static void check_empty(void)
 
 static void dump(unsigned char *buf)
 {
-	static const size_t sizes[] = { 1, 7, 33, 1000, GR_REDUCE_BLOCK + 1, 100003 };
+	static const size_t sizes[] = {1, 7, 33, 1000, GR_REDUCE_BLOCK + 1, 100003};
 	for (gr_dtype dt = 0; dt < GR_DT_N; dt++)
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 			fill(dt, buf, sizes[s], false);
@@ -600,16 +641,25 @@ static void dump(unsigned char *buf)
 				gr_value v;
 				gr_reduce(op, dt, buf + 1, sizes[s] - 1, &p);
 				gr_partial_finish(op, dt, &p, &v);
-				printf("%s %s %zu %016" PRIx64 "\n", op_names[op], dt_names[dt], sizes[s],
-				       v.u);
+				printf("%s %s %zu %016" PRIx64 "\n", op_names[op], dt_names[dt],
+				       sizes[s], v.u);
 			}
 		}
 }
 
 int main(int argc, char **argv)
 {
-	static const size_t sizes[] = { 0, 1, 2, 7, 31, 33, 1000, GR_REDUCE_BLOCK - 1,
-					GR_REDUCE_BLOCK, GR_REDUCE_BLOCK + 1, 1000003 };
+	static const size_t sizes[] = {0,
+	                               1,
+	                               2,
+	                               7,
+	                               31,
+	                               33,
+	                               1000,
+	                               GR_REDUCE_BLOCK - 1,
+	                               GR_REDUCE_BLOCK,
+	                               GR_REDUCE_BLOCK + 1,
+	                               1000003};
 	const size_t max_n = 1000003;
 	unsigned char *buf = malloc(max_n * 8 + 64);
 	CHECK(buf, "malloc");
