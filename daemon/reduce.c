@@ -174,6 +174,7 @@ SCALAR_AS_U64(uint64_t)
 
 /* ---- float accumulation: sum of f32/f64, sumsq of everything ---- */
 
+/* clang-format off: the kernels are macros that it would fold badly */
 /* A group is 128 bytes of input: 32 lanes for 4-byte types, 16 for 8-byte. */
 #define GROUP_BYTES 128
 #define UNROLL _Pragma("GCC unroll 8")
@@ -183,12 +184,14 @@ SCALAR_AS_U64(uint64_t)
 	{                                                                                          \
 		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / 4 };                         \
 		v4df a[NV];                                                                        \
-		UNROLL for (unsigned v = 0; v < NV; v++) a[v] = (v4df){0};                         \
+		UNROLL                                                                             \
+		for (unsigned v = 0; v < NV; v++)                                                  \
+			a[v] = (v4df){0};                                                          \
 		size_t i = 0;                                                                      \
 		for (; i + L <= n; i += L) {                                                       \
 			const unsigned char *q = p + i * es;                                       \
-			UNROLL for (unsigned v = 0; v < NV; v++)                                   \
-			{                                                                          \
+			UNROLL                                                                     \
+			for (unsigned v = 0; v < NV; v++) {                                        \
 				v4df x;                                                            \
 				LOAD4(&x, q + v * 4 * es);                                         \
 				a[v] += MAP(x);                                                    \
@@ -207,21 +210,21 @@ SCALAR_AS_U64(uint64_t)
 	}
 
 /* MAP is applied to vectors and scalars alike. */
-#define vsq(x) ((x) * (x))
-#define vid(x) (x)
+#define MAP_SQ(x) ((x) * (x))
+#define MAP_ID(x) (x)
 
 #define DEF_FACC(NAME, T, LOAD4, SCALAR, MAP)                                                      \
 	DEF_FACC_ONE(NAME##_base, , T, LOAD4, SCALAR, MAP)                                         \
 	GR_AVX2_ONLY(DEF_FACC_ONE(NAME##_avx2, GR_AVX2, T, LOAD4, SCALAR, MAP))
 
-DEF_FACC(sum_f32, float, ld_f32_as_f64, sc_float_as_f64, vid)
-DEF_FACC(sum_f64, double, ld_f64, sc_double_as_f64, vid)
-DEF_FACC(sumsq_f32, float, ld_f32_as_f64, sc_float_as_f64, vsq)
-DEF_FACC(sumsq_f64, double, ld_f64, sc_double_as_f64, vsq)
-DEF_FACC(sumsq_i32, int32_t, ld_i32_as_f64, sc_int32_t_as_f64, vsq)
-DEF_FACC(sumsq_u32, uint32_t, ld_u32_as_f64, sc_uint32_t_as_f64, vsq)
-DEF_FACC(sumsq_i64, int64_t, ld_i64_as_f64, sc_int64_t_as_f64, vsq)
-DEF_FACC(sumsq_u64, uint64_t, ld_u64_as_f64, sc_uint64_t_as_f64, vsq)
+DEF_FACC(sum_f32, float, ld_f32_as_f64, sc_float_as_f64, MAP_ID)
+DEF_FACC(sum_f64, double, ld_f64, sc_double_as_f64, MAP_ID)
+DEF_FACC(sumsq_f32, float, ld_f32_as_f64, sc_float_as_f64, MAP_SQ)
+DEF_FACC(sumsq_f64, double, ld_f64, sc_double_as_f64, MAP_SQ)
+DEF_FACC(sumsq_i32, int32_t, ld_i32_as_f64, sc_int32_t_as_f64, MAP_SQ)
+DEF_FACC(sumsq_u32, uint32_t, ld_u32_as_f64, sc_uint32_t_as_f64, MAP_SQ)
+DEF_FACC(sumsq_i64, int64_t, ld_i64_as_f64, sc_int64_t_as_f64, MAP_SQ)
+DEF_FACC(sumsq_u64, uint64_t, ld_u64_as_f64, sc_uint64_t_as_f64, MAP_SQ)
 
 /* ---- integer sums, wrapping modulo 2^64 ---- */
 
@@ -272,14 +275,16 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
 	{                                                                                          \
 		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / W };                         \
 		VT m[NV];                                                                          \
-		UNROLL for (unsigned v = 0; v < NV; v++) for (unsigned k = 0; k < W; k++)          \
-		    m[v][k] = INIT;                                                                \
+		UNROLL                                                                             \
+		for (unsigned v = 0; v < NV; v++)                                                  \
+			for (unsigned k = 0; k < W; k++)                                           \
+				m[v][k] = INIT;                                                    \
 		MT nan = {0};                                                                      \
 		size_t i = 0;                                                                      \
 		for (; i + L <= n; i += L) {                                                       \
 			const unsigned char *q = p + i * es;                                       \
-			UNROLL for (unsigned v = 0; v < NV; v++)                                   \
-			{                                                                          \
+			UNROLL                                                                     \
+			for (unsigned v = 0; v < NV; v++) {                                        \
 				VT x;                                                              \
 				memcpy(&x, q + v * W * es, sizeof(x));                             \
 				MT c = x CMP m[v];                                                 \
@@ -332,6 +337,8 @@ DEF_MINMAX(max_i64, int64_t, v2di, v2di, 2, v4di, v4di, 4, >, INT64_MIN, 0, ret-
 DEF_MINMAX(min_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, <, UINT64_MAX, 0, ret->v.u = lane[0])
 DEF_MINMAX(max_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, >, 0, 0, ret->v.u = lane[0])
 #pragma GCC diagnostic pop
+
+/* clang-format on */
 
 #define BLOCK_TABLE(S)                                                                             \
 	{                                                                                          \
