@@ -177,6 +177,9 @@ static double job_time(struct bench *b, const struct job *j, int warm, int reps)
 	for (int r = 0; r < reps; r++, k++) {
 		const void *in = job_prep(b, j, bench_buf(b, k));
 
+		/* The scratch copy just written would sit in L2. */
+		if (in == b->ws.copy)
+			ck(cudaMemsetAsync(b->flush, (int)r & 0xff, b->flush_bytes, b->ws.stream));
 		ck(cudaEventRecord(b->ev[2 * r], b->ws.stream));
 		if (job_run(b, j, in) < 0)
 			die("%s: %s", j->v ? j->v->name : "ceiling", cudaGetErrorString(b->ws.last_err));
