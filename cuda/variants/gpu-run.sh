@@ -27,6 +27,9 @@ for dt in int float double; do
 	timeout 120 "$bin/gpured-kernels" --dtype $dt --n '2^24' --json-out "$out/reduce-$dt.json" 2>&1 | tee -a "$sum"
 	log "exit ${PIPESTATUS[0]}"
 done
+log "## gpured-kernels --dtype float --n 2^28"
+timeout 120 "$bin/gpured-kernels" --dtype float --n '2^28' --reps 21 --json-out "$out/reduce-float28.json" 2>&1 | tee -a "$sum"
+log "exit ${PIPESTATUS[0]}"
 for dt in int float double; do
 	log "## gpured-kernels --scan --dtype $dt --n 2^24"
 	timeout 120 "$bin/gpured-kernels" --scan --dtype $dt --n '2^24' --json-out "$out/scan-$dt.json" 2>&1 | tee -a "$sum"
@@ -35,14 +38,14 @@ done
 log "## gpured-kernels --sweep --dtype float"
 timeout 150 "$bin/gpured-kernels" --sweep --dtype float --json-out "$out/sweep.json" >"$out/sweep.tsv" 2>&1
 log "exit $?"
-cat "$out/sweep.tsv" >>"$sum"
+tee -a "$sum" <"$out/sweep.tsv"
 
 # Joined into one array each, so that few files come back.
 for t in reduce scan; do
 	{
 		echo "["
 		first=1
-		for dt in int float double; do
+		for dt in int float double float28; do
 			f=$out/$t-$dt.json
 			[ -s "$f" ] || continue
 			[ $first = 1 ] || echo ","

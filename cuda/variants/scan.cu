@@ -183,6 +183,85 @@ k_scan_shfl(const T *in, T *out, size_t n, T *sums)
 		sums[blockIdx.x] = warp_tot[B / 32 - 1];
 }
 
+/*
+ * The same scan, with the tile moved through shared memory: coalesced
+ * loads (element k*B + t to thread t) into the tile, each thread then takes
+ * its 8 consecutive elements from shared memory, and the results go back
+ * the same way.  One padding word every 32 keeps the 8-element rows of the
+ * 32 lanes on distinct banks.
+ */
+__device__ __forceinline__ unsigned gv_pad32(unsigned j)
+{
+	return j + (j >> 5);
+}
+
+template <typename T> __global__ void __launch_bounds__(B)
+k_scan_shfl_smem(const T *in, T *out, size_t n, T *sums)
+{
+	const unsigned TILE = B * GV_IPT;
+	__shared__ T tile[TILE + TILE / 32];
+	__shared__ T warp_tot[B / 32];
+	const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const size_t base = (size_t)blockIdx.x * TILE;
+	T x[GV_IPT];
+
+#pragma unroll
+	for (int k = 0; k < GV_IPT; k++) {
+		unsigned j = k * B + tid;
+
+		tile[gv_pad32(j)] = base + j < n ? in[base + j] : T(0);
+	}
+	__syncthreads();
+#pragma unroll
+	for (int k = 0; k < GV_IPT; k++) {
+		x[k] = tile[gv_pad32(tid * GV_IPT + k)];
+		if (k > 0)
+			x[k] += x[k - 1];
+	}
+	const T tot = x[GV_IPT - 1];
+	T inc = tot;
+#pragma unroll
+	for (unsigned off = 1; off < 32; off <<= 1) {
+		T y = __shfl_up_sync(0xffffffffu, inc, off);
+
+		if (lane >= off)
+			inc += y;
+	}
+	if (lane == 31)
+		warp_tot[warp] = inc;
+	__syncthreads();
+	if (warp == 0) {
+		T w = lane < B / 32 ? warp_tot[lane] : T(0);
+
+#pragma unroll
+		for (unsigned off = 1; off < 32; off <<= 1) {
+			T y = __shfl_up_sync(0xffffffffu, w, off);
+
+			if (lane >= off)
+				w += y;
+		}
+		if (lane < B / 32)
+			warp_tot[lane] = w;
+	}
+	__syncthreads();
+	const T prefix = (inc - tot) + (warp > 0 ? warp_tot[warp - 1] : T(0));
+	/* Every thread read its row before the barrier above: the tile can
+	 * be overwritten. */
+#pragma unroll
+	for (int k = 0; k < GV_IPT; k++)
+		tile[gv_pad32(tid * GV_IPT + k)] = x[k] + prefix;
+	__syncthreads();
+#pragma unroll
+	for (int k = 0; k < GV_IPT; k++) {
+		unsigned j = k * B + tid;
+
+		if (base + j < n)
+			out[base + j] = tile[gv_pad32(j)];
+	}
+	if (sums && tid == B - 1)
+		sums[blockIdx.x] = warp_tot[B / 32 - 1];
+}
+
 /* ---- the three-phase driver ---- */
 
 template <typename T> __global__ void __launch_bounds__(B)
@@ -253,6 +332,7 @@ GV_SCAN(run_hs_double, B, "tile 256", k_hs_double<T>)
 GV_SCAN(run_blelloch, 2 * B, "tile 512", k_blelloch<T, false>)
 GV_SCAN(run_blelloch_pad, 2 * B, "tile 512", k_blelloch<T, true>)
 GV_SCAN(run_scan_shfl, B * GV_IPT, "tile 2048", k_scan_shfl<T>)
+GV_SCAN(run_scan_shfl_smem, B * GV_IPT, "tile 2048", k_scan_shfl_smem<T>)
 
 template <typename T>
 static int run_cub_scan_t(struct gv_ws *ws, const T *in, size_t n, T *out)
@@ -324,6 +404,7 @@ const struct gv_variant gv_scan_table[] = {
 	{ "blelloch", "work-efficient up-/down-sweep", 3, 0, run_blelloch },
 	{ "blelloch_pad", "work-efficient, bank-conflict padding", 4, 0, run_blelloch_pad },
 	{ "scan_shfl", "warp shuffles, 8 elements/thread", 5, 0, run_scan_shfl },
-	{ "cub_scan", "cub::DeviceScan::InclusiveSum", 6, 0, run_cub_scan },
+	{ "scan_shfl_smem", "the same, coalesced through shared memory", 6, 0, run_scan_shfl_smem },
+	{ "cub_scan", "cub::DeviceScan::InclusiveSum", 7, 0, run_cub_scan },
 };
 const size_t gv_scan_table_count = sizeof(gv_scan_table) / sizeof(gv_scan_table[0]);

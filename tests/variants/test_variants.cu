@@ -41,6 +41,20 @@ struct ctx {
 	int runs;
 };
 
+/*
+ * Copies the host input to d_in + off_bytes on the variants' stream and
+ * waits.  A plain cudaMemcpy would not do: from pageable memory it may
+ * return before the data lands, and the workspace's non-blocking stream
+ * does not wait for the legacy default stream, so the first kernel could
+ * read the previous test's data.
+ */
+static void gv_test_upload(struct ctx *c, size_t off_bytes, size_t bytes)
+{
+	CUDA_OK(cudaMemcpyAsync((char *)c->d_in + off_bytes, c->h_in, bytes,
+				cudaMemcpyHostToDevice, c->ws.stream));
+	CUDA_OK(cudaStreamSynchronize(c->ws.stream));
+}
+
 static bool skip(const struct ctx *c, const struct gv_variant *v)
 {
 	return c->racecheck && (v->flags & (GV_WARP_SYNC_UNSAFE | GV_RACY));
@@ -78,7 +92,7 @@ static void test_reduce(struct ctx *c, enum gv_dtype dt, size_t n, bool exact)
 	gv_fill(dt, c->h_in, n, 0x1234 + n * 7 + dt * 3 + exact, exact);
 	gv_ref_sum(dt, c->h_in, n, &ref);
 	for (size_t off = 0; off < (c->racecheck ? 1u : 2u); off++) {
-		CUDA_OK(cudaMemcpy((char *)c->d_in + off * es, c->h_in, n * es, cudaMemcpyHostToDevice));
+		gv_test_upload(c, off * es, n * es);
 		for (size_t i = 0; i < count; i++) {
 			unsigned char got[8], again[8];
 			double err;
@@ -124,7 +138,7 @@ static void test_scan(struct ctx *c, enum gv_dtype dt, size_t n, bool exact)
 	for (size_t off = 0; off < (c->racecheck ? 1u : 2u); off++) {
 		const char *in = (const char *)c->d_in + off * es;
 
-		CUDA_OK(cudaMemcpy((char *)c->d_in + off * es, c->h_in, n * es, cudaMemcpyHostToDevice));
+		gv_test_upload(c, off * es, n * es);
 		for (size_t i = 0; i < count; i++) {
 			size_t bad, first;
 
