@@ -27,6 +27,9 @@ for dt in int float double; do
 	timeout 120 "$bin/gpured-kernels" --dtype $dt --n '2^24' --json-out "$out/reduce-$dt.json" 2>&1 | tee -a "$sum"
 	log "exit ${PIPESTATUS[0]}"
 done
+log "## gpured-kernels --dtype float --n 2^24, again (run-to-run spread)"
+timeout 120 "$bin/gpured-kernels" --dtype float --n '2^24' 2>&1 | tee -a "$sum"
+log "exit ${PIPESTATUS[0]}"
 log "## gpured-kernels --dtype float --n 2^28"
 timeout 120 "$bin/gpured-kernels" --dtype float --n '2^28' --reps 21 --json-out "$out/reduce-float28.json" 2>&1 | tee -a "$sum"
 log "exit ${PIPESTATUS[0]}"
