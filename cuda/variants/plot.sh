@@ -31,26 +31,32 @@ cols=$(head -n 1 "$tsv" | awk -F '\t' '{ print NF }')
 
 for term in png svg; do
 	if [ $term = png ]; then
-		setterm="set terminal pngcairo size 1100,650 font 'sans,11'"
+		setterm="set terminal pngcairo size 1500,620 font 'sans,11'"
 	else
-		setterm="set terminal svg size 1100,650 dynamic font 'sans,11'"
+		setterm="set terminal svg size 1500,620 dynamic font 'sans,11'"
 	fi
 	gnuplot <<EOF
 $setterm
 set output '$prefix.$term'
 set datafile separator "\t"
-set title "$title"
+set multiplot layout 1,2 title "$title"
 set key left top autotitle columnhead noenhanced
 set logscale x 2
 set format x "2^{%L}"
-set xrange [*:*]
-set yrange [0:*]
 set xlabel "n (elements)"
 set ylabel "GB/s (n elements read once)"
 set grid
-# The read ceiling (column 3) dashed, the kernels solid.
-plot '$tsv' using 2:3 with lines lw 2 dt 2 lc rgb 'black', \
-	for [i=4:$cols] '$tsv' using 2:i with linespoints lw 2 pt 7 ps 0.6
+# Left: linear GB/s, where the large sizes differ; right: logarithmic,
+# where the small, latency-bound sizes can be told apart.
+set yrange [0:*]
+plot '$tsv' using 2:3 with lines lw 2 dt 2 lc rgb 'black', \\
+	for [i=4:$cols] '$tsv' using 2:i with linespoints lw 2 pt 7 ps 0.5
+set logscale y 10
+set yrange [*:*]
+set key right bottom
+plot '$tsv' using 2:3 with lines lw 2 dt 2 lc rgb 'black', \\
+	for [i=4:$cols] '$tsv' using 2:i with linespoints lw 2 pt 7 ps 0.5
+unset multiplot
 EOF
 done
 echo "$prefix.png $prefix.svg"
