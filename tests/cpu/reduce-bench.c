@@ -23,28 +23,41 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The floor: read every byte once and do as little as possible with it. */
-#if defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
+/* The floor: read every byte once and do as little as possible with it,
+ * in registers as wide as gr_reduce() gets. */
+#define BENCH_READ(NAME, ATTR)                                                                     \
+	ATTR static uint64_t NAME(const void *data, size_t bytes)                                  \
+	{                                                                                          \
+		const unsigned char *p = data;                                                     \
+		bench_v4du a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                 \
+		for (size_t i = 0; i + 128 <= bytes; i += 128) {                                   \
+			bench_v4du x0, x1, x2, x3;                                                 \
+			memcpy(&x0, p + i, 32);                                                    \
+			memcpy(&x1, p + i + 32, 32);                                               \
+			memcpy(&x2, p + i + 64, 32);                                               \
+			memcpy(&x3, p + i + 96, 32);                                               \
+			a0 += x0;                                                                  \
+			a1 += x1;                                                                  \
+			a2 += x2;                                                                  \
+			a3 += x3;                                                                  \
+		}                                                                                  \
+		bench_v4du a = a0 + a1 + a2 + a3;                                                  \
+		return a[0] + a[1] + a[2] + a[3];                                                  \
+	}
+
+BENCH_READ(bench_read_base, )
+#if defined(__x86_64__) && defined(__GNUC__)
+BENCH_READ(bench_read_avx2, __attribute__((target("avx2"))))
 #endif
+
 static uint64_t bench_read(const void *data, size_t bytes)
 {
-	const unsigned char *p = data;
-	bench_v4du a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };
-	size_t i = 0;
-	for (; i + 128 <= bytes; i += 128) {
-		bench_v4du x0, x1, x2, x3;
-		memcpy(&x0, p + i, 32);
-		memcpy(&x1, p + i + 32, 32);
-		memcpy(&x2, p + i + 64, 32);
-		memcpy(&x3, p + i + 96, 32);
-		a0 += x0;
-		a1 += x1;
-		a2 += x2;
-		a3 += x3;
-	}
-	bench_v4du a = a0 + a1 + a2 + a3;
-	return a[0] + a[1] + a[2] + a[3];
+#if defined(__x86_64__) && defined(__GNUC__)
+	const char *e = getenv("GPURED_REDUCE_ISA");
+	if (!(e && strcmp(e, "baseline") == 0) && __builtin_cpu_supports("avx2"))
+		return bench_read_avx2(data, bytes);
+#endif
+	return bench_read_base(data, bytes);
 }
 
 static volatile uint64_t bench_sink;
@@ -72,20 +85,13 @@ int main(int argc, char **argv)
 		gr_op op;
 		gr_dtype dt;
 	} cases[] = {
-		{ "read", GR_OP_N, GR_DT_F32 },
-		{ "sum f32", GR_OP_SUM, GR_DT_F32 },
-		{ "min f32", GR_OP_MIN, GR_DT_F32 },
-		{ "max f32", GR_OP_MAX, GR_DT_F32 },
-		{ "sumsq f32", GR_OP_SUMSQ, GR_DT_F32 },
-		{ "read", GR_OP_N, GR_DT_F64 },
-		{ "sum f64", GR_OP_SUM, GR_DT_F64 },
-		{ "min f64", GR_OP_MIN, GR_DT_F64 },
-		{ "sumsq f64", GR_OP_SUMSQ, GR_DT_F64 },
-		{ "sum i32", GR_OP_SUM, GR_DT_I32 },
-		{ "min i32", GR_OP_MIN, GR_DT_I32 },
-		{ "sum u64", GR_OP_SUM, GR_DT_U64 },
-		{ "min u64", GR_OP_MIN, GR_DT_U64 },
-		{ "sumsq i64", GR_OP_SUMSQ, GR_DT_I64 },
+	    {"read", GR_OP_N, GR_DT_F32},          {"sum f32", GR_OP_SUM, GR_DT_F32},
+	    {"min f32", GR_OP_MIN, GR_DT_F32},     {"max f32", GR_OP_MAX, GR_DT_F32},
+	    {"sumsq f32", GR_OP_SUMSQ, GR_DT_F32}, {"read", GR_OP_N, GR_DT_F64},
+	    {"sum f64", GR_OP_SUM, GR_DT_F64},     {"min f64", GR_OP_MIN, GR_DT_F64},
+	    {"sumsq f64", GR_OP_SUMSQ, GR_DT_F64}, {"sum i32", GR_OP_SUM, GR_DT_I32},
+	    {"min i32", GR_OP_MIN, GR_DT_I32},     {"sum u64", GR_OP_SUM, GR_DT_U64},
+	    {"min u64", GR_OP_MIN, GR_DT_U64},     {"sumsq i64", GR_OP_SUMSQ, GR_DT_I64},
 	};
 	printf("n = 2^%u elements\n", lg);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
