@@ -58,7 +58,8 @@ typedef struct pending {
 	gr_method method;
 	gr_op op;
 	gr_dtype dtype;
-	bool done;
+	bool live;        /* outstanding: not yet collected */
+	bool done;        /* its reply arrived */
 	int err;          /* when done: 0 or the request's error */
 	char *errmsg;     /* server message, when err */
 	char *errcode;    /* server code name, when err */
@@ -72,10 +73,26 @@ struct gpured {
 	int dead; /* sticky connection error, 0 while usable */
 	uint32_t next_id;
 
+	/*
+	 * Entries in submission order, in a ring of cap_pend (a power of
+	 * two) slots from head: n_slots of them, from the oldest live one to
+	 * the newest, collected ones in between included. Ids are
+	 * consecutive along the ring, so a reply finds its entry by
+	 * arithmetic.
+	 */
 	pending *pend;
-	size_t n_pend;
 	size_t cap_pend;
-	size_t n_done;
+	size_t head;
+	size_t n_slots;
+	size_t n_live;
+	size_t n_live_reduce;
+
+	/* Ids of reduce entries whose replies arrived, in arrival order,
+	 * for gpured_wait(); ids collected meanwhile are skipped there. */
+	uint32_t *doneq;
+	size_t doneq_head;
+	size_t doneq_len;
+	size_t doneq_cap;
 
 	gr_buf wbuf;
 	gr_buf rbuf;
@@ -345,9 +362,10 @@ void gpured_close(gpured_t *g)
 {
 	if (!g)
 		return;
-	for (size_t i = 0; i < g->n_pend; i++)
-		pending_clear(&g->pend[i]);
+	for (size_t i = 0; i < g->n_slots; i++)
+		pending_clear(&g->pend[(g->head + i) & (g->cap_pend - 1)]);
 	free(g->pend);
+	free(g->doneq);
 	gr_buf_deinit(&g->wbuf);
 	gr_buf_deinit(&g->rbuf);
 	if (g->fd >= 0)
@@ -362,19 +380,53 @@ int gpured_fd(const gpured_t *g)
 
 unsigned gpured_outstanding(const gpured_t *g)
 {
-	return (unsigned)g->n_pend;
+	return (unsigned)g->n_live;
 }
 
 /* ---- replies -------------------------------------------------------- */
 
+static pending *pending_slot(gpured_t *g, size_t i)
+{
+	return &g->pend[(g->head + i) & (g->cap_pend - 1)];
+}
+
+/* The live entry of request id, or NULL. */
 static pending *pending_find(gpured_t *g, uint32_t id)
 {
-	/* Replies mostly come back near submission order, so the entry is
-	 * usually among the first. */
-	for (size_t i = 0; i < g->n_pend; i++)
-		if (g->pend[i].id == id)
-			return &g->pend[i];
-	return NULL;
+	uint32_t base, off;
+	pending *e;
+
+	if (g->n_slots == 0 || id == 0)
+		return NULL;
+	base = pending_slot(g, 0)->id;
+	off = id - base;
+	/* Ids skip 0 when they wrap around. */
+	if (id < base)
+		off--;
+	if (off >= g->n_slots)
+		return NULL;
+	e = pending_slot(g, off);
+	return e->id == id && e->live ? e : NULL;
+}
+
+static int doneq_push(gpured_t *g, uint32_t id)
+{
+	if (g->doneq_head + g->doneq_len == g->doneq_cap) {
+		if (g->doneq_head > 0) {
+			memmove(g->doneq, g->doneq + g->doneq_head, g->doneq_len * sizeof(*g->doneq));
+			g->doneq_head = 0;
+		} else {
+			size_t cap = g->doneq_cap ? g->doneq_cap * 2 : 64;
+			uint32_t *q = realloc(g->doneq, cap * sizeof(*q));
+
+			if (!q)
+				return -ENOMEM;
+			g->doneq = q;
+			g->doneq_cap = cap;
+		}
+	}
+	g->doneq[g->doneq_head + g->doneq_len++] = id;
+	return 0;
 }
 
 static char *strndup_obj(const gr_obj *o)
@@ -512,7 +564,8 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 		}
 	}
 	e->done = true;
-	g->n_done++;
+	if (e->method == GR_METHOD_REDUCE && doneq_push(g, id) < 0)
+		return conn_fail(g, -ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -638,23 +691,37 @@ static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
 
 /* ---- requests ------------------------------------------------------- */
 
+/* A request far older than the newest keeps the ring this long at most. */
+#define MAX_SLOTS (16u * GPURED_MAX_OUTSTANDING)
+
 static int pending_add(gpured_t *g, gr_method m, gr_op op, gr_dtype dt, pending **ret)
 {
 	pending *e;
 
-	if (g->n_pend >= GPURED_MAX_OUTSTANDING)
+	if (g->n_live >= GPURED_MAX_OUTSTANDING)
 		return set_error(g, -EAGAIN, "%u requests outstanding", GPURED_MAX_OUTSTANDING);
-	if (g->n_pend == g->cap_pend) {
+	if (g->n_slots >= MAX_SLOTS)
+		return set_error(g, -EAGAIN, "request %u still outstanding after %u newer ones",
+				 pending_slot(g, 0)->id, MAX_SLOTS);
+	if (g->n_slots == g->cap_pend) {
 		size_t cap = g->cap_pend ? g->cap_pend * 2 : 16;
-		pending *p = realloc(g->pend, cap * sizeof(*p));
+		pending *p = malloc(cap * sizeof(*p));
 
 		if (!p)
 			return set_error(g, -ENOMEM, "out of memory");
+		/* Unwrap the ring into the new array. */
+		for (size_t i = 0; i < g->n_slots; i++)
+			p[i] = *pending_slot(g, i);
+		free(g->pend);
 		g->pend = p;
 		g->cap_pend = cap;
+		g->head = 0;
 	}
-	e = &g->pend[g->n_pend++];
-	*e = (pending){ .id = g->next_id, .method = m, .op = op, .dtype = dt };
+	e = pending_slot(g, g->n_slots++);
+	*e = (pending){ .id = g->next_id, .live = true, .method = m, .op = op, .dtype = dt };
+	g->n_live++;
+	if (m == GR_METHOD_REDUCE)
+		g->n_live_reduce++;
 	/* 0 is the server's "unknown request"; skip it on wrap-around. */
 	g->next_id++;
 	if (g->next_id == 0)
@@ -665,13 +732,25 @@ static int pending_add(gpured_t *g, gr_method m, gr_op op, gr_dtype dt, pending 
 
 static void pending_remove(gpured_t *g, pending *e)
 {
-	size_t i = (size_t)(e - g->pend);
-
-	if (e->done)
-		g->n_done--;
 	pending_clear(e);
-	memmove(&g->pend[i], &g->pend[i + 1], (g->n_pend - i - 1) * sizeof(*e));
-	g->n_pend--;
+	e->live = false;
+	g->n_live--;
+	if (e->method == GR_METHOD_REDUCE)
+		g->n_live_reduce--;
+	/* Collected entries at the old end leave the ring. */
+	while (g->n_slots > 0 && !pending_slot(g, 0)->live) {
+		g->head = (g->head + 1) & (g->cap_pend - 1);
+		g->n_slots--;
+	}
+}
+
+/* Undo the pending_add() of the newest entry, whose request was not sent. */
+static void pending_unadd(gpured_t *g, pending *e)
+{
+	pending_remove(g, e);
+	if (g->n_slots > 0 && pending_slot(g, g->n_slots - 1) == e)
+		g->n_slots--;
+	g->next_id = e->id;
 }
 
 /* [0, msgid, "reduce", [{"op": op, "dtype": dt, "data": <bin header>  */
@@ -735,7 +814,7 @@ int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, 
 	g->wbuf.len = 0;
 	r = write_reduce_header(&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
 	if (r < 0) {
-		pending_remove(g, e);
+		pending_unadd(g, e);
 		return set_error(g, r, "out of memory");
 	}
 	iov[0] = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
@@ -768,24 +847,24 @@ int gpured_wait(gpured_t *g, uint32_t *ret_id, gpured_value *ret)
 {
 	*ret_id = 0;
 	for (;;) {
-		if (g->n_done > 0) {
-			for (size_t i = 0; i < g->n_pend; i++) {
-				pending *e = &g->pend[i];
+		while (g->doneq_len > 0) {
+			uint32_t id = g->doneq[g->doneq_head];
+			pending *e;
 
-				/* Replies to stats/info/ping belong to
-				 * whoever waits for them by id. */
-				if (e->done && e->method == GR_METHOD_REDUCE) {
-					*ret_id = e->id;
-					return collect(g, e, ret);
-				}
+			g->doneq_head++;
+			g->doneq_len--;
+			if (g->doneq_len == 0)
+				g->doneq_head = 0;
+			/* Absent if gpured_wait_id() collected it already. */
+			e = pending_find(g, id);
+			if (e && e->done) {
+				*ret_id = id;
+				return collect(g, e, ret);
 			}
 		}
 		if (g->dead)
 			return conn_dead(g);
-		bool any = false;
-		for (size_t i = 0; i < g->n_pend && !any; i++)
-			any = g->pend[i].method == GR_METHOD_REDUCE;
-		if (!any)
+		if (g->n_live_reduce == 0)
 			return set_error(g, -ECHILD, "no request outstanding");
 		int r = conn_wait_read(g);
 		if (r < 0)
@@ -882,7 +961,7 @@ static int call_simple(gpured_t *g, gr_method m, uint8_t **ret_reply, size_t *re
 	g->wbuf.len = 0;
 	r = write_simple_request(&g->wbuf, id, m);
 	if (r < 0) {
-		pending_remove(g, e);
+		pending_unadd(g, e);
 		return set_error(g, r, "out of memory");
 	}
 	iov = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
