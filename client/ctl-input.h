@@ -1,0 +1,45 @@
+/*
+ * The numbers gpuredctl reads and writes: strict parsing of text input for
+ * a dtype (every token must be a number that the dtype holds exactly in
+ * range), and printing results so that they read back to the same value.
+ * Kept out of gpuredctl.c so the unit tests can reach it.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "client/gpured.h"
+
+/*
+ * Parse tok[0..len) as one element of dt and store it, packed, at out
+ * (gpured_dtype_size(dt) bytes). Integers: decimal digits with an optional
+ * sign. Floats: what strtod() accepts, including inf and nan.
+ * Returns 0, -EINVAL if tok is not such a number, -ERANGE if it is out of
+ * the dtype's range.
+ */
+int ctl_input_parse_number(const char *tok, size_t len, gpured_dtype dt, void *out);
+
+/* Where a bad token was found. */
+typedef struct ctl_input_error {
+	int err;          /* -EINVAL, -ERANGE or -ENOMEM */
+	size_t line;      /* 1-based */
+	size_t column;    /* 1-based, in bytes */
+	size_t index;     /* 0-based element number */
+	char token[48];   /* the token, shortened with "..." if longer */
+} ctl_input_error;
+
+/*
+ * Parse the whitespace-separated numbers in text[0..len) as elements of
+ * dt. On success *ret_data (freed with free(); NULL when *ret_n is 0) holds
+ * *ret_n packed elements. On failure returns the error and fills *ret_err.
+ */
+int ctl_input_parse_text(const char *text, size_t len, gpured_dtype dt, void **ret_data,
+			 size_t *ret_n, ctl_input_error *ret_err);
+
+/*
+ * Print v to buf[0..size): integers exactly, floats with 17 significant
+ * digits (they read back to the same double). With json, a value that JSON
+ * cannot hold (inf, nan) is printed as null. Returns the length, as
+ * snprintf does.
+ */
+int ctl_input_format_value(const gpured_value *v, int json, char *buf, size_t size);

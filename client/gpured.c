@@ -1,0 +1,1336 @@
+/*
+ * libgpured: one connection, requests written from the caller's memory,
+ * replies read into one growable buffer and matched to outstanding
+ * requests by msgid.
+ *
+ * Every outstanding request has an entry in g->pend, in submission order.
+ * A reply fills its entry (done = true); the caller collects entries with
+ * gpured_wait()/gpured_wait_id(), which removes them. Replies to stats and
+ * info keep their raw bytes until collected, so they are parsed once the
+ * caller asks for them, whatever arrived in between.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client/gpured.h"
+#include "proto/mp.h"
+#include "proto/obj.h"
+#include "proto/types.h"
+
+_Static_assert((int)GPURED_OP_SUM == (int)GR_OP_SUM, "op order");
+_Static_assert((int)GPURED_OP_MIN == (int)GR_OP_MIN, "op order");
+_Static_assert((int)GPURED_OP_MAX == (int)GR_OP_MAX, "op order");
+_Static_assert((int)GPURED_OP_SUMSQ == (int)GR_OP_SUMSQ, "op order");
+_Static_assert((int)GPURED_OP_SUMSQ + 1 == (int)GR_OP_N, "op count");
+_Static_assert((int)GPURED_I32 == (int)GR_DT_I32, "dtype order");
+_Static_assert((int)GPURED_I64 == (int)GR_DT_I64, "dtype order");
+_Static_assert((int)GPURED_U32 == (int)GR_DT_U32, "dtype order");
+_Static_assert((int)GPURED_U64 == (int)GR_DT_U64, "dtype order");
+_Static_assert((int)GPURED_F32 == (int)GR_DT_F32, "dtype order");
+_Static_assert((int)GPURED_F64 == (int)GR_DT_F64, "dtype order");
+_Static_assert((int)GPURED_F64 + 1 == (int)GR_DT_N, "dtype count");
+_Static_assert((int)GPURED_KIND_I64 == (int)GR_KIND_I64, "kind order");
+_Static_assert((int)GPURED_KIND_U64 == (int)GR_KIND_U64, "kind order");
+_Static_assert((int)GPURED_KIND_F64 == (int)GR_KIND_F64, "kind order");
+
+/* Replies are small maps; these bound what a confused server can make us
+ * allocate. */
+static const gr_obj_limits reply_limits = {
+	.max_depth = 8,
+	.max_items = 4096,
+	.max_str = 1u << 20,
+};
+/* A partial reply larger than this cannot be one of ours. */
+#define REPLY_MAX_BYTES (8u << 20)
+#define READ_CHUNK 65536u
+
+typedef struct pending {
+	uint32_t id;
+	gr_method method;
+	gr_op op;
+	gr_dtype dtype;
+	bool live;        /* outstanding: not yet collected */
+	bool done;        /* its reply arrived */
+	int err;          /* when done: 0 or the request's error */
+	char *errmsg;     /* server message, when err */
+	char *errcode;    /* server code name, when err */
+	gpured_value value;
+	uint8_t *reply;   /* stats/info: the whole reply message */
+	size_t reply_len;
+} pending;
+
+struct gpured {
+	int fd;
+	int dead; /* sticky connection error, 0 while usable */
+	uint32_t next_id;
+
+	/*
+	 * Entries in submission order, in a ring of cap_pend (a power of
+	 * two) slots from head: n_slots of them, from the oldest live one to
+	 * the newest, collected ones in between included. Ids are
+	 * consecutive along the ring, so a reply finds its entry by
+	 * arithmetic.
+	 */
+	pending *pend;
+	size_t cap_pend;
+	size_t head;
+	size_t n_slots;
+	size_t n_live;
+	size_t n_live_reduce;
+
+	/* Ids of reduce entries whose replies arrived, in arrival order,
+	 * for gpured_wait(); ids collected meanwhile are skipped there. */
+	uint32_t *doneq;
+	size_t doneq_head;
+	size_t doneq_len;
+	size_t doneq_cap;
+
+	gr_buf wbuf;
+	gr_buf rbuf;
+
+	char errmsg[256];
+	char errcode[32];
+};
+
+/* ---- names ---------------------------------------------------------- */
+
+const char *gpured_op_name(gpured_op op)
+{
+	return gr_op_name((gr_op)op);
+}
+
+const char *gpured_dtype_name(gpured_dtype dt)
+{
+	return gr_dtype_name((gr_dtype)dt);
+}
+
+int gpured_op_parse(const char *s, gpured_op *ret)
+{
+	gr_op op;
+
+	if (!s || !gr_op_parse(s, strlen(s), &op))
+		return -EINVAL;
+	*ret = (gpured_op)op;
+	return 0;
+}
+
+int gpured_dtype_parse(const char *s, gpured_dtype *ret)
+{
+	gr_dtype dt;
+
+	if (!s || !gr_dtype_parse(s, strlen(s), &dt))
+		return -EINVAL;
+	*ret = (gpured_dtype)dt;
+	return 0;
+}
+
+size_t gpured_dtype_size(gpured_dtype dt)
+{
+	if ((unsigned)dt >= GR_DT_N)
+		return 0;
+	return gr_dtype_size((gr_dtype)dt);
+}
+
+gpured_kind gpured_result_kind(gpured_op op, gpured_dtype dt)
+{
+	return (gpured_kind)gr_result_kind((gr_op)op, (gr_dtype)dt);
+}
+
+double gpured_value_as_double(const gpured_value *v)
+{
+	switch (v->kind) {
+	case GPURED_KIND_I64:
+		return (double)v->v.i;
+	case GPURED_KIND_U64:
+		return (double)v->v.u;
+	case GPURED_KIND_F64:
+		return v->v.f;
+	}
+	return 0;
+}
+
+/* ---- errors --------------------------------------------------------- */
+
+static const int err_errno[GR_ERR_N] = {
+	[GR_OK] = 0,
+	[GR_ERR_INVALID_REQUEST] = -EPROTO,
+	[GR_ERR_UNKNOWN_METHOD] = -ENOSYS,
+	[GR_ERR_INVALID_PARAMS] = -EINVAL,
+	[GR_ERR_TOO_LARGE] = -E2BIG,
+	[GR_ERR_EMPTY] = -ENODATA,
+	[GR_ERR_BUSY] = -EBUSY,
+	[GR_ERR_INTERNAL] = -EIO,
+};
+
+static int errno_from_code(const char *s, size_t len)
+{
+	gr_err e;
+
+	if (!gr_err_parse(s, len, &e) || e == GR_OK)
+		return -EIO;
+	return err_errno[e];
+}
+
+int gpured_errno_from_code(const char *code)
+{
+	if (!code)
+		return -EIO;
+	return errno_from_code(code, strlen(code));
+}
+
+const char *gpured_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "Success";
+	case -EINVAL:
+		return "Invalid parameters";
+	case -E2BIG:
+		return "Array too large";
+	case -ENODATA:
+		return "No elements to reduce";
+	case -EBUSY:
+		return "Server busy";
+	case -ENOSYS:
+		return "Unknown method";
+	case -EPROTO:
+		return "Protocol error";
+	case -EIO:
+		return "Internal server error";
+	case -ECHILD:
+		return "No request outstanding";
+	case -ESRCH:
+		return "No such request outstanding";
+	case -EAGAIN:
+		return "Too many requests outstanding";
+	case -ENOENT:
+		return "No such file or directory";
+	case -ECONNREFUSED:
+		return "Connection refused";
+	case -ECONNRESET:
+		return "Connection reset by peer";
+	case -EPIPE:
+		return "Broken pipe";
+	case -EACCES:
+		return "Permission denied";
+	case -ENAMETOOLONG:
+		return "File name too long";
+	case -ENOMEM:
+		return "Cannot allocate memory";
+	}
+	/* strerror() may share a buffer between threads for unknown codes;
+	 * everything this library returns is listed above. */
+	return "Unknown error";
+}
+
+const char *gpured_errmsg(const gpured_t *g)
+{
+	return g->errmsg;
+}
+
+const char *gpured_errcode(const gpured_t *g)
+{
+	return g->errcode[0] ? g->errcode : NULL;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int set_error(gpured_t *g, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(g->errmsg, sizeof(g->errmsg), fmt, ap);
+	va_end(ap);
+	g->errcode[0] = '\0';
+	return err;
+}
+
+/* The connection is unusable from now on. */
+__attribute__((format(printf, 3, 4)))
+static int conn_fail(gpured_t *g, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g->dead)
+		return g->dead;
+	va_start(ap, fmt);
+	vsnprintf(g->errmsg, sizeof(g->errmsg), fmt, ap);
+	va_end(ap);
+	g->errcode[0] = '\0';
+	g->dead = err;
+	return err;
+}
+
+static int conn_dead(gpured_t *g)
+{
+	/* The message of the failure may have been overwritten by a later
+	 * request error; repeat it in general terms. */
+	if (g->dead)
+		set_error(g, g->dead, "connection lost: %s", gpured_strerror(g->dead));
+	return g->dead;
+}
+
+/* ---- socket path and connection ------------------------------------- */
+
+int gpured_socket_path(const char *path, char *buf, size_t size)
+{
+	const char *env;
+	int k;
+
+	if (!path) {
+		env = getenv("GPURED_SOCKET");
+		if (env && env[0])
+			path = env;
+	}
+	if (path) {
+		k = snprintf(buf, size, "%s", path);
+	} else {
+		env = getenv("XDG_RUNTIME_DIR");
+		if (geteuid() != 0 && env && env[0])
+			k = snprintf(buf, size, "%s/gpured.sock", env);
+		else
+			k = snprintf(buf, size, "/run/gpured.sock");
+	}
+	if (k < 0 || (size_t)k >= size || (size_t)k >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int gpured_connect(const char *path, gpured_t **ret)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	gpured_t *g;
+	int fd, r;
+
+	r = gpured_socket_path(path, sa.sun_path, sizeof(sa.sun_path));
+	if (r < 0)
+		return r;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+#ifdef SO_NOSIGPIPE
+	{
+		int one = 1;
+		(void)setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof(one));
+	}
+#endif
+	/* A blocking connect waits for room in a full listen backlog rather
+	 * than failing with EAGAIN; every later send and recv is
+	 * non-blocking through MSG_DONTWAIT and poll(). */
+	do
+		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		close(fd);
+		return -ENOMEM;
+	}
+	g->fd = fd;
+	g->next_id = 1;
+	gr_buf_init(&g->wbuf);
+	gr_buf_init(&g->rbuf);
+	*ret = g;
+	return 0;
+}
+
+static void pending_clear(pending *p)
+{
+	free(p->errmsg);
+	free(p->errcode);
+	free(p->reply);
+	p->errmsg = p->errcode = NULL;
+	p->reply = NULL;
+}
+
+void gpured_close(gpured_t *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n_slots; i++)
+		pending_clear(&g->pend[(g->head + i) & (g->cap_pend - 1)]);
+	free(g->pend);
+	free(g->doneq);
+	gr_buf_deinit(&g->wbuf);
+	gr_buf_deinit(&g->rbuf);
+	if (g->fd >= 0)
+		close(g->fd);
+	free(g);
+}
+
+int gpured_fd(const gpured_t *g)
+{
+	return g->fd;
+}
+
+unsigned gpured_outstanding(const gpured_t *g)
+{
+	return (unsigned)g->n_live;
+}
+
+/* ---- replies -------------------------------------------------------- */
+
+static pending *pending_slot(gpured_t *g, size_t i)
+{
+	return &g->pend[(g->head + i) & (g->cap_pend - 1)];
+}
+
+/* The live entry of request id, or NULL. */
+static pending *pending_find(gpured_t *g, uint32_t id)
+{
+	uint32_t base, off;
+	pending *e;
+
+	if (g->n_slots == 0 || id == 0)
+		return NULL;
+	base = pending_slot(g, 0)->id;
+	off = id - base;
+	/* Ids skip 0 when they wrap around. */
+	if (id < base)
+		off--;
+	if (off >= g->n_slots)
+		return NULL;
+	e = pending_slot(g, off);
+	return e->id == id && e->live ? e : NULL;
+}
+
+static int doneq_push(gpured_t *g, uint32_t id)
+{
+	if (g->doneq_head + g->doneq_len == g->doneq_cap) {
+		if (g->doneq_head > 0) {
+			memmove(g->doneq, g->doneq + g->doneq_head, g->doneq_len * sizeof(*g->doneq));
+			g->doneq_head = 0;
+		} else {
+			size_t cap = g->doneq_cap ? g->doneq_cap * 2 : 64;
+			uint32_t *q = realloc(g->doneq, cap * sizeof(*q));
+
+			if (!q)
+				return -ENOMEM;
+			g->doneq = q;
+			g->doneq_cap = cap;
+		}
+	}
+	g->doneq[g->doneq_head + g->doneq_len++] = id;
+	return 0;
+}
+
+static char *strndup_obj(const gr_obj *o)
+{
+	char *s;
+
+	if (!o || o->type != GR_MP_STR)
+		return NULL;
+	s = malloc((size_t)o->len + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, o->v.str, o->len);
+	s[o->len] = '\0';
+	return s;
+}
+
+static bool obj_is_str(const gr_obj *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	return o && o->type == GR_MP_STR && o->len == n && memcmp(o->v.str, s, n) == 0;
+}
+
+/* A reduce result {"value": number, "count": uint} into *ret. */
+static int parse_reduce_result(const gr_obj *res, gr_op op, gr_dtype dt, gpured_value *ret)
+{
+	const gr_obj *val, *cnt;
+	gpured_value v = { .kind = (gpured_kind)gr_result_kind(op, dt) };
+
+	if (!res || res->type != GR_MP_MAP)
+		return -EPROTO;
+	val = gr_obj_get(res, "value");
+	cnt = gr_obj_get(res, "count");
+	if (!val || !cnt || cnt->type != GR_MP_UINT)
+		return -EPROTO;
+	v.count = cnt->v.u;
+
+	switch (v.kind) {
+	case GPURED_KIND_I64:
+		if (val->type == GR_MP_INT)
+			v.v.i = val->v.i;
+		else if (val->type == GR_MP_UINT && val->v.u <= (uint64_t)INT64_MAX)
+			v.v.i = (int64_t)val->v.u;
+		else
+			return -EPROTO;
+		break;
+	case GPURED_KIND_U64:
+		if (val->type != GR_MP_UINT)
+			return -EPROTO;
+		v.v.u = val->v.u;
+		break;
+	case GPURED_KIND_F64:
+		/* A float by the protocol; integers are accepted in case a
+		 * writer shortens integral doubles. */
+		if (val->type == GR_MP_FLOAT)
+			v.v.f = val->v.f;
+		else if (val->type == GR_MP_UINT)
+			v.v.f = (double)val->v.u;
+		else if (val->type == GR_MP_INT)
+			v.v.f = (double)val->v.i;
+		else
+			return -EPROTO;
+		break;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* One whole reply message at p[0..n), parsed as *root. */
+static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_t n)
+{
+	const gr_obj *it, *err, *res;
+	pending *e;
+	uint32_t id;
+
+	if (root->type != GR_MP_ARRAY || root->len != 4)
+		return conn_fail(g, -EPROTO, "reply is not a 4-element array");
+	it = root->v.items;
+	if (it[0].type != GR_MP_UINT || it[0].v.u != 1)
+		return conn_fail(g, -EPROTO, "reply of type other than 1");
+	if (it[1].type != GR_MP_UINT || it[1].v.u > UINT32_MAX)
+		return conn_fail(g, -EPROTO, "reply with an invalid msgid");
+	id = (uint32_t)it[1].v.u;
+	err = &it[2];
+	res = &it[3];
+	if (err->type != GR_MP_NIL && err->type != GR_MP_MAP)
+		return conn_fail(g, -EPROTO, "reply with an invalid error");
+
+	e = id ? pending_find(g, id) : NULL;
+	if (!e || e->done) {
+		/* msgid 0, or one we did not send: the server could not tell
+		 * which request failed and closes the connection. */
+		if (err->type == GR_MP_MAP) {
+			const gr_obj *code = gr_obj_get(err, "code");
+			const gr_obj *msg = gr_obj_get(err, "message");
+			int r = code && code->type == GR_MP_STR ?
+				errno_from_code(code->v.str, code->len) : -EPROTO;
+
+			conn_fail(g, r, "server: %.*s", msg && msg->type == GR_MP_STR ? (int)msg->len : 0,
+				  msg && msg->type == GR_MP_STR ? msg->v.str : "");
+			if (code && code->type == GR_MP_STR)
+				snprintf(g->errcode, sizeof(g->errcode), "%.*s", (int)code->len, code->v.str);
+			return r;
+		}
+		return conn_fail(g, -EPROTO, "reply to unknown request %u", id);
+	}
+
+	if (err->type == GR_MP_MAP) {
+		const gr_obj *code = gr_obj_get(err, "code");
+
+		if (!code || code->type != GR_MP_STR)
+			return conn_fail(g, -EPROTO, "error without a code");
+		e->err = errno_from_code(code->v.str, code->len);
+		e->errcode = strndup_obj(code);
+		e->errmsg = strndup_obj(gr_obj_get(err, "message"));
+		if (!e->errcode)
+			return conn_fail(g, -ENOMEM, "out of memory");
+	} else {
+		switch (e->method) {
+		case GR_METHOD_REDUCE:
+			if (parse_reduce_result(res, e->op, e->dtype, &e->value) < 0)
+				return conn_fail(g, -EPROTO, "malformed reduce result");
+			break;
+		case GR_METHOD_PING:
+			if (!obj_is_str(res, "pong"))
+				return conn_fail(g, -EPROTO, "ping answered other than \"pong\"");
+			break;
+		default:
+			e->reply = malloc(n);
+			if (!e->reply)
+				return conn_fail(g, -ENOMEM, "out of memory");
+			memcpy(e->reply, p, n);
+			e->reply_len = n;
+			break;
+		}
+	}
+	e->done = true;
+	if (e->method == GR_METHOD_REDUCE && doneq_push(g, id) < 0)
+		return conn_fail(g, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Parse every whole reply in the read buffer. */
+static int process_replies(gpured_t *g)
+{
+	size_t off = 0;
+	int r = 0;
+
+	while (off < g->rbuf.len) {
+		gr_obj_tree tree = { 0 };
+		long k = gr_obj_parse(g->rbuf.data + off, g->rbuf.len - off, &reply_limits, &tree);
+
+		if (k == 0)
+			break;
+		if (k < 0) {
+			r = conn_fail(g, k == -ENOMEM ? -ENOMEM : -EPROTO,
+				      "malformed reply from server (%s)", strerror((int)-k));
+			break;
+		}
+		r = handle_reply(g, tree.root, g->rbuf.data + off, (size_t)k);
+		gr_obj_tree_deinit(&tree);
+		if (r < 0)
+			break;
+		off += (size_t)k;
+	}
+	gr_buf_consume(&g->rbuf, off);
+	if (r == 0 && g->rbuf.len > REPLY_MAX_BYTES)
+		r = conn_fail(g, -EPROTO, "reply larger than %u bytes", REPLY_MAX_BYTES);
+	return r;
+}
+
+/* Read what the socket has, without blocking, and process it. */
+static int conn_read(gpured_t *g)
+{
+	for (;;) {
+		ssize_t k;
+		int r;
+
+		r = gr_buf_reserve(&g->rbuf, READ_CHUNK);
+		if (r < 0)
+			return conn_fail(g, r, "out of memory");
+		k = recv(g->fd, g->rbuf.data + g->rbuf.len, g->rbuf.cap - g->rbuf.len, MSG_DONTWAIT);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return conn_fail(g, -errno, "receive: %s", strerror(errno));
+		}
+		if (k == 0)
+			return conn_fail(g, -ECONNRESET, "server closed the connection");
+		g->rbuf.len += (size_t)k;
+		r = process_replies(g);
+		if (r < 0)
+			return r;
+		/* A short read drained the socket. */
+		if ((size_t)k < READ_CHUNK)
+			return 0;
+	}
+}
+
+/* Block until the socket is readable, then read. */
+static int conn_wait_read(gpured_t *g)
+{
+	struct pollfd pfd = { .fd = g->fd, .events = POLLIN };
+
+	for (;;) {
+		int r = poll(&pfd, 1, -1);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return conn_fail(g, -errno, "poll: %s", strerror(errno));
+		}
+		return conn_read(g);
+	}
+}
+
+/*
+ * Write the iovecs whole, reading replies whenever the socket is readable
+ * so that a server blocked on writing replies to us can go on reading.
+ */
+static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
+{
+	while (iovcnt > 0) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
+		ssize_t k = sendmsg(g->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (k < 0) {
+			struct pollfd pfd = { .fd = g->fd, .events = POLLIN | POLLOUT };
+			int r;
+
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return conn_fail(g, -errno, "send: %s", strerror(errno));
+			r = poll(&pfd, 1, -1);
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				return conn_fail(g, -errno, "poll: %s", strerror(errno));
+			}
+			if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
+				r = conn_read(g);
+				if (r < 0)
+					return r;
+			}
+			continue;
+		}
+		while (iovcnt > 0 && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			iovcnt--;
+		}
+		if (iovcnt > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
+/* ---- requests ------------------------------------------------------- */
+
+/* A request far older than the newest keeps the ring this long at most. */
+#define MAX_SLOTS (16u * GPURED_MAX_OUTSTANDING)
+
+static int pending_add(gpured_t *g, gr_method m, gr_op op, gr_dtype dt, pending **ret)
+{
+	pending *e;
+
+	if (g->n_live >= GPURED_MAX_OUTSTANDING)
+		return set_error(g, -EAGAIN, "%u requests outstanding", GPURED_MAX_OUTSTANDING);
+	if (g->n_slots >= MAX_SLOTS)
+		return set_error(g, -EAGAIN, "request %u still outstanding after %u newer ones",
+				 pending_slot(g, 0)->id, MAX_SLOTS);
+	if (g->n_slots == g->cap_pend) {
+		size_t cap = g->cap_pend ? g->cap_pend * 2 : 16;
+		pending *p = malloc(cap * sizeof(*p));
+
+		if (!p)
+			return set_error(g, -ENOMEM, "out of memory");
+		/* Unwrap the ring into the new array. */
+		for (size_t i = 0; i < g->n_slots; i++)
+			p[i] = *pending_slot(g, i);
+		free(g->pend);
+		g->pend = p;
+		g->cap_pend = cap;
+		g->head = 0;
+	}
+	e = pending_slot(g, g->n_slots++);
+	*e = (pending){ .id = g->next_id, .live = true, .method = m, .op = op, .dtype = dt };
+	g->n_live++;
+	if (m == GR_METHOD_REDUCE)
+		g->n_live_reduce++;
+	/* 0 is the server's "unknown request"; skip it on wrap-around. */
+	g->next_id++;
+	if (g->next_id == 0)
+		g->next_id = 1;
+	*ret = e;
+	return 0;
+}
+
+static void pending_remove(gpured_t *g, pending *e)
+{
+	pending_clear(e);
+	e->live = false;
+	g->n_live--;
+	if (e->method == GR_METHOD_REDUCE)
+		g->n_live_reduce--;
+	/* Collected entries at the old end leave the ring. */
+	while (g->n_slots > 0 && !pending_slot(g, 0)->live) {
+		g->head = (g->head + 1) & (g->cap_pend - 1);
+		g->n_slots--;
+	}
+}
+
+/* Undo the pending_add() of the newest entry, whose request was not sent. */
+static void pending_unadd(gpured_t *g, pending *e)
+{
+	pending_remove(g, e);
+	if (g->n_slots > 0 && pending_slot(g, g->n_slots - 1) == e)
+		g->n_slots--;
+	g->next_id = e->id;
+}
+
+/* [0, msgid, "reduce", [{"op": op, "dtype": dt, "data": <bin header>  */
+static int write_reduce_header(gr_buf *b, uint32_t id, gr_op op, gr_dtype dt, uint32_t nbytes)
+{
+	int r = 0;
+
+	r = r ? r : gr_mpw_array(b, 4);
+	r = r ? r : gr_mpw_uint(b, 0);
+	r = r ? r : gr_mpw_uint(b, id);
+	r = r ? r : gr_mpw_cstr(b, "reduce");
+	r = r ? r : gr_mpw_array(b, 1);
+	r = r ? r : gr_mpw_map(b, 3);
+	r = r ? r : gr_mpw_cstr(b, "op");
+	r = r ? r : gr_mpw_cstr(b, gr_op_name(op));
+	r = r ? r : gr_mpw_cstr(b, "dtype");
+	r = r ? r : gr_mpw_cstr(b, gr_dtype_name(dt));
+	r = r ? r : gr_mpw_cstr(b, "data");
+	r = r ? r : gr_mpw_bin_header(b, nbytes);
+	return r;
+}
+
+/* [0, msgid, method, []] */
+static int write_simple_request(gr_buf *b, uint32_t id, gr_method m)
+{
+	int r = 0;
+
+	r = r ? r : gr_mpw_array(b, 4);
+	r = r ? r : gr_mpw_uint(b, 0);
+	r = r ? r : gr_mpw_uint(b, id);
+	r = r ? r : gr_mpw_cstr(b, gr_method_name(m));
+	r = r ? r : gr_mpw_array(b, 0);
+	return r;
+}
+
+int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		  uint32_t *ret_id)
+{
+	struct iovec iov[2];
+	pending *e;
+	size_t esz;
+	uint32_t id;
+	int r;
+
+	if (g->dead)
+		return conn_dead(g);
+	if ((unsigned)op >= GR_OP_N || (unsigned)dt >= GR_DT_N)
+		return set_error(g, -EINVAL, "unknown op or dtype");
+	if (!data && n > 0)
+		return set_error(g, -EINVAL, "no data");
+	esz = gr_dtype_size((gr_dtype)dt);
+	if (n > UINT32_MAX / esz)
+		return set_error(g, -E2BIG, "%zu elements of %s do not fit in one request (4 GiB - 1)",
+				 n, gr_dtype_name((gr_dtype)dt));
+
+	r = pending_add(g, GR_METHOD_REDUCE, (gr_op)op, (gr_dtype)dt, &e);
+	if (r < 0)
+		return r;
+	id = e->id;
+
+	g->wbuf.len = 0;
+	r = write_reduce_header(&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
+	if (r < 0) {
+		pending_unadd(g, e);
+		return set_error(g, r, "out of memory");
+	}
+	iov[0] = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
+	iov[1] = (struct iovec){ .iov_base = (void *)data, .iov_len = n * esz };
+	/* Replies read during the send only mark entries done; the table
+	 * is not reallocated until the next submit. */
+	r = conn_send(g, iov, n ? 2 : 1);
+	if (r < 0)
+		return r;
+	*ret_id = id;
+	return 0;
+}
+
+/* Hand a finished entry's outcome to the caller and drop it. */
+static int collect(gpured_t *g, pending *e, gpured_value *ret)
+{
+	int r = e->err;
+
+	if (r < 0) {
+		snprintf(g->errmsg, sizeof(g->errmsg), "%s", e->errmsg ? e->errmsg : gpured_strerror(r));
+		snprintf(g->errcode, sizeof(g->errcode), "%s", e->errcode ? e->errcode : "");
+	} else if (ret) {
+		*ret = e->value;
+	}
+	pending_remove(g, e);
+	return r;
+}
+
+int gpured_wait(gpured_t *g, uint32_t *ret_id, gpured_value *ret)
+{
+	*ret_id = 0;
+	for (;;) {
+		while (g->doneq_len > 0) {
+			uint32_t id = g->doneq[g->doneq_head];
+			pending *e;
+
+			g->doneq_head++;
+			g->doneq_len--;
+			if (g->doneq_len == 0)
+				g->doneq_head = 0;
+			/* Absent if gpured_wait_id() collected it already. */
+			e = pending_find(g, id);
+			if (e && e->done) {
+				*ret_id = id;
+				return collect(g, e, ret);
+			}
+		}
+		if (g->dead)
+			return conn_dead(g);
+		if (g->n_live_reduce == 0)
+			return set_error(g, -ECHILD, "no request outstanding");
+		int r = conn_wait_read(g);
+		if (r < 0)
+			return r;
+	}
+}
+
+/* Wait until entry id is done; returns it (or NULL with *ret_err). */
+static pending *wait_entry(gpured_t *g, uint32_t id, int *ret_err)
+{
+	for (;;) {
+		pending *e = pending_find(g, id);
+
+		if (!e) {
+			*ret_err = set_error(g, -ESRCH, "request %u is not outstanding", id);
+			return NULL;
+		}
+		if (e->done)
+			return e;
+		if (g->dead) {
+			*ret_err = conn_dead(g);
+			return NULL;
+		}
+		*ret_err = conn_wait_read(g);
+		if (*ret_err < 0)
+			return NULL;
+	}
+}
+
+int gpured_wait_id(gpured_t *g, uint32_t id, gpured_value *ret)
+{
+	pending *e;
+	int r;
+
+	e = wait_entry(g, id, &r);
+	if (!e)
+		return r;
+	return collect(g, e, ret);
+}
+
+int gpured_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		  gpured_value *ret)
+{
+	uint32_t id;
+	int r;
+
+	r = gpured_submit(g, op, dt, data, n, &id);
+	if (r < 0)
+		return r;
+	return gpured_wait_id(g, id, ret);
+}
+
+int gpured_sum_f32(gpured_t *g, const float *x, size_t n, double *ret)
+{
+	gpured_value v;
+	int r;
+
+	r = gpured_reduce(g, GPURED_OP_SUM, GPURED_F32, x, n, &v);
+	if (r < 0)
+		return r;
+	*ret = v.v.f;
+	return 0;
+}
+
+int gpured_sum_i64(gpured_t *g, const int64_t *x, size_t n, int64_t *ret)
+{
+	gpured_value v;
+	int r;
+
+	r = gpured_reduce(g, GPURED_OP_SUM, GPURED_I64, x, n, &v);
+	if (r < 0)
+		return r;
+	*ret = v.v.i;
+	return 0;
+}
+
+/*
+ * Send a request without parameters and wait for its reply. For stats and
+ * info, *ret_reply receives the whole reply message (the caller frees it).
+ */
+static int call_simple(gpured_t *g, gr_method m, uint8_t **ret_reply, size_t *ret_len)
+{
+	struct iovec iov;
+	pending *e;
+	uint32_t id;
+	int r;
+
+	if (g->dead)
+		return conn_dead(g);
+	r = pending_add(g, m, GR_OP_SUM, GR_DT_I32, &e);
+	if (r < 0)
+		return r;
+	id = e->id;
+	g->wbuf.len = 0;
+	r = write_simple_request(&g->wbuf, id, m);
+	if (r < 0) {
+		pending_unadd(g, e);
+		return set_error(g, r, "out of memory");
+	}
+	iov = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
+	r = conn_send(g, &iov, 1);
+	if (r < 0)
+		return r;
+	e = wait_entry(g, id, &r);
+	if (!e)
+		return r;
+	if (e->err == 0 && ret_reply) {
+		*ret_reply = e->reply;
+		*ret_len = e->reply_len;
+		e->reply = NULL;
+	}
+	return collect(g, e, NULL);
+}
+
+int gpured_ping(gpured_t *g)
+{
+	return call_simple(g, GR_METHOD_PING, NULL, NULL);
+}
+
+/* The result (4th item) of a reply message, parsed into *tree. */
+static int call_result(gpured_t *g, gr_method m, uint8_t **ret_bytes, gr_obj_tree *tree,
+		       const gr_obj **ret_result)
+{
+	uint8_t *bytes = NULL;
+	size_t len = 0;
+	long k;
+	int r;
+
+	r = call_simple(g, m, &bytes, &len);
+	if (r < 0)
+		return r;
+	k = gr_obj_parse(bytes, len, &reply_limits, tree);
+	if (k <= 0) {
+		/* It parsed when it arrived. */
+		free(bytes);
+		return set_error(g, -EPROTO, "reply no longer parses");
+	}
+	*ret_bytes = bytes;
+	*ret_result = &tree->root->v.items[3];
+	return 0;
+}
+
+static uint64_t obj_u64(const gr_obj *o)
+{
+	if (!o)
+		return 0;
+	switch (o->type) {
+	case GR_MP_UINT:
+		return o->v.u;
+	case GR_MP_INT:
+		return 0;
+	case GR_MP_FLOAT:
+		return o->v.f > 0 ? (uint64_t)o->v.f : 0;
+	default:
+		return 0;
+	}
+}
+
+static double obj_f64(const gr_obj *o)
+{
+	if (!o)
+		return 0;
+	switch (o->type) {
+	case GR_MP_UINT:
+		return (double)o->v.u;
+	case GR_MP_INT:
+		return (double)o->v.i;
+	case GR_MP_FLOAT:
+		return o->v.f;
+	default:
+		return 0;
+	}
+}
+
+int gpured_stats(gpured_t *g, gpured_stats_t *ret)
+{
+	gr_obj_tree tree = { 0 };
+	const gr_obj *res, *o, *lat;
+	uint8_t *bytes = NULL;
+	gpured_stats_t s = { 0 };
+	int r;
+
+	r = call_result(g, GR_METHOD_STATS, &bytes, &tree, &res);
+	if (r < 0)
+		return r;
+	if (res->type != GR_MP_MAP) {
+		r = set_error(g, -EPROTO, "stats reply is not a map");
+		goto out;
+	}
+	s.uptime_s = obj_f64(gr_obj_get(res, "uptime_s"));
+	o = gr_obj_get(res, "backend");
+	if (o && o->type == GR_MP_STR)
+		snprintf(s.backend, sizeof(s.backend), "%.*s", (int)o->len, o->v.str);
+	s.connections = obj_u64(gr_obj_get(res, "connections"));
+	s.connections_total = obj_u64(gr_obj_get(res, "connections_total"));
+	s.requests = obj_u64(gr_obj_get(res, "requests"));
+	s.errors = obj_u64(gr_obj_get(res, "errors"));
+	s.bytes_in = obj_u64(gr_obj_get(res, "bytes_in"));
+	s.elements = obj_u64(gr_obj_get(res, "elements"));
+	s.batches = obj_u64(gr_obj_get(res, "batches"));
+	s.batch_mean = obj_f64(gr_obj_get(res, "batch_mean"));
+	s.inflight = obj_u64(gr_obj_get(res, "inflight"));
+	lat = gr_obj_get(res, "latency_us");
+	s.latency_p50_us = obj_f64(gr_obj_get(lat, "p50"));
+	s.latency_p99_us = obj_f64(gr_obj_get(lat, "p99"));
+	s.latency_max_us = obj_f64(gr_obj_get(lat, "max"));
+	*ret = s;
+out:
+	gr_obj_tree_deinit(&tree);
+	free(bytes);
+	return r;
+}
+
+/* ---- rendering ------------------------------------------------------ */
+
+__attribute__((format(printf, 2, 3)))
+static int buf_printf(gr_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int k, r;
+
+	va_start(ap, fmt);
+	k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return -EINVAL;
+	r = gr_buf_reserve(b, (size_t)k + 1);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf((char *)b->data + b->len, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)k;
+	return 0;
+}
+
+static int buf_indent(gr_buf *b, unsigned n)
+{
+	return buf_printf(b, "%*s", (int)n, "");
+}
+
+static int json_string(gr_buf *b, const char *s, size_t n)
+{
+	int r = gr_buf_append(b, "\"", 1);
+
+	for (size_t i = 0; i < n && r == 0; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			r = buf_printf(b, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			r = buf_printf(b, "\\u%04x", c);
+		else
+			r = gr_buf_append(b, &s[i], 1);
+	}
+	return r ? r : gr_buf_append(b, "\"", 1);
+}
+
+static int scalar_text(gr_buf *b, const gr_obj *o, bool json)
+{
+	switch (o->type) {
+	case GR_MP_NIL:
+		return buf_printf(b, json ? "null" : "-");
+	case GR_MP_BOOL:
+		return buf_printf(b, "%s", o->v.b ? "true" : "false");
+	case GR_MP_UINT:
+		return buf_printf(b, "%llu", (unsigned long long)o->v.u);
+	case GR_MP_INT:
+		return buf_printf(b, "%lld", (long long)o->v.i);
+	case GR_MP_FLOAT:
+		if (o->v.f != o->v.f || o->v.f - o->v.f != 0)
+			return buf_printf(b, json ? "null" : "%g", o->v.f);
+		return buf_printf(b, json ? "%.17g" : "%.15g", o->v.f);
+	case GR_MP_STR:
+		if (json)
+			return json_string(b, o->v.str, o->len);
+		return buf_printf(b, "%.*s", (int)o->len, o->v.str);
+	case GR_MP_BIN:
+	case GR_MP_EXT:
+		return buf_printf(b, json ? "\"<%u bytes>\"" : "<%u bytes>", o->len);
+	default:
+		return -EINVAL;
+	}
+}
+
+static int render_json(gr_buf *b, const gr_obj *o, bool pretty, unsigned depth)
+{
+	bool is_map = o->type == GR_MP_MAP;
+	unsigned n = o->len;
+	int r;
+
+	if (!is_map && o->type != GR_MP_ARRAY)
+		return scalar_text(b, o, true);
+	r = gr_buf_append(b, is_map ? "{" : "[", 1);
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		if (i)
+			r = gr_buf_append(b, ",", 1);
+		if (r == 0 && pretty) {
+			r = gr_buf_append(b, "\n", 1);
+			r = r ? r : buf_indent(b, 2 * (depth + 1));
+		}
+		if (r == 0 && is_map) {
+			const gr_obj *k = &o->v.items[2 * i];
+
+			if (k->type == GR_MP_STR) {
+				r = json_string(b, k->v.str, k->len);
+			} else {
+				/* JSON keys are strings; quote whatever the
+				 * key is. */
+				gr_buf t;
+
+				gr_buf_init(&t);
+				r = render_json(&t, k, false, 0);
+				r = r ? r : json_string(b, (const char *)t.data, t.len);
+				gr_buf_deinit(&t);
+			}
+			r = r ? r : buf_printf(b, pretty ? ": " : ":");
+			r = r ? r : render_json(b, &o->v.items[2 * i + 1], pretty, depth + 1);
+		} else if (r == 0) {
+			r = render_json(b, &o->v.items[i], pretty, depth + 1);
+		}
+	}
+	if (r == 0 && pretty && n > 0) {
+		r = gr_buf_append(b, "\n", 1);
+		r = r ? r : buf_indent(b, 2 * depth);
+	}
+	return r ? r : gr_buf_append(b, is_map ? "}" : "]", 1);
+}
+
+static bool is_container(const gr_obj *o)
+{
+	return o->type == GR_MP_MAP || o->type == GR_MP_ARRAY;
+}
+
+static int render_text(gr_buf *b, const gr_obj *o, unsigned indent);
+
+/* One "key  value" line, or "key:" and the nested value below it. */
+static int render_text_entry(gr_buf *b, const gr_obj *key, const gr_obj *val, unsigned indent,
+			     unsigned width)
+{
+	gr_buf kb;
+	int r;
+
+	gr_buf_init(&kb);
+	r = scalar_text(&kb, key, false);
+	r = r ? r : buf_indent(b, indent);
+	if (r == 0 && is_container(val) && val->len > 0) {
+		bool flat = val->type == GR_MP_ARRAY;
+
+		for (unsigned i = 0; flat && i < val->len; i++)
+			flat = !is_container(&val->v.items[i]);
+		if (flat) {
+			/* A list of scalars fits on one line. */
+			r = buf_printf(b, "%-*.*s  ", (int)width, (int)kb.len, (const char *)kb.data);
+			for (unsigned i = 0; i < val->len && r == 0; i++) {
+				r = i ? buf_printf(b, ", ") : 0;
+				r = r ? r : scalar_text(b, &val->v.items[i], false);
+			}
+			r = r ? r : buf_printf(b, "\n");
+		} else {
+			r = buf_printf(b, "%.*s:\n", (int)kb.len, (const char *)kb.data);
+			r = r ? r : render_text(b, val, indent + 2);
+		}
+	} else if (r == 0) {
+		r = buf_printf(b, "%-*.*s  ", (int)width, (int)kb.len, (const char *)kb.data);
+		if (r == 0 && is_container(val))
+			r = buf_printf(b, val->type == GR_MP_MAP ? "{}" : "[]");
+		else if (r == 0)
+			r = scalar_text(b, val, false);
+		r = r ? r : buf_printf(b, "\n");
+	}
+	gr_buf_deinit(&kb);
+	return r;
+}
+
+static int render_text(gr_buf *b, const gr_obj *o, unsigned indent)
+{
+	unsigned width = 0;
+	int r = 0;
+
+	if (o->type == GR_MP_MAP) {
+		for (unsigned i = 0; i < o->len; i++) {
+			const gr_obj *k = &o->v.items[2 * i];
+
+			if (k->type == GR_MP_STR && k->len > width)
+				width = k->len;
+		}
+		for (unsigned i = 0; i < o->len && r == 0; i++)
+			r = render_text_entry(b, &o->v.items[2 * i], &o->v.items[2 * i + 1], indent, width);
+		return r;
+	}
+	if (o->type == GR_MP_ARRAY) {
+		for (unsigned i = 0; i < o->len && r == 0; i++) {
+			const gr_obj *it = &o->v.items[i];
+
+			r = buf_indent(b, indent);
+			if (r == 0 && is_container(it)) {
+				r = buf_printf(b, "[%u]\n", i);
+				r = r ? r : render_text(b, it, indent + 2);
+			} else if (r == 0) {
+				r = buf_printf(b, "[%u]  ", i);
+				r = r ? r : scalar_text(b, it, false);
+				r = r ? r : buf_printf(b, "\n");
+			}
+		}
+		return r;
+	}
+	r = buf_indent(b, indent);
+	r = r ? r : scalar_text(b, o, false);
+	return r ? r : buf_printf(b, "\n");
+}
+
+static int call_format(gpured_t *g, gr_method m, gpured_format fmt, char **ret)
+{
+	gr_obj_tree tree = { 0 };
+	const gr_obj *res;
+	uint8_t *bytes = NULL;
+	gr_buf out;
+	int r;
+
+	if ((unsigned)fmt > GPURED_FORMAT_TEXT)
+		return set_error(g, -EINVAL, "unknown format");
+	r = call_result(g, m, &bytes, &tree, &res);
+	if (r < 0)
+		return r;
+	gr_buf_init(&out);
+	if (fmt == GPURED_FORMAT_TEXT) {
+		r = render_text(&out, res, 0);
+	} else {
+		r = render_json(&out, res, fmt == GPURED_FORMAT_JSON_PRETTY, 0);
+		if (r == 0 && fmt == GPURED_FORMAT_JSON_PRETTY)
+			r = gr_buf_append(&out, "\n", 1);
+	}
+	r = r ? r : gr_buf_append(&out, "", 1);
+	gr_obj_tree_deinit(&tree);
+	free(bytes);
+	if (r < 0) {
+		gr_buf_deinit(&out);
+		return set_error(g, r, "out of memory");
+	}
+	*ret = malloc(out.len);
+	if (!*ret) {
+		gr_buf_deinit(&out);
+		return set_error(g, -ENOMEM, "out of memory");
+	}
+	memcpy(*ret, out.data, out.len);
+	gr_buf_deinit(&out);
+	return 0;
+}
+
+int gpured_stats_format(gpured_t *g, gpured_format fmt, char **ret)
+{
+	return call_format(g, GR_METHOD_STATS, fmt, ret);
+}
+
+int gpured_info_format(gpured_t *g, gpured_format fmt, char **ret)
+{
+	return call_format(g, GR_METHOD_INFO, fmt, ret);
+}
+
+int gpured_stats_json(gpured_t *g, char **ret)
+{
+	return gpured_stats_format(g, GPURED_FORMAT_JSON, ret);
+}
+
+int gpured_info_json(gpured_t *g, char **ret)
+{
+	return gpured_info_format(g, GPURED_FORMAT_JSON, ret);
+}

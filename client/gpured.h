@@ -1,0 +1,220 @@
+/*
+ * libgpured: the client library of the gpured reduction service.
+ *
+ * A gpured_t is one connection to the daemon's Unix socket. Requests are
+ * msgpack-RPC messages; the array to reduce is sent straight from the
+ * caller's memory (no copy), and replies may come back in any order, so
+ * several requests can be in flight on one connection (gpured_submit() /
+ * gpured_wait()).
+ *
+ * Errors: every function that can fail returns 0 (or a documented
+ * non-negative value) on success and a negative errno-style code on
+ * failure. A server error maps to one code each:
+ *
+ *   invalid_params  -EINVAL     too_large   -E2BIG     empty  -ENODATA
+ *   busy            -EBUSY      unknown_method -ENOSYS
+ *   invalid_request -EPROTO     internal    -EIO
+ *
+ * and a broken connection returns the errno of the failure (-ENOENT,
+ * -ECONNREFUSED, -EPIPE, -ECONNRESET, or -EPROTO for a reply that is not
+ * valid msgpack-RPC). After a connection error the handle is dead: every
+ * later call returns the same code; close it and connect again. After a
+ * server error for one request the handle stays usable.
+ * gpured_errmsg() tells the server's message (or a local one) for the last
+ * failure, gpured_errcode() the server's error code name.
+ *
+ * The library never prints, never aborts, and never raises SIGPIPE.
+ *
+ * Threads: a handle is not safe for concurrent use; use one gpured_t per
+ * thread. Any number of handles may live in one process.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPURED_VERSION_MAJOR 0
+#define GPURED_VERSION_MINOR 1
+
+/* Requests that may be outstanding (submitted, not yet collected) at once. */
+#define GPURED_MAX_OUTSTANDING 65536
+
+typedef struct gpured gpured_t;
+
+typedef enum gpured_op {
+	GPURED_OP_SUM,
+	GPURED_OP_MIN,
+	GPURED_OP_MAX,
+	GPURED_OP_SUMSQ,
+} gpured_op;
+
+typedef enum gpured_dtype {
+	GPURED_I32,
+	GPURED_I64,
+	GPURED_U32,
+	GPURED_U64,
+	GPURED_F32,
+	GPURED_F64,
+} gpured_dtype;
+
+/*
+ * The kind of number a reduction returns: int64 for sum/min/max of signed
+ * integers, uint64 for sum/min/max of unsigned integers, double for every
+ * float reduction and for every sumsq (see gpured_result_kind()).
+ */
+typedef enum gpured_kind {
+	GPURED_KIND_I64,
+	GPURED_KIND_U64,
+	GPURED_KIND_F64,
+} gpured_kind;
+
+typedef struct gpured_value {
+	gpured_kind kind;
+	union {
+		int64_t i;
+		uint64_t u;
+		double f;
+	} v;
+	uint64_t count; /* elements the server reduced */
+} gpured_value;
+
+/* Names as on the wire ("sum", "f32"); NULL when out of range. */
+const char *gpured_op_name(gpured_op op);
+const char *gpured_dtype_name(gpured_dtype dt);
+/* Parse a NUL-terminated wire name: 0 or -EINVAL. */
+int gpured_op_parse(const char *s, gpured_op *ret);
+int gpured_dtype_parse(const char *s, gpured_dtype *ret);
+/* Bytes per element of dt; 0 when out of range. */
+size_t gpured_dtype_size(gpured_dtype dt);
+gpured_kind gpured_result_kind(gpured_op op, gpured_dtype dt);
+/* The value as a double, whatever its kind. */
+double gpured_value_as_double(const gpured_value *v);
+
+/*
+ * The socket path a connection to path would use: path itself if not NULL,
+ * else $GPURED_SOCKET if set and non-empty, else the daemon's default:
+ * /run/gpured.sock when running as root, else $XDG_RUNTIME_DIR/gpured.sock,
+ * else /run/gpured.sock. Writes it NUL-terminated to buf[0..size).
+ * Returns 0, or -ENAMETOOLONG if it does not fit (or does not fit in a
+ * sockaddr_un).
+ */
+int gpured_socket_path(const char *path, char *buf, size_t size);
+
+/*
+ * Connect to the daemon at path (resolved as gpured_socket_path() does).
+ * On success *ret is a new handle, to be freed with gpured_close().
+ * Returns 0 or the connect errno (-ENOENT, -ECONNREFUSED, -EACCES, ...).
+ */
+int gpured_connect(const char *path, gpured_t **ret);
+/* Close the connection and free the handle; NULL is fine. Requests still
+ * outstanding are dropped. */
+void gpured_close(gpured_t *g);
+/* The socket's file descriptor (for poll(); do not read or write it). */
+int gpured_fd(const gpured_t *g);
+
+/*
+ * Reduce n elements of type dt at data with op and wait for the result.
+ * data holds the elements packed in the machine's (little-endian) layout.
+ * Arrays of 2^32 bytes or more return -E2BIG without sending anything.
+ * Other requests may be outstanding; their replies are kept for
+ * gpured_wait().
+ */
+int gpured_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		  gpured_value *ret);
+
+/* Shorthands for the two commonest reductions. */
+int gpured_sum_f32(gpured_t *g, const float *x, size_t n, double *ret);
+int gpured_sum_i64(gpured_t *g, const int64_t *x, size_t n, int64_t *ret);
+
+/* Ask the server for "pong". */
+int gpured_ping(gpured_t *g);
+
+/*
+ * Pipelining. gpured_submit() sends one reduce request and returns its id
+ * in *ret_id without waiting for the reply. It returns when the whole
+ * request has been written to the socket, so data may be reused or freed
+ * as soon as it returns. While it writes it also reads replies that arrive
+ * and keeps them, so the client and the server never both block on full
+ * socket buffers. Ids are non-zero. At most GPURED_MAX_OUTSTANDING requests
+ * may be outstanding; one more returns -EAGAIN.
+ */
+int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		  uint32_t *ret_id);
+
+/*
+ * Collect the result of any one outstanding request, waiting for one to
+ * complete if none has yet. *ret_id is the request's id. Returns 0, or the
+ * request's server error (then *ret_id names it and the handle is still
+ * usable), or a connection error (then *ret_id is 0), or -ECHILD if
+ * nothing is outstanding.
+ */
+int gpured_wait(gpured_t *g, uint32_t *ret_id, gpured_value *ret);
+
+/* Collect the result of request id, waiting for it. -ESRCH if id is not
+ * outstanding. Other replies that arrive meanwhile are kept. */
+int gpured_wait_id(gpured_t *g, uint32_t id, gpured_value *ret);
+
+/* Requests submitted and not yet collected. */
+unsigned gpured_outstanding(const gpured_t *g);
+
+/*
+ * The server's counters ("stats"). Fields the server did not send are 0
+ * (backend: empty).
+ */
+typedef struct gpured_stats_t {
+	double uptime_s;
+	char backend[64];
+	uint64_t connections;
+	uint64_t connections_total;
+	uint64_t requests;
+	uint64_t errors;
+	uint64_t bytes_in;
+	uint64_t elements;
+	uint64_t batches;
+	double batch_mean;
+	uint64_t inflight;
+	double latency_p50_us;
+	double latency_p99_us;
+	double latency_max_us;
+} gpured_stats_t;
+
+int gpured_stats(gpured_t *g, gpured_stats_t *ret);
+
+typedef enum gpured_format {
+	GPURED_FORMAT_JSON,        /* one line of JSON */
+	GPURED_FORMAT_JSON_PRETTY, /* indented JSON, ending in a newline */
+	GPURED_FORMAT_TEXT,        /* a readable "key  value" table */
+} gpured_format;
+
+/*
+ * The server's "stats" or "info" reply rendered whole, with every field the
+ * server sent, as JSON or as a readable table. *ret is a NUL-terminated
+ * string the caller frees with free().
+ */
+int gpured_stats_format(gpured_t *g, gpured_format fmt, char **ret);
+int gpured_info_format(gpured_t *g, gpured_format fmt, char **ret);
+/* Shorthands for GPURED_FORMAT_JSON. */
+int gpured_stats_json(gpured_t *g, char **ret);
+int gpured_info_json(gpured_t *g, char **ret);
+
+/*
+ * The message of the last failure on g: the server's error message, or a
+ * local description. Never NULL; valid until the next call on g.
+ */
+const char *gpured_errmsg(const gpured_t *g);
+/* The server's error code name ("too_large", ...) of the last failure, or
+ * NULL if the last failure was local. */
+const char *gpured_errcode(const gpured_t *g);
+
+/* The negative errno a server error code name maps to (-EIO if unknown). */
+int gpured_errno_from_code(const char *code);
+/* A description of a code returned by this library (static storage). */
+const char *gpured_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,343 @@
+/*
+ * gpuredctl: talk to the gpured daemon from the command line. A thin main
+ * over libgpured: parse arguments, read the input, make one call, print.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/ctl-input.h"
+#include "client/gpured.h"
+
+enum {
+	EXIT_SERVER = 1,
+	EXIT_USAGE = 2,
+	EXIT_CONNECT = 3,
+};
+
+static const char *prog = "gpuredctl";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s [OPTIONS] COMMAND [ARGS]\n"
+		"\n"
+		"Talk to the gpured reduction daemon.\n"
+		"\n"
+		"Commands:\n"
+		"  ping                     Check that the daemon answers\n"
+		"  info                     Show the daemon's version, backend, devices and limits\n"
+		"  stats                    Show the daemon's counters\n"
+		"  sum|min|max|sumsq [FILE|-]\n"
+		"                           Reduce the numbers in FILE (default: standard input)\n"
+		"\n"
+		"Options:\n"
+		"  -s, --socket PATH        Daemon socket (default: $GPURED_SOCKET, else\n"
+		"                           /run/gpured.sock for root, else\n"
+		"                           $XDG_RUNTIME_DIR/gpured.sock)\n"
+		"  -t, --dtype TYPE         Element type: i32 i64 u32 u64 f32 f64 (default f64)\n"
+		"  -r, --raw                Input is packed little-endian binary elements,\n"
+		"                           not whitespace-separated text\n"
+		"  -j, --json               Print JSON\n"
+		"  -h, --help               Show this help\n"
+		"  -V, --version            Show the version\n"
+		"\n"
+		"Text input is numbers separated by white space; every token must be a\n"
+		"number of the element type (integers in decimal, in range).\n"
+		"Integer results print exactly; float results print with 17 significant\n"
+		"digits.\n"
+		"\n"
+		"Exit status:\n"
+		"  0  success\n"
+		"  1  the daemon answered with an error, or the connection broke\n"
+		"  2  usage error or invalid input\n"
+		"  3  cannot connect to the daemon\n",
+		prog);
+}
+
+/* Read the whole of fd into a malloc'd buffer (doubling, so linear). */
+static int read_all(int fd, char **ret, size_t *ret_len)
+{
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t k;
+
+		if (len == cap) {
+			char *p = realloc(buf, cap * 2);
+
+			if (!p) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		k = read(fd, buf + len, cap - len);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			k = -errno;
+			free(buf);
+			return (int)k;
+		}
+		if (k == 0)
+			break;
+		len += (size_t)k;
+	}
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static int connect_or_complain(const char *socket, gpured_t **ret)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int r;
+
+	r = gpured_socket_path(socket, path, sizeof(path));
+	if (r < 0) {
+		fprintf(stderr, "%s: socket path too long: %s\n", prog, socket ? socket : "(default)");
+		return EXIT_USAGE;
+	}
+	r = gpured_connect(path, ret);
+	if (r < 0) {
+		fprintf(stderr, "%s: cannot connect to %s: %s\n", prog, path, strerror(-r));
+		return EXIT_CONNECT;
+	}
+	return 0;
+}
+
+static int server_error(gpured_t *g, const char *what, int r)
+{
+	const char *code = gpured_errcode(g);
+
+	if (code)
+		fprintf(stderr, "%s: %s: %s (%s)\n", prog, what, gpured_errmsg(g), code);
+	else
+		fprintf(stderr, "%s: %s: %s\n", prog, what, gpured_errmsg(g)[0] ?
+			gpured_errmsg(g) : gpured_strerror(r));
+	return EXIT_SERVER;
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmd_ping(gpured_t *g, bool json)
+{
+	double t0 = now_us(), rtt;
+	int r;
+
+	r = gpured_ping(g);
+	if (r < 0)
+		return server_error(g, "ping", r);
+	rtt = now_us() - t0;
+	if (json)
+		printf("{\"result\":\"pong\",\"rtt_us\":%.1f}\n", rtt);
+	else
+		printf("pong (%.0f us)\n", rtt);
+	return 0;
+}
+
+static int cmd_show(gpured_t *g, const char *what, bool json)
+{
+	gpured_format fmt = json ? GPURED_FORMAT_JSON_PRETTY : GPURED_FORMAT_TEXT;
+	char *s = NULL;
+	int r;
+
+	if (strcmp(what, "info") == 0)
+		r = gpured_info_format(g, fmt, &s);
+	else
+		r = gpured_stats_format(g, fmt, &s);
+	if (r < 0)
+		return server_error(g, what, r);
+	fputs(s, stdout);
+	free(s);
+	return 0;
+}
+
+/* The elements to reduce, from file (NULL or "-": stdin). */
+static int read_input(const char *file, gpured_dtype dt, bool raw, void **ret_data, size_t *ret_n)
+{
+	const char *name = file && strcmp(file, "-") != 0 ? file : NULL;
+	size_t esz = gpured_dtype_size(dt), len = 0;
+	ctl_input_error e;
+	char *text = NULL;
+	int fd = 0, r;
+
+	if (name) {
+		fd = open(name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, "%s: cannot open %s: %s\n", prog, name, strerror(errno));
+			return EXIT_USAGE;
+		}
+	}
+	r = read_all(fd, &text, &len);
+	if (name)
+		close(fd);
+	if (r < 0) {
+		fprintf(stderr, "%s: cannot read %s: %s\n", prog, name ? name : "standard input",
+			strerror(-r));
+		return EXIT_USAGE;
+	}
+	if (!name)
+		name = "stdin";
+
+	if (raw) {
+		if (len % esz != 0) {
+			fprintf(stderr, "%s: %s: %zu bytes is not a whole number of %s elements (%zu bytes each)\n",
+				prog, name, len, gpured_dtype_name(dt), esz);
+			free(text);
+			return EXIT_USAGE;
+		}
+		*ret_data = text;
+		*ret_n = len / esz;
+		return 0;
+	}
+
+	r = ctl_input_parse_text(text, len, dt, ret_data, ret_n, &e);
+	free(text);
+	if (r == -ENOMEM) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return EXIT_USAGE;
+	}
+	if (r < 0) {
+		fprintf(stderr, "%s: %s:%zu:%zu: element %zu: '%s' is %s %s\n", prog, name, e.line,
+			e.column, e.index + 1, e.token,
+			r == -ERANGE ? "out of range for" : "not a number of type",
+			gpured_dtype_name(dt));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int cmd_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		      bool json)
+{
+	gpured_value v;
+	char buf[64];
+	int r;
+
+	r = gpured_reduce(g, op, dt, data, n, &v);
+	if (r < 0)
+		return server_error(g, gpured_op_name(op), r);
+	ctl_input_format_value(&v, json, buf, sizeof(buf));
+	if (json)
+		printf("{\"value\":%s,\"count\":%llu}\n", buf, (unsigned long long)v.count);
+	else
+		printf("%s\n", buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "dtype", required_argument, NULL, 't' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	const char *socket = NULL, *cmd, *file = NULL;
+	gpured_dtype dt = GPURED_F64;
+	bool json = false, raw = false, have_dtype = false;
+	void *data = NULL;
+	size_t n = 0;
+	gpured_op op;
+	gpured_t *g = NULL;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "s:t:rjhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			socket = optarg;
+			break;
+		case 't':
+			if (gpured_dtype_parse(optarg, &dt) < 0) {
+				fprintf(stderr, "%s: unknown dtype '%s' (i32 i64 u32 u64 f32 f64)\n", prog, optarg);
+				return EXIT_USAGE;
+			}
+			have_dtype = true;
+			break;
+		case 'r':
+			raw = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("gpuredctl %s\n", GPURED_PROJECT_VERSION);
+			return 0;
+		default:
+			fprintf(stderr, "Try '%s --help'.\n", prog);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "%s: no command given\nTry '%s --help'.\n", prog, prog);
+		return EXIT_USAGE;
+	}
+	cmd = argv[optind++];
+
+	if (gpured_op_parse(cmd, &op) == 0) {
+		if (optind < argc)
+			file = argv[optind++];
+		if (optind < argc) {
+			fprintf(stderr, "%s: %s takes at most one FILE\n", prog, cmd);
+			return EXIT_USAGE;
+		}
+		/* Read before connecting: a bad input should not need a
+		 * daemon to be reported. */
+		r = read_input(file, dt, raw, &data, &n);
+		if (r)
+			return r;
+		r = connect_or_complain(socket, &g);
+		if (r == 0)
+			r = cmd_reduce(g, op, dt, data, n, json);
+		free(data);
+		gpured_close(g);
+		return r;
+	}
+
+	if (strcmp(cmd, "ping") != 0 && strcmp(cmd, "info") != 0 && strcmp(cmd, "stats") != 0) {
+		fprintf(stderr, "%s: unknown command '%s'\nTry '%s --help'.\n", prog, cmd, prog);
+		return EXIT_USAGE;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: %s takes no arguments\n", prog, cmd);
+		return EXIT_USAGE;
+	}
+	if (have_dtype || raw) {
+		fprintf(stderr, "%s: --dtype and --raw apply to reductions only\n", prog);
+		return EXIT_USAGE;
+	}
+	r = connect_or_complain(socket, &g);
+	if (r)
+		return r;
+	if (strcmp(cmd, "ping") == 0)
+		r = cmd_ping(g, json);
+	else
+		r = cmd_show(g, cmd, json);
+	gpured_close(g);
+	return r;
+}

@@ -1,0 +1,540 @@
+/*
+ * libgpured against a scripted server, no daemon: a thread that accepts
+ * one connection and answers exactly as each scenario says, to exercise
+ * what a real daemon rarely does on cue: replies out of order and in
+ * one-byte pieces, error replies, a fatal reply with msgid 0, a close
+ * without a reply, malformed bytes, and a server that writes many replies
+ * before it reads on, which deadlocks a client that does not read while
+ * it writes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "client/gpured.h"
+#include "proto/mp.h"
+
+typedef struct server server;
+typedef void (*scenario_fn)(server *s);
+
+struct server {
+	char dir[40];
+	char path[64];
+	int lfd;
+	int fd;
+	gr_buf in;
+	scenario_fn fn;
+	pthread_t thread;
+};
+
+/* ---- the scripted side ---------------------------------------------- */
+
+/* Bytes of the msgpack object at p[0..n), or 0 if it is not all there. */
+static size_t mp_span(const uint8_t *p, size_t n)
+{
+	uint64_t todo = 1;
+	size_t off = 0;
+
+	while (todo > 0) {
+		gr_mp_token t;
+		int k = gr_mp_next(p + off, n - off, &t);
+
+		CHECK(k >= 0);
+		if (k == 0)
+			return 0;
+		off += (size_t)k;
+		todo--;
+		switch (t.type) {
+		case GR_MP_STR:
+		case GR_MP_BIN:
+		case GR_MP_EXT:
+			if (n - off < t.len)
+				return 0;
+			off += t.len;
+			break;
+		case GR_MP_ARRAY:
+			todo += t.len;
+			break;
+		case GR_MP_MAP:
+			todo += 2ull * t.len;
+			break;
+		default:
+			break;
+		}
+	}
+	return off;
+}
+
+/* Read the next whole request; return its msgid and its method's first
+ * letter (r, p, s, i). */
+static uint32_t srv_next(server *s, char *ret_method)
+{
+	for (;;) {
+		size_t span = s->in.len ? mp_span(s->in.data, s->in.len) : 0;
+
+		if (span) {
+			gr_mp_token t;
+			size_t off = 0;
+			int k;
+
+			k = gr_mp_next(s->in.data, s->in.len, &t);
+			CHECK(k > 0 && t.type == GR_MP_ARRAY && t.len == 4);
+			off += (size_t)k;
+			k = gr_mp_next(s->in.data + off, s->in.len - off, &t);
+			CHECK(k > 0 && t.type == GR_MP_UINT && t.u.u == 0);
+			off += (size_t)k;
+			k = gr_mp_next(s->in.data + off, s->in.len - off, &t);
+			CHECK(k > 0 && t.type == GR_MP_UINT);
+			uint32_t id = (uint32_t)t.u.u;
+			off += (size_t)k;
+			k = gr_mp_next(s->in.data + off, s->in.len - off, &t);
+			CHECK(k > 0 && t.type == GR_MP_STR && t.len > 0);
+			if (ret_method)
+				*ret_method = (char)s->in.data[off + (size_t)k];
+			gr_buf_consume(&s->in, span);
+			return id;
+		}
+		CHECK(gr_buf_reserve(&s->in, 1 << 20) == 0);
+		ssize_t n = read(s->fd, s->in.data + s->in.len, s->in.cap - s->in.len);
+		CHECK_MSG(n > 0, "client closed early");
+		s->in.len += (size_t)n;
+	}
+}
+
+static void srv_write(server *s, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n > 0) {
+		ssize_t k = send(s->fd, b, n, MSG_NOSIGNAL);
+
+		CHECK(k > 0);
+		b += k;
+		n -= (size_t)k;
+	}
+}
+
+/* One byte per send, so the client sees replies in pieces. */
+static void srv_write_slowly(server *s, const gr_buf *b)
+{
+	for (size_t i = 0; i < b->len; i++) {
+		srv_write(s, b->data + i, 1);
+		if (i % 7 == 0)
+			usleep(200);
+	}
+}
+
+/* [1, id, nil, ... (the caller appends the result) */
+static void reply_head(gr_buf *b, uint32_t id)
+{
+	CHECK(gr_mpw_array(b, 4) == 0);
+	CHECK(gr_mpw_uint(b, 1) == 0);
+	CHECK(gr_mpw_uint(b, id) == 0);
+	CHECK(gr_mpw_nil(b) == 0);
+}
+
+static void reply_value_u(gr_buf *b, uint32_t id, uint64_t v, uint64_t count)
+{
+	reply_head(b, id);
+	CHECK(gr_mpw_map(b, 2) == 0);
+	CHECK(gr_mpw_cstr(b, "value") == 0);
+	CHECK(gr_mpw_uint(b, v) == 0);
+	CHECK(gr_mpw_cstr(b, "count") == 0);
+	CHECK(gr_mpw_uint(b, count) == 0);
+}
+
+static void reply_value_i(gr_buf *b, uint32_t id, int64_t v, uint64_t count)
+{
+	reply_head(b, id);
+	CHECK(gr_mpw_map(b, 2) == 0);
+	CHECK(gr_mpw_cstr(b, "value") == 0);
+	CHECK(gr_mpw_int(b, v) == 0);
+	CHECK(gr_mpw_cstr(b, "count") == 0);
+	CHECK(gr_mpw_uint(b, count) == 0);
+}
+
+static void reply_value_f(gr_buf *b, uint32_t id, double v, uint64_t count)
+{
+	reply_head(b, id);
+	CHECK(gr_mpw_map(b, 2) == 0);
+	CHECK(gr_mpw_cstr(b, "value") == 0);
+	CHECK(gr_mpw_f64(b, v) == 0);
+	CHECK(gr_mpw_cstr(b, "count") == 0);
+	CHECK(gr_mpw_uint(b, count) == 0);
+}
+
+static void reply_error(gr_buf *b, uint32_t id, const char *code, const char *msg)
+{
+	CHECK(gr_mpw_array(b, 4) == 0);
+	CHECK(gr_mpw_uint(b, 1) == 0);
+	CHECK(gr_mpw_uint(b, id) == 0);
+	CHECK(gr_mpw_map(b, 2) == 0);
+	CHECK(gr_mpw_cstr(b, "code") == 0);
+	CHECK(gr_mpw_cstr(b, code) == 0);
+	CHECK(gr_mpw_cstr(b, "message") == 0);
+	CHECK(gr_mpw_cstr(b, msg) == 0);
+	CHECK(gr_mpw_nil(b) == 0);
+}
+
+static void *server_thread(void *arg)
+{
+	server *s = arg;
+
+	s->fd = accept(s->lfd, NULL, NULL);
+	CHECK(s->fd >= 0);
+	s->fn(s);
+	close(s->fd);
+	return NULL;
+}
+
+static void server_start(server *s, scenario_fn fn)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dir, sizeof(s->dir), "/tmp/gpured-wire-XXXXXX");
+	CHECK(mkdtemp(s->dir));
+	snprintf(s->path, sizeof(s->path), "%s/s.sock", s->dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
+	s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(s->lfd >= 0);
+	CHECK(bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CHECK(listen(s->lfd, 4) == 0);
+	gr_buf_init(&s->in);
+	s->fn = fn;
+	CHECK(pthread_create(&s->thread, NULL, server_thread, s) == 0);
+}
+
+static void server_stop(server *s)
+{
+	CHECK(pthread_join(s->thread, NULL) == 0);
+	close(s->lfd);
+	unlink(s->path);
+	rmdir(s->dir);
+	gr_buf_deinit(&s->in);
+}
+
+/* ---- scenario: replies out of order, in pieces, errors, methods ----- */
+
+static void srv_mixed(server *s)
+{
+	uint32_t a, b, c, id;
+	char m;
+	gr_buf out;
+
+	gr_buf_init(&out);
+	a = srv_next(s, &m);
+	CHECK(m == 'r');
+	b = srv_next(s, &m);
+	c = srv_next(s, &m);
+	/* c, then a, then b; one byte at a time. */
+	reply_error(&out, c, "too_large", "too big here");
+	reply_value_u(&out, a, 6, 3);
+	reply_value_f(&out, b, 2.5, 2);
+	srv_write_slowly(s, &out);
+	out.len = 0;
+
+	id = srv_next(s, &m);
+	CHECK(m == 'p');
+	reply_head(&out, id);
+	CHECK(gr_mpw_cstr(&out, "pong") == 0);
+	srv_write(s, out.data, out.len);
+	out.len = 0;
+
+	id = srv_next(s, &m);
+	CHECK(m == 's');
+	reply_head(&out, id);
+	CHECK(gr_mpw_map(&out, 4) == 0);
+	CHECK(gr_mpw_cstr(&out, "requests") == 0);
+	CHECK(gr_mpw_uint(&out, 42) == 0);
+	CHECK(gr_mpw_cstr(&out, "backend") == 0);
+	CHECK(gr_mpw_cstr(&out, "cpu") == 0);
+	CHECK(gr_mpw_cstr(&out, "batch_mean") == 0);
+	CHECK(gr_mpw_f64(&out, 1.5) == 0);
+	CHECK(gr_mpw_cstr(&out, "latency_us") == 0);
+	CHECK(gr_mpw_map(&out, 2) == 0);
+	CHECK(gr_mpw_cstr(&out, "p50") == 0);
+	CHECK(gr_mpw_uint(&out, 7) == 0);
+	CHECK(gr_mpw_cstr(&out, "max") == 0);
+	CHECK(gr_mpw_f64(&out, 99.5) == 0);
+	srv_write_slowly(s, &out);
+	out.len = 0;
+
+	/* info, asked twice: as JSON and as text. */
+	for (int i = 0; i < 2; i++) {
+		id = srv_next(s, &m);
+		CHECK(m == 'i');
+		reply_head(&out, id);
+		CHECK(gr_mpw_map(&out, 3) == 0);
+		CHECK(gr_mpw_cstr(&out, "version") == 0);
+		CHECK(gr_mpw_cstr(&out, "0.1 \"x\"") == 0);
+		CHECK(gr_mpw_cstr(&out, "devices") == 0);
+		CHECK(gr_mpw_array(&out, 1) == 0);
+		CHECK(gr_mpw_map(&out, 1) == 0);
+		CHECK(gr_mpw_cstr(&out, "name") == 0);
+		CHECK(gr_mpw_cstr(&out, "H100") == 0);
+		CHECK(gr_mpw_cstr(&out, "limits") == 0);
+		CHECK(gr_mpw_map(&out, 1) == 0);
+		CHECK(gr_mpw_cstr(&out, "max_data_bytes") == 0);
+		CHECK(gr_mpw_int(&out, -1) == 0);
+		srv_write(s, out.data, out.len);
+		out.len = 0;
+	}
+
+	/* Results of every kind, at their limits. */
+	for (int i = 0; i < 4; i++) {
+		id = srv_next(s, NULL);
+		if (i == 0)
+			reply_value_u(&out, id, UINT64_MAX, 1);
+		else if (i == 1)
+			reply_value_i(&out, id, INT64_MIN, 1);
+		else if (i == 2)
+			reply_value_u(&out, id, 5, 1); /* a float result as an integer */
+		else
+			reply_error(&out, id, "empty", "min of nothing");
+		srv_write(s, out.data, out.len);
+		out.len = 0;
+	}
+	gr_buf_deinit(&out);
+	/* Wait for the client to close. */
+	char x;
+	CHECK(read(s->fd, &x, 1) == 0);
+}
+
+static void test_mixed(void)
+{
+	int64_t xi[3] = { 1, 2, 3 };
+	float xf[2] = { 1.0f, 1.5f };
+	gpured_value v;
+	gpured_stats_t st;
+	uint32_t a, b, c, id;
+	server s;
+	gpured_t *g;
+	char *str;
+
+	server_start(&s, srv_mixed);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_I64, xi, 3, &a), 0);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_F32, xf, 2, &b), 0);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_MAX, GPURED_U32, xi, 0, &c), 0);
+	CHECK(a != 0 && b != 0 && c != 0 && a != b && b != c);
+	CHECK_EQ(gpured_outstanding(g), 3);
+
+	/* b by id, while c and a arrive first. */
+	CHECK_EQ(gpured_wait_id(g, b, &v), 0);
+	CHECK(v.kind == GPURED_KIND_F64 && v.v.f == 2.5 && v.count == 2);
+	CHECK_EQ(gpured_wait(g, &id, &v), -E2BIG);
+	CHECK_EQ(id, c);
+	CHECK(strcmp(gpured_errmsg(g), "too big here") == 0);
+	CHECK(gpured_errcode(g) && strcmp(gpured_errcode(g), "too_large") == 0);
+	CHECK_EQ(gpured_wait(g, &id, &v), 0);
+	CHECK_EQ(id, a);
+	CHECK(v.kind == GPURED_KIND_I64 && v.v.i == 6 && v.count == 3);
+	CHECK_EQ(gpured_wait(g, &id, &v), -ECHILD);
+	CHECK_EQ(gpured_wait_id(g, a, &v), -ESRCH);
+	CHECK_EQ(gpured_outstanding(g), 0);
+
+	CHECK_EQ(gpured_ping(g), 0);
+	CHECK_EQ(gpured_stats(g, &st), 0);
+	CHECK_EQ(st.requests, 42);
+	CHECK(strcmp(st.backend, "cpu") == 0);
+	CHECK(st.batch_mean == 1.5);
+	CHECK(st.latency_p50_us == 7 && st.latency_max_us == 99.5 && st.latency_p99_us == 0);
+	CHECK_EQ(st.errors, 0);
+
+	CHECK_EQ(gpured_info_json(g, &str), 0);
+	CHECK_MSG(strcmp(str, "{\"version\":\"0.1 \\\"x\\\"\",\"devices\":[{\"name\":\"H100\"}],"
+			      "\"limits\":{\"max_data_bytes\":-1}}") == 0, "%s", str);
+	free(str);
+	CHECK_EQ(gpured_info_format(g, GPURED_FORMAT_TEXT, &str), 0);
+	CHECK_MSG(strcmp(str, "version  0.1 \"x\"\n"
+			      "devices:\n"
+			      "  [0]\n"
+			      "    name  H100\n"
+			      "limits:\n"
+			      "  max_data_bytes  -1\n") == 0, "%s", str);
+	free(str);
+
+	uint64_t one = 1;
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_MAX, GPURED_U64, &one, 1, &v), 0);
+	CHECK(v.kind == GPURED_KIND_U64 && v.v.u == UINT64_MAX);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_MIN, GPURED_I64, &one, 1, &v), 0);
+	CHECK(v.kind == GPURED_KIND_I64 && v.v.i == INT64_MIN);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_SUMSQ, GPURED_I32, &one, 1, &v), 0);
+	CHECK(v.kind == GPURED_KIND_F64 && v.v.f == 5.0);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_MIN, GPURED_F64, NULL, 0, &v), -ENODATA);
+	CHECK(strcmp(gpured_errcode(g), "empty") == 0);
+
+	/* Local failures send nothing and keep the handle. */
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_I32, NULL, 4, &id), -EINVAL);
+	CHECK(gpured_errcode(g) == NULL);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_F64, xi, (size_t)1 << 29, &id), -E2BIG);
+	CHECK_EQ(gpured_submit(g, (gpured_op)9, GPURED_F64, xi, 1, &id), -EINVAL);
+	CHECK_EQ(gpured_outstanding(g), 0);
+
+	gpured_close(g);
+	server_stop(&s);
+}
+
+/* ---- scenario: the server gives up on the stream --------------------- */
+
+static void srv_fatal(server *s)
+{
+	gr_buf out;
+
+	gr_buf_init(&out);
+	srv_next(s, NULL);
+	reply_error(&out, 0, "invalid_request", "bad envelope");
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+}
+
+static void srv_close(server *s)
+{
+	srv_next(s, NULL);
+}
+
+static void srv_garbage(server *s)
+{
+	static const uint8_t bad[] = { 0x94, 0x01, 0x01, 0xc1 };
+
+	srv_next(s, NULL);
+	srv_write(s, bad, sizeof(bad));
+	char x;
+	(void)!read(s->fd, &x, 1);
+}
+
+static void srv_wrong_kind(server *s)
+{
+	gr_buf out;
+
+	gr_buf_init(&out);
+	uint32_t id = srv_next(s, NULL);
+	reply_value_i(&out, id, -1, 1); /* negative, for a u64 sum */
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+	char x;
+	(void)!read(s->fd, &x, 1);
+}
+
+static void srv_unknown_id(server *s)
+{
+	gr_buf out;
+
+	gr_buf_init(&out);
+	uint32_t id = srv_next(s, NULL);
+	reply_value_u(&out, id + 1000, 1, 1);
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+	char x;
+	(void)!read(s->fd, &x, 1);
+}
+
+static void run_broken(scenario_fn fn, int want, const char *want_code, const char *want_msg)
+{
+	int64_t x = 1;
+	gpured_value v;
+	uint32_t id, got_id = 77;
+	server s;
+	gpured_t *g;
+
+	server_start(&s, fn);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_U64, &x, 1, &id), 0);
+	CHECK_EQ(gpured_wait(g, &got_id, &v), want);
+	CHECK_EQ(got_id, 0);
+	if (want_code)
+		CHECK(gpured_errcode(g) && strcmp(gpured_errcode(g), want_code) == 0);
+	if (want_msg)
+		CHECK_MSG(strstr(gpured_errmsg(g), want_msg), "%s", gpured_errmsg(g));
+	/* The handle stays dead with the same code. */
+	CHECK_EQ(gpured_ping(g), want);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_U64, &x, 1, &id), want);
+	gpured_close(g);
+	server_stop(&s);
+}
+
+/* ---- scenario: replies pile up while a large request is written ------- */
+
+#define FLOOD_SMALL 40000
+#define FLOOD_BIG_ELEMS (4u << 20)
+
+static void srv_flood(server *s)
+{
+	gr_buf out;
+	uint32_t id;
+	char m;
+
+	gr_buf_init(&out);
+	for (int i = 0; i < FLOOD_SMALL; i++) {
+		id = srv_next(s, &m);
+		reply_value_i(&out, id, i, 16);
+	}
+	/* Far more than a socket buffer holds: this write only finishes if
+	 * the client reads while it is still sending the large request. */
+	srv_write(s, out.data, out.len);
+	out.len = 0;
+	id = srv_next(s, &m);
+	reply_value_i(&out, id, (int64_t)FLOOD_BIG_ELEMS, FLOOD_BIG_ELEMS);
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+	char x;
+	CHECK(read(s->fd, &x, 1) == 0);
+}
+
+static void test_flood(void)
+{
+	static int32_t small[16];
+	int32_t *big;
+	uint32_t *ids, big_id, id;
+	gpured_value v;
+	server s;
+	gpured_t *g;
+
+	big = calloc(FLOOD_BIG_ELEMS, sizeof(*big));
+	ids = calloc(FLOOD_SMALL, sizeof(*ids));
+	CHECK(big && ids);
+	server_start(&s, srv_flood);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	for (int i = 0; i < FLOOD_SMALL; i++)
+		CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_I32, small, 16, &ids[i]), 0);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_I32, big, FLOOD_BIG_ELEMS, &big_id), 0);
+	CHECK_EQ(gpured_outstanding(g), FLOOD_SMALL + 1);
+
+	CHECK_EQ(gpured_wait_id(g, big_id, &v), 0);
+	CHECK(v.v.i == (int64_t)FLOOD_BIG_ELEMS && v.count == FLOOD_BIG_ELEMS);
+	/* Everything else arrived meanwhile, in order. */
+	for (int i = 0; i < FLOOD_SMALL; i++) {
+		CHECK_EQ(gpured_wait(g, &id, &v), 0);
+		CHECK_EQ(id, ids[i]);
+		CHECK_EQ(v.v.i, i);
+	}
+	CHECK_EQ(gpured_outstanding(g), 0);
+	gpured_close(g);
+	server_stop(&s);
+	free(big);
+	free(ids);
+}
+
+int main(void)
+{
+	/* A SIGPIPE would kill the test: the library must never raise one. */
+	signal(SIGPIPE, SIG_DFL);
+
+	test_mixed();
+	run_broken(srv_fatal, -EPROTO, "invalid_request", "bad envelope");
+	run_broken(srv_close, -ECONNRESET, NULL, NULL);
+	run_broken(srv_garbage, -EPROTO, NULL, NULL);
+	run_broken(srv_wrong_kind, -EPROTO, NULL, NULL);
+	run_broken(srv_unknown_id, -EPROTO, NULL, NULL);
+	test_flood();
+	return 0;
+}
