@@ -53,12 +53,12 @@ static void request_free(gr_request *req)
 		c->nrequests--;
 	}
 	req->srv->stats.inflight--;
-	free(req);
+	gr_server_request_put(req->srv, req);
 }
 
 static gr_request *request_new(gr_conn *c, const gr_req *preq)
 {
-	gr_request *req = calloc(1, sizeof(*req));
+	gr_request *req = gr_server_request_get(c->srv);
 	if (!req)
 		return NULL;
 	req->srv = c->srv;

@@ -477,6 +477,13 @@ static bool xacc_sticky(const uint64_t *a, unsigned i)
 /* Round the exact value (flags, words and the pending v.f) to nearest, ties to even. */
 static double xacc_round(const gr_partial *p)
 {
+	/* Nothing folded in yet (one block, one job): the value is v.f. */
+	uint64_t any = p->xflags;
+	for (unsigned k = 0; k < GR_PARTIAL_XWORDS; k++)
+		any |= p->xacc[k];
+	if (!any)
+		return p->v.f;
+
 	gr_partial t = *p;
 	xacc_add_double(&t, t.v.f);
 	if ((t.xflags & XF_NAN) || (t.xflags & (XF_PINF | XF_NINF)) == (XF_PINF | XF_NINF))
@@ -551,6 +558,14 @@ void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret)
 
 void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial *next)
 {
+	/* A partial of no elements is the identity, whatever its history:
+	 * combining with one is a copy, or nothing. */
+	if (next->count == 0)
+		return;
+	if (acc->count == 0) {
+		*acc = *next;
+		return;
+	}
 	acc->count += next->count;
 	switch (partial_kind(op, dt)) {
 	case GR_KIND_F64:

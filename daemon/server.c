@@ -16,6 +16,33 @@
 #define CANARY_BYTES 4096u
 #define CANARY_SUM ((uint64_t)CANARY_N * (CANARY_N + 1) / 2)
 
+/* ---- request objects ---- */
+
+#define MAX_SPARE_REQUESTS 1024u
+
+gr_request *gr_server_request_get(gr_server *s)
+{
+	gr_request *req = s->spare_requests;
+
+	if (!req)
+		return calloc(1, sizeof(*req));
+	s->spare_requests = (gr_request *)req->link.next;
+	s->n_spare_requests--;
+	memset(req, 0, sizeof(*req));
+	return req;
+}
+
+void gr_server_request_put(gr_server *s, gr_request *req)
+{
+	if (s->n_spare_requests >= MAX_SPARE_REQUESTS) {
+		free(req);
+		return;
+	}
+	req->link.next = (gr_link *)s->spare_requests;
+	s->spare_requests = req;
+	s->n_spare_requests++;
+}
+
 /* ---- batches ---- */
 
 void gr_server_batch_flush(gr_server *s)
@@ -614,6 +641,11 @@ void gr_server_free(gr_server *s)
 	gr_completion_close(s->cq);
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	gr_staging_deinit(&s->staging);
+	while (s->spare_requests) {
+		gr_request *req = s->spare_requests;
+		s->spare_requests = (gr_request *)req->link.next;
+		free(req);
+	}
 	free(s->canary_jobs);
 	free(s->path);
 	free(s);
