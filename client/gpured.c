@@ -661,6 +661,14 @@ static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
 
 			if (errno == EINTR)
 				continue;
+			if (errno == EPIPE || errno == ECONNRESET) {
+				int err = -errno;
+
+				/* The server may have said why before it
+				 * closed: that reason wins over ours. */
+				(void)conn_read(g);
+				return conn_fail(g, err, "send: %s", strerror(-err));
+			}
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				return conn_fail(g, -errno, "send: %s", strerror(errno));
 			r = poll(&pfd, 1, -1);
