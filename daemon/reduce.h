@@ -11,7 +11,10 @@
  * blocks of a chunk on several threads and combines them in index order,
  * and the daemon cuts large requests into chunks on block boundaries
  * (chunk sizes are multiples of GR_REDUCE_BLOCK * 8 bytes), so the bits
- * depend neither on the thread count nor on the chunking.
+ * depend neither on the thread count nor on the chunking. Float block
+ * partials are summed exactly (see gr_partial) and rounded once, because
+ * left-to-right double additions would give a chunk of blocks (b0 + b1)
+ * and the whole request (acc + b0) + b1.
  */
 #pragma once
 
@@ -24,12 +27,24 @@
 /* Chunk sizes must be multiples of this many bytes. */
 #define GR_REDUCE_ALIGN_BYTES ((size_t)GR_REDUCE_BLOCK * 8u)
 
+/* Words of the exact accumulator: fixed point, bit 0 weighs 2^-1074 (the
+ * least subnormal), wide enough for 2^64 sums of the largest doubles. */
+#define GR_PARTIAL_XWORDS 34
+
 /*
  * A reduction's running state over some elements. Which member of v holds
  * it depends on op and dtype:
  *   sum of i32/i64/u32/u64: u, wrapping 64-bit (exact for i32/u32)
- *   sum of f32/f64, sumsq of anything: f (double)
+ *   sum of f32/f64, sumsq of anything: f (double), see below
  *   min/max of i32/i64: i; of u32/u64: u; of f32/f64: f (NaN propagates)
+ *
+ * Float sums and sumsq combine block partials exactly: their value is the
+ * exact sum xacc + v.f, rounded to double only by gr_partial_finish(). A
+ * block's partial (and any partial a backend fills in itself) has v.f set
+ * and xacc zero; gr_partial_combine() folds both sides into xacc, so
+ * combining is associative and the bits cannot depend on where a request
+ * was cut into chunks. Start any partial with gr_partial_identity() before
+ * setting count and v by hand; leave xflags and xacc alone.
  */
 typedef struct gr_partial {
 	uint64_t count;
@@ -38,6 +53,8 @@ typedef struct gr_partial {
 		uint64_t u;
 		double f;
 	} v;
+	uint64_t xflags;                    /* infinities and NaNs folded in */
+	uint64_t xacc[GR_PARTIAL_XWORDS];   /* two's complement, little word first */
 } gr_partial;
 
 /* The partial of no elements. */

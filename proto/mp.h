@@ -66,15 +66,18 @@ void gr_buf_consume(gr_buf *b, size_t n);
 
 /*
  * Writers: each appends one msgpack item in its shortest encoding and
- * returns 0 or -ENOMEM (the buffer is then unchanged).
+ * returns 0 or -ENOMEM (the buffer is then unchanged); those taking a
+ * size_t length return -E2BIG past 2^32-1 bytes.
  */
 int gr_mpw_nil(gr_buf *b);
 int gr_mpw_bool(gr_buf *b, bool v);
 int gr_mpw_uint(gr_buf *b, uint64_t v);
 int gr_mpw_int(gr_buf *b, int64_t v);  /* as uint when v >= 0 */
-int gr_mpw_f64(gr_buf *b, double v);
+int gr_mpw_f64(gr_buf *b, double v);  /* always float64, even if integral */
+int gr_mpw_f32(gr_buf *b, float v);
 int gr_mpw_str(gr_buf *b, const char *s, size_t len);
 int gr_mpw_cstr(gr_buf *b, const char *s);
 int gr_mpw_bin_header(gr_buf *b, uint32_t len); /* body appended by caller */
+int gr_mpw_bin(gr_buf *b, const void *p, size_t len); /* header and body */
 int gr_mpw_array(gr_buf *b, uint32_t n);
 int gr_mpw_map(gr_buf *b, uint32_t n);

@@ -29,7 +29,7 @@ struct gr_obj {
 };
 
 typedef struct gr_obj_limits {
-	unsigned max_depth;      /* containers nested at most this deep (e.g. 8) */
+	unsigned max_depth;      /* containers nested at most this deep (e.g. 8; at most 64) */
 	uint32_t max_items;      /* objects in the whole message (e.g. 4096) */
 	uint32_t max_str;        /* bytes in one str/bin (e.g. 1 MiB) */
 } gr_obj_limits;

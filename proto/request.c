@@ -1,1 +1,871 @@
-/* placeholder: implemented by its owner */
+#include <errno.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mp.h"
+#include "request.h"
+
+/*
+ * The parser is a loop over explicit states; nothing recurses. Containers
+ * are tracked on a stack of at most REQ_MAX_DEPTH frames, each with a role
+ * (what the container means in a request) and a count of children read.
+ * Where the next value lands (its "slot") follows from the top frame's role
+ * and index, so a token's meaning is decided the moment its header is read,
+ * and a str or bin body is either kept (short words only), discarded, or
+ * streamed to the caller's destination, never buffered whole.
+ *
+ * Zero-byte transitions (closing finished containers, the end of a
+ * request, a pending element write) are states of their own, so an event
+ * can be returned between any two of them and the same events come out
+ * whatever the byte splits.
+ */
+
+/* The envelope needs array -> array -> map -> array, and nothing deeper. */
+#define REQ_MAX_DEPTH 4u
+/* Method names up to this long are looked up; longer ones are unknown. */
+#define REQ_METHOD_MAX 32u
+/* Keys and op/dtype values up to this long are looked up. */
+#define REQ_WORD_MAX 16u
+
+typedef enum req_role {
+	ROLE_ENVELOPE, /* [0, msgid, method, params] or [2, method, params] */
+	ROLE_PARAMS,   /* params of a method we accept */
+	ROLE_MAP,      /* reduce's map: keys at even indexes, values at odd */
+	ROLE_DATA,     /* reduce's data as an array of numbers */
+	ROLE_SKIP,     /* anything read only to get past it */
+} req_role;
+
+typedef enum req_state {
+	ST_TOKEN,   /* reading a msgpack header */
+	ST_NEXT,    /* a value was accounted: close containers it completed (no bytes) */
+	ST_KEEP,    /* reading a short str body into word[] */
+	ST_SKIP,    /* discarding a str/bin body */
+	ST_PAYLOAD, /* copying a bin payload into the destination */
+	ST_ELEM,    /* a converted array element waits for room (no bytes) */
+	ST_FATAL,
+} req_state;
+
+typedef enum req_slot {
+	SLOT_TOP,
+	SLOT_TYPE,
+	SLOT_MSGID,
+	SLOT_METHOD,
+	SLOT_PARAMS,
+	SLOT_PARAM,
+	SLOT_KEY,
+	SLOT_VALUE,
+	SLOT_ELEM,
+	SLOT_SKIP,
+} req_slot;
+
+typedef enum req_key {
+	KEY_NONE,
+	KEY_OP,
+	KEY_DTYPE,
+	KEY_DATA,
+} req_key;
+
+typedef struct req_frame {
+	req_role role;
+	uint64_t idx; /* children read */
+	uint64_t n;   /* children announced (a map's keys and values) */
+} req_frame;
+
+struct gr_req_parser {
+	gr_req_limits lim;
+	gr_req req;
+	req_state state;
+	gr_req_event ev; /* pending event; NEED_MORE when none */
+
+	req_frame stack[REQ_MAX_DEPTH];
+	unsigned depth;
+	uint8_t hdr[9]; /* a header split across feeds */
+	unsigned hdr_len;
+	uint64_t body_left; /* ST_KEEP, ST_SKIP, ST_PAYLOAD */
+	char word[REQ_METHOD_MAX];
+	uint32_t word_len;
+
+	bool notification;
+	bool skipping; /* the rest of this message is read and ignored */
+	bool silent;   /* this message produces no event: notification or rejected */
+	bool method_unknown;
+	uint32_t method_len;
+	char method_word[REQ_METHOD_MAX];
+	req_key key;
+
+	uint8_t *dst;
+	size_t cap, off;
+	uint8_t elem[8];
+};
+
+__attribute__((format(printf, 3, 0)))
+static void req_vset(gr_req_parser *p, gr_err err, const char *fmt, va_list ap)
+{
+	p->req.err = err;
+	vsnprintf(p->req.errmsg, sizeof(p->req.errmsg), fmt, ap);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void req_fatal(gr_req_parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	req_vset(p, GR_ERR_INVALID_REQUEST, fmt, ap);
+	va_end(ap);
+	p->state = ST_FATAL;
+	p->ev = GR_REQ_FATAL;
+}
+
+/* Fail the current request: one ERROR event unless it is silent, then skip. */
+__attribute__((format(printf, 3, 4)))
+static void req_fail(gr_req_parser *p, gr_err err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->skipping)
+		return;
+	p->skipping = true;
+	if (p->silent)
+		return;
+	va_start(ap, fmt);
+	req_vset(p, err, fmt, ap);
+	va_end(ap);
+	p->ev = GR_REQ_ERROR;
+}
+
+/* A client-supplied word, safe to quote in a message. */
+static const char *printable(const char *s, size_t n, char out[REQ_METHOD_MAX + 1])
+{
+	size_t i;
+
+	for (i = 0; i < n && i < REQ_METHOD_MAX; i++)
+		out[i] = (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\'') ? s[i] : '?';
+	out[i] = '\0';
+	return out;
+}
+
+static void req_begin(gr_req_parser *p)
+{
+	p->req = (gr_req){ .method = GR_METHOD_NONE };
+	p->notification = false;
+	p->skipping = false;
+	p->silent = false;
+	p->method_unknown = false;
+	p->method_len = 0;
+	p->key = KEY_NONE;
+	p->dst = NULL;
+	p->cap = 0;
+	p->off = 0;
+}
+
+static req_slot req_cur_slot(const gr_req_parser *p)
+{
+	const req_frame *f;
+
+	if (p->depth == 0)
+		return SLOT_TOP;
+	f = &p->stack[p->depth - 1];
+	switch (f->role) {
+	case ROLE_ENVELOPE:
+		if (f->idx == 0)
+			return SLOT_TYPE;
+		if (p->notification)
+			return f->idx == 1 ? SLOT_METHOD : SLOT_PARAMS;
+		return f->idx == 1 ? SLOT_MSGID : f->idx == 2 ? SLOT_METHOD : SLOT_PARAMS;
+	case ROLE_PARAMS:
+		return p->skipping ? SLOT_SKIP : SLOT_PARAM;
+	case ROLE_MAP:
+		if (p->skipping)
+			return SLOT_SKIP;
+		return f->idx % 2 == 0 ? SLOT_KEY : SLOT_VALUE;
+	case ROLE_DATA:
+		return p->skipping ? SLOT_SKIP : SLOT_ELEM;
+	default:
+		return SLOT_SKIP;
+	}
+}
+
+static void req_value_done(gr_req_parser *p)
+{
+	if (p->depth > 0)
+		p->stack[p->depth - 1].idx++;
+	p->state = ST_NEXT;
+}
+
+/* The depth was checked when the header was read. */
+static void req_push(gr_req_parser *p, req_role role, uint64_t n)
+{
+	p->stack[p->depth++] = (req_frame){ .role = role, .idx = 0, .n = n };
+	p->state = ST_NEXT;
+}
+
+static void req_body(gr_req_parser *p, req_state st, uint64_t len)
+{
+	p->state = st;
+	p->body_left = len;
+	p->word_len = 0;
+}
+
+static void req_skip_value(gr_req_parser *p, const gr_mp_token *t)
+{
+	switch (t->type) {
+	case GR_MP_ARRAY:
+		req_push(p, ROLE_SKIP, t->len);
+		break;
+	case GR_MP_MAP:
+		req_push(p, ROLE_SKIP, 2 * (uint64_t)t->len);
+		break;
+	case GR_MP_STR:
+	case GR_MP_BIN:
+		req_body(p, ST_SKIP, t->len);
+		break;
+	default:
+		req_value_done(p);
+		break;
+	}
+}
+
+static const char *key_name(req_key k)
+{
+	return k == KEY_OP ? "op" : k == KEY_DTYPE ? "dtype" : "data";
+}
+
+static void req_map_end(gr_req_parser *p)
+{
+	const gr_req *r = &p->req;
+
+	if (!r->has_op)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'op'");
+	else if (!r->has_dtype)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'dtype'");
+	else if (!r->has_data)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'data'");
+	else if (!r->data_is_array && r->data_bytes % gr_dtype_size(r->dtype) != 0)
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'data' is %" PRIu64 " bytes, not a multiple of the %s element size (%zu bytes)",
+			 r->data_bytes, gr_dtype_name(r->dtype), gr_dtype_size(r->dtype));
+}
+
+static void req_end(gr_req_parser *p)
+{
+	if (!p->skipping)
+		p->ev = GR_REQ_DONE;
+	p->notification = false;
+	p->skipping = false;
+	p->silent = false;
+	p->state = ST_TOKEN;
+}
+
+/* ST_NEXT: close the containers the last value completed. */
+static void req_step_next(gr_req_parser *p)
+{
+	while (p->depth > 0) {
+		req_frame *f = &p->stack[p->depth - 1];
+
+		if (f->idx < f->n) {
+			if (f->role == ROLE_DATA && !p->skipping &&
+			    p->cap - p->off < gr_dtype_size(p->req.dtype)) {
+				p->ev = GR_REQ_DEST_FULL;
+				return;
+			}
+			p->state = ST_TOKEN;
+			return;
+		}
+		p->depth--;
+		if (f->role == ROLE_MAP && !p->skipping)
+			req_map_end(p);
+		if (p->depth == 0) {
+			req_end(p);
+			return;
+		}
+		p->stack[p->depth - 1].idx++;
+	}
+	p->state = ST_TOKEN;
+}
+
+/* Store an array element as dtype dt in out; NULL or why it cannot be. */
+static const char *req_convert(gr_dtype dt, const gr_mp_token *t, uint8_t out[8])
+{
+	if (t->type != GR_MP_UINT && t->type != GR_MP_INT && t->type != GR_MP_FLOAT)
+		return "is not a number";
+	if (t->type == GR_MP_FLOAT && !gr_dtype_is_float(dt))
+		return "is a float, not an integer";
+
+	switch (dt) {
+	case GR_DT_I32: {
+		int32_t v;
+
+		if (t->type == GR_MP_UINT ? t->u.u > INT32_MAX : t->u.i < INT32_MIN)
+			return "is out of range";
+		v = t->type == GR_MP_UINT ? (int32_t)t->u.u : (int32_t)t->u.i;
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	case GR_DT_I64: {
+		int64_t v;
+
+		if (t->type == GR_MP_UINT && t->u.u > INT64_MAX)
+			return "is out of range";
+		v = t->type == GR_MP_UINT ? (int64_t)t->u.u : t->u.i;
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	case GR_DT_U32: {
+		uint32_t v;
+
+		if (t->type == GR_MP_INT || t->u.u > UINT32_MAX)
+			return "is out of range";
+		v = (uint32_t)t->u.u;
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	case GR_DT_U64:
+		if (t->type == GR_MP_INT)
+			return "is out of range";
+		memcpy(out, &t->u.u, 8);
+		return NULL;
+	case GR_DT_F32: {
+		float v;
+
+		if (t->type == GR_MP_UINT)
+			v = (float)t->u.u;
+		else if (t->type == GR_MP_INT)
+			v = (float)t->u.i;
+		else if (t->is_f32 || isnan(t->u.f) || isinf(t->u.f) || fabs(t->u.f) <= FLT_MAX)
+			v = (float)t->u.f;
+		else
+			return "is out of range";
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	case GR_DT_F64: {
+		double v;
+
+		if (t->type == GR_MP_UINT)
+			v = (double)t->u.u;
+		else if (t->type == GR_MP_INT)
+			v = (double)t->u.i;
+		else
+			v = t->u.f;
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	default:
+		return "has no dtype";
+	}
+}
+
+static void req_on_elem(gr_req_parser *p, const gr_mp_token *t)
+{
+	uint64_t idx = p->stack[p->depth - 1].idx;
+	const char *why;
+
+	why = req_convert(p->req.dtype, t, p->elem);
+	if (why) {
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'data' element %" PRIu64 " %s (dtype %s)",
+			 idx, why, gr_dtype_name(p->req.dtype));
+		req_skip_value(p, t);
+		return;
+	}
+	p->state = ST_ELEM;
+}
+
+/* ST_ELEM: write the converted element once there is room for it. */
+static void req_step_elem(gr_req_parser *p)
+{
+	size_t sz = gr_dtype_size(p->req.dtype);
+
+	if (p->cap - p->off < sz) {
+		p->ev = GR_REQ_DEST_FULL;
+		return;
+	}
+	memcpy(p->dst + p->off, p->elem, sz);
+	p->off += sz;
+	p->req.data_done += sz;
+	req_value_done(p);
+}
+
+static void req_on_data(gr_req_parser *p, const gr_mp_token *t)
+{
+	gr_req *r = &p->req;
+	size_t sz = gr_dtype_size(r->dtype);
+
+	r->has_data = true;
+	if (t->type == GR_MP_BIN) {
+		r->data_bytes = t->len;
+		if (r->has_dtype && t->len % sz != 0) {
+			req_fail(p, GR_ERR_INVALID_PARAMS,
+				 "'data' is %" PRIu32 " bytes, not a multiple of the %s element size (%zu bytes)",
+				 t->len, gr_dtype_name(r->dtype), sz);
+		} else if (t->len > p->lim.max_data_bytes) {
+			req_fail(p, GR_ERR_TOO_LARGE, "'data' is %" PRIu32 " bytes, over the limit of %" PRIu64,
+				 t->len, p->lim.max_data_bytes);
+		} else {
+			p->ev = GR_REQ_DATA;
+			req_body(p, ST_PAYLOAD, t->len);
+			return;
+		}
+		req_body(p, ST_SKIP, t->len);
+		return;
+	}
+	if (t->type == GR_MP_ARRAY) {
+		r->data_is_array = true;
+		if (!r->has_dtype) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'dtype' must come before an array 'data'");
+		} else {
+			r->data_bytes = (uint64_t)t->len * sz;
+			if (r->data_bytes > p->lim.max_data_bytes) {
+				req_fail(p, GR_ERR_TOO_LARGE,
+					 "'data' is %" PRIu32 " elements (%" PRIu64 " bytes), over the limit of %" PRIu64 " bytes",
+					 t->len, r->data_bytes, p->lim.max_data_bytes);
+			} else {
+				p->ev = GR_REQ_DATA;
+				req_push(p, ROLE_DATA, t->len);
+				return;
+			}
+		}
+		req_push(p, ROLE_SKIP, t->len);
+		return;
+	}
+	req_fail(p, GR_ERR_INVALID_PARAMS, "'data' must be a bin of packed elements or an array of numbers");
+	req_skip_value(p, t);
+}
+
+static void req_on_params(gr_req_parser *p, const gr_mp_token *t)
+{
+	char q[REQ_METHOD_MAX + 1];
+	const char *name = gr_method_name(p->req.method);
+
+	if (t->type != GR_MP_ARRAY) {
+		req_fatal(p, "params must be an array");
+		return;
+	}
+	if (p->notification) {
+		req_push(p, ROLE_SKIP, t->len);
+		return;
+	}
+	if (p->method_unknown) {
+		/* A long name failed the request already. */
+		if (p->method_len <= REQ_METHOD_MAX)
+			req_fail(p, GR_ERR_UNKNOWN_METHOD, "unknown method '%s'",
+				 printable(p->method_word, p->method_len, q));
+	} else if (p->req.method == GR_METHOD_REDUCE) {
+		if (t->len != 1)
+			req_fail(p, GR_ERR_INVALID_PARAMS,
+				 "reduce takes exactly one parameter, a map with keys op, dtype, data");
+	} else if (t->len != 0) {
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' takes no parameters", name);
+	}
+	req_push(p, p->skipping ? ROLE_SKIP : ROLE_PARAMS, t->len);
+}
+
+static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
+{
+	switch (req_cur_slot(p)) {
+	case SLOT_TOP:
+		if (t->type != GR_MP_ARRAY || (t->len != 3 && t->len != 4)) {
+			req_fatal(p, "a message must be an array: [0, msgid, method, params] or [2, method, params]");
+			return;
+		}
+		req_push(p, ROLE_ENVELOPE, t->len);
+		return;
+
+	case SLOT_TYPE:
+		if (t->type == GR_MP_UINT && t->u.u == 1) {
+			req_fatal(p, "responses (type 1) are not accepted");
+		} else if (t->type != GR_MP_UINT || (t->u.u != 0 && t->u.u != 2)) {
+			req_fatal(p, "message type must be 0 (request) or 2 (notification)");
+		} else if (t->u.u == 0 && p->stack[0].n != 4) {
+			req_fatal(p, "a request must have 4 elements: [0, msgid, method, params]");
+		} else if (t->u.u == 2 && p->stack[0].n != 3) {
+			req_fatal(p, "a notification must have 3 elements: [2, method, params]");
+		} else {
+			if (t->u.u == 2)
+				p->notification = p->skipping = p->silent = true;
+			req_value_done(p);
+		}
+		return;
+
+	case SLOT_MSGID:
+		if (t->type != GR_MP_UINT || t->u.u > UINT32_MAX) {
+			req_fatal(p, "msgid must be an integer from 0 to 4294967295");
+			return;
+		}
+		p->req.msgid = (uint32_t)t->u.u;
+		p->req.has_msgid = true;
+		req_value_done(p);
+		return;
+
+	case SLOT_METHOD:
+		if (t->type != GR_MP_STR) {
+			req_fatal(p, "method must be a string");
+			return;
+		}
+		if (p->notification) {
+			req_body(p, ST_SKIP, t->len);
+		} else if (t->len <= REQ_METHOD_MAX) {
+			req_body(p, ST_KEEP, t->len);
+		} else {
+			/* Unknown for sure: not worth a byte of memory, and
+			 * answered now, not after gigabytes of name. */
+			p->method_unknown = true;
+			p->method_len = t->len;
+			req_fail(p, GR_ERR_UNKNOWN_METHOD,
+				 "unknown method (a name of %" PRIu32 " bytes)", t->len);
+			req_body(p, ST_SKIP, t->len);
+		}
+		return;
+
+	case SLOT_PARAMS:
+		req_on_params(p, t);
+		return;
+
+	case SLOT_PARAM:
+		if (t->type != GR_MP_MAP) {
+			req_fail(p, GR_ERR_INVALID_PARAMS,
+				 "reduce's parameter must be a map with keys op, dtype, data");
+			req_skip_value(p, t);
+			return;
+		}
+		req_push(p, ROLE_MAP, 2 * (uint64_t)t->len);
+		return;
+
+	case SLOT_KEY:
+		if (t->type != GR_MP_STR) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "map keys must be strings (op, dtype, data)");
+			req_skip_value(p, t);
+		} else if (t->len > REQ_WORD_MAX) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key (a string of %" PRIu32 " bytes)", t->len);
+			req_body(p, ST_SKIP, t->len);
+		} else {
+			req_body(p, ST_KEEP, t->len);
+		}
+		return;
+
+	case SLOT_VALUE:
+		if (p->key == KEY_DATA) {
+			req_on_data(p, t);
+		} else if (t->type != GR_MP_STR) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be a string", key_name(p->key));
+			req_skip_value(p, t);
+		} else if (t->len > REQ_WORD_MAX) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown %s (a string of %" PRIu32 " bytes)",
+				 key_name(p->key), t->len);
+			req_body(p, ST_SKIP, t->len);
+		} else {
+			req_body(p, ST_KEEP, t->len);
+		}
+		return;
+
+	case SLOT_ELEM:
+		req_on_elem(p, t);
+		return;
+
+	case SLOT_SKIP:
+		req_skip_value(p, t);
+		return;
+	}
+}
+
+/* A kept word is complete: what it means depends on its slot. */
+static void req_on_word(gr_req_parser *p)
+{
+	char q[REQ_METHOD_MAX + 1];
+	gr_req *r = &p->req;
+	const char *w = p->word;
+	size_t n = p->word_len;
+
+	switch (req_cur_slot(p)) {
+	case SLOT_METHOD:
+		if (!gr_method_parse(w, n, &r->method) || r->method == GR_METHOD_NONE) {
+			r->method = GR_METHOD_NONE;
+			p->method_unknown = true;
+			p->method_len = (uint32_t)n;
+			memcpy(p->method_word, w, n);
+		}
+		break;
+
+	case SLOT_KEY: {
+		req_key k = KEY_NONE;
+		bool dup = false;
+
+		if (n == 2 && memcmp(w, "op", 2) == 0)
+			k = KEY_OP, dup = r->has_op;
+		else if (n == 5 && memcmp(w, "dtype", 5) == 0)
+			k = KEY_DTYPE, dup = r->has_dtype;
+		else if (n == 4 && memcmp(w, "data", 4) == 0)
+			k = KEY_DATA, dup = r->has_data;
+
+		if (k == KEY_NONE)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key '%s' (keys are op, dtype, data)",
+				 printable(w, n, q));
+		else if (dup)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "duplicate key '%s'", key_name(k));
+		p->key = k;
+		break;
+	}
+
+	case SLOT_VALUE:
+		if (p->key == KEY_OP) {
+			if (gr_op_parse(w, n, &r->op))
+				r->has_op = true;
+			else
+				req_fail(p, GR_ERR_INVALID_PARAMS,
+					 "unknown op '%s' (ops are sum, min, max, sumsq)", printable(w, n, q));
+		} else {
+			if (gr_dtype_parse(w, n, &r->dtype))
+				r->has_dtype = true;
+			else
+				req_fail(p, GR_ERR_INVALID_PARAMS,
+					 "unknown dtype '%s' (dtypes are i32, i64, u32, u64, f32, f64)",
+					 printable(w, n, q));
+		}
+		break;
+
+	default:
+		break;
+	}
+	req_value_done(p);
+}
+
+/* ST_TOKEN: decode one header from buf (and bytes kept from earlier feeds). */
+static size_t req_step_token(gr_req_parser *p, const uint8_t *buf, size_t len)
+{
+	gr_mp_token t;
+	size_t used;
+	int r;
+
+	if (p->depth == 0 && p->hdr_len == 0)
+		req_begin(p);
+
+	if (p->hdr_len == 0) {
+		r = gr_mp_next(buf, len, &t);
+		if (r == 0) {
+			/* An incomplete header is shorter than the longest one (9). */
+			memcpy(p->hdr, buf, len);
+			p->hdr_len = (unsigned)len;
+			return len;
+		}
+		used = r > 0 ? (size_t)r : 0;
+	} else {
+		size_t n = len < sizeof(p->hdr) - p->hdr_len ? len : sizeof(p->hdr) - p->hdr_len;
+		unsigned had = p->hdr_len;
+
+		memcpy(p->hdr + had, buf, n);
+		r = gr_mp_next(p->hdr, had + n, &t);
+		if (r == 0) {
+			p->hdr_len = had + (unsigned)n;
+			return n;
+		}
+		p->hdr_len = 0;
+		used = r > 0 ? (size_t)r - had : 0;
+	}
+
+	if (r < 0) {
+		req_fatal(p, "malformed msgpack (reserved byte 0xc1)");
+		return used;
+	}
+	if (t.type == GR_MP_EXT) {
+		req_fatal(p, "msgpack ext types are not accepted");
+		return used;
+	}
+	if ((t.type == GR_MP_ARRAY || t.type == GR_MP_MAP) && p->depth >= REQ_MAX_DEPTH) {
+		req_fatal(p, "nesting too deep (containers at most %u levels deep)", REQ_MAX_DEPTH);
+		return used;
+	}
+	req_on_token(p, &t);
+	return used;
+}
+
+static size_t min3(uint64_t a, size_t b, size_t c)
+{
+	size_t m = b < c ? b : c;
+
+	return a < m ? (size_t)a : m;
+}
+
+static bool req_needs_bytes(const gr_req_parser *p)
+{
+	switch (p->state) {
+	case ST_TOKEN:
+		return true;
+	case ST_KEEP:
+	case ST_SKIP:
+		return p->body_left > 0;
+	case ST_PAYLOAD:
+		return p->body_left > 0 && p->cap > p->off;
+	default:
+		return false;
+	}
+}
+
+size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_req_event *ret_ev)
+{
+	size_t used = 0, n;
+
+	for (;;) {
+		if (p->ev != GR_REQ_NEED_MORE) {
+			*ret_ev = p->ev;
+			if (p->state != ST_FATAL)
+				p->ev = GR_REQ_NEED_MORE;
+			return used;
+		}
+		if (req_needs_bytes(p) && used == len) {
+			*ret_ev = GR_REQ_NEED_MORE;
+			return used;
+		}
+
+		switch (p->state) {
+		case ST_TOKEN:
+			used += req_step_token(p, buf + used, len - used);
+			break;
+		case ST_NEXT:
+			req_step_next(p);
+			break;
+		case ST_ELEM:
+			req_step_elem(p);
+			break;
+		case ST_KEEP:
+			n = min3(p->body_left, len - used, SIZE_MAX);
+			memcpy(p->word + p->word_len, buf + used, n);
+			p->word_len += (uint32_t)n;
+			p->body_left -= n;
+			used += n;
+			if (p->body_left == 0)
+				req_on_word(p);
+			break;
+		case ST_SKIP:
+			n = min3(p->body_left, len - used, SIZE_MAX);
+			p->body_left -= n;
+			used += n;
+			if (p->body_left == 0)
+				req_value_done(p);
+			break;
+		case ST_PAYLOAD:
+			if (p->body_left == 0) {
+				req_value_done(p);
+				break;
+			}
+			if (p->cap == p->off) {
+				p->ev = GR_REQ_DEST_FULL;
+				break;
+			}
+			n = min3(p->body_left, len - used, p->cap - p->off);
+			memcpy(p->dst + p->off, buf + used, n);
+			p->off += n;
+			p->req.data_done += n;
+			p->body_left -= n;
+			used += n;
+			if (p->body_left == 0)
+				req_value_done(p);
+			else if (p->cap == p->off)
+				p->ev = GR_REQ_DEST_FULL;
+			break;
+		case ST_FATAL:
+			p->ev = GR_REQ_FATAL;
+			break;
+		}
+	}
+}
+
+int gr_req_parser_new(const gr_req_limits *lim, gr_req_parser **ret)
+{
+	gr_req_parser *p;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->lim.max_data_bytes = lim && lim->max_data_bytes ? lim->max_data_bytes
+							   : GR_REQ_DEFAULT_MAX_DATA_BYTES;
+	p->state = ST_TOKEN;
+	p->ev = GR_REQ_NEED_MORE;
+	req_begin(p);
+	*ret = p;
+	return 0;
+}
+
+gr_req_parser *gr_req_parser_free(gr_req_parser *p)
+{
+	free(p);
+	return NULL;
+}
+
+const gr_req *gr_req_parser_req(const gr_req_parser *p)
+{
+	return &p->req;
+}
+
+void gr_req_parser_set_dest(gr_req_parser *p, void *dst, size_t cap)
+{
+	p->dst = dst;
+	p->cap = dst ? cap : 0;
+	p->off = 0;
+}
+
+void gr_req_parser_reject(gr_req_parser *p, gr_err err, const char *fmt, ...)
+{
+	va_list ap;
+
+	/* Nothing to reject between requests, after an error, or in a notification. */
+	if (p->state == ST_FATAL || p->depth == 0 || p->skipping)
+		return;
+	p->skipping = true;
+	p->silent = true;
+	va_start(ap, fmt);
+	req_vset(p, err, fmt, ap);
+	va_end(ap);
+	if (p->state == ST_PAYLOAD)
+		p->state = ST_SKIP;
+	else if (p->state == ST_ELEM)
+		req_value_done(p);
+}
+
+size_t gr_req_parser_window(gr_req_parser *p, void **ret_ptr)
+{
+	size_t n;
+
+	if (p->state != ST_PAYLOAD || p->ev != GR_REQ_NEED_MORE || p->body_left == 0 || p->cap == p->off) {
+		*ret_ptr = NULL;
+		return 0;
+	}
+	n = min3(p->body_left, p->cap - p->off, SIZE_MAX);
+	*ret_ptr = p->dst + p->off;
+	return n;
+}
+
+gr_req_event gr_req_parser_commit(gr_req_parser *p, size_t k)
+{
+	gr_req_event ev;
+	void *ptr;
+
+	/* Never account for more than window() offered. */
+	if (k > gr_req_parser_window(p, &ptr))
+		k = gr_req_parser_window(p, &ptr);
+	if (k > 0) {
+		p->off += k;
+		p->req.data_done += k;
+		p->body_left -= k;
+		if (p->body_left == 0)
+			req_value_done(p);
+		else if (p->cap == p->off)
+			p->ev = GR_REQ_DEST_FULL;
+	}
+	gr_req_parser_feed(p, NULL, 0, &ev);
+	return ev;
+}
+
+uint64_t gr_req_parser_skip_remaining(const gr_req_parser *p)
+{
+	return p->state == ST_SKIP ? p->body_left : 0;
+}
+
+bool gr_req_parser_idle(const gr_req_parser *p)
+{
+	return p->state == ST_TOKEN && p->depth == 0 && p->hdr_len == 0;
+}

@@ -50,11 +50,14 @@ typedef struct gr_req {
 } gr_req;
 
 typedef struct gr_req_limits {
-	uint64_t max_data_bytes; /* larger data: too_large */
+	uint64_t max_data_bytes; /* larger data: too_large; 0 means the default */
 } gr_req_limits;
+
+#define GR_REQ_DEFAULT_MAX_DATA_BYTES (UINT64_C(1) << 30)
 
 typedef struct gr_req_parser gr_req_parser;
 
+/* lim may be NULL for the defaults. Returns 0 or -ENOMEM. */
 int gr_req_parser_new(const gr_req_limits *lim, gr_req_parser **ret);
 gr_req_parser *gr_req_parser_free(gr_req_parser *p);
 
@@ -65,6 +68,11 @@ const gr_req *gr_req_parser_req(const gr_req_parser *p);
  * Consume bytes from buf[0..len) up to the next event. Returns how many
  * bytes were consumed and stores the event in *ret_ev. After GR_REQ_FATAL
  * the parser accepts nothing more.
+ *
+ * Some events need no byte at all (the end of a request whose last item
+ * was an empty payload, a full destination): after GR_REQ_DATA or
+ * GR_REQ_DEST_FULL call feed again, with len 0 if there is nothing new.
+ * GR_REQ_NEED_MORE is the only event that means "all of buf was consumed".
  */
 size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_req_event *ret_ev);
 
@@ -90,10 +98,18 @@ void gr_req_parser_reject(gr_req_parser *p, gr_err err, const char *fmt, ...)
  * 0 otherwise (envelope bytes, array payloads, skipping). After reading k
  * <= that many bytes into it, commit(k) accounts for them and returns the
  * event they lead to (NEED_MORE, DEST_FULL, or DONE when the payload was
- * the request's last item).
+ * the request's last item; ERROR when the map that ends with it lacks a
+ * key or the payload is not a multiple of a dtype that came after it).
+ * commit(0) is allowed and just runs the transitions that need no bytes.
  */
 size_t gr_req_parser_window(gr_req_parser *p, void **ret_ptr);
 gr_req_event gr_req_parser_commit(gr_req_parser *p, size_t k);
 
 /* Bytes of skipped payload still to come (bytes a read can discard). */
 uint64_t gr_req_parser_skip_remaining(const gr_req_parser *p);
+
+/*
+ * True between messages: no part of a message is held or expected. A
+ * connection that ends while this is false ended mid-message.
+ */
+bool gr_req_parser_idle(const gr_req_parser *p);

@@ -1,0 +1,384 @@
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (KiB * 1024)
+#define GiB (MiB * 1024)
+
+void gr_config_init(gr_config *c)
+{
+	*c = (gr_config){
+		.socket_mode = 0660,
+		.backend = GR_BACKEND_AUTO,
+		.max_request_bytes = 1 * GiB,
+		.max_connections = 1024,
+		.inline_max_bytes = SIZE_MAX,
+		.small_max_bytes = 256 * KiB,
+		.max_inflight_bytes = 16 * MiB,
+		.max_unsent_bytes = 1 * MiB,
+		.batch_max_bytes = 4 * MiB,
+		.batch_max_requests = 4096,
+		.shutdown_timeout_ms = 5000,
+	};
+}
+
+void gr_config_deinit(gr_config *c)
+{
+	free(c->socket_path);
+	free(c->fault);
+	free(c->config_path);
+	c->socket_path = c->fault = c->config_path = NULL;
+}
+
+const char *gr_config_default_socket(char *buf, size_t len)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+
+	if (geteuid() == 0 || !rt || !*rt)
+		snprintf(buf, len, "/run/gpured.sock");
+	else
+		snprintf(buf, len, "%s/gpured.sock", rt);
+	return buf;
+}
+
+/* "64M", "1GiB", "4096": bytes, with binary suffixes. */
+static int parse_size(const char *s, uint64_t max, uint64_t *ret)
+{
+	char *end;
+	uint64_t mult = 1;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'K':
+		mult = KiB;
+		break;
+	case 'M':
+		mult = MiB;
+		break;
+	case 'G':
+		mult = GiB;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end) {
+		end++;
+		if (!strcasecmp(end, "ib") || !strcasecmp(end, "b"))
+			end += strlen(end);
+	}
+	if (*end || v > max / mult)
+		return -EINVAL;
+	*ret = v * mult;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned base, unsigned max, unsigned *ret)
+{
+	char *end;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	unsigned long v = strtoul(s, &end, base);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int set_string(char **dst, const char *v)
+{
+	char *s = strdup(v);
+	if (!s)
+		return -ENOMEM;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+enum {
+	OPT_SOCKET = 256,
+	OPT_SOCKET_MODE,
+	OPT_BACKEND,
+	OPT_MAX_REQUEST_BYTES,
+	OPT_MAX_CONNECTIONS,
+	OPT_STAGING_BYTES,
+	OPT_CHUNK_BYTES,
+	OPT_THREADS,
+	OPT_STREAMS,
+	OPT_INLINE_MAX_BYTES,
+	OPT_SMALL_MAX_BYTES,
+	OPT_MAX_INFLIGHT_BYTES,
+	OPT_MAX_UNSENT_BYTES,
+	OPT_BATCH_MAX_BYTES,
+	OPT_BATCH_MAX_REQUESTS,
+	OPT_BATCH_DELAY_US,
+	OPT_SHUTDOWN_TIMEOUT_MS,
+	OPT_FAULT,
+	OPT_CONFIG,
+	OPT_HELP,
+	OPT_VERSION,
+	OPT_VERBOSE = 'v',
+};
+
+static const struct option options[] = {
+	{"socket", required_argument, NULL, OPT_SOCKET},
+	{"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
+	{"backend", required_argument, NULL, OPT_BACKEND},
+	{"max-request-bytes", required_argument, NULL, OPT_MAX_REQUEST_BYTES},
+	{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+	{"staging-bytes", required_argument, NULL, OPT_STAGING_BYTES},
+	{"chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES},
+	{"threads", required_argument, NULL, OPT_THREADS},
+	{"streams", required_argument, NULL, OPT_STREAMS},
+	{"inline-max-bytes", required_argument, NULL, OPT_INLINE_MAX_BYTES},
+	{"small-max-bytes", required_argument, NULL, OPT_SMALL_MAX_BYTES},
+	{"max-inflight-bytes", required_argument, NULL, OPT_MAX_INFLIGHT_BYTES},
+	{"max-unsent-bytes", required_argument, NULL, OPT_MAX_UNSENT_BYTES},
+	{"batch-max-bytes", required_argument, NULL, OPT_BATCH_MAX_BYTES},
+	{"batch-max-requests", required_argument, NULL, OPT_BATCH_MAX_REQUESTS},
+	{"batch-delay-us", required_argument, NULL, OPT_BATCH_DELAY_US},
+	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
+	{"fault", required_argument, NULL, OPT_FAULT},
+	{"config", required_argument, NULL, OPT_CONFIG},
+	{"verbose", no_argument, NULL, OPT_VERBOSE},
+	{"help", no_argument, NULL, OPT_HELP},
+	{"version", no_argument, NULL, OPT_VERSION},
+	{},
+};
+
+void gr_config_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: gpured [OPTION]...\n"
+		"Serve array reductions (sum, min, max, sumsq) on a Unix socket.\n\n"
+		"  --socket PATH              listen here (default /run/gpured.sock as root,\n"
+		"                             else $XDG_RUNTIME_DIR/gpured.sock)\n"
+		"  --socket-mode MODE         octal mode of the socket file (default 0660)\n"
+		"  --backend auto|cuda|cpu    compute backend (default auto: CUDA if a GPU works)\n"
+		"  --max-request-bytes N      larger data is refused with too_large (default 1G)\n"
+		"  --max-connections N        more connections get busy (default 1024)\n"
+		"  --staging-bytes N          staging memory (default: cpu 64M, cuda 256M)\n"
+		"  --chunk-bytes N            slot and chunk size, a multiple of 256K\n"
+		"  --threads N                CPU worker threads (default: one per CPU)\n"
+		"  --streams N                CUDA streams per GPU (default 4)\n"
+		"  --inline-max-bytes N       CPU: jobs this small run on the loop thread\n"
+		"  --small-max-bytes N        data this small is packed into shared batches (256K)\n"
+		"  --max-inflight-bytes N     per connection, staged but unanswered (16M)\n"
+		"  --max-unsent-bytes N       per connection, replies not yet written (1M)\n"
+		"  --batch-max-bytes N        a batch goes out at this many bytes (4M)\n"
+		"  --batch-max-requests N     ... or this many requests (4096)\n"
+		"  --batch-delay-us N         hold a batch up to N us for more (default 0)\n"
+		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
+		"  --fault SPEC               inject backend faults (testing)\n"
+		"  --config FILE              settings file (default " GR_CONFIG_DEFAULT_PATH ")\n"
+		"  -v, --verbose              log debug messages\n"
+		"      --help                 show this help\n"
+		"      --version              show the version\n"
+		"\nSizes take K, M and G suffixes (powers of 1024).\n");
+}
+
+static int config_set(gr_config *c, int opt, const char *arg)
+{
+	uint64_t v;
+	int r = 0;
+
+	switch (opt) {
+	case OPT_SOCKET:
+		return *arg ? set_string(&c->socket_path, arg) : -EINVAL;
+	case OPT_SOCKET_MODE:
+		return parse_uint(arg, 8, 0777, &c->socket_mode);
+	case OPT_BACKEND:
+		if (!strcmp(arg, "auto"))
+			c->backend = GR_BACKEND_AUTO;
+		else if (!strcmp(arg, "cpu"))
+			c->backend = GR_BACKEND_CPU;
+		else if (!strcmp(arg, "cuda"))
+			c->backend = GR_BACKEND_CUDA;
+		else
+			return -EINVAL;
+		return 0;
+	case OPT_MAX_REQUEST_BYTES:
+		r = parse_size(arg, UINT32_MAX, &v);
+		c->max_request_bytes = v;
+		return r;
+	case OPT_MAX_CONNECTIONS:
+		return parse_uint(arg, 10, 1000000, &c->max_connections);
+	case OPT_STAGING_BYTES:
+		r = parse_size(arg, 64 * GiB, &v);
+		c->staging_bytes = v;
+		return r;
+	case OPT_CHUNK_BYTES:
+		r = parse_size(arg, 4 * GiB, &v);
+		c->chunk_bytes = v;
+		return r;
+	case OPT_THREADS:
+		return parse_uint(arg, 10, 1024, &c->threads);
+	case OPT_STREAMS:
+		return parse_uint(arg, 10, 64, &c->streams);
+	case OPT_INLINE_MAX_BYTES:
+		r = parse_size(arg, 1 * GiB, &v);
+		c->inline_max_bytes = v;
+		return r;
+	case OPT_SMALL_MAX_BYTES:
+		r = parse_size(arg, 1 * GiB, &v);
+		c->small_max_bytes = v;
+		return r;
+	case OPT_MAX_INFLIGHT_BYTES:
+		r = parse_size(arg, 64 * GiB, &v);
+		c->max_inflight_bytes = v;
+		return r;
+	case OPT_MAX_UNSENT_BYTES:
+		r = parse_size(arg, 1 * GiB, &v);
+		c->max_unsent_bytes = v;
+		return r;
+	case OPT_BATCH_MAX_BYTES:
+		r = parse_size(arg, 4 * GiB, &v);
+		c->batch_max_bytes = v;
+		return r;
+	case OPT_BATCH_MAX_REQUESTS:
+		return parse_uint(arg, 10, 1000000, &c->batch_max_requests);
+	case OPT_BATCH_DELAY_US:
+		return parse_uint(arg, 10, 1000000, &c->batch_delay_us);
+	case OPT_SHUTDOWN_TIMEOUT_MS:
+		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
+	case OPT_FAULT:
+		return set_string(&c->fault, arg);
+	case OPT_CONFIG:
+		return set_string(&c->config_path, arg);
+	case OPT_VERBOSE:
+		c->verbosity++;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static char *strip(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int config_load_file(gr_config *c, const char *path, bool must_exist, char *errbuf,
+			    size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char line[4096];
+	unsigned lineno = 0;
+
+	if (!f) {
+		if (errno == ENOENT && !must_exist)
+			return 0;
+		int r = -errno;
+		snprintf(errbuf, errlen, "cannot read %s: %s", path, strerror(errno));
+		return r;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		char *s = strip(line);
+		if (!*s)
+			continue;
+		char *sep = s + strcspn(s, "= \t");
+		char *val = sep + strspn(sep, " \t");
+		if (*val == '=')
+			val++;
+		*sep = '\0';
+		val = strip(val);
+
+		const struct option *o = options;
+		while (o->name && strcmp(o->name, s))
+			o++;
+		int r = -EINVAL;
+		if (!o->name || o->val == OPT_CONFIG || o->val == OPT_HELP || o->val == OPT_VERSION)
+			snprintf(errbuf, errlen, "%s:%u: unknown setting '%s'", path, lineno, s);
+		else if (o->has_arg == no_argument && strcmp(val, "yes") && strcmp(val, "true"))
+			snprintf(errbuf, errlen, "%s:%u: '%s' takes yes or true", path, lineno, s);
+		else if ((r = config_set(c, o->val, val)) < 0)
+			snprintf(errbuf, errlen, "%s:%u: invalid value '%s' for %s", path, lineno,
+				 val, s);
+		if (r < 0) {
+			fclose(f);
+			return r;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+int gr_config_parse(gr_config *c, int argc, char **argv, char *errbuf, size_t errlen)
+{
+	int opt, r;
+
+	/* First pass: only --config and --help/--version, so that the file is
+	 * read before the rest of the command line overrides it. */
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "v", options, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			gr_config_usage(stdout);
+			return 1;
+		}
+		if (opt == OPT_VERSION) {
+			printf("gpured %s\n", GPURED_VERSION);
+			return 1;
+		}
+		if (opt == OPT_CONFIG && (r = set_string(&c->config_path, optarg)) < 0)
+			return r;
+	}
+	r = config_load_file(c, c->config_path ? c->config_path : GR_CONFIG_DEFAULT_PATH,
+			     /* must_exist= */ c->config_path != NULL, errbuf, errlen);
+	if (r < 0)
+		return r;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "v", options, NULL)) != -1) {
+		if (opt == '?') {
+			snprintf(errbuf, errlen, "unknown option or missing argument: %s",
+				 argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (opt == OPT_CONFIG)
+			continue;
+		if (config_set(c, opt, optarg) < 0) {
+			snprintf(errbuf, errlen, "invalid value '%s' for %s", optarg,
+				 argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		snprintf(errbuf, errlen, "unexpected argument: %s", argv[optind]);
+		return -EINVAL;
+	}
+	if (c->max_connections == 0 || c->max_request_bytes == 0) {
+		snprintf(errbuf, errlen, "--max-connections and --max-request-bytes must be > 0");
+		return -EINVAL;
+	}
+	if (!c->socket_path) {
+		char buf[PATH_MAX];
+		if ((r = set_string(&c->socket_path, gr_config_default_socket(buf, sizeof(buf)))) < 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,56 @@
+/*
+ * The daemon's settings: defaults, a configuration file of "key = value"
+ * lines (keys are the long option names), and the command line, which wins.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum gr_backend_kind {
+	GR_BACKEND_AUTO,
+	GR_BACKEND_CPU,
+	GR_BACKEND_CUDA,
+} gr_backend_kind;
+
+#define GR_CONFIG_DEFAULT_PATH "/etc/gpured/gpured.conf"
+
+typedef struct gr_config {
+	char *socket_path;          /* NULL until resolved: see gr_config_default_socket() */
+	unsigned socket_mode;       /* 0660 */
+	gr_backend_kind backend;
+	uint64_t max_request_bytes; /* 1 GiB */
+	unsigned max_connections;   /* 1024 */
+	size_t staging_bytes;       /* 0: the backend's default */
+	size_t chunk_bytes;         /* 0: the backend's default */
+	unsigned threads;           /* 0: one per CPU */
+	unsigned streams;           /* 0: the CUDA backend's default */
+	size_t inline_max_bytes;    /* SIZE_MAX: the backend's default */
+	size_t small_max_bytes;     /* data this small is packed into shared batch slots */
+	uint64_t max_inflight_bytes;/* per connection: staged but unanswered */
+	size_t max_unsent_bytes;    /* per connection: replies not yet written */
+	size_t batch_max_bytes;
+	unsigned batch_max_requests;
+	unsigned batch_delay_us;    /* 0: a batch goes out when the loop has nothing to read */
+	unsigned shutdown_timeout_ms;
+	char *fault;                /* backend fault injection (tests) */
+	char *config_path;          /* NULL: GR_CONFIG_DEFAULT_PATH if it exists */
+	int verbosity;              /* -v: 1 = debug */
+} gr_config;
+
+void gr_config_init(gr_config *c);
+void gr_config_deinit(gr_config *c);
+
+/*
+ * Parse the configuration file (--config, else the default if present)
+ * and the command line. Returns 0 to run, 1 when --help or --version was
+ * printed, or a negative errno with a message in errbuf.
+ */
+int gr_config_parse(gr_config *c, int argc, char **argv, char *errbuf, size_t errlen);
+
+/* The socket the daemon uses when none is given. */
+const char *gr_config_default_socket(char *buf, size_t len);
+
+void gr_config_usage(FILE *f);

@@ -1,0 +1,704 @@
+/*
+ * One client connection: reads into a small envelope buffer or, while a
+ * bin payload is arriving, straight into staging; feeds the request parser;
+ * runs the chunk pipeline of each reduce; queues replies.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "proto/message.h"
+
+static uint64_t now_ns(void)
+{
+	return uv_hrtime();
+}
+
+static void conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	c->srv->stats.errors++;
+	if (c->closing)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (gr_msg_write_error(&c->wbuf, msgid, code, msg) < 0) {
+		log_error("out of memory queueing a reply");
+		gr_conn_close(c);
+		return;
+	}
+	gr_server_mark_dirty(c->srv, c);
+}
+
+/* ---- requests and their chunks ---- */
+
+static void conn_maybe_close(gr_conn *c);
+
+static void request_free(gr_request *req)
+{
+	gr_conn *c = req->conn;
+
+	if (c) {
+		gr_link_del(&req->link);
+		c->nrequests--;
+	}
+	req->srv->stats.inflight--;
+	free(req);
+}
+
+static gr_request *request_new(gr_conn *c, const gr_req *preq)
+{
+	gr_request *req = calloc(1, sizeof(*req));
+	if (!req)
+		return NULL;
+	req->srv = c->srv;
+	req->conn = c;
+	req->msgid = preq->msgid;
+	req->start_ns = now_ns();
+	req->data_bytes = preq->data_bytes;
+	gr_link_add_tail(&c->requests, &req->link);
+	c->nrequests++;
+	c->srv->stats.inflight++;
+	return req;
+}
+
+static void chunk_release(gr_request *req, gr_chunk *ch)
+{
+	if (ch->slot) {
+		gr_staging_release(&req->srv->staging, ch->slot);
+		ch->slot = NULL;
+	}
+	if (req->conn)
+		req->conn->staged_bytes -= ch->staged;
+	ch->staged = 0;
+}
+
+static void request_reply(gr_request *req)
+{
+	gr_conn *c = req->conn;
+	gr_server *s = c->srv;
+	gr_value v;
+
+	gr_err e = gr_partial_finish(req->op, req->dtype, &req->acc, &v);
+	if (e == GR_OK) {
+		if (gr_msg_write_response_value(&c->wbuf, req->msgid, &v, req->acc.count) < 0) {
+			gr_conn_close(c);
+			return;
+		}
+		gr_server_mark_dirty(s, c);
+		s->stats.requests++;
+		s->stats.elements += req->acc.count;
+	} else {
+		s->stats.requests++;
+		conn_reply_error(c, req->msgid, e, "%s of no elements", gr_op_name(req->op));
+	}
+	gr_stats_latency(&s->stats, now_ns() - req->start_ns);
+}
+
+/* Free the request once nothing of it is left in the backend; answer it
+ * first if it succeeded. */
+static void request_settle(gr_request *req)
+{
+	gr_conn *c = req->conn;
+
+	if (!(req->received || req->failed) || req->filling || req->ncombined != req->nsubmitted)
+		return;
+	if (c && !req->failed)
+		request_reply(req);
+	request_free(req);
+	if (c) {
+		if (c->stall == GR_STALL_LIMITS)
+			gr_server_mark_ready(c->srv, c);
+		conn_maybe_close(c);
+	}
+}
+
+/* Fail the request: answer now (if reply), drop the chunk being filled;
+ * chunks already in the backend are dropped as they come back. */
+static void request_fail(gr_request *req, bool reply, gr_err code, const char *msg)
+{
+	gr_conn *c = req->conn;
+
+	if (req->failed)
+		return;
+	req->failed = true;
+	if (c && reply)
+		conn_reply_error(c, req->msgid, code, "%s", msg);
+	if (req->filling) {
+		chunk_release(req, req->filling);
+		req->filling = NULL;
+	}
+	request_settle(req);
+}
+
+static void chunk_done(gr_job *job)
+{
+	gr_chunk *ch = job->userdata;
+	gr_request *req = ch->req;
+	gr_conn *c = req->conn;
+
+	ch->done = true;
+	if (job->status < 0 && !req->failed) {
+		log_warning("reduce failed: %s", job->errmsg);
+		request_fail(req, /* reply= */ true, GR_ERR_INTERNAL, job->errmsg);
+		/* request_fail may have freed req if this was its last chunk:
+		 * it cannot have, since this chunk is not combined yet. */
+	}
+	while (req->ncombined < req->nsubmitted) {
+		gr_chunk *next = &req->chunks[req->ncombined % GR_MAX_CHUNKS_INFLIGHT];
+		if (!next->done)
+			break;
+		if (!req->failed)
+			gr_partial_combine(req->op, req->dtype, &req->acc, &next->job.result);
+		next->done = false;
+		chunk_release(req, next);
+		req->ncombined++;
+	}
+	if (c && c->stall == GR_STALL_CHUNKS)
+		gr_server_mark_ready(c->srv, c);
+	request_settle(req);
+}
+
+/* The chunk being filled is complete: hand it to the backend. */
+static void request_submit_filling(gr_request *req, uint64_t data_done)
+{
+	gr_chunk *ch = req->filling;
+
+	if (req->nsubmitted == 0)
+		gr_partial_identity(req->op, req->dtype, &req->acc);
+	req->filling = NULL;
+	ch->req = req;
+	ch->done = false;
+	ch->job.op = req->op;
+	ch->job.dtype = req->dtype;
+	ch->job.n = (size_t)(data_done - req->filling_start) / gr_dtype_size(req->dtype);
+	ch->job.device = -1;
+	ch->job.status = 0;
+	ch->job.done = chunk_done;
+	ch->job.userdata = ch;
+	ch->job.next = NULL;
+	req->nsubmitted++;
+	if (req->small)
+		gr_server_batch_add(req->srv, &ch->job, ch->slot);
+	else
+		gr_server_submit(req->srv, &ch->job);
+}
+
+/* Find staging for the next part of the current request's data and point
+ * the parser at it. -EAGAIN: none now, the connection waits. */
+static int conn_set_dest(gr_conn *c)
+{
+	gr_server *s = c->srv;
+	gr_request *req = c->cur;
+	const gr_req *preq = gr_req_parser_req(c->parser);
+	uint64_t left = req->data_bytes - preq->data_done;
+
+	if (req->nsubmitted - req->ncombined >= GR_MAX_CHUNKS_INFLIGHT) {
+		c->stall = GR_STALL_CHUNKS;
+		return -EAGAIN;
+	}
+	gr_chunk *ch = &req->chunks[req->nsubmitted % GR_MAX_CHUNKS_INFLIGHT];
+	gr_slot *slot, *closed = NULL;
+	void *dst;
+	size_t cap;
+
+	if (req->small) {
+		dst = gr_staging_alloc_piece(&s->staging, (size_t)left, &slot, &closed);
+		cap = (size_t)left;
+	} else {
+		slot = gr_staging_alloc_chunk(&s->staging);
+		dst = slot ? slot->base : NULL;
+		cap = s->staging.slot_bytes;
+	}
+	if (closed && closed == s->batch_slot)
+		gr_server_batch_flush(s); /* a full slot's batch goes out now */
+	if (!dst) {
+		c->stall = GR_STALL_STAGING;
+		gr_staging_wait(&s->staging, &c->waiter);
+		return -EAGAIN;
+	}
+	memset(ch, 0, sizeof(*ch));
+	ch->slot = slot;
+	ch->job.data = dst;
+	ch->staged = cap;
+	c->staged_bytes += cap;
+	req->filling = ch;
+	req->filling_start = preq->data_done;
+	gr_req_parser_set_dest(c->parser, dst, cap);
+	c->need_dest = false;
+	c->stall = GR_STALL_NONE;
+	return 0;
+}
+
+/* ---- parser events ---- */
+
+static bool conn_over_limits(gr_conn *c)
+{
+	const gr_config *cfg = c->srv->cfg;
+	return c->staged_bytes > cfg->max_inflight_bytes ||
+	       c->wbuf.len + c->writing_bytes > cfg->max_unsent_bytes;
+}
+
+static void conn_reply_method(gr_conn *c, const gr_req *preq)
+{
+	gr_server *s = c->srv;
+	int r = 0;
+
+	switch (preq->method) {
+	case GR_METHOD_PING:
+		r = gr_msg_write_response_header(&c->wbuf, preq->msgid);
+		if (r >= 0)
+			r = gr_mpw_cstr(&c->wbuf, "pong");
+		break;
+	case GR_METHOD_STATS:
+		r = gr_msg_write_response_header(&c->wbuf, preq->msgid);
+		if (r >= 0)
+			r = gr_server_write_stats(s, &c->wbuf);
+		break;
+	case GR_METHOD_INFO:
+		r = gr_msg_write_response_header(&c->wbuf, preq->msgid);
+		if (r >= 0)
+			r = gr_server_write_info(s, &c->wbuf);
+		break;
+	default:
+		conn_reply_error(c, preq->msgid, GR_ERR_INTERNAL, "method not handled");
+		return;
+	}
+	if (r < 0) {
+		gr_conn_close(c);
+		return;
+	}
+	s->stats.requests++;
+	gr_server_mark_dirty(s, c);
+}
+
+static void conn_begin_data(gr_conn *c, const gr_req *preq)
+{
+	gr_server *s = c->srv;
+	gr_request *req = request_new(c, preq);
+
+	if (!req) {
+		gr_req_parser_reject(c->parser, GR_ERR_INTERNAL, "out of memory");
+		conn_reply_error(c, preq->msgid, GR_ERR_INTERNAL, "out of memory");
+		return;
+	}
+	req->op = preq->op;
+	req->dtype = preq->dtype;
+	req->small = preq->data_bytes <= s->small_max;
+	c->cur = req;
+	if (!req->small && !(preq->has_op && preq->has_dtype) &&
+	    preq->data_bytes > s->staging.slot_bytes) {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "'op' and 'dtype' must come before a 'data' larger than %zu bytes",
+			 s->staging.slot_bytes);
+		gr_req_parser_reject(c->parser, GR_ERR_INVALID_PARAMS, "%s", msg);
+		c->cur = NULL;
+		request_fail(req, /* reply= */ true, GR_ERR_INVALID_PARAMS, msg);
+		return;
+	}
+	if (preq->data_bytes == 0) {
+		gr_req_parser_set_dest(c->parser, NULL, 0);
+		return;
+	}
+	c->need_dest = true;
+}
+
+/* Handle one parser event; false stops processing (stalled or closing). */
+static bool conn_on_event(gr_conn *c, gr_req_event ev)
+{
+	gr_server *s = c->srv;
+	const gr_req *preq = gr_req_parser_req(c->parser);
+	gr_request *req = c->cur;
+
+	switch (ev) {
+	case GR_REQ_NEED_MORE:
+		return true;
+	case GR_REQ_DATA:
+		conn_begin_data(c, preq);
+		break;
+	case GR_REQ_DEST_FULL:
+		if (!req)
+			return true;
+		if (!(preq->has_op && preq->has_dtype)) {
+			char msg[160];
+			snprintf(msg, sizeof(msg),
+				 "'op' and 'dtype' must come before a 'data' larger than %zu bytes",
+				 s->staging.slot_bytes);
+			gr_req_parser_reject(c->parser, GR_ERR_INVALID_PARAMS, "%s", msg);
+			c->cur = NULL;
+			request_fail(req, true, GR_ERR_INVALID_PARAMS, msg);
+			break;
+		}
+		req->op = preq->op;
+		req->dtype = preq->dtype;
+		request_submit_filling(req, preq->data_done);
+		c->need_dest = true;
+		break;
+	case GR_REQ_DONE:
+		if (preq->method != GR_METHOD_REDUCE) {
+			conn_reply_method(c, preq);
+		} else if (req) {
+			c->cur = NULL;
+			req->op = preq->op;
+			req->dtype = preq->dtype;
+			req->received = true;
+			if (req->filling)
+				request_submit_filling(req, preq->data_done);
+			else if (req->nsubmitted == 0)
+				gr_partial_identity(req->op, req->dtype, &req->acc);
+			request_settle(req);
+		}
+		break;
+	case GR_REQ_ERROR:
+		if (req) {
+			c->cur = NULL;
+			request_fail(req, /* reply= */ true, preq->err, preq->errmsg);
+		} else {
+			conn_reply_error(c, preq->msgid, preq->err, "%s", preq->errmsg);
+		}
+		break;
+	case GR_REQ_FATAL:
+		log_debug("closing a connection: %s", preq->errmsg);
+		if (req) {
+			c->cur = NULL;
+			request_fail(req, /* reply= */ false, preq->err, preq->errmsg);
+		}
+		conn_reply_error(c, preq->has_msgid ? preq->msgid : 0, preq->err, "%s",
+				 preq->errmsg);
+		c->stall = GR_STALL_CLOSING;
+		return false;
+	}
+	if (c->closing)
+		return false;
+	if (c->need_dest)
+		return conn_set_dest(c) == 0;
+	if (!c->cur && (ev == GR_REQ_DONE || ev == GR_REQ_ERROR)) {
+		/* At a request boundary: the place to apply backpressure. */
+		if (c->draining) {
+			c->stall = GR_STALL_DRAIN;
+			return false;
+		}
+		if (conn_over_limits(c)) {
+			c->stall = GR_STALL_LIMITS;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- reading ---- */
+
+static void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	gr_conn *c = h->data;
+	void *p;
+	size_t n;
+
+	if (c->rpos == c->rlen) {
+		c->rpos = c->rlen = 0;
+		if ((n = gr_req_parser_window(c->parser, &p)) > 0) {
+			c->direct = true;
+			*buf = uv_buf_init(p, (unsigned)(n > UINT32_MAX ? UINT32_MAX : n));
+			return;
+		}
+	} else if (c->rpos > 0) {
+		memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+		c->rlen -= c->rpos;
+		c->rpos = 0;
+	}
+	c->direct = false;
+	*buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(GR_CONN_RBUF_BYTES - c->rlen));
+}
+
+static void conn_read_stop(gr_conn *c)
+{
+	if (c->reading) {
+		uv_read_stop((uv_stream_t *)&c->pipe);
+		c->reading = false;
+	}
+}
+
+static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	gr_conn *c = stream->data;
+
+	if (nread == 0)
+		return;
+	if (nread < 0) {
+		conn_read_stop(c);
+		if (nread != UV_EOF) {
+			log_debug("connection error: %s", uv_strerror((int)nread));
+			gr_conn_close(c);
+			return;
+		}
+		c->eof = true;
+		if (c->cur) {
+			gr_request *req = c->cur;
+			c->cur = NULL;
+			request_fail(req, /* reply= */ false, GR_ERR_INVALID_REQUEST, "truncated");
+		}
+		conn_maybe_close(c);
+		return;
+	}
+	c->srv->stats.bytes_in += (uint64_t)nread;
+	if (c->direct) {
+		c->direct = false;
+		gr_req_event ev = gr_req_parser_commit(c->parser, (size_t)nread);
+		if (!conn_on_event(c, ev)) {
+			conn_read_stop(c);
+			return;
+		}
+	} else {
+		c->rlen += (size_t)nread;
+	}
+	gr_conn_pump(c);
+}
+
+void gr_conn_pump(gr_conn *c)
+{
+	if (c->closing || c->stall == GR_STALL_CLOSING)
+		return;
+	switch (c->stall) {
+	case GR_STALL_STAGING:
+	case GR_STALL_CHUNKS:
+		if (conn_set_dest(c) < 0) {
+			conn_read_stop(c);
+			return;
+		}
+		break;
+	case GR_STALL_LIMITS:
+		if (conn_over_limits(c))
+			return;
+		c->stall = GR_STALL_NONE;
+		break;
+	case GR_STALL_DRAIN:
+		return;
+	default:
+		break;
+	}
+	/* Feed until the parser needs bytes: it may have events left to
+	 * report even when the buffer is empty (a request that ends with an
+	 * empty payload, say). */
+	for (;;) {
+		gr_req_event ev;
+		size_t n = gr_req_parser_feed(c->parser, c->rbuf + c->rpos, c->rlen - c->rpos, &ev);
+		c->rpos += n;
+		if (!conn_on_event(c, ev)) {
+			conn_read_stop(c);
+			return;
+		}
+		if (ev == GR_REQ_NEED_MORE)
+			break;
+	}
+	if (c->eof || c->closing) {
+		conn_maybe_close(c);
+		return;
+	}
+	if (!c->reading) {
+		int r = uv_read_start((uv_stream_t *)&c->pipe, conn_alloc_cb, conn_read_cb);
+		if (r < 0) {
+			log_warning("cannot read from a connection: %s", uv_strerror(r));
+			gr_conn_close(c);
+			return;
+		}
+		c->reading = true;
+	}
+}
+
+static void conn_waiter_wake(gr_staging_waiter *w)
+{
+	gr_conn *c = gr_container_of(w, gr_conn, waiter);
+	gr_server_mark_ready(c->srv, c);
+}
+
+/* ---- writing ---- */
+
+typedef struct conn_write {
+	uv_write_t req;
+	gr_conn *conn;
+	gr_buf buf;
+} conn_write;
+
+static void conn_write_cb(uv_write_t *wr, int status)
+{
+	conn_write *w = gr_container_of(wr, conn_write, req);
+	gr_conn *c = w->conn;
+
+	c->writing_bytes -= w->buf.len;
+	gr_buf_deinit(&w->buf);
+	free(w);
+	if (status < 0) {
+		if (status != UV_ECANCELED)
+			log_debug("write failed: %s", uv_strerror(status));
+		gr_conn_close(c);
+		return;
+	}
+	if (c->stall == GR_STALL_LIMITS)
+		gr_server_mark_ready(c->srv, c);
+	conn_maybe_close(c);
+}
+
+void gr_conn_flush(gr_conn *c)
+{
+	if (c->closing || c->wbuf.len == 0)
+		return;
+	/* Most replies fit in the socket buffer: try the write right away,
+	 * and only hand what is left to libuv. */
+	uv_buf_t b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
+	int n = uv_try_write((uv_stream_t *)&c->pipe, &b, 1);
+	if (n > 0)
+		gr_buf_consume(&c->wbuf, (size_t)n);
+	else if (n < 0 && n != UV_EAGAIN) {
+		log_debug("write failed: %s", uv_strerror(n));
+		gr_conn_close(c);
+		return;
+	}
+	if (c->wbuf.len > 0) {
+		conn_write *w = malloc(sizeof(*w));
+		if (!w) {
+			gr_conn_close(c);
+			return;
+		}
+		w->conn = c;
+		w->buf = c->wbuf;
+		gr_buf_init(&c->wbuf);
+		c->writing_bytes += w->buf.len;
+		b = uv_buf_init((char *)w->buf.data, (unsigned)w->buf.len);
+		int r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, conn_write_cb);
+		if (r < 0) {
+			log_debug("write failed: %s", uv_strerror(r));
+			c->writing_bytes -= w->buf.len;
+			gr_buf_deinit(&w->buf);
+			free(w);
+			gr_conn_close(c);
+			return;
+		}
+	}
+	if (c->stall == GR_STALL_LIMITS)
+		gr_server_mark_ready(c->srv, c);
+	conn_maybe_close(c);
+}
+
+/* ---- lifetime ---- */
+
+static void conn_maybe_close(gr_conn *c)
+{
+	if (c->closing || c->wbuf.len > 0 || c->writing_bytes > 0)
+		return;
+	if (c->stall == GR_STALL_CLOSING ||
+	    ((c->eof || c->draining) && !c->cur && c->nrequests == 0))
+		gr_conn_close(c);
+}
+
+static void conn_close_cb(uv_handle_t *h)
+{
+	gr_conn *c = h->data;
+	gr_server *s = c->srv;
+
+	gr_req_parser_free(c->parser);
+	gr_buf_deinit(&c->wbuf);
+	free(c->rbuf);
+	free(c);
+	gr_server_conn_closed(s);
+}
+
+void gr_conn_close(gr_conn *c)
+{
+	gr_server *s = c->srv;
+
+	if (c->closing)
+		return;
+	c->closing = true;
+	conn_read_stop(c);
+	gr_staging_unwait(&s->staging, &c->waiter);
+	gr_link_del(&c->ready_link);
+	gr_link_del(&c->dirty_link);
+	gr_link_del(&c->link);
+
+	if (c->cur) {
+		gr_request *req = c->cur;
+		c->cur = NULL;
+		request_fail(req, /* reply= */ false, GR_ERR_INTERNAL, "connection closed");
+	}
+	/* Requests still in the backend finish on their own and are dropped. */
+	while (gr_link_linked(&c->requests)) {
+		gr_request *req = gr_container_of(c->requests.next, gr_request, link);
+		gr_link_del(&req->link);
+		req->conn = NULL;
+		c->nrequests--;
+	}
+	s->stats.connections--;
+	uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
+}
+
+void gr_conn_drain(gr_conn *c)
+{
+	c->draining = true;
+	if (!c->cur && c->stall == GR_STALL_NONE) {
+		c->stall = GR_STALL_DRAIN;
+		conn_read_stop(c);
+	}
+	conn_maybe_close(c);
+}
+
+void gr_conn_accept(gr_server *s)
+{
+	gr_conn *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c) {
+		log_error("out of memory accepting a connection");
+		return;
+	}
+	c->srv = s;
+	gr_link_init(&c->link);
+	gr_link_init(&c->ready_link);
+	gr_link_init(&c->dirty_link);
+	gr_link_init(&c->requests);
+	gr_buf_init(&c->wbuf);
+	c->waiter.wake = conn_waiter_wake;
+	if ((r = uv_pipe_init(s->loop, &c->pipe, 0)) < 0) {
+		free(c);
+		log_error("uv_pipe_init: %s", uv_strerror(r));
+		return;
+	}
+	c->pipe.data = c;
+	s->nconns++;
+	s->stats.connections++;
+	gr_link_add_tail(&s->conns, &c->link);
+	if ((r = uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)&c->pipe)) < 0) {
+		log_warning("accept: %s", uv_strerror(r));
+		gr_conn_close(c);
+		return;
+	}
+	s->stats.connections_total++;
+	if (s->stats.connections > s->cfg->max_connections || s->shutting_down) {
+		s->stats.connections_refused++;
+		c->stall = GR_STALL_CLOSING;
+		if (s->shutting_down)
+			conn_reply_error(c, 0, GR_ERR_BUSY, "shutting down");
+		else
+			conn_reply_error(c, 0, GR_ERR_BUSY, "too many connections (the limit is %u)",
+					 s->cfg->max_connections);
+		gr_conn_flush(c);
+		return;
+	}
+	c->rbuf = malloc(GR_CONN_RBUF_BYTES);
+	if (!c->rbuf || gr_req_parser_new(&s->limits, &c->parser) < 0) {
+		log_error("out of memory accepting a connection");
+		gr_conn_close(c);
+		return;
+	}
+	gr_conn_pump(c);
+}

@@ -1,0 +1,620 @@
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/completion.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+#define CANARY_N 256u
+#define CANARY_BYTES 4096u
+#define CANARY_SUM ((uint64_t)CANARY_N * (CANARY_N + 1) / 2)
+
+/* ---- batches ---- */
+
+void gr_server_batch_flush(gr_server *s)
+{
+	gr_job *batch = s->batch_head;
+
+	if (!batch)
+		return;
+	s->batch_head = s->batch_tail = NULL;
+	s->batch_slot = NULL;
+	s->batch_n = 0;
+	s->batch_bytes = 0;
+	uv_timer_stop(&s->batch_timer);
+	s->backend->ops->submit(s->backend, batch);
+}
+
+void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot)
+{
+	if (s->batch_head && s->batch_slot != slot)
+		gr_server_batch_flush(s);
+	job->next = NULL;
+	if (s->batch_tail)
+		s->batch_tail->next = job;
+	else
+		s->batch_head = job;
+	s->batch_tail = job;
+	s->batch_slot = slot;
+	s->batch_n++;
+	s->batch_bytes += job->n * gr_dtype_size(job->dtype);
+	if (s->batch_n >= s->cfg->batch_max_requests || s->batch_bytes >= s->cfg->batch_max_bytes)
+		gr_server_batch_flush(s);
+}
+
+void gr_server_submit(gr_server *s, gr_job *job)
+{
+	job->next = NULL;
+	s->backend->ops->submit(s->backend, job);
+}
+
+static void batch_timer_cb(uv_timer_t *t)
+{
+	gr_server *s = t->data;
+	gr_server_batch_flush(s);
+}
+
+/* ---- the check phase: after each poll, once the loop has read what there was ---- */
+
+void gr_server_mark_ready(gr_server *s, gr_conn *c)
+{
+	if (!c->closing && !gr_link_linked(&c->ready_link))
+		gr_link_add_tail(&s->ready, &c->ready_link);
+}
+
+void gr_server_mark_dirty(gr_server *s, gr_conn *c)
+{
+	if (!c->closing && !gr_link_linked(&c->dirty_link))
+		gr_link_add_tail(&s->dirty, &c->dirty_link);
+}
+
+static void server_check_cb(uv_check_t *h)
+{
+	gr_server *s = h->data;
+
+	for (;;) {
+		gr_staging_run_waiters(&s->staging);
+		while (gr_link_linked(&s->ready)) {
+			gr_conn *c = gr_container_of(s->ready.next, gr_conn, ready_link);
+			gr_link_del(&c->ready_link);
+			gr_conn_pump(c);
+		}
+		if (s->batch_head) {
+			if (s->cfg->batch_delay_us > 0 && !uv_is_active((uv_handle_t *)&s->batch_timer))
+				uv_timer_start(&s->batch_timer, batch_timer_cb,
+					       (s->cfg->batch_delay_us + 999) / 1000, 0);
+			else if (s->cfg->batch_delay_us == 0)
+				gr_server_batch_flush(s);
+		}
+		/* Jobs small enough to run inline are already back. */
+		gr_completion_drain(s->cq);
+		if (!gr_link_linked(&s->ready) && !s->staging.wake_pending)
+			break;
+	}
+	while (gr_link_linked(&s->dirty)) {
+		gr_conn *c = gr_container_of(s->dirty.next, gr_conn, dirty_link);
+		gr_link_del(&c->dirty_link);
+		gr_conn_flush(c);
+	}
+}
+
+/* ---- listening ---- */
+
+static void server_connection_cb(uv_stream_t *listener, int status)
+{
+	gr_server *s = listener->data;
+
+	if (status < 0) {
+		log_warning("accept failed: %s", uv_strerror(status));
+		return;
+	}
+	gr_conn_accept(s);
+}
+
+static int server_listen(gr_server *s, char *errbuf, size_t errlen)
+{
+	int r = uv_listen((uv_stream_t *)&s->listener, SOMAXCONN, server_connection_cb);
+	if (r < 0) {
+		snprintf(errbuf, errlen, "cannot listen on %s: %s", s->path, uv_strerror(r));
+		return r;
+	}
+	s->listening = true;
+	return 0;
+}
+
+/* Is something accepting connections on path? */
+static bool socket_is_live(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	live = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
+	close(fd);
+	return live;
+}
+
+int gr_server_bind(gr_server *s, const char *path, unsigned mode, char *errbuf, size_t errlen)
+{
+	struct stat st;
+	int r;
+
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		snprintf(errbuf, errlen, "socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	if (!(s->path = strdup(path)))
+		return -ENOMEM;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(errbuf, errlen, "%s exists and is not a socket; not replacing it",
+				 path);
+			return -EEXIST;
+		}
+		if (socket_is_live(path)) {
+			snprintf(errbuf, errlen,
+				 "another daemon is already listening on %s", path);
+			return -EADDRINUSE;
+		}
+		if (unlink(path) < 0 && errno != ENOENT) {
+			r = -errno;
+			snprintf(errbuf, errlen, "cannot remove stale socket %s: %s", path,
+				 strerror(errno));
+			return r;
+		}
+		log_info("replaced stale socket %s", path);
+	}
+	if ((r = uv_pipe_init(s->loop, &s->listener, 0)) < 0) {
+		snprintf(errbuf, errlen, "uv_pipe_init: %s", uv_strerror(r));
+		return r;
+	}
+	s->listener.data = s;
+	s->listener_open = true;
+	/* Create the file with no access for others, then set the mode
+	 * meant: never a moment when it is wider. */
+	mode_t old = umask(0177);
+	r = uv_pipe_bind(&s->listener, path);
+	umask(old);
+	if (r < 0) {
+		snprintf(errbuf, errlen, "cannot bind %s: %s", path, uv_strerror(r));
+		return r;
+	}
+	s->created_path = true;
+	if (stat(path, &st) == 0)
+		s->path_ino = st.st_ino;
+	if (chmod(path, mode) < 0) {
+		r = -errno;
+		snprintf(errbuf, errlen, "chmod %s: %s", path, strerror(errno));
+		return r;
+	}
+	return server_listen(s, errbuf, errlen);
+}
+
+int gr_server_open_fd(gr_server *s, int fd, char *errbuf, size_t errlen)
+{
+	char buf[PATH_MAX];
+	size_t len = sizeof(buf);
+	int r;
+
+	if ((r = uv_pipe_init(s->loop, &s->listener, 0)) < 0) {
+		snprintf(errbuf, errlen, "uv_pipe_init: %s", uv_strerror(r));
+		return r;
+	}
+	s->listener.data = s;
+	s->listener_open = true;
+	if ((r = uv_pipe_open(&s->listener, fd)) < 0) {
+		snprintf(errbuf, errlen, "uv_pipe_open: %s", uv_strerror(r));
+		return r;
+	}
+	if (uv_pipe_getsockname(&s->listener, buf, &len) == 0 && len > 0 && len < sizeof(buf)) {
+		buf[len] = '\0';
+		s->path = strdup(buf);
+	} else {
+		s->path = strdup("(passed socket)");
+	}
+	if (!s->path)
+		return -ENOMEM;
+	return server_listen(s, errbuf, errlen);
+}
+
+static void server_unlink_socket(gr_server *s)
+{
+	struct stat st;
+
+	/* Only the file we created, and only if it is still ours. */
+	if (s->created_path && lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    st.st_ino == s->path_ino)
+		unlink(s->path);
+	s->created_path = false;
+}
+
+/* ---- stats and info ---- */
+
+#define W(call)                           \
+	do {                              \
+		int r_ = (call);          \
+		if (r_ < 0)               \
+			return r_;        \
+	} while (0)
+
+static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
+{
+	W(gr_mpw_cstr(b, k));
+	return gr_mpw_uint(b, v);
+}
+
+static int write_kv_str(gr_buf *b, const char *k, const char *v)
+{
+	W(gr_mpw_cstr(b, k));
+	return gr_mpw_cstr(b, v);
+}
+
+int gr_server_write_stats(gr_server *s, gr_buf *b)
+{
+	uint32_t p50, p99, max;
+	gr_backend *be = s->backend;
+	unsigned healthy = 0;
+
+	for (unsigned i = 0; i < be->ndevices; i++) {
+		gr_device_info d = {0};
+		be->ops->describe(be, i, &d);
+		healthy += d.healthy;
+	}
+	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
+	W(gr_mpw_map(b, 15));
+	W(gr_mpw_cstr(b, "uptime_s"));
+	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
+	W(write_kv_str(b, "backend", be->name));
+	W(write_kv_uint(b, "connections", s->stats.connections));
+	W(write_kv_uint(b, "connections_total", s->stats.connections_total));
+	W(write_kv_uint(b, "connections_refused", s->stats.connections_refused));
+	W(write_kv_uint(b, "requests", s->stats.requests));
+	W(write_kv_uint(b, "errors", s->stats.errors));
+	W(write_kv_uint(b, "bytes_in", s->stats.bytes_in));
+	W(write_kv_uint(b, "elements", s->stats.elements));
+	W(write_kv_uint(b, "batches", be->batches));
+	W(gr_mpw_cstr(b, "batch_mean"));
+	W(gr_mpw_f64(b, be->batches ? (double)be->batched_jobs / (double)be->batches : 0.0));
+	W(write_kv_uint(b, "inflight", s->stats.inflight));
+	W(write_kv_uint(b, "devices", be->ndevices));
+	W(write_kv_uint(b, "devices_healthy", healthy));
+	W(gr_mpw_cstr(b, "latency_us"));
+	W(gr_mpw_map(b, 4));
+	W(write_kv_uint(b, "p50", p50));
+	W(write_kv_uint(b, "p99", p99));
+	W(write_kv_uint(b, "max", max));
+	W(write_kv_uint(b, "window", s->stats.lat_n < GR_STATS_WINDOW ? s->stats.lat_n
+								       : GR_STATS_WINDOW));
+	return 0;
+}
+
+static int write_device(gr_buf *b, const gr_device_info *d)
+{
+	bool cuda = !strcmp(d->kind, "cuda");
+
+	W(gr_mpw_map(b, cuda ? 12 : 8));
+	W(write_kv_uint(b, "index", (uint64_t)d->index));
+	W(write_kv_str(b, "kind", d->kind));
+	W(write_kv_str(b, "name", d->name));
+	W(gr_mpw_cstr(b, "healthy"));
+	W(gr_mpw_bool(b, d->healthy));
+	W(write_kv_str(b, "health", d->health));
+	W(write_kv_uint(b, cuda ? "sms" : "threads", d->units));
+	W(write_kv_uint(b, "memory_bytes", d->memory_bytes));
+	W(write_kv_uint(b, "jobs", d->jobs));
+	if (cuda) {
+		W(write_kv_str(b, "compute_capability", d->compute_capability));
+		W(write_kv_uint(b, "driver_version", (uint64_t)d->driver_version));
+		W(write_kv_uint(b, "runtime_version", (uint64_t)d->runtime_version));
+		W(write_kv_str(b, "pci_bus_id", d->pci_bus_id));
+	}
+	return 0;
+}
+
+int gr_server_write_info(gr_server *s, gr_buf *b)
+{
+	gr_backend *be = s->backend;
+	const gr_config *cfg = s->cfg;
+
+	W(gr_mpw_map(b, 5));
+	W(write_kv_str(b, "version", GPURED_VERSION));
+	W(write_kv_str(b, "backend", be->name));
+	W(write_kv_str(b, "socket", s->path ? s->path : ""));
+	W(gr_mpw_cstr(b, "devices"));
+	W(gr_mpw_array(b, be->ndevices));
+	for (unsigned i = 0; i < be->ndevices; i++) {
+		gr_device_info d = {0};
+		be->ops->describe(be, i, &d);
+		W(write_device(b, &d));
+	}
+	W(gr_mpw_cstr(b, "limits"));
+	W(gr_mpw_map(b, 7));
+	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
+	W(write_kv_uint(b, "max_connections", cfg->max_connections));
+	W(write_kv_uint(b, "staging_bytes", be->staging_bytes));
+	W(write_kv_uint(b, "chunk_bytes", s->staging.slot_bytes));
+	W(write_kv_uint(b, "small_max_bytes", s->small_max));
+	W(write_kv_uint(b, "max_inflight_bytes", cfg->max_inflight_bytes));
+	W(write_kv_uint(b, "max_unsent_bytes", cfg->max_unsent_bytes));
+	return 0;
+}
+
+void gr_server_status(gr_server *s, char *buf, size_t len)
+{
+	static uint64_t last_ns, last_requests;
+	uint64_t now = uv_hrtime();
+	double rate = 0;
+
+	if (last_ns && now > last_ns)
+		rate = (double)(s->stats.requests - last_requests) * 1e9 / (double)(now - last_ns);
+	last_ns = now;
+	last_requests = s->stats.requests;
+	snprintf(buf, len, "backend %s, %u device%s, %llu connection%s, %.0f req/s",
+		 s->backend->name, s->backend->ndevices, s->backend->ndevices == 1 ? "" : "s",
+		 (unsigned long long)s->stats.connections, s->stats.connections == 1 ? "" : "s",
+		 rate);
+}
+
+/* ---- canaries ---- */
+
+static void canary_done(gr_job *job)
+{
+	gr_server *s = job->userdata;
+
+	if (job->status < 0 || job->result.count != CANARY_N || job->result.v.u != CANARY_SUM) {
+		if (s->canary_ok)
+			log_warning("canary reduction on device %d failed: %s", job->device,
+				    job->status < 0 ? job->errmsg : "wrong result");
+		s->canary_ok = false;
+	}
+	if (--s->canary_pending == 0 && s->canary_cb)
+		s->canary_cb(s->canary_userdata, s->canary_ok);
+}
+
+int gr_server_canary(gr_server *s, void (*cb)(void *userdata, bool ok), void *userdata)
+{
+	gr_backend *be = s->backend;
+
+	if (s->canary_pending)
+		return -EBUSY;
+	s->canary_cb = cb;
+	s->canary_userdata = userdata;
+	s->canary_ok = true;
+	s->canary_pending = be->ndevices;
+	for (unsigned i = 0; i < be->ndevices; i++) {
+		gr_job *j = &s->canary_jobs[i];
+		*j = (gr_job){
+			.op = GR_OP_SUM,
+			.dtype = GR_DT_I32,
+			.data = s->canary_data,
+			.n = CANARY_N,
+			.device = (int)i,
+			.done = canary_done,
+			.userdata = s,
+		};
+		be->ops->submit(be, j);
+	}
+	return 0;
+}
+
+/* ---- life cycle ---- */
+
+static void server_finish(gr_server *s);
+
+static void server_close_all(gr_server *s)
+{
+	while (gr_link_linked(&s->conns))
+		gr_conn_close(gr_container_of(s->conns.next, gr_conn, link));
+}
+
+static void shutdown_timer_cb(uv_timer_t *t)
+{
+	gr_server *s = t->data;
+
+	log_warning("shutdown timeout: closing %u connection%s with requests in flight",
+		    s->nconns, s->nconns == 1 ? "" : "s");
+	server_close_all(s);
+}
+
+static void signal_cb(uv_signal_t *h, int signum)
+{
+	gr_server *s = h->data;
+
+	if (s->shutting_down) {
+		log_notice("%s again: closing every connection now", strsignal(signum));
+		server_close_all(s);
+		return;
+	}
+	log_notice("%s: finishing requests in flight, then exiting", strsignal(signum));
+	gr_server_shutdown(s);
+}
+
+void gr_server_conn_closed(gr_server *s)
+{
+	s->nconns--;
+	if (s->shutting_down && s->nconns == 0)
+		server_finish(s);
+}
+
+void gr_server_shutdown(gr_server *s)
+{
+	if (s->shutting_down)
+		return;
+	s->shutting_down = true;
+	if (s->on_shutdown)
+		s->on_shutdown(s);
+	if (s->listener_open) {
+		uv_close((uv_handle_t *)&s->listener, NULL);
+		s->listener_open = s->listening = false;
+	}
+	server_unlink_socket(s);
+	uv_timer_start(&s->shutdown_timer, shutdown_timer_cb, s->cfg->shutdown_timeout_ms, 0);
+	gr_link *l = s->conns.next;
+	while (l != &s->conns) {
+		gr_conn *c = gr_container_of(l, gr_conn, link);
+		l = l->next;
+		gr_conn_drain(c);
+	}
+	if (s->nconns == 0)
+		server_finish(s);
+}
+
+static void server_close_handles(gr_server *s)
+{
+	if (s->listener_open) {
+		uv_close((uv_handle_t *)&s->listener, NULL);
+		s->listener_open = s->listening = false;
+	}
+	if (s->handles_open) {
+		uv_close((uv_handle_t *)&s->check, NULL);
+		uv_close((uv_handle_t *)&s->batch_timer, NULL);
+		uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
+		uv_close((uv_handle_t *)&s->sigterm, NULL);
+		uv_close((uv_handle_t *)&s->sigint, NULL);
+		s->handles_open = false;
+	}
+}
+
+/* Every connection is gone: close our handles so the loop can end. The
+ * completion queue stays until the backend has given every job back. */
+static void server_finish(gr_server *s)
+{
+	if (s->finished)
+		return;
+	s->finished = true;
+	server_close_handles(s);
+	if (s->on_finished)
+		s->on_finished(s);
+	uv_stop(s->loop);
+}
+
+int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *errbuf,
+		  size_t errlen)
+{
+	gr_backend_config bc = {
+		.staging_bytes = cfg->staging_bytes,
+		.chunk_bytes = cfg->chunk_bytes,
+		.threads = cfg->threads,
+		.streams = cfg->streams,
+		.inline_max_bytes = cfg->inline_max_bytes,
+		.fault = cfg->fault,
+	};
+	gr_server *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->loop = loop;
+	s->cfg = cfg;
+	gr_link_init(&s->conns);
+	gr_link_init(&s->ready);
+	gr_link_init(&s->dirty);
+	gr_stats_init(&s->stats, uv_hrtime());
+	s->limits.max_data_bytes = cfg->max_request_bytes;
+
+	if ((r = gr_completion_new(loop, &s->cq)) < 0) {
+		snprintf(errbuf, errlen, "cannot create the completion queue: %s", uv_strerror(r));
+		free(s);
+		return r;
+	}
+
+	char why[256] = "";
+	r = -ENODEV;
+	if (cfg->backend != GR_BACKEND_CPU) {
+		r = gr_backend_cuda_new(&bc, s->cq, &s->backend, why, sizeof(why));
+		if (r < 0 && cfg->backend == GR_BACKEND_CUDA) {
+			snprintf(errbuf, errlen, "CUDA backend unavailable: %s", why);
+			goto fail;
+		}
+		if (r < 0)
+			log_info("no CUDA backend (%s); using the CPU", why);
+	}
+	if (r < 0 && (r = gr_backend_cpu_new(&bc, s->cq, &s->backend, why, sizeof(why))) < 0) {
+		snprintf(errbuf, errlen, "CPU backend: %s", why);
+		goto fail;
+	}
+
+	/* The last CANARY_BYTES of staging hold the canary's data; the rest
+	 * is carved into slots. */
+	gr_backend *be = s->backend;
+	if (be->chunk_bytes == 0 || be->staging_bytes < be->chunk_bytes + CANARY_BYTES) {
+		snprintf(errbuf, errlen, "staging (%zu bytes) must hold a chunk (%zu bytes) and 4 KiB",
+			 be->staging_bytes, be->chunk_bytes);
+		r = -EINVAL;
+		goto fail;
+	}
+	s->canary_data = (int32_t *)(be->staging + be->staging_bytes - CANARY_BYTES);
+	for (unsigned i = 0; i < CANARY_N; i++)
+		s->canary_data[i] = (int32_t)(i + 1);
+	if ((r = gr_staging_init(&s->staging, be->staging, be->staging_bytes - CANARY_BYTES,
+				 be->chunk_bytes)) < 0) {
+		snprintf(errbuf, errlen, "cannot carve staging: %s", strerror(-r));
+		goto fail;
+	}
+	s->canary_jobs = calloc(be->ndevices, sizeof(gr_job));
+	if (!s->canary_jobs) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	s->small_max = cfg->small_max_bytes < s->staging.slot_bytes ? cfg->small_max_bytes
+								      : s->staging.slot_bytes;
+
+	uv_check_init(loop, &s->check);
+	s->check.data = s;
+	uv_check_start(&s->check, server_check_cb);
+	uv_timer_init(loop, &s->batch_timer);
+	s->batch_timer.data = s;
+	uv_timer_init(loop, &s->shutdown_timer);
+	s->shutdown_timer.data = s;
+	uv_signal_init(loop, &s->sigterm);
+	uv_signal_init(loop, &s->sigint);
+	s->sigterm.data = s->sigint.data = s;
+	uv_signal_start(&s->sigterm, signal_cb, SIGTERM);
+	uv_signal_start(&s->sigint, signal_cb, SIGINT);
+	/* Neither the signal handles nor the timers keep the loop alive by
+	 * themselves: the listener and the connections do. */
+	uv_unref((uv_handle_t *)&s->sigterm);
+	uv_unref((uv_handle_t *)&s->sigint);
+	uv_unref((uv_handle_t *)&s->check);
+	s->handles_open = true;
+	*ret = s;
+	return 0;
+
+fail:
+	s->backend = gr_backend_free(s->backend);
+	gr_staging_deinit(&s->staging);
+	gr_completion_close(s->cq);
+	uv_run(loop, UV_RUN_NOWAIT);
+	free(s->canary_jobs);
+	free(s);
+	return r;
+}
+
+void gr_server_free(gr_server *s)
+{
+	if (!s)
+		return;
+	server_unlink_socket(s);
+	server_close_handles(s);
+	/* Wait for the backend's threads to give every job back, then run
+	 * the callbacks that release what those jobs held. */
+	s->backend->ops->free(s->backend);
+	s->backend = NULL;
+	gr_completion_drain(s->cq);
+	gr_completion_close(s->cq);
+	uv_run(s->loop, UV_RUN_DEFAULT);
+	gr_staging_deinit(&s->staging);
+	free(s->canary_jobs);
+	free(s->path);
+	free(s);
+}

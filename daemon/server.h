@@ -1,0 +1,205 @@
+/*
+ * The server: one libuv loop thread owning the listening socket and every
+ * connection, the staging memory and the backend.
+ *
+ * A request's data is read straight into staging. Small requests take a
+ * piece of the shared batch slot and are queued on the pending batch,
+ * which goes to the backend when it is full or when the loop has nothing
+ * more to read right now (the check phase, after each poll). Larger ones
+ * are reduced chunk by chunk as they arrive: each full slot is submitted
+ * at once, at most GR_MAX_CHUNKS_INFLIGHT per request, and the chunk
+ * results are combined in order, so the result does not depend on how the
+ * bytes arrived. Finished jobs come back through the completion queue and
+ * their replies are written from the check phase, coalesced per
+ * connection.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon/backend.h"
+#include "daemon/config.h"
+#include "daemon/staging.h"
+#include "daemon/stats.h"
+#include "proto/mp.h"
+#include "proto/request.h"
+
+#define GR_CONN_RBUF_BYTES (64u * 1024u)
+#define GR_MAX_CHUNKS_INFLIGHT 2u
+
+typedef struct gr_server gr_server;
+typedef struct gr_conn gr_conn;
+typedef struct gr_request gr_request;
+
+/* Intrusive doubly-linked list. */
+typedef struct gr_link {
+	struct gr_link *next, *prev;
+} gr_link;
+
+typedef struct gr_chunk {
+	gr_job job;
+	gr_request *req;
+	gr_slot *slot;
+	size_t staged;  /* bytes charged to the connection */
+	bool done;
+} gr_chunk;
+
+struct gr_request {
+	gr_server *srv;
+	gr_conn *conn;  /* NULL once its connection is gone */
+	gr_link link;   /* in conn->requests */
+	uint32_t msgid;
+	gr_op op;
+	gr_dtype dtype;
+	uint64_t start_ns;
+	uint64_t data_bytes;
+	bool small;     /* packed into a batch slot */
+	bool received;  /* the whole request was parsed */
+	bool failed;    /* answered with an error; results are dropped */
+
+	/* The chunk pipeline: chunk k lives in chunks[k % GR_MAX_CHUNKS_INFLIGHT]. */
+	gr_chunk chunks[GR_MAX_CHUNKS_INFLIGHT];
+	unsigned nsubmitted, ncombined;
+	gr_chunk *filling;       /* the chunk being written, or NULL */
+	uint64_t filling_start;  /* data offset where it begins */
+	gr_partial acc;
+};
+
+typedef enum gr_stall {
+	GR_STALL_NONE,
+	GR_STALL_STAGING,   /* waiting for a staging slot */
+	GR_STALL_CHUNKS,    /* the request has its maximum of chunks in flight */
+	GR_STALL_LIMITS,    /* in-flight or unsent bytes over their bounds */
+	GR_STALL_DRAIN,     /* shutting down: no new requests */
+	GR_STALL_CLOSING,   /* answering a fatal error, then closing */
+} gr_stall;
+
+struct gr_conn {
+	uv_pipe_t pipe;
+	gr_server *srv;
+	gr_link link;        /* in srv->conns */
+	gr_link ready_link;  /* in srv->ready when it should be pumped */
+	gr_link dirty_link;  /* in srv->dirty when wbuf has bytes to write */
+	gr_req_parser *parser;
+	uint8_t *rbuf;
+	size_t rpos, rlen;
+	bool direct;         /* the current read goes straight into staging */
+	bool reading;
+	bool closing;
+	bool eof;
+	bool draining;
+	bool need_dest;      /* the parser waits for a destination */
+	gr_stall stall;
+	gr_staging_waiter waiter;
+	gr_request *cur;     /* the request whose data is arriving */
+	gr_link requests;    /* every request not yet finished */
+	unsigned nrequests;
+	uint64_t staged_bytes;  /* staging held by this connection's requests */
+	gr_buf wbuf;
+	size_t writing_bytes;   /* handed to uv_write, not yet written */
+};
+
+struct gr_server {
+	uv_loop_t *loop;
+	const gr_config *cfg;
+	gr_backend *backend;
+	gr_completion *cq;
+	gr_staging staging;
+	gr_stats stats;
+	gr_req_limits limits;
+	size_t small_max;
+
+	uv_pipe_t listener;
+	bool listener_open;
+	bool listening;
+	bool handles_open;
+	char *path;
+	bool created_path;  /* we bound it, so we remove it */
+	uint64_t path_ino;
+	uv_check_t check;
+	uv_timer_t batch_timer;
+	uv_timer_t shutdown_timer;
+	uv_signal_t sigterm, sigint;
+
+	gr_link conns, ready, dirty;
+	unsigned nconns;
+
+	/* The pending batch: jobs whose data lie in batch_slot. */
+	gr_job *batch_head, *batch_tail;
+	gr_slot *batch_slot;
+	unsigned batch_n;
+	size_t batch_bytes;
+
+	/* Canary reductions for the watchdog: one job per device. */
+	int32_t *canary_data;
+	gr_job *canary_jobs;
+	unsigned canary_pending;
+	bool canary_ok;
+	void (*canary_cb)(void *userdata, bool ok);
+	void *canary_userdata;
+
+	bool shutting_down;
+	bool finished;
+	void (*on_shutdown)(gr_server *s); /* shutdown begins */
+	void (*on_finished)(gr_server *s); /* every connection is gone */
+	void *userdata;
+};
+
+/* server.c */
+int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *errbuf,
+		  size_t errlen);
+/* Listen on path (replacing a stale socket), or on a socket passed in. */
+int gr_server_bind(gr_server *s, const char *path, unsigned mode, char *errbuf, size_t errlen);
+int gr_server_open_fd(gr_server *s, int fd, char *errbuf, size_t errlen);
+void gr_server_shutdown(gr_server *s);
+/* After the loop stopped: release the backend and every handle. */
+void gr_server_free(gr_server *s);
+/* One line for systemd's STATUS=. */
+void gr_server_status(gr_server *s, char *buf, size_t len);
+/* Run a small known reduction on every device; cb(ok) when all are back.
+ * -EBUSY while a round is still out. */
+int gr_server_canary(gr_server *s, void (*cb)(void *userdata, bool ok), void *userdata);
+
+void gr_server_mark_ready(gr_server *s, gr_conn *c);
+void gr_server_mark_dirty(gr_server *s, gr_conn *c);
+void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot);
+void gr_server_batch_flush(gr_server *s);
+void gr_server_submit(gr_server *s, gr_job *job);
+int gr_server_write_stats(gr_server *s, gr_buf *b);
+int gr_server_write_info(gr_server *s, gr_buf *b);
+void gr_server_conn_closed(gr_server *s);
+
+/* conn.c */
+void gr_conn_accept(gr_server *s);
+void gr_conn_pump(gr_conn *c);
+void gr_conn_flush(gr_conn *c);
+void gr_conn_drain(gr_conn *c);
+void gr_conn_close(gr_conn *c);
+
+/* list helpers */
+static inline void gr_link_init(gr_link *l)
+{
+	l->next = l->prev = l;
+}
+static inline bool gr_link_linked(const gr_link *l)
+{
+	return l->next && l->next != l;
+}
+static inline void gr_link_add_tail(gr_link *head, gr_link *l)
+{
+	l->prev = head->prev;
+	l->next = head;
+	head->prev->next = l;
+	head->prev = l;
+}
+static inline void gr_link_del(gr_link *l)
+{
+	if (!gr_link_linked(l))
+		return;
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->next = l->prev = l;
+}
+#define gr_container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))

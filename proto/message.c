@@ -1,0 +1,208 @@
+#include <errno.h>
+#include <string.h>
+
+#include "message.h"
+
+int gr_msg_write_request_header(gr_buf *b, uint32_t msgid, gr_method m, uint32_t nparams)
+{
+	const char *name = gr_method_name(m);
+	int r;
+
+	if (!name)
+		return -EINVAL;
+	r = gr_mpw_array(b, 4);
+	if (r >= 0)
+		r = gr_mpw_uint(b, GR_MSG_REQUEST);
+	if (r >= 0)
+		r = gr_mpw_uint(b, msgid);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, name);
+	if (r >= 0)
+		r = gr_mpw_array(b, nparams);
+	return r;
+}
+
+int gr_msg_write_request(gr_buf *b, uint32_t msgid, gr_method m)
+{
+	return gr_msg_write_request_header(b, msgid, m, 0);
+}
+
+int gr_msg_write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt, uint32_t nbytes)
+{
+	const char *opname = gr_op_name(op), *dtname = gr_dtype_name(dt);
+	int r;
+
+	if (!opname || !dtname)
+		return -EINVAL;
+	r = gr_msg_write_request_header(b, msgid, GR_METHOD_REDUCE, 1);
+	if (r >= 0)
+		r = gr_mpw_map(b, 3);
+	/* op and dtype first: the daemon reduces data as it arrives. */
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "op");
+	if (r >= 0)
+		r = gr_mpw_cstr(b, opname);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "dtype");
+	if (r >= 0)
+		r = gr_mpw_cstr(b, dtname);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "data");
+	if (r >= 0)
+		r = gr_mpw_bin_header(b, nbytes);
+	return r;
+}
+
+int gr_msg_write_response_header(gr_buf *b, uint32_t msgid)
+{
+	int r;
+
+	r = gr_mpw_array(b, 4);
+	if (r >= 0)
+		r = gr_mpw_uint(b, GR_MSG_RESPONSE);
+	if (r >= 0)
+		r = gr_mpw_uint(b, msgid);
+	if (r >= 0)
+		r = gr_mpw_nil(b);
+	return r;
+}
+
+int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count)
+{
+	int r;
+
+	if (v->kind != GR_KIND_I64 && v->kind != GR_KIND_U64 && v->kind != GR_KIND_F64)
+		return -EINVAL;
+	r = gr_msg_write_response_header(b, msgid);
+	if (r >= 0)
+		r = gr_mpw_map(b, 2);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "value");
+	if (r >= 0) {
+		switch (v->kind) {
+		case GR_KIND_I64:
+			r = gr_mpw_int(b, v->i);
+			break;
+		case GR_KIND_U64:
+			r = gr_mpw_uint(b, v->u);
+			break;
+		default:
+			r = gr_mpw_f64(b, v->f);
+			break;
+		}
+	}
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "count");
+	if (r >= 0)
+		r = gr_mpw_uint(b, count);
+	return r;
+}
+
+int gr_msg_write_error(gr_buf *b, uint32_t msgid, gr_err code, const char *message)
+{
+	const char *name = code == GR_OK ? NULL : gr_err_name(code);
+	int r;
+
+	if (!name)
+		return -EINVAL;
+	r = gr_mpw_array(b, 4);
+	if (r >= 0)
+		r = gr_mpw_uint(b, GR_MSG_RESPONSE);
+	if (r >= 0)
+		r = gr_mpw_uint(b, msgid);
+	if (r >= 0)
+		r = gr_mpw_map(b, 2);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "code");
+	if (r >= 0)
+		r = gr_mpw_cstr(b, name);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "message");
+	if (r >= 0)
+		r = gr_mpw_cstr(b, message ? message : name);
+	if (r >= 0)
+		r = gr_mpw_nil(b);
+	return r;
+}
+
+int gr_msg_parse_response(const gr_obj *root, uint32_t *ret_msgid, gr_err *ret_code,
+			  const char **ret_msg, uint32_t *ret_msglen, const gr_obj **ret_result)
+{
+	const gr_obj *it, *err, *code, *msg;
+	gr_err c = GR_OK;
+
+	if (!root || root->type != GR_MP_ARRAY || root->len != 4)
+		return -EBADMSG;
+	it = root->v.items;
+	if (it[0].type != GR_MP_UINT || it[0].v.u != GR_MSG_RESPONSE)
+		return -EBADMSG;
+	if (it[1].type != GR_MP_UINT || it[1].v.u > UINT32_MAX)
+		return -EBADMSG;
+	err = &it[2];
+	msg = NULL;
+	if (err->type == GR_MP_NIL) {
+		/* success: any result object */
+	} else if (err->type == GR_MP_MAP) {
+		code = gr_obj_get(err, "code");
+		msg = gr_obj_get(err, "message");
+		if (!code || code->type != GR_MP_STR)
+			return -EBADMSG;
+		if (msg && msg->type != GR_MP_STR)
+			return -EBADMSG;
+		if (!gr_err_parse(code->v.str, code->len, &c))
+			c = GR_ERR_INTERNAL;
+		if (it[3].type != GR_MP_NIL)
+			return -EBADMSG;
+	} else {
+		return -EBADMSG;
+	}
+
+	if (ret_msgid)
+		*ret_msgid = (uint32_t)it[1].v.u;
+	if (ret_code)
+		*ret_code = c;
+	if (ret_msg)
+		*ret_msg = msg ? msg->v.str : NULL;
+	if (ret_msglen)
+		*ret_msglen = msg ? msg->len : 0;
+	if (ret_result)
+		*ret_result = c == GR_OK ? &it[3] : NULL;
+	return 0;
+}
+
+int gr_msg_parse_reduce_result(const gr_obj *result, gr_kind kind, gr_value *ret_value,
+			       uint64_t *ret_count)
+{
+	const gr_obj *v = gr_obj_get(result, "value"), *n = gr_obj_get(result, "count");
+	gr_value out = { .kind = kind };
+
+	if (!v || !n || n->type != GR_MP_UINT)
+		return -EBADMSG;
+	switch (kind) {
+	case GR_KIND_I64:
+		if (v->type == GR_MP_INT)
+			out.i = v->v.i;
+		else if (v->type == GR_MP_UINT && v->v.u <= INT64_MAX)
+			out.i = (int64_t)v->v.u;
+		else
+			return -EBADMSG;
+		break;
+	case GR_KIND_U64:
+		if (v->type != GR_MP_UINT)
+			return -EBADMSG;
+		out.u = v->v.u;
+		break;
+	case GR_KIND_F64:
+		if (v->type != GR_MP_FLOAT)
+			return -EBADMSG;
+		out.f = v->v.f;
+		break;
+	default:
+		return -EBADMSG;
+	}
+	if (ret_value)
+		*ret_value = out;
+	if (ret_count)
+		*ret_count = n->v.u;
+	return 0;
+}

@@ -1,0 +1,129 @@
+"""Start the built gpured on a temporary socket and talk to it over raw
+sockets, with msgpack (Debian's python3-msgpack) as an independent codec."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import msgpack
+
+GPURED = os.environ.get("GPURED", "")
+
+
+class Daemon:
+    def __init__(self, *args, env=None):
+        self.dir = tempfile.mkdtemp(prefix="gpured-test-")
+        self.path = os.path.join(self.dir, "gpured.sock")
+        self.args = [GPURED, "--socket", self.path, "--backend", "cpu", *args]
+        self.log = open(os.path.join(self.dir, "stderr"), "w+")
+        e = dict(os.environ)
+        e.pop("NOTIFY_SOCKET", None)
+        e.pop("LISTEN_FDS", None)
+        if env:
+            e.update(env)
+        self.proc = subprocess.Popen(self.args, stderr=self.log, env=e)
+        self.wait_listening()
+
+    def wait_listening(self, timeout=10.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError("gpured exited with %d: %s" % (self.proc.returncode, self.stderr()))
+            try:
+                c = Client(self.path)
+                c.close()
+                return
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError("gpured did not start listening: " + self.stderr())
+
+    def stderr(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def rss_hwm_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        return 0
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def stop(self, timeout=10.0):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        self.log.close()
+        rc = self.proc.returncode
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return rc
+
+
+class Client:
+    def __init__(self, path, timeout=10.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
+        self.msgid = 0
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def request(self, method, params, msgid=None):
+        if msgid is None:
+            self.msgid += 1
+            msgid = self.msgid
+        self.send(msgpack.packb([0, msgid, method, params], use_bin_type=True))
+        return msgid
+
+    def recv(self):
+        """The next message, or None at end of stream."""
+        while True:
+            for obj in self.unpacker:
+                return obj
+            data = self.sock.recv(1 << 16)
+            if not data:
+                return None
+            self.unpacker.feed(data)
+
+    def call(self, method, params=()):
+        msgid = self.request(method, list(params))
+        resp = self.recv()
+        assert resp is not None, "connection closed"
+        assert resp[0] == 1 and resp[1] == msgid, resp
+        return resp[2], resp[3]
+
+    def reduce(self, op, dtype, data):
+        return self.call("reduce", [{"op": op, "dtype": dtype, "data": data}])
+
+    def closed(self):
+        """True when the server closed the connection (after any replies)."""
+        try:
+            while True:
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
