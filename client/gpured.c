@@ -996,6 +996,9 @@ int gpured_stats(gpured_t *g, gpured_stats_t *ret)
 		snprintf(s.backend, sizeof(s.backend), "%.*s", (int)o->len, o->v.str);
 	s.connections = obj_u64(gr_obj_get(res, "connections"));
 	s.connections_total = obj_u64(gr_obj_get(res, "connections_total"));
+	s.connections_refused = obj_u64(gr_obj_get(res, "connections_refused"));
+	s.devices = obj_u64(gr_obj_get(res, "devices"));
+	s.devices_healthy = obj_u64(gr_obj_get(res, "devices_healthy"));
 	s.requests = obj_u64(gr_obj_get(res, "requests"));
 	s.errors = obj_u64(gr_obj_get(res, "errors"));
 	s.bytes_in = obj_u64(gr_obj_get(res, "bytes_in"));
@@ -1073,7 +1076,17 @@ static int scalar_text(gr_buf *b, const gr_obj *o, bool json)
 	case GR_MP_FLOAT:
 		if (o->v.f != o->v.f || o->v.f - o->v.f != 0)
 			return buf_printf(b, json ? "null" : "%g", o->v.f);
-		return buf_printf(b, json ? "%.17g" : "%.15g", o->v.f);
+		if (!json)
+			return buf_printf(b, "%.15g", o->v.f);
+		/* The shortest digits that read back as the same double. */
+		for (int prec = 15; prec < 17; prec++) {
+			char t[40];
+
+			snprintf(t, sizeof(t), "%.*g", prec, o->v.f);
+			if (strtod(t, NULL) == o->v.f)
+				return buf_printf(b, "%s", t);
+		}
+		return buf_printf(b, "%.17g", o->v.f);
 	case GR_MP_STR:
 		if (json)
 			return json_string(b, o->v.str, o->len);

@@ -428,6 +428,10 @@ static void test_reduce(void)
 	CHECK_EQ(gpured_stats(g, &st), 0);
 	CHECK_MSG(st.requests >= 6 * 9 * 4, "stats requests %llu", (unsigned long long)st.requests);
 	CHECK(st.connections >= 1);
+	/* min and max of nothing, for every dtype, were errors. */
+	CHECK_MSG(st.errors >= 12, "stats errors %llu", (unsigned long long)st.errors);
+	CHECK(st.elements >= 1000003);
+	CHECK(st.devices >= 1 && st.devices_healthy == st.devices);
 	CHECK_MSG(strstr(st.backend, "cpu"), "backend '%s'", st.backend);
 	char *s = NULL;
 	CHECK_EQ(gpured_info_json(g, &s), 0);
