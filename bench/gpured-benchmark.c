@@ -340,7 +340,7 @@ static void usage(FILE *f)
 		"  -s, --socket PATH    Daemon socket (default: $GPURED_SOCKET, else the daemon's default)\n"
 		"  -c N                 Connections, one thread each (default 8)\n"
 		"  -P N                 Requests in flight per connection (default 1)\n"
-		"  -n N                 Total requests (default 100000)\n"
+		"  -n N                 Total requests (default 100000; 0 with -t: no limit)\n"
 		"  -d N                 Elements per request (default 256)\n"
 		"      --dtype T        i32 i64 u32 u64 f32 f64 (default f32)\n"
 		"      --op OP          sum min max sumsq (default sum)\n"
@@ -474,7 +474,10 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < o.conns; i++) {
 		w[i].o = &o;
 		w[i].d = &d;
-		w[i].quota = o.requests / o.conns + (i < o.requests % o.conns);
+		if (o.requests == 0 && o.seconds > 0)
+			w[i].quota = UINT64_MAX;
+		else
+			w[i].quota = o.requests / o.conns + (i < o.requests % o.conns);
 		if (pthread_create(&w[i].thread, NULL, worker_run, &w[i]) != 0) {
 			fprintf(stderr, "gpured-benchmark: cannot start thread\n");
 			return 1;

@@ -98,6 +98,8 @@ struct gpured {
 	gr_buf wbuf;
 	gr_buf rbuf;
 
+	int timeout_ms; /* -1: wait for ever */
+
 	char errmsg[256];
 	char errcode[32];
 };
@@ -227,6 +229,8 @@ const char *gpured_strerror(int err)
 		return "File name too long";
 	case -ENOMEM:
 		return "Cannot allocate memory";
+	case -ETIMEDOUT:
+		return "Timed out waiting for the server";
 	}
 	/* strerror() may share a buffer between threads for unknown codes;
 	 * everything this library returns is listed above. */
@@ -344,6 +348,7 @@ int gpured_connect(const char *path, gpured_t **ret)
 	}
 	g->fd = fd;
 	g->next_id = 1;
+	g->timeout_ms = -1;
 	gr_buf_init(&g->wbuf);
 	gr_buf_init(&g->rbuf);
 	*ret = g;
@@ -372,6 +377,11 @@ void gpured_close(gpured_t *g)
 	if (g->fd >= 0)
 		close(g->fd);
 	free(g);
+}
+
+void gpured_set_timeout(gpured_t *g, int timeout_ms)
+{
+	g->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
 }
 
 int gpured_fd(const gpured_t *g)
@@ -590,20 +600,37 @@ static int conn_read(gpured_t *g)
 }
 
 /* Block until the socket is readable, then read. */
-static int conn_wait_read(gpured_t *g)
+/*
+ * Wait for events on the socket, at most g->timeout_ms without any: a
+ * timeout leaves a request half sent or unanswered, so it ends the
+ * connection. Returns the revents, or the error.
+ */
+static int conn_poll(gpured_t *g, short events)
 {
-	struct pollfd pfd = { .fd = g->fd, .events = POLLIN };
+	struct pollfd pfd = { .fd = g->fd, .events = events };
 
 	for (;;) {
-		int r = poll(&pfd, 1, -1);
+		int r = poll(&pfd, 1, g->timeout_ms);
 
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			return conn_fail(g, -errno, "poll: %s", strerror(errno));
 		}
-		return conn_read(g);
+		if (r == 0)
+			return conn_fail(g, -ETIMEDOUT, "no progress with the server for %d ms",
+					 g->timeout_ms);
+		return pfd.revents;
 	}
+}
+
+static int conn_wait_read(gpured_t *g)
+{
+	int r = conn_poll(g, POLLIN);
+
+	if (r < 0)
+		return r;
+	return conn_read(g);
 }
 
 /*
@@ -617,7 +644,6 @@ static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
 		ssize_t k = sendmsg(g->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (k < 0) {
-			struct pollfd pfd = { .fd = g->fd, .events = POLLIN | POLLOUT };
 			int r;
 
 			if (errno == EINTR)
@@ -632,13 +658,10 @@ static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
 			}
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				return conn_fail(g, -errno, "send: %s", strerror(errno));
-			r = poll(&pfd, 1, -1);
-			if (r < 0) {
-				if (errno == EINTR)
-					continue;
-				return conn_fail(g, -errno, "poll: %s", strerror(errno));
-			}
-			if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
+			r = conn_poll(g, POLLIN | POLLOUT);
+			if (r < 0)
+				return r;
+			if (r & (POLLIN | POLLHUP | POLLERR)) {
 				r = conn_read(g);
 				if (r < 0)
 					return r;

@@ -113,6 +113,14 @@ int gpured_connect(const char *path, gpured_t **ret);
 /* Close the connection and free the handle; NULL is fine. Requests still
  * outstanding are dropped. */
 void gpured_close(gpured_t *g);
+/*
+ * Give up when the server makes no progress (accepts no bytes, sends no
+ * reply) for timeout_ms while a call waits: the call then fails with
+ * -ETIMEDOUT and the connection is dead. Negative: wait for ever (the
+ * default).
+ */
+void gpured_set_timeout(gpured_t *g, int timeout_ms);
+
 /* The socket's file descriptor (for poll(); do not read or write it). */
 int gpured_fd(const gpured_t *g);
 

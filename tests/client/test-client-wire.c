@@ -564,6 +564,30 @@ static void test_fatal_with_id(void)
 	server_stop(&s);
 }
 
+/* A server that reads but never answers: the timeout ends the wait. */
+static void srv_silent(server *s)
+{
+	srv_next(s, NULL);
+	char x;
+	(void)!read(s->fd, &x, 1);
+}
+
+static void test_timeout(void)
+{
+	int64_t x = 1;
+	gpured_value v;
+	server s;
+	gpured_t *g;
+
+	server_start(&s, srv_silent);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	gpured_set_timeout(g, 100);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_SUM, GPURED_I64, &x, 1, &v), -ETIMEDOUT);
+	CHECK_EQ(gpured_ping(g), -ETIMEDOUT);
+	gpured_close(g);
+	server_stop(&s);
+}
+
 /* ---- scenario: replies pile up while a large request is written ------- */
 
 #define FLOOD_SMALL 40000
@@ -640,6 +664,7 @@ int main(void)
 	run_broken_sumsq(srv_int_for_float);
 	test_busy();
 	test_fatal_with_id();
+	test_timeout();
 	test_flood();
 	return 0;
 }
