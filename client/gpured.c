@@ -423,10 +423,23 @@ static pending *pending_find(gpured_t *g, uint32_t id)
 static int doneq_push(gpured_t *g, uint32_t id)
 {
 	if (g->doneq_head + g->doneq_len == g->doneq_cap) {
-		if (g->doneq_head > 0) {
-			memmove(g->doneq, g->doneq + g->doneq_head, g->doneq_len * sizeof(*g->doneq));
-			g->doneq_head = 0;
-		} else {
+		size_t k = 0;
+
+		/* Drop the ids that gpured_wait_id() collected meanwhile and
+		 * move the rest to the front; grow only if that leaves the
+		 * queue more than half full, so pushes stay O(1) amortized
+		 * and the queue holds about as many ids as there are
+		 * uncollected replies, whatever mix of waits the caller uses. */
+		for (size_t i = 0; i < g->doneq_len; i++) {
+			uint32_t x = g->doneq[g->doneq_head + i];
+			const pending *e = pending_find(g, x);
+
+			if (e && e->done)
+				g->doneq[k++] = x;
+		}
+		g->doneq_head = 0;
+		g->doneq_len = k;
+		if (k + 1 > g->doneq_cap / 2) {
 			size_t cap = g->doneq_cap ? g->doneq_cap * 2 : 64;
 			uint32_t *q = realloc(g->doneq, cap * sizeof(*q));
 
@@ -729,6 +742,11 @@ static void pending_remove(gpured_t *g, pending *e)
 	g->n_live--;
 	if (e->method == GR_METHOD_REDUCE)
 		g->n_live_reduce--;
+	/* Nothing left to collect: what the queue holds is stale. */
+	if (g->n_live_reduce == 0) {
+		g->doneq_head = 0;
+		g->doneq_len = 0;
+	}
 	/* Collected entries at the old end leave the ring. */
 	while (g->n_slots > 0 && !pending_slot(g, 0)->live) {
 		g->head = (g->head + 1) & (g->cap_pend - 1);
