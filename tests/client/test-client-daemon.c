@@ -31,6 +31,14 @@
 static const char *gpured_path;
 static const char *gpuredctl_path;
 
+/* $TMPDIR when a socket path under it fits in a sockaddr_un, else /tmp. */
+static const char *tmp_base(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && t[0] == '/' && strlen(t) <= 40 ? t : "/tmp";
+}
+
 /* ---- the daemon ------------------------------------------------------ */
 
 typedef struct daemon_proc {
@@ -96,7 +104,7 @@ static void daemon_start(daemon_proc *d, const char *const *extra)
 	uint64_t deadline;
 
 	memset(d, 0, sizeof(*d));
-	snprintf(d->dir, sizeof(d->dir), "/tmp/gpured-test-XXXXXX");
+	snprintf(d->dir, sizeof(d->dir), "%s/gpured-test-XXXXXX", tmp_base());
 	CHECK(mkdtemp(d->dir));
 	snprintf(d->sock, sizeof(d->sock), "%s/gpured.sock", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/stderr.log", d->dir);

@@ -26,14 +26,22 @@ typedef struct server server;
 typedef void (*scenario_fn)(server *s);
 
 struct server {
-	char dir[40];
-	char path[64];
+	char dir[64];
+	char path[96];
 	int lfd;
 	int fd;
 	gr_buf in;
 	scenario_fn fn;
 	pthread_t thread;
 };
+
+/* $TMPDIR when a socket path under it fits in a sockaddr_un, else /tmp. */
+static const char *tmp_base(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && t[0] == '/' && strlen(t) <= 40 ? t : "/tmp";
+}
 
 /* ---- the scripted side ---------------------------------------------- */
 
@@ -200,7 +208,7 @@ static void server_start(server *s, scenario_fn fn)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
 	memset(s, 0, sizeof(*s));
-	snprintf(s->dir, sizeof(s->dir), "/tmp/gpured-wire-XXXXXX");
+	snprintf(s->dir, sizeof(s->dir), "%s/gpured-wire-XXXXXX", tmp_base());
 	CHECK(mkdtemp(s->dir));
 	snprintf(s->path, sizeof(s->path), "%s/s.sock", s->dir);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
