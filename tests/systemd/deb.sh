@@ -68,6 +68,8 @@ expect gpured-tools usr/bin/gpuredctl
 expect gpured-tools usr/bin/gpured-benchmark
 expect gpured-tools usr/share/man/man1/gpuredctl.1.gz
 expect gpured-tools usr/share/man/man1/gpured-benchmark.1.gz
+expect gpured-tools usr/bin/gpured-sockbw
+expect gpured-tools usr/share/man/man1/gpured-sockbw.1.gz
 
 # The units point at what the package installed.
 service=$root/lib/systemd/system/gpured.service
@@ -101,7 +103,8 @@ systemd-sysusers --root="$root" "$root/usr/lib/sysusers.d/gpured.conf" >/dev/nul
 grep -q '^gpured:' "$root/etc/passwd" || fail "sysusers.d/gpured.conf creates no user gpured"
 
 # Man pages are compressed roff.
-for page in man8/gpured.8 man1/gpuredctl.1 man1/gpured-benchmark.1 man3/libgpured.3; do
+for page in man8/gpured.8 man1/gpuredctl.1 man1/gpured-benchmark.1 man1/gpured-sockbw.1 \
+	man3/libgpured.3; do
 	zcat "$root/usr/share/man/$page.gz" | grep -q '^\.TH' || fail "$page.gz is not a man page"
 done
 

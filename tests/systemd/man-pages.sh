@@ -39,6 +39,11 @@ for page; do
 			grep -qF -- "$word" <<<"$text" || fail "gpuredctl.1 does not mention $word"
 		done
 		;;
+	gpured-benchmark.1)
+		for word in --socket -c -P -n -d --dtype --op -t --json; do
+			grep -qF -- "$word" <<<"$text" || fail "gpured-benchmark.1 does not mention $word"
+		done
+		;;
 	libgpured.3)
 		for fn in gpured_connect gpured_close gpured_sum_f32 gpured_sum_i64 gpured_reduce \
 			gpured_submit gpured_wait 'pkg-config --cflags --libs gpured'; do
