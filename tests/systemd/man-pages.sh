@@ -3,7 +3,8 @@
 # for, groff (where installed) formats it without a warning, and gpured(8)
 # documents every option of the daemon.
 #
-# usage: man-pages.sh PAGE...
+# usage: man-pages.sh [--daemon GPURED] PAGE...
+# With --daemon, gpured(8) must also name every option gpured --help lists.
 set -euo pipefail
 
 fail() {
@@ -11,6 +12,13 @@ fail() {
 	exit 1
 }
 
+daemon_opts=
+if [ "${1:-}" = --daemon ]; then
+	help=$("$2" --help) || fail "$2 --help failed"
+	daemon_opts=$(grep -o -- '--[a-z][a-z-]*' <<<"$help" | sort -u)
+	[ -n "$daemon_opts" ] || fail "$2 --help lists no options"
+	shift 2
+fi
 [ $# -gt 0 ] || fail "no pages given"
 for page; do
 	name=${page##*/}
@@ -29,7 +37,7 @@ for page; do
 	case $name in
 	gpured.8)
 		for opt in --socket --socket-mode --backend --max-request-bytes --max-connections \
-			--staging-bytes --chunk-bytes --threads --config -v \
+			--staging-bytes --chunk-bytes --threads --config -v $daemon_opts \
 			SIGTERM SIGINT /run/gpured.sock /etc/gpured/gpured.conf gpured.socket gpured.service; do
 			grep -qF -- "$opt" <<<"$text" || fail "gpured.8 does not mention $opt"
 		done
