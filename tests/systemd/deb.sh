@@ -131,4 +131,37 @@ LD_LIBRARY_PATH=$root/usr/lib/$ma "$tmp/use" || fail "the packaged library misbe
 LD_LIBRARY_PATH=$root/usr/lib/$ma "$root/usr/bin/gpuredctl" --version >/dev/null ||
 	fail "the packaged gpuredctl does not run"
 
+# Installing for real, maintainer scripts included: dpkg --root into an
+# empty root, the scripts running here with DPKG_ROOT set, which
+# systemd-sysusers and deb-systemd-helper honour. Some of debhelper 13.11's
+# snippets still call the running systemd (daemon-reload) if there is one,
+# so this part runs only where none runs, as in CI's container, and as root.
+if [ "$(id -u)" = 0 ] && [ ! -d /run/systemd/system ]; then
+	iroot=$tmp/installed
+	mkdir -p "$iroot/var/lib/dpkg/info" "$iroot/var/lib/dpkg/updates" \
+		"$iroot/var/lib/dpkg/triggers" "$iroot/etc"
+	: >"$iroot/var/lib/dpkg/status"
+	idpkg() {
+		dpkg --root="$iroot" --force-script-chrootless --force-depends \
+			--log="$tmp/dpkg.log" "$@" >>"$tmp/dpkg.out" 2>&1 ||
+			fail "dpkg $*: $(tail -n 20 "$tmp/dpkg.out")"
+	}
+	idpkg -i "${deb[gpured]}" "${deb[libgpured0]}" "${deb[libgpured-dev]}" "${deb[gpured-tools]}"
+	grep -q '^gpured:' "$iroot/etc/passwd" || fail "installing gpured created no user gpured"
+	wants=$iroot/etc/systemd/system/sockets.target.wants/gpured.socket
+	[ "$(readlink "$wants")" = /lib/systemd/system/gpured.socket ] ||
+		fail "installing gpured did not enable gpured.socket"
+	[ ! -e "$iroot/etc/systemd/system/multi-user.target.wants/gpured.service" ] ||
+		fail "installing gpured enabled the service itself; the socket starts it"
+	[ -x "$iroot/usr/sbin/gpured" ] || fail "dpkg -i did not install /usr/sbin/gpured"
+	idpkg --purge gpured-tools libgpured-dev libgpured0 gpured
+	[ ! -e "$wants" ] && [ ! -L "$wants" ] || fail "purging gpured left gpured.socket enabled"
+	for f in usr/sbin/gpured etc/gpured/gpured.conf lib/systemd/system/gpured.service; do
+		[ ! -e "$iroot/$f" ] || fail "purging gpured left /$f"
+	done
+	echo "ok: installed with dpkg --root (user gpured, gpured.socket enabled), then purged"
+else
+	echo "note: the dpkg --root install was not tried (it needs root and no running systemd)"
+fi
+
 echo "ok: $(cd "$tmp/debs" && ls ./*.deb | tr '\n' ' ')"
