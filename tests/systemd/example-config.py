@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 # No __pycache__ in the source tree.
 sys.dont_write_bytecode = True
@@ -32,17 +31,9 @@ def run_with(gpured, conf, tmp, name):
         proc = subprocess.Popen([gpured, "--config", conf, "--backend", "cpu", "--socket", sock],
                                 stdout=log, stderr=subprocess.STDOUT, env=grtest.clean_env(tmp))
     try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(sock):
-            if proc.poll() is not None:
-                fail("%s: the daemon exited %d\n--- daemon log:\n%s"
-                     % (name, proc.returncode, grtest.tail(log_path)))
-            if time.monotonic() > deadline:
-                fail("%s: no socket within 30 s" % name)
-            time.sleep(0.02)
-        err = grtest.raw_ping(sock)
+        err = grtest.wait_answering(sock, proc)
         if err:
-            fail("%s: %s" % (name, err))
+            fail("%s: %s\n--- daemon log:\n%s" % (name, err, grtest.tail(log_path)))
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=15)
         if rc != 0:

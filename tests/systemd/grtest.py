@@ -7,6 +7,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 
 SKIP = 77
 
@@ -121,6 +122,21 @@ def raw_ping(path, msgid=7, timeout=10.0):
         return None
     finally:
         s.close()
+
+
+def wait_answering(path, proc, timeout=30.0):
+    """Ping path until it answers (the file exists between bind() and
+    listen(), refusing connections): None, or what went wrong."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            return "the daemon exited %d" % proc.returncode
+        err = raw_ping(path)
+        if err is None or not err.startswith("cannot connect"):
+            return err
+        if time.monotonic() > deadline:
+            return err
+        time.sleep(0.02)
 
 
 def ctl_ping(gpuredctl, path, timeout=10.0):
