@@ -1,0 +1,341 @@
+/*
+ * The reduction kernel's device code, templated over element type and op.
+ * kernel.h explains the order in which elements are combined; everything
+ * here keeps to it, so that floats come out bit for bit the same however a
+ * segment is launched. Included by kernel.cu and by the kernel benchmark
+ * and tests, which instantiate the single-array kernel directly.
+ */
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/kernel.h"
+
+namespace grk {
+
+/* gr_op's values */
+enum { SUM = 0, MIN = 1, MAX = 2, SUMSQ = 3 };
+
+constexpr unsigned FULL = 0xffffffffu;
+/* Rows a warp loads before it folds them: enough bytes in flight per warp
+ * to cover memory latency with a few warps per SM. */
+constexpr unsigned GROUP = 8;
+
+template <typename T, int OP> struct red {
+	static constexpr bool fp = std::is_floating_point<T>::value || OP == SUMSQ;
+	using A = typename std::conditional<
+		fp, double,
+		typename std::conditional<OP == SUM || !std::is_signed<T>::value,
+					  unsigned long long, long long>::type>::type;
+
+	static __device__ __forceinline__ A ident()
+	{
+		if constexpr (OP == SUM || OP == SUMSQ)
+			return A(0);
+		else if constexpr (fp)
+			return OP == MIN ? __longlong_as_double(0x7ff0000000000000ll)
+					 : __longlong_as_double((long long)0xfff0000000000000ull);
+		else if constexpr (std::is_signed<A>::value)
+			return OP == MIN ? (A)0x7fffffffffffffffll : (A)(-0x7fffffffffffffffll - 1);
+		else
+			return OP == MIN ? (A)~0ull : (A)0;
+	}
+
+	/* min/max of doubles: NaN wins, and -0 is below +0, so that the
+	 * answer does not depend on the order the values meet in. */
+	static __device__ __forceinline__ double fmin_(double a, double b)
+	{
+		if (a != a)
+			return a;
+		if (b != b)
+			return b;
+		if (a == b)
+			return __double_as_longlong(a) < 0 ? a : b;
+		return b < a ? b : a;
+	}
+	static __device__ __forceinline__ double fmax_(double a, double b)
+	{
+		if (a != a)
+			return a;
+		if (b != b)
+			return b;
+		if (a == b)
+			return __double_as_longlong(a) < 0 ? b : a;
+		return b > a ? b : a;
+	}
+
+	static __device__ __forceinline__ A comb(A a, A b)
+	{
+		if constexpr (OP == SUM || OP == SUMSQ)
+			return a + b;
+		else if constexpr (fp)
+			return OP == MIN ? fmin_(a, b) : fmax_(a, b);
+		else
+			return OP == MIN ? (b < a ? b : a) : (b > a ? b : a);
+	}
+
+	static __device__ __forceinline__ A elem(A acc, T x)
+	{
+		if constexpr (OP == SUMSQ) {
+			double d = (double)x;
+			return fma(d, d, acc);
+		} else if constexpr (OP == SUM && !fp) {
+			/* widen signed values with their sign, then wrap */
+			if constexpr (std::is_signed<T>::value)
+				return acc + (A)(long long)x;
+			else
+				return acc + (A)x;
+		} else {
+			return comb(acc, (A)x);
+		}
+	}
+
+	static __device__ __forceinline__ uint64_t bits(A a)
+	{
+		if constexpr (fp)
+			return (uint64_t)__double_as_longlong(a);
+		else
+			return (uint64_t)a;
+	}
+	static __device__ __forceinline__ A unbits(uint64_t u)
+	{
+		if constexpr (fp)
+			return __longlong_as_double((long long)u);
+		else
+			return (A)u;
+	}
+
+	/* A fixed butterfly: every lane ends with the same bits. */
+	static __device__ __forceinline__ A warp(A v)
+	{
+		if constexpr (!fp && sizeof(T) == 4 && (OP == MIN || OP == MAX)) {
+			/* 32-bit values: the hardware's warp reduction */
+			if constexpr (std::is_signed<T>::value) {
+				int x = (int)v;
+				x = OP == MIN ? __reduce_min_sync(FULL, x) : __reduce_max_sync(FULL, x);
+				return (A)x;
+			} else {
+				unsigned x = (unsigned)v;
+				x = OP == MIN ? __reduce_min_sync(FULL, x) : __reduce_max_sync(FULL, x);
+				return (A)x;
+			}
+		} else {
+#pragma unroll
+			for (int m = 16; m; m >>= 1)
+				v = comb(v, unbits((uint64_t)__shfl_xor_sync(FULL, (long long)bits(v), m)));
+			return v;
+		}
+	}
+};
+
+/* The 16 bytes at byte offset off (1..15) of the 32 bytes a:b. */
+static __device__ __forceinline__ uint4 realign(uint4 a, uint4 b, unsigned off)
+{
+	uint32_t w0 = a.x, w1 = a.y, w2 = a.z, w3 = a.w, w4 = b.x, w5 = b.y, w6 = b.z, w7 = b.w;
+	if (off & 8) {
+		w0 = w2; w1 = w3; w2 = w4; w3 = w5; w4 = w6; w5 = w7;
+	}
+	if (off & 4) {
+		w0 = w1; w1 = w2; w2 = w3; w3 = w4; w4 = w5;
+	}
+	unsigned s = (off & 3) * 8;
+	uint4 r;
+	r.x = __funnelshift_r(w0, w1, s);
+	r.y = __funnelshift_r(w1, w2, s);
+	r.z = __funnelshift_r(w2, w3, s);
+	r.w = __funnelshift_r(w3, w4, s);
+	return r;
+}
+
+static __device__ __forceinline__ uint4 shfl_down4(uint4 v)
+{
+	uint4 r;
+	r.x = __shfl_down_sync(FULL, v.x, 1);
+	r.y = __shfl_down_sync(FULL, v.y, 1);
+	r.z = __shfl_down_sync(FULL, v.z, 1);
+	r.w = __shfl_down_sync(FULL, v.w, 1);
+	return r;
+}
+
+template <typename T, int OP>
+static __device__ __forceinline__ typename red<T, OP>::A fold16(typename red<T, OP>::A acc, uint4 v)
+{
+	constexpr unsigned V = 16 / sizeof(T);
+	union {
+		uint4 u;
+		T e[V];
+	} x;
+	x.u = v;
+#pragma unroll
+	for (unsigned k = 0; k < V; k++)
+		acc = red<T, OP>::elem(acc, x.e[k]);
+	return acc;
+}
+
+template <typename T>
+static __device__ __forceinline__ T load_any(const unsigned char *p)
+{
+	/* any byte alignment: assemble from bytes */
+	union {
+		unsigned char c[sizeof(T)];
+		T v;
+	} x;
+#pragma unroll
+	for (unsigned i = 0; i < sizeof(T); i++)
+		x.c[i] = p[i];
+	return x.v;
+}
+
+/*
+ * Rows [row0, row0 + nrows) of a segment of n elements at seg, folded
+ * into this lane's accumulator (before the warp's butterfly).
+ */
+template <typename T, int OP>
+static __device__ __forceinline__ typename red<T, OP>::A
+unit_fold(const unsigned char *seg, uint64_t n, uint64_t row0, uint32_t nrows, unsigned lane)
+{
+	using R = red<T, OP>;
+	constexpr unsigned V = 16 / sizeof(T);
+	const uint64_t bytes = n * sizeof(T);
+	const unsigned off = (unsigned)((uintptr_t)seg & 15u);
+	const uint4 *vb = (const uint4 *)(seg - off);
+	const uint64_t rows = (bytes + GR_KERNEL_ROW_BYTES - 1) / GR_KERNEL_ROW_BYTES;
+	/* rows whose vectors (and, when misaligned, the one after them)
+	 * lie inside the segment */
+	uint64_t rfast = off == 0 ? bytes / GR_KERNEL_ROW_BYTES
+		       : (bytes + off >= 16 ? (bytes + off - 16) / GR_KERNEL_ROW_BYTES : 0);
+	uint64_t rend = row0 + nrows < rows ? row0 + nrows : rows;
+	uint64_t fend = rend < rfast ? rend : rfast;
+	typename R::A acc = R::ident();
+	uint64_t r = row0;
+
+	if (off == 0) {
+		for (; r + GROUP <= fend; r += GROUP) {
+			uint4 v[GROUP];
+#pragma unroll
+			for (unsigned g = 0; g < GROUP; g++)
+				v[g] = __ldg(vb + 32 * (r + g) + lane);
+#pragma unroll
+			for (unsigned g = 0; g < GROUP; g++)
+				acc = fold16<T, OP>(acc, v[g]);
+		}
+		for (; r < fend; r++)
+			acc = fold16<T, OP>(acc, __ldg(vb + 32 * r + lane));
+	} else {
+		for (; r + GROUP <= fend; r += GROUP) {
+			uint4 v[GROUP], x[GROUP];
+#pragma unroll
+			for (unsigned g = 0; g < GROUP; g++) {
+				v[g] = __ldg(vb + 32 * (r + g) + lane);
+				x[g] = lane == 31 ? __ldg(vb + 32 * (r + g) + 32) : make_uint4(0, 0, 0, 0);
+			}
+#pragma unroll
+			for (unsigned g = 0; g < GROUP; g++) {
+				uint4 nx = shfl_down4(v[g]);
+				if (lane == 31)
+					nx = x[g];
+				acc = fold16<T, OP>(acc, realign(v[g], nx, off));
+			}
+		}
+		for (; r < fend; r++) {
+			uint4 v = __ldg(vb + 32 * r + lane);
+			uint4 x = lane == 31 ? __ldg(vb + 32 * r + 32) : make_uint4(0, 0, 0, 0);
+			uint4 nx = shfl_down4(v);
+			if (lane == 31)
+				nx = x;
+			acc = fold16<T, OP>(acc, realign(v, nx, off));
+		}
+	}
+	/* the rest, element by element in the same order */
+	for (; r < rend; r++) {
+		uint64_t j0 = r * 32 * V + (uint64_t)lane * V;
+#pragma unroll
+		for (unsigned k = 0; k < V; k++)
+			if (j0 + k < n)
+				acc = R::elem(acc, load_any<T>(seg + (j0 + k) * sizeof(T)));
+	}
+	return acc;
+}
+
+/*
+ * One warp's share of a segment: unit u of units. The last warp to finish
+ * combines the unit partials in order and writes *out.
+ */
+template <typename T, int OP>
+static __device__ __forceinline__ void seg_unit(const unsigned char *seg, uint64_t n,
+						uint32_t unit_rows, uint32_t units, uint32_t u,
+						uint64_t *partials, uint32_t *ticket, uint64_t *out,
+						unsigned lane)
+{
+	using R = red<T, OP>;
+	typename R::A acc = unit_fold<T, OP>(seg, n, (uint64_t)u * unit_rows, unit_rows, lane);
+	acc = R::warp(acc);
+	if (units == 1) {
+		if (lane == 0)
+			*out = R::bits(acc);
+		return;
+	}
+	unsigned last = 0;
+	if (lane == 0) {
+		partials[u] = R::bits(acc);
+		__threadfence();
+		last = atomicAdd(ticket, 1u) == units - 1;
+	}
+	last = __shfl_sync(FULL, last, 0);
+	if (!last)
+		return;
+	__threadfence();
+	typename R::A c = R::ident();
+	uint32_t i = lane;
+	for (; i + 32 * 7 < units; i += 32 * 8) {
+		uint64_t p[8];
+#pragma unroll
+		for (unsigned g = 0; g < 8; g++)
+			p[g] = __ldcg((const unsigned long long *)partials + i + 32 * g);
+#pragma unroll
+		for (unsigned g = 0; g < 8; g++)
+			c = R::comb(c, R::unbits(p[g]));
+	}
+	for (; i < units; i += 32)
+		c = R::comb(c, R::unbits(__ldcg((const unsigned long long *)partials + i)));
+	c = R::warp(c);
+	if (lane == 0) {
+		*out = R::bits(c);
+		*ticket = 0;
+	}
+}
+
+template <typename T, int OP>
+__global__ void __launch_bounds__(256)
+single_kernel(const unsigned char *data, uint64_t n, uint32_t unit_rows, uint32_t units,
+	      uint64_t *partials, uint32_t *ticket, uint64_t *out)
+{
+	unsigned lane = threadIdx.x & 31;
+	uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint32_t nw = (gridDim.x * blockDim.x) >> 5;
+	for (; w < units; w += nw)
+		seg_unit<T, OP>(data, n, unit_rows, units, w, partials, ticket, out, lane);
+}
+
+/* Blocks for a launch of `warps` warps: all resident at once at most. */
+static inline unsigned grid_blocks(uint64_t warps, int sm_count)
+{
+	uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * 64 / GR_KERNEL_WARPS_PER_BLOCK;
+	uint64_t b = (warps + GR_KERNEL_WARPS_PER_BLOCK - 1) / GR_KERNEL_WARPS_PER_BLOCK;
+	return (unsigned)(b < cap ? b : cap);
+}
+
+template <typename T, int OP>
+static inline cudaError_t launch_single(const void *data, uint64_t n, uint64_t *partials,
+					uint32_t *ticket, uint64_t *out, int sm_count,
+					cudaStream_t stream)
+{
+	uint32_t rows = gr_kernel_unit_rows(n, sizeof(T));
+	uint32_t units = (uint32_t)gr_kernel_units(n, sizeof(T));
+	single_kernel<T, OP><<<grid_blocks(units, sm_count), 256, 0, stream>>>(
+		(const unsigned char *)data, n, rows, units, partials, ticket, out);
+	return cudaGetLastError();
+}
+
+} /* namespace grk */
