@@ -770,7 +770,7 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	be->streams = cfg && cfg->streams ? cfg->streams : CUDA_DEFAULT_STREAMS;
 	/* a job takes at least one element, most take far more: tables for
 	 * one segment per 64 bytes of a slot; longer batches are split */
-	be->cap_segs = (uint32_t)(chunk / 64 + 64);
+	be->cap_segs = (uint32_t)((chunk / 64 < 65536 ? chunk / 64 : 65536) + 64);
 	be->cap_units = (uint32_t)(chunk / (8 * GR_KERNEL_ROW_BYTES) + be->cap_segs + 64);
 	cudaDriverGetVersion(&be->driver_version);
 	cudaRuntimeGetVersion(&be->runtime_version);
@@ -782,6 +782,7 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 		return -ENOMEM;
 	}
 	be->ndev = (unsigned)count;
+	be->pub.ndevices = be->ndev;
 	for (unsigned i = 0; i < be->ndev; i++) {
 		cuda_dev *d = &be->devs[i];
 		d->be = be;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "cuda/kernel.h"
@@ -36,10 +37,11 @@ template <typename T, int OP> struct red {
 		else if constexpr (fp)
 			return OP == MIN ? __longlong_as_double(0x7ff0000000000000ll)
 					 : __longlong_as_double((long long)0xfff0000000000000ull);
-		else if constexpr (std::is_signed<A>::value)
-			return OP == MIN ? (A)0x7fffffffffffffffll : (A)(-0x7fffffffffffffffll - 1);
 		else
-			return OP == MIN ? (A)~0ull : (A)0;
+			/* T's own limits, so that 32-bit values survive the
+			 * narrowing in warp() */
+			return OP == MIN ? (A)std::numeric_limits<T>::max()
+					 : (A)std::numeric_limits<T>::lowest();
 	}
 
 	/* min/max of doubles: NaN wins, and -0 is below +0, so that the
