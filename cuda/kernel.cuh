@@ -8,7 +8,7 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
+#include <cuda/std/limits>
 #include <type_traits>
 
 #include "cuda/kernel.h"
@@ -40,8 +40,8 @@ template <typename T, int OP> struct red {
 		else
 			/* T's own limits, so that 32-bit values survive the
 			 * narrowing in warp() */
-			return OP == MIN ? (A)std::numeric_limits<T>::max()
-					 : (A)std::numeric_limits<T>::lowest();
+			return OP == MIN ? (A)cuda::std::numeric_limits<T>::max()
+					 : (A)cuda::std::numeric_limits<T>::lowest();
 	}
 
 	/* min/max of doubles: NaN wins, and -0 is below +0, so that the
@@ -91,6 +91,73 @@ template <typename T, int OP> struct red {
 		} else {
 			return comb(acc, (A)x);
 		}
+	}
+
+	/*
+	 * The lane accumulator while a unit is folded, cheaper than A where
+	 * it can be: integer min/max in T itself; float min/max as integer
+	 * keys that order -0 below +0 and put NaN first (for min) or last
+	 * (for max), so that the answer is one compare per element and does
+	 * not depend on the order values meet in; sums in A.
+	 */
+	static constexpr bool keyed = std::is_floating_point<T>::value && (OP == MIN || OP == MAX);
+	using K = typename std::conditional<sizeof(T) == 4, int, long long>::type;
+	using L = typename std::conditional<
+		keyed, K, typename std::conditional<OP == MIN || OP == MAX, T, A>::type>::type;
+
+	static __device__ __forceinline__ K key(T x)
+	{
+		constexpr int SH = (int)sizeof(T) * 8 - 1;
+		constexpr K SIGN = (K)((unsigned long long)1 << SH);
+		K b;
+		if constexpr (sizeof(T) == 4)
+			b = __float_as_int((float)x);
+		else
+			b = __double_as_longlong((double)x);
+		if (x != x)
+			return OP == MIN ? SIGN : (K)~SIGN;
+		return b ^ ((b >> SH) & (K)~SIGN);
+	}
+	static __device__ __forceinline__ A unkey(K k)
+	{
+		constexpr int SH = (int)sizeof(T) * 8 - 1;
+		constexpr K SIGN = (K)((unsigned long long)1 << SH);
+		if (k == (OP == MIN ? SIGN : (K)~SIGN))
+			return __longlong_as_double(0x7ff8000000000000ll);
+		K b = k ^ ((k >> SH) & (K)~SIGN);
+		if constexpr (sizeof(T) == 4)
+			return (double)__int_as_float(b);
+		else
+			return __longlong_as_double(b);
+	}
+
+	static __device__ __forceinline__ L lident()
+	{
+		if constexpr (keyed)
+			return OP == MIN ? cuda::std::numeric_limits<K>::max() : cuda::std::numeric_limits<K>::min();
+		else if constexpr (OP == MIN || OP == MAX)
+			return OP == MIN ? cuda::std::numeric_limits<T>::max() : cuda::std::numeric_limits<T>::lowest();
+		else
+			return ident();
+	}
+	static __device__ __forceinline__ L lelem(L acc, T x)
+	{
+		if constexpr (keyed) {
+			K k = key(x);
+			return OP == MIN ? (k < acc ? k : acc) : (k > acc ? k : acc);
+		} else if constexpr (OP == MIN || OP == MAX) {
+			return OP == MIN ? (x < acc ? x : acc) : (x > acc ? x : acc);
+		} else {
+			return elem(acc, x);
+		}
+	}
+	/* a lane's accumulator as A (a lane that saw nothing gives ident) */
+	static __device__ __forceinline__ A lfinish(L acc)
+	{
+		if constexpr (keyed)
+			return acc == lident() ? ident() : unkey(acc);
+		else
+			return (A)acc;
 	}
 
 	static __device__ __forceinline__ uint64_t bits(A a)
@@ -161,7 +228,7 @@ static __device__ __forceinline__ uint4 shfl_down4(uint4 v)
 }
 
 template <typename T, int OP>
-static __device__ __forceinline__ typename red<T, OP>::A fold16(typename red<T, OP>::A acc, uint4 v)
+static __device__ __forceinline__ typename red<T, OP>::L fold16(typename red<T, OP>::L acc, uint4 v)
 {
 	constexpr unsigned V = 16 / sizeof(T);
 	union {
@@ -171,7 +238,7 @@ static __device__ __forceinline__ typename red<T, OP>::A fold16(typename red<T, 
 	x.u = v;
 #pragma unroll
 	for (unsigned k = 0; k < V; k++)
-		acc = red<T, OP>::elem(acc, x.e[k]);
+		acc = red<T, OP>::lelem(acc, x.e[k]);
 	return acc;
 }
 
@@ -209,7 +276,7 @@ unit_fold(const unsigned char *seg, uint64_t n, uint64_t row0, uint32_t nrows, u
 		       : (bytes + off >= 16 ? (bytes + off - 16) / GR_KERNEL_ROW_BYTES : 0);
 	uint64_t rend = row0 + nrows < rows ? row0 + nrows : rows;
 	uint64_t fend = rend < rfast ? rend : rfast;
-	typename R::A acc = R::ident();
+	typename R::L acc = R::lident();
 	uint64_t r = row0;
 
 	if (off == 0) {
@@ -255,9 +322,53 @@ unit_fold(const unsigned char *seg, uint64_t n, uint64_t row0, uint32_t nrows, u
 #pragma unroll
 		for (unsigned k = 0; k < V; k++)
 			if (j0 + k < n)
-				acc = R::elem(acc, load_any<T>(seg + (j0 + k) * sizeof(T)));
+				acc = R::lelem(acc, load_any<T>(seg + (j0 + k) * sizeof(T)));
 	}
-	return acc;
+	return R::lfinish(acc);
+}
+
+/*
+ * The unit partials of a segment, combined by one warp: lane l folds
+ * partials l, l + 32, ... in order, then the fixed butterfly. Loads go
+ * sixteen at a time per lane so that a long list costs few round trips.
+ */
+template <bool SHARED>
+static __device__ __forceinline__ uint64_t load_partial(const uint64_t *p)
+{
+	/* global partials come from other SMs: past L1 */
+	if constexpr (SHARED)
+		return *p;
+	else
+		return __ldcg((const unsigned long long *)p);
+}
+
+template <typename T, int OP, bool SHARED = false>
+static __device__ __forceinline__ typename red<T, OP>::A combine(const uint64_t *partials,
+								  uint32_t units, unsigned lane)
+{
+	using R = red<T, OP>;
+	constexpr unsigned B = 16;
+	typename R::A c = R::ident();
+	uint32_t i = lane;
+	for (; i + 32 * (B - 1) < units; i += 32 * B) {
+		uint64_t p[B];
+#pragma unroll
+		for (unsigned g = 0; g < B; g++)
+			p[g] = load_partial<SHARED>(partials + i + 32 * g);
+#pragma unroll
+		for (unsigned g = 0; g < B; g++)
+			c = R::comb(c, R::unbits(p[g]));
+	}
+	uint64_t p[B];
+#pragma unroll
+	for (unsigned g = 0; g < B; g++)
+		if (i + 32 * g < units)
+			p[g] = load_partial<SHARED>(partials + i + 32 * g);
+#pragma unroll
+	for (unsigned g = 0; g < B; g++)
+		if (i + 32 * g < units)
+			c = R::comb(c, R::unbits(p[g]));
+	return R::warp(c);
 }
 
 /*
@@ -288,20 +399,7 @@ static __device__ __forceinline__ void seg_unit(const unsigned char *seg, uint64
 	if (!last)
 		return;
 	__threadfence();
-	typename R::A c = R::ident();
-	uint32_t i = lane;
-	for (; i + 32 * 7 < units; i += 32 * 8) {
-		uint64_t p[8];
-#pragma unroll
-		for (unsigned g = 0; g < 8; g++)
-			p[g] = __ldcg((const unsigned long long *)partials + i + 32 * g);
-#pragma unroll
-		for (unsigned g = 0; g < 8; g++)
-			c = R::comb(c, R::unbits(p[g]));
-	}
-	for (; i < units; i += 32)
-		c = R::comb(c, R::unbits(__ldcg((const unsigned long long *)partials + i)));
-	c = R::warp(c);
+	typename R::A c = combine<T, OP>(partials, units, lane);
 	if (lane == 0) {
 		*out = R::bits(c);
 		*ticket = 0;
@@ -313,9 +411,29 @@ __global__ void __launch_bounds__(256)
 single_kernel(const unsigned char *data, uint64_t n, uint32_t unit_rows, uint32_t units,
 	      uint64_t *partials, uint32_t *ticket, uint64_t *out)
 {
+	using R = red<T, OP>;
 	unsigned lane = threadIdx.x & 31;
 	uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint32_t nw = (gridDim.x * blockDim.x) >> 5;
+	if (units > 1 && units <= GR_KERNEL_WARPS_PER_BLOCK) {
+		/* one block: its warps meet in shared memory instead of
+		 * through a ticket, and combine exactly as the ticket's last
+		 * warp would */
+		__shared__ uint64_t sp[GR_KERNEL_WARPS_PER_BLOCK];
+		if (w < units) {
+			typename R::A acc = R::warp(
+				unit_fold<T, OP>(data, n, (uint64_t)w * unit_rows, unit_rows, lane));
+			if (lane == 0)
+				sp[w] = R::bits(acc);
+		}
+		__syncthreads();
+		if (w == 0) {
+			typename R::A c = combine<T, OP, true>(sp, units, lane);
+			if (lane == 0)
+				*out = R::bits(c);
+		}
+		return;
+	}
 	for (; w < units; w += nw)
 		seg_unit<T, OP>(data, n, unit_rows, units, w, partials, ticket, out, lane);
 }
