@@ -132,7 +132,7 @@ static void check_job(const gr_job *j, const char *what)
 		} else if (isinf(w)) {
 			CHECK(g == w, "%s: %s %s n=%zu: got %.17g, want %.17g", what, on, dn, j->n, g, w);
 		} else {
-			double tol = 1e-12 * magnitude(j->op, j->dtype, j->data, j->n) + 1e-300;
+			double tol = 1e-10 * magnitude(j->op, j->dtype, j->data, j->n) + 1e-300;
 			if (j->op == GR_OP_MIN || j->op == GR_OP_MAX)
 				tol = 0;
 			CHECK(fabs(g - w) <= tol, "%s: %s %s n=%zu: got %.17g, want %.17g (tol %g)",

@@ -90,7 +90,7 @@ static uint64_t host_reduce(int op, int dt, const void *p, size_t n, double *tol
 			else
 				acc = x > acc ? x : acc;
 		}
-		*tol = mag * 1e-13 + 1e-300;
+		*tol = mag * 1e-10 + 1e-300;
 		uint64_t u;
 		memcpy(&u, &acc, 8);
 		return u;
