@@ -624,9 +624,9 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	    (e = cudaMalloc((void **)&c->dbuf, c->dbuf_bytes + 16)) ||
 	    (e = cudaMalloc((void **)&c->dsegs, be->cap_segs * sizeof(gr_kseg))) ||
 	    (e = cudaMalloc((void **)&c->dout, be->cap_segs * sizeof(uint64_t))) ||
-	    (e = cudaMalloc((void **)&c->dpartials, be->cap_units * sizeof(uint64_t))) ||
-	    (e = cudaMalloc((void **)&c->dtickets, be->cap_segs * sizeof(uint32_t))) ||
-	    (e = cudaMemset(c->dtickets, 0, be->cap_segs * sizeof(uint32_t))) ||
+	    (e = cudaMalloc((void **)&c->dpartials, 2 * (size_t)be->cap_units * sizeof(uint64_t))) ||
+	    (e = cudaMalloc((void **)&c->dtickets, ((size_t)be->cap_segs + be->cap_units) * sizeof(uint32_t))) ||
+	    (e = cudaMemset(c->dtickets, 0, ((size_t)be->cap_segs + be->cap_units) * sizeof(uint32_t))) ||
 	    (e = cudaHostAlloc((void **)&c->hsegs, be->cap_segs * sizeof(gr_kseg), cudaHostAllocPortable)) ||
 	    (e = cudaHostAlloc((void **)&c->hout, be->cap_segs * sizeof(uint64_t), cudaHostAllocPortable)))
 		return e;

@@ -292,8 +292,8 @@ int main(int argc, char **argv)
 	CU(cudaMalloc(&E.temp, E.temp_bytes));
 	CU(cudaMalloc(&E.partials, 1 << 20));
 	CU(cudaMalloc(&E.out, 64));
-	CU(cudaMalloc(&E.ticket, 64));
-	CU(cudaMemset(E.ticket, 0, 64));
+	CU(cudaMalloc(&E.ticket, 1 << 20));
+	CU(cudaMemset(E.ticket, 0, 1 << 20));
 	CU(cudaMalloc(&E.cub_out, 64));
 	CU(cudaMalloc(&E.sink, 64));
 	CU(cudaEventCreate(&E.e0));

@@ -27,24 +27,25 @@ namespace grk {
 
 template <typename T, int OP>
 static __device__ __forceinline__ void batch_unit(const unsigned char *base, const gr_kseg &s,
-						  uint32_t w, uint32_t si, uint64_t *partials,
+						  uint32_t w, uint32_t si, uint32_t nsegs, uint64_t *partials,
 						  uint32_t *tickets, uint64_t *out, unsigned lane)
 {
 	seg_unit<T, OP>(base + s.offset, s.n, s.unit_rows, s.units, w - s.first_unit,
-			partials + s.first_unit, tickets + si, out + si, lane);
+			partials + 2 * (uint64_t)s.first_unit, tickets + si,
+			tickets + nsegs + s.first_unit, out + si, lane);
 }
 
 #define GRK_DT_CASES(OP)                                                                   \
-	case OP * 8 + 0: batch_unit<int32_t, OP>(base, s, w, si, partials, tickets, out, lane); break; \
-	case OP * 8 + 1: batch_unit<int64_t, OP>(base, s, w, si, partials, tickets, out, lane); break; \
-	case OP * 8 + 2: batch_unit<uint32_t, OP>(base, s, w, si, partials, tickets, out, lane); break; \
-	case OP * 8 + 3: batch_unit<uint64_t, OP>(base, s, w, si, partials, tickets, out, lane); break; \
-	case OP * 8 + 4: batch_unit<float, OP>(base, s, w, si, partials, tickets, out, lane); break; \
-	case OP * 8 + 5: batch_unit<double, OP>(base, s, w, si, partials, tickets, out, lane); break;
+	case OP * 8 + 0: batch_unit<int32_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case OP * 8 + 1: batch_unit<int64_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case OP * 8 + 2: batch_unit<uint32_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case OP * 8 + 3: batch_unit<uint64_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case OP * 8 + 4: batch_unit<float, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case OP * 8 + 5: batch_unit<double, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break;
 
 /* One warp per unit; a warp finds its segment by binary search over the
  * segments' first units. */
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 2)
 batch_kernel(const unsigned char *base, const gr_kseg *segs, uint32_t nsegs, uint32_t total_units,
 	     uint64_t *partials, uint32_t *tickets, uint64_t *out)
 {

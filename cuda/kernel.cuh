@@ -329,8 +329,8 @@ unit_fold(const unsigned char *seg, uint64_t n, uint64_t row0, uint32_t nrows, u
 
 /*
  * The unit partials of a segment, combined by one warp: lane l folds
- * partials l, l + 32, ... in order, then the fixed butterfly. Loads go
- * sixteen at a time per lane so that a long list costs few round trips.
+ * partials l, l + 32, ... in order, then the fixed butterfly. With
+ * groups of 32 units a list is short: a lane loads a few at once.
  */
 template <bool SHARED>
 static __device__ __forceinline__ uint64_t load_partial(const uint64_t *p)
@@ -347,7 +347,12 @@ static __device__ __forceinline__ typename red<T, OP>::A combine(const uint64_t 
 								  uint32_t units, unsigned lane)
 {
 	using R = red<T, OP>;
-	constexpr unsigned B = 16;
+	/* min and max fold in the lane accumulator of their A (integer keys
+	 * for doubles): a short dependent chain, and no order to keep */
+	using RL = red<typename R::A, OP>;
+	constexpr bool minmax = OP == MIN || OP == MAX;
+	constexpr unsigned B = 4;
+	typename RL::L m = RL::lident();
 	typename R::A c = R::ident();
 	uint32_t i = lane;
 	for (; i + 32 * (B - 1) < units; i += 32 * B) {
@@ -356,8 +361,12 @@ static __device__ __forceinline__ typename red<T, OP>::A combine(const uint64_t 
 		for (unsigned g = 0; g < B; g++)
 			p[g] = load_partial<SHARED>(partials + i + 32 * g);
 #pragma unroll
-		for (unsigned g = 0; g < B; g++)
-			c = R::comb(c, R::unbits(p[g]));
+		for (unsigned g = 0; g < B; g++) {
+			if constexpr (minmax)
+				m = RL::lelem(m, R::unbits(p[g]));
+			else
+				c = R::comb(c, R::unbits(p[g]));
+		}
 	}
 	uint64_t p[B];
 #pragma unroll
@@ -365,21 +374,50 @@ static __device__ __forceinline__ typename red<T, OP>::A combine(const uint64_t 
 		if (i + 32 * g < units)
 			p[g] = load_partial<SHARED>(partials + i + 32 * g);
 #pragma unroll
-	for (unsigned g = 0; g < B; g++)
-		if (i + 32 * g < units)
-			c = R::comb(c, R::unbits(p[g]));
+	for (unsigned g = 0; g < B; g++) {
+		if (i + 32 * g < units) {
+			if constexpr (minmax)
+				m = RL::lelem(m, R::unbits(p[g]));
+			else
+				c = R::comb(c, R::unbits(p[g]));
+		}
+	}
+	if constexpr (minmax)
+		c = RL::lfinish(m);
 	return R::warp(c);
 }
 
+/* Units are combined in groups of this many, then the groups' partials. */
+constexpr uint32_t CGROUP = 32;
+
+/* Whether this warp arrived last at a ticket of `of` arrivals; lane 0
+ * published its writes before it took the ticket. */
+static __device__ __forceinline__ bool arrive_last(uint32_t *ticket, uint32_t of, unsigned lane)
+{
+	unsigned last = 0;
+	if (lane == 0) {
+		__threadfence();
+		last = atomicAdd(ticket, 1u) == of - 1;
+	}
+	last = __shfl_sync(FULL, last, 0);
+	if (last)
+		__threadfence();
+	return last;
+}
+
 /*
- * One warp's share of a segment: unit u of units. The last warp to finish
- * combines the unit partials in order and writes *out.
+ * One warp's share of a segment: unit u of units. partials has room for
+ * 2 * units values (unit partials, then group partials); ticket is the
+ * segment's, gtickets one per group. Up to CGROUP units, the last warp to
+ * finish combines every unit partial; past that, the last of each group
+ * of CGROUP units combines its group, and the last group the groups'
+ * partials. Counters go back to zero as they are used up.
  */
 template <typename T, int OP>
 static __device__ __forceinline__ void seg_unit(const unsigned char *seg, uint64_t n,
 						uint32_t unit_rows, uint32_t units, uint32_t u,
-						uint64_t *partials, uint32_t *ticket, uint64_t *out,
-						unsigned lane)
+						uint64_t *partials, uint32_t *ticket,
+						uint32_t *gtickets, uint64_t *out, unsigned lane)
 {
 	using R = red<T, OP>;
 	typename R::A acc = unit_fold<T, OP>(seg, n, (uint64_t)u * unit_rows, unit_rows, lane);
@@ -389,17 +427,30 @@ static __device__ __forceinline__ void seg_unit(const unsigned char *seg, uint64
 			*out = R::bits(acc);
 		return;
 	}
-	unsigned last = 0;
-	if (lane == 0) {
+	if (lane == 0)
 		partials[u] = R::bits(acc);
-		__threadfence();
-		last = atomicAdd(ticket, 1u) == units - 1;
-	}
-	last = __shfl_sync(FULL, last, 0);
-	if (!last)
+	if (units <= CGROUP) {
+		if (!arrive_last(ticket, units, lane))
+			return;
+		typename R::A c = combine<T, OP>(partials, units, lane);
+		if (lane == 0) {
+			*out = R::bits(c);
+			*ticket = 0;
+		}
 		return;
-	__threadfence();
-	typename R::A c = combine<T, OP>(partials, units, lane);
+	}
+	uint32_t g = u / CGROUP, ngroups = (units + CGROUP - 1) / CGROUP;
+	uint32_t gs = units - g * CGROUP < CGROUP ? units - g * CGROUP : CGROUP;
+	if (!arrive_last(gtickets + g, gs, lane))
+		return;
+	typename R::A c = combine<T, OP>(partials + g * CGROUP, gs, lane);
+	if (lane == 0) {
+		partials[units + g] = R::bits(c);
+		gtickets[g] = 0;
+	}
+	if (!arrive_last(ticket, ngroups, lane))
+		return;
+	c = combine<T, OP>(partials + units, ngroups, lane);
 	if (lane == 0) {
 		*out = R::bits(c);
 		*ticket = 0;
@@ -407,7 +458,7 @@ static __device__ __forceinline__ void seg_unit(const unsigned char *seg, uint64
 }
 
 template <typename T, int OP>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 2)
 single_kernel(const unsigned char *data, uint64_t n, uint32_t unit_rows, uint32_t units,
 	      uint64_t *partials, uint32_t *ticket, uint64_t *out)
 {
@@ -435,7 +486,7 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t unit_rows, uint32_
 		return;
 	}
 	for (; w < units; w += nw)
-		seg_unit<T, OP>(data, n, unit_rows, units, w, partials, ticket, out, lane);
+		seg_unit<T, OP>(data, n, unit_rows, units, w, partials, ticket, ticket + 1, out, lane);
 }
 
 /* Blocks for a launch of `warps` warps: all resident at once at most. */

@@ -7,13 +7,15 @@
  * segment's first byte whatever its address, and folds its elements into
  * one accumulator row after row. Rows are grouped into units of
  * gr_kernel_unit_rows(n) rows; one warp reduces one unit, and the unit
- * partials are combined, lane l taking partials l, l + 32, ... in order and
- * the lanes then meeting in a fixed butterfly. That order depends only on
+ * partials are combined (in groups of 32 units, then the groups, when
+ * there are more than 32), lane l taking partials l, l + 32, ... in order
+ * and the lanes then meeting in a fixed butterfly. That order depends only on
  * the segment's length and dtype, so a job's bits are the same in a batch
  * of thousands, alone, at any alignment, and through the single-array
  * entry point. One launch does everything: the last warp of a segment to
  * finish (an atomic ticket after a fence) combines its partials and puts
- * the ticket back to zero for the next launch.
+ * the ticket back to zero for the next launch; integer and float results
+ * alike go through this one path, never through floating-point atomics.
  */
 #pragma once
 
@@ -46,8 +48,9 @@ uint64_t gr_kernel_units(uint64_t n, size_t size);
  * Reduce a batch in one launch on stream: segs[0..nsegs) sorted by
  * first_unit, total_units = sum of their units. out[i] receives segment
  * i's 64-bit result (the gr_partial member that op and dtype select);
- * segments of no elements are left alone. partials holds total_units
- * values; tickets nsegs counters, zero before the launch and zero after.
+ * segments of no elements are left alone. partials holds 2 * total_units
+ * values; tickets nsegs + total_units counters, zero before the launch
+ * and zero after.
  * Returns the cudaError_t of the launch (0 on success).
  */
 int gr_kernel_launch_batch(const void *base, const gr_kseg *segs, uint32_t nsegs,
@@ -56,8 +59,9 @@ int gr_kernel_launch_batch(const void *base, const gr_kseg *segs, uint32_t nsegs
 
 /*
  * Reduce one array of n > 0 elements in one launch (the single-array
- * path); partials holds gr_kernel_units(n, size) values, *ticket is zero
- * before and after. Returns the cudaError_t of the launch.
+ * path); partials holds 2 * gr_kernel_units(n, size) values, ticket
+ * 1 + gr_kernel_units(n, size) counters, zero before and after. Returns
+ * the cudaError_t of the launch.
  */
 int gr_kernel_launch_single(int op, int dtype, const void *data, uint64_t n,
 			    uint64_t *partials, uint32_t *ticket, uint64_t *out,

@@ -161,8 +161,8 @@ int main(void)
 	scratch s;
 	CU(cudaMalloc(&s.partials, 1 << 20));
 	CU(cudaMalloc(&s.out, 4096 * 8));
-	CU(cudaMalloc(&s.tickets, 4096 * 4));
-	CU(cudaMemset(s.tickets, 0, 4096 * 4));
+	CU(cudaMalloc(&s.tickets, 65536 * 4));
+	CU(cudaMemset(s.tickets, 0, 65536 * 4));
 
 	/* sizes around the row (512 B), group (8 rows) and unit edges */
 	const size_t sizes[] = { 1, 3, 31, 33, 127, 128, 129, 1000, 4096, 4099, 33000, 70001 };
@@ -244,8 +244,8 @@ int main(void)
 			checks++;
 		}
 	}
-	std::vector<uint32_t> tk(4096);
-	CU(cudaMemcpy(tk.data(), s.tickets, 4096 * 4, cudaMemcpyDeviceToHost));
+	std::vector<uint32_t> tk(65536);
+	CU(cudaMemcpy(tk.data(), s.tickets, 65536 * 4, cudaMemcpyDeviceToHost));
 	for (uint32_t t : tk)
 		CHECK(t == 0, "a ticket was left non-zero");
 	CU(cudaFree(db));
