@@ -257,12 +257,14 @@ static __device__ __forceinline__ T load_any(const unsigned char *p)
 }
 
 /*
- * Rows [row0, row0 + nrows) of a segment of n elements at seg, folded
- * into this lane's accumulator (before the warp's butterfly).
+ * Unit u of `units`: rows u, u + units, u + 2 units, ... of a segment of n
+ * elements at seg, folded into this lane's accumulator (before the warp's
+ * butterfly). Interleaving the units' rows keeps the whole GPU reading one
+ * narrow window of memory at a time, as a grid-stride loop does.
  */
 template <typename T, int OP>
 static __device__ __forceinline__ typename red<T, OP>::A
-unit_fold(const unsigned char *seg, uint64_t n, uint64_t row0, uint32_t nrows, unsigned lane)
+unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsigned lane)
 {
 	using R = red<T, OP>;
 	constexpr unsigned V = 16 / sizeof(T);
@@ -271,33 +273,37 @@ unit_fold(const unsigned char *seg, uint64_t n, uint64_t row0, uint32_t nrows, u
 	const uint4 *vb = (const uint4 *)(seg - off);
 	const uint64_t rows = (bytes + GR_KERNEL_ROW_BYTES - 1) / GR_KERNEL_ROW_BYTES;
 	/* rows whose vectors (and, when misaligned, the one after them)
-	 * lie inside the segment */
+	 * lie inside the segment: a prefix of this unit's rows */
 	uint64_t rfast = off == 0 ? bytes / GR_KERNEL_ROW_BYTES
 		       : (bytes + off >= 16 ? (bytes + off - 16) / GR_KERNEL_ROW_BYTES : 0);
-	uint64_t rend = row0 + nrows < rows ? row0 + nrows : rows;
-	uint64_t fend = rend < rfast ? rend : rfast;
+	uint64_t kend = rows > u ? (rows - u + units - 1) / units : 0;
+	uint64_t kfast = rfast > u ? (rfast - u + units - 1) / units : 0;
+	const uint4 *ub = vb + 32 * (uint64_t)u + lane;
+	const uint64_t step = 32 * (uint64_t)units;
 	typename R::L acc = R::lident();
-	uint64_t r = row0;
+	uint64_t k = 0;
 
 	if (off == 0) {
-		for (; r + GROUP <= fend; r += GROUP) {
+		for (; k + GROUP <= kfast; k += GROUP) {
 			uint4 v[GROUP];
 #pragma unroll
 			for (unsigned g = 0; g < GROUP; g++)
-				v[g] = __ldg(vb + 32 * (r + g) + lane);
+				v[g] = __ldg(ub + (k + g) * step);
 #pragma unroll
 			for (unsigned g = 0; g < GROUP; g++)
 				acc = fold16<T, OP>(acc, v[g]);
 		}
-		for (; r < fend; r++)
-			acc = fold16<T, OP>(acc, __ldg(vb + 32 * r + lane));
+		for (; k < kfast; k++)
+			acc = fold16<T, OP>(acc, __ldg(ub + k * step));
 	} else {
-		for (; r + GROUP <= fend; r += GROUP) {
+		/* lane 31 also needs the vector after its own */
+		const uint4 *xb = vb + 32 * (uint64_t)u + 32;
+		for (; k + GROUP <= kfast; k += GROUP) {
 			uint4 v[GROUP], x[GROUP];
 #pragma unroll
 			for (unsigned g = 0; g < GROUP; g++) {
-				v[g] = __ldg(vb + 32 * (r + g) + lane);
-				x[g] = lane == 31 ? __ldg(vb + 32 * (r + g) + 32) : make_uint4(0, 0, 0, 0);
+				v[g] = __ldg(ub + (k + g) * step);
+				x[g] = lane == 31 ? __ldg(xb + (k + g) * step) : make_uint4(0, 0, 0, 0);
 			}
 #pragma unroll
 			for (unsigned g = 0; g < GROUP; g++) {
@@ -307,9 +313,9 @@ unit_fold(const unsigned char *seg, uint64_t n, uint64_t row0, uint32_t nrows, u
 				acc = fold16<T, OP>(acc, realign(v[g], nx, off));
 			}
 		}
-		for (; r < fend; r++) {
-			uint4 v = __ldg(vb + 32 * r + lane);
-			uint4 x = lane == 31 ? __ldg(vb + 32 * r + 32) : make_uint4(0, 0, 0, 0);
+		for (; k < kfast; k++) {
+			uint4 v = __ldg(ub + k * step);
+			uint4 x = lane == 31 ? __ldg(xb + k * step) : make_uint4(0, 0, 0, 0);
 			uint4 nx = shfl_down4(v);
 			if (lane == 31)
 				nx = x;
@@ -317,12 +323,12 @@ unit_fold(const unsigned char *seg, uint64_t n, uint64_t row0, uint32_t nrows, u
 		}
 	}
 	/* the rest, element by element in the same order */
-	for (; r < rend; r++) {
-		uint64_t j0 = r * 32 * V + (uint64_t)lane * V;
+	for (; k < kend; k++) {
+		uint64_t j0 = (u + k * units) * 32 * V + (uint64_t)lane * V;
 #pragma unroll
-		for (unsigned k = 0; k < V; k++)
-			if (j0 + k < n)
-				acc = R::lelem(acc, load_any<T>(seg + (j0 + k) * sizeof(T)));
+		for (unsigned e = 0; e < V; e++)
+			if (j0 + e < n)
+				acc = R::lelem(acc, load_any<T>(seg + (j0 + e) * sizeof(T)));
 	}
 	return R::lfinish(acc);
 }
@@ -420,7 +426,7 @@ static __device__ __forceinline__ void seg_unit(const unsigned char *seg, uint64
 						uint32_t *gtickets, uint64_t *out, unsigned lane)
 {
 	using R = red<T, OP>;
-	typename R::A acc = unit_fold<T, OP>(seg, n, (uint64_t)u * unit_rows, unit_rows, lane);
+	typename R::A acc = unit_fold<T, OP>(seg, n, u, units, lane);
 	acc = R::warp(acc);
 	if (units == 1) {
 		if (lane == 0)
@@ -473,7 +479,7 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t unit_rows, uint32_
 		__shared__ uint64_t sp[GR_KERNEL_WARPS_PER_BLOCK];
 		if (w < units) {
 			typename R::A acc = R::warp(
-				unit_fold<T, OP>(data, n, (uint64_t)w * unit_rows, unit_rows, lane));
+				unit_fold<T, OP>(data, n, w, units, lane));
 			if (lane == 0)
 				sp[w] = R::bits(acc);
 		}

@@ -5,8 +5,9 @@
  * A segment (one job's array) is cut into rows of 512 bytes: lane l of a
  * warp owns bytes [16 l, 16 l + 16) of every row, measured from the
  * segment's first byte whatever its address, and folds its elements into
- * one accumulator row after row. Rows are grouped into units of
- * gr_kernel_unit_rows(n) rows; one warp reduces one unit, and the unit
+ * one accumulator row after row. A segment has gr_kernel_units(n) units
+ * of about gr_kernel_unit_rows(n) rows each, unit u taking rows u,
+ * u + units, u + 2 units, ...; one warp reduces one unit, and the unit
  * partials are combined (in groups of 32 units, then the groups, when
  * there are more than 32), lane l taking partials l, l + 32, ... in order
  * and the lanes then meeting in a fixed butterfly. That order depends only on
