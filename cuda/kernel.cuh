@@ -358,7 +358,13 @@ static __device__ __forceinline__ typename red<T, OP>::A combine(const uint64_t 
 	using RL = red<typename R::A, OP>;
 	constexpr bool minmax = OP == MIN || OP == MAX;
 	constexpr unsigned B = 4;
-	typename RL::L m = RL::lident();
+	/* integer lanes start from T's own limits (RL's would not survive
+	 * the 32-bit narrowing in warp()); keyed lanes from the key limits */
+	typename RL::L m;
+	if constexpr (RL::keyed)
+		m = RL::lident();
+	else
+		m = R::ident();
 	typename R::A c = R::ident();
 	uint32_t i = lane;
 	for (; i + 32 * (B - 1) < units; i += 32 * B) {

@@ -199,6 +199,32 @@ int main(void)
 		}
 	}
 
+	/* integer extremes over many units: every lane that saw nothing must
+	 * start from the dtype's own limits */
+	for (int dt = 0; dt < 4; dt++) {
+		for (int v = 0; v < 2; v++) {
+			size_t n = 50001, bytes = n * dt_size[dt];
+			std::vector<unsigned char> h(bytes);
+			for (size_t i = 0; i < n; i++) {
+				uint64_t x = dt == 0 ? (v ? 0x7fffffffull : 0x80000000ull)
+					   : dt == 1 ? (v ? 0x7fffffffffffffffull : 0x8000000000000000ull)
+					   : dt == 2 ? (v ? 0xffffffffull : 0)
+						     : (v ? ~0ull : 0);
+				memcpy(h.data() + i * dt_size[dt], &x, dt_size[dt]);
+			}
+			unsigned char *d;
+			CU(cudaMalloc(&d, bytes));
+			CU(cudaMemcpy(d, h.data(), bytes, cudaMemcpyHostToDevice));
+			for (int op = 0; op < 3; op++) {
+				double tol;
+				uint64_t want = host_reduce(op, dt, h.data(), n, &tol);
+				check_value(op, dt, n, 0, run_single(s, op, dt, d, n, sms), want, tol);
+				checks++;
+			}
+			CU(cudaFree(d));
+		}
+	}
+
 	/* one batch launch of mixed segments at odd offsets equals the
 	 * single-array path for each of them, bit for bit */
 	const unsigned nseg = 300;
