@@ -43,6 +43,72 @@ typedef struct bench_data {
 	double tolerance; /* for floats: allowed |got - expect| */
 } bench_data;
 
+/*
+ * Latencies in a log-linear histogram: 64 sub-buckets per power of two of
+ * nanoseconds, so a percentile is within 1/64 (1.6%) of the true value and
+ * a run of any length needs the same 32 KiB per connection.
+ */
+#define LAT_SUB_BITS 6
+#define LAT_BUCKETS (64 << LAT_SUB_BITS)
+
+typedef struct latency_hist {
+	uint64_t count[LAT_BUCKETS];
+	uint64_t n;
+	uint64_t max_ns;
+} latency_hist;
+
+static unsigned lat_bucket(uint64_t ns)
+{
+	unsigned msb;
+
+	if (ns < (1u << LAT_SUB_BITS))
+		return (unsigned)ns;
+	msb = 63u - (unsigned)__builtin_clzll(ns);
+	/* The power of two, then the LAT_SUB_BITS bits below the top one. */
+	return ((msb - LAT_SUB_BITS + 1) << LAT_SUB_BITS) |
+	       (unsigned)((ns >> (msb - LAT_SUB_BITS)) & ((1u << LAT_SUB_BITS) - 1));
+}
+
+/* The middle of a bucket's range, in nanoseconds. */
+static double lat_bucket_mid(unsigned b)
+{
+	unsigned e = b >> LAT_SUB_BITS, m = b & ((1u << LAT_SUB_BITS) - 1);
+
+	if (e == 0)
+		return m;
+	/* Bucket (e, m) holds [(64 + m) << (e - 1), (65 + m) << (e - 1)). */
+	return ((double)(64 + m) + 0.5) * (double)(1ull << (e - 1));
+}
+
+static void lat_add(latency_hist *h, uint64_t ns)
+{
+	h->count[lat_bucket(ns)]++;
+	h->n++;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+}
+
+static double lat_pct_us(const latency_hist *h, double p)
+{
+	uint64_t rank, seen = 0;
+
+	if (h->n == 0)
+		return 0;
+	rank = (uint64_t)ceil(p / 100.0 * (double)h->n);
+	if (rank == 0)
+		rank = 1;
+	for (unsigned b = 0; b < LAT_BUCKETS; b++) {
+		seen += h->count[b];
+		if (seen >= rank) {
+			double mid = lat_bucket_mid(b);
+
+			/* Never report more than the largest sample. */
+			return (mid < (double)h->max_ns ? mid : (double)h->max_ns) / 1e3;
+		}
+	}
+	return (double)h->max_ns / 1e3;
+}
+
 /* id -> submit time, open addressing with linear probing. */
 typedef struct inflight_map {
 	uint32_t *ids; /* 0: empty */
@@ -58,9 +124,7 @@ typedef struct worker {
 	uint64_t done;
 	uint64_t errors;
 	uint64_t mismatches;
-	uint64_t *lat_ns;
-	size_t n_lat;
-	size_t cap_lat;
+	latency_hist lat;
 	uint64_t t_start;   /* when this connection started sending */
 	int fail;           /* connection-level failure, 0 if none */
 	char failmsg[256];
@@ -158,20 +222,6 @@ static bool value_ok(const bench_data *d, const gpured_value *v)
 	return false;
 }
 
-static void lat_push(worker *w, uint64_t ns)
-{
-	if (w->n_lat == w->cap_lat) {
-		size_t cap = w->cap_lat ? w->cap_lat * 2 : 4096;
-		uint64_t *p = realloc(w->lat_ns, cap * sizeof(*p));
-
-		if (!p)
-			return; /* latency sample lost; the count stays right */
-		w->lat_ns = p;
-		w->cap_lat = cap;
-	}
-	w->lat_ns[w->n_lat++] = ns;
-}
-
 static bool time_up(void)
 {
 	if (atomic_load_explicit(&stop_flag, memory_order_relaxed))
@@ -227,7 +277,7 @@ static void *worker_run(void *arg)
 			goto broken;
 		uint64_t t0 = inflight_take(&m, id);
 		if (t0)
-			lat_push(w, now_ns() - t0);
+			lat_add(&w->lat, now_ns() - t0);
 		if (r < 0) {
 			w->errors++;
 		} else if (!value_ok(w->d, &v)) {
@@ -309,27 +359,6 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct_us(const uint64_t *v, size_t n, double p)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	i = (size_t)ceil(p / 100.0 * (double)n);
-	if (i > 0)
-		i--;
-	if (i >= n)
-		i = n - 1;
-	return (double)v[i] / 1e3;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -340,7 +369,7 @@ static void usage(FILE *f)
 		"  -s, --socket PATH    Daemon socket (default: $GPURED_SOCKET, else the daemon's default)\n"
 		"  -c N                 Connections, one thread each (default 8)\n"
 		"  -P N                 Requests in flight per connection (default 1)\n"
-		"  -n N                 Total requests (default 100000)\n"
+		"  -n N                 Total requests (default 100000; 0 with -t: no limit)\n"
 		"  -d N                 Elements per request (default 256)\n"
 		"      --dtype T        i32 i64 u32 u64 f32 f64 (default f32)\n"
 		"      --op OP          sum min max sumsq (default sum)\n"
@@ -391,8 +420,7 @@ int main(int argc, char **argv)
 	};
 	bench_data d = { 0 };
 	uint64_t v, done = 0, errors = 0, mismatches = 0, t0, t1;
-	size_t n_lat = 0;
-	uint64_t *lat;
+	latency_hist *lat;
 	worker *w;
 	unsigned failed = 0;
 	char *end;
@@ -474,7 +502,10 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < o.conns; i++) {
 		w[i].o = &o;
 		w[i].d = &d;
-		w[i].quota = o.requests / o.conns + (i < o.requests % o.conns);
+		if (o.requests == 0 && o.seconds > 0)
+			w[i].quota = UINT64_MAX;
+		else
+			w[i].quota = o.requests / o.conns + (i < o.requests % o.conns);
 		if (pthread_create(&w[i].thread, NULL, worker_run, &w[i]) != 0) {
 			fprintf(stderr, "gpured-benchmark: cannot start thread\n");
 			return 1;
@@ -492,31 +523,30 @@ int main(int argc, char **argv)
 		done += w[i].done;
 		errors += w[i].errors;
 		mismatches += w[i].mismatches;
-		n_lat += w[i].n_lat;
 		if (w[i].fail) {
 			if (failed++ == 0)
 				fprintf(stderr, "gpured-benchmark: connection %u: %s\n", i, w[i].failmsg);
 		}
 	}
-	lat = malloc((n_lat ? n_lat : 1) * sizeof(*lat));
+	lat = calloc(1, sizeof(*lat));
 	if (!lat) {
 		fprintf(stderr, "gpured-benchmark: out of memory\n");
 		return 1;
 	}
-	n_lat = 0;
 	for (unsigned i = 0; i < o.conns; i++) {
-		memcpy(lat + n_lat, w[i].lat_ns, w[i].n_lat * sizeof(*lat));
-		n_lat += w[i].n_lat;
-		free(w[i].lat_ns);
+		for (unsigned b = 0; b < LAT_BUCKETS; b++)
+			lat->count[b] += w[i].lat.count[b];
+		lat->n += w[i].lat.n;
+		if (w[i].lat.max_ns > lat->max_ns)
+			lat->max_ns = w[i].lat.max_ns;
 	}
-	qsort(lat, n_lat, sizeof(*lat), cmp_u64);
 
 	double secs = (double)(t1 - t0) / 1e9;
 	double rps = secs > 0 ? (double)done / secs : 0;
 	double bytes = (double)done * (double)d.n * (double)gpured_dtype_size(o.dtype);
 	double gbps = secs > 0 ? bytes / secs / 1e9 : 0;
-	double p50 = pct_us(lat, n_lat, 50), p99 = pct_us(lat, n_lat, 99);
-	double p999 = pct_us(lat, n_lat, 99.9), pmax = n_lat ? (double)lat[n_lat - 1] / 1e3 : 0;
+	double p50 = lat_pct_us(lat, 50), p99 = lat_pct_us(lat, 99);
+	double p999 = lat_pct_us(lat, 99.9), pmax = (double)lat->max_ns / 1e3;
 
 	if (o.json) {
 		printf("{\"op\":\"%s\",\"dtype\":\"%s\",\"elements\":%llu,\"connections\":%u,"

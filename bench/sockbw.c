@@ -55,7 +55,8 @@ static void usage(FILE *f)
 		"\n"
 		"  -b, --bytes N        Bytes to send (default 4G; k, M, G suffixes)\n"
 		"  -C, --chunk N        Bytes per write and per read (default 1M)\n"
-		"      --sndbuf N       Set SO_SNDBUF/SO_RCVBUF (default: the system's)\n"
+		"      --sndbuf N       SO_SNDBUF of the writing end (default: the system's)\n"
+		"      --rcvbuf N       SO_RCVBUF of the reading end (default: the system's)\n"
 		"      --json           Print JSON\n"
 		"  -h, --help           Show this help\n");
 }
@@ -86,16 +87,17 @@ static int writer(int fd, uint64_t total, size_t chunk)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_SNDBUF };
+	enum { OPT_JSON = 256, OPT_SNDBUF, OPT_RCVBUF };
 	static const struct option opts[] = {
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "chunk", required_argument, NULL, 'C' },
 		{ "sndbuf", required_argument, NULL, OPT_SNDBUF },
+		{ "rcvbuf", required_argument, NULL, OPT_RCVBUF },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	uint64_t total = 4ull << 30, chunk = 1 << 20, sockbuf = 0, got = 0, t0 = 0, t1;
+	uint64_t total = 4ull << 30, chunk = 1 << 20, sndbuf = 0, rcvbuf = 0, got = 0, t0 = 0, t1;
 	bool json = false;
 	int sv[2], c, status;
 	uint8_t *buf;
@@ -112,7 +114,11 @@ int main(int argc, char **argv)
 				goto bad;
 			break;
 		case OPT_SNDBUF:
-			if (!parse_size(optarg, &sockbuf) || sockbuf > INT32_MAX)
+			if (!parse_size(optarg, &sndbuf) || sndbuf > INT32_MAX)
+				goto bad;
+			break;
+		case OPT_RCVBUF:
+			if (!parse_size(optarg, &rcvbuf) || rcvbuf > INT32_MAX)
 				goto bad;
 			break;
 		case OPT_JSON:
@@ -131,13 +137,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpured-sockbw: socketpair: %s\n", strerror(errno));
 		return 1;
 	}
-	if (sockbuf) {
-		int v = (int)sockbuf;
+	/* sv[1] writes (the client's side), sv[0] reads (the daemon's). */
+	if (sndbuf) {
+		int v = (int)sndbuf;
 
-		for (int i = 0; i < 2; i++) {
-			setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
-			setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
-		}
+		setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	}
+	if (rcvbuf) {
+		int v = (int)rcvbuf;
+
+		setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
 	}
 	buf = malloc(chunk);
 	if (!buf) {
@@ -187,8 +196,10 @@ int main(int argc, char **argv)
 	double gbps = secs > 0 ? (double)got / secs / 1e9 : 0;
 
 	if (json)
-		printf("{\"bytes\":%llu,\"chunk\":%llu,\"seconds\":%.6f,\"gb_per_s\":%.3f}\n",
-		       (unsigned long long)got, (unsigned long long)chunk, secs, gbps);
+		printf("{\"bytes\":%llu,\"chunk\":%llu,\"sndbuf\":%llu,\"rcvbuf\":%llu,"
+		       "\"seconds\":%.6f,\"gb_per_s\":%.3f}\n",
+		       (unsigned long long)got, (unsigned long long)chunk, (unsigned long long)sndbuf,
+		       (unsigned long long)rcvbuf, secs, gbps);
 	else
 		printf("%llu bytes in %llu-byte chunks: %.3f s, %.3f GB/s\n",
 		       (unsigned long long)got, (unsigned long long)chunk, secs, gbps);

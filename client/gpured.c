@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "client/gpured.h"
+#include "proto/message.h"
 #include "proto/mp.h"
 #include "proto/obj.h"
 #include "proto/types.h"
@@ -96,6 +97,8 @@ struct gpured {
 
 	gr_buf wbuf;
 	gr_buf rbuf;
+
+	int timeout_ms; /* -1: wait for ever */
 
 	char errmsg[256];
 	char errcode[32];
@@ -226,6 +229,8 @@ const char *gpured_strerror(int err)
 		return "File name too long";
 	case -ENOMEM:
 		return "Cannot allocate memory";
+	case -ETIMEDOUT:
+		return "Timed out waiting for the server";
 	}
 	/* strerror() may share a buffer between threads for unknown codes;
 	 * everything this library returns is listed above. */
@@ -343,6 +348,7 @@ int gpured_connect(const char *path, gpured_t **ret)
 	}
 	g->fd = fd;
 	g->next_id = 1;
+	g->timeout_ms = -1;
 	gr_buf_init(&g->wbuf);
 	gr_buf_init(&g->rbuf);
 	*ret = g;
@@ -371,6 +377,11 @@ void gpured_close(gpured_t *g)
 	if (g->fd >= 0)
 		close(g->fd);
 	free(g);
+}
+
+void gpured_set_timeout(gpured_t *g, int timeout_ms)
+{
+	g->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
 }
 
 int gpured_fd(const gpured_t *g)
@@ -412,10 +423,23 @@ static pending *pending_find(gpured_t *g, uint32_t id)
 static int doneq_push(gpured_t *g, uint32_t id)
 {
 	if (g->doneq_head + g->doneq_len == g->doneq_cap) {
-		if (g->doneq_head > 0) {
-			memmove(g->doneq, g->doneq + g->doneq_head, g->doneq_len * sizeof(*g->doneq));
-			g->doneq_head = 0;
-		} else {
+		size_t k = 0;
+
+		/* Drop the ids that gpured_wait_id() collected meanwhile and
+		 * move the rest to the front; grow only if that leaves the
+		 * queue more than half full, so pushes stay O(1) amortized
+		 * and the queue holds about as many ids as there are
+		 * uncollected replies, whatever mix of waits the caller uses. */
+		for (size_t i = 0; i < g->doneq_len; i++) {
+			uint32_t x = g->doneq[g->doneq_head + i];
+			const pending *e = pending_find(g, x);
+
+			if (e && e->done)
+				g->doneq[k++] = x;
+		}
+		g->doneq_head = 0;
+		g->doneq_len = k;
+		if (k + 1 > g->doneq_cap / 2) {
 			size_t cap = g->doneq_cap ? g->doneq_cap * 2 : 64;
 			uint32_t *q = realloc(g->doneq, cap * sizeof(*q));
 
@@ -429,20 +453,6 @@ static int doneq_push(gpured_t *g, uint32_t id)
 	return 0;
 }
 
-static char *strndup_obj(const gr_obj *o)
-{
-	char *s;
-
-	if (!o || o->type != GR_MP_STR)
-		return NULL;
-	s = malloc((size_t)o->len + 1);
-	if (!s)
-		return NULL;
-	memcpy(s, o->v.str, o->len);
-	s[o->len] = '\0';
-	return s;
-}
-
 static bool obj_is_str(const gr_obj *o, const char *s)
 {
 	size_t n = strlen(s);
@@ -450,106 +460,74 @@ static bool obj_is_str(const gr_obj *o, const char *s)
 	return o && o->type == GR_MP_STR && o->len == n && memcmp(o->v.str, s, n) == 0;
 }
 
-/* A reduce result {"value": number, "count": uint} into *ret. */
-static int parse_reduce_result(const gr_obj *res, gr_op op, gr_dtype dt, gpured_value *ret)
+/* A copy of a str's bytes, NUL-terminated; NULL if absent or no memory. */
+static char *strndup_len(const char *s, uint32_t len)
 {
-	const gr_obj *val, *cnt;
-	gpured_value v = { .kind = (gpured_kind)gr_result_kind(op, dt) };
+	char *d;
 
-	if (!res || res->type != GR_MP_MAP)
-		return -EPROTO;
-	val = gr_obj_get(res, "value");
-	cnt = gr_obj_get(res, "count");
-	if (!val || !cnt || cnt->type != GR_MP_UINT)
-		return -EPROTO;
-	v.count = cnt->v.u;
-
-	switch (v.kind) {
-	case GPURED_KIND_I64:
-		if (val->type == GR_MP_INT)
-			v.v.i = val->v.i;
-		else if (val->type == GR_MP_UINT && val->v.u <= (uint64_t)INT64_MAX)
-			v.v.i = (int64_t)val->v.u;
-		else
-			return -EPROTO;
-		break;
-	case GPURED_KIND_U64:
-		if (val->type != GR_MP_UINT)
-			return -EPROTO;
-		v.v.u = val->v.u;
-		break;
-	case GPURED_KIND_F64:
-		/* A float by the protocol; integers are accepted in case a
-		 * writer shortens integral doubles. */
-		if (val->type == GR_MP_FLOAT)
-			v.v.f = val->v.f;
-		else if (val->type == GR_MP_UINT)
-			v.v.f = (double)val->v.u;
-		else if (val->type == GR_MP_INT)
-			v.v.f = (double)val->v.i;
-		else
-			return -EPROTO;
-		break;
-	}
-	*ret = v;
-	return 0;
+	if (!s)
+		return NULL;
+	d = malloc((size_t)len + 1);
+	if (!d)
+		return NULL;
+	memcpy(d, s, len);
+	d[len] = '\0';
+	return d;
 }
 
 /* One whole reply message at p[0..n), parsed as *root. */
 static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_t n)
 {
-	const gr_obj *it, *err, *res;
+	const gr_obj *res = NULL, *code = NULL;
+	const char *msg = NULL;
+	uint32_t msglen = 0, id;
+	gr_err ec;
 	pending *e;
-	uint32_t id;
 
-	if (root->type != GR_MP_ARRAY || root->len != 4)
-		return conn_fail(g, -EPROTO, "reply is not a 4-element array");
-	it = root->v.items;
-	if (it[0].type != GR_MP_UINT || it[0].v.u != 1)
-		return conn_fail(g, -EPROTO, "reply of type other than 1");
-	if (it[1].type != GR_MP_UINT || it[1].v.u > UINT32_MAX)
-		return conn_fail(g, -EPROTO, "reply with an invalid msgid");
-	id = (uint32_t)it[1].v.u;
-	err = &it[2];
-	res = &it[3];
-	if (err->type != GR_MP_NIL && err->type != GR_MP_MAP)
-		return conn_fail(g, -EPROTO, "reply with an invalid error");
+	if (gr_msg_parse_response(root, &id, &ec, &msg, &msglen, &res) < 0)
+		return conn_fail(g, -EPROTO, "malformed response from server");
+	if (ec != GR_OK)
+		code = gr_obj_get(&root->v.items[2], "code");
 
-	e = id ? pending_find(g, id) : NULL;
+	e = pending_find(g, id);
 	if (!e || e->done) {
 		/* msgid 0, or one we did not send: the server could not tell
-		 * which request failed and closes the connection. */
-		if (err->type == GR_MP_MAP) {
-			const gr_obj *code = gr_obj_get(err, "code");
-			const gr_obj *msg = gr_obj_get(err, "message");
-			int r = code && code->type == GR_MP_STR ?
-				errno_from_code(code->v.str, code->len) : -EPROTO;
+		 * which request failed (a broken stream, or "busy" for the
+		 * whole connection) and closes the connection. */
+		if (ec != GR_OK) {
+			int r = err_errno[ec];
 
-			conn_fail(g, r, "server: %.*s", msg && msg->type == GR_MP_STR ? (int)msg->len : 0,
-				  msg && msg->type == GR_MP_STR ? msg->v.str : "");
-			if (code && code->type == GR_MP_STR)
-				snprintf(g->errcode, sizeof(g->errcode), "%.*s", (int)code->len, code->v.str);
+			conn_fail(g, r, "%.*s", msg ? (int)msglen : 0, msg ? msg : "");
+			snprintf(g->errcode, sizeof(g->errcode), "%.*s", (int)code->len, code->v.str);
 			return r;
 		}
-		return conn_fail(g, -EPROTO, "reply to unknown request %u", id);
+		return conn_fail(g, -EPROTO, "response to unknown request %u", id);
 	}
 
-	if (err->type == GR_MP_MAP) {
-		const gr_obj *code = gr_obj_get(err, "code");
-
-		if (!code || code->type != GR_MP_STR)
-			return conn_fail(g, -EPROTO, "error without a code");
-		e->err = errno_from_code(code->v.str, code->len);
-		e->errcode = strndup_obj(code);
-		e->errmsg = strndup_obj(gr_obj_get(err, "message"));
+	if (ec != GR_OK) {
+		e->err = err_errno[ec];
+		e->errcode = strndup_len(code->v.str, code->len);
+		e->errmsg = strndup_len(msg, msglen);
 		if (!e->errcode)
 			return conn_fail(g, -ENOMEM, "out of memory");
 	} else {
 		switch (e->method) {
-		case GR_METHOD_REDUCE:
-			if (parse_reduce_result(res, e->op, e->dtype, &e->value) < 0)
+		case GR_METHOD_REDUCE: {
+			gr_value v;
+			uint64_t count;
+
+			if (gr_msg_parse_reduce_result(res, gr_result_kind(e->op, e->dtype), &v, &count) < 0)
 				return conn_fail(g, -EPROTO, "malformed reduce result");
+			e->value.kind = (gpured_kind)v.kind;
+			e->value.count = count;
+			if (v.kind == GR_KIND_I64)
+				e->value.v.i = v.i;
+			else if (v.kind == GR_KIND_U64)
+				e->value.v.u = v.u;
+			else
+				e->value.v.f = v.f;
 			break;
+		}
 		case GR_METHOD_PING:
 			if (!obj_is_str(res, "pong"))
 				return conn_fail(g, -EPROTO, "ping answered other than \"pong\"");
@@ -566,6 +544,12 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 	e->done = true;
 	if (e->method == GR_METHOD_REDUCE && doneq_push(g, id) < 0)
 		return conn_fail(g, -ENOMEM, "out of memory");
+	/* The server closes after these: the request gets its answer, and
+	 * the connection is marked broken for everything after it. */
+	if (ec == GR_ERR_INVALID_REQUEST || ec == GR_ERR_BUSY) {
+		conn_fail(g, err_errno[ec], "%.*s", msg ? (int)msglen : 0, msg ? msg : "");
+		snprintf(g->errcode, sizeof(g->errcode), "%.*s", (int)code->len, code->v.str);
+	}
 	return 0;
 }
 
@@ -629,20 +613,37 @@ static int conn_read(gpured_t *g)
 }
 
 /* Block until the socket is readable, then read. */
-static int conn_wait_read(gpured_t *g)
+/*
+ * Wait for events on the socket, at most g->timeout_ms without any: a
+ * timeout leaves a request half sent or unanswered, so it ends the
+ * connection. Returns the revents, or the error.
+ */
+static int conn_poll(gpured_t *g, short events)
 {
-	struct pollfd pfd = { .fd = g->fd, .events = POLLIN };
+	struct pollfd pfd = { .fd = g->fd, .events = events };
 
 	for (;;) {
-		int r = poll(&pfd, 1, -1);
+		int r = poll(&pfd, 1, g->timeout_ms);
 
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			return conn_fail(g, -errno, "poll: %s", strerror(errno));
 		}
-		return conn_read(g);
+		if (r == 0)
+			return conn_fail(g, -ETIMEDOUT, "no progress with the server for %d ms",
+					 g->timeout_ms);
+		return pfd.revents;
 	}
+}
+
+static int conn_wait_read(gpured_t *g)
+{
+	int r = conn_poll(g, POLLIN);
+
+	if (r < 0)
+		return r;
+	return conn_read(g);
 }
 
 /*
@@ -656,20 +657,24 @@ static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
 		ssize_t k = sendmsg(g->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (k < 0) {
-			struct pollfd pfd = { .fd = g->fd, .events = POLLIN | POLLOUT };
 			int r;
 
 			if (errno == EINTR)
 				continue;
+			if (errno == EPIPE || errno == ECONNRESET) {
+				int err = -errno;
+
+				/* The server may have said why before it
+				 * closed: that reason wins over ours. */
+				(void)conn_read(g);
+				return conn_fail(g, err, "send: %s", strerror(-err));
+			}
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				return conn_fail(g, -errno, "send: %s", strerror(errno));
-			r = poll(&pfd, 1, -1);
-			if (r < 0) {
-				if (errno == EINTR)
-					continue;
-				return conn_fail(g, -errno, "poll: %s", strerror(errno));
-			}
-			if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
+			r = conn_poll(g, POLLIN | POLLOUT);
+			if (r < 0)
+				return r;
+			if (r & (POLLIN | POLLHUP | POLLERR)) {
 				r = conn_read(g);
 				if (r < 0)
 					return r;
@@ -737,6 +742,11 @@ static void pending_remove(gpured_t *g, pending *e)
 	g->n_live--;
 	if (e->method == GR_METHOD_REDUCE)
 		g->n_live_reduce--;
+	/* Nothing left to collect: what the queue holds is stale. */
+	if (g->n_live_reduce == 0) {
+		g->doneq_head = 0;
+		g->doneq_len = 0;
+	}
 	/* Collected entries at the old end leave the ring. */
 	while (g->n_slots > 0 && !pending_slot(g, 0)->live) {
 		g->head = (g->head + 1) & (g->cap_pend - 1);
@@ -751,39 +761,6 @@ static void pending_unadd(gpured_t *g, pending *e)
 	if (g->n_slots > 0 && pending_slot(g, g->n_slots - 1) == e)
 		g->n_slots--;
 	g->next_id = e->id;
-}
-
-/* [0, msgid, "reduce", [{"op": op, "dtype": dt, "data": <bin header>  */
-static int write_reduce_header(gr_buf *b, uint32_t id, gr_op op, gr_dtype dt, uint32_t nbytes)
-{
-	int r = 0;
-
-	r = r ? r : gr_mpw_array(b, 4);
-	r = r ? r : gr_mpw_uint(b, 0);
-	r = r ? r : gr_mpw_uint(b, id);
-	r = r ? r : gr_mpw_cstr(b, "reduce");
-	r = r ? r : gr_mpw_array(b, 1);
-	r = r ? r : gr_mpw_map(b, 3);
-	r = r ? r : gr_mpw_cstr(b, "op");
-	r = r ? r : gr_mpw_cstr(b, gr_op_name(op));
-	r = r ? r : gr_mpw_cstr(b, "dtype");
-	r = r ? r : gr_mpw_cstr(b, gr_dtype_name(dt));
-	r = r ? r : gr_mpw_cstr(b, "data");
-	r = r ? r : gr_mpw_bin_header(b, nbytes);
-	return r;
-}
-
-/* [0, msgid, method, []] */
-static int write_simple_request(gr_buf *b, uint32_t id, gr_method m)
-{
-	int r = 0;
-
-	r = r ? r : gr_mpw_array(b, 4);
-	r = r ? r : gr_mpw_uint(b, 0);
-	r = r ? r : gr_mpw_uint(b, id);
-	r = r ? r : gr_mpw_cstr(b, gr_method_name(m));
-	r = r ? r : gr_mpw_array(b, 0);
-	return r;
 }
 
 int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
@@ -812,10 +789,10 @@ int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, 
 	id = e->id;
 
 	g->wbuf.len = 0;
-	r = write_reduce_header(&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
+	r = gr_msg_write_reduce_header(&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
 	if (r < 0) {
 		pending_unadd(g, e);
-		return set_error(g, r, "out of memory");
+		return set_error(g, r, "cannot write the request: %s", gpured_strerror(r));
 	}
 	iov[0] = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
 	iov[1] = (struct iovec){ .iov_base = (void *)data, .iov_len = n * esz };
@@ -959,10 +936,10 @@ static int call_simple(gpured_t *g, gr_method m, uint8_t **ret_reply, size_t *re
 		return r;
 	id = e->id;
 	g->wbuf.len = 0;
-	r = write_simple_request(&g->wbuf, id, m);
+	r = gr_msg_write_request(&g->wbuf, id, m);
 	if (r < 0) {
 		pending_unadd(g, e);
-		return set_error(g, r, "out of memory");
+		return set_error(g, r, "cannot write the request: %s", gpured_strerror(r));
 	}
 	iov = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
 	r = conn_send(g, &iov, 1);
@@ -1060,6 +1037,9 @@ int gpured_stats(gpured_t *g, gpured_stats_t *ret)
 		snprintf(s.backend, sizeof(s.backend), "%.*s", (int)o->len, o->v.str);
 	s.connections = obj_u64(gr_obj_get(res, "connections"));
 	s.connections_total = obj_u64(gr_obj_get(res, "connections_total"));
+	s.connections_refused = obj_u64(gr_obj_get(res, "connections_refused"));
+	s.devices = obj_u64(gr_obj_get(res, "devices"));
+	s.devices_healthy = obj_u64(gr_obj_get(res, "devices_healthy"));
 	s.requests = obj_u64(gr_obj_get(res, "requests"));
 	s.errors = obj_u64(gr_obj_get(res, "errors"));
 	s.bytes_in = obj_u64(gr_obj_get(res, "bytes_in"));
@@ -1137,7 +1117,17 @@ static int scalar_text(gr_buf *b, const gr_obj *o, bool json)
 	case GR_MP_FLOAT:
 		if (o->v.f != o->v.f || o->v.f - o->v.f != 0)
 			return buf_printf(b, json ? "null" : "%g", o->v.f);
-		return buf_printf(b, json ? "%.17g" : "%.15g", o->v.f);
+		if (!json)
+			return buf_printf(b, "%.15g", o->v.f);
+		/* The shortest digits that read back as the same double. */
+		for (int prec = 15; prec < 17; prec++) {
+			char t[40];
+
+			snprintf(t, sizeof(t), "%.*g", prec, o->v.f);
+			if (strtod(t, NULL) == o->v.f)
+				return buf_printf(b, "%s", t);
+		}
+		return buf_printf(b, "%.17g", o->v.f);
 	case GR_MP_STR:
 		if (json)
 			return json_string(b, o->v.str, o->len);

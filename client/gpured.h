@@ -113,6 +113,14 @@ int gpured_connect(const char *path, gpured_t **ret);
 /* Close the connection and free the handle; NULL is fine. Requests still
  * outstanding are dropped. */
 void gpured_close(gpured_t *g);
+/*
+ * Give up when the server makes no progress (accepts no bytes, sends no
+ * reply) for timeout_ms while a call waits: the call then fails with
+ * -ETIMEDOUT and the connection is dead. Negative: wait for ever (the
+ * default).
+ */
+void gpured_set_timeout(gpured_t *g, int timeout_ms);
+
 /* The socket's file descriptor (for poll(); do not read or write it). */
 int gpured_fd(const gpured_t *g);
 
@@ -162,22 +170,25 @@ int gpured_wait_id(gpured_t *g, uint32_t id, gpured_value *ret);
 unsigned gpured_outstanding(const gpured_t *g);
 
 /*
- * The server's counters ("stats"). Fields the server did not send are 0
- * (backend: empty).
+ * The server's counters ("stats"; PROTOCOL.md says what each means).
+ * Fields the server did not send are 0 (backend: empty).
  */
 typedef struct gpured_stats_t {
 	double uptime_s;
 	char backend[64];
-	uint64_t connections;
-	uint64_t connections_total;
-	uint64_t requests;
-	uint64_t errors;
+	uint64_t connections;         /* open now */
+	uint64_t connections_total;   /* accepted since start */
+	uint64_t connections_refused; /* of those, refused with busy */
+	uint64_t requests;            /* answered */
+	uint64_t errors;              /* of those, answered with an error */
 	uint64_t bytes_in;
-	uint64_t elements;
-	uint64_t batches;
-	double batch_mean;
-	uint64_t inflight;
-	double latency_p50_us;
+	uint64_t elements;            /* elements reduced */
+	uint64_t batches;             /* backend submissions */
+	double batch_mean;            /* requests per batch */
+	uint64_t inflight;            /* read, not yet answered */
+	uint64_t devices;
+	uint64_t devices_healthy;
+	double latency_p50_us;        /* last byte of a request to its response */
 	double latency_p99_us;
 	double latency_max_us;
 } gpured_stats_t;

@@ -46,6 +46,8 @@ static void usage(FILE *f)
 		"  -r, --raw                Input is packed little-endian binary elements,\n"
 		"                           not whitespace-separated text\n"
 		"  -j, --json               Print JSON\n"
+		"  -T, --timeout SECONDS    Give up when the daemon makes no progress for this\n"
+		"                           long (default: wait)\n"
 		"  -h, --help               Show this help\n"
 		"  -V, --version            Show the version\n"
 		"\n"
@@ -100,7 +102,7 @@ static int read_all(int fd, char **ret, size_t *ret_len)
 	return 0;
 }
 
-static int connect_or_complain(const char *socket, gpured_t **ret)
+static int connect_or_complain(const char *socket, double timeout_s, gpured_t **ret)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int r;
@@ -115,6 +117,8 @@ static int connect_or_complain(const char *socket, gpured_t **ret)
 		fprintf(stderr, "%s: cannot connect to %s: %s\n", prog, path, strerror(-r));
 		return EXIT_CONNECT;
 	}
+	if (timeout_s > 0)
+		gpured_set_timeout(*ret, (int)(timeout_s * 1000 + 0.5));
 	return 0;
 }
 
@@ -251,6 +255,7 @@ int main(int argc, char **argv)
 		{ "dtype", required_argument, NULL, 't' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -258,13 +263,14 @@ int main(int argc, char **argv)
 	const char *socket = NULL, *cmd, *file = NULL;
 	gpured_dtype dt = GPURED_F64;
 	bool json = false, raw = false, have_dtype = false;
+	double timeout_s = 0;
 	void *data = NULL;
 	size_t n = 0;
 	gpured_op op;
 	gpured_t *g = NULL;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:t:rjhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:rjT:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			socket = optarg;
@@ -282,6 +288,17 @@ int main(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'T': {
+			char *end;
+
+			errno = 0;
+			timeout_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(timeout_s >= 0) || timeout_s > 2e6) {
+				fprintf(stderr, "%s: invalid timeout '%s'\n", prog, optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -311,7 +328,7 @@ int main(int argc, char **argv)
 		r = read_input(file, dt, raw, &data, &n);
 		if (r)
 			return r;
-		r = connect_or_complain(socket, &g);
+		r = connect_or_complain(socket, timeout_s, &g);
 		if (r == 0)
 			r = cmd_reduce(g, op, dt, data, n, json);
 		free(data);
@@ -331,7 +348,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: --dtype and --raw apply to reductions only\n", prog);
 		return EXIT_USAGE;
 	}
-	r = connect_or_complain(socket, &g);
+	r = connect_or_complain(socket, timeout_s, &g);
 	if (r)
 		return r;
 	if (strcmp(cmd, "ping") == 0)

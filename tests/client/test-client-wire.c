@@ -26,14 +26,22 @@ typedef struct server server;
 typedef void (*scenario_fn)(server *s);
 
 struct server {
-	char dir[40];
-	char path[64];
+	char dir[64];
+	char path[96];
 	int lfd;
 	int fd;
 	gr_buf in;
 	scenario_fn fn;
 	pthread_t thread;
 };
+
+/* $TMPDIR when a socket path under it fits in a sockaddr_un, else /tmp. */
+static const char *tmp_base(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && t[0] == '/' && strlen(t) <= 40 ? t : "/tmp";
+}
 
 /* ---- the scripted side ---------------------------------------------- */
 
@@ -200,7 +208,7 @@ static void server_start(server *s, scenario_fn fn)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
 	memset(s, 0, sizeof(*s));
-	snprintf(s->dir, sizeof(s->dir), "/tmp/gpured-wire-XXXXXX");
+	snprintf(s->dir, sizeof(s->dir), "%s/gpured-wire-XXXXXX", tmp_base());
 	CHECK(mkdtemp(s->dir));
 	snprintf(s->path, sizeof(s->path), "%s/s.sock", s->dir);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
@@ -297,7 +305,7 @@ static void srv_mixed(server *s)
 		else if (i == 1)
 			reply_value_i(&out, id, INT64_MIN, 1);
 		else if (i == 2)
-			reply_value_u(&out, id, 5, 1); /* a float result as an integer */
+			reply_value_f(&out, id, 5.0, 1);
 		else
 			reply_error(&out, id, "empty", "min of nothing");
 		srv_write(s, out.data, out.len);
@@ -425,6 +433,20 @@ static void srv_wrong_kind(server *s)
 	(void)!read(s->fd, &x, 1);
 }
 
+static void srv_int_for_float(server *s)
+{
+	gr_buf out;
+
+	gr_buf_init(&out);
+	uint32_t id = srv_next(s, NULL);
+	/* PROTOCOL.md: a float64 result is always a msgpack float64. */
+	reply_value_u(&out, id, 5, 1);
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+	char x;
+	(void)!read(s->fd, &x, 1);
+}
+
 static void srv_unknown_id(server *s)
 {
 	gr_buf out;
@@ -458,6 +480,118 @@ static void run_broken(scenario_fn fn, int want, const char *want_code, const ch
 	/* The handle stays dead with the same code. */
 	CHECK_EQ(gpured_ping(g), want);
 	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_U64, &x, 1, &id), want);
+	gpured_close(g);
+	server_stop(&s);
+}
+
+/* A sumsq whose float result comes as an integer: a broken reply. */
+static void run_broken_sumsq(scenario_fn fn)
+{
+	int32_t x = 2;
+	gpured_value v;
+	server s;
+	gpured_t *g;
+
+	server_start(&s, fn);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_SUMSQ, GPURED_I32, &x, 1, &v), -EPROTO);
+	gpured_close(g);
+	server_stop(&s);
+}
+
+/* The connection limit: "busy" with msgid 0, then close, unread. */
+static void srv_busy(server *s)
+{
+	gr_buf out;
+
+	gr_buf_init(&out);
+	reply_error(&out, 0, "busy", "too many connections");
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+}
+
+static void test_busy(void)
+{
+	int64_t x = 1;
+	gpured_value v;
+	uint32_t id;
+	server s;
+	gpured_t *g;
+	int r;
+
+	server_start(&s, srv_busy);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	server_stop(&s);
+	/* Whether the send still fits or meets the closed socket, the
+	 * server's reason is what the caller sees. */
+	r = gpured_submit(g, GPURED_OP_SUM, GPURED_I64, &x, 1, &id);
+	if (r == 0)
+		r = gpured_wait(g, &id, &v);
+	CHECK_EQ(r, -EBUSY);
+	CHECK(gpured_errcode(g) && strcmp(gpured_errcode(g), "busy") == 0);
+	CHECK_MSG(strstr(gpured_errmsg(g), "too many connections"), "%s", gpured_errmsg(g));
+	CHECK_EQ(gpured_ping(g), -EBUSY);
+	gpured_close(g);
+}
+
+/* A fatal error that names its request: that request gets it, the
+ * connection is gone for the others. */
+static void srv_fatal_with_id(server *s)
+{
+	gr_buf out;
+	uint32_t a;
+
+	gr_buf_init(&out);
+	a = srv_next(s, NULL);
+	srv_next(s, NULL);
+	reply_error(&out, a, "invalid_request", "nesting too deep");
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+}
+
+static void test_fatal_with_id(void)
+{
+	int64_t x = 1;
+	gpured_value v;
+	uint32_t a, b, id;
+	server s;
+	gpured_t *g;
+
+	server_start(&s, srv_fatal_with_id);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_I64, &x, 1, &a), 0);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_I64, &x, 1, &b), 0);
+	CHECK_EQ(gpured_wait(g, &id, &v), -EPROTO);
+	CHECK_EQ(id, a);
+	CHECK(strcmp(gpured_errcode(g), "invalid_request") == 0);
+	CHECK(strcmp(gpured_errmsg(g), "nesting too deep") == 0);
+	CHECK_EQ(gpured_wait_id(g, b, &v), -EPROTO);
+	CHECK_EQ(gpured_wait(g, &id, &v), -EPROTO);
+	CHECK_EQ(id, 0);
+	gpured_close(g);
+	server_stop(&s);
+}
+
+/* A server that reads but never answers: the timeout ends the wait. */
+static void srv_silent(server *s)
+{
+	srv_next(s, NULL);
+	char x;
+	(void)!read(s->fd, &x, 1);
+}
+
+static void test_timeout(void)
+{
+	int64_t x = 1;
+	gpured_value v;
+	server s;
+	gpured_t *g;
+
+	server_start(&s, srv_silent);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	gpured_set_timeout(g, 100);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_SUM, GPURED_I64, &x, 1, &v), -ETIMEDOUT);
+	CHECK_EQ(gpured_ping(g), -ETIMEDOUT);
 	gpured_close(g);
 	server_stop(&s);
 }
@@ -535,6 +669,10 @@ int main(void)
 	run_broken(srv_garbage, -EPROTO, NULL, NULL);
 	run_broken(srv_wrong_kind, -EPROTO, NULL, NULL);
 	run_broken(srv_unknown_id, -EPROTO, NULL, NULL);
+	run_broken_sumsq(srv_int_for_float);
+	test_busy();
+	test_fatal_with_id();
+	test_timeout();
 	test_flood();
 	return 0;
 }

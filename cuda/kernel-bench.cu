@@ -1,0 +1,337 @@
+/*
+ * gpured-kernel-bench: the reduction kernel next to CUB's DeviceReduce
+ * (Sum, Min, Max) and a float4 read-bandwidth kernel, in one run.
+ *
+ * For each dtype (f32, f64, i32), op and n = 2^lo .. 2^hi (step 2^step):
+ * single-launch latency (event before, launch, event after, median of
+ * many; each launch reads a different place of a large pool, so that
+ * small arrays do not stay in L2) and back-to-back throughput (GB/s), our
+ * result checked against CUB's on every size (exactly for integers and
+ * min/max, to a tolerance for float sums).
+ *
+ *   gpured-kernel-bench [--json] [--lo E] [--hi E] [--step S]
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cub/device/device_reduce.cuh>
+#include <cuda_runtime.h>
+
+#include "cuda/kernel.cuh"
+
+#define CU(call)                                                                          \
+	do {                                                                              \
+		cudaError_t e_ = (call);                                                  \
+		if (e_ != cudaSuccess) {                                                  \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,     \
+				cudaGetErrorString(e_));                                  \
+			exit(1);                                                          \
+		}                                                                         \
+	} while (0)
+
+static const size_t POOL = ((size_t)1 << 31) + ((size_t)1 << 28);
+static const size_t STRIDE_MIN = (size_t)1 << 20;
+
+template <typename T> __global__ void fill_kernel(T *p, size_t n, uint64_t seed)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+		x ^= x >> 31;
+		x *= 0xbf58476d1ce4e5b9ull;
+		x ^= x >> 27;
+		if constexpr (std::is_floating_point<T>::value)
+			p[i] = (T)((double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+		else
+			p[i] = (T)((int64_t)(x % 2001) - 1000);
+	}
+}
+
+__global__ void read_bw_kernel(const float4 *p, size_t n4, float *out)
+{
+	float acc = 0;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float4 v = __ldg(p + i);
+		acc += (v.x + v.y) + (v.z + v.w);
+	}
+	if (acc == 1.25e-30f)
+		*out = acc;
+}
+
+struct env {
+	int sms;
+	int bw_blocks;
+	unsigned char *pool;
+	void *temp;
+	size_t temp_bytes;
+	uint64_t *partials, *out;
+	uint32_t *ticket;
+	void *cub_out;
+	float *sink;
+	cudaEvent_t e0, e1;
+	cudaStream_t st;
+};
+
+static const char *op_names[] = { "sum", "min", "max" };
+
+template <typename T> struct cub_out_type { using type = T; };
+template <> struct cub_out_type<int32_t> { using type = long long; };
+
+template <typename T, int OP> static void run_cub(env &E, const T *in, size_t n)
+{
+	using O = typename cub_out_type<T>::type;
+	O *out = (O *)E.cub_out;
+	size_t tb = E.temp_bytes;
+	if constexpr (OP == grk::SUM)
+		CU(cub::DeviceReduce::Sum(E.temp, tb, in, out, (int64_t)n, E.st));
+	else if constexpr (OP == grk::MIN)
+		CU(cub::DeviceReduce::Min(E.temp, tb, in, out, (int64_t)n, E.st));
+	else
+		CU(cub::DeviceReduce::Max(E.temp, tb, in, out, (int64_t)n, E.st));
+}
+
+template <typename T, int OP> static size_t cub_temp(size_t n)
+{
+	using O = typename cub_out_type<T>::type;
+	size_t tb = 0;
+	if constexpr (OP == grk::SUM)
+		CU(cub::DeviceReduce::Sum(nullptr, tb, (const T *)nullptr, (O *)nullptr, (int64_t)n));
+	else if constexpr (OP == grk::MIN)
+		CU(cub::DeviceReduce::Min(nullptr, tb, (const T *)nullptr, (O *)nullptr, (int64_t)n));
+	else
+		CU(cub::DeviceReduce::Max(nullptr, tb, (const T *)nullptr, (O *)nullptr, (int64_t)n));
+	return tb;
+}
+
+enum impl { OURS, CUB, BW };
+
+template <typename T, int OP> static void launch(env &E, int which, const T *in, size_t n)
+{
+	if (which == OURS)
+		CU((grk::launch_single<T, OP>(in, n, E.partials, E.ticket, E.out, E.sms, E.st)));
+	else if (which == CUB)
+		run_cub<T, OP>(E, in, n);
+	else {
+		size_t n4 = n * sizeof(T) / 16;
+		unsigned blocks = (unsigned)std::min<size_t>((n4 + 255) / 256, (size_t)E.bw_blocks);
+		read_bw_kernel<<<blocks ? blocks : 1, 256, 0, E.st>>>((const float4 *)in, n4, E.sink);
+		CU(cudaGetLastError());
+	}
+}
+
+struct pos {
+	size_t stride, count;
+	size_t at(size_t k) const { return (k % count) * stride; }
+};
+
+static pos positions(size_t bytes)
+{
+	pos p;
+	p.stride = std::max(bytes, STRIDE_MIN);
+	p.count = std::max<size_t>(1, std::min<size_t>(POOL / p.stride, 512));
+	return p;
+}
+
+template <typename T, int OP> static double latency_us(env &E, int which, size_t n, int iters)
+{
+	pos P = positions(n * sizeof(T));
+	std::vector<float> t;
+	for (int i = -5; i < iters; i++) {
+		const T *in = (const T *)(E.pool + P.at((size_t)(i + 5)));
+		CU(cudaEventRecord(E.e0, E.st));
+		launch<T, OP>(E, which, in, n);
+		CU(cudaEventRecord(E.e1, E.st));
+		CU(cudaEventSynchronize(E.e1));
+		float ms;
+		CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+		if (i >= 0)
+			t.push_back(ms);
+	}
+	std::sort(t.begin(), t.end());
+	return t[t.size() / 2] * 1000.0;
+}
+
+template <typename T, int OP> static double throughput_gbs(env &E, int which, size_t n)
+{
+	size_t bytes = n * sizeof(T);
+	pos P = positions(bytes);
+	int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
+	for (int i = 0; i < 3; i++)
+		launch<T, OP>(E, which, (const T *)(E.pool + P.at((size_t)i)), n);
+	CU(cudaEventRecord(E.e0, E.st));
+	for (int i = 0; i < k; i++)
+		launch<T, OP>(E, which, (const T *)(E.pool + P.at((size_t)i)), n);
+	CU(cudaEventRecord(E.e1, E.st));
+	CU(cudaEventSynchronize(E.e1));
+	float ms;
+	CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+	return (double)bytes * k / (ms * 1e-3) / 1e9;
+}
+
+struct row {
+	const char *dt;
+	int op;
+	size_t n;
+	double lat_ours, lat_cub, gbs_ours, gbs_cub, gbs_bw;
+	bool ok;
+};
+
+/* Our answer at the pool's start against CUB's. */
+template <typename T, int OP> static bool verify(env &E, size_t n)
+{
+	const T *in = (const T *)E.pool;
+	launch<T, OP>(E, OURS, in, n);
+	launch<T, OP>(E, CUB, in, n);
+	CU(cudaStreamSynchronize(E.st));
+	uint64_t ours;
+	typename cub_out_type<T>::type theirs;
+	CU(cudaMemcpy(&ours, E.out, 8, cudaMemcpyDeviceToHost));
+	CU(cudaMemcpy(&theirs, E.cub_out, sizeof(theirs), cudaMemcpyDeviceToHost));
+	if constexpr (std::is_floating_point<T>::value) {
+		double o;
+		memcpy(&o, &ours, 8);
+		double tol = OP == grk::SUM ? (sizeof(T) == 4 ? 1e-5 : 1e-12) * (double)n : 0.0;
+		if (!(fabs(o - (double)theirs) <= tol)) {
+			fprintf(stderr, "mismatch: %s n=%zu ours %.17g cub %.17g\n", op_names[OP], n, o,
+				(double)theirs);
+			return false;
+		}
+	} else {
+		if ((long long)ours != (long long)theirs) {
+			fprintf(stderr, "mismatch: %s n=%zu ours %lld cub %lld\n", op_names[OP], n,
+				(long long)ours, (long long)theirs);
+			return false;
+		}
+	}
+	return true;
+}
+
+template <typename T, int OP>
+static void bench_op(env &E, const char *dt, int lo, int hi, int step, std::vector<row> &rows,
+		     std::vector<double> &bw)
+{
+	for (int e = lo, k = 0; e <= hi; e += step, k++) {
+		size_t n = (size_t)1 << e;
+		row r;
+		r.dt = dt;
+		r.op = OP;
+		r.n = n;
+		r.ok = verify<T, OP>(E, n);
+		int iters = e <= 22 ? 200 : 30;
+		r.lat_ours = latency_us<T, OP>(E, OURS, n, iters);
+		r.lat_cub = latency_us<T, OP>(E, CUB, n, iters);
+		r.gbs_ours = throughput_gbs<T, OP>(E, OURS, n);
+		r.gbs_cub = throughput_gbs<T, OP>(E, CUB, n);
+		if (OP == grk::SUM)
+			bw[k] = throughput_gbs<T, OP>(E, BW, n);
+		r.gbs_bw = bw[k];
+		rows.push_back(r);
+	}
+}
+
+template <typename T>
+static void bench_dtype(env &E, const char *dt, int lo, int hi, int step, std::vector<row> &rows)
+{
+	fill_kernel<T><<<E.sms * 8, 256, 0, E.st>>>((T *)E.pool, POOL / sizeof(T), 0x1234567ull);
+	CU(cudaGetLastError());
+	CU(cudaStreamSynchronize(E.st));
+	std::vector<double> bw((size_t)(hi - lo) / step + 1);
+	bench_op<T, grk::SUM>(E, dt, lo, hi, step, rows, bw);
+	bench_op<T, grk::MIN>(E, dt, lo, hi, step, rows, bw);
+	bench_op<T, grk::MAX>(E, dt, lo, hi, step, rows, bw);
+}
+
+int main(int argc, char **argv)
+{
+	bool json = false;
+	int lo = 10, hi = 28, step = 2;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--lo") && i + 1 < argc)
+			lo = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--hi") && i + 1 < argc)
+			hi = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--step") && i + 1 < argc)
+			step = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "usage: %s [--json] [--lo E] [--hi E] [--step S]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (lo < 4 || hi > 28 || lo > hi || step < 1) {
+		fprintf(stderr, "need 4 <= lo <= hi <= 28, step >= 1\n");
+		return 2;
+	}
+	int count = 0;
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+		fprintf(stderr, "no CUDA device\n");
+		return 77;
+	}
+	env E;
+	cudaDeviceProp prop;
+	CU(cudaGetDeviceProperties(&prop, 0));
+	E.sms = prop.multiProcessorCount;
+	int per_sm = 0;
+	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, read_bw_kernel, 256, 0));
+	E.bw_blocks = per_sm * E.sms;
+	int drv = 0, rt = 0;
+	cudaDriverGetVersion(&drv);
+	cudaRuntimeGetVersion(&rt);
+	CU(cudaMalloc(&E.pool, POOL));
+	size_t nmax = (size_t)1 << hi;
+	E.temp_bytes = std::max({ cub_temp<float, grk::SUM>(nmax), cub_temp<double, grk::SUM>(nmax),
+				  cub_temp<int32_t, grk::SUM>(nmax), cub_temp<float, grk::MIN>(nmax),
+				  cub_temp<double, grk::MAX>(nmax), cub_temp<int32_t, grk::MAX>(nmax) });
+	E.temp_bytes = std::max<size_t>(E.temp_bytes, 1 << 20);
+	CU(cudaMalloc(&E.temp, E.temp_bytes));
+	CU(cudaMalloc(&E.partials, 1 << 20));
+	CU(cudaMalloc(&E.out, 64));
+	CU(cudaMalloc(&E.ticket, 1 << 20));
+	CU(cudaMemset(E.ticket, 0, 1 << 20));
+	CU(cudaMalloc(&E.cub_out, 64));
+	CU(cudaMalloc(&E.sink, 64));
+	CU(cudaEventCreate(&E.e0));
+	CU(cudaEventCreate(&E.e1));
+	CU(cudaStreamCreateWithFlags(&E.st, cudaStreamNonBlocking));
+
+	std::vector<row> rows;
+	bench_dtype<float>(E, "f32", lo, hi, step, rows);
+	bench_dtype<double>(E, "f64", lo, hi, step, rows);
+	bench_dtype<int32_t>(E, "i32", lo, hi, step, rows);
+
+	bool all_ok = true;
+	for (const row &r : rows)
+		all_ok = all_ok && r.ok;
+	if (json) {
+		printf("{\"device\": \"%s\", \"sms\": %d, \"driver\": %d, \"runtime\": %d, "
+		       "\"results_match_cub\": %s, \"rows\": [\n",
+		       prop.name, E.sms, drv, rt, all_ok ? "true" : "false");
+		for (size_t i = 0; i < rows.size(); i++) {
+			const row &r = rows[i];
+			printf("  {\"dtype\": \"%s\", \"op\": \"%s\", \"n\": %zu, \"latency_us\": "
+			       "{\"ours\": %.2f, \"cub\": %.2f}, \"throughput_gbs\": {\"ours\": %.1f, "
+			       "\"cub\": %.1f, \"read_bw\": %.1f}, \"match\": %s}%s\n",
+			       r.dt, op_names[r.op], r.n, r.lat_ours, r.lat_cub, r.gbs_ours, r.gbs_cub,
+			       r.gbs_bw, r.ok ? "true" : "false", i + 1 < rows.size() ? "," : "");
+		}
+		printf("]}\n");
+	} else {
+		printf("device: %s (%d SMs), driver %d, runtime %d\n", prop.name, E.sms, drv, rt);
+		printf("latency: one launch, event to event, median; throughput: back to back\n");
+		printf("%-4s %-4s %10s | %9s %9s %6s | %9s %9s %6s %9s %7s | %s\n", "type", "op", "n",
+		       "ours us", "cub us", "ratio", "ours GB/s", "cub GB/s", "ratio", "read GB/s",
+		       "%ceil", "check");
+		for (const row &r : rows)
+			printf("%-4s %-4s %10zu | %9.2f %9.2f %6.2f | %9.1f %9.1f %6.2f %9.1f %6.1f%% | %s\n",
+			       r.dt, op_names[r.op], r.n, r.lat_ours, r.lat_cub, r.lat_ours / r.lat_cub,
+			       r.gbs_ours, r.gbs_cub, r.gbs_ours / r.gbs_cub, r.gbs_bw,
+			       100.0 * r.gbs_ours / r.gbs_bw, r.ok ? "ok" : "MISMATCH");
+	}
+	return all_ok ? 0 : 1;
+}

@@ -1,0 +1,73 @@
+/*
+ * The reduction kernel's host interface, shared by the CUDA engine (C), the
+ * kernel benchmark and the kernel tests.
+ *
+ * A segment (one job's array) is cut into rows of 512 bytes: lane l of a
+ * warp owns bytes [16 l, 16 l + 16) of every row, measured from the
+ * segment's first byte whatever its address, and folds its elements into
+ * one accumulator row after row. A segment has gr_kernel_units(n) units
+ * of about gr_kernel_unit_rows(n) rows each, unit u taking rows u,
+ * u + units, u + 2 units, ...; one warp reduces one unit, and the unit
+ * partials are combined (in groups of 32 units, then the groups, when
+ * there are more than 32), lane l taking partials l, l + 32, ... in order
+ * and the lanes then meeting in a fixed butterfly. That order depends only on
+ * the segment's length and dtype, so a job's bits are the same in a batch
+ * of thousands, alone, at any alignment, and through the single-array
+ * entry point. One launch does everything: the last warp of a segment to
+ * finish (an atomic ticket after a fence) combines its partials and puts
+ * the ticket back to zero for the next launch; integer and float results
+ * alike go through this one path, never through floating-point atomics.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GR_KERNEL_ROW_BYTES 512u
+#define GR_KERNEL_WARPS_PER_BLOCK 8u
+
+/* One segment of a batch, as the kernel reads it (device memory). */
+typedef struct gr_kseg {
+	uint64_t offset;      /* bytes from the batch's device base */
+	uint64_t n;           /* elements */
+	uint32_t opdt;        /* op * 8 + dtype */
+	uint32_t unit_rows;   /* rows per unit */
+	uint32_t first_unit;  /* index of its first unit in the batch */
+	uint32_t units;       /* units of this segment (0 when n == 0) */
+} gr_kseg;
+
+/* Rows per unit for a segment of n elements of size bytes. */
+uint32_t gr_kernel_unit_rows(uint64_t n, size_t size);
+/* Units of a segment of n elements of size bytes. */
+uint64_t gr_kernel_units(uint64_t n, size_t size);
+
+/*
+ * Reduce a batch in one launch on stream: segs[0..nsegs) sorted by
+ * first_unit, total_units = sum of their units. out[i] receives segment
+ * i's 64-bit result (the gr_partial member that op and dtype select);
+ * segments of no elements are left alone. partials holds 2 * total_units
+ * values; tickets nsegs + total_units counters, zero before the launch
+ * and zero after.
+ * Returns the cudaError_t of the launch (0 on success).
+ */
+int gr_kernel_launch_batch(const void *base, const gr_kseg *segs, uint32_t nsegs,
+			   uint32_t total_units, uint64_t *partials, uint32_t *tickets,
+			   uint64_t *out, int sm_count, void *stream);
+
+/*
+ * Reduce one array of n > 0 elements in one launch (the single-array
+ * path); partials holds 2 * gr_kernel_units(n, size) values, ticket
+ * 1 + gr_kernel_units(n, size) counters, zero before and after. Returns
+ * the cudaError_t of the launch.
+ */
+int gr_kernel_launch_single(int op, int dtype, const void *data, uint64_t n,
+			    uint64_t *partials, uint32_t *ticket, uint64_t *out,
+			    int sm_count, void *stream);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,876 @@
+/*
+ * The real daemon, driven the way a user drives it: started on a temporary
+ * socket with the CPU backend, then used through libgpured and gpuredctl.
+ *
+ *   test-client-daemon SCENARIO GPURED GPUREDCTL
+ *
+ * Scenarios: reduce (every op x dtype x size against a reference computed
+ * here), chunks (sizes around the chunk and staging boundaries of a daemon
+ * with small ones), pipeline (hundreds in flight, collected out of order),
+ * connections (many clients at once), ctl (gpuredctl), sigterm (a request
+ * in flight is answered, then the daemon exits 0 and removes its socket).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "client/gpured.h"
+
+static const char *gpured_path;
+static const char *gpuredctl_path;
+
+/* $TMPDIR when a socket path under it fits in a sockaddr_un, else /tmp. */
+static const char *tmp_base(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && t[0] == '/' && strlen(t) <= 40 ? t : "/tmp";
+}
+
+/* ---- the daemon ------------------------------------------------------ */
+
+typedef struct daemon_proc {
+	pid_t pid;
+	char dir[64];
+	char sock[96];
+	char log[96];
+} daemon_proc;
+
+static daemon_proc the_daemon;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	CHECK(buf);
+	if (fd >= 0) {
+		for (;;) {
+			ssize_t k;
+
+			if (len == cap) {
+				cap *= 2;
+				buf = realloc(buf, cap + 1);
+				CHECK(buf);
+			}
+			k = read(fd, buf + len, cap - len);
+			if (k <= 0)
+				break;
+			len += (size_t)k;
+		}
+		close(fd);
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	return buf;
+}
+
+static void daemon_dump_log(const daemon_proc *d)
+{
+	char *log = slurp(d->log, NULL);
+
+	fprintf(stderr, "--- daemon stderr ---\n%s--- end ---\n", log);
+	free(log);
+}
+
+/* Start gpured on a fresh socket with extra arguments; wait until it
+ * accepts connections. */
+static void daemon_start(daemon_proc *d, const char *const *extra)
+{
+	const char *argv[24];
+	int n = 0;
+	uint64_t deadline;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "%s/gpured-test-XXXXXX", tmp_base());
+	CHECK(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof(d->sock), "%s/gpured.sock", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/stderr.log", d->dir);
+
+	argv[n++] = gpured_path;
+	argv[n++] = "--socket";
+	argv[n++] = d->sock;
+	argv[n++] = "--backend";
+	argv[n++] = "cpu";
+	for (int i = 0; extra && extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+
+	d->pid = fork();
+	CHECK(d->pid >= 0);
+	if (d->pid == 0) {
+		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		/* Not started by systemd, whatever the test runner's
+		 * environment says. */
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_PID");
+		unsetenv("WATCHDOG_USEC");
+		execv(gpured_path, (char *const *)argv);
+		_exit(127);
+	}
+
+	deadline = now_ms() + 10000;
+	for (;;) {
+		gpured_t *g = NULL;
+		int status;
+
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+			daemon_dump_log(d);
+			CHECK_MSG(false, "daemon exited before accepting (status %d)", status);
+		}
+		if (access(d->sock, F_OK) == 0 && gpured_connect(d->sock, &g) == 0) {
+			gpured_close(g);
+			break;
+		}
+		if (now_ms() > deadline) {
+			daemon_dump_log(d);
+			CHECK_MSG(false, "daemon did not accept on %s within 10 s", d->sock);
+		}
+		usleep(10000);
+	}
+	char *log = slurp(d->log, NULL);
+	if (!strstr(log, "listening on")) {
+		fprintf(stderr, "--- daemon stderr ---\n%s--- end ---\n", log);
+		CHECK_MSG(false, "daemon accepts but did not say \"listening on\"");
+	}
+	free(log);
+}
+
+/* SIGTERM and wait up to 10 s; returns the wait status. */
+static int daemon_stop(daemon_proc *d)
+{
+	uint64_t deadline = now_ms() + 10000;
+	int status = 0;
+
+	if (d->pid <= 0)
+		return 0;
+	kill(d->pid, SIGTERM);
+	for (;;) {
+		pid_t p = waitpid(d->pid, &status, WNOHANG);
+
+		if (p == d->pid)
+			break;
+		if (now_ms() > deadline) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, &status, 0);
+			daemon_dump_log(d);
+			CHECK_MSG(false, "daemon did not exit within 10 s of SIGTERM");
+		}
+		usleep(5000);
+	}
+	d->pid = 0;
+	return status;
+}
+
+static void daemon_cleanup(daemon_proc *d)
+{
+	char p[128];
+
+	if (d->pid > 0) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+		d->pid = 0;
+	}
+	unlink(d->sock);
+	unlink(d->log);
+	snprintf(p, sizeof(p), "%s/input", d->dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/out", d->dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/err", d->dir);
+	unlink(p);
+	rmdir(d->dir);
+}
+
+/* A failing check exits; take the daemon down with the test. */
+static void at_exit_cleanup(void)
+{
+	daemon_cleanup(&the_daemon);
+}
+
+static gpured_t *connect_or_die(const daemon_proc *d)
+{
+	gpured_t *g = NULL;
+	int r = gpured_connect(d->sock, &g);
+
+	CHECK_MSG(r == 0, "connect %s: %s", d->sock, gpured_strerror(r));
+	return g;
+}
+
+/* ---- data and references ---------------------------------------------- */
+
+typedef struct rng {
+	uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+	/* xorshift64* */
+	r->s ^= r->s >> 12;
+	r->s ^= r->s << 25;
+	r->s ^= r->s >> 27;
+	return r->s * 2685821657736338717ull;
+}
+
+static void *random_array(rng *r, gpured_dtype dt, size_t n)
+{
+	size_t esz = gpured_dtype_size(dt);
+	uint8_t *p = malloc(n ? n * esz : 1);
+
+	CHECK(p);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x = rng_next(r);
+
+		switch (dt) {
+		case GPURED_I32: { int32_t v = (int32_t)(uint32_t)x; memcpy(p + i * esz, &v, esz); break; }
+		/* 64-bit values kept below 2^40 so that sums of millions
+		 * cannot overflow and the reference stays exact. */
+		case GPURED_I64: { int64_t v = (int64_t)(x >> 23) - ((int64_t)1 << 40); memcpy(p + i * esz, &v, esz); break; }
+		case GPURED_U32: { uint32_t v = (uint32_t)x; memcpy(p + i * esz, &v, esz); break; }
+		case GPURED_U64: { uint64_t v = x >> 24; memcpy(p + i * esz, &v, esz); break; }
+		case GPURED_F32: { float v = (float)((double)(int64_t)(x >> 11) / (double)(1ull << 52) - 1.0) * 1000.0f; memcpy(p + i * esz, &v, esz); break; }
+		case GPURED_F64: { double v = ((double)(x >> 11) / (double)(1ull << 52) - 1.0) * 1e3; memcpy(p + i * esz, &v, esz); break; }
+		}
+	}
+	return p;
+}
+
+typedef struct expect {
+	int err; /* 0 or the error the daemon must answer */
+	gpured_value v;
+	double tol; /* allowed |got - want| for float results */
+} expect;
+
+static long double element(gpured_dtype dt, const void *data, size_t i)
+{
+	const uint8_t *p = data;
+
+	switch (dt) {
+	case GPURED_I32: { int32_t v; memcpy(&v, p + i * 4, 4); return v; }
+	case GPURED_I64: { int64_t v; memcpy(&v, p + i * 8, 8); return (long double)v; }
+	case GPURED_U32: { uint32_t v; memcpy(&v, p + i * 4, 4); return v; }
+	case GPURED_U64: { uint64_t v; memcpy(&v, p + i * 8, 8); return (long double)v; }
+	case GPURED_F32: { float v; memcpy(&v, p + i * 4, 4); return v; }
+	case GPURED_F64: { double v; memcpy(&v, p + i * 8, 8); return v; }
+	}
+	return 0;
+}
+
+static expect reference(gpured_op op, gpured_dtype dt, const void *data, size_t n)
+{
+	expect e = { .v.kind = gpured_result_kind(op, dt), .v.count = n };
+	bool is_float = dt == GPURED_F32 || dt == GPURED_F64;
+	long double sum = 0, sumabs = 0, sumsq = 0, mn = 0, mx = 0;
+	int64_t isum = 0, imn = INT64_MAX, imx = INT64_MIN;
+	uint64_t usum = 0, umn = UINT64_MAX, umx = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		long double x = element(dt, data, i);
+
+		sum += x;
+		sumabs += fabsl(x);
+		sumsq += x * x;
+		if (i == 0 || x < mn)
+			mn = x;
+		if (i == 0 || x > mx)
+			mx = x;
+		if (dt == GPURED_I32 || dt == GPURED_I64) {
+			int64_t v = (int64_t)x;
+
+			isum += v;
+			imn = v < imn ? v : imn;
+			imx = v > imx ? v : imx;
+		} else if (dt == GPURED_U32 || dt == GPURED_U64) {
+			uint64_t v = (uint64_t)x;
+
+			usum += v;
+			umn = v < umn ? v : umn;
+			umx = v > umx ? v : umx;
+		}
+	}
+	if ((op == GPURED_OP_MIN || op == GPURED_OP_MAX) && n == 0) {
+		e.err = -ENODATA;
+		return e;
+	}
+	switch (op) {
+	case GPURED_OP_SUM:
+		if (is_float) {
+			e.v.v.f = (double)sum;
+			/* Float32 pairwise rounding at worst; a double sum is
+			 * far closer. */
+			e.tol = (dt == GPURED_F32 ? 1e-6 : 1e-10) * (double)sumabs + 1e-300;
+		} else if (e.v.kind == GPURED_KIND_I64) {
+			e.v.v.i = isum;
+		} else {
+			e.v.v.u = usum;
+		}
+		break;
+	case GPURED_OP_SUMSQ:
+		e.v.v.f = (double)sumsq;
+		e.tol = (dt == GPURED_F32 ? 1e-6 : 1e-10) * (double)sumsq + 1e-300;
+		break;
+	case GPURED_OP_MIN:
+	case GPURED_OP_MAX:
+		if (is_float)
+			e.v.v.f = (double)(op == GPURED_OP_MIN ? mn : mx);
+		else if (e.v.kind == GPURED_KIND_I64)
+			e.v.v.i = op == GPURED_OP_MIN ? imn : imx;
+		else
+			e.v.v.u = op == GPURED_OP_MIN ? umn : umx;
+		break;
+	}
+	return e;
+}
+
+static void check_result(const char *what, const expect *e, int r, const gpured_value *v,
+			 gpured_t *g)
+{
+	if (e->err) {
+		CHECK_MSG(r == e->err, "%s: got %d (%s), want %d", what, r, gpured_errmsg(g), e->err);
+		return;
+	}
+	CHECK_MSG(r == 0, "%s: error %d: %s", what, r, gpured_errmsg(g));
+	CHECK_MSG(v->kind == e->v.kind, "%s: kind %d, want %d", what, v->kind, e->v.kind);
+	CHECK_MSG(v->count == e->v.count, "%s: count %llu, want %llu", what,
+		  (unsigned long long)v->count, (unsigned long long)e->v.count);
+	switch (v->kind) {
+	case GPURED_KIND_I64:
+		CHECK_MSG(v->v.i == e->v.v.i, "%s: %lld, want %lld", what, (long long)v->v.i,
+			  (long long)e->v.v.i);
+		break;
+	case GPURED_KIND_U64:
+		CHECK_MSG(v->v.u == e->v.v.u, "%s: %llu, want %llu", what,
+			  (unsigned long long)v->v.u, (unsigned long long)e->v.v.u);
+		break;
+	case GPURED_KIND_F64:
+		CHECK_MSG(fabs(v->v.f - e->v.v.f) <= e->tol, "%s: %.17g, want %.17g (tolerance %g)",
+			  what, v->v.f, e->v.v.f, e->tol);
+		break;
+	}
+}
+
+static void reduce_and_check(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n)
+{
+	expect e = reference(op, dt, data, n);
+	gpured_value v;
+	char what[96];
+	int r;
+
+	snprintf(what, sizeof(what), "%s %s n=%zu", gpured_op_name(op), gpured_dtype_name(dt), n);
+	r = gpured_reduce(g, op, dt, data, n, &v);
+	check_result(what, &e, r, &v, g);
+	if (e.err == -ENODATA)
+		CHECK_MSG(gpured_errcode(g) && strcmp(gpured_errcode(g), "empty") == 0, "%s: code %s",
+			  what, gpured_errcode(g) ? gpured_errcode(g) : "(none)");
+}
+
+/* ---- scenarios ------------------------------------------------------- */
+
+static void test_reduce(void)
+{
+	static const size_t sizes[] = { 0, 1, 2, 31, 32, 33, 1000, 65537, 1000003 };
+	rng r = { 0x9e3779b97f4a7c15ull };
+	gpured_t *g;
+
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+	CHECK_EQ(gpured_ping(g), 0);
+	for (int dt = 0; dt < 6; dt++) {
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
+
+			for (int op = 0; op < 4; op++)
+				reduce_and_check(g, (gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
+			free(data);
+		}
+	}
+
+	/* The shorthands. */
+	float xf[4] = { 1.5f, -2.0f, 4.25f, 0.25f };
+	int64_t xi[3] = { INT64_MAX, -1, -5 };
+	double d;
+	int64_t i;
+	CHECK_EQ(gpured_sum_f32(g, xf, 4, &d), 0);
+	CHECK(d == 4.0);
+	CHECK_EQ(gpured_sum_i64(g, xi, 3, &i), 0);
+	CHECK(i == INT64_MAX - 6);
+	/* Extremes of every integer type, min and max exact. */
+	int32_t e32[3] = { INT32_MIN, 0, INT32_MAX };
+	uint64_t e64[3] = { 0, UINT64_MAX, 1 };
+	gpured_value v;
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_MIN, GPURED_I32, e32, 3, &v), 0);
+	CHECK(v.kind == GPURED_KIND_I64 && v.v.i == INT32_MIN);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_SUM, GPURED_I32, e32, 3, &v), 0);
+	CHECK(v.v.i == -1);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_MAX, GPURED_U64, e64, 3, &v), 0);
+	CHECK(v.kind == GPURED_KIND_U64 && v.v.u == UINT64_MAX);
+
+	/* The server's counters moved. */
+	gpured_stats_t st;
+	CHECK_EQ(gpured_stats(g, &st), 0);
+	CHECK_MSG(st.requests >= 6 * 9 * 4, "stats requests %llu", (unsigned long long)st.requests);
+	CHECK(st.connections >= 1);
+	/* min and max of nothing, for every dtype, were errors. */
+	CHECK_MSG(st.errors >= 12, "stats errors %llu", (unsigned long long)st.errors);
+	CHECK(st.elements >= 1000003);
+	CHECK(st.devices >= 1 && st.devices_healthy == st.devices);
+	CHECK_MSG(strstr(st.backend, "cpu"), "backend '%s'", st.backend);
+	char *s = NULL;
+	CHECK_EQ(gpured_info_json(g, &s), 0);
+	CHECK_MSG(strstr(s, "\"version\"") && strstr(s, "\"devices\"") && strstr(s, "\"limits\""), "%s", s);
+	free(s);
+
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+static void test_chunks(void)
+{
+	static const char *const extra[] = { "--chunk-bytes", "262144", "--staging-bytes", "2097152", NULL };
+	rng r = { 12345 };
+	gpured_t *g;
+
+	daemon_start(&the_daemon, extra);
+	g = connect_or_die(&the_daemon);
+	for (int dt = 0; dt < 6; dt++) {
+		size_t esz = gpured_dtype_size((gpured_dtype)dt);
+		size_t chunk = 262144 / esz, staging = 2097152 / esz;
+		size_t sizes[] = {
+			chunk - 1, chunk, chunk + 1, 2 * chunk + 1,
+			staging - 1, staging, staging + 1, 3 * staging + 5,
+		};
+
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
+
+			for (int op = 0; op < 4; op++)
+				reduce_and_check(g, (gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
+			free(data);
+		}
+	}
+
+	/* Several requests larger than staging in flight at once. */
+	enum { N = 6 };
+	size_t n = 3 * 2097152 / 8 + 7;
+	void *data[N];
+	expect want[N];
+	uint32_t ids[N];
+	for (int i = 0; i < N; i++) {
+		data[i] = random_array(&r, GPURED_F64, n);
+		want[i] = reference(GPURED_OP_SUM, GPURED_F64, data[i], n);
+		CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_F64, data[i], n, &ids[i]), 0);
+	}
+	for (int i = N - 1; i >= 0; i--) {
+		gpured_value v;
+		int rc = gpured_wait_id(g, ids[i], &v);
+
+		check_result("big in flight", &want[i], rc, &v, g);
+		free(data[i]);
+	}
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+typedef struct job {
+	uint32_t id;
+	expect want;
+	bool collected;
+} job;
+
+static void test_pipeline(void)
+{
+	enum { N = 600 };
+	rng r = { 777 };
+	job *jobs = calloc(N, sizeof(*jobs));
+	gpured_t *g;
+	void *scratch;
+
+	CHECK(jobs);
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+
+	/* The data buffer is reused at once: submit returns only when the
+	 * request is written. */
+	for (int i = 0; i < N; i++) {
+		gpured_op op = (gpured_op)(rng_next(&r) % 4);
+		gpured_dtype dt = (gpured_dtype)(rng_next(&r) % 6);
+		size_t n = (size_t)(rng_next(&r) % 5000);
+
+		if (i % 50 == 0)
+			n = 200000 + (size_t)(rng_next(&r) % 1000);
+		scratch = random_array(&r, dt, n);
+		jobs[i].want = reference(op, dt, scratch, n);
+		CHECK_EQ(gpured_submit(g, op, dt, scratch, n, &jobs[i].id), 0);
+		memset(scratch, 0xa5, n * gpured_dtype_size(dt));
+		free(scratch);
+	}
+	CHECK_EQ(gpured_outstanding(g), N);
+
+	/* A third by id, newest first. */
+	for (int i = N / 3 - 1; i >= 0; i--) {
+		gpured_value v;
+		int rc = gpured_wait_id(g, jobs[i].id, &v);
+
+		check_result("pipelined by id", &jobs[i].want, rc, &v, g);
+		jobs[i].collected = true;
+	}
+	/* The rest in whatever order they complete. */
+	for (int k = N / 3; k < N; k++) {
+		gpured_value v;
+		uint32_t id;
+		int rc = gpured_wait(g, &id, &v), i;
+
+		CHECK_MSG(id != 0, "connection failed: %s", gpured_errmsg(g));
+		for (i = 0; i < N && jobs[i].id != id; i++)
+			;
+		CHECK_MSG(i < N && !jobs[i].collected, "unexpected id %u", id);
+		check_result("pipelined any order", &jobs[i].want, rc, &v, g);
+		jobs[i].collected = true;
+	}
+	uint32_t id;
+	gpured_value v;
+	CHECK_EQ(gpured_wait(g, &id, &v), -ECHILD);
+	CHECK_EQ(gpured_ping(g), 0);
+	gpured_close(g);
+	free(jobs);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+enum { CONN_THREADS = 50, CONN_REQUESTS = 20 };
+
+static void *conn_thread(void *arg)
+{
+	rng r = { (uint64_t)(uintptr_t)arg * 7919 + 1 };
+	gpured_t *g = connect_or_die(&the_daemon);
+	uint32_t ids[4];
+	expect want[4];
+
+	/* Four in flight per connection, verified. */
+	for (int k = 0; k < CONN_REQUESTS; k += 4) {
+		for (int j = 0; j < 4; j++) {
+			gpured_op op = (gpured_op)(rng_next(&r) % 4);
+			gpured_dtype dt = (gpured_dtype)(rng_next(&r) % 6);
+			size_t n = 1 + (size_t)(rng_next(&r) % 20000);
+			void *data = random_array(&r, dt, n);
+
+			want[j] = reference(op, dt, data, n);
+			CHECK_EQ(gpured_submit(g, op, dt, data, n, &ids[j]), 0);
+			free(data);
+		}
+		for (int j = 0; j < 4; j++) {
+			gpured_value v;
+			int rc = gpured_wait_id(g, ids[j], &v);
+
+			check_result("many connections", &want[j], rc, &v, g);
+		}
+	}
+	CHECK_EQ(gpured_ping(g), 0);
+	gpured_close(g);
+	return NULL;
+}
+
+static void test_connections(void)
+{
+	pthread_t t[CONN_THREADS];
+	gpured_stats_t st;
+	gpured_t *g;
+
+	daemon_start(&the_daemon, NULL);
+	for (uintptr_t i = 0; i < CONN_THREADS; i++)
+		CHECK(pthread_create(&t[i], NULL, conn_thread, (void *)i) == 0);
+	for (int i = 0; i < CONN_THREADS; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+
+	g = connect_or_die(&the_daemon);
+	CHECK_EQ(gpured_stats(g, &st), 0);
+	CHECK_MSG(st.connections_total >= CONN_THREADS + 1, "connections_total %llu",
+		  (unsigned long long)st.connections_total);
+	CHECK_MSG(st.requests >= CONN_THREADS * CONN_REQUESTS, "requests %llu",
+		  (unsigned long long)st.requests);
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+/* Run gpuredctl with args, stdin from in[0..in_len); returns the exit
+ * status and the output (freed by the caller). */
+static int run_ctl(const char *const *args, const void *in, size_t in_len, const char *env_socket,
+		   char **ret_out, char **ret_err)
+{
+	char inpath[128], outpath[128], errpath[128];
+	const char *argv[16];
+	int n = 0, status, fd;
+	pid_t pid;
+
+	snprintf(inpath, sizeof(inpath), "%s/input", the_daemon.dir);
+	snprintf(outpath, sizeof(outpath), "%s/out", the_daemon.dir);
+	snprintf(errpath, sizeof(errpath), "%s/err", the_daemon.dir);
+	fd = open(inpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK(write(fd, in, in_len) == (ssize_t)in_len);
+	close(fd);
+
+	argv[n++] = gpuredctl_path;
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		int i0 = open(inpath, O_RDONLY), o = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (i0 < 0 || o < 0 || e < 0 || dup2(i0, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		if (env_socket)
+			setenv("GPURED_SOCKET", env_socket, 1);
+		else
+			unsetenv("GPURED_SOCKET");
+		execv(gpuredctl_path, (char *const *)argv);
+		_exit(127);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK_MSG(WIFEXITED(status), "gpuredctl died (status %d)", status);
+	*ret_out = slurp(outpath, NULL);
+	*ret_err = slurp(errpath, NULL);
+	return WEXITSTATUS(status);
+}
+
+#define CTL(in, envsock, ...)                                                          \
+	({                                                                             \
+		static const char *const a_[] = { __VA_ARGS__, NULL };                 \
+		free(out);                                                             \
+		free(err);                                                             \
+		run_ctl(a_, in, strlen(in), envsock, &out, &err);                      \
+	})
+
+static void test_ctl(void)
+{
+	char *out = NULL, *err = NULL, path[160], bad[160];
+	const char *sock;
+	int rc;
+
+	daemon_start(&the_daemon, NULL);
+	sock = the_daemon.sock;
+
+	/* --socket, given as a whole argv: the macro needs constants, so
+	 * the path goes through $GPURED_SOCKET except where the option
+	 * itself is tested. */
+	{
+		const char *a[] = { "--socket", sock, "ping", NULL };
+		free(out);
+		free(err);
+		out = err = NULL;
+		rc = run_ctl(a, "", 0, NULL, &out, &err);
+		CHECK_MSG(rc == 0 && strncmp(out, "pong", 4) == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	}
+	rc = CTL("", sock, "ping", "--json");
+	CHECK_MSG(rc == 0 && strstr(out, "\"pong\""), "rc %d out '%s'", rc, out);
+	rc = CTL("", sock, "info");
+	CHECK_MSG(rc == 0 && strstr(out, "version") && strstr(out, "cpu"), "rc %d out '%s'", rc, out);
+	rc = CTL("", sock, "info", "--json");
+	CHECK_MSG(rc == 0 && out[0] == '{' && strstr(out, "\"version\"") && strstr(out, "\"limits\""),
+		  "rc %d out '%s'", rc, out);
+	rc = CTL("", sock, "stats");
+	CHECK_MSG(rc == 0 && strstr(out, "requests") && strstr(out, "uptime_s"), "rc %d out '%s'", rc, out);
+	rc = CTL("", sock, "--json", "stats");
+	CHECK_MSG(rc == 0 && out[0] == '{' && strstr(out, "\"requests\"") && strstr(out, "\"latency_us\""),
+		  "rc %d out '%s'", rc, out);
+
+	rc = CTL("1 2 3\n-4   10\n", sock, "sum", "--dtype", "i64");
+	CHECK_MSG(rc == 0 && strcmp(out, "12\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("5 9 2", sock, "--json", "max", "-t", "u32");
+	CHECK_MSG(rc == 0 && strcmp(out, "{\"value\":9,\"count\":3}\n") == 0, "rc %d out '%s'", rc, out);
+	rc = CTL("0.1 0.2", sock, "sum");
+	CHECK_MSG(rc == 0 && strtod(out, NULL) == 0.1 + 0.2, "rc %d out '%s'", rc, out);
+	rc = CTL("-3 4", sock, "sumsq", "-t", "i32", "-");
+	CHECK_MSG(rc == 0 && strcmp(out, "25\n") == 0, "rc %d out '%s'", rc, out);
+
+	/* From a file. */
+	snprintf(path, sizeof(path), "%s/numbers.txt", the_daemon.dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	CHECK(write(fd, "0.5 0.25\n0.125\n", 15) == 15);
+	close(fd);
+	{
+		const char *a[] = { "sum", "-t", "f32", path, NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, "", 0, sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "0.875\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	}
+	unlink(path);
+
+	/* Packed binary. */
+	float raw[3] = { 1.5f, 2.5f, -0.25f };
+	free(out);
+	free(err);
+	{
+		const char *a[] = { "sum", "--raw", "--dtype", "f32", NULL };
+		rc = run_ctl(a, raw, sizeof(raw), sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "3.75\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	}
+	rc = CTL("abcde", sock, "sum", "--raw", "--dtype", "f32");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+
+	/* Many numbers, checked against a reference. */
+	{
+		rng r = { 99 };
+		size_t n = 20000, len = 0;
+		char *text = malloc(n * 32);
+		long double want = 0;
+
+		CHECK(text);
+		for (size_t i = 0; i < n; i++) {
+			double x = ((double)(rng_next(&r) >> 11) / (double)(1ull << 53) - 0.5) * 100;
+
+			len += (size_t)sprintf(text + len, "%.17g%c", x, i % 10 == 9 ? '\n' : ' ');
+			want += (long double)x * x;
+		}
+		const char *a[] = { "sumsq", NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, text, len, sock, &out, &err);
+		CHECK_MSG(rc == 0 && fabsl(strtod(out, NULL) - want) <= 1e-10 * want,
+			  "rc %d out '%s' want %.17Lg", rc, out, want);
+		free(text);
+	}
+
+	/* Errors: the server's (exit 1), the input's (exit 2). */
+	rc = CTL("", sock, "min");
+	CHECK_MSG(rc == 1 && strstr(err, "empty"), "rc %d err '%s'", rc, err);
+	rc = CTL("1 2 x 4", sock, "sum", "-t", "i32");
+	CHECK_MSG(rc == 2 && strstr(err, "'x'") && strstr(err, "3"), "rc %d err '%s'", rc, err);
+	rc = CTL("1 2 3000000000", sock, "max", "-t", "i32");
+	CHECK_MSG(rc == 2 && strstr(err, "3000000000"), "rc %d err '%s'", rc, err);
+	rc = CTL("1.5", sock, "sum", "-t", "u64");
+	CHECK_MSG(rc == 2 && strstr(err, "1.5"), "rc %d err '%s'", rc, err);
+	rc = CTL("", sock, "sum", "-t", "f16");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+	rc = CTL("", sock, "frobnicate");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+	rc = CTL("", sock, "--help");
+	CHECK_MSG(rc == 0 && strstr(out, "Exit status"), "rc %d", rc);
+	rc = CTL("", sock, "--version");
+	CHECK_MSG(rc == 0 && strstr(out, "gpuredctl"), "rc %d", rc);
+
+	/* Nobody at the socket: exit 3, and the message names the path. */
+	snprintf(bad, sizeof(bad), "%s/nobody.sock", the_daemon.dir);
+	{
+		const char *a[] = { "--socket", bad, "ping", NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, "", 0, sock, &out, &err);
+		CHECK_MSG(rc == 3 && strstr(err, bad) && strstr(err, "No such file"), "rc %d err '%s'", rc, err);
+	}
+	{
+		/* Through $GPURED_SOCKET as well. */
+		const char *a[] = { "stats", NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, "", 0, bad, &out, &err);
+		CHECK_MSG(rc == 3 && strstr(err, bad), "rc %d err '%s'", rc, err);
+	}
+	free(out);
+	free(err);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+static void test_sigterm(void)
+{
+	rng r = { 4242 };
+	size_t n = 8u << 20; /* 64 MiB of f64 */
+	void *data = random_array(&r, GPURED_F64, n);
+	expect want = reference(GPURED_OP_SUMSQ, GPURED_F64, data, n);
+	struct stat stt;
+	gpured_value v;
+	uint32_t id;
+	gpured_t *g;
+	int status, rc;
+
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUMSQ, GPURED_F64, data, n, &id), 0);
+	/* The request is written (the daemon has all but a socket buffer of
+	 * it); stop the daemon while it is being reduced. */
+	usleep(2000);
+	CHECK(kill(the_daemon.pid, SIGTERM) == 0);
+	rc = gpured_wait_id(g, id, &v);
+	check_result("in flight at SIGTERM", &want, rc, &v, g);
+	gpured_close(g);
+	free(data);
+
+	uint64_t deadline = now_ms() + 10000;
+	while (waitpid(the_daemon.pid, &status, WNOHANG) != the_daemon.pid) {
+		if (now_ms() > deadline) {
+			daemon_dump_log(&the_daemon);
+			CHECK_MSG(false, "daemon did not exit within 10 s of SIGTERM");
+		}
+		usleep(5000);
+	}
+	the_daemon.pid = 0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		daemon_dump_log(&the_daemon);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon status %d", status);
+	CHECK_MSG(stat(the_daemon.sock, &stt) < 0 && errno == ENOENT, "socket file left behind");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} scenarios[] = {
+		{ "reduce", test_reduce },
+		{ "chunks", test_chunks },
+		{ "pipeline", test_pipeline },
+		{ "connections", test_connections },
+		{ "ctl", test_ctl },
+		{ "sigterm", test_sigterm },
+	};
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s SCENARIO GPURED GPUREDCTL\n", argv[0]);
+		return 2;
+	}
+	gpured_path = argv[2];
+	gpuredctl_path = argv[3];
+	/* Default SIGPIPE: the library must never raise it, and the
+	 * programs started here inherit the disposition. */
+	signal(SIGPIPE, SIG_DFL);
+	atexit(at_exit_cleanup);
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		if (strcmp(argv[1], scenarios[i].name) == 0) {
+			scenarios[i].fn();
+			return 0;
+		}
+	}
+	fprintf(stderr, "unknown scenario %s\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,508 @@
+/*
+ * The CUDA backend through the seam (daemon/backend.h), on a libuv loop
+ * with the daemon's completion queue: every op and dtype against the CPU
+ * reduction gr_reduce() at sizes 0 to a million, misaligned starts, NaN,
+ * infinities and integer extremes; floats bit for bit the same over
+ * repeats and whether a job rides alone or among thousands; many batches
+ * in flight at once; a 2^28 + 5 element job; and the injected-fault path.
+ * Exits 77 when there is no GPU.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <uv.h>
+
+#include "daemon/backend.h"
+#include "daemon/completion.h"
+#include "daemon/reduce.h"
+
+#define CHECK(cond, ...)                                                               \
+	do {                                                                           \
+		if (!(cond)) {                                                         \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                  \
+			fputc('\n', stderr);                                           \
+			exit(1);                                                       \
+		}                                                                      \
+	} while (0)
+
+static uv_loop_t loop;
+static gr_completion *cq;
+static unsigned outstanding;
+static unsigned long checks;
+
+static void job_done(gr_job *job)
+{
+	(void)job;
+	outstanding--;
+}
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void fill(gr_dtype dt, uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = rng();
+		union {
+			int32_t i32;
+			int64_t i64;
+			uint32_t u32;
+			uint64_t u64;
+			float f32;
+			double f64;
+		} v;
+		switch (dt) {
+		case GR_DT_I32: v.i32 = (int32_t)r; break;
+		case GR_DT_I64: v.i64 = (int64_t)r; break;
+		case GR_DT_U32: v.u32 = (uint32_t)r; break;
+		case GR_DT_U64: v.u64 = r; break;
+		case GR_DT_F32: v.f32 = (float)((int64_t)(r >> 11) % 2000001 - 1000000) / 1000.0f; break;
+		default: v.f64 = (double)((int64_t)(r >> 11) % 2000001 - 1000000) / 997.0; break;
+		}
+		memcpy(p + i * gr_dtype_size(dt), &v, gr_dtype_size(dt));
+	}
+}
+
+static double magnitude(gr_op op, gr_dtype dt, const uint8_t *p, size_t n)
+{
+	double m = 0;
+	for (size_t i = 0; i < n; i++) {
+		double x;
+		if (dt == GR_DT_F32) {
+			float f;
+			memcpy(&f, p + 4 * i, 4);
+			x = f;
+		} else if (dt == GR_DT_F64) {
+			memcpy(&x, p + 8 * i, 8);
+		} else if (dt == GR_DT_I32) {
+			int32_t v;
+			memcpy(&v, p + 4 * i, 4);
+			x = v;
+		} else if (dt == GR_DT_U32) {
+			uint32_t v;
+			memcpy(&v, p + 4 * i, 4);
+			x = v;
+		} else if (dt == GR_DT_I64) {
+			int64_t v;
+			memcpy(&v, p + 8 * i, 8);
+			x = (double)v;
+		} else {
+			uint64_t v;
+			memcpy(&v, p + 8 * i, 8);
+			x = (double)v;
+		}
+		if (isfinite(x))
+			m += op == GR_OP_SUMSQ ? x * x : fabs(x);
+	}
+	return m;
+}
+
+static bool is_float_result(gr_op op, gr_dtype dt)
+{
+	return op == GR_OP_SUMSQ || gr_dtype_is_float(dt);
+}
+
+/* The job's result against gr_reduce on the same bytes. */
+static void check_job(const gr_job *j, const char *what)
+{
+	gr_partial want;
+	gr_reduce(j->op, j->dtype, j->data, j->n, &want);
+	const char *on = gr_op_name(j->op), *dn = gr_dtype_name(j->dtype);
+	CHECK(j->status == 0, "%s: %s %s n=%zu: status %d (%s)", what, on, dn, j->n, j->status,
+	      j->errmsg);
+	CHECK(j->result.count == want.count, "%s: %s %s n=%zu: count %llu, want %llu", what, on,
+	      dn, j->n, (unsigned long long)j->result.count, (unsigned long long)want.count);
+	if (is_float_result(j->op, j->dtype) && j->n > 0) {
+		double g = j->result.v.f, w = want.v.f;
+		if (isnan(w)) {
+			CHECK(isnan(g), "%s: %s %s n=%zu: got %.17g, want NaN", what, on, dn, j->n, g);
+		} else if (isinf(w)) {
+			CHECK(g == w, "%s: %s %s n=%zu: got %.17g, want %.17g", what, on, dn, j->n, g, w);
+		} else {
+			double tol = 1e-10 * magnitude(j->op, j->dtype, j->data, j->n) + 1e-300;
+			if (j->op == GR_OP_MIN || j->op == GR_OP_MAX)
+				tol = 0;
+			CHECK(fabs(g - w) <= tol, "%s: %s %s n=%zu: got %.17g, want %.17g (tol %g)",
+			      what, on, dn, j->n, g, w, tol);
+		}
+	} else {
+		CHECK(j->result.v.u == want.v.u, "%s: %s %s n=%zu: got %#llx, want %#llx", what, on,
+		      dn, j->n, (unsigned long long)j->result.v.u, (unsigned long long)want.v.u);
+	}
+	checks++;
+}
+
+static void job_init(gr_job *j, gr_op op, gr_dtype dt, const void *data, size_t n)
+{
+	memset(j, 0, sizeof(*j));
+	j->op = op;
+	j->dtype = dt;
+	j->data = data;
+	j->n = n;
+	j->device = -1;
+	j->done = job_done;
+}
+
+/* Submit a list of jobs as one batch and run the loop until all are back. */
+static void run_batch(gr_backend *b, gr_job *jobs, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		jobs[i].next = i + 1 < count ? &jobs[i + 1] : NULL;
+	outstanding += (unsigned)count;
+	b->ops->submit(b, jobs);
+	while (outstanding)
+		uv_run(&loop, UV_RUN_ONCE);
+}
+
+static gr_backend *backend_new(size_t staging, size_t chunk, unsigned streams, const char *fault,
+			       int *ret_err, char *errbuf, size_t errlen)
+{
+	gr_backend_config cfg = {
+		.staging_bytes = staging,
+		.chunk_bytes = chunk,
+		.streams = streams,
+		.inline_max_bytes = SIZE_MAX,
+		.fault = fault,
+	};
+	gr_backend *b = NULL;
+	*ret_err = gr_backend_cuda_new(&cfg, cq, &b, errbuf, errlen);
+	return b;
+}
+
+static void test_ops(gr_backend *b)
+{
+	static const size_t sizes[] = { 0, 1, 31, 33, 1000003 };
+	static const size_t offsets[] = { 0, 4, 8, 13 };
+	gr_job job;
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		for (int dt = 0; dt < GR_DT_N; dt++) {
+			size_t n = sizes[si];
+			for (size_t oi = 0; oi < sizeof(offsets) / sizeof(offsets[0]); oi++) {
+				uint8_t *p = b->staging + offsets[oi];
+				fill(dt, p, n);
+				for (int op = 0; op < GR_OP_N; op++) {
+					job_init(&job, op, dt, p, n);
+					run_batch(b, &job, 1);
+					check_job(&job, "ops");
+				}
+			}
+		}
+	}
+}
+
+static void test_specials(gr_backend *b)
+{
+	gr_job job;
+	/* NaN, +Inf, -Inf, alone and together */
+	for (int dt = GR_DT_F32; dt <= GR_DT_F64; dt++) {
+		for (int kind = 0; kind < 4; kind++) {
+			size_t n = 5000;
+			uint8_t *p = b->staging + 4;
+			fill(dt, p, n);
+			for (int k = 0; k < 3; k++) {
+				size_t at = rng() % n;
+				double v = kind == 0 ? NAN : kind == 1 ? INFINITY : kind == 2 ? -INFINITY
+					   : (k == 0 ? INFINITY : k == 1 ? -INFINITY : NAN);
+				if (dt == GR_DT_F32) {
+					float f = (float)v;
+					memcpy(p + 4 * at, &f, 4);
+				} else {
+					memcpy(p + 8 * at, &v, 8);
+				}
+			}
+			for (int op = 0; op < GR_OP_N; op++) {
+				job_init(&job, op, dt, p, n);
+				run_batch(b, &job, 1);
+				check_job(&job, "specials");
+			}
+		}
+	}
+	/* integer extremes: sums that wrap, exact i32 sums past 2^31 */
+	static const int64_t i64s[] = { INT64_MIN, INT64_MAX, -1, 0 };
+	for (int e = 0; e < 4; e++) {
+		size_t n = 3001;
+		uint8_t *p = b->staging + 8;
+		for (size_t i = 0; i < n; i++) {
+			int32_t a = e == 0 ? INT32_MIN : e == 1 ? INT32_MAX : (i & 1) ? INT32_MIN : INT32_MAX;
+			memcpy(p + 4 * i, &a, 4);
+		}
+		for (int op = 0; op < GR_OP_N; op++) {
+			job_init(&job, op, GR_DT_I32, p, n);
+			run_batch(b, &job, 1);
+			check_job(&job, "i32 extremes");
+			job_init(&job, op, GR_DT_U32, p, n);
+			run_batch(b, &job, 1);
+			check_job(&job, "u32 extremes");
+		}
+		for (size_t i = 0; i < n; i++) {
+			int64_t a = (e < 2) ? i64s[e] : i64s[(i + (size_t)e) % 4];
+			memcpy(p + 8 * i, &a, 8);
+		}
+		for (int op = 0; op < GR_OP_N; op++) {
+			job_init(&job, op, GR_DT_I64, p, n);
+			run_batch(b, &job, 1);
+			check_job(&job, "i64 extremes");
+			job_init(&job, op, GR_DT_U64, p, n);
+			run_batch(b, &job, 1);
+			check_job(&job, "u64 extremes");
+		}
+	}
+}
+
+/* Same bits over 100 repeats, and alone or among thousands of jobs. */
+static void test_determinism(gr_backend *b)
+{
+	const size_t n = 1000003, nsmall = 3000;
+	gr_job *jobs = calloc(nsmall + 2, sizeof(*jobs));
+	CHECK(jobs, "out of memory");
+	for (int dt = GR_DT_F32; dt <= GR_DT_F64; dt++) {
+		for (int op = 0; op < GR_OP_N; op += 3) { /* sum and sumsq */
+			uint8_t *p = b->staging + 4;
+			fill(dt, p, n);
+			size_t end = 4 + n * gr_dtype_size(dt);
+			gr_job alone;
+			job_init(&alone, op, dt, p, n);
+			run_batch(b, &alone, 1);
+			check_job(&alone, "alone");
+			for (int rep = 0; rep < 100; rep++) {
+				gr_job again;
+				job_init(&again, op, dt, p, n);
+				run_batch(b, &again, 1);
+				CHECK(again.result.v.u == alone.result.v.u,
+				      "%s %s: repeat %d gave different bits", gr_op_name(op),
+				      gr_dtype_name(dt), rep);
+			}
+			/* the same values again at another alignment */
+			uint8_t *q = b->staging + end + 3;
+			memcpy(q, p, n * gr_dtype_size(dt));
+			size_t at = end + 3 + n * gr_dtype_size(dt);
+			/* thousands of mixed small jobs around the two */
+			size_t k = 0;
+			job_init(&jobs[k++], op, dt, p, n);
+			for (size_t i = 0; i < nsmall; i++) {
+				gr_dtype sdt = (gr_dtype)(rng() % GR_DT_N);
+				gr_op sop = (gr_op)(rng() % GR_OP_N);
+				size_t sn = rng() % 400;
+				at += rng() % 8;
+				CHECK(at + sn * 8 < b->chunk_bytes, "slot too small for the test");
+				fill(sdt, b->staging + at, sn);
+				job_init(&jobs[k++], sop, sdt, b->staging + at, sn);
+				at += sn * gr_dtype_size(sdt);
+				if (i == nsmall / 2)
+					job_init(&jobs[k++], op, dt, q, n);
+			}
+			run_batch(b, jobs, k);
+			for (size_t i = 0; i < k; i++)
+				check_job(&jobs[i], "batch");
+			CHECK(jobs[0].result.v.u == alone.result.v.u,
+			      "%s %s: bits differ in a batch", gr_op_name(op), gr_dtype_name(dt));
+			CHECK(jobs[nsmall / 2 + 2].data == q, "test bookkeeping");
+			CHECK(jobs[nsmall / 2 + 2].result.v.u == alone.result.v.u,
+			      "%s %s: bits differ at another alignment", gr_op_name(op),
+			      gr_dtype_name(dt));
+		}
+	}
+	free(jobs);
+}
+
+/* More batches at once than there are streams: they queue and all finish. */
+static void test_many_batches(gr_backend *b)
+{
+	enum { NB = 64, PER = 5 };
+	static gr_job jobs[NB][PER];
+	uint8_t *p = b->staging + 12;
+	size_t n = 200000;
+	fill(GR_DT_F32, p, n);
+	for (int i = 0; i < NB; i++) {
+		for (int k = 0; k < PER; k++) {
+			job_init(&jobs[i][k], (gr_op)(k % GR_OP_N), GR_DT_F32, p + 4 * (size_t)(i * 7 + k), n - (size_t)i * 100);
+			jobs[i][k].next = k + 1 < PER ? &jobs[i][k + 1] : NULL;
+		}
+	}
+	outstanding += NB * PER;
+	for (int i = 0; i < NB; i++)
+		b->ops->submit(b, &jobs[i][0]);
+	while (outstanding)
+		uv_run(&loop, UV_RUN_ONCE);
+	for (int i = 0; i < NB; i++)
+		for (int k = 0; k < PER; k++)
+			check_job(&jobs[i][k], "many batches");
+}
+
+static void test_describe(gr_backend *b)
+{
+	CHECK(b->ndevices >= 1, "no devices");
+	for (unsigned i = 0; i < b->ndevices; i++) {
+		gr_device_info info;
+		b->ops->describe(b, i, &info);
+		CHECK(info.name[0] && info.compute_capability[0] && info.units > 0 &&
+			      info.memory_bytes > 0 && info.driver_version > 0 &&
+			      info.runtime_version > 0,
+		      "device %u described poorly", i);
+		CHECK(info.healthy && !strcmp(info.health, "ok"), "device %u: %s", i, info.health);
+		printf("device %u: %s, cc %s, %u SMs, %llu MiB, driver %d, runtime %d, %s, %llu jobs\n",
+		       i, info.name, info.compute_capability, info.units,
+		       (unsigned long long)(info.memory_bytes >> 20), info.driver_version,
+		       info.runtime_version, info.pci_bus_id, (unsigned long long)info.jobs);
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void free_backend(gr_backend *b)
+{
+	gr_backend_free(b);
+}
+
+static void test_faults(void)
+{
+	char err[256];
+	int r;
+	gr_backend *b = backend_new(16 << 20, 8 << 20, 2, "launch:device=0:after=3", &r, err,
+				    sizeof(err));
+	CHECK(r == 0 && b, "backend with faults: %d %s", r, err);
+	uint8_t *p = b->staging + 4;
+	fill(GR_DT_F64, p, 1000);
+	gr_job job;
+	for (int i = 0; i < 3; i++) {
+		job_init(&job, GR_OP_SUM, GR_DT_F64, p, 1000);
+		job.device = 0;
+		run_batch(b, &job, 1);
+		check_job(&job, "before the fault");
+	}
+	job_init(&job, GR_OP_SUM, GR_DT_F64, p, 1000);
+	job.device = 0;
+	run_batch(b, &job, 1);
+	CHECK(job.status == -EIO, "injected launch fault: status %d", job.status);
+	CHECK(strstr(job.errmsg, "cudaLaunchKernel on device 0 ("), "errmsg: %s", job.errmsg);
+	printf("fault: %s\n", job.errmsg);
+	gr_device_info info;
+	b->ops->describe(b, 0, &info);
+	CHECK(!info.healthy && strstr(info.health, "cudaLaunchKernel"), "device 0 still healthy: %s",
+	      info.health);
+	/* later jobs: other devices if there are any, else a prompt -EIO */
+	double t0 = now_s();
+	job_init(&job, GR_OP_MAX, GR_DT_F64, p, 1000);
+	run_batch(b, &job, 1);
+	double dt = now_s() - t0;
+	if (b->ndevices == 1) {
+		CHECK(job.status == -EIO, "no device left: status %d", job.status);
+		CHECK(dt < 1.0, "failing took %.3f s", dt);
+	} else {
+		check_job(&job, "after the fault, on another device");
+	}
+	job_init(&job, GR_OP_MAX, GR_DT_F64, p, 1000);
+	job.device = 0;
+	run_batch(b, &job, 1);
+	CHECK(job.status == -EIO, "job pinned to the failed device: status %d", job.status);
+	checks++;
+	free_backend(b);
+
+	/* an error found at completion time */
+	b = backend_new(16 << 20, 8 << 20, 2, "sync:after=0", &r, err, sizeof(err));
+	CHECK(r == 0 && b, "backend with sync fault: %d %s", r, err);
+	job_init(&job, GR_OP_SUM, GR_DT_I32, b->staging, 100);
+	job.device = 0;
+	run_batch(b, &job, 1);
+	CHECK(job.status == -EIO && strstr(job.errmsg, "cudaEventQuery on device 0"), "sync fault: %d %s",
+	      job.status, job.errmsg);
+	free_backend(b);
+
+	/* no device that initialises: -ENODEV with a reason */
+	b = backend_new(0, 0, 1, "init", &r, err, sizeof(err));
+	CHECK(r == -ENODEV && !b && err[0], "init fault: %d", r);
+	b = backend_new(0, 0, 1, "bogus:after=x", &r, err, sizeof(err));
+	CHECK(r == -EINVAL && !b, "bad fault spec accepted: %d", r);
+	checks += 3;
+}
+
+static void test_big(void)
+{
+	const size_t n = ((size_t)1 << 28) + 5;
+	size_t bytes = n * 4;
+	size_t chunk = (bytes + GR_REDUCE_ALIGN_BYTES - 1) / GR_REDUCE_ALIGN_BYTES * GR_REDUCE_ALIGN_BYTES;
+	char err[256];
+	int r;
+	gr_backend *b = backend_new(chunk, chunk, 1, NULL, &r, err, sizeof(err));
+	CHECK(r == 0 && b, "big backend: %d %s", r, err);
+	uint8_t *p = b->staging;
+	fill(GR_DT_F32, p, n);
+	static const gr_op ops[] = { GR_OP_SUM, GR_OP_MAX };
+	gr_job job;
+	for (int i = 0; i < 2; i++) {
+		job_init(&job, ops[i], GR_DT_F32, p, n);
+		run_batch(b, &job, 1);
+		check_job(&job, "2^28+5 f32");
+	}
+	fill(GR_DT_I32, p, n);
+	static const gr_op iops[] = { GR_OP_SUM, GR_OP_MIN };
+	for (int i = 0; i < 2; i++) {
+		job_init(&job, iops[i], GR_DT_I32, p, n);
+		run_batch(b, &job, 1);
+		check_job(&job, "2^28+5 i32");
+	}
+	free_backend(b);
+}
+
+int main(void)
+{
+	int count = 0;
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
+		printf("no CUDA device: skipped\n");
+		return 77;
+	}
+	/* a hang is a failure */
+	alarm(600);
+	CHECK(uv_loop_init(&loop) == 0, "uv_loop_init");
+	CHECK(gr_completion_new(&loop, &cq) == 0, "gr_completion_new");
+
+	char err[256];
+	int r;
+	gr_backend *b = backend_new(64 << 20, 32 << 20, 4, NULL, &r, err, sizeof(err));
+	CHECK(r == 0 && b, "gr_backend_cuda_new: %d %s", r, err);
+	CHECK(b->staging && b->staging_bytes == (64 << 20) && b->chunk_bytes == (32 << 20),
+	      "staging %zu chunk %zu", b->staging_bytes, b->chunk_bytes);
+	CHECK(!strcmp(b->name, "cuda"), "name %s", b->name);
+	test_describe(b);
+	test_ops(b);
+	printf("ops: ok (%lu checks)\n", checks);
+	test_specials(b);
+	printf("specials: ok (%lu checks)\n", checks);
+	test_determinism(b);
+	printf("determinism: ok (%lu checks)\n", checks);
+	test_many_batches(b);
+	printf("many batches: ok (%lu checks)\n", checks);
+	test_describe(b);
+	free_backend(b);
+
+	test_faults();
+	printf("faults: ok (%lu checks)\n", checks);
+	if (!getenv("GPURED_TEST_SKIP_BIG")) {
+		test_big();
+		printf("2^28+5: ok (%lu checks)\n", checks);
+	}
+
+	gr_completion_close(cq);
+	CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0, "uv_run");
+	CHECK(uv_loop_close(&loop) == 0, "a handle was left open");
+	printf("cuda backend: %lu checks passed\n", checks);
+	return 0;
+}
