@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/reduce.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB (KiB * 1024)
@@ -373,6 +374,17 @@ int gr_config_parse(gr_config *c, int argc, char **argv, char *errbuf, size_t er
 	}
 	if (c->max_connections == 0 || c->max_request_bytes == 0) {
 		snprintf(errbuf, errlen, "--max-connections and --max-request-bytes must be > 0");
+		return -EINVAL;
+	}
+	/* Chunks end on block boundaries, so that chunking cannot change a
+	 * result (daemon/reduce.h). */
+	if (c->chunk_bytes % GR_REDUCE_ALIGN_BYTES != 0) {
+		snprintf(errbuf, errlen, "--chunk-bytes must be a multiple of %zu KiB",
+			 GR_REDUCE_ALIGN_BYTES >> 10);
+		return -EINVAL;
+	}
+	if (c->staging_bytes && c->staging_bytes < (c->chunk_bytes ? c->chunk_bytes : GR_REDUCE_ALIGN_BYTES) + 4096) {
+		snprintf(errbuf, errlen, "--staging-bytes must hold at least one chunk and 4 KiB");
 		return -EINVAL;
 	}
 	if (!c->socket_path) {

@@ -12,13 +12,15 @@ import time
 import msgpack
 
 GPURED = os.environ.get("GPURED", "")
+# The backend under test: the CPU unless the GPU host asks for "cuda".
+BACKEND = os.environ.get("GPURED_TEST_BACKEND") or "cpu"
 
 
 class Daemon:
     def __init__(self, *args, env=None):
         self.dir = tempfile.mkdtemp(prefix="gpured-test-")
         self.path = os.path.join(self.dir, "gpured.sock")
-        self.args = [GPURED, "--socket", self.path, "--backend", "cpu", *args]
+        self.args = [GPURED, "--socket", self.path, "--backend", BACKEND, *args]
         self.log = open(os.path.join(self.dir, "stderr"), "w+")
         e = dict(os.environ)
         e.pop("NOTIFY_SOCKET", None)
