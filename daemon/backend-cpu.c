@@ -53,14 +53,18 @@
 #define CPU_DEFAULT_INLINE_MAX ((size_t)1 << 20)
 
 /* Split jobs of at least this many blocks (128 KiB or more each): below
- * that, waking more workers costs about what the split saves. */
+ * that, waking more workers costs about what the split saves. For the same
+ * reason a worker takes at least this many blocks at a time, and a job is
+ * cut into no more pieces than there are workers. */
 #define CPU_SPLIT_MIN_BLOCKS 4
 
 typedef struct cpu_work cpu_work;
 struct cpu_work {
 	cpu_work *next;
 	gr_job *job;
-	unsigned nunits;  /* 1 for a whole job, else one per block */
+	unsigned nunits;  /* 1 for a whole job, else runs of per_unit blocks */
+	unsigned nblocks; /* blocks of a split job: one partial each */
+	unsigned per_unit;
 	unsigned claimed; /* units handed out (under the lock) */
 	atomic_uint left; /* units not finished yet */
 	gr_partial *part; /* NULL for a whole job; else nunits partials */
@@ -108,15 +112,19 @@ static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
 		cpu_run_inline(cb, job);
 		return true;
 	}
-	size_t first = (size_t)u * GR_REDUCE_BLOCK;
-	size_t n = job->n - first < GR_REDUCE_BLOCK ? job->n - first : GR_REDUCE_BLOCK;
 	const unsigned char *p = job->data;
-	gr_reduce_block(job->op, job->dtype, p + first * gr_dtype_size(job->dtype), n, &w->part[u]);
-	/* acq_rel: the last one sees every other unit's partial */
+	unsigned end = (u + 1) * w->per_unit < w->nblocks ? (u + 1) * w->per_unit : w->nblocks;
+	for (unsigned blk = u * w->per_unit; blk < end; blk++) {
+		size_t first = (size_t)blk * GR_REDUCE_BLOCK;
+		size_t n = job->n - first < GR_REDUCE_BLOCK ? job->n - first : GR_REDUCE_BLOCK;
+		gr_reduce_block(job->op, job->dtype, p + first * gr_dtype_size(job->dtype), n,
+				&w->part[blk]);
+	}
+	/* acq_rel: the last one sees every other unit's partials */
 	if (atomic_fetch_sub(&w->left, 1) != 1)
 		return false;
 	gr_partial_identity(job->op, job->dtype, &job->result);
-	for (unsigned i = 0; i < w->nunits; i++)
+	for (unsigned i = 0; i < w->nblocks; i++)
 		gr_partial_combine(job->op, job->dtype, &job->result, &w->part[i]);
 	cpu_post(cb, job, 0, NULL);
 	return true;
@@ -174,10 +182,15 @@ static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 	cpu_work *w = malloc(sizeof(*w) + nblocks * sizeof(gr_partial));
 	if (!w)
 		return NULL;
+	unsigned per = (unsigned)((nblocks + cb->nthreads - 1) / cb->nthreads);
+	if (per < CPU_SPLIT_MIN_BLOCKS)
+		per = CPU_SPLIT_MIN_BLOCKS;
 	w->job = job;
-	w->nunits = (unsigned)nblocks;
+	w->nblocks = (unsigned)nblocks;
+	w->per_unit = per;
+	w->nunits = (unsigned)((nblocks + per - 1) / per);
 	w->claimed = 0;
-	atomic_init(&w->left, (unsigned)nblocks);
+	atomic_init(&w->left, w->nunits);
 	/* gr_partial is 8-byte aligned, and so is what follows *w */
 	w->part = (gr_partial *)(void *)(w + 1);
 	w->next = NULL;
@@ -261,9 +274,8 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 			else
 				cb->head = first;
 			cb->tail = last;
-			if (units > 1)
-				pthread_cond_broadcast(&cb->cond);
-			else
+			/* Wake as many workers as there are units, no more. */
+			for (unsigned i = 0; i < units && i < cb->nthreads; i++)
 				pthread_cond_signal(&cb->cond);
 		}
 		pthread_mutex_unlock(&cb->lock);
