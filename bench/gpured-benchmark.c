@@ -566,12 +566,15 @@ static void *worker_run(void *arg)
 			snprintf(w->failmsg, sizeof(w->failmsg), "epoll_wait: %s", strerror(errno));
 			break;
 		}
-		now = now_ns();
 		for (int i = 0; i < n; i++) {
 			conn *c = evs[i].data.ptr;
 
 			if (c->closed)
 				continue;
+			/* Per connection, not per wake-up: the ones handled
+			 * last must not have their requests' clocks started
+			 * early. */
+			now = now_ns();
 			r = 0;
 			if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 				r = conn_read(w, c, now);
