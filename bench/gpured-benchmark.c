@@ -598,12 +598,37 @@ static void *worker_run(void *arg)
 	return NULL;
 }
 
-/* Small integers, one distinct minimum and maximum: exact results. */
+/* The repeating part of the array: -1 0 1 ... (0 1 2 ... unsigned). */
+static int bench_periodic(size_t i, bool is_unsigned)
+{
+	return (int)(i % 3) - (is_unsigned ? 0 : 1);
+}
+
+/* The value of element i of n: small integers, one distinct minimum and
+ * one distinct maximum, so that every result is exact. */
+static int bench_elem(size_t i, size_t n, bool is_unsigned)
+{
+	if (n > 2 && i == n / 3)
+		return is_unsigned ? 0 : -2;
+	if (n > 2 && i == 2 * n / 3)
+		return 3;
+	return bench_periodic(i, is_unsigned);
+}
+
+/* One loop per element type: -d 16M fills 64 MiB before every run. */
+#define BENCH_FILL(T, p, n, is_unsigned)                                           \
+	do {                                                                       \
+		T *q_ = (T *)(p);                                                  \
+		for (size_t i_ = 0; i_ < (n); i_++)                                \
+			q_[i_] = (T)bench_elem(i_, (n), (is_unsigned));            \
+	} while (0)
+
 static int bench_data_fill(const bench_opts *o, bench_data *d)
 {
 	size_t esz = gr_dtype_size(o->dtype), n = o->elements;
 	bool is_unsigned = o->dtype == GR_DT_U32 || o->dtype == GR_DT_U64;
-	long double sum = 0, sumsq = 0, mn = INFINITY, mx = -INFINITY;
+	/* |x| <= 3 and n < 2^32: the sums fit in 64 bits. */
+	int64_t sum = 0, sumsq = 0, mn = INT64_MAX, mx = INT64_MIN;
 	gr_buf hb;
 	uint8_t *p;
 	int r;
@@ -611,35 +636,47 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 	p = malloc(n ? n * esz : 1);
 	if (!p)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		int x = (int)((i * 7) % 3) - (is_unsigned ? 0 : 1);
+	switch (o->dtype) {
+	case GR_DT_I32: BENCH_FILL(int32_t, p, n, is_unsigned); break;
+	case GR_DT_I64: BENCH_FILL(int64_t, p, n, is_unsigned); break;
+	case GR_DT_U32: BENCH_FILL(uint32_t, p, n, is_unsigned); break;
+	case GR_DT_U64: BENCH_FILL(uint64_t, p, n, is_unsigned); break;
+	case GR_DT_F32: BENCH_FILL(float, p, n, is_unsigned); break;
+	case GR_DT_F64: BENCH_FILL(double, p, n, is_unsigned); break;
+	default: break;
+	}
+	/* Three of every period, then the two replaced elements corrected. */
+	for (size_t i = 0; i < n && i < 3; i++) {
+		int64_t x = bench_periodic(i, is_unsigned), k = (int64_t)((n - i + 2) / 3);
 
-		if (n > 2 && i == n / 3)
-			x = is_unsigned ? 0 : -2;
-		if (n > 2 && i == 2 * n / 3)
-			x = 3;
-		switch (o->dtype) {
-		case GR_DT_I32: { int32_t v = x; memcpy(p + i * esz, &v, esz); break; }
-		case GR_DT_I64: { int64_t v = x; memcpy(p + i * esz, &v, esz); break; }
-		case GR_DT_U32: { uint32_t v = (uint32_t)x; memcpy(p + i * esz, &v, esz); break; }
-		case GR_DT_U64: { uint64_t v = (uint64_t)x; memcpy(p + i * esz, &v, esz); break; }
-		case GR_DT_F32: { float v = (float)x; memcpy(p + i * esz, &v, esz); break; }
-		case GR_DT_F64: { double v = x; memcpy(p + i * esz, &v, esz); break; }
-		default: break;
-		}
-		sum += x;
-		sumsq += (long double)x * x;
+		sum += k * x;
+		sumsq += k * x * x;
 		if (x < mn)
 			mn = x;
 		if (x > mx)
 			mx = x;
 	}
+	if (n > 2) {
+		size_t sp[2] = { n / 3, 2 * n / 3 };
+
+		for (unsigned j = 0; j < 2; j++) {
+			int64_t was = bench_periodic(sp[j], is_unsigned);
+			int64_t x = bench_elem(sp[j], n, is_unsigned);
+
+			sum += x - was;
+			sumsq += x * x - was * was;
+			if (x < mn)
+				mn = x;
+			if (x > mx)
+				mx = x;
+		}
+	}
 	d->data = p;
 	d->n = n;
 	d->nbytes = n * esz;
 	d->expect.kind = gr_result_kind(o->op, o->dtype);
-	long double e = o->op == GR_OP_SUM ? sum : o->op == GR_OP_SUMSQ ? sumsq :
-			o->op == GR_OP_MIN ? mn : mx;
+	int64_t e = o->op == GR_OP_SUM ? sum : o->op == GR_OP_SUMSQ ? sumsq :
+		    o->op == GR_OP_MIN ? mn : mx;
 	if ((o->op == GR_OP_MIN || o->op == GR_OP_MAX) && n == 0)
 		e = 0; /* the server answers "empty": counted as errors */
 	switch (d->expect.kind) {
