@@ -374,15 +374,23 @@ static int conn_flush(worker *w, conn *c)
 static int conn_reply(worker *w, conn *c, const gr_obj *root, uint64_t now)
 {
 	const gr_obj *result;
-	uint32_t id, s;
+	const char *msg;
+	uint32_t id, s, msglen;
 	gr_err code;
 	gr_value v;
 	uint64_t count;
 
-	if (gr_msg_parse_response(root, &id, &code, NULL, NULL, &result) < 0)
+	if (gr_msg_parse_response(root, &id, &code, &msg, &msglen, &result) < 0)
 		return -EBADMSG;
 	s = id & 0xffff;
-	/* An error for an unknown msgid (0) means the stream is lost. */
+	/* An error for no request (msgid 0: the daemon is busy, or lost the
+	 * stream) ends the connection; say what the daemon said. */
+	if (id == 0 && code != GR_OK && !c->fail) {
+		c->fail = -EPROTO;
+		snprintf(c->failmsg, sizeof(c->failmsg), "the daemon says %s: %.*s",
+			 gr_err_name(code), msg ? (int)(msglen > 80 ? 80 : msglen) : 0, msg ? msg : "");
+		return -EPROTO;
+	}
 	if (id == 0 || s >= w->o->depth || c->slots[s].msgid != id)
 		return -EPROTO;
 	lat_add(&w->lat, now - c->slots[s].t0);
@@ -460,6 +468,14 @@ static int conn_read(worker *w, conn *c, uint64_t now)
 		if ((size_t)k < room)
 			return 0;
 	}
+}
+
+/* A write failed: the daemon may have said why before it closed (busy). */
+static void conn_write_failed(worker *w, conn *c, int err, uint64_t now)
+{
+	if (err == -EPIPE || err == -ECONNRESET)
+		(void)conn_read(w, c, now);
+	conn_fail(w, c, err, "write");
 }
 
 static bool conn_finished(const conn *c)
@@ -549,7 +565,7 @@ static void *worker_run(void *arg)
 		conn_submit(w, c, w->t_start);
 		r = conn_flush(w, c);
 		if (r < 0)
-			conn_fail(w, c, r, "write");
+			conn_write_failed(w, c, r, now_ns());
 		if (c->fail || conn_finished(c))
 			conn_close(w, c);
 		else
@@ -585,7 +601,7 @@ static void *worker_run(void *arg)
 				conn_submit(w, c, now);
 				r = conn_flush(w, c);
 				if (r < 0)
-					conn_fail(w, c, r, "write");
+					conn_write_failed(w, c, r, now);
 			}
 			if (c->fail || conn_finished(c)) {
 				conn_close(w, c);
