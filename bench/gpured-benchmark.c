@@ -1,36 +1,71 @@
 /*
  * gpured-benchmark: a load generator in the manner of redis-benchmark.
  *
- * Each of -c connections runs on its own thread and keeps up to -P reduce
- * requests in flight through libgpured's pipelined API, until -n requests
- * in all are done (or -t seconds have passed). Every request sends the
- * same array, filled so that its result is known exactly (small integers,
- * whose float sums are exact in any order), so every reply is checked; a
- * wrong value counts as an error. Latency is per request, from submit to
- * the reply's collection.
+ * All -c connections are driven by one thread with an epoll loop (or by
+ * --threads N loops, connections dealt out among them), each connection
+ * keeping up to -P reduce requests in flight until -n requests in all are
+ * done (or -t seconds have passed). A load generator must cost less than
+ * what it measures: one thread blocked per connection would make every
+ * reply wake a thread, and that wake-up is charged to the daemon. So the
+ * wire is spoken here directly, with the proto layer's writers and bounded
+ * reader, over non-blocking sockets; requests freed up by one read of
+ * replies go out together in one writev().
+ *
+ * Every request sends the same array, filled so that its result is known
+ * exactly (small integers, whose float sums are exact in any order), so
+ * every reply is checked; a wrong value counts as an error. Latency is per
+ * request, from its submission to the read that brought its reply.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "client/gpured.h"
+#include "proto/message.h"
+#include "proto/mp.h"
+#include "proto/obj.h"
+#include "proto/types.h"
+
+/* Slots are numbered in 16 bits of the msgid (see conn_msgid()). */
+#define BENCH_MAX_DEPTH 65536u
+#define BENCH_MAX_CONNS 10000u
+/* Replies are small maps; these bound what a confused server can make us
+ * allocate. */
+static const gr_obj_limits reply_limits = {
+	.max_depth = 8,
+	.max_items = 4096,
+	.max_str = 1u << 20,
+};
+/* A partial reply larger than this cannot be one of ours. */
+#define REPLY_MAX_BYTES (8u << 20)
+#define READ_CHUNK 65536u
+/* The request header with its msgid as a 5-byte uint32, and room to spare. */
+#define HDR_MAX 64u
 
 typedef struct bench_opts {
 	const char *socket;
 	unsigned conns;
+	unsigned threads;
 	unsigned depth;
 	uint64_t requests;
 	uint64_t elements;
-	gpured_dtype dtype;
-	gpured_op op;
+	gr_dtype dtype;
+	gr_op op;
 	double seconds; /* 0: no limit */
 	bool json;
 } bench_opts;
@@ -39,14 +74,18 @@ typedef struct bench_opts {
 typedef struct bench_data {
 	void *data;
 	size_t n;
-	gpured_value expect;
+	size_t nbytes;
+	gr_value expect;
 	double tolerance; /* for floats: allowed |got - expect| */
+	/* The request's header for msgid 0x10000; the msgid is patched in. */
+	uint8_t hdr[HDR_MAX];
+	size_t hdr_len;
 } bench_data;
 
 /*
  * Latencies in a log-linear histogram: 64 sub-buckets per power of two of
  * nanoseconds, so a percentile is within 1/64 (1.6%) of the true value and
- * a run of any length needs the same 32 KiB per connection.
+ * a run of any length needs the same 32 KiB per thread.
  */
 #define LAT_SUB_BITS 6
 #define LAT_BUCKETS (64 << LAT_SUB_BITS)
@@ -109,25 +148,49 @@ static double lat_pct_us(const latency_hist *h, double p)
 	return (double)h->max_ns / 1e3;
 }
 
-/* id -> submit time, open addressing with linear probing. */
-typedef struct inflight_map {
-	uint32_t *ids; /* 0: empty */
-	uint64_t *t0;
-	size_t mask;
-} inflight_map;
+/* One request in flight: its slot holds its header until it is written. */
+typedef struct slot {
+	uint64_t t0;     /* submission time */
+	uint32_t msgid;  /* 0 while free */
+	uint8_t hdr[HDR_MAX];
+} slot;
+
+typedef struct conn {
+	int fd;
+	bool closed;
+	bool want_out;     /* EPOLLOUT is in the interest set */
+	uint16_t gen;      /* the msgid's upper half, bumped per request */
+	uint64_t quota;
+	uint64_t submitted;
+	uint64_t answered; /* replies received, good or bad */
+	slot *slots;       /* -P of them */
+	uint32_t *free;    /* stack of free slot indexes */
+	unsigned n_free;
+	/* Slots submitted and not yet wholly written, in order: a ring. */
+	uint32_t *wq;
+	unsigned wq_head, wq_len;
+	size_t w_off;      /* bytes of the ring's first request already written */
+	/* Bytes read and not yet parsed: rbuf[r_start..r_end). */
+	uint8_t *rbuf;
+	size_t r_start, r_end, r_cap;
+	int fail;
+	char failmsg[128];
+} conn;
 
 typedef struct worker {
 	pthread_t thread;
 	const bench_opts *o;
 	const bench_data *d;
-	uint64_t quota;
+	conn *conns;
+	unsigned n_conns;
+	int epfd;
 	uint64_t done;
 	uint64_t errors;
 	uint64_t mismatches;
 	latency_hist lat;
-	uint64_t t_start;   /* when this connection started sending */
-	int fail;           /* connection-level failure, 0 if none */
-	char failmsg[256];
+	uint64_t t_start; /* when this thread's connections started sending */
+	int fail;         /* a thread-level failure, 0 if none */
+	char failmsg[128];
 } worker;
 
 static atomic_bool stop_flag;
@@ -142,221 +205,525 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int inflight_init(inflight_map *m, unsigned depth)
-{
-	size_t cap = 16;
-
-	while (cap < 2 * (size_t)depth)
-		cap *= 2;
-	m->ids = calloc(cap, sizeof(*m->ids));
-	m->t0 = calloc(cap, sizeof(*m->t0));
-	m->mask = cap - 1;
-	return m->ids && m->t0 ? 0 : -ENOMEM;
-}
-
-static void inflight_deinit(inflight_map *m)
-{
-	free(m->ids);
-	free(m->t0);
-}
-
-static size_t inflight_slot(uint32_t id, size_t mask)
-{
-	return (size_t)(id * 2654435761u) & mask;
-}
-
-static void inflight_put(inflight_map *m, uint32_t id, uint64_t t0)
-{
-	size_t i = inflight_slot(id, m->mask);
-
-	while (m->ids[i])
-		i = (i + 1) & m->mask;
-	m->ids[i] = id;
-	m->t0[i] = t0;
-}
-
-/* Remove id and return its submit time (0 if unknown). */
-static uint64_t inflight_take(inflight_map *m, uint32_t id)
-{
-	size_t i = inflight_slot(id, m->mask), j;
-	uint64_t t0;
-
-	while (m->ids[i] && m->ids[i] != id)
-		i = (i + 1) & m->mask;
-	if (!m->ids[i])
-		return 0;
-	t0 = m->t0[i];
-	m->ids[i] = 0;
-	/* Backward-shift deletion keeps every probe chain unbroken. */
-	j = i;
-	for (;;) {
-		size_t k;
-
-		j = (j + 1) & m->mask;
-		if (!m->ids[j])
-			break;
-		k = inflight_slot(m->ids[j], m->mask);
-		/* Move j to i unless its home k lies cyclically in (i, j]. */
-		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		m->ids[i] = m->ids[j];
-		m->t0[i] = m->t0[j];
-		m->ids[j] = 0;
-		i = j;
-	}
-	return t0;
-}
-
-static bool value_ok(const bench_data *d, const gpured_value *v)
-{
-	if (v->count != d->n || v->kind != d->expect.kind)
-		return false;
-	switch (v->kind) {
-	case GPURED_KIND_I64:
-		return v->v.i == d->expect.v.i;
-	case GPURED_KIND_U64:
-		return v->v.u == d->expect.v.u;
-	case GPURED_KIND_F64:
-		return fabs(v->v.f - d->expect.v.f) <= d->tolerance;
-	}
-	return false;
-}
-
-static bool time_up(void)
+static bool time_up(uint64_t now)
 {
 	if (atomic_load_explicit(&stop_flag, memory_order_relaxed))
 		return true;
-	if (t_deadline_ns && now_ns() >= t_deadline_ns) {
+	if (t_deadline_ns && now >= t_deadline_ns) {
 		atomic_store(&stop_flag, true);
 		return true;
 	}
 	return false;
 }
 
+/* The daemon's socket, chosen as libgpured chooses it (libgpured(3)). */
+static int bench_socket_path(const char *path, char *buf, size_t size)
+{
+	const char *env;
+	int k;
+
+	if (!path) {
+		env = getenv("GPURED_SOCKET");
+		if (env && env[0])
+			path = env;
+	}
+	if (path) {
+		k = snprintf(buf, size, "%s", path);
+	} else {
+		env = getenv("XDG_RUNTIME_DIR");
+		if (geteuid() != 0 && env && env[0])
+			k = snprintf(buf, size, "%s/gpured.sock", env);
+		else
+			k = snprintf(buf, size, "/run/gpured.sock");
+	}
+	return k < 0 || (size_t)k >= size ? -ENAMETOOLONG : 0;
+}
+
+static bool value_ok(const bench_data *d, const gr_value *v, uint64_t count)
+{
+	if (count != d->n || v->kind != d->expect.kind)
+		return false;
+	switch (v->kind) {
+	case GR_KIND_I64:
+		return v->i == d->expect.i;
+	case GR_KIND_U64:
+		return v->u == d->expect.u;
+	case GR_KIND_F64:
+		return fabs(v->f - d->expect.f) <= d->tolerance;
+	}
+	return false;
+}
+
+/*
+ * A msgid names its slot in its low 16 bits; the upper 16 bits, never 0,
+ * tell one use of the slot from the next. Every msgid is thus at least
+ * 0x10000 and is written as a 5-byte uint32, so the header is one template
+ * with the msgid patched in.
+ */
+static uint32_t conn_msgid(conn *c, uint32_t s)
+{
+	if (++c->gen == 0)
+		c->gen = 1;
+	return (uint32_t)c->gen << 16 | s;
+}
+
+static void conn_fail(worker *w, conn *c, int err, const char *what)
+{
+	if (c->fail)
+		return;
+	c->fail = err;
+	snprintf(c->failmsg, sizeof(c->failmsg), "%s: %s", what, strerror(-err));
+}
+
+static void conn_close(worker *w, conn *c)
+{
+	if (c->closed)
+		return;
+	c->closed = true;
+	/* What was submitted and not answered failed. */
+	w->errors += c->submitted - c->answered;
+	if (c->fd >= 0) {
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->fd = -1;
+	}
+}
+
+/* Take free slots for new requests, up to -P in flight and the quota. */
+static void conn_submit(worker *w, conn *c, uint64_t now)
+{
+	while (c->n_free && c->submitted < c->quota && !time_up(now)) {
+		uint32_t s = c->free[--c->n_free], id = conn_msgid(c, s);
+		slot *sl = &c->slots[s];
+
+		sl->msgid = id;
+		sl->t0 = now;
+		/* Big-endian, after the 0xce that the template check found. */
+		sl->hdr[3] = (uint8_t)(id >> 24);
+		sl->hdr[4] = (uint8_t)(id >> 16);
+		sl->hdr[5] = (uint8_t)(id >> 8);
+		sl->hdr[6] = (uint8_t)id;
+		c->wq[(c->wq_head + c->wq_len++) % w->o->depth] = s;
+		c->submitted++;
+	}
+}
+
+/*
+ * Write what the ring holds, as many requests as one writev() takes: each
+ * is its slot's header and the shared payload. Returns 0 (all written, or
+ * the socket is full and EPOLLOUT watched) or a negative errno.
+ */
+static int conn_flush(worker *w, conn *c)
+{
+	const bench_data *d = w->d;
+	unsigned depth = w->o->depth;
+
+	while (c->wq_len) {
+		struct iovec iov[IOV_MAX];
+		unsigned n = 0;
+		ssize_t k;
+		size_t off = c->w_off;
+
+		for (unsigned i = 0; i < c->wq_len && n + 2 <= IOV_MAX; i++) {
+			slot *sl = &c->slots[c->wq[(c->wq_head + i) % depth]];
+
+			if (off < d->hdr_len) {
+				iov[n++] = (struct iovec){ sl->hdr + off, d->hdr_len - off };
+				off = 0;
+			} else {
+				off -= d->hdr_len;
+			}
+			if (off < d->nbytes)
+				iov[n++] = (struct iovec){ (uint8_t *)d->data + off, d->nbytes - off };
+			off = 0;
+		}
+		k = writev(c->fd, iov, (int)n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		/* Retire the requests written whole. */
+		size_t left = c->w_off + (size_t)k, whole = d->hdr_len + d->nbytes;
+
+		while (c->wq_len && left >= whole) {
+			left -= whole;
+			c->wq_head = (c->wq_head + 1) % depth;
+			c->wq_len--;
+		}
+		c->w_off = left;
+	}
+	bool want = c->wq_len > 0;
+
+	if (want != c->want_out) {
+		struct epoll_event ev = {
+			.events = EPOLLIN | (want ? EPOLLOUT : 0),
+			.data.ptr = c,
+		};
+
+		if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+			return -errno;
+		c->want_out = want;
+	}
+	return 0;
+}
+
+/* One parsed reply: find its slot, record its latency, check its value. */
+static int conn_reply(worker *w, conn *c, const gr_obj *root, uint64_t now)
+{
+	const gr_obj *result;
+	const char *msg;
+	uint32_t id, s, msglen;
+	gr_err code;
+	gr_value v;
+	uint64_t count;
+
+	if (gr_msg_parse_response(root, &id, &code, &msg, &msglen, &result) < 0)
+		return -EBADMSG;
+	s = id & 0xffff;
+	/* An error for no request (msgid 0: the daemon is busy, or lost the
+	 * stream) ends the connection; say what the daemon said. */
+	if (id == 0 && code != GR_OK && !c->fail) {
+		c->fail = -EPROTO;
+		snprintf(c->failmsg, sizeof(c->failmsg), "the daemon says %s: %.*s",
+			 gr_err_name(code), msg ? (int)(msglen > 80 ? 80 : msglen) : 0, msg ? msg : "");
+		return -EPROTO;
+	}
+	if (id == 0 || s >= w->o->depth || c->slots[s].msgid != id)
+		return -EPROTO;
+	lat_add(&w->lat, now - c->slots[s].t0);
+	c->slots[s].msgid = 0;
+	c->free[c->n_free++] = s;
+	c->answered++;
+	if (code != GR_OK) {
+		w->errors++;
+	} else if (gr_msg_parse_reduce_result(result, w->d->expect.kind, &v, &count) < 0 ||
+		   !value_ok(w->d, &v, count)) {
+		w->errors++;
+		w->mismatches++;
+	} else {
+		w->done++;
+	}
+	return 0;
+}
+
+/* Read what the socket has, and take every whole reply out of it. */
+static int conn_read(worker *w, conn *c, uint64_t now)
+{
+	for (;;) {
+		ssize_t k;
+
+		if (c->r_start == c->r_end) {
+			c->r_start = c->r_end = 0;
+		} else if (c->r_cap - c->r_end < READ_CHUNK / 2 && c->r_start > 0) {
+			memmove(c->rbuf, c->rbuf + c->r_start, c->r_end - c->r_start);
+			c->r_end -= c->r_start;
+			c->r_start = 0;
+		}
+		if (c->r_cap - c->r_end < READ_CHUNK / 2) {
+			size_t cap = c->r_cap * 2;
+			uint8_t *p;
+
+			if (cap > REPLY_MAX_BYTES)
+				return -EMSGSIZE;
+			p = realloc(c->rbuf, cap);
+			if (!p)
+				return -ENOMEM;
+			c->rbuf = p;
+			c->r_cap = cap;
+		}
+		size_t room = c->r_cap - c->r_end;
+
+		k = read(c->fd, c->rbuf + c->r_end, room);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		if (k == 0)
+			return -ECONNRESET;
+		c->r_end += (size_t)k;
+		for (;;) {
+			gr_obj_tree tree = { 0 };
+			long m = gr_obj_parse(c->rbuf + c->r_start, c->r_end - c->r_start,
+					      &reply_limits, &tree);
+			int r;
+
+			if (m == 0)
+				break;
+			if (m < 0)
+				return (int)m;
+			r = conn_reply(w, c, tree.root, now);
+			gr_obj_tree_deinit(&tree);
+			if (r < 0)
+				return r;
+			c->r_start += (size_t)m;
+		}
+		/* A short read emptied the socket: spare the read that would
+		 * only say EAGAIN. */
+		if ((size_t)k < room)
+			return 0;
+	}
+}
+
+/* A write failed: the daemon may have said why before it closed (busy). */
+static void conn_write_failed(worker *w, conn *c, int err, uint64_t now)
+{
+	if (err == -EPIPE || err == -ECONNRESET)
+		(void)conn_read(w, c, now);
+	conn_fail(w, c, err, "write");
+}
+
+static bool conn_finished(const conn *c)
+{
+	return c->answered == c->submitted &&
+	       (c->submitted >= c->quota || atomic_load_explicit(&stop_flag, memory_order_relaxed));
+}
+
+static int conn_open(worker *w, conn *c, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+	unsigned depth = w->o->depth;
+
+	c->slots = calloc(depth, sizeof(*c->slots));
+	c->free = calloc(depth, sizeof(*c->free));
+	c->wq = calloc(depth, sizeof(*c->wq));
+	c->r_cap = READ_CHUNK;
+	c->rbuf = malloc(c->r_cap);
+	if (!c->slots || !c->free || !c->wq || !c->rbuf)
+		return -ENOMEM;
+	/* Pop slot 0 first: a stack filled from the top. */
+	for (unsigned i = 0; i < depth; i++) {
+		c->free[i] = depth - 1 - i;
+		memcpy(c->slots[i].hdr, w->d->hdr, w->d->hdr_len);
+	}
+	c->n_free = depth;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return -errno;
+	/* Connect blocking (the daemon may be slow to accept), then not. */
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0)
+		return -errno;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+static void conn_deinit(conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->slots);
+	free(c->free);
+	free(c->wq);
+	free(c->rbuf);
+}
+
 static void *worker_run(void *arg)
 {
 	worker *w = arg;
-	const bench_opts *o = w->o;
-	inflight_map m = { 0 };
-	uint64_t submitted = 0;
-	gpured_t *g = NULL;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	struct epoll_event evs[64];
+	unsigned live = 0;
 	int r;
 
-	r = gpured_connect(o->socket, &g);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r = bench_socket_path(w->o->socket, path, sizeof(path));
+	for (unsigned i = 0; i < w->n_conns; i++) {
+		conn *c = &w->conns[i];
+
+		if (r < 0 || w->epfd < 0) {
+			conn_fail(w, c, r < 0 ? r : -EMFILE, "socket");
+			continue;
+		}
+		r = conn_open(w, c, path);
+		if (r < 0) {
+			conn_fail(w, c, r, "connect");
+			r = 0;
+		}
+	}
 	/* Start together, so the wall time covers all connections busy. */
 	pthread_barrier_wait(&start_barrier);
 	w->t_start = now_ns();
-	if (r < 0) {
-		w->fail = r;
-		snprintf(w->failmsg, sizeof(w->failmsg), "connect: %s", gpured_strerror(r));
-		return NULL;
-	}
-	if (inflight_init(&m, o->depth) < 0) {
-		w->fail = -ENOMEM;
-		snprintf(w->failmsg, sizeof(w->failmsg), "out of memory");
-		goto out;
-	}
+	for (unsigned i = 0; i < w->n_conns; i++) {
+		conn *c = &w->conns[i];
 
-	while (w->done + w->errors < submitted || (submitted < w->quota && !time_up())) {
-		gpured_value v;
-		uint32_t id;
-
-		while (submitted < w->quota && gpured_outstanding(g) < o->depth && !time_up()) {
-			uint64_t t0 = now_ns();
-
-			r = gpured_submit(g, o->op, o->dtype, w->d->data, w->d->n, &id);
-			if (r < 0)
-				goto broken;
-			inflight_put(&m, id, t0);
-			submitted++;
+		if (c->fail) {
+			conn_close(w, c);
+			continue;
 		}
-		if (gpured_outstanding(g) == 0)
+		conn_submit(w, c, w->t_start);
+		r = conn_flush(w, c);
+		if (r < 0)
+			conn_write_failed(w, c, r, now_ns());
+		if (c->fail || conn_finished(c))
+			conn_close(w, c);
+		else
+			live++;
+	}
+	while (live > 0) {
+		int n = epoll_wait(w->epfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), -1);
+		uint64_t now;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			w->fail = -errno;
+			snprintf(w->failmsg, sizeof(w->failmsg), "epoll_wait: %s", strerror(errno));
 			break;
-		r = gpured_wait(g, &id, &v);
-		if (r < 0 && id == 0)
-			goto broken;
-		uint64_t t0 = inflight_take(&m, id);
-		if (t0)
-			lat_add(&w->lat, now_ns() - t0);
-		if (r < 0) {
-			w->errors++;
-		} else if (!value_ok(w->d, &v)) {
-			w->errors++;
-			w->mismatches++;
-		} else {
-			w->done++;
+		}
+		for (int i = 0; i < n; i++) {
+			conn *c = evs[i].data.ptr;
+
+			if (c->closed)
+				continue;
+			/* Per connection, not per wake-up: the ones handled
+			 * last must not have their requests' clocks started
+			 * early. */
+			now = now_ns();
+			r = 0;
+			if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+				r = conn_read(w, c, now);
+				if (r < 0)
+					conn_fail(w, c, r, "read");
+			}
+			if (r >= 0) {
+				conn_submit(w, c, now);
+				r = conn_flush(w, c);
+				if (r < 0)
+					conn_write_failed(w, c, r, now);
+			}
+			if (c->fail || conn_finished(c)) {
+				conn_close(w, c);
+				live--;
+			}
 		}
 	}
-	goto out;
-
-broken:
-	w->fail = r;
-	snprintf(w->failmsg, sizeof(w->failmsg), "%s", gpured_errmsg(g));
-	/* What was submitted and not answered failed. */
-	w->errors += submitted - w->done - w->errors;
-out:
-	inflight_deinit(&m);
-	gpured_close(g);
+	for (unsigned i = 0; i < w->n_conns; i++)
+		conn_close(w, &w->conns[i]);
 	return NULL;
 }
 
-/* Small integers, one distinct minimum and maximum: exact results. */
+/* The repeating part of the array: -1 0 1 ... (0 1 2 ... unsigned). */
+static int bench_periodic(size_t i, bool is_unsigned)
+{
+	return (int)(i % 3) - (is_unsigned ? 0 : 1);
+}
+
+/* The value of element i of n: small integers, one distinct minimum and
+ * one distinct maximum, so that every result is exact. */
+static int bench_elem(size_t i, size_t n, bool is_unsigned)
+{
+	if (n > 2 && i == n / 3)
+		return is_unsigned ? 0 : -2;
+	if (n > 2 && i == 2 * n / 3)
+		return 3;
+	return bench_periodic(i, is_unsigned);
+}
+
+/* One loop per element type: -d 16M fills 64 MiB before every run. */
+#define BENCH_FILL(T, p, n, is_unsigned)                                           \
+	do {                                                                       \
+		T *q_ = (T *)(p);                                                  \
+		for (size_t i_ = 0; i_ < (n); i_++)                                \
+			q_[i_] = (T)bench_elem(i_, (n), (is_unsigned));            \
+	} while (0)
+
 static int bench_data_fill(const bench_opts *o, bench_data *d)
 {
-	size_t esz = gpured_dtype_size(o->dtype), n = o->elements;
-	bool is_unsigned = o->dtype == GPURED_U32 || o->dtype == GPURED_U64;
-	long double sum = 0, sumsq = 0, mn = INFINITY, mx = -INFINITY;
+	size_t esz = gr_dtype_size(o->dtype), n = o->elements;
+	bool is_unsigned = o->dtype == GR_DT_U32 || o->dtype == GR_DT_U64;
+	/* |x| <= 3 and n < 2^32: the sums fit in 64 bits. */
+	int64_t sum = 0, sumsq = 0, mn = INT64_MAX, mx = INT64_MIN;
+	gr_buf hb;
 	uint8_t *p;
+	int r;
 
 	p = malloc(n ? n * esz : 1);
 	if (!p)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		int x = (int)((i * 7) % 3) - (is_unsigned ? 0 : 1);
+	switch (o->dtype) {
+	case GR_DT_I32: BENCH_FILL(int32_t, p, n, is_unsigned); break;
+	case GR_DT_I64: BENCH_FILL(int64_t, p, n, is_unsigned); break;
+	case GR_DT_U32: BENCH_FILL(uint32_t, p, n, is_unsigned); break;
+	case GR_DT_U64: BENCH_FILL(uint64_t, p, n, is_unsigned); break;
+	case GR_DT_F32: BENCH_FILL(float, p, n, is_unsigned); break;
+	case GR_DT_F64: BENCH_FILL(double, p, n, is_unsigned); break;
+	default: break;
+	}
+	/* Three of every period, then the two replaced elements corrected. */
+	for (size_t i = 0; i < n && i < 3; i++) {
+		int64_t x = bench_periodic(i, is_unsigned), k = (int64_t)((n - i + 2) / 3);
 
-		if (n > 2 && i == n / 3)
-			x = is_unsigned ? 0 : -2;
-		if (n > 2 && i == 2 * n / 3)
-			x = 3;
-		switch (o->dtype) {
-		case GPURED_I32: { int32_t v = x; memcpy(p + i * esz, &v, esz); break; }
-		case GPURED_I64: { int64_t v = x; memcpy(p + i * esz, &v, esz); break; }
-		case GPURED_U32: { uint32_t v = (uint32_t)x; memcpy(p + i * esz, &v, esz); break; }
-		case GPURED_U64: { uint64_t v = (uint64_t)x; memcpy(p + i * esz, &v, esz); break; }
-		case GPURED_F32: { float v = (float)x; memcpy(p + i * esz, &v, esz); break; }
-		case GPURED_F64: { double v = x; memcpy(p + i * esz, &v, esz); break; }
-		}
-		sum += x;
-		sumsq += (long double)x * x;
+		sum += k * x;
+		sumsq += k * x * x;
 		if (x < mn)
 			mn = x;
 		if (x > mx)
 			mx = x;
 	}
+	if (n > 2) {
+		size_t sp[2] = { n / 3, 2 * n / 3 };
+
+		for (unsigned j = 0; j < 2; j++) {
+			int64_t was = bench_periodic(sp[j], is_unsigned);
+			int64_t x = bench_elem(sp[j], n, is_unsigned);
+
+			sum += x - was;
+			sumsq += x * x - was * was;
+			if (x < mn)
+				mn = x;
+			if (x > mx)
+				mx = x;
+		}
+	}
 	d->data = p;
 	d->n = n;
-	d->expect.kind = gpured_result_kind(o->op, o->dtype);
-	d->expect.count = n;
-	long double e = o->op == GPURED_OP_SUM ? sum : o->op == GPURED_OP_SUMSQ ? sumsq :
-			o->op == GPURED_OP_MIN ? mn : mx;
-	if ((o->op == GPURED_OP_MIN || o->op == GPURED_OP_MAX) && n == 0)
+	d->nbytes = n * esz;
+	d->expect.kind = gr_result_kind(o->op, o->dtype);
+	int64_t e = o->op == GR_OP_SUM ? sum : o->op == GR_OP_SUMSQ ? sumsq :
+		    o->op == GR_OP_MIN ? mn : mx;
+	if ((o->op == GR_OP_MIN || o->op == GR_OP_MAX) && n == 0)
 		e = 0; /* the server answers "empty": counted as errors */
 	switch (d->expect.kind) {
-	case GPURED_KIND_I64:
-		d->expect.v.i = (int64_t)e;
+	case GR_KIND_I64:
+		d->expect.i = (int64_t)e;
 		break;
-	case GPURED_KIND_U64:
-		d->expect.v.u = (uint64_t)e;
+	case GR_KIND_U64:
+		d->expect.u = (uint64_t)e;
 		break;
-	case GPURED_KIND_F64:
-		d->expect.v.f = (double)e;
+	case GR_KIND_F64:
+		d->expect.f = (double)e;
 		break;
 	}
 	/* Partial sums of these values stay below 2^24 in magnitude when n
 	 * does, so even float32 accumulation is exact; past that, allow the
 	 * rounding of a float32 pairwise sum. */
 	d->tolerance = n <= (1u << 24) ? 0 : 1e-6 * (double)(sumsq > 0 ? sumsq : 1);
-	return 0;
+
+	/* The header template, whose msgid conn_submit() rewrites in place:
+	 * [0x94, 0x00, 0xce, msgid as 4 bytes big-endian, ...]. */
+	gr_buf_init(&hb);
+	r = gr_msg_write_reduce_header(&hb, 0x10000, o->op, o->dtype, (uint32_t)d->nbytes);
+	if (r >= 0 && (hb.len > HDR_MAX || hb.len < 7 ||
+		       memcmp(hb.data, "\x94\x00\xce\x00\x01\x00\x00", 7) != 0))
+		r = -EPROTO;
+	if (r >= 0) {
+		memcpy(d->hdr, hb.data, hb.len);
+		d->hdr_len = hb.len;
+	}
+	gr_buf_deinit(&hb);
+	return r;
 }
 
 static void usage(FILE *f)
@@ -367,7 +734,8 @@ static void usage(FILE *f)
 		"Load the gpured daemon with reduce requests and report throughput and latency.\n"
 		"\n"
 		"  -s, --socket PATH    Daemon socket (default: $GPURED_SOCKET, else the daemon's default)\n"
-		"  -c N                 Connections, one thread each (default 8)\n"
+		"  -c N                 Connections (default 8)\n"
+		"      --threads N      Threads the connections are spread over (default 1)\n"
 		"  -P N                 Requests in flight per connection (default 1)\n"
 		"  -n N                 Total requests (default 100000; 0 with -t: no limit)\n"
 		"  -d N                 Elements per request (default 256)\n"
@@ -405,9 +773,10 @@ static bool parse_u64(const char *s, uint64_t *ret)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DTYPE = 256, OPT_OP, OPT_JSON };
+	enum { OPT_DTYPE = 256, OPT_OP, OPT_JSON, OPT_THREADS };
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "dtype", required_argument, NULL, OPT_DTYPE },
 		{ "op", required_argument, NULL, OPT_OP },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -415,13 +784,14 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	bench_opts o = {
-		.conns = 8, .depth = 1, .requests = 100000, .elements = 256,
-		.dtype = GPURED_F32, .op = GPURED_OP_SUM,
+		.conns = 8, .threads = 1, .depth = 1, .requests = 100000, .elements = 256,
+		.dtype = GR_DT_F32, .op = GR_OP_SUM,
 	};
 	bench_data d = { 0 };
 	uint64_t v, done = 0, errors = 0, mismatches = 0, t0, t1;
 	latency_hist *lat;
 	worker *w;
+	conn *cs;
 	unsigned failed = 0;
 	char *end;
 	int c;
@@ -432,12 +802,17 @@ int main(int argc, char **argv)
 			o.socket = optarg;
 			break;
 		case 'c':
-			if (!parse_u64(optarg, &v) || v == 0 || v > 10000)
+			if (!parse_u64(optarg, &v) || v == 0 || v > BENCH_MAX_CONNS)
 				goto bad;
 			o.conns = (unsigned)v;
 			break;
+		case OPT_THREADS:
+			if (!parse_u64(optarg, &v) || v == 0 || v > 1024)
+				goto bad;
+			o.threads = (unsigned)v;
+			break;
 		case 'P':
-			if (!parse_u64(optarg, &v) || v == 0 || v > GPURED_MAX_OUTSTANDING)
+			if (!parse_u64(optarg, &v) || v == 0 || v > BENCH_MAX_DEPTH)
 				goto bad;
 			o.depth = (unsigned)v;
 			break;
@@ -456,11 +831,11 @@ int main(int argc, char **argv)
 				goto bad;
 			break;
 		case OPT_DTYPE:
-			if (gpured_dtype_parse(optarg, &o.dtype) < 0)
+			if (!gr_dtype_parse(optarg, strlen(optarg), &o.dtype))
 				goto bad;
 			break;
 		case OPT_OP:
-			if (gpured_op_parse(optarg, &o.op) < 0)
+			if (!gr_op_parse(optarg, strlen(optarg), &o.op))
 				goto bad;
 			break;
 		case OPT_JSON:
@@ -478,46 +853,65 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpured-benchmark: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (o.elements > UINT32_MAX || o.elements * gpured_dtype_size(o.dtype) > UINT32_MAX) {
+	if (o.elements > UINT32_MAX || o.elements * gr_dtype_size(o.dtype) > UINT32_MAX) {
 		fprintf(stderr, "gpured-benchmark: -d %llu: a request holds less than 4 GiB\n",
 			(unsigned long long)o.elements);
 		return 2;
 	}
+	if (o.threads > o.conns)
+		o.threads = o.conns;
+	/* A connection the daemon closes must fail its requests, not kill us. */
+	signal(SIGPIPE, SIG_IGN);
 
-	if (bench_data_fill(&o, &d) < 0) {
-		fprintf(stderr, "gpured-benchmark: out of memory\n");
+	c = bench_data_fill(&o, &d);
+	if (c < 0) {
+		fprintf(stderr, "gpured-benchmark: cannot build the request: %s\n", strerror(-c));
 		return 1;
 	}
-	w = calloc(o.conns, sizeof(*w));
-	if (!w) {
+	w = calloc(o.threads, sizeof(*w));
+	cs = calloc(o.conns, sizeof(*cs));
+	if (!w || !cs) {
 		fprintf(stderr, "gpured-benchmark: out of memory\n");
-		return 1;
-	}
-	if (o.seconds > 0)
-		t_deadline_ns = now_ns() + (uint64_t)(o.seconds * 1e9);
-	if (pthread_barrier_init(&start_barrier, NULL, o.conns) != 0) {
-		fprintf(stderr, "gpured-benchmark: cannot create a barrier\n");
 		return 1;
 	}
 	for (unsigned i = 0; i < o.conns; i++) {
+		cs[i].fd = -1;
+		if (o.requests == 0 && o.seconds > 0)
+			cs[i].quota = UINT64_MAX;
+		else
+			cs[i].quota = o.requests / o.conns + (i < o.requests % o.conns);
+	}
+	if (o.seconds > 0)
+		t_deadline_ns = now_ns() + (uint64_t)(o.seconds * 1e9);
+	if (pthread_barrier_init(&start_barrier, NULL, o.threads) != 0) {
+		fprintf(stderr, "gpured-benchmark: cannot create a barrier\n");
+		return 1;
+	}
+	/* Thread i takes a contiguous share of the connections. */
+	for (unsigned i = 0, first = 0; i < o.threads; i++) {
 		w[i].o = &o;
 		w[i].d = &d;
-		if (o.requests == 0 && o.seconds > 0)
-			w[i].quota = UINT64_MAX;
-		else
-			w[i].quota = o.requests / o.conns + (i < o.requests % o.conns);
+		w[i].epfd = -1;
+		w[i].conns = cs + first;
+		w[i].n_conns = o.conns / o.threads + (i < o.conns % o.threads);
+		first += w[i].n_conns;
 		if (pthread_create(&w[i].thread, NULL, worker_run, &w[i]) != 0) {
 			fprintf(stderr, "gpured-benchmark: cannot start thread\n");
 			return 1;
 		}
 	}
-	for (unsigned i = 0; i < o.conns; i++)
+	for (unsigned i = 0; i < o.threads; i++)
 		pthread_join(w[i].thread, NULL);
 	t1 = now_ns();
 	pthread_barrier_destroy(&start_barrier);
 
+	lat = calloc(1, sizeof(*lat));
+	if (!lat) {
+		fprintf(stderr, "gpured-benchmark: out of memory\n");
+		return 1;
+	}
 	t0 = t1;
-	for (unsigned i = 0; i < o.conns; i++) {
+	for (unsigned i = 0; i < o.threads; i++) {
 		if (w[i].t_start && w[i].t_start < t0)
 			t0 = w[i].t_start;
 		done += w[i].done;
@@ -525,50 +919,54 @@ int main(int argc, char **argv)
 		mismatches += w[i].mismatches;
 		if (w[i].fail) {
 			if (failed++ == 0)
-				fprintf(stderr, "gpured-benchmark: connection %u: %s\n", i, w[i].failmsg);
+				fprintf(stderr, "gpured-benchmark: thread %u: %s\n", i, w[i].failmsg);
 		}
-	}
-	lat = calloc(1, sizeof(*lat));
-	if (!lat) {
-		fprintf(stderr, "gpured-benchmark: out of memory\n");
-		return 1;
-	}
-	for (unsigned i = 0; i < o.conns; i++) {
 		for (unsigned b = 0; b < LAT_BUCKETS; b++)
 			lat->count[b] += w[i].lat.count[b];
 		lat->n += w[i].lat.n;
 		if (w[i].lat.max_ns > lat->max_ns)
 			lat->max_ns = w[i].lat.max_ns;
+		if (w[i].epfd >= 0)
+			close(w[i].epfd);
+	}
+	for (unsigned i = 0; i < o.conns; i++) {
+		if (cs[i].fail) {
+			if (failed++ == 0)
+				fprintf(stderr, "gpured-benchmark: connection %u: %s\n", i, cs[i].failmsg);
+		}
+		conn_deinit(&cs[i]);
 	}
 
 	double secs = (double)(t1 - t0) / 1e9;
 	double rps = secs > 0 ? (double)done / secs : 0;
-	double bytes = (double)done * (double)d.n * (double)gpured_dtype_size(o.dtype);
+	double bytes = (double)done * (double)d.nbytes;
 	double gbps = secs > 0 ? bytes / secs / 1e9 : 0;
 	double p50 = lat_pct_us(lat, 50), p99 = lat_pct_us(lat, 99);
 	double p999 = lat_pct_us(lat, 99.9), pmax = (double)lat->max_ns / 1e3;
 
 	if (o.json) {
 		printf("{\"op\":\"%s\",\"dtype\":\"%s\",\"elements\":%llu,\"connections\":%u,"
-		       "\"pipeline\":%u,\"requests\":%llu,\"errors\":%llu,\"mismatches\":%llu,"
-		       "\"failed_connections\":%u,\"seconds\":%.6f,\"requests_per_s\":%.1f,"
-		       "\"payload_gb_per_s\":%.4f,\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,"
-		       "\"p99_9\":%.1f,\"max\":%.1f}}\n",
-		       gpured_op_name(o.op), gpured_dtype_name(o.dtype), (unsigned long long)d.n,
-		       o.conns, o.depth, (unsigned long long)done, (unsigned long long)errors,
-		       (unsigned long long)mismatches, failed, secs, rps, gbps, p50, p99, p999, pmax);
+		       "\"threads\":%u,\"pipeline\":%u,\"requests\":%llu,\"errors\":%llu,"
+		       "\"mismatches\":%llu,\"failed_connections\":%u,\"seconds\":%.6f,"
+		       "\"requests_per_s\":%.1f,\"payload_gb_per_s\":%.4f,\"latency_us\":"
+		       "{\"p50\":%.1f,\"p99\":%.1f,\"p99_9\":%.1f,\"max\":%.1f}}\n",
+		       gr_op_name(o.op), gr_dtype_name(o.dtype), (unsigned long long)d.n,
+		       o.conns, o.threads, o.depth, (unsigned long long)done,
+		       (unsigned long long)errors, (unsigned long long)mismatches, failed, secs, rps,
+		       gbps, p50, p99, p999, pmax);
 	} else {
-		printf("====== %s %s, %llu elements (%.0f bytes) ======\n", gpured_op_name(o.op),
-		       gpured_dtype_name(o.dtype), (unsigned long long)d.n,
-		       (double)d.n * (double)gpured_dtype_size(o.dtype));
+		printf("====== %s %s, %llu elements (%zu bytes) ======\n", gr_op_name(o.op),
+		       gr_dtype_name(o.dtype), (unsigned long long)d.n, d.nbytes);
 		printf("  %llu requests completed in %.3f seconds\n", (unsigned long long)done, secs);
-		printf("  %u connections, pipeline %u\n", o.conns, o.depth);
+		printf("  %u connections on %u thread%s, pipeline %u\n", o.conns, o.threads,
+		       o.threads == 1 ? "" : "s", o.depth);
 		printf("  errors: %llu (wrong results: %llu), failed connections: %u\n",
 		       (unsigned long long)errors, (unsigned long long)mismatches, failed);
 		printf("\n  throughput: %.1f requests per second, %.3f GB/s of payload\n", rps, gbps);
 		printf("  latency (us): p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p50, p99, p999, pmax);
 	}
 	free(lat);
+	free(cs);
 	free(w);
 	free(d.data);
 	return errors || failed ? 1 : 0;
