@@ -8,6 +8,8 @@ struct gr_completion {
 	uv_async_t async;
 	pthread_mutex_t lock;
 	gr_job *head, *tail;
+	pthread_t loop_thread;
+	bool deferred;
 };
 
 static void completion_async_cb(uv_async_t *handle)
@@ -26,6 +28,7 @@ int gr_completion_new(uv_loop_t *loop, gr_completion **ret)
 		return r;
 	}
 	cq->async.data = cq;
+	cq->loop_thread = pthread_self();
 	pthread_mutex_init(&cq->lock, NULL);
 	*ret = cq;
 	return 0;
@@ -41,7 +44,14 @@ void gr_completion_post(gr_completion *cq, gr_job *job)
 		cq->head = job;
 	cq->tail = job;
 	pthread_mutex_unlock(&cq->lock);
-	uv_async_send(&cq->async);
+	/* only the loop thread reads deferred */
+	if (!(pthread_equal(pthread_self(), cq->loop_thread) && cq->deferred))
+		uv_async_send(&cq->async);
+}
+
+void gr_completion_defer(gr_completion *cq, bool defer)
+{
+	cq->deferred = defer;
 }
 
 void gr_completion_drain(gr_completion *cq)

@@ -6,11 +6,19 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <uv.h>
 
 #include "daemon/backend.h"
 
 int gr_completion_new(uv_loop_t *loop, gr_completion **ret);
+
+/*
+ * While deferred (loop thread only), jobs the loop thread itself posts do
+ * not wake the loop: the caller promises to drain before it goes back to
+ * polling. Jobs posted by other threads always wake it.
+ */
+void gr_completion_defer(gr_completion *cq, bool defer);
 
 /* Run the done callbacks of every job posted so far (loop thread only). */
 void gr_completion_drain(gr_completion *cq);

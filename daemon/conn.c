@@ -64,7 +64,7 @@ static gr_request *request_new(gr_conn *c, const gr_req *preq)
 	req->srv = c->srv;
 	req->conn = c;
 	req->msgid = preq->msgid;
-	req->start_ns = now_ns();
+	req->start_ns = c->srv->read_ns;
 	req->data_bytes = preq->data_bytes;
 	gr_link_add_tail(&c->requests, &req->link);
 	c->nrequests++;
@@ -89,15 +89,16 @@ static void request_reply(gr_request *req)
 	gr_server *s = c->srv;
 	gr_value v;
 
-	gr_err e = gr_partial_finish(req->op, req->dtype, &req->acc, &v);
+	const gr_partial *res = req->result;
+	gr_err e = gr_partial_finish(req->op, req->dtype, res, &v);
 	if (e == GR_OK) {
-		if (gr_msg_write_response_value(&c->wbuf, req->msgid, &v, req->acc.count) < 0) {
+		if (gr_msg_write_response_value(&c->wbuf, req->msgid, &v, res->count) < 0) {
 			gr_conn_close(c);
 			return;
 		}
 		gr_server_mark_dirty(s, c);
 		s->stats.requests++;
-		s->stats.elements += req->acc.count;
+		s->stats.elements += res->count;
 	} else {
 		s->stats.requests++;
 		conn_reply_error(c, req->msgid, e, "%s of no elements", gr_op_name(req->op));
@@ -158,8 +159,20 @@ static void chunk_done(gr_job *job)
 		gr_chunk *next = &req->chunks[req->ncombined % GR_MAX_CHUNKS_INFLIGHT];
 		if (!next->done)
 			break;
-		if (!req->failed)
+		if (req->failed) {
+		} else if (req->ncombined == 0 && req->received && req->nsubmitted == 1) {
+			/* the only chunk: its slot in the ring is never reused */
+			req->result = &next->job.result;
+		} else if (req->ncombined == 0) {
+			req->acc = next->job.result;
+			req->result = &req->acc;
+		} else {
+			if (req->result != &req->acc) {
+				req->acc = *req->result;
+				req->result = &req->acc;
+			}
 			gr_partial_combine(req->op, req->dtype, &req->acc, &next->job.result);
+		}
 		next->done = false;
 		chunk_release(req, next);
 		req->ncombined++;
@@ -174,8 +187,6 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 {
 	gr_chunk *ch = req->filling;
 
-	if (req->nsubmitted == 0)
-		gr_partial_identity(req->op, req->dtype, &req->acc);
 	req->filling = NULL;
 	ch->req = req;
 	ch->done = false;
@@ -227,8 +238,8 @@ static int conn_set_dest(gr_conn *c)
 		gr_staging_wait(&s->staging, &c->waiter);
 		return -EAGAIN;
 	}
-	memset(ch, 0, sizeof(*ch));
 	ch->slot = slot;
+	ch->done = false;
 	ch->job.data = dst;
 	ch->staged = cap;
 	c->staged_bytes += cap;
@@ -355,8 +366,10 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 			req->received = true;
 			if (req->filling)
 				request_submit_filling(req, preq->data_done);
-			else if (req->nsubmitted == 0)
+			else if (req->nsubmitted == 0) {
 				gr_partial_identity(req->op, req->dtype, &req->acc);
+				req->result = &req->acc;
+			}
 			request_settle(req);
 		}
 		break;
@@ -452,6 +465,7 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
 		return;
 	}
 	c->srv->stats.bytes_in += (uint64_t)nread;
+	c->srv->read_ns = uv_hrtime();
 	if (c->direct) {
 		c->direct = false;
 		gr_req_event ev = gr_req_parser_commit(c->parser, (size_t)nread);

@@ -631,6 +631,11 @@ void gr_reduce(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *re
 	const unsigned char *p = data;
 	const size_t bytes = (size_t)GR_REDUCE_BLOCK * gr_dtype_size(dt);
 
+	/* One block is its own canonical shape. */
+	if (n <= GR_REDUCE_BLOCK) {
+		gr_reduce_block(op, dt, data, n, ret);
+		return;
+	}
 	gr_partial_identity(op, dt, ret);
 	for (size_t i = 0; i < n; i += GR_REDUCE_BLOCK, p += bytes) {
 		gr_partial b;

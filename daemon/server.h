@@ -64,6 +64,9 @@ struct gr_request {
 	unsigned nsubmitted, ncombined;
 	gr_chunk *filling;       /* the chunk being written, or NULL */
 	uint64_t filling_start;  /* data offset where it begins */
+	/* The result so far: the first chunk's own partial while there is
+	 * one chunk (no copy), acc once a second one is combined in. */
+	const gr_partial *result;
 	gr_partial acc;
 };
 
@@ -125,6 +128,7 @@ struct gr_server {
 
 	gr_link conns, ready, dirty;
 	unsigned nconns;
+	uint64_t read_ns; /* when the current read completed: requests start then */
 
 	/* The pending batch: jobs whose data lie in batch_slot. */
 	gr_job *batch_head, *batch_tail;
