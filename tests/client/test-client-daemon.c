@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tests/check.h"
 #include "client/gpured.h"
 
 /* The backend under test: the CPU unless $GPURED_TEST_BACKEND says

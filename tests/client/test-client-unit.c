@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tests/check.h"
 #include "client/ctl-input.h"
 #include "client/gpured.h"
 

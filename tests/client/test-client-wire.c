@@ -18,7 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tests/check.h"
 #include "client/gpured.h"
 #include "proto/mp.h"
 

@@ -11,26 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/check.h"
 #include "daemon/completion.h"
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);   \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
 static uint64_t rng(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 2685821657736338717ull;
+	return check_rng(&rng_state);
 }
 
 typedef struct test_job {
@@ -99,19 +87,19 @@ static void make_job(gr_backend *b, test_job *t, size_t max_bytes)
 static void check_job(const test_job *t)
 {
 	const gr_job *j = &t->job;
-	CHECK(t->done == 1, "done called %u times", t->done);
-	CHECK(pthread_equal(t->done_thread, loop_thread), "done off the loop thread");
-	CHECK(j->status == 0, "status %d (%s)", j->status, j->errmsg);
+	CHECK_MSG(t->done == 1, "done called %u times", t->done);
+	CHECK_MSG(pthread_equal(t->done_thread, loop_thread), "done off the loop thread");
+	CHECK_MSG(j->status == 0, "status %d (%s)", j->status, j->errmsg);
 	gr_partial want;
 	gr_reduce(j->op, j->dtype, j->data, j->n, &want);
-	CHECK(memcmp(&want, &j->result, sizeof(want)) == 0, "op %d dtype %d n %zu: result differs",
+	CHECK_MSG(memcmp(&want, &j->result, sizeof(want)) == 0, "op %d dtype %d n %zu: result differs",
 	      j->op, j->dtype, j->n);
 }
 
 static void run_until(uv_loop_t *loop, unsigned total)
 {
 	while (done_total < total)
-		CHECK(uv_run(loop, UV_RUN_ONCE) >= 0, "uv_run");
+		CHECK_MSG(uv_run(loop, UV_RUN_ONCE) >= 0, "uv_run");
 }
 
 /* Several batches in flight at once, then wait for all of them. */
@@ -119,7 +107,7 @@ static void run_batches(uv_loop_t *loop, gr_backend *b, unsigned nbatches, unsig
                         size_t max_bytes)
 {
 	test_job *tj = calloc((size_t)nbatches * per_batch, sizeof(*tj));
-	CHECK(tj, "calloc");
+	CHECK_MSG(tj, "calloc");
 	uint64_t batches0 = b->batches, jobs0 = b->batched_jobs;
 	gr_device_info info0;
 	b->ops->describe(b, 0, &info0);
@@ -133,15 +121,15 @@ static void run_batches(uv_loop_t *loop, gr_backend *b, unsigned nbatches, unsig
 		}
 		b->ops->submit(b, &t[0].job);
 	}
-	CHECK(b->batches == batches0 + nbatches, "batches");
-	CHECK(b->batched_jobs == jobs0 + (uint64_t)nbatches * per_batch, "batched_jobs");
+	CHECK_MSG(b->batches == batches0 + nbatches, "batches");
+	CHECK_MSG(b->batched_jobs == jobs0 + (uint64_t)nbatches * per_batch, "batched_jobs");
 	run_until(loop, nbatches * per_batch);
 	for (size_t i = 0; i < (size_t)nbatches * per_batch; i++)
 		check_job(&tj[i]);
 
 	gr_device_info info;
 	b->ops->describe(b, 0, &info);
-	CHECK(info.jobs == info0.jobs + (uint64_t)nbatches * per_batch, "jobs %" PRIu64, info.jobs);
+	CHECK_MSG(info.jobs == info0.jobs + (uint64_t)nbatches * per_batch, "jobs %" PRIu64, info.jobs);
 	free(tj);
 }
 
@@ -149,13 +137,13 @@ static void check_describe(gr_backend *b, unsigned threads)
 {
 	gr_device_info info;
 	b->ops->describe(b, 0, &info);
-	CHECK(strcmp(info.kind, "cpu") == 0, "kind %s", info.kind);
-	CHECK(info.name[0], "no name");
-	CHECK(info.healthy && strcmp(info.health, "ok") == 0, "health");
-	CHECK(info.units == threads, "units %u", info.units);
-	CHECK(info.memory_bytes > (64u << 20), "memory %" PRIu64, info.memory_bytes);
-	CHECK(info.index == 0, "index");
-	CHECK(b->ndevices == 1 && strcmp(b->name, "cpu") == 0, "ndevices, name");
+	CHECK_MSG(strcmp(info.kind, "cpu") == 0, "kind %s", info.kind);
+	CHECK_MSG(info.name[0], "no name");
+	CHECK_MSG(info.healthy && strcmp(info.health, "ok") == 0, "health");
+	CHECK_MSG(info.units == threads, "units %u", info.units);
+	CHECK_MSG(info.memory_bytes > (64u << 20), "memory %" PRIu64, info.memory_bytes);
+	CHECK_MSG(info.index == 0, "index");
+	CHECK_MSG(b->ndevices == 1 && strcmp(b->name, "cpu") == 0, "ndevices, name");
 }
 
 static void check_bad_configs(gr_completion *cq)
@@ -173,13 +161,13 @@ static void check_bad_configs(gr_completion *cq)
 		char err[256] = "";
 		gr_backend *b = (gr_backend *)&err; /* must be overwritten */
 		int r = gr_backend_cpu_new(&bad[i], cq, &b, err, sizeof(err));
-		CHECK(r == -EINVAL, "bad config %zu: %d", i, r);
-		CHECK(b == NULL, "ret set on failure");
-		CHECK(err[0], "no reason for bad config %zu", i);
+		CHECK_MSG(r == -EINVAL, "bad config %zu: %d", i, r);
+		CHECK_MSG(b == NULL, "ret set on failure");
+		CHECK_MSG(err[0], "no reason for bad config %zu", i);
 	}
 	char err[256] = "";
 	gr_backend *b;
-	CHECK(gr_backend_cpu_new(NULL, NULL, &b, err, sizeof(err)) == -EINVAL, "no queue");
+	CHECK_MSG(gr_backend_cpu_new(NULL, NULL, &b, err, sizeof(err)) == -EINVAL, "no queue");
 }
 
 int main(void)
@@ -189,23 +177,23 @@ int main(void)
 	char err[256];
 
 	loop_thread = pthread_self();
-	CHECK(uv_loop_init(&loop) == 0, "loop");
-	CHECK(gr_completion_new(&loop, &cq) == 0, "completion");
+	CHECK_MSG(uv_loop_init(&loop) == 0, "loop");
+	CHECK_MSG(gr_completion_new(&loop, &cq) == 0, "completion");
 
 	check_bad_configs(cq);
 
 	/* defaults */
 	gr_backend_config dflt = {.inline_max_bytes = SIZE_MAX};
 	gr_backend *b;
-	CHECK(gr_backend_cpu_new(&dflt, cq, &b, err, sizeof(err)) == 0, "%s", err);
-	CHECK(b->staging_bytes == (64u << 20) && b->chunk_bytes == (4u << 20), "default sizes");
-	CHECK(((uintptr_t)b->staging & 63) == 0, "staging alignment");
+	CHECK_MSG(gr_backend_cpu_new(&dflt, cq, &b, err, sizeof(err)) == 0, "%s", err);
+	CHECK_MSG(b->staging_bytes == (64u << 20) && b->chunk_bytes == (4u << 20), "default sizes");
+	CHECK_MSG(((uintptr_t)b->staging & 63) == 0, "staging alignment");
 	b = gr_backend_free(b);
 	/* a small staging area gets a chunk that fits */
 	gr_backend_config small = {.staging_bytes = 3 * GR_REDUCE_ALIGN_BYTES + 5,
 	                           .inline_max_bytes = SIZE_MAX};
-	CHECK(gr_backend_cpu_new(&small, cq, &b, err, sizeof(err)) == 0, "%s", err);
-	CHECK(b->chunk_bytes == 3 * GR_REDUCE_ALIGN_BYTES, "chunk %zu", b->chunk_bytes);
+	CHECK_MSG(gr_backend_cpu_new(&small, cq, &b, err, sizeof(err)) == 0, "%s", err);
+	CHECK_MSG(b->chunk_bytes == 3 * GR_REDUCE_ALIGN_BYTES, "chunk %zu", b->chunk_bytes);
 	b = gr_backend_free(b);
 
 	static const unsigned thread_counts[] = {1, 2, 4};
@@ -218,7 +206,7 @@ int main(void)
 			    .threads = thread_counts[t],
 			    .inline_max_bytes = inline_max[m],
 			};
-			CHECK(gr_backend_cpu_new(&cfg, cq, &b, err, sizeof(err)) == 0, "%s", err);
+			CHECK_MSG(gr_backend_cpu_new(&cfg, cq, &b, err, sizeof(err)) == 0, "%s", err);
 			check_describe(b, thread_counts[t]);
 			fill_staging(b);
 			run_batches(&loop, b, 6, 40, b->chunk_bytes);
@@ -234,7 +222,7 @@ int main(void)
 			done_total = 0;
 			b->ops->submit(b, &bad.job);
 			run_until(&loop, 2);
-			CHECK(bad.done == 1 && bad.job.status == -EINVAL && bad.job.errmsg[0],
+			CHECK_MSG(bad.done == 1 && bad.job.status == -EINVAL && bad.job.errmsg[0],
 			      "invalid job: %d", bad.job.status);
 			check_job(&good);
 			/* device 0 is this one; there is no other */
@@ -247,7 +235,7 @@ int main(void)
 			b->ops->submit(b, &good.job);
 			run_until(&loop, 2);
 			check_job(&good);
-			CHECK(bad.done == 1 && bad.job.status == -ENODEV, "device 1: %d",
+			CHECK_MSG(bad.done == 1 && bad.job.status == -ENODEV, "device 1: %d",
 			      bad.job.status);
 
 			/* free() with work queued: everything is posted first */
@@ -264,16 +252,16 @@ int main(void)
 			b = gr_backend_free(b);
 			run_until(&loop, 30);
 			for (unsigned i = 0; i < 30; i++) {
-				CHECK(tj[i].done == 1 && tj[i].job.status == 0, "job %u after free",
+				CHECK_MSG(tj[i].done == 1 && tj[i].job.status == 0, "job %u after free",
 				      i);
-				CHECK(memcmp(&tj[i].job.result, &want[i], sizeof(want[i])) == 0,
+				CHECK_MSG(memcmp(&tj[i].job.result, &want[i], sizeof(want[i])) == 0,
 				      "job %u after free: result differs", i);
 			}
 		}
 
 	gr_completion_close(cq);
-	CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0, "run to the end");
-	CHECK(uv_loop_close(&loop) == 0, "a handle leaked");
+	CHECK_MSG(uv_run(&loop, UV_RUN_DEFAULT) == 0, "run to the end");
+	CHECK_MSG(uv_loop_close(&loop) == 0, "a handle leaked");
 	printf("ok\n");
 	return 0;
 }

@@ -22,27 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/check.h"
 #include "daemon/reduce.h"
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);   \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rng(void)
 {
-	/* xorshift64* */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 2685821657736338717ull;
+	return check_rng(&rng_state);
 }
 
 static const char *const op_names[] = {"sum", "min", "max", "sumsq"};
@@ -180,8 +167,8 @@ static gr_value finish(gr_op op, gr_dtype dt, const gr_partial *p)
 {
 	gr_value v;
 	gr_err e = gr_partial_finish(op, dt, p, &v);
-	CHECK(e == GR_OK, "%s %s: finish gave %d", op_names[op], dt_names[dt], e);
-	CHECK(v.kind == gr_result_kind(op, dt), "kind");
+	CHECK_MSG(e == GR_OK, "%s %s: finish gave %d", op_names[op], dt_names[dt], e);
+	CHECK_MSG(v.kind == gr_result_kind(op, dt), "kind");
 	return v;
 }
 
@@ -191,10 +178,10 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 {
 	gr_partial part;
 	gr_reduce(op, dt, p, n, &part);
-	CHECK(part.count == n, "count %" PRIu64 " != %zu", part.count, n);
+	CHECK_MSG(part.count == n, "count %" PRIu64 " != %zu", part.count, n);
 	if (n == 0 && (op == GR_OP_MIN || op == GR_OP_MAX)) {
 		gr_value v;
-		CHECK(gr_partial_finish(op, dt, &part, &v) == GR_ERR_EMPTY, "empty %s",
+		CHECK_MSG(gr_partial_finish(op, dt, &part, &v) == GR_ERR_EMPTY, "empty %s",
 		      op_names[op]);
 		return;
 	}
@@ -214,7 +201,7 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 		/* Each addition in double errs by at most half an ulp of a
 		 * partial sum bounded by mag. */
 		long double tol = (long double)(n + 1) * DBL_EPSILON * mag + DBL_MIN;
-		CHECK(fabsl((long double)v.f - ref) <= tol,
+		CHECK_MSG(fabsl((long double)v.f - ref) <= tol,
 		      "%s %s n=%zu: %.17g vs %.17Lg (tol %Lg)", on, dn, n, v.f, ref, tol);
 		return;
 	}
@@ -234,15 +221,15 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 			}
 		}
 		if (gr_dtype_is_signed(dt)) {
-			CHECK(v.i == (int64_t)wrap, "%s %s n=%zu: %" PRId64 " vs %" PRId64, on, dn,
+			CHECK_MSG(v.i == (int64_t)wrap, "%s %s n=%zu: %" PRId64 " vs %" PRId64, on, dn,
 			      n, v.i, (int64_t)wrap);
 			if (exact >= INT64_MIN && exact <= INT64_MAX)
-				CHECK(v.i == (int64_t)exact, "%s %s n=%zu: not exact", on, dn, n);
+				CHECK_MSG(v.i == (int64_t)exact, "%s %s n=%zu: not exact", on, dn, n);
 			if (dt == GR_DT_I32)
-				CHECK(exact >= INT64_MIN && exact <= INT64_MAX,
+				CHECK_MSG(exact >= INT64_MIN && exact <= INT64_MAX,
 				      "i32 sum out of int64");
 		} else {
-			CHECK(v.u == wrap, "%s %s n=%zu: %" PRIu64 " vs %" PRIu64, on, dn, n, v.u,
+			CHECK_MSG(v.u == wrap, "%s %s n=%zu: %" PRIu64 " vs %" PRIu64, on, dn, n, v.u,
 			      wrap);
 		}
 		return;
@@ -256,7 +243,7 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 			if (mn ? x < best : x > best)
 				best = x;
 		}
-		CHECK((long double)v.f == best, "%s %s n=%zu: %.9g vs %.9Lg", on, dn, n, v.f, best);
+		CHECK_MSG((long double)v.f == best, "%s %s n=%zu: %.9g vs %.9Lg", on, dn, n, v.f, best);
 	} else if (gr_dtype_is_signed(dt)) {
 		int64_t best = get_i(dt, p, 0);
 		for (size_t i = 1; i < n; i++) {
@@ -264,7 +251,7 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 			if (mn ? x < best : x > best)
 				best = x;
 		}
-		CHECK(v.i == best, "%s %s n=%zu: %" PRId64 " vs %" PRId64, on, dn, n, v.i, best);
+		CHECK_MSG(v.i == best, "%s %s n=%zu: %" PRId64 " vs %" PRId64, on, dn, n, v.i, best);
 	} else {
 		uint64_t best = get_u(dt, p, 0);
 		for (size_t i = 1; i < n; i++) {
@@ -272,7 +259,7 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 			if (mn ? x < best : x > best)
 				best = x;
 		}
-		CHECK(v.u == best, "%s %s n=%zu: %" PRIu64 " vs %" PRIu64, on, dn, n, v.u, best);
+		CHECK_MSG(v.u == best, "%s %s n=%zu: %" PRIu64 " vs %" PRIu64, on, dn, n, v.u, best);
 	}
 }
 
@@ -346,7 +333,7 @@ static double exact_sum(const double *x, size_t n)
 				part[i++] = lo;
 			v = hi;
 		}
-		CHECK(i < 128, "partials");
+		CHECK_MSG(i < 128, "partials");
 		part[i] = v;
 		np = i + 1;
 	}
@@ -375,7 +362,7 @@ static double canonical(gr_op op, gr_dtype dt, const unsigned char *p, size_t n)
 {
 	size_t nb = (n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK;
 	double *bs = malloc((nb + 1) * sizeof(double));
-	CHECK(bs, "malloc");
+	CHECK_MSG(bs, "malloc");
 	for (size_t b = 0; b < nb; b++) {
 		gr_partial part;
 		size_t i = b * GR_REDUCE_BLOCK;
@@ -387,7 +374,7 @@ static double canonical(gr_op op, gr_dtype dt, const unsigned char *p, size_t n)
 	if (op == GR_OP_SUM || op == GR_OP_SUMSQ) {
 		r = exact_sum(bs, nb);
 	} else {
-		CHECK(nb > 0, "empty");
+		CHECK_MSG(nb > 0, "empty");
 		r = bs[0];
 		for (size_t b = 1; b < nb; b++) {
 			if (isnan(r) || isnan(bs[b]))
@@ -411,7 +398,7 @@ static void check_canonical(gr_op op, gr_dtype dt, const unsigned char *p, size_
 	uint64_t gb, wb;
 	memcpy(&gb, &g, 8);
 	memcpy(&wb, &want, 8);
-	CHECK(gb == wb, "%s %s n=%zu: %a, canonical shape gives %a", op_names[op], dt_names[dt], n,
+	CHECK_MSG(gb == wb, "%s %s n=%zu: %a, canonical shape gives %a", op_names[op], dt_names[dt], n,
 	      g, want);
 }
 
@@ -421,7 +408,7 @@ static void check_alignment(gr_op op, gr_dtype dt, const unsigned char *src, siz
 {
 	size_t bytes = n * esize(dt);
 	unsigned char *buf = malloc(bytes + 64);
-	CHECK(buf, "malloc");
+	CHECK_MSG(buf, "malloc");
 	/* buf from malloc is 16-aligned; start from a 64-aligned base */
 	unsigned char *base = buf + (64 - ((uintptr_t)buf & 63)) % 64;
 	gr_partial ref;
@@ -431,7 +418,7 @@ static void check_alignment(gr_op op, gr_dtype dt, const unsigned char *src, siz
 		memmove(base + off, base + off - 1, bytes);
 		gr_partial p;
 		gr_reduce(op, dt, base + off, n, &p);
-		CHECK(same_bits(&p, &ref), "%s %s n=%zu offset %zu: %016" PRIx64 " vs %016" PRIx64,
+		CHECK_MSG(same_bits(&p, &ref), "%s %s n=%zu offset %zu: %016" PRIx64 " vs %016" PRIx64,
 		      op_names[op], dt_names[dt], n, off, p.v.u, ref.v.u);
 	}
 	free(buf);
@@ -452,7 +439,7 @@ static void check_chunking(gr_op op, gr_dtype dt, const unsigned char *p, size_t
 			gr_reduce(op, dt, p + i * esize(dt), n - i < chunk ? n - i : chunk, &c);
 			gr_partial_combine(op, dt, &acc, &c);
 		}
-		CHECK(same_bits(&acc, &whole), "%s %s n=%zu chunks of %zu blocks", op_names[op],
+		CHECK_MSG(same_bits(&acc, &whole), "%s %s n=%zu chunks of %zu blocks", op_names[op],
 		      dt_names[dt], n, k);
 	}
 	/* and gr_reduce_block is gr_reduce on one block */
@@ -461,7 +448,7 @@ static void check_chunking(gr_op op, gr_dtype dt, const unsigned char *p, size_t
 		gr_reduce_block(op, dt, p, n, &b);
 		gr_partial_identity(op, dt, &acc);
 		gr_partial_combine(op, dt, &acc, &b);
-		CHECK(same_bits(&acc, &whole), "block vs reduce");
+		CHECK_MSG(same_bits(&acc, &whole), "block vs reduce");
 	}
 }
 
@@ -496,7 +483,7 @@ static void check_nan_inf(unsigned char *buf)
 				put_f(dt, buf, where[w], NAN);
 				for (gr_op op = 0; op < GR_OP_N; op++) {
 					double r = reduce_f(op, dt, buf, n);
-					CHECK(isnan(r), "%s %s n=%zu NaN at %zu: %g", op_names[op],
+					CHECK_MSG(isnan(r), "%s %s n=%zu NaN at %zu: %g", op_names[op],
 					      dt_names[dt], n, where[w], r);
 				}
 				/* a negative NaN too, and NaN beside infinities */
@@ -504,39 +491,39 @@ static void check_nan_inf(unsigned char *buf)
 				if (n - 1 - where[w] != where[w])
 					put_f(dt, buf, n - 1 - where[w], -INFINITY);
 				for (gr_op op = 0; op < GR_OP_N; op++)
-					CHECK(isnan(reduce_f(op, dt, buf, n)), "-NaN %s",
+					CHECK_MSG(isnan(reduce_f(op, dt, buf, n)), "-NaN %s",
 					      op_names[op]);
 			}
 			/* infinities */
 			fill(dt, buf, n, false);
 			put_f(dt, buf, n / 3, INFINITY);
-			CHECK(reduce_f(GR_OP_SUM, dt, buf, n) == INFINITY, "sum +inf");
-			CHECK(reduce_f(GR_OP_MAX, dt, buf, n) == INFINITY, "max +inf");
-			CHECK(reduce_f(GR_OP_SUMSQ, dt, buf, n) == INFINITY, "sumsq +inf");
+			CHECK_MSG(reduce_f(GR_OP_SUM, dt, buf, n) == INFINITY, "sum +inf");
+			CHECK_MSG(reduce_f(GR_OP_MAX, dt, buf, n) == INFINITY, "max +inf");
+			CHECK_MSG(reduce_f(GR_OP_SUMSQ, dt, buf, n) == INFINITY, "sumsq +inf");
 			put_f(dt, buf, n / 3, -INFINITY);
-			CHECK(reduce_f(GR_OP_SUM, dt, buf, n) == -INFINITY, "sum -inf");
-			CHECK(reduce_f(GR_OP_MIN, dt, buf, n) == -INFINITY, "min -inf");
-			CHECK(reduce_f(GR_OP_SUMSQ, dt, buf, n) == INFINITY, "sumsq -inf");
+			CHECK_MSG(reduce_f(GR_OP_SUM, dt, buf, n) == -INFINITY, "sum -inf");
+			CHECK_MSG(reduce_f(GR_OP_MIN, dt, buf, n) == -INFINITY, "min -inf");
+			CHECK_MSG(reduce_f(GR_OP_SUMSQ, dt, buf, n) == INFINITY, "sumsq -inf");
 			if (n > 1) {
 				put_f(dt, buf, n - 1, INFINITY);
-				CHECK(isnan(reduce_f(GR_OP_SUM, dt, buf, n)), "inf - inf");
-				CHECK(reduce_f(GR_OP_MIN, dt, buf, n) == -INFINITY,
+				CHECK_MSG(isnan(reduce_f(GR_OP_SUM, dt, buf, n)), "inf - inf");
+				CHECK_MSG(reduce_f(GR_OP_MIN, dt, buf, n) == -INFINITY,
 				      "min -inf +inf");
-				CHECK(reduce_f(GR_OP_MAX, dt, buf, n) == INFINITY, "max -inf +inf");
+				CHECK_MSG(reduce_f(GR_OP_MAX, dt, buf, n) == INFINITY, "max -inf +inf");
 			}
 			/* all infinite: min and max are the infinity */
 			for (size_t i = 0; i < n; i++)
 				put_f(dt, buf, i, INFINITY);
-			CHECK(reduce_f(GR_OP_MIN, dt, buf, n) == INFINITY, "min of +inf");
+			CHECK_MSG(reduce_f(GR_OP_MIN, dt, buf, n) == INFINITY, "min of +inf");
 			for (size_t i = 0; i < n; i++)
 				put_f(dt, buf, i, -INFINITY);
-			CHECK(reduce_f(GR_OP_MAX, dt, buf, n) == -INFINITY, "max of -inf");
+			CHECK_MSG(reduce_f(GR_OP_MAX, dt, buf, n) == -INFINITY, "max of -inf");
 		}
 	}
 	/* f32 values whose sum overflows float but not double */
 	for (size_t i = 0; i < 1000; i++)
 		put_f(GR_DT_F32, buf, i, FLT_MAX);
-	CHECK(reduce_f(GR_OP_SUM, GR_DT_F32, buf, 1000) == 1000.0 * FLT_MAX, "f32 sum in double");
+	CHECK_MSG(reduce_f(GR_OP_SUM, GR_DT_F32, buf, 1000) == 1000.0 * FLT_MAX, "f32 sum in double");
 }
 
 static void fill_const(gr_dtype dt, unsigned char *p, size_t n, uint64_t bits)
@@ -556,46 +543,46 @@ static void check_int_extremes(unsigned char *buf)
 {
 	const size_t n = 100003;
 	fill_const(GR_DT_I32, buf, n, (uint32_t)INT32_MIN);
-	CHECK(reduce_v(GR_OP_SUM, GR_DT_I32, buf, n).i == (int64_t)n * INT32_MIN, "i32 min sum");
-	CHECK(reduce_v(GR_OP_MIN, GR_DT_I32, buf, n).i == INT32_MIN, "i32 min");
-	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_I32, buf, n).f > 0, "i32 sumsq");
+	CHECK_MSG(reduce_v(GR_OP_SUM, GR_DT_I32, buf, n).i == (int64_t)n * INT32_MIN, "i32 min sum");
+	CHECK_MSG(reduce_v(GR_OP_MIN, GR_DT_I32, buf, n).i == INT32_MIN, "i32 min");
+	CHECK_MSG(reduce_v(GR_OP_SUMSQ, GR_DT_I32, buf, n).f > 0, "i32 sumsq");
 	fill_const(GR_DT_I32, buf, n, INT32_MAX);
-	CHECK(reduce_v(GR_OP_SUM, GR_DT_I32, buf, n).i == (int64_t)n * INT32_MAX, "i32 max sum");
-	CHECK(reduce_v(GR_OP_MAX, GR_DT_I32, buf, n).i == INT32_MAX, "i32 max");
+	CHECK_MSG(reduce_v(GR_OP_SUM, GR_DT_I32, buf, n).i == (int64_t)n * INT32_MAX, "i32 max sum");
+	CHECK_MSG(reduce_v(GR_OP_MAX, GR_DT_I32, buf, n).i == INT32_MAX, "i32 max");
 	fill_const(GR_DT_U32, buf, n, UINT32_MAX);
-	CHECK(reduce_v(GR_OP_SUM, GR_DT_U32, buf, n).u == (uint64_t)n * UINT32_MAX, "u32 sum");
-	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_U32, buf, 1).f == (double)UINT32_MAX * UINT32_MAX,
+	CHECK_MSG(reduce_v(GR_OP_SUM, GR_DT_U32, buf, n).u == (uint64_t)n * UINT32_MAX, "u32 sum");
+	CHECK_MSG(reduce_v(GR_OP_SUMSQ, GR_DT_U32, buf, 1).f == (double)UINT32_MAX * UINT32_MAX,
 	      "u32 sq");
 
 	/* i64 sums wrap modulo 2^64 */
 	int64_t two[2] = {INT64_MAX, 1};
-	CHECK(reduce_v(GR_OP_SUM, GR_DT_I64, (void *)two, 2).i == INT64_MIN, "i64 wrap");
+	CHECK_MSG(reduce_v(GR_OP_SUM, GR_DT_I64, (void *)two, 2).i == INT64_MIN, "i64 wrap");
 	fill_const(GR_DT_I64, buf, n, (uint64_t)INT64_MIN);
-	CHECK(reduce_v(GR_OP_SUM, GR_DT_I64, buf, n).i == (int64_t)((uint64_t)(n & 1) << 63),
+	CHECK_MSG(reduce_v(GR_OP_SUM, GR_DT_I64, buf, n).i == (int64_t)((uint64_t)(n & 1) << 63),
 	      "i64 wrap n");
-	CHECK(reduce_v(GR_OP_MIN, GR_DT_I64, buf, n).i == INT64_MIN, "i64 min");
-	CHECK(reduce_v(GR_OP_MAX, GR_DT_I64, buf, n).i == INT64_MIN, "i64 max");
-	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_I64, buf, 1).f == 0x1p126, "i64 sumsq");
-	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_I64, buf, 3).f == 3 * 0x1p126, "i64 sumsq 3");
+	CHECK_MSG(reduce_v(GR_OP_MIN, GR_DT_I64, buf, n).i == INT64_MIN, "i64 min");
+	CHECK_MSG(reduce_v(GR_OP_MAX, GR_DT_I64, buf, n).i == INT64_MIN, "i64 max");
+	CHECK_MSG(reduce_v(GR_OP_SUMSQ, GR_DT_I64, buf, 1).f == 0x1p126, "i64 sumsq");
+	CHECK_MSG(reduce_v(GR_OP_SUMSQ, GR_DT_I64, buf, 3).f == 3 * 0x1p126, "i64 sumsq 3");
 	memcpy(buf + 8 * 777, &(int64_t){INT64_MAX}, 8);
-	CHECK(reduce_v(GR_OP_MAX, GR_DT_I64, buf, n).i == INT64_MAX, "i64 max");
+	CHECK_MSG(reduce_v(GR_OP_MAX, GR_DT_I64, buf, n).i == INT64_MAX, "i64 max");
 	fill_const(GR_DT_U64, buf, n, UINT64_MAX);
-	CHECK(reduce_v(GR_OP_SUM, GR_DT_U64, buf, n).u == (uint64_t)0 - n, "u64 wrap");
-	CHECK(reduce_v(GR_OP_MIN, GR_DT_U64, buf, n).u == UINT64_MAX, "u64 min");
-	CHECK(reduce_v(GR_OP_SUMSQ, GR_DT_U64, buf, 1).f == 0x1p128, "u64 sumsq");
+	CHECK_MSG(reduce_v(GR_OP_SUM, GR_DT_U64, buf, n).u == (uint64_t)0 - n, "u64 wrap");
+	CHECK_MSG(reduce_v(GR_OP_MIN, GR_DT_U64, buf, n).u == UINT64_MAX, "u64 min");
+	CHECK_MSG(reduce_v(GR_OP_SUMSQ, GR_DT_U64, buf, 1).f == 0x1p128, "u64 sumsq");
 	memcpy(buf + 8 * (n - 1), &(uint64_t){0}, 8);
-	CHECK(reduce_v(GR_OP_MIN, GR_DT_U64, buf, n).u == 0, "u64 min 0");
+	CHECK_MSG(reduce_v(GR_OP_MIN, GR_DT_U64, buf, n).u == 0, "u64 min 0");
 	/* unsigned compares are unsigned */
 	uint64_t hl[3] = {1, 1ull << 63, 2};
-	CHECK(reduce_v(GR_OP_MAX, GR_DT_U64, (void *)hl, 3).u == 1ull << 63, "u64 max high bit");
-	CHECK(reduce_v(GR_OP_MIN, GR_DT_U64, (void *)hl, 3).u == 1, "u64 min high bit");
+	CHECK_MSG(reduce_v(GR_OP_MAX, GR_DT_U64, (void *)hl, 3).u == 1ull << 63, "u64 max high bit");
+	CHECK_MSG(reduce_v(GR_OP_MIN, GR_DT_U64, (void *)hl, 3).u == 1, "u64 min high bit");
 	uint32_t hl32[35];
 	for (size_t i = 0; i < 35; i++)
 		hl32[i] = i == 20 ? 0x80000000u : 5;
-	CHECK(reduce_v(GR_OP_MAX, GR_DT_U32, (void *)hl32, 35).u == 0x80000000u,
+	CHECK_MSG(reduce_v(GR_OP_MAX, GR_DT_U32, (void *)hl32, 35).u == 0x80000000u,
 	      "u32 max high bit");
-	CHECK(reduce_v(GR_OP_MIN, GR_DT_U32, (void *)hl32, 35).u == 5, "u32 min high bit");
-	CHECK(reduce_v(GR_OP_MIN, GR_DT_I32, (void *)hl32, 35).i == INT32_MIN, "i32 min sign");
+	CHECK_MSG(reduce_v(GR_OP_MIN, GR_DT_U32, (void *)hl32, 35).u == 5, "u32 min high bit");
+	CHECK_MSG(reduce_v(GR_OP_MIN, GR_DT_I32, (void *)hl32, 35).i == INT32_MIN, "i32 min sign");
 }
 
 static void check_empty(void)
@@ -606,13 +593,13 @@ static void check_empty(void)
 			gr_value v;
 			gr_reduce(op, dt, NULL, 0, &p);
 			gr_reduce_block(op, dt, NULL, 0, &b);
-			CHECK(same_bits(&p, &b), "empty block");
+			CHECK_MSG(same_bits(&p, &b), "empty block");
 			gr_err e = gr_partial_finish(op, dt, &p, &v);
 			if (op == GR_OP_MIN || op == GR_OP_MAX) {
-				CHECK(e == GR_ERR_EMPTY, "%s %s empty: %d", op_names[op],
+				CHECK_MSG(e == GR_ERR_EMPTY, "%s %s empty: %d", op_names[op],
 				      dt_names[dt], e);
 			} else {
-				CHECK(e == GR_OK && v.kind == gr_result_kind(op, dt) && v.u == 0,
+				CHECK_MSG(e == GR_OK && v.kind == gr_result_kind(op, dt) && v.u == 0,
 				      "%s %s empty", op_names[op], dt_names[dt]);
 			}
 			/* the identity is neutral on both sides */
@@ -621,12 +608,12 @@ static void check_empty(void)
 			gr_reduce(op, dt, x, 1, &one);
 			gr_partial_identity(op, dt, &acc);
 			gr_partial_combine(op, dt, &acc, &one);
-			CHECK(same_bits(&acc, &one), "identity left");
+			CHECK_MSG(same_bits(&acc, &one), "identity left");
 			gr_partial_identity(op, dt, &acc);
 			gr_partial_combine(op, dt, &one, &acc);
-			CHECK(same_bits(&acc, &p), "identity is empty");
+			CHECK_MSG(same_bits(&acc, &p), "identity is empty");
 			gr_reduce(op, dt, x, 1, &acc);
-			CHECK(same_bits(&acc, &one), "identity right");
+			CHECK_MSG(same_bits(&acc, &one), "identity right");
 		}
 }
 
@@ -662,7 +649,7 @@ int main(int argc, char **argv)
 	                               1000003};
 	const size_t max_n = 1000003;
 	unsigned char *buf = malloc(max_n * 8 + 64);
-	CHECK(buf, "malloc");
+	CHECK_MSG(buf, "malloc");
 
 	if (argc > 1 && strcmp(argv[1], "--dump") == 0) {
 		dump(buf);

@@ -1,31 +1,9 @@
 /*
- * Assertions for the proto tests: they stay on in every build type and
- * report where they failed.
+ * The proto tests' helpers: the shared assertions, and hex literals.
  */
 #pragma once
 
-#include <stdio.h>
-#include <stdlib.h>
-
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,   \
-				__LINE__, #cond);                                \
-			abort();                                                 \
-		}                                                                \
-	} while (0)
-
-#define CHECK_MSG(cond, ...)                                                     \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__,   \
-				__LINE__, #cond);                                \
-			fprintf(stderr, __VA_ARGS__);                            \
-			fputc('\n', stderr);                                     \
-			abort();                                                 \
-		}                                                                \
-	} while (0)
+#include "tests/check.h"
 
 /* Append the bytes written in hex ("93 00 01", spaces ignored) to a gr_buf. */
 #define HEX(b, s) check_hex((b), (s))

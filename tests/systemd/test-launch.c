@@ -16,15 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/launch.h"
-
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
-				#cond);                                                    \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
+#include "tests/check.h"
 
 #define PASSED_FD 3
 

@@ -1,9 +1,10 @@
 /*
- * Assertions for the client tests that stay on in release builds: a
- * failure prints where and what, and exits 1 (meson's "fail").
+ * Assertions for gpured's C tests. They stay on in every build type (unlike
+ * assert()), say where and what failed, and exit 1: meson's "fail".
  */
 #pragma once
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -37,3 +38,12 @@
 			exit(1);                                                      \
 		}                                                                     \
 	} while (0)
+
+/* A seeded xorshift generator: the same data on every run. */
+static inline uint64_t check_rng(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 2685821657736338717ull;
+}
