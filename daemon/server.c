@@ -650,6 +650,10 @@ void gr_server_free(gr_server *s)
 		return;
 	server_unlink_socket(s);
 	server_close_handles(s);
+	/* Requests of connections closed at the deadline may still sit in
+	 * the pending batch: they go out too, so that everything they hold
+	 * comes back. */
+	gr_server_batch_flush(s);
 	/* Wait for the backend's threads to give every job back, then run
 	 * the callbacks that release what those jobs held. */
 	s->backend->ops->free(s->backend);
