@@ -10,6 +10,10 @@
  * min/max, to a tolerance for float sums).
  *
  *   gpured-kernel-bench [--json] [--lo E] [--hi E] [--step S]
+ *                       [--rmin R] [--umax U] [--small ROWS] [--per-sm B]
+ *
+ * The last four change our kernel's unit geometry and grid from the
+ * production ones (kernel.cuh: GEOMETRY, BLOCKS_PER_SM), to tune them.
  */
 #include <algorithm>
 #include <cmath>
@@ -65,6 +69,8 @@ __global__ void read_bw_kernel(const float4 *p, size_t n4, float *out)
 
 struct env {
 	int sms;
+	grk::geometry geom;
+	unsigned per_sm;
 	int bw_blocks;
 	unsigned char *pool;
 	void *temp;
@@ -113,7 +119,9 @@ enum impl { OURS, CUB, BW };
 template <typename T, int OP> static void launch(env &E, int which, const T *in, size_t n)
 {
 	if (which == OURS)
-		CU((grk::launch_single<T, OP>(in, n, E.partials, E.ticket, E.out, E.sms, E.st)));
+		CU((grk::launch_single_units<T, OP>(in, n, (uint32_t)grk::units_of(n, sizeof(T), E.geom),
+						     E.partials, E.ticket, E.out, E.sms, E.per_sm,
+						     E.st)));
 	else if (which == CUB)
 		run_cub<T, OP>(E, in, n);
 	else {
@@ -250,6 +258,8 @@ int main(int argc, char **argv)
 {
 	bool json = false;
 	int lo = 10, hi = 28, step = 2;
+	grk::geometry geom = grk::GEOMETRY;
+	unsigned per_sm = grk::BLOCKS_PER_SM;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
@@ -259,13 +269,28 @@ int main(int argc, char **argv)
 			hi = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--step") && i + 1 < argc)
 			step = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--rmin") && i + 1 < argc)
+			geom.rmin = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--umax") && i + 1 < argc)
+			geom.umax = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--small") && i + 1 < argc)
+			geom.small_rows = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--per-sm") && i + 1 < argc)
+			per_sm = (unsigned)atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--json] [--lo E] [--hi E] [--step S]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--json] [--lo E] [--hi E] [--step S] [--rmin R] [--umax U] "
+				"[--small ROWS] [--per-sm B]\n",
+				argv[0]);
 			return 2;
 		}
 	}
 	if (lo < 4 || hi > 28 || lo > hi || step < 1) {
 		fprintf(stderr, "need 4 <= lo <= hi <= 28, step >= 1\n");
+		return 2;
+	}
+	if (geom.rmin < 1 || geom.rmin > 1024 || geom.umax < 1 || per_sm < 1) {
+		fprintf(stderr, "need 1 <= rmin <= 1024, umax >= 1, per-sm >= 1\n");
 		return 2;
 	}
 	int count = 0;
@@ -274,12 +299,14 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	env E;
+	E.geom = geom;
+	E.per_sm = per_sm;
 	cudaDeviceProp prop;
 	CU(cudaGetDeviceProperties(&prop, 0));
 	E.sms = prop.multiProcessorCount;
-	int per_sm = 0;
-	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, read_bw_kernel, 256, 0));
-	E.bw_blocks = per_sm * E.sms;
+	int bw_per_sm = 0;
+	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bw_per_sm, read_bw_kernel, 256, 0));
+	E.bw_blocks = bw_per_sm * E.sms;
 	int drv = 0, rt = 0;
 	cudaDriverGetVersion(&drv);
 	cudaRuntimeGetVersion(&rt);
@@ -310,8 +337,10 @@ int main(int argc, char **argv)
 		all_ok = all_ok && r.ok;
 	if (json) {
 		printf("{\"device\": \"%s\", \"sms\": %d, \"driver\": %d, \"runtime\": %d, "
-		       "\"results_match_cub\": %s, \"rows\": [\n",
-		       prop.name, E.sms, drv, rt, all_ok ? "true" : "false");
+		       "\"geometry\": {\"rmin\": %u, \"umax\": %u, \"small_rows\": %u, "
+		       "\"per_sm\": %u}, \"results_match_cub\": %s, \"rows\": [\n",
+		       prop.name, E.sms, drv, rt, geom.rmin, geom.umax, geom.small_rows, per_sm,
+		       all_ok ? "true" : "false");
 		for (size_t i = 0; i < rows.size(); i++) {
 			const row &r = rows[i];
 			printf("  {\"dtype\": \"%s\", \"op\": \"%s\", \"n\": %zu, \"latency_us\": "
@@ -323,6 +352,8 @@ int main(int argc, char **argv)
 		printf("]}\n");
 	} else {
 		printf("device: %s (%d SMs), driver %d, runtime %d\n", prop.name, E.sms, drv, rt);
+		printf("geometry: rmin %u, umax %u, small %u rows, %u blocks per SM\n", geom.rmin,
+		       geom.umax, geom.small_rows, per_sm);
 		printf("latency: one launch, event to event, median; throughput: back to back\n");
 		printf("%-4s %-4s %10s | %9s %9s %6s | %9s %9s %6s %9s %7s | %s\n", "type", "op", "n",
 		       "ours us", "cub us", "ratio", "ours GB/s", "cub GB/s", "ratio", "read GB/s",
