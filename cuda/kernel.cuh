@@ -240,10 +240,10 @@ static __device__ __forceinline__ T load_any(const unsigned char *p)
  * elements at seg, folded into this lane's accumulator (before the warp's
  * butterfly). Interleaving the units' rows keeps the whole GPU reading one
  * narrow window of memory at a time, as a grid-stride loop does. Rows are
- * loaded GROUP at a time, the last few of the fast part under a predicate
+ * loaded G at a time, the last few of the fast part under a predicate
  * rather than one by one, and the loop bounds need no 64-bit division.
  */
-template <typename T, int OP>
+template <typename T, int OP, unsigned G = GROUP>
 static __device__ __forceinline__ typename red<T, OP>::L
 unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsigned lane)
 {
@@ -263,37 +263,39 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 	uint64_t r = u;
 
 	if (off == 0) {
-		for (; r + (GROUP - 1) * su < rfast; r += GROUP * su) {
-			uint4 v[GROUP];
+		for (; r + (G - 1) * su < rfast; r += G * su) {
+			uint4 v[G];
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++)
+			for (unsigned g = 0; g < G; g++)
 				v[g] = __ldg(ub + 32 * (r + g * su));
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++)
+			for (unsigned g = 0; g < G; g++)
 				acc = fold16<T, OP>(acc, v[g]);
 		}
 		if (r < rfast) {
-			uint4 v[GROUP - 1];
+			uint4 v[G - 1];
 #pragma unroll
-			for (unsigned g = 0; g < GROUP - 1; g++)
+			for (unsigned g = 0; g < G - 1; g++)
 				v[g] = r + g * su < rfast ? __ldg(ub + 32 * (r + g * su)) : make_uint4(0, 0, 0, 0);
 #pragma unroll
-			for (unsigned g = 0; g < GROUP - 1; g++)
+			for (unsigned g = 0; g < G - 1; g++)
 				if (r + g * su < rfast)
 					acc = fold16<T, OP>(acc, v[g]);
 		}
 	} else {
-		/* lane 31 also needs the vector after its own */
+		/* lane 31 also needs the vector after its own (and twice the
+		 * registers: at most 8 rows at once) */
+		constexpr unsigned GM = G < 8 ? G : 8;
 		const uint4 *xb = vb + 32;
-		for (; r + (GROUP - 1) * su < rfast; r += GROUP * su) {
-			uint4 v[GROUP], x[GROUP];
+		for (; r + (GM - 1) * su < rfast; r += GM * su) {
+			uint4 v[GM], x[GM];
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++) {
+			for (unsigned g = 0; g < GM; g++) {
 				v[g] = __ldg(ub + 32 * (r + g * su));
 				x[g] = lane == 31 ? __ldg(xb + 32 * (r + g * su)) : make_uint4(0, 0, 0, 0);
 			}
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++) {
+			for (unsigned g = 0; g < GM; g++) {
 				uint4 nx = shfl_down4(v[g]);
 				if (lane == 31)
 					nx = x[g];
@@ -301,15 +303,15 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 			}
 		}
 		if (r < rfast) {
-			uint4 v[GROUP - 1], x[GROUP - 1];
+			uint4 v[GM - 1], x[GM - 1];
 #pragma unroll
-			for (unsigned g = 0; g < GROUP - 1; g++) {
+			for (unsigned g = 0; g < GM - 1; g++) {
 				bool in = r + g * su < rfast;
 				v[g] = in ? __ldg(ub + 32 * (r + g * su)) : make_uint4(0, 0, 0, 0);
 				x[g] = in && lane == 31 ? __ldg(xb + 32 * (r + g * su)) : make_uint4(0, 0, 0, 0);
 			}
 #pragma unroll
-			for (unsigned g = 0; g < GROUP - 1; g++) {
+			for (unsigned g = 0; g < GM - 1; g++) {
 				/* the same for the whole warp: the shuffle sees all lanes */
 				if (r + g * su < rfast) {
 					uint4 nx = shfl_down4(v[g]);
@@ -320,9 +322,9 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 			}
 		}
 	}
-	/* past the fast part (under GROUP of this unit's rows were left) */
+	/* past the fast part (under G of this unit's rows were left) */
 #pragma unroll
-	for (unsigned g = 0; g < GROUP - 1; g++)
+	for (unsigned g = 0; g < G - 1; g++)
 		if (r < rfast)
 			r += su;
 	/* the rest, element by element in the same order */
@@ -381,6 +383,19 @@ static __device__ __forceinline__ typename red<T, OP>::L combine(const uint64_t 
 /* Units are combined in groups of this many (a block's warps in the
  * single-array kernel), then the groups' partials. */
 constexpr uint32_t CGROUP = GR_KERNEL_WARPS_PER_BLOCK;
+
+/*
+ * The fence on either side of a ticket: __threadfence (a sequentially
+ * consistent fence), or, where ACQREL, the lighter acquire-release fence,
+ * which is all that publishing partials through a relaxed atomic needs.
+ */
+template <bool ACQREL> static __device__ __forceinline__ void ticket_fence()
+{
+	if constexpr (ACQREL)
+		asm volatile("fence.acq_rel.gpu;" ::: "memory");
+	else
+		__threadfence();
+}
 
 /* Whether this warp arrived last at a ticket of `of` arrivals; lane 0
  * published its writes before it took the ticket. */
@@ -461,7 +476,7 @@ constexpr uint32_t SGATHER = 1024;
  * otherwise the group partials meet through one ticket, and the last
  * block to arrive combines them in the batch kernel's order.
  */
-template <typename T, int OP>
+template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false>
 __global__ void __launch_bounds__(256, 2)
 single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *partials,
 	      uint32_t *ticket, uint64_t *out)
@@ -474,7 +489,7 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 	for (uint32_t g = blockIdx.x; g < ngroups; g += gridDim.x) {
 		uint32_t u = g * CGROUP + warp;
 		if (u < units) {
-			typename R::L a = R::lwarp(unit_fold<T, OP>(data, n, u, units, lane));
+			typename R::L a = R::lwarp(unit_fold<T, OP, G>(data, n, u, units, lane));
 			if (lane == 0)
 				sp[warp] = R::lbits(a);
 		}
@@ -488,13 +503,13 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 					*out = R::bits(R::lfinish(c));
 			} else if (lane == 0) {
 				partials[g] = R::lbits(c);
-				__threadfence();
+				ticket_fence<ACQREL>();
 				last = atomicAdd(ticket, 1u) == ngroups - 1;
 			}
 		}
 		__syncthreads();
 		if (ngroups > 1 && last) {
-			__threadfence();
+			ticket_fence<ACQREL>();
 			typename R::L c = R::lident();
 			if (ngroups <= SGATHER) {
 				for (uint32_t i = threadIdx.x; i < ngroups; i += blockDim.x)
@@ -515,21 +530,22 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 }
 
 /* Rows per unit for a segment of n elements of size bytes, with the
- * unit geometry's knobs: up to small_rows rows the units are made few
- * enough (CGROUP at most) for one block with no ticket; past that they
+ * unit geometry's knobs: up to small_rows rows the units (small_rmin
+ * rows or more) are made few enough (CGROUP at most) for one block with
+ * no ticket; past that they
  * start at rmin rows and double until there are at most umax units (up
  * to 1024 rows a unit). */
 struct geometry {
-	uint32_t rmin, umax, small_rows;
+	uint32_t rmin, umax, small_rows, small_rmin;
 };
-constexpr geometry GEOMETRY = { 8, 2048, 64 };
+constexpr geometry GEOMETRY = { 8, 2048, 128, 8 };
 
 static inline uint32_t unit_rows_of(uint64_t n, size_t size, geometry G)
 {
 	uint64_t rows = (n * size + GR_KERNEL_ROW_BYTES - 1) / GR_KERNEL_ROW_BYTES;
 	uint32_t r;
 	if (rows <= G.small_rows) {
-		for (r = 8; (uint64_t)r * CGROUP < rows; r <<= 1)
+		for (r = G.small_rmin; (uint64_t)r * CGROUP < rows; r <<= 1)
 			;
 		return r;
 	}
@@ -558,13 +574,14 @@ static inline unsigned grid_blocks(uint64_t warps, int sm_count, unsigned per_sm
 	return (unsigned)(b < cap ? b : cap);
 }
 
-/* The single-array kernel for `units` units (units_of(n, sizeof(T), G)). */
-template <typename T, int OP>
+/* The single-array kernel for `units` units (units_of(n, sizeof(T), G)),
+ * G rows in flight per lane, ACQREL the ticket's fences (ticket_fence). */
+template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false>
 static inline cudaError_t launch_single_units(const void *data, uint64_t n, uint32_t units,
 					      uint64_t *partials, uint32_t *ticket, uint64_t *out,
 					      int sm_count, unsigned per_sm, cudaStream_t stream)
 {
-	single_kernel<T, OP><<<grid_blocks(units, sm_count, per_sm), 256, 0, stream>>>(
+	single_kernel<T, OP, G, ACQREL><<<grid_blocks(units, sm_count, per_sm), 256, 0, stream>>>(
 		(const unsigned char *)data, n, units, partials, ticket, out);
 	return cudaGetLastError();
 }
