@@ -10,6 +10,14 @@
  * min/max, to a tolerance for float sums).
  *
  *   gpured-kernel-bench [--json] [--lo E] [--hi E] [--step S]
+ *                       [--rmin R] [--umax U] [--small ROWS] [--small-rmin R]
+ *                       [--per-sm B] [--group 8|16] [--fence sc|acqrel]
+ *
+ * The last seven change our kernel's unit geometry, grid, rows in flight
+ * and ticket fence from the production ones (kernel.cuh: GEOMETRY,
+ * BLOCKS_PER_SM, GROUP, launch_single_units' defaults),
+ * to tune them. Latency is also given for an empty kernel, the floor that
+ * launch overhead sets.
  */
 #include <algorithm>
 #include <cmath>
@@ -63,8 +71,18 @@ __global__ void read_bw_kernel(const float4 *p, size_t n4, float *out)
 		*out = acc;
 }
 
+/* One thread writes one word: the latency floor of a launch. */
+__global__ void empty_kernel(uint64_t *out)
+{
+	if (threadIdx.x == 0)
+		*out = 1;
+}
+
 struct env {
 	int sms;
+	grk::geometry geom;
+	unsigned per_sm, group;
+	bool acqrel;
 	int bw_blocks;
 	unsigned char *pool;
 	void *temp;
@@ -113,7 +131,21 @@ enum impl { OURS, CUB, BW };
 template <typename T, int OP> static void launch(env &E, int which, const T *in, size_t n)
 {
 	if (which == OURS)
-		CU((grk::launch_single<T, OP>(in, n, E.partials, E.ticket, E.out, E.sms, E.st)));
+	{
+		uint32_t units = (uint32_t)grk::units_of(n, sizeof(T), E.geom);
+#define GRB_LAUNCH(G, F)                                                                       \
+	CU((grk::launch_single_units<T, OP, G, F>(in, n, units, E.partials, E.ticket, E.out, E.sms, \
+						  E.per_sm, E.st)))
+		if (E.group == 16 && E.acqrel)
+			GRB_LAUNCH(16, true);
+		else if (E.group == 16)
+			GRB_LAUNCH(16, false);
+		else if (E.acqrel)
+			GRB_LAUNCH(grk::GROUP, true);
+		else
+			GRB_LAUNCH(grk::GROUP, false);
+#undef GRB_LAUNCH
+	}
 	else if (which == CUB)
 		run_cub<T, OP>(E, in, n);
 	else {
@@ -137,25 +169,37 @@ static pos positions(size_t bytes)
 	return p;
 }
 
-template <typename T, int OP> static double latency_us(env &E, int which, size_t n, int iters)
+/*
+ * Single-launch latency of ours and CUB's, median of iters each: the two
+ * alternate launch by launch, so that both see the same clocks and the
+ * same state of the GPU (measuring one after the other favours whichever
+ * goes second while clocks settle).
+ */
+template <typename T, int OP>
+static void latency_us(env &E, size_t n, int iters, double *ours, double *cub)
 {
 	pos P = positions(n * sizeof(T));
-	std::vector<float> t;
+	std::vector<float> t[2];
 	for (int i = -5; i < iters; i++) {
-		const T *in = (const T *)(E.pool + P.at((size_t)(i + 5)));
-		CU(cudaEventRecord(E.e0, E.st));
-		launch<T, OP>(E, which, in, n);
-		CU(cudaEventRecord(E.e1, E.st));
-		CU(cudaEventSynchronize(E.e1));
-		float ms;
-		CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
-		if (i >= 0)
-			t.push_back(ms);
+		for (int which = 0; which < 2; which++) {
+			const T *in = (const T *)(E.pool + P.at((size_t)(2 * (i + 5) + which)));
+			CU(cudaEventRecord(E.e0, E.st));
+			launch<T, OP>(E, which == 0 ? OURS : CUB, in, n);
+			CU(cudaEventRecord(E.e1, E.st));
+			CU(cudaEventSynchronize(E.e1));
+			float ms;
+			CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+			if (i >= 0)
+				t[which].push_back(ms);
+		}
 	}
-	std::sort(t.begin(), t.end());
-	return t[t.size() / 2] * 1000.0;
+	for (auto &v : t)
+		std::sort(v.begin(), v.end());
+	*ours = t[0][t[0].size() / 2] * 1000.0;
+	*cub = t[1][t[1].size() / 2] * 1000.0;
 }
 
+/* Back-to-back throughput of one implementation, one block of launches. */
 template <typename T, int OP> static double throughput_gbs(env &E, int which, size_t n)
 {
 	size_t bytes = n * sizeof(T);
@@ -171,6 +215,27 @@ template <typename T, int OP> static double throughput_gbs(env &E, int which, si
 	float ms;
 	CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
 	return (double)bytes * k / (ms * 1e-3) / 1e9;
+}
+
+/* Throughput of ours, CUB's and (bw) the read-bandwidth kernel: blocks
+ * of launches taken in turn, REPS times, the median of each. */
+static const int REPS = 5;
+template <typename T, int OP>
+static void throughputs(env &E, size_t n, bool bw, double *ours, double *cub, double *rbw)
+{
+	std::vector<double> t[3];
+	for (int r = 0; r < REPS; r++) {
+		t[0].push_back(throughput_gbs<T, OP>(E, OURS, n));
+		t[1].push_back(throughput_gbs<T, OP>(E, CUB, n));
+		if (bw)
+			t[2].push_back(throughput_gbs<T, OP>(E, BW, n));
+	}
+	for (auto &v : t)
+		std::sort(v.begin(), v.end());
+	*ours = t[0][REPS / 2];
+	*cub = t[1][REPS / 2];
+	if (bw)
+		*rbw = t[2][REPS / 2];
 }
 
 struct row {
@@ -223,12 +288,8 @@ static void bench_op(env &E, const char *dt, int lo, int hi, int step, std::vect
 		r.n = n;
 		r.ok = verify<T, OP>(E, n);
 		int iters = e <= 22 ? 200 : 30;
-		r.lat_ours = latency_us<T, OP>(E, OURS, n, iters);
-		r.lat_cub = latency_us<T, OP>(E, CUB, n, iters);
-		r.gbs_ours = throughput_gbs<T, OP>(E, OURS, n);
-		r.gbs_cub = throughput_gbs<T, OP>(E, CUB, n);
-		if (OP == grk::SUM)
-			bw[k] = throughput_gbs<T, OP>(E, BW, n);
+		latency_us<T, OP>(E, n, iters, &r.lat_ours, &r.lat_cub);
+		throughputs<T, OP>(E, n, OP == grk::SUM, &r.gbs_ours, &r.gbs_cub, &bw[k]);
 		r.gbs_bw = bw[k];
 		rows.push_back(r);
 	}
@@ -250,6 +311,9 @@ int main(int argc, char **argv)
 {
 	bool json = false;
 	int lo = 10, hi = 28, step = 2;
+	grk::geometry geom = grk::GEOMETRY;
+	unsigned per_sm = grk::BLOCKS_PER_SM, group = grk::GROUP;
+	bool acqrel = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
@@ -259,13 +323,36 @@ int main(int argc, char **argv)
 			hi = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--step") && i + 1 < argc)
 			step = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--rmin") && i + 1 < argc)
+			geom.rmin = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--umax") && i + 1 < argc)
+			geom.umax = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--small") && i + 1 < argc)
+			geom.small_rows = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--small-rmin") && i + 1 < argc)
+			geom.small_rmin = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--per-sm") && i + 1 < argc)
+			per_sm = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--group") && i + 1 < argc)
+			group = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--fence") && i + 1 < argc)
+			acqrel = !strcmp(argv[++i], "acqrel");
 		else {
-			fprintf(stderr, "usage: %s [--json] [--lo E] [--hi E] [--step S]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--json] [--lo E] [--hi E] [--step S] [--rmin R] [--umax U] "
+				"[--small ROWS] [--small-rmin R] [--per-sm B] [--group 8|16] [--fence sc|acqrel]\n",
+				argv[0]);
 			return 2;
 		}
 	}
 	if (lo < 4 || hi > 28 || lo > hi || step < 1) {
 		fprintf(stderr, "need 4 <= lo <= hi <= 28, step >= 1\n");
+		return 2;
+	}
+	if (geom.rmin < 1 || geom.rmin > 1024 || geom.umax < 1 || per_sm < 1 ||
+	    geom.small_rmin < 1 || (group != grk::GROUP && group != 16)) {
+		fprintf(stderr, "need 1 <= rmin <= 1024, umax >= 1, small-rmin >= 1, per-sm >= 1, "
+				"group 8 or 16\n");
 		return 2;
 	}
 	int count = 0;
@@ -274,12 +361,16 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	env E;
+	E.geom = geom;
+	E.per_sm = per_sm;
+	E.group = group;
+	E.acqrel = acqrel;
 	cudaDeviceProp prop;
 	CU(cudaGetDeviceProperties(&prop, 0));
 	E.sms = prop.multiProcessorCount;
-	int per_sm = 0;
-	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, read_bw_kernel, 256, 0));
-	E.bw_blocks = per_sm * E.sms;
+	int bw_per_sm = 0;
+	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bw_per_sm, read_bw_kernel, 256, 0));
+	E.bw_blocks = bw_per_sm * E.sms;
 	int drv = 0, rt = 0;
 	cudaDriverGetVersion(&drv);
 	cudaRuntimeGetVersion(&rt);
@@ -300,6 +391,28 @@ int main(int argc, char **argv)
 	CU(cudaEventCreate(&E.e1));
 	CU(cudaStreamCreateWithFlags(&E.st, cudaStreamNonBlocking));
 
+	/* clocks up before anything is timed: a quarter second of reading */
+	for (int i = 0; i < 1000; i++)
+		launch<float, grk::SUM>(E, BW, (const float *)E.pool, (size_t)1 << 28);
+	CU(cudaStreamSynchronize(E.st));
+	double empty_us;
+	{
+		std::vector<float> t;
+		for (int i = -5; i < 200; i++) {
+			CU(cudaEventRecord(E.e0, E.st));
+			empty_kernel<<<1, 32, 0, E.st>>>(E.out);
+			CU(cudaGetLastError());
+			CU(cudaEventRecord(E.e1, E.st));
+			CU(cudaEventSynchronize(E.e1));
+			float ms;
+			CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+			if (i >= 0)
+				t.push_back(ms);
+		}
+		std::sort(t.begin(), t.end());
+		empty_us = t[t.size() / 2] * 1000.0;
+	}
+
 	std::vector<row> rows;
 	bench_dtype<float>(E, "f32", lo, hi, step, rows);
 	bench_dtype<double>(E, "f64", lo, hi, step, rows);
@@ -310,8 +423,12 @@ int main(int argc, char **argv)
 		all_ok = all_ok && r.ok;
 	if (json) {
 		printf("{\"device\": \"%s\", \"sms\": %d, \"driver\": %d, \"runtime\": %d, "
-		       "\"results_match_cub\": %s, \"rows\": [\n",
-		       prop.name, E.sms, drv, rt, all_ok ? "true" : "false");
+		       "\"geometry\": {\"rmin\": %u, \"umax\": %u, \"small_rows\": %u, "
+		       "\"small_rmin\": %u, \"per_sm\": %u, \"group\": %u, \"fence\": \"%s\"}, "
+		       "\"empty_kernel_latency_us\": %.2f, \"results_match_cub\": %s, \"rows\": [\n",
+		       prop.name, E.sms, drv, rt, geom.rmin, geom.umax, geom.small_rows,
+		       geom.small_rmin, per_sm, group, acqrel ? "acq_rel" : "sc", empty_us,
+		       all_ok ? "true" : "false");
 		for (size_t i = 0; i < rows.size(); i++) {
 			const row &r = rows[i];
 			printf("  {\"dtype\": \"%s\", \"op\": \"%s\", \"n\": %zu, \"latency_us\": "
@@ -323,6 +440,11 @@ int main(int argc, char **argv)
 		printf("]}\n");
 	} else {
 		printf("device: %s (%d SMs), driver %d, runtime %d\n", prop.name, E.sms, drv, rt);
+		printf("geometry: rmin %u, umax %u, small %u rows (units of %u rows or more), "
+		       "%u blocks per SM, %u rows in flight per lane, %s ticket fence\n",
+		       geom.rmin, geom.umax, geom.small_rows, geom.small_rmin, per_sm, group,
+		       acqrel ? "acq_rel" : "sc");
+		printf("empty kernel latency: %.2f us\n", empty_us);
 		printf("latency: one launch, event to event, median; throughput: back to back\n");
 		printf("%-4s %-4s %10s | %9s %9s %6s | %9s %9s %6s %9s %7s | %s\n", "type", "op", "n",
 		       "ours us", "cub us", "ratio", "ours GB/s", "cub GB/s", "ratio", "read GB/s",

@@ -6,21 +6,12 @@
 
 extern "C" uint32_t gr_kernel_unit_rows(uint64_t n, size_t size)
 {
-	uint64_t rows = (n * size + GR_KERNEL_ROW_BYTES - 1) / GR_KERNEL_ROW_BYTES;
-	/* Small units keep many warps busy on mid-sized arrays; past about
-	 * 2048 units they grow, so that the last warp's combine stays short
-	 * next to the reading. */
-	uint32_t r = 8;
-	while (r < 1024 && rows > (uint64_t)r * 2048)
-		r <<= 1;
-	return r;
+	return grk::unit_rows_of(n, size, grk::GEOMETRY);
 }
 
 extern "C" uint64_t gr_kernel_units(uint64_t n, size_t size)
 {
-	uint64_t rows = (n * size + GR_KERNEL_ROW_BYTES - 1) / GR_KERNEL_ROW_BYTES;
-	uint32_t r = gr_kernel_unit_rows(n, size);
-	return (rows + r - 1) / r;
+	return grk::units_of(n, size, grk::GEOMETRY);
 }
 
 namespace grk {
@@ -30,7 +21,7 @@ static __device__ __forceinline__ void batch_unit(const unsigned char *base, con
 						  uint32_t w, uint32_t si, uint32_t nsegs, uint64_t *partials,
 						  uint32_t *tickets, uint64_t *out, unsigned lane)
 {
-	seg_unit<T, OP>(base + s.offset, s.n, s.unit_rows, s.units, w - s.first_unit,
+	seg_unit<T, OP>(base + s.offset, s.n, s.units, w - s.first_unit,
 			partials + 2 * (uint64_t)s.first_unit, tickets + si,
 			tickets + nsegs + s.first_unit, out + si, lane);
 }
@@ -84,7 +75,7 @@ extern "C" int gr_kernel_launch_batch(const void *base, const gr_kseg *segs, uin
 {
 	if (total_units == 0 || nsegs == 0)
 		return 0;
-	grk::batch_kernel<<<grk::grid_blocks(total_units, sm_count), 256, 0, (cudaStream_t)stream>>>(
+	grk::batch_kernel<<<grk::grid_blocks(total_units, sm_count, 8), 256, 0, (cudaStream_t)stream>>>(
 		(const unsigned char *)base, segs, nsegs, total_units, partials, tickets, out);
 	return (int)cudaGetLastError();
 }

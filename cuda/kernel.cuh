@@ -25,6 +25,8 @@ constexpr unsigned GROUP = 8;
 
 template <typename T, int OP> struct red {
 	static constexpr bool fp = std::is_floating_point<T>::value || OP == SUMSQ;
+	static constexpr bool minmax = OP == MIN || OP == MAX;
+	/* the result's type (the gr_partial member) */
 	using A = typename std::conditional<
 		fp, double,
 		typename std::conditional<OP == SUM || !std::is_signed<T>::value,
@@ -38,72 +40,40 @@ template <typename T, int OP> struct red {
 			return OP == MIN ? __longlong_as_double(0x7ff0000000000000ll)
 					 : __longlong_as_double((long long)0xfff0000000000000ull);
 		else
-			/* T's own limits, so that 32-bit values survive the
-			 * narrowing in warp() */
 			return OP == MIN ? (A)cuda::std::numeric_limits<T>::max()
 					 : (A)cuda::std::numeric_limits<T>::lowest();
 	}
 
-	/* min/max of doubles: NaN wins, and -0 is below +0, so that the
-	 * answer does not depend on the order the values meet in. */
-	static __device__ __forceinline__ double fmin_(double a, double b)
-	{
-		if (a != a)
-			return a;
-		if (b != b)
-			return b;
-		if (a == b)
-			return __double_as_longlong(a) < 0 ? a : b;
-		return b < a ? b : a;
-	}
-	static __device__ __forceinline__ double fmax_(double a, double b)
-	{
-		if (a != a)
-			return a;
-		if (b != b)
-			return b;
-		if (a == b)
-			return __double_as_longlong(a) < 0 ? b : a;
-		return b > a ? b : a;
-	}
-
-	static __device__ __forceinline__ A comb(A a, A b)
-	{
-		if constexpr (OP == SUM || OP == SUMSQ)
-			return a + b;
-		else if constexpr (fp)
-			return OP == MIN ? fmin_(a, b) : fmax_(a, b);
-		else
-			return OP == MIN ? (b < a ? b : a) : (b > a ? b : a);
-	}
-
+	/* one element into a sum */
 	static __device__ __forceinline__ A elem(A acc, T x)
 	{
 		if constexpr (OP == SUMSQ) {
 			double d = (double)x;
 			return fma(d, d, acc);
-		} else if constexpr (OP == SUM && !fp) {
+		} else if constexpr (!fp) {
 			/* widen signed values with their sign, then wrap */
 			if constexpr (std::is_signed<T>::value)
 				return acc + (A)(long long)x;
 			else
 				return acc + (A)x;
 		} else {
-			return comb(acc, (A)x);
+			return acc + (A)x;
 		}
 	}
 
 	/*
-	 * The lane accumulator while a unit is folded, cheaper than A where
-	 * it can be: integer min/max in T itself; float min/max as integer
-	 * keys that order -0 below +0 and put NaN first (for min) or last
-	 * (for max), so that the answer is one compare per element and does
-	 * not depend on the order values meet in; sums in A.
+	 * The type a value is carried in from the first element to the
+	 * segment's last combine (lanes, warps, partials): sums in A; integer
+	 * min/max in T itself; float min/max as integer keys that order -0
+	 * below +0 and put NaN first (for min) or last (for max), so that the
+	 * answer is one integer compare per element, 32-bit values meet in
+	 * the hardware's warp reduction, and nothing depends on the order
+	 * values meet in. Only the segment's result is turned back into A.
 	 */
-	static constexpr bool keyed = std::is_floating_point<T>::value && (OP == MIN || OP == MAX);
+	static constexpr bool keyed = std::is_floating_point<T>::value && minmax;
 	using K = typename std::conditional<sizeof(T) == 4, int, long long>::type;
 	using L = typename std::conditional<
-		keyed, K, typename std::conditional<OP == MIN || OP == MAX, T, A>::type>::type;
+		keyed, K, typename std::conditional<minmax, T, A>::type>::type;
 
 	static __device__ __forceinline__ K key(T x)
 	{
@@ -135,23 +105,30 @@ template <typename T, int OP> struct red {
 	{
 		if constexpr (keyed)
 			return OP == MIN ? cuda::std::numeric_limits<K>::max() : cuda::std::numeric_limits<K>::min();
-		else if constexpr (OP == MIN || OP == MAX)
+		else if constexpr (minmax)
 			return OP == MIN ? cuda::std::numeric_limits<T>::max() : cuda::std::numeric_limits<T>::lowest();
 		else
 			return ident();
 	}
+	static __device__ __forceinline__ L lcomb(L a, L b)
+	{
+		if constexpr (OP == MIN)
+			return b < a ? b : a;
+		else if constexpr (OP == MAX)
+			return b > a ? b : a;
+		else
+			return a + b;
+	}
 	static __device__ __forceinline__ L lelem(L acc, T x)
 	{
-		if constexpr (keyed) {
-			K k = key(x);
-			return OP == MIN ? (k < acc ? k : acc) : (k > acc ? k : acc);
-		} else if constexpr (OP == MIN || OP == MAX) {
-			return OP == MIN ? (x < acc ? x : acc) : (x > acc ? x : acc);
-		} else {
+		if constexpr (keyed)
+			return lcomb(acc, key(x));
+		else if constexpr (minmax)
+			return lcomb(acc, x);
+		else
 			return elem(acc, x);
-		}
 	}
-	/* a lane's accumulator as A (a lane that saw nothing gives ident) */
+	/* the segment's result (a key no element gives means none was seen) */
 	static __device__ __forceinline__ A lfinish(L acc)
 	{
 		if constexpr (keyed)
@@ -160,6 +137,23 @@ template <typename T, int OP> struct red {
 			return (A)acc;
 	}
 
+	/* L through 64-bit partials and shuffles */
+	static __device__ __forceinline__ uint64_t lbits(L v)
+	{
+		if constexpr (std::is_same<L, double>::value)
+			return (uint64_t)__double_as_longlong(v);
+		else if constexpr (std::is_signed<L>::value)
+			return (uint64_t)(long long)v;
+		else
+			return (uint64_t)v;
+	}
+	static __device__ __forceinline__ L lunbits(uint64_t u)
+	{
+		if constexpr (std::is_same<L, double>::value)
+			return __longlong_as_double((long long)u);
+		else
+			return (L)u;
+	}
 	static __device__ __forceinline__ uint64_t bits(A a)
 	{
 		if constexpr (fp)
@@ -167,32 +161,17 @@ template <typename T, int OP> struct red {
 		else
 			return (uint64_t)a;
 	}
-	static __device__ __forceinline__ A unbits(uint64_t u)
-	{
-		if constexpr (fp)
-			return __longlong_as_double((long long)u);
-		else
-			return (A)u;
-	}
 
 	/* A fixed butterfly: every lane ends with the same bits. */
-	static __device__ __forceinline__ A warp(A v)
+	static __device__ __forceinline__ L lwarp(L v)
 	{
-		if constexpr (!fp && sizeof(T) == 4 && (OP == MIN || OP == MAX)) {
-			/* 32-bit values: the hardware's warp reduction */
-			if constexpr (std::is_signed<T>::value) {
-				int x = (int)v;
-				x = OP == MIN ? __reduce_min_sync(FULL, x) : __reduce_max_sync(FULL, x);
-				return (A)x;
-			} else {
-				unsigned x = (unsigned)v;
-				x = OP == MIN ? __reduce_min_sync(FULL, x) : __reduce_max_sync(FULL, x);
-				return (A)x;
-			}
+		if constexpr (minmax && sizeof(L) == 4) {
+			/* 32-bit values and keys: the hardware's warp reduction */
+			return OP == MIN ? __reduce_min_sync(FULL, v) : __reduce_max_sync(FULL, v);
 		} else {
 #pragma unroll
 			for (int m = 16; m; m >>= 1)
-				v = comb(v, unbits((uint64_t)__shfl_xor_sync(FULL, (long long)bits(v), m)));
+				v = lcomb(v, lunbits((uint64_t)__shfl_xor_sync(FULL, (long long)lbits(v), m)));
 			return v;
 		}
 	}
@@ -260,10 +239,12 @@ static __device__ __forceinline__ T load_any(const unsigned char *p)
  * Unit u of `units`: rows u, u + units, u + 2 units, ... of a segment of n
  * elements at seg, folded into this lane's accumulator (before the warp's
  * butterfly). Interleaving the units' rows keeps the whole GPU reading one
- * narrow window of memory at a time, as a grid-stride loop does.
+ * narrow window of memory at a time, as a grid-stride loop does. Rows are
+ * loaded G at a time, the last few of the fast part under a predicate
+ * rather than one by one, and the loop bounds need no 64-bit division.
  */
-template <typename T, int OP>
-static __device__ __forceinline__ typename red<T, OP>::A
+template <typename T, int OP, unsigned G = GROUP>
+static __device__ __forceinline__ typename red<T, OP>::L
 unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsigned lane)
 {
 	using R = red<T, OP>;
@@ -274,69 +255,92 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 	const uint64_t rows = (bytes + GR_KERNEL_ROW_BYTES - 1) / GR_KERNEL_ROW_BYTES;
 	/* rows whose vectors (and, when misaligned, the one after them)
 	 * lie inside the segment: a prefix of this unit's rows */
-	uint64_t rfast = off == 0 ? bytes / GR_KERNEL_ROW_BYTES
-		       : (bytes + off >= 16 ? (bytes + off - 16) / GR_KERNEL_ROW_BYTES : 0);
-	uint64_t kend = rows > u ? (rows - u + units - 1) / units : 0;
-	uint64_t kfast = rfast > u ? (rfast - u + units - 1) / units : 0;
-	const uint4 *ub = vb + 32 * (uint64_t)u + lane;
-	const uint64_t step = 32 * (uint64_t)units;
+	const uint64_t rfast = off == 0 ? bytes / GR_KERNEL_ROW_BYTES
+			     : (bytes + off >= 16 ? (bytes + off - 16) / GR_KERNEL_ROW_BYTES : 0);
+	const uint64_t su = units;
+	const uint4 *ub = vb + lane;
 	typename R::L acc = R::lident();
-	uint64_t k = 0;
+	uint64_t r = u;
 
 	if (off == 0) {
-		for (; k + GROUP <= kfast; k += GROUP) {
-			uint4 v[GROUP];
+		for (; r + (G - 1) * su < rfast; r += G * su) {
+			uint4 v[G];
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++)
-				v[g] = __ldg(ub + (k + g) * step);
+			for (unsigned g = 0; g < G; g++)
+				v[g] = __ldg(ub + 32 * (r + g * su));
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++)
+			for (unsigned g = 0; g < G; g++)
 				acc = fold16<T, OP>(acc, v[g]);
 		}
-		for (; k < kfast; k++)
-			acc = fold16<T, OP>(acc, __ldg(ub + k * step));
-	} else {
-		/* lane 31 also needs the vector after its own */
-		const uint4 *xb = vb + 32 * (uint64_t)u + 32;
-		for (; k + GROUP <= kfast; k += GROUP) {
-			uint4 v[GROUP], x[GROUP];
+		if (r < rfast) {
+			uint4 v[G - 1];
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++) {
-				v[g] = __ldg(ub + (k + g) * step);
-				x[g] = lane == 31 ? __ldg(xb + (k + g) * step) : make_uint4(0, 0, 0, 0);
+			for (unsigned g = 0; g < G - 1; g++)
+				v[g] = r + g * su < rfast ? __ldg(ub + 32 * (r + g * su)) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+			for (unsigned g = 0; g < G - 1; g++)
+				if (r + g * su < rfast)
+					acc = fold16<T, OP>(acc, v[g]);
+		}
+	} else {
+		/* lane 31 also needs the vector after its own (and twice the
+		 * registers: at most 8 rows at once) */
+		constexpr unsigned GM = G < 8 ? G : 8;
+		const uint4 *xb = vb + 32;
+		for (; r + (GM - 1) * su < rfast; r += GM * su) {
+			uint4 v[GM], x[GM];
+#pragma unroll
+			for (unsigned g = 0; g < GM; g++) {
+				v[g] = __ldg(ub + 32 * (r + g * su));
+				x[g] = lane == 31 ? __ldg(xb + 32 * (r + g * su)) : make_uint4(0, 0, 0, 0);
 			}
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++) {
+			for (unsigned g = 0; g < GM; g++) {
 				uint4 nx = shfl_down4(v[g]);
 				if (lane == 31)
 					nx = x[g];
 				acc = fold16<T, OP>(acc, realign(v[g], nx, off));
 			}
 		}
-		for (; k < kfast; k++) {
-			uint4 v = __ldg(ub + k * step);
-			uint4 x = lane == 31 ? __ldg(xb + k * step) : make_uint4(0, 0, 0, 0);
-			uint4 nx = shfl_down4(v);
-			if (lane == 31)
-				nx = x;
-			acc = fold16<T, OP>(acc, realign(v, nx, off));
+		if (r < rfast) {
+			uint4 v[GM - 1], x[GM - 1];
+#pragma unroll
+			for (unsigned g = 0; g < GM - 1; g++) {
+				bool in = r + g * su < rfast;
+				v[g] = in ? __ldg(ub + 32 * (r + g * su)) : make_uint4(0, 0, 0, 0);
+				x[g] = in && lane == 31 ? __ldg(xb + 32 * (r + g * su)) : make_uint4(0, 0, 0, 0);
+			}
+#pragma unroll
+			for (unsigned g = 0; g < GM - 1; g++) {
+				/* the same for the whole warp: the shuffle sees all lanes */
+				if (r + g * su < rfast) {
+					uint4 nx = shfl_down4(v[g]);
+					if (lane == 31)
+						nx = x[g];
+					acc = fold16<T, OP>(acc, realign(v[g], nx, off));
+				}
+			}
 		}
 	}
+	/* past the fast part (under G of this unit's rows were left) */
+#pragma unroll
+	for (unsigned g = 0; g < G - 1; g++)
+		if (r < rfast)
+			r += su;
 	/* the rest, element by element in the same order */
-	for (; k < kend; k++) {
-		uint64_t j0 = (u + k * units) * 32 * V + (uint64_t)lane * V;
+	for (; r < rows; r += su) {
+		uint64_t j0 = (r * 32 + lane) * V;
 #pragma unroll
 		for (unsigned e = 0; e < V; e++)
 			if (j0 + e < n)
 				acc = R::lelem(acc, load_any<T>(seg + (j0 + e) * sizeof(T)));
 	}
-	return R::lfinish(acc);
+	return acc;
 }
 
 /*
- * The unit partials of a segment, combined by one warp: lane l folds
- * partials l, l + 32, ... in order, then the fixed butterfly. With
- * groups of 32 units a list is short: a lane loads a few at once.
+ * `count` partials combined by one warp: lane l folds partials l, l + 32,
+ * ... in order, then the fixed butterfly. A lane loads a few at once.
  */
 template <bool SHARED>
 static __device__ __forceinline__ uint64_t load_partial(const uint64_t *p)
@@ -349,58 +353,49 @@ static __device__ __forceinline__ uint64_t load_partial(const uint64_t *p)
 }
 
 template <typename T, int OP, bool SHARED = false>
-static __device__ __forceinline__ typename red<T, OP>::A combine(const uint64_t *partials,
-								  uint32_t units, unsigned lane)
+static __device__ __forceinline__ typename red<T, OP>::L combine(const uint64_t *partials,
+								  uint32_t count, unsigned lane)
 {
 	using R = red<T, OP>;
-	/* min and max fold in the lane accumulator of their A (integer keys
-	 * for doubles): a short dependent chain, and no order to keep */
-	using RL = red<typename R::A, OP>;
-	constexpr bool minmax = OP == MIN || OP == MAX;
 	constexpr unsigned B = 4;
-	/* integer lanes start from T's own limits (RL's would not survive
-	 * the 32-bit narrowing in warp()); keyed lanes from the key limits */
-	typename RL::L m;
-	if constexpr (RL::keyed)
-		m = RL::lident();
-	else
-		m = R::ident();
-	typename R::A c = R::ident();
+	typename R::L c = R::lident();
 	uint32_t i = lane;
-	for (; i + 32 * (B - 1) < units; i += 32 * B) {
+	for (; i + 32 * (B - 1) < count; i += 32 * B) {
 		uint64_t p[B];
 #pragma unroll
 		for (unsigned g = 0; g < B; g++)
 			p[g] = load_partial<SHARED>(partials + i + 32 * g);
 #pragma unroll
-		for (unsigned g = 0; g < B; g++) {
-			if constexpr (minmax)
-				m = RL::lelem(m, R::unbits(p[g]));
-			else
-				c = R::comb(c, R::unbits(p[g]));
-		}
+		for (unsigned g = 0; g < B; g++)
+			c = R::lcomb(c, R::lunbits(p[g]));
 	}
 	uint64_t p[B];
 #pragma unroll
 	for (unsigned g = 0; g < B; g++)
-		if (i + 32 * g < units)
-			p[g] = load_partial<SHARED>(partials + i + 32 * g);
+		p[g] = i + 32 * g < count ? load_partial<SHARED>(partials + i + 32 * g) : 0;
 #pragma unroll
-	for (unsigned g = 0; g < B; g++) {
-		if (i + 32 * g < units) {
-			if constexpr (minmax)
-				m = RL::lelem(m, R::unbits(p[g]));
-			else
-				c = R::comb(c, R::unbits(p[g]));
-		}
-	}
-	if constexpr (minmax)
-		c = RL::lfinish(m);
-	return R::warp(c);
+	for (unsigned g = 0; g < B; g++)
+		if (i + 32 * g < count)
+			c = R::lcomb(c, R::lunbits(p[g]));
+	return R::lwarp(c);
 }
 
-/* Units are combined in groups of this many, then the groups' partials. */
-constexpr uint32_t CGROUP = 32;
+/* Units are combined in groups of this many (a block's warps in the
+ * single-array kernel), then the groups' partials. */
+constexpr uint32_t CGROUP = GR_KERNEL_WARPS_PER_BLOCK;
+
+/*
+ * The fence on either side of a ticket: __threadfence (a sequentially
+ * consistent fence), or, where ACQREL, the lighter acquire-release fence,
+ * which is all that publishing partials through a relaxed atomic needs.
+ */
+template <bool ACQREL> static __device__ __forceinline__ void ticket_fence()
+{
+	if constexpr (ACQREL)
+		asm volatile("fence.acq_rel.gpu;" ::: "memory");
+	else
+		__threadfence();
+}
 
 /* Whether this warp arrived last at a ticket of `of` arrivals; lane 0
  * published its writes before it took the ticket. */
@@ -418,35 +413,35 @@ static __device__ __forceinline__ bool arrive_last(uint32_t *ticket, uint32_t of
 }
 
 /*
- * One warp's share of a segment: unit u of units. partials has room for
- * 2 * units values (unit partials, then group partials); ticket is the
- * segment's, gtickets one per group. Up to CGROUP units, the last warp to
- * finish combines every unit partial; past that, the last of each group
- * of CGROUP units combines its group, and the last group the groups'
- * partials. Counters go back to zero as they are used up.
+ * One warp's share of a segment in the batch kernel: unit u of units.
+ * partials has room for 2 * units values (unit partials, then group
+ * partials); ticket is the segment's, gtickets one per group. Up to
+ * CGROUP units, the last warp to finish combines every unit partial; past
+ * that, the last of each group of CGROUP units combines its group, and
+ * the last group the groups' partials. Counters go back to zero as they
+ * are used up.
  */
 template <typename T, int OP>
 static __device__ __forceinline__ void seg_unit(const unsigned char *seg, uint64_t n,
-						uint32_t unit_rows, uint32_t units, uint32_t u,
-						uint64_t *partials, uint32_t *ticket,
-						uint32_t *gtickets, uint64_t *out, unsigned lane)
+						uint32_t units, uint32_t u, uint64_t *partials,
+						uint32_t *ticket, uint32_t *gtickets, uint64_t *out,
+						unsigned lane)
 {
 	using R = red<T, OP>;
-	typename R::A acc = unit_fold<T, OP>(seg, n, u, units, lane);
-	acc = R::warp(acc);
+	typename R::L acc = R::lwarp(unit_fold<T, OP>(seg, n, u, units, lane));
 	if (units == 1) {
 		if (lane == 0)
-			*out = R::bits(acc);
+			*out = R::bits(R::lfinish(acc));
 		return;
 	}
 	if (lane == 0)
-		partials[u] = R::bits(acc);
+		partials[u] = R::lbits(acc);
 	if (units <= CGROUP) {
 		if (!arrive_last(ticket, units, lane))
 			return;
-		typename R::A c = combine<T, OP>(partials, units, lane);
+		typename R::L c = combine<T, OP>(partials, units, lane);
 		if (lane == 0) {
-			*out = R::bits(c);
+			*out = R::bits(R::lfinish(c));
 			*ticket = 0;
 		}
 		return;
@@ -455,58 +450,140 @@ static __device__ __forceinline__ void seg_unit(const unsigned char *seg, uint64
 	uint32_t gs = units - g * CGROUP < CGROUP ? units - g * CGROUP : CGROUP;
 	if (!arrive_last(gtickets + g, gs, lane))
 		return;
-	typename R::A c = combine<T, OP>(partials + g * CGROUP, gs, lane);
+	typename R::L c = combine<T, OP>(partials + g * CGROUP, gs, lane);
 	if (lane == 0) {
-		partials[units + g] = R::bits(c);
+		partials[units + g] = R::lbits(c);
 		gtickets[g] = 0;
 	}
 	if (!arrive_last(ticket, ngroups, lane))
 		return;
 	c = combine<T, OP>(partials + units, ngroups, lane);
 	if (lane == 0) {
-		*out = R::bits(c);
+		*out = R::bits(R::lfinish(c));
 		*ticket = 0;
 	}
 }
 
-template <typename T, int OP>
+/* Group partials the last block of the single-array kernel gathers into
+ * shared memory with all its threads before one warp combines them. */
+constexpr uint32_t SGATHER = 1024;
+
+/*
+ * The single-array kernel: block b reduces groups b, b + blocks, ... of
+ * CGROUP units, one unit per warp, and combines its group in shared
+ * memory exactly as the batch kernel's last warp of the group would. One
+ * group (units <= CGROUP) is the whole answer, with no ticket at all;
+ * otherwise the group partials meet through one ticket, and the last
+ * block to arrive combines them in the batch kernel's order.
+ */
+template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false>
 __global__ void __launch_bounds__(256, 2)
-single_kernel(const unsigned char *data, uint64_t n, uint32_t unit_rows, uint32_t units,
-	      uint64_t *partials, uint32_t *ticket, uint64_t *out)
+single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *partials,
+	      uint32_t *ticket, uint64_t *out)
 {
 	using R = red<T, OP>;
-	unsigned lane = threadIdx.x & 31;
-	uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-	uint32_t nw = (gridDim.x * blockDim.x) >> 5;
-	if (units > 1 && units <= GR_KERNEL_WARPS_PER_BLOCK) {
-		/* one block: its warps meet in shared memory instead of
-		 * through a ticket, and combine exactly as the ticket's last
-		 * warp would */
-		__shared__ uint64_t sp[GR_KERNEL_WARPS_PER_BLOCK];
-		if (w < units) {
-			typename R::A acc = R::warp(
-				unit_fold<T, OP>(data, n, w, units, lane));
+	__shared__ uint64_t sp[SGATHER];
+	__shared__ unsigned last;
+	const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const uint32_t ngroups = (units + CGROUP - 1) / CGROUP;
+	for (uint32_t g = blockIdx.x; g < ngroups; g += gridDim.x) {
+		uint32_t u = g * CGROUP + warp;
+		if (u < units) {
+			typename R::L a = R::lwarp(unit_fold<T, OP, G>(data, n, u, units, lane));
 			if (lane == 0)
-				sp[w] = R::bits(acc);
+				sp[warp] = R::lbits(a);
 		}
 		__syncthreads();
-		if (w == 0) {
-			typename R::A c = combine<T, OP, true>(sp, units, lane);
-			if (lane == 0)
-				*out = R::bits(c);
+		if (warp == 0) {
+			uint32_t gs = units - g * CGROUP < CGROUP ? units - g * CGROUP : CGROUP;
+			typename R::L c = units == 1 ? R::lunbits(sp[0])
+					: combine<T, OP, true>(sp, gs, lane);
+			if (ngroups == 1) {
+				if (lane == 0)
+					*out = R::bits(R::lfinish(c));
+			} else if (lane == 0) {
+				partials[g] = R::lbits(c);
+				ticket_fence<ACQREL>();
+				last = atomicAdd(ticket, 1u) == ngroups - 1;
+			}
 		}
-		return;
+		__syncthreads();
+		if (ngroups > 1 && last) {
+			ticket_fence<ACQREL>();
+			typename R::L c = R::lident();
+			if (ngroups <= SGATHER) {
+				for (uint32_t i = threadIdx.x; i < ngroups; i += blockDim.x)
+					sp[i] = __ldcg((const unsigned long long *)partials + i);
+				__syncthreads();
+				if (warp == 0)
+					c = combine<T, OP, true>(sp, ngroups, lane);
+			} else if (warp == 0) {
+				c = combine<T, OP>(partials, ngroups, lane);
+			}
+			if (threadIdx.x == 0) {
+				*out = R::bits(R::lfinish(c));
+				*ticket = 0;
+			}
+		}
+		__syncthreads();
 	}
-	for (; w < units; w += nw)
-		seg_unit<T, OP>(data, n, unit_rows, units, w, partials, ticket, ticket + 1, out, lane);
 }
 
-/* Blocks for a launch of `warps` warps: all resident at once at most. */
-static inline unsigned grid_blocks(uint64_t warps, int sm_count)
+/* Rows per unit for a segment of n elements of size bytes, with the
+ * unit geometry's knobs: up to small_rows rows the units (small_rmin
+ * rows or more) are made few enough (CGROUP at most) for one block with
+ * no ticket; past that they
+ * start at rmin rows and double until there are at most umax units (up
+ * to 1024 rows a unit). */
+struct geometry {
+	uint32_t rmin, umax, small_rows, small_rmin;
+};
+constexpr geometry GEOMETRY = { 8, 2048, 128, 8 };
+
+static inline uint32_t unit_rows_of(uint64_t n, size_t size, geometry G)
 {
-	uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * 64 / GR_KERNEL_WARPS_PER_BLOCK;
+	uint64_t rows = (n * size + GR_KERNEL_ROW_BYTES - 1) / GR_KERNEL_ROW_BYTES;
+	uint32_t r;
+	if (rows <= G.small_rows) {
+		for (r = G.small_rmin; (uint64_t)r * CGROUP < rows; r <<= 1)
+			;
+		return r;
+	}
+	for (r = G.rmin; r < 1024 && rows > (uint64_t)r * G.umax; r <<= 1)
+		;
+	return r;
+}
+
+static inline uint64_t units_of(uint64_t n, size_t size, geometry G)
+{
+	uint64_t rows = (n * size + GR_KERNEL_ROW_BYTES - 1) / GR_KERNEL_ROW_BYTES;
+	uint32_t r = unit_rows_of(n, size, G);
+	return (rows + r - 1) / r;
+}
+
+/* Blocks per SM the single-array kernel is given at most: as many as
+ * __launch_bounds__ keeps resident, so that every group is read in one
+ * wave and no block waits for another to leave. */
+constexpr unsigned BLOCKS_PER_SM = 2;
+
+/* Blocks for a launch of `warps` warps: all resident at once at most. */
+static inline unsigned grid_blocks(uint64_t warps, int sm_count, unsigned per_sm = BLOCKS_PER_SM)
+{
+	uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * per_sm;
 	uint64_t b = (warps + GR_KERNEL_WARPS_PER_BLOCK - 1) / GR_KERNEL_WARPS_PER_BLOCK;
 	return (unsigned)(b < cap ? b : cap);
+}
+
+/* The single-array kernel for `units` units (units_of(n, sizeof(T), G)),
+ * G rows in flight per lane, ACQREL the ticket's fences (ticket_fence). */
+template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false>
+static inline cudaError_t launch_single_units(const void *data, uint64_t n, uint32_t units,
+					      uint64_t *partials, uint32_t *ticket, uint64_t *out,
+					      int sm_count, unsigned per_sm, cudaStream_t stream)
+{
+	single_kernel<T, OP, G, ACQREL><<<grid_blocks(units, sm_count, per_sm), 256, 0, stream>>>(
+		(const unsigned char *)data, n, units, partials, ticket, out);
+	return cudaGetLastError();
 }
 
 template <typename T, int OP>
@@ -514,11 +591,8 @@ static inline cudaError_t launch_single(const void *data, uint64_t n, uint64_t *
 					uint32_t *ticket, uint64_t *out, int sm_count,
 					cudaStream_t stream)
 {
-	uint32_t rows = gr_kernel_unit_rows(n, sizeof(T));
-	uint32_t units = (uint32_t)gr_kernel_units(n, sizeof(T));
-	single_kernel<T, OP><<<grid_blocks(units, sm_count), 256, 0, stream>>>(
-		(const unsigned char *)data, n, rows, units, partials, ticket, out);
-	return cudaGetLastError();
+	return launch_single_units<T, OP>(data, n, (uint32_t)units_of(n, sizeof(T), GEOMETRY),
+					  partials, ticket, out, sm_count, BLOCKS_PER_SM, stream);
 }
 
 } /* namespace grk */

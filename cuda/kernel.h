@@ -7,16 +7,25 @@
  * segment's first byte whatever its address, and folds its elements into
  * one accumulator row after row. A segment has gr_kernel_units(n) units
  * of about gr_kernel_unit_rows(n) rows each, unit u taking rows u,
- * u + units, u + 2 units, ...; one warp reduces one unit, and the unit
- * partials are combined (in groups of 32 units, then the groups, when
- * there are more than 32), lane l taking partials l, l + 32, ... in order
- * and the lanes then meeting in a fixed butterfly. That order depends only on
- * the segment's length and dtype, so a job's bits are the same in a batch
- * of thousands, alone, at any alignment, and through the single-array
- * entry point. One launch does everything: the last warp of a segment to
- * finish (an atomic ticket after a fence) combines its partials and puts
- * the ticket back to zero for the next launch; integer and float results
- * alike go through this one path, never through floating-point atomics.
+ * u + units, u + 2 units, ...; one warp reduces one unit (a fixed
+ * butterfly ends it). The unit partials are combined in groups of
+ * GR_KERNEL_WARPS_PER_BLOCK consecutive units, then the groups' partials
+ * (when there is more than one group); each combine is lane l taking
+ * partials l, l + 32, ... in order and the lanes then meeting in the same
+ * butterfly. That order depends only on the segment's length and dtype,
+ * so a job's bits are the same in a batch of thousands, alone, at any
+ * alignment, and through the single-array entry point. Min and max travel
+ * through all of it as integers (floats as order-preserving keys), so
+ * that they cost one integer compare a value and do not depend on order.
+ *
+ * One launch does everything. The batch kernel: the last warp of a group
+ * to finish (an atomic ticket after a fence) combines the group, the last
+ * group the segment, and each puts its ticket back to zero for the next
+ * launch. The single-array kernel: one block per group, whose warps meet
+ * in shared memory; one group is the answer with no ticket at all, and
+ * otherwise the last block to take the one ticket combines the groups.
+ * Integer and float results alike go through this one path, never
+ * through floating-point atomics.
  */
 #pragma once
 
@@ -60,8 +69,9 @@ int gr_kernel_launch_batch(const void *base, const gr_kseg *segs, uint32_t nsegs
 
 /*
  * Reduce one array of n > 0 elements in one launch (the single-array
- * path); partials holds 2 * gr_kernel_units(n, size) values, ticket
- * 1 + gr_kernel_units(n, size) counters, zero before and after. Returns
+ * path); partials holds 2 * gr_kernel_units(n, size) values (it uses one
+ * per group), ticket 1 + gr_kernel_units(n, size) counters (it uses the
+ * first), zero before and after. Returns
  * the cudaError_t of the launch.
  */
 int gr_kernel_launch_single(int op, int dtype, const void *data, uint64_t n,

@@ -15,7 +15,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/kernel.h"
+#include "cuda/kernel.cuh"
 
 #define CHECK(cond, ...)                                                            \
 	do {                                                                        \
@@ -220,6 +220,64 @@ int main(void)
 				uint64_t want = host_reduce(op, dt, h.data(), n, &tol);
 				check_value(op, dt, n, 0, run_single(s, op, dt, d, n, sms), want, tol);
 				checks++;
+			}
+			CU(cudaFree(d));
+		}
+	}
+
+	/* many groups: other unit counts than the production geometry's,
+	 * so that the single-array kernel's blocks stride over more groups
+	 * than the grid has blocks, and the last block combines more group
+	 * partials than it gathers into shared memory; the second launch with
+	 * the kernel's other rows in flight and ticket fence, which must give
+	 * the same bits */
+	{
+		const size_t n = ((size_t)1 << 21) + 5;
+		const uint32_t units_list[] = { 9, 1000, 8200, 16391 };
+		for (int dt : { 0, 4, 5 }) {
+			size_t bytes = n * dt_size[dt];
+			std::vector<unsigned char> h(bytes);
+			fill(dt, h.data(), n);
+			unsigned char *d;
+			CU(cudaMalloc(&d, bytes + 16));
+			for (unsigned off : { 0u, 12u }) {
+				CU(cudaMemcpy(d + off, h.data(), bytes, cudaMemcpyHostToDevice));
+				for (int op = 0; op < 3; op++) {
+					double tol;
+					uint64_t want = host_reduce(op, dt, h.data(), n, &tol);
+					for (uint32_t u : units_list) {
+						uint64_t got[2];
+						for (int rep = 0; rep < 2; rep++) {
+							cudaError_t e = cudaSuccess;
+#define GRT_LAUNCH(T, OP)                                                                      \
+	e = rep == 0 ? grk::launch_single_units<T, OP, grk::GROUP, false>(                     \
+			       d + off, n, u, s.partials, s.tickets, s.out, sms, grk::BLOCKS_PER_SM, 0) \
+		     : grk::launch_single_units<T, OP, 16, true>(                              \
+			       d + off, n, u, s.partials, s.tickets, s.out, sms, grk::BLOCKS_PER_SM, 0)
+#define GRT_OPS(T)                                                                             \
+	do {                                                                                   \
+		if (op == 0)                                                                   \
+			GRT_LAUNCH(T, grk::SUM);                                               \
+		else if (op == 1)                                                              \
+			GRT_LAUNCH(T, grk::MIN);                                               \
+		else                                                                           \
+			GRT_LAUNCH(T, grk::MAX);                                               \
+	} while (0)
+							if (dt == 0)
+								GRT_OPS(int32_t);
+							else if (dt == 4)
+								GRT_OPS(float);
+							else
+								GRT_OPS(double);
+							CU(e);
+							CU(cudaMemcpy(&got[rep], s.out, 8, cudaMemcpyDeviceToHost));
+						}
+						check_value(op, dt, n, off, got[0], want, tol);
+						CHECK(got[0] == got[1], "%s %s n=%zu units=%u: variants differ",
+						      op_name[op], dt_name[dt], n, u);
+						checks++;
+					}
+				}
 			}
 			CU(cudaFree(d));
 		}
