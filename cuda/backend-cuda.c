@@ -21,14 +21,15 @@
  * span host to device, the segment table, one batch kernel, the results
  * device to host and an event.
  *
- * The completion thread takes the contexts in flight, polls their events
- * while any is out (for up to the spin time since the last one finished),
- * then sleeps in cudaEventSynchronize on the oldest; with nothing in
- * flight it sleeps on a condition variable. It fills the jobs' partials
- * from the pinned results, posts them, and hands the context back. The
- * submission thread likewise polls its queue for the spin time before it
- * sleeps, so a steady stream of batches never waits for a wake-up. Both
- * spin only while there is or just was work: an idle daemon uses no CPU.
+ * The completion thread takes the contexts in flight and polls their
+ * events (for up to the spin time since the last one finished or the
+ * first went out), then sleeps in cudaEventSynchronize on the oldest; with
+ * nothing in flight it looks for new launches for the spin time, then
+ * sleeps on a condition variable. It fills the jobs' partials from the
+ * pinned results, posts them, and hands the context back. The submission
+ * thread likewise polls its queue for the spin time before it sleeps, so
+ * a steady stream of batches never waits for a wake-up. Both spin only
+ * while there is or just was work: an idle daemon uses no CPU.
  *
  * A CUDA error fails the jobs it touched with -EIO, names the call and the
  * device, and takes the device out of service; its queued jobs then go to
@@ -703,16 +704,21 @@ static void *cuda_completer(void *arg)
 	cuda_dev *d = arg;
 	cuda_ctx *list = NULL, *tail = NULL; /* in flight, oldest first */
 	uint64_t since = 0; /* the last progress, or when waiting began */
+	const uint64_t spin = d->be->spin_ns;
 	cudaSetDevice(d->ordinal);
 
 	for (;;) {
 		if (!list || __atomic_load_n(&d->inflight, __ATOMIC_ACQUIRE)) {
 			pthread_mutex_lock(&d->lock);
 			if (d->inflight) {
-				if (tail)
+				/* the spin time counts from the first launch
+				 * out, or from the last one back */
+				if (tail) {
 					tail->next = d->inflight;
-				else
+				} else {
 					list = d->inflight;
+					since = cuda_now_ns();
+				}
 				tail = d->inflight_tail;
 				__atomic_store_n(&d->inflight, NULL, __ATOMIC_RELAXED);
 				d->inflight_tail = NULL;
@@ -721,6 +727,18 @@ static void *cuda_completer(void *arg)
 				if (d->cstop) {
 					pthread_mutex_unlock(&d->lock);
 					break;
+				}
+				if (cuda_now_ns() - since < spin) {
+					/* more launches are likely soon after one
+					 * finished: look for them a while before
+					 * sleeping */
+					pthread_mutex_unlock(&d->lock);
+					while (!__atomic_load_n(&d->inflight, __ATOMIC_ACQUIRE) &&
+					       !__atomic_load_n(&d->cstop, __ATOMIC_RELAXED) &&
+					       cuda_now_ns() - since < spin)
+						for (int k = 0; k < 16; k++)
+							cuda_relax();
+					continue;
 				}
 				d->cwaiting = true;
 				pthread_cond_wait(&d->ccond, &d->lock);
@@ -741,7 +759,7 @@ static void *cuda_completer(void *arg)
 			since = cuda_now_ns();
 			continue;
 		}
-		if (cuda_now_ns() - since < d->be->spin_ns) {
+		if (cuda_now_ns() - since < spin) {
 			/* about a microsecond between looks: the events are
 			 * the driver's, and the submission thread needs it */
 			for (int k = 0; k < 16; k++)
@@ -905,7 +923,7 @@ static void cuda_free(gr_backend *b)
 		if (!d->cthread_started)
 			continue;
 		pthread_mutex_lock(&d->lock);
-		d->cstop = true;
+		__atomic_store_n(&d->cstop, true, __ATOMIC_RELAXED);
 		pthread_cond_signal(&d->ccond);
 		pthread_mutex_unlock(&d->lock);
 		pthread_join(d->cthread, NULL);
