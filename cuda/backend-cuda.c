@@ -282,7 +282,21 @@ static void cuda_fail_list(cuda_backend *be, gr_job *list, int status, const cha
 	}
 }
 
-/* Post the jobs of a launch that ran, and forget them. */
+/* True when a partial's exact accumulator holds nothing. */
+static bool cuda_xacc_clear(const gr_partial *p)
+{
+	uint64_t any = p->xflags;
+	for (unsigned k = 0; k < GR_PARTIAL_XWORDS; k++)
+		any |= p->xacc[k];
+	return !any;
+}
+
+/*
+ * Post the jobs of a launch that ran, and forget them. The loop thread
+ * reads these jobs next and set status and errmsg in submit(): what is
+ * already right is only read here, not written, so that most of a job's
+ * cache lines stay in the loop thread's cache.
+ */
 static void cuda_finish_ok(cuda_ctx *c)
 {
 	cuda_backend *be = c->dev->be;
@@ -294,12 +308,15 @@ static void cuda_finish_ok(cuda_ctx *c)
 		} else {
 			/* a partial filled by hand starts from zero: the
 			 * exact accumulator must not keep an earlier value */
-			memset(&j->result, 0, sizeof(j->result));
+			if (!cuda_xacc_clear(&j->result))
+				memset(&j->result, 0, sizeof(j->result));
 			j->result.count = j->n;
 			j->result.v.u = c->hout[i];
 		}
-		j->status = 0;
-		j->errmsg[0] = '\0';
+		if (j->status)
+			j->status = 0;
+		if (j->errmsg[0])
+			j->errmsg[0] = '\0';
 		gr_completion_post(be->pub.cq, j);
 		j = next;
 	}
