@@ -1,28 +1,52 @@
 /*
  * The CUDA engine behind the backend seam (daemon/backend.h).
  *
- * Every visible GPU gets a pool of stream contexts (cfg->streams each); a
- * context owns a stream, a device buffer the size of a staging slot, and
- * the small arrays of one batch launch (segment table, results, unit
- * partials, tickets). submit() picks the healthy device with the least
- * work, takes a free context (or queues the batch on the device when all
- * are busy) and enqueues: the slot's span host to device, the segment
- * table, one batch kernel, the results device to host, an event and a
- * host function. The host function only wakes the device's completion
- * thread, which checks the event, fills the jobs' partials from the pinned
- * results and posts them, then starts queued batches on the contexts it
- * freed. A CUDA error fails the jobs it touched with -EIO, names the call
- * and the device, and takes the device out of service; batches then go to
- * the other devices, or fail at once when none is left.
+ * submit() runs on the daemon's loop thread and only queues: it picks the
+ * device (the one a job is pinned to, else the healthy one with the fewest
+ * jobs queued or in flight, staying on the last one chosen when they tie,
+ * whose threads are awake) and appends the batch to that device's job
+ * queue under one lock. No CUDA call and no allocation happens there.
+ *
+ * Each device has two threads. Its submission thread owns the queue's
+ * consumer side and a pool of stream contexts (cfg->streams): a context
+ * holds a stream, a device buffer the size of a staging slot plus 16
+ * bytes, and the small arrays of one launch (segment table, results, unit
+ * partials, tickets). With a free context it takes jobs from the head of
+ * the queue for as long as they fit one launch: the span [lowest byte,
+ * highest byte) of their data within the device buffer, their segments
+ * and units within the tables. Batches queued back to back in one slot
+ * (the daemon packs small requests in order) thus go out as one copy and
+ * one launch, however the daemon cut them; a job's result depends only on
+ * its own segment, so not on the company it rides in. A launch is the
+ * span host to device, the segment table, one batch kernel, the results
+ * device to host and an event.
+ *
+ * The completion thread takes the contexts in flight and polls their
+ * events (for up to the spin time since the last one finished or the
+ * first went out), then sleeps in cudaEventSynchronize on the oldest; with
+ * nothing in flight it looks for new launches for the spin time, then
+ * sleeps on a condition variable. It fills the jobs' partials from the
+ * pinned results, posts them, and hands the context back. The submission
+ * thread likewise polls its queue for the spin time before it sleeps, so
+ * a steady stream of batches never waits for a wake-up. Both spin only
+ * while there is or just was work: an idle daemon uses no CPU.
+ *
+ * A CUDA error fails the jobs it touched with -EIO, names the call and the
+ * device, and takes the device out of service; its queued jobs then go to
+ * the other devices (jobs pinned to it fail), or fail at once when none is
+ * left.
+ *
+ * GPURED_CUDA_SPIN_US sets the spin time in microseconds (default
+ * CUDA_DEFAULT_SPIN_US; 0 never spins: every wait sleeps).
  *
  * Fault injection (tests): cfg->fault, or else the environment variable
  * GPURED_CUDA_FAULT, holds rules separated by commas:
  *     WHAT[:device=N][:after=K]
- * WHAT is one of init, h2d, launch, d2h, sync (the completion check). On
- * device N (every device when omitted), the calls of that kind after the
- * first K (0 when omitted) fail as if CUDA had returned an error, e.g.
- * "launch:device=0:after=3" lets three launches on device 0 through and
- * fails the fourth and later ones.
+ * WHAT is one of init, h2d, launch, d2h, sync (the completion check of a
+ * launch, once per launch). On device N (every device when omitted), the
+ * calls of that kind after the first K (0 when omitted) fail as if CUDA
+ * had returned an error, e.g. "launch:device=0:after=3" lets three
+ * launches on device 0 through and fails the fourth and later ones.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -40,9 +64,11 @@
 #define CUDA_DEFAULT_STAGING ((size_t)256 << 20)
 #define CUDA_DEFAULT_CHUNK ((size_t)8 << 20)
 #define CUDA_DEFAULT_STREAMS 4u
-/* how often a completion thread looks at work in flight when no host
- * function has woken it: the backstop for errors that stop a stream */
-#define CUDA_POLL_NS 2000000L
+/* Long enough to cover a small launch's round trip (about 20 us) and the
+ * gap between one request's answer and the next one's batch, short next
+ * to a large chunk's copy. */
+#define CUDA_DEFAULT_SPIN_US 100u
+#define CUDA_MAX_SPIN_US 100000u
 
 enum cuda_fault_kind { FAULT_INIT, FAULT_H2D, FAULT_LAUNCH, FAULT_D2H, FAULT_SYNC, FAULT_N };
 static const char *const fault_names[FAULT_N] = { "init", "h2d", "launch", "d2h", "sync" };
@@ -66,15 +92,10 @@ typedef struct cuda_ctx {
 	uint64_t *hout, *dout;
 	uint64_t *dpartials;
 	uint32_t *dtickets;
-	gr_job *jobs; /* the batch in flight, in segment order */
+	gr_job *jobs; /* the launch in flight, in segment order */
 	uint32_t njobs;
 	struct cuda_ctx *next; /* free list or in-flight list */
 } cuda_ctx;
-
-typedef struct cuda_pending {
-	gr_job *batch;
-	struct cuda_pending *next;
-} cuda_pending;
 
 struct cuda_dev {
 	cuda_backend *be;
@@ -84,22 +105,33 @@ struct cuda_dev {
 	unsigned sms;
 	uint64_t mem;
 	char pci[32];
-	bool inited;
 
+	/*
+	 * lock guards everything below. Fields that the other side polls
+	 * while spinning (qhead, free_list, inflight, healthy, stop) are
+	 * written with atomic stores under the lock and may be read
+	 * without it; the lock is taken before acting on what was read.
+	 */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	pthread_t thread;
-	bool thread_started;
-	bool kick, stop;
+	pthread_cond_t scond; /* the submission thread sleeps here */
+	pthread_cond_t ccond; /* the completion thread sleeps here */
+	pthread_t sthread, cthread;
+	bool sthread_started, cthread_started;
+	bool swait_work, swait_ctx, cwaiting; /* who sleeps, so wakers signal only then */
+	bool stop;   /* free(): drain the queue, then end */
+	bool sdone;  /* the submission thread ended: queue nothing more */
+	bool cstop;  /* free(): end once nothing is in flight */
 	bool healthy;
 	char health[192];
+	gr_job *qhead, *qtail; /* queued jobs, in submission order */
 	cuda_ctx *ctxs;
 	unsigned nctx;
 	cuda_ctx *free_list;
-	cuda_ctx *inflight, *inflight_tail;
-	cuda_pending *pend, *pend_tail;
-	unsigned busy; /* batches in flight or queued */
-	uint64_t jobs;
+	cuda_ctx *inflight, *inflight_tail; /* handed to the completion thread */
+
+	/* atomics */
+	uint64_t busy; /* jobs queued or in flight: the routing measure */
+	uint64_t jobs; /* jobs launched here */
 	unsigned long calls[FAULT_N];
 };
 
@@ -109,14 +141,14 @@ struct cuda_backend {
 	unsigned ndev;
 	unsigned streams;
 	uint32_t cap_segs, cap_units;
+	uint64_t spin_ns;
 	int driver_version, runtime_version;
 	cuda_fault_rule faults[8];
 	unsigned nfaults;
-	pthread_mutex_t pick_lock;
-	unsigned rr;
+	unsigned last; /* atomic: the device chosen last */
 };
 
-static void cuda_route(cuda_backend *be, gr_job *batch);
+static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n, int pin);
 
 /* ---- errors and fault injection ---- */
 
@@ -199,32 +231,72 @@ static void cuda_errfmt(char *buf, size_t len, cuda_dev *d, const char *call, cu
 		 cudaGetErrorString(e), injected ? " (injected fault)" : "");
 }
 
-/* Take a device out of service (first reason wins). */
+/* Take a device out of service (first reason wins) and wake its threads. */
 static void cuda_dev_fail(cuda_dev *d, const char *why)
 {
 	pthread_mutex_lock(&d->lock);
 	if (d->healthy) {
-		d->healthy = false;
+		__atomic_store_n(&d->healthy, false, __ATOMIC_RELAXED);
 		snprintf(d->health, sizeof(d->health), "%s", why);
 	}
-	d->kick = true;
-	pthread_cond_signal(&d->cond);
+	pthread_cond_signal(&d->scond);
 	pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- small helpers ---- */
+
+static uint64_t cuda_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A short pause inside a polling loop, kind to the sibling hyperthread. */
+static inline void cuda_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static uint64_t cuda_job_units(const gr_job *j)
+{
+	return j->n ? gr_kernel_units(j->n, gr_dtype_size(j->dtype)) : 0;
 }
 
 /* ---- finishing jobs ---- */
 
-static void cuda_fail_batch(cuda_backend *be, gr_job *batch, int status, const char *why)
+static void cuda_fail_list(cuda_backend *be, gr_job *list, int status, const char *why)
 {
-	while (batch) {
-		gr_job *next = batch->next;
-		batch->status = status;
-		snprintf(batch->errmsg, sizeof(batch->errmsg), "%s", why);
-		gr_completion_post(be->pub.cq, batch);
-		batch = next;
+	while (list) {
+		gr_job *next = list->next;
+		list->status = status;
+		snprintf(list->errmsg, sizeof(list->errmsg), "%s", why);
+		gr_completion_post(be->pub.cq, list);
+		list = next;
 	}
 }
 
+/* True when a partial's exact accumulator holds nothing. */
+static bool cuda_xacc_clear(const gr_partial *p)
+{
+	uint64_t any = p->xflags;
+	for (unsigned k = 0; k < GR_PARTIAL_XWORDS; k++)
+		any |= p->xacc[k];
+	return !any;
+}
+
+/*
+ * Post the jobs of a launch that ran, and forget them. The loop thread
+ * reads these jobs next and set status and errmsg in submit(): what is
+ * already right is only read here, not written, so that most of a job's
+ * cache lines stay in the loop thread's cache.
+ */
 static void cuda_finish_ok(cuda_ctx *c)
 {
 	cuda_backend *be = c->dev->be;
@@ -234,40 +306,160 @@ static void cuda_finish_ok(cuda_ctx *c)
 		if (j->n == 0) {
 			gr_partial_identity(j->op, j->dtype, &j->result);
 		} else {
+			/* a partial filled by hand starts from zero: the
+			 * exact accumulator must not keep an earlier value */
+			if (!cuda_xacc_clear(&j->result))
+				memset(&j->result, 0, sizeof(j->result));
 			j->result.count = j->n;
 			j->result.v.u = c->hout[i];
 		}
-		j->status = 0;
-		j->errmsg[0] = '\0';
+		if (j->status)
+			j->status = 0;
+		if (j->errmsg[0])
+			j->errmsg[0] = '\0';
 		gr_completion_post(be->pub.cq, j);
 		j = next;
 	}
 	c->jobs = NULL;
 }
 
+/* Give a context back to its submission thread; its jobs are gone. */
 static void cuda_ctx_release(cuda_ctx *c)
 {
 	cuda_dev *d = c->dev;
+	__atomic_sub_fetch(&d->busy, c->njobs, __ATOMIC_RELAXED);
+	c->njobs = 0;
 	pthread_mutex_lock(&d->lock);
 	c->next = d->free_list;
-	d->free_list = c;
-	d->busy--;
-	d->kick = true;
-	pthread_cond_signal(&d->cond);
+	__atomic_store_n(&d->free_list, c, __ATOMIC_RELEASE);
+	if (d->swait_ctx)
+		pthread_cond_signal(&d->scond);
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* ---- starting a batch ---- */
+/* ---- queueing (any thread; the loop thread on the hot path) ---- */
 
-static void CUDART_CB cuda_host_done(void *arg)
+/*
+ * Append a list of n jobs to d's queue. Returns 0, or -EIO when d is out
+ * of service (why says so) or -ESHUTDOWN when its submission thread has
+ * ended; the jobs are then still the caller's.
+ */
+static int cuda_dev_queue(cuda_dev *d, gr_job *head, gr_job *tail, uint64_t n, char *why,
+			  size_t whylen)
 {
-	/* No CUDA here: only wake the completion thread. */
-	cuda_dev *d = ((cuda_ctx *)arg)->dev;
 	pthread_mutex_lock(&d->lock);
-	d->kick = true;
-	pthread_cond_signal(&d->cond);
+	if (!d->healthy || d->sdone) {
+		int r = d->healthy ? -ESHUTDOWN : -EIO;
+		if (r == -EIO)
+			cuda_fmt(why, whylen, "device %d is out of service: %s", d->ordinal, d->health);
+		else
+			cuda_fmt(why, whylen, "device %d is shutting down", d->ordinal);
+		pthread_mutex_unlock(&d->lock);
+		return r;
+	}
+	tail->next = NULL;
+	if (d->qtail)
+		d->qtail->next = head;
+	else
+		__atomic_store_n(&d->qhead, head, __ATOMIC_RELEASE);
+	d->qtail = tail;
+	__atomic_add_fetch(&d->busy, n, __ATOMIC_RELAXED);
+	if (d->swait_work)
+		pthread_cond_signal(&d->scond);
 	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
+
+/* Send jobs to their pinned device, or to the healthy one with least work. */
+static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n, int pin)
+{
+	char why[192];
+	if (pin >= 0) {
+		if ((unsigned)pin >= be->ndev) {
+			cuda_fmt(why, sizeof(why), "no CUDA device %d", pin);
+			cuda_fail_list(be, head, -EIO, why);
+			return;
+		}
+		if (cuda_dev_queue(&be->devs[pin], head, tail, n, why, sizeof(why)) < 0)
+			cuda_fail_list(be, head, -EIO, why);
+		return;
+	}
+	/* A device found failed while we queue drops out of the next round. */
+	for (unsigned round = 0; round <= be->ndev; round++) {
+		unsigned start = __atomic_load_n(&be->last, __ATOMIC_RELAXED);
+		cuda_dev *best = NULL;
+		uint64_t best_busy = 0;
+		for (unsigned k = 0; k < be->ndev; k++) {
+			cuda_dev *d = &be->devs[(start + k) % be->ndev];
+			if (!__atomic_load_n(&d->healthy, __ATOMIC_RELAXED))
+				continue;
+			uint64_t busy = __atomic_load_n(&d->busy, __ATOMIC_RELAXED);
+			if (!best || busy < best_busy) {
+				best = d;
+				best_busy = busy;
+			}
+		}
+		if (!best)
+			break;
+		if (cuda_dev_queue(best, head, tail, n, why, sizeof(why)) == 0) {
+			__atomic_store_n(&be->last, (unsigned)best->ordinal, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	cuda_fail_list(be, head, -EIO, "no healthy CUDA device left");
+}
+
+/*
+ * The queue of a device found out of service: jobs pinned to a device go
+ * there (and fail when it is this one), the rest to the other devices.
+ */
+static void cuda_requeue(cuda_dev *d, gr_job *list)
+{
+	gr_job *head = NULL, *tail = NULL;
+	uint64_t n = 0, moved = 0;
+	while (list) {
+		gr_job *j = list;
+		list = j->next;
+		j->next = NULL;
+		moved++;
+		if (j->device >= 0) {
+			cuda_route(d->be, j, j, 1, j->device);
+			continue;
+		}
+		if (tail)
+			tail->next = j;
+		else
+			head = j;
+		tail = j;
+		n++;
+	}
+	__atomic_sub_fetch(&d->busy, moved, __ATOMIC_RELAXED);
+	if (head)
+		cuda_route(d->be, head, tail, n, -1);
+}
+
+static void cuda_submit(gr_backend *b, gr_job *batch)
+{
+	cuda_backend *be = (cuda_backend *)b;
+	gr_job *tail = batch;
+	uint64_t n = 0;
+	int pin = -1;
+	for (gr_job *j = batch; j; j = j->next) {
+		j->status = 0;
+		j->errmsg[0] = '\0';
+		if (pin < 0 && j->device >= 0)
+			pin = j->device;
+		tail = j;
+		n++;
+	}
+	if (!n)
+		return;
+	b->batches++;
+	b->batched_jobs += n;
+	cuda_route(be, batch, tail, n, pin);
+}
+
+/* ---- launching (the submission thread) ---- */
 
 #define CUDA_TRY(call_name, kind, expr)                                              \
 	do {                                                                          \
@@ -280,70 +472,83 @@ static void CUDART_CB cuda_host_done(void *arg)
 	} while (0)
 
 /*
- * Enqueue batch on context c (owned by the caller until it is in flight).
- * On failure the jobs are posted with -EIO, the device is taken out of
- * service and the context goes back to the free list.
+ * Launch on context c the longest run of jobs from the head of list that
+ * fits one launch, and return the rest of the list. c comes back to the
+ * free list when the run needs no GPU work or fails; a failure takes the
+ * device out of service and posts the run's jobs with -EIO.
  */
-static void cuda_ctx_start(cuda_ctx *c, gr_job *batch)
+static gr_job *cuda_launch(cuda_ctx *c, gr_job *list)
 {
 	cuda_dev *d = c->dev;
 	cuda_backend *be = d->be;
 	char why[192];
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	uint32_t nsegs = 0;
+	uint64_t units = 0;
+	gr_job *last = NULL, *j;
 
-	for (gr_job *j = batch; j; j = j->next, nsegs++) {
-		if (j->n == 0)
-			continue;
-		uintptr_t s = (uintptr_t)j->data;
-		uintptr_t e = s + j->n * gr_dtype_size(j->dtype);
-		lo = s < lo ? s : lo;
-		hi = e > hi ? e : hi;
+	/* the run: segment table filled as it grows, offsets once lo is known */
+	for (j = list; j; last = j, j = j->next) {
+		uint64_t u = cuda_job_units(j);
+		if (nsegs == be->cap_segs || units + u > be->cap_units)
+			break;
+		if (j->n) {
+			uintptr_t s = (uintptr_t)j->data;
+			uintptr_t e = s + j->n * gr_dtype_size(j->dtype);
+			uintptr_t nlo = s < lo ? s : lo, nhi = e > hi ? e : hi;
+			if (nhi - (nlo & ~(uintptr_t)15) > c->dbuf_bytes)
+				break;
+			lo = nlo;
+			hi = nhi;
+		}
+		gr_kseg *sg = &c->hsegs[nsegs++];
+		sg->offset = (uintptr_t)j->data;
+		sg->n = j->n;
+		sg->opdt = (uint32_t)j->op * 8 + (uint32_t)j->dtype;
+		sg->unit_rows = j->n ? gr_kernel_unit_rows(j->n, gr_dtype_size(j->dtype)) : 0;
+		sg->first_unit = (uint32_t)units;
+		sg->units = (uint32_t)u;
+		units += u;
 	}
-	c->jobs = batch;
+	if (!last) {
+		/* the first job alone does not fit: it cannot have come from
+		 * one staging slot */
+		gr_job *rest = list->next;
+		list->next = NULL;
+		c->njobs = 1;
+		cuda_fail_list(be, list, -EINVAL, "job larger than a staging slot");
+		cuda_ctx_release(c);
+		return rest;
+	}
+	gr_job *rest = last->next;
+	last->next = NULL;
+	c->jobs = list;
 	c->njobs = nsegs;
+	__atomic_add_fetch(&d->jobs, nsegs, __ATOMIC_RELAXED);
 	if (hi == 0) {
 		/* nothing but empty jobs: no GPU work */
 		cuda_finish_ok(c);
 		cuda_ctx_release(c);
-		return;
+		return rest;
 	}
 	uintptr_t lo16 = lo & ~(uintptr_t)15;
-	size_t span = hi - lo16;
-	if (span > c->dbuf_bytes) {
-		c->jobs = NULL;
-		cuda_fail_batch(be, batch, -EINVAL, "batch spans more than one staging slot");
-		cuda_ctx_release(c);
-		return;
-	}
+	for (uint32_t i = 0; i < nsegs; i++)
+		c->hsegs[i].offset = c->hsegs[i].n ? c->hsegs[i].offset - lo16 : 0;
 
-	uint32_t units = 0, i = 0;
-	for (gr_job *j = batch; j; j = j->next, i++) {
-		gr_kseg *s = &c->hsegs[i];
-		size_t sz = gr_dtype_size(j->dtype);
-		s->offset = j->n ? (uintptr_t)j->data - lo16 : 0;
-		s->n = j->n;
-		s->opdt = (uint32_t)j->op * 8 + (uint32_t)j->dtype;
-		s->unit_rows = gr_kernel_unit_rows(j->n, sz);
-		s->first_unit = units;
-		s->units = j->n ? (uint32_t)gr_kernel_units(j->n, sz) : 0;
-		units += s->units;
-	}
-
-	CUDA_TRY("cudaSetDevice", -1, cudaSetDevice(d->ordinal));
 	CUDA_TRY("cudaMemcpyAsync (host to device)", FAULT_H2D,
-		 cudaMemcpyAsync(c->dbuf, (const void *)lo16, span, cudaMemcpyHostToDevice, c->stream));
+		 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16, cudaMemcpyHostToDevice,
+				 c->stream));
 	CUDA_TRY("cudaMemcpyAsync (segment table)", -1,
 		 cudaMemcpyAsync(c->dsegs, c->hsegs, nsegs * sizeof(gr_kseg), cudaMemcpyHostToDevice,
 				 c->stream));
 	CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
-		 (cudaError_t)gr_kernel_launch_batch(c->dbuf, c->dsegs, nsegs, units, c->dpartials,
-						     c->dtickets, c->dout, (int)d->sms, c->stream));
+		 (cudaError_t)gr_kernel_launch_batch(c->dbuf, c->dsegs, nsegs, (uint32_t)units,
+						     c->dpartials, c->dtickets, c->dout, (int)d->sms,
+						     c->stream));
 	CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
 		 cudaMemcpyAsync(c->hout, c->dout, nsegs * sizeof(uint64_t), cudaMemcpyDeviceToHost,
 				 c->stream));
 	CUDA_TRY("cudaEventRecord", -1, cudaEventRecord(c->done, c->stream));
-	CUDA_TRY("cudaLaunchHostFunc", -1, cudaLaunchHostFunc(c->stream, cuda_host_done, c));
 
 	/* in flight only now that its event is recorded: an event never
 	 * recorded reads as complete */
@@ -352,244 +557,241 @@ static void cuda_ctx_start(cuda_ctx *c, gr_job *batch)
 	if (d->inflight_tail)
 		d->inflight_tail->next = c;
 	else
-		d->inflight = c;
+		__atomic_store_n(&d->inflight, c, __ATOMIC_RELEASE);
 	d->inflight_tail = c;
-	d->kick = true;
-	pthread_cond_signal(&d->cond);
+	if (d->cwaiting)
+		pthread_cond_signal(&d->ccond);
 	pthread_mutex_unlock(&d->lock);
-	return;
+	return rest;
 
 fail:
-	c->jobs = NULL;
 	cuda_dev_fail(d, why);
-	cuda_fail_batch(be, batch, -EIO, why);
+	cuda_fail_list(be, c->jobs, -EIO, why);
+	c->jobs = NULL;
 	cuda_ctx_release(c);
+	return rest;
 }
 
-/* Split a batch longer than a context's tables into batches that fit. */
-static gr_job *cuda_split(cuda_backend *be, gr_job *batch, gr_job **rest)
+/*
+ * With d->lock held: wait until there are queued jobs (want_ctx false) or
+ * a free context (want_ctx true), or the device stops or fails. Polls
+ * without the lock for up to the spin time first. Callers re-check.
+ */
+static void cuda_sub_wait(cuda_dev *d, bool want_ctx)
 {
-	uint32_t n = 1;
-	uint64_t units = 0;
-	gr_job *j = batch;
-	for (;;) {
-		units += j->n ? gr_kernel_units(j->n, gr_dtype_size(j->dtype)) : 0;
-		if (!j->next)
-			break;
-		uint64_t nu = j->next->n ? gr_kernel_units(j->next->n, gr_dtype_size(j->next->dtype)) : 0;
-		if (n + 1 > be->cap_segs || units + nu > be->cap_units)
-			break;
-		j = j->next;
-		n++;
-	}
-	*rest = j->next;
-	j->next = NULL;
-	return batch;
-}
-
-/* Queue a batch on device d (any thread). */
-static void cuda_dev_submit(cuda_dev *d, gr_job *batch)
-{
-	pthread_mutex_lock(&d->lock);
-	if (!d->healthy) {
-		char why[192];
-		cuda_fmt(why, sizeof(why), "device %d is out of service: %s", d->ordinal, d->health);
+	uint64_t spin = d->be->spin_ns;
+	if (spin) {
 		pthread_mutex_unlock(&d->lock);
-		cuda_fail_batch(d->be, batch, -EIO, why);
-		return;
-	}
-	d->busy++;
-	for (gr_job *j = batch; j; j = j->next)
-		d->jobs++;
-	cuda_ctx *c = d->free_list;
-	if (c && !d->pend) {
-		d->free_list = c->next;
-		pthread_mutex_unlock(&d->lock);
-		cuda_ctx_start(c, batch);
-		return;
-	}
-	cuda_pending *p = malloc(sizeof(*p));
-	if (!p) {
-		d->busy--;
-		pthread_mutex_unlock(&d->lock);
-		cuda_fail_batch(d->be, batch, -ENOMEM, "out of memory queueing a batch");
-		return;
-	}
-	p->batch = batch;
-	p->next = NULL;
-	if (d->pend_tail)
-		d->pend_tail->next = p;
-	else
-		d->pend = p;
-	d->pend_tail = p;
-	d->kick = true;
-	pthread_cond_signal(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-}
-
-/* Send a batch to its pinned device, or the healthy one with least work. */
-static void cuda_route(cuda_backend *be, gr_job *batch)
-{
-	int pin = -1;
-	for (gr_job *j = batch; j; j = j->next)
-		if (j->device >= 0) {
-			pin = j->device;
-			break;
+		uint64_t t0 = cuda_now_ns();
+		for (unsigned k = 1;; k++) {
+			if (want_ctx ? __atomic_load_n(&d->free_list, __ATOMIC_ACQUIRE) != NULL
+				     : __atomic_load_n(&d->qhead, __ATOMIC_ACQUIRE) != NULL)
+				break;
+			if (__atomic_load_n(&d->stop, __ATOMIC_RELAXED) ||
+			    !__atomic_load_n(&d->healthy, __ATOMIC_RELAXED))
+				break;
+			cuda_relax();
+			if (!(k & 31) && cuda_now_ns() - t0 >= spin)
+				break;
 		}
-	if (pin >= 0) {
-		if ((unsigned)pin >= be->ndev) {
-			char why[96];
-			snprintf(why, sizeof(why), "no CUDA device %d", pin);
-			cuda_fail_batch(be, batch, -EIO, why);
-			return;
-		}
-		cuda_dev_submit(&be->devs[pin], batch);
-		return;
-	}
-
-	pthread_mutex_lock(&be->pick_lock);
-	unsigned start = be->rr++;
-	pthread_mutex_unlock(&be->pick_lock);
-	cuda_dev *best = NULL;
-	unsigned best_busy = 0;
-	for (unsigned k = 0; k < be->ndev; k++) {
-		cuda_dev *d = &be->devs[(start + k) % be->ndev];
 		pthread_mutex_lock(&d->lock);
-		bool ok = d->healthy;
-		unsigned busy = d->busy;
-		pthread_mutex_unlock(&d->lock);
-		if (ok && (!best || busy < best_busy)) {
-			best = d;
-			best_busy = busy;
-		}
 	}
-	if (!best) {
-		cuda_fail_batch(be, batch, -EIO, "no healthy CUDA device left");
-		return;
-	}
-	cuda_dev_submit(best, batch);
-}
-
-static void cuda_submit(gr_backend *b, gr_job *batch)
-{
-	cuda_backend *be = (cuda_backend *)b;
-	while (batch) {
-		gr_job *rest = NULL;
-		gr_job *part = cuda_split(be, batch, &rest);
-		uint64_t n = 0;
-		for (gr_job *j = part; j; j = j->next) {
-			j->status = 0;
-			j->errmsg[0] = '\0';
-			n++;
+	if (want_ctx) {
+		while (!d->free_list && d->healthy) {
+			d->swait_ctx = true;
+			pthread_cond_wait(&d->scond, &d->lock);
+			d->swait_ctx = false;
 		}
-		b->batches++;
-		b->batched_jobs += n;
-		cuda_route(be, part);
-		batch = rest;
+	} else {
+		while (!d->qhead && !d->stop) {
+			d->swait_work = true;
+			pthread_cond_wait(&d->scond, &d->lock);
+			d->swait_work = false;
+		}
 	}
 }
 
-/* ---- the completion thread, one per device ---- */
-
-static void cuda_harvest(cuda_dev *d)
+static void *cuda_submitter(void *arg)
 {
+	cuda_dev *d = arg;
+	gr_job *carry = NULL, *carry_tail = NULL; /* taken from the queue, not yet launched */
+	cudaError_t e = cudaSetDevice(d->ordinal);
+	if (e != cudaSuccess) {
+		char why[192];
+		cuda_errfmt(why, sizeof(why), d, "cudaSetDevice", e, false);
+		cuda_dev_fail(d, why);
+	}
+
 	pthread_mutex_lock(&d->lock);
-	cuda_ctx *list = d->inflight;
-	d->inflight = d->inflight_tail = NULL;
+	for (;;) {
+		if (d->qhead) {
+			if (carry_tail)
+				carry_tail->next = d->qhead;
+			else
+				carry = d->qhead;
+			carry_tail = d->qtail;
+			__atomic_store_n(&d->qhead, NULL, __ATOMIC_RELAXED);
+			d->qtail = NULL;
+		}
+		if (!carry) {
+			if (d->stop)
+				break;
+			cuda_sub_wait(d, false);
+			continue;
+		}
+		if (!d->healthy) {
+			pthread_mutex_unlock(&d->lock);
+			cuda_requeue(d, carry);
+			carry = carry_tail = NULL;
+			pthread_mutex_lock(&d->lock);
+			continue;
+		}
+		cuda_ctx *c = d->free_list;
+		if (!c) {
+			/* the queue grows meanwhile: the next launch takes more */
+			cuda_sub_wait(d, true);
+			continue;
+		}
+		__atomic_store_n(&d->free_list, c->next, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&d->lock);
+		carry = cuda_launch(c, carry);
+		if (!carry)
+			carry_tail = NULL;
+		pthread_mutex_lock(&d->lock);
+	}
+	d->sdone = true;
 	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
 
-	cuda_ctx *keep = NULL, *keep_tail = NULL;
+/* ---- completion (the completion thread) ---- */
+
+/*
+ * Finish the contexts of list (oldest first) whose events are done, and
+ * return those still out. oldest_e: the oldest one's state when the
+ * caller already knows it (from cudaEventSynchronize), else
+ * cudaErrorNotReady. *progress tells whether any finished.
+ */
+static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, bool *progress)
+{
+	cuda_ctx *keep = NULL, **keep_end = &keep;
+	bool first = true;
+	*progress = false;
 	while (list) {
 		cuda_ctx *c = list;
 		list = c->next;
 		c->next = NULL;
-		bool inj = cuda_fault_hit(d, FAULT_SYNC);
-		cudaError_t e = inj ? cudaErrorLaunchFailure : cudaEventQuery(c->done);
+		const char *call = "cudaEventQuery";
+		cudaError_t e;
+		if (first && oldest_e != cudaErrorNotReady) {
+			e = oldest_e;
+			call = "cudaEventSynchronize";
+		} else {
+			e = cudaEventQuery(c->done);
+		}
+		first = false;
 		if (e == cudaErrorNotReady) {
-			if (keep_tail)
-				keep_tail->next = c;
-			else
-				keep = c;
-			keep_tail = c;
+			*keep_end = c;
+			keep_end = &c->next;
 			continue;
+		}
+		*progress = true;
+		bool inj = false;
+		if (e == cudaSuccess && cuda_fault_hit(d, FAULT_SYNC)) {
+			inj = true;
+			e = cudaErrorLaunchFailure;
+			call = "cudaEventQuery";
 		}
 		if (e == cudaSuccess) {
 			cuda_finish_ok(c);
 		} else {
 			char why[192];
-			cuda_errfmt(why, sizeof(why), d, "cudaEventQuery", e, inj);
+			cuda_errfmt(why, sizeof(why), d, call, e, inj);
 			cuda_dev_fail(d, why);
-			gr_job *jobs = c->jobs;
+			cuda_fail_list(d->be, c->jobs, -EIO, why);
 			c->jobs = NULL;
-			cuda_fail_batch(d->be, jobs, -EIO, why);
 		}
 		cuda_ctx_release(c);
 	}
-	if (keep) {
-		pthread_mutex_lock(&d->lock);
-		keep_tail->next = d->inflight;
-		if (!d->inflight)
-			d->inflight_tail = keep_tail;
-		d->inflight = keep;
-		pthread_mutex_unlock(&d->lock);
-	}
+	return keep;
 }
 
-static void *cuda_thread(void *arg)
+static void *cuda_completer(void *arg)
 {
 	cuda_dev *d = arg;
+	cuda_ctx *list = NULL, *tail = NULL; /* in flight, oldest first */
+	uint64_t since = 0; /* the last progress, or when waiting began */
+	const uint64_t spin = d->be->spin_ns;
 	cudaSetDevice(d->ordinal);
-	pthread_mutex_lock(&d->lock);
+
 	for (;;) {
-		while (!d->kick && !d->stop) {
-			if (d->inflight) {
-				struct timespec ts;
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_nsec += CUDA_POLL_NS;
-				if (ts.tv_nsec >= 1000000000L) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000L;
-				}
-				if (pthread_cond_timedwait(&d->cond, &d->lock, &ts) == ETIMEDOUT)
-					break;
-			} else {
-				pthread_cond_wait(&d->cond, &d->lock);
-			}
-		}
-		d->kick = false;
-		if (d->stop && !d->inflight && !d->pend)
-			break;
-		pthread_mutex_unlock(&d->lock);
-
-		cuda_harvest(d);
-
-		/* start queued batches; a device out of service sends them on */
-		pthread_mutex_lock(&d->lock);
-		while (d->pend && (d->free_list || !d->healthy)) {
-			cuda_pending *p = d->pend;
-			d->pend = p->next;
-			if (!d->pend)
-				d->pend_tail = NULL;
-			gr_job *batch = p->batch;
-			free(p);
-			if (!d->healthy) {
-				d->busy--;
-				pthread_mutex_unlock(&d->lock);
-				if (batch->device >= 0) {
-					cuda_dev_submit(d, batch);
-				} else {
-					cuda_route(d->be, batch);
-				}
-			} else {
-				cuda_ctx *c = d->free_list;
-				d->free_list = c->next;
-				pthread_mutex_unlock(&d->lock);
-				cuda_ctx_start(c, batch);
-			}
+		if (!list || __atomic_load_n(&d->inflight, __ATOMIC_ACQUIRE)) {
 			pthread_mutex_lock(&d->lock);
+			if (d->inflight) {
+				/* the spin time counts from the first launch
+				 * out, or from the last one back */
+				if (tail) {
+					tail->next = d->inflight;
+				} else {
+					list = d->inflight;
+					since = cuda_now_ns();
+				}
+				tail = d->inflight_tail;
+				__atomic_store_n(&d->inflight, NULL, __ATOMIC_RELAXED);
+				d->inflight_tail = NULL;
+			}
+			if (!list) {
+				if (d->cstop) {
+					pthread_mutex_unlock(&d->lock);
+					break;
+				}
+				if (cuda_now_ns() - since < spin) {
+					/* more launches are likely soon after one
+					 * finished: look for them a while before
+					 * sleeping */
+					pthread_mutex_unlock(&d->lock);
+					while (!__atomic_load_n(&d->inflight, __ATOMIC_ACQUIRE) &&
+					       !__atomic_load_n(&d->cstop, __ATOMIC_RELAXED) &&
+					       cuda_now_ns() - since < spin)
+						for (int k = 0; k < 16; k++)
+							cuda_relax();
+					continue;
+				}
+				d->cwaiting = true;
+				pthread_cond_wait(&d->ccond, &d->lock);
+				d->cwaiting = false;
+				pthread_mutex_unlock(&d->lock);
+				since = cuda_now_ns();
+				continue;
+			}
+			pthread_mutex_unlock(&d->lock);
 		}
+
+		bool progress;
+		list = cuda_reap(d, list, cudaErrorNotReady, &progress);
+		tail = list;
+		while (tail && tail->next)
+			tail = tail->next;
+		if (progress) {
+			since = cuda_now_ns();
+			continue;
+		}
+		if (cuda_now_ns() - since < spin) {
+			/* about a microsecond between looks: the events are
+			 * the driver's, and the submission thread needs it */
+			for (int k = 0; k < 16; k++)
+				cuda_relax();
+			continue;
+		}
+		/* long work: sleep until the oldest is done (blocking-sync
+		 * events), then look at all of them again */
+		cudaError_t e = cudaEventSynchronize(list->done);
+		list = cuda_reap(d, list, e, &progress);
+		tail = list;
+		while (tail && tail->next)
+			tail = tail->next;
+		since = cuda_now_ns();
 	}
-	pthread_mutex_unlock(&d->lock);
 	return NULL;
 }
 
@@ -618,9 +820,11 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	cuda_backend *be = d->be;
 	cudaError_t e;
 	c->dev = d;
+	/* a slot's span, rounded down to 16 bytes at its start */
 	c->dbuf_bytes = chunk + 16;
+	/* blocking sync: the completion thread's long waits sleep */
 	if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) ||
-	    (e = cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming)) ||
+	    (e = cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming | cudaEventBlockingSync)) ||
 	    (e = cudaMalloc((void **)&c->dbuf, c->dbuf_bytes + 16)) ||
 	    (e = cudaMalloc((void **)&c->dsegs, be->cap_segs * sizeof(gr_kseg))) ||
 	    (e = cudaMalloc((void **)&c->dout, be->cap_segs * sizeof(uint64_t))) ||
@@ -667,8 +871,25 @@ static int cuda_dev_init(cuda_dev *d, size_t chunk, char *why, size_t whylen)
 		d->ctxs[i].next = d->free_list;
 		d->free_list = &d->ctxs[i];
 	}
-	d->inited = true;
 	return 0;
+}
+
+/* Start d's two threads; false (and why) when either cannot start. */
+static bool cuda_dev_start(cuda_dev *d, char *why, size_t whylen)
+{
+	/* the completion thread first: launches with no one to finish them
+	 * would hang */
+	if (pthread_create(&d->cthread, NULL, cuda_completer, d) != 0) {
+		snprintf(why, whylen, "cannot start its completion thread");
+		return false;
+	}
+	d->cthread_started = true;
+	if (pthread_create(&d->sthread, NULL, cuda_submitter, d) != 0) {
+		snprintf(why, whylen, "cannot start its submission thread");
+		return false;
+	}
+	d->sthread_started = true;
+	return true;
 }
 
 static void cuda_describe(gr_backend *b, unsigned i, gr_device_info *ret)
@@ -690,8 +911,8 @@ static void cuda_describe(gr_backend *b, unsigned i, gr_device_info *ret)
 	pthread_mutex_lock(&d->lock);
 	ret->healthy = d->healthy;
 	snprintf(ret->health, sizeof(ret->health), "%s", d->health);
-	ret->jobs = d->jobs;
 	pthread_mutex_unlock(&d->lock);
+	ret->jobs = __atomic_load_n(&d->jobs, __ATOMIC_RELAXED);
 }
 
 static void cuda_free(gr_backend *b)
@@ -699,32 +920,45 @@ static void cuda_free(gr_backend *b)
 	cuda_backend *be = (cuda_backend *)b;
 	if (!be)
 		return;
+	/* Every submission thread drains its queue first (a device failing
+	 * meanwhile hands its jobs to those still running); only then can
+	 * nothing new go in flight. */
 	for (unsigned i = 0; i < be->ndev; i++) {
 		cuda_dev *d = &be->devs[i];
-		if (!d->thread_started)
-			continue;
 		pthread_mutex_lock(&d->lock);
-		d->stop = true;
-		d->kick = true;
-		pthread_cond_signal(&d->cond);
+		__atomic_store_n(&d->stop, true, __ATOMIC_RELAXED);
+		pthread_cond_signal(&d->scond);
 		pthread_mutex_unlock(&d->lock);
-		pthread_join(d->thread, NULL);
 	}
 	for (unsigned i = 0; i < be->ndev; i++) {
 		cuda_dev *d = &be->devs[i];
-		if (!d->ctxs)
-			goto destroy;
-		cudaSetDevice(d->ordinal);
-		for (unsigned k = 0; k < d->nctx; k++)
-			cuda_ctx_deinit(&d->ctxs[k]);
-		free(d->ctxs);
-destroy:
-		pthread_cond_destroy(&d->cond);
+		if (d->sthread_started)
+			pthread_join(d->sthread, NULL);
+	}
+	for (unsigned i = 0; i < be->ndev; i++) {
+		cuda_dev *d = &be->devs[i];
+		if (!d->cthread_started)
+			continue;
+		pthread_mutex_lock(&d->lock);
+		__atomic_store_n(&d->cstop, true, __ATOMIC_RELAXED);
+		pthread_cond_signal(&d->ccond);
+		pthread_mutex_unlock(&d->lock);
+		pthread_join(d->cthread, NULL);
+	}
+	for (unsigned i = 0; i < be->ndev; i++) {
+		cuda_dev *d = &be->devs[i];
+		if (d->ctxs) {
+			cudaSetDevice(d->ordinal);
+			for (unsigned k = 0; k < d->nctx; k++)
+				cuda_ctx_deinit(&d->ctxs[k]);
+			free(d->ctxs);
+		}
+		pthread_cond_destroy(&d->scond);
+		pthread_cond_destroy(&d->ccond);
 		pthread_mutex_destroy(&d->lock);
 	}
 	if (be->pub.staging)
 		cudaFreeHost(be->pub.staging);
-	pthread_mutex_destroy(&be->pick_lock);
 	free(be->devs);
 	free(be);
 }
@@ -734,6 +968,24 @@ static const gr_backend_ops cuda_ops = {
 	.describe = cuda_describe,
 	.free = cuda_free,
 };
+
+static int cuda_spin_parse(cuda_backend *be, char *errbuf, size_t errlen)
+{
+	const char *s = getenv("GPURED_CUDA_SPIN_US");
+	unsigned long us = CUDA_DEFAULT_SPIN_US;
+	if (s && *s) {
+		char *end = NULL;
+		errno = 0;
+		us = strtoul(s, &end, 10);
+		if (errno || !end || *end || us > CUDA_MAX_SPIN_US) {
+			snprintf(errbuf, errlen, "GPURED_CUDA_SPIN_US: want 0 to %u microseconds, got '%s'",
+				 CUDA_MAX_SPIN_US, s);
+			return -EINVAL;
+		}
+	}
+	be->spin_ns = (uint64_t)us * 1000u;
+	return 0;
+}
 
 int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_backend **ret,
 			char *errbuf, size_t errlen)
@@ -752,12 +1004,13 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 		snprintf(errbuf, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&be->pick_lock, NULL);
 	be->pub.ops = &cuda_ops;
 	be->pub.name = "cuda";
 	be->pub.cq = cq;
 	const char *fault = cfg && cfg->fault ? cfg->fault : getenv("GPURED_CUDA_FAULT");
 	r = cuda_fault_parse(be, fault, errbuf, errlen);
+	if (r == 0)
+		r = cuda_spin_parse(be, errbuf, errlen);
 	if (r < 0) {
 		cuda_free(&be->pub);
 		return r;
@@ -769,9 +1022,16 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	staging = staging < chunk ? chunk : staging / chunk * chunk;
 	be->streams = cfg && cfg->streams ? cfg->streams : CUDA_DEFAULT_STREAMS;
 	/* a job takes at least one element, most take far more: tables for
-	 * one segment per 64 bytes of a slot; longer batches are split */
+	 * one segment per 64 bytes of a slot; longer runs are split */
 	be->cap_segs = (uint32_t)((chunk / 64 < 65536 ? chunk / 64 : 65536) + 64);
-	be->cap_units = (uint32_t)(chunk / (8 * GR_KERNEL_ROW_BYTES) + be->cap_segs + 64);
+	uint64_t cap_units = chunk / (8 * GR_KERNEL_ROW_BYTES) + be->cap_segs + 64;
+	/* and never fewer units than one job filling the device buffer
+	 * takes, whatever the kernel's unit size */
+	for (size_t sz = 4; sz <= 8; sz += 4) {
+		uint64_t u = gr_kernel_units((chunk + 16) / sz, sz);
+		cap_units = u > cap_units ? u : cap_units;
+	}
+	be->cap_units = (uint32_t)cap_units;
 	cudaDriverGetVersion(&be->driver_version);
 	cudaRuntimeGetVersion(&be->runtime_version);
 
@@ -787,8 +1047,10 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 		cuda_dev *d = &be->devs[i];
 		d->be = be;
 		d->ordinal = (int)i;
+		d->sdone = true; /* until its thread runs */
 		pthread_mutex_init(&d->lock, NULL);
-		pthread_cond_init(&d->cond, NULL);
+		pthread_cond_init(&d->scond, NULL);
+		pthread_cond_init(&d->ccond, NULL);
 		snprintf(d->health, sizeof(d->health), "ok");
 	}
 
@@ -816,12 +1078,15 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 			continue;
 		}
 		d->healthy = true;
-		if (pthread_create(&d->thread, NULL, cuda_thread, d) != 0) {
+		d->sdone = false;
+		if (!cuda_dev_start(d, why, sizeof(why))) {
+			pthread_mutex_lock(&d->lock);
 			d->healthy = false;
-			snprintf(d->health, sizeof(d->health), "cannot start its completion thread");
+			d->sdone = !d->sthread_started;
+			snprintf(d->health, sizeof(d->health), "%s", why);
+			pthread_mutex_unlock(&d->lock);
 			continue;
 		}
-		d->thread_started = true;
 		usable++;
 	}
 	if (!usable) {

@@ -4,7 +4,9 @@
  * reduction gr_reduce() at sizes 0 to a million, misaligned starts, NaN,
  * infinities and integer extremes; floats bit for bit the same over
  * repeats and whether a job rides alone or among thousands; many batches
- * in flight at once; a 2^28 + 5 element job; and the injected-fault path.
+ * in flight at once; thousands of small batches back to back, which the
+ * engine may merge, against the same jobs one by one; a 2^28 + 5 element
+ * job; and the injected-fault path.
  * Exits 77 when there is no GPU.
  */
 #include <errno.h>
@@ -110,12 +112,11 @@ static double magnitude(gr_op op, gr_dtype dt, const uint8_t *p, size_t n)
 	return m;
 }
 
-static bool is_float_result(gr_op op, gr_dtype dt)
-{
-	return op == GR_OP_SUMSQ || gr_dtype_is_float(dt);
-}
-
-/* The job's result against gr_reduce on the same bytes. */
+/*
+ * The job's result against gr_reduce on the same bytes, both through
+ * gr_partial_finish(): the CPU's float sums keep their value in the exact
+ * accumulator, so only the finished value can be compared.
+ */
 static void check_job(const gr_job *j, const char *what)
 {
 	gr_partial want;
@@ -125,24 +126,36 @@ static void check_job(const gr_job *j, const char *what)
 	      j->errmsg);
 	CHECK(j->result.count == want.count, "%s: %s %s n=%zu: count %llu, want %llu", what, on,
 	      dn, j->n, (unsigned long long)j->result.count, (unsigned long long)want.count);
-	if (is_float_result(j->op, j->dtype) && j->n > 0) {
-		double g = j->result.v.f, w = want.v.f;
-		if (isnan(w)) {
-			CHECK(isnan(g), "%s: %s %s n=%zu: got %.17g, want NaN", what, on, dn, j->n, g);
-		} else if (isinf(w)) {
-			CHECK(g == w, "%s: %s %s n=%zu: got %.17g, want %.17g", what, on, dn, j->n, g, w);
+	gr_value g, w;
+	gr_err ge = gr_partial_finish(j->op, j->dtype, &j->result, &g);
+	gr_err we = gr_partial_finish(j->op, j->dtype, &want, &w);
+	CHECK(ge == we && g.kind == w.kind, "%s: %s %s n=%zu: finish gave %d (kind %d), want %d (kind %d)",
+	      what, on, dn, j->n, ge, g.kind, we, w.kind);
+	if (we == GR_OK && w.kind == GR_KIND_F64) {
+		if (isnan(w.f)) {
+			CHECK(isnan(g.f), "%s: %s %s n=%zu: got %.17g, want NaN", what, on, dn, j->n, g.f);
+		} else if (isinf(w.f)) {
+			CHECK(g.f == w.f, "%s: %s %s n=%zu: got %.17g, want %.17g", what, on, dn, j->n,
+			      g.f, w.f);
 		} else {
 			double tol = 1e-10 * magnitude(j->op, j->dtype, j->data, j->n) + 1e-300;
 			if (j->op == GR_OP_MIN || j->op == GR_OP_MAX)
 				tol = 0;
-			CHECK(fabs(g - w) <= tol, "%s: %s %s n=%zu: got %.17g, want %.17g (tol %g)",
-			      what, on, dn, j->n, g, w, tol);
+			CHECK(fabs(g.f - w.f) <= tol, "%s: %s %s n=%zu: got %.17g, want %.17g (tol %g)",
+			      what, on, dn, j->n, g.f, w.f, tol);
 		}
 	} else {
-		CHECK(j->result.v.u == want.v.u, "%s: %s %s n=%zu: got %#llx, want %#llx", what, on,
-		      dn, j->n, (unsigned long long)j->result.v.u, (unsigned long long)want.v.u);
+		CHECK(g.u == w.u, "%s: %s %s n=%zu: got %#llx, want %#llx", what, on, dn, j->n,
+		      (unsigned long long)g.u, (unsigned long long)w.u);
 	}
 	checks++;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void job_init(gr_job *j, gr_op op, gr_dtype dt, const void *data, size_t n)
@@ -342,6 +355,98 @@ static void test_many_batches(gr_backend *b)
 			check_job(&jobs[i][k], "many batches");
 }
 
+/*
+ * Thousands of small jobs packed in two slots, the way the daemon packs
+ * small requests, submitted from one thread as many small batches back to
+ * back (and as batches of one): the engine may run any number of them in
+ * one launch, and every job must come back with the bits it has when
+ * submitted alone. Batches alternate between the slots now and then, so
+ * runs are also cut where the data leave the device buffer, and a few are
+ * pinned to a device.
+ */
+static void test_back_to_back(gr_backend *b)
+{
+	enum { NJ = 8000 };
+	gr_job *jobs = calloc(NJ, sizeof(*jobs));
+	gr_partial *ref = calloc(NJ, sizeof(*ref));
+	unsigned *bstart = calloc(NJ + 1, sizeof(*bstart));
+	CHECK(jobs && ref && bstart, "out of memory");
+	CHECK(b->staging_bytes >= 2 * b->chunk_bytes, "test wants two slots");
+	size_t at[2] = { 100, b->chunk_bytes + 64 };
+	size_t end[2] = { b->chunk_bytes, 2 * b->chunk_bytes };
+	unsigned nb = 0, nj = 0;
+	while (nj < NJ) {
+		unsigned len = 1 + (unsigned)(rng() % 24);
+		int slot = rng() % 5 == 0;
+		int pin = rng() % 53 == 0 ? (int)(nb % b->ndevices) : -1;
+		bstart[nb++] = nj;
+		for (unsigned k = 0; k < len && nj < NJ; k++, nj++) {
+			gr_dtype dt = (gr_dtype)(rng() % GR_DT_N);
+			gr_op op = (gr_op)(rng() % GR_OP_N);
+			size_t n = rng() % 300;
+			at[slot] += rng() % 8;
+			CHECK(at[slot] + n * 8 <= end[slot], "slot too small for the test");
+			uint8_t *p = b->staging + at[slot];
+			fill(dt, p, n);
+			at[slot] += n * gr_dtype_size(dt);
+			job_init(&jobs[nj], op, dt, p, n);
+			jobs[nj].device = pin;
+		}
+	}
+	bstart[nb] = NJ;
+
+	/* one by one: the reference */
+	double t0 = now_s();
+	for (unsigned i = 0; i < NJ; i++) {
+		run_batch(b, &jobs[i], 1);
+		check_job(&jobs[i], "alone");
+		ref[i] = jobs[i].result;
+	}
+	double alone_s = now_s() - t0;
+
+	for (int pass = 0; pass < 4; pass++) {
+		/* passes 0-2: the batches above; pass 3: every job a batch */
+		bool singles = pass == 3;
+		for (unsigned i = 0; i < NJ; i++) {
+			memset(&jobs[i].result, 0xa5, sizeof(jobs[i].result));
+			jobs[i].status = 1;
+			jobs[i].next = NULL;
+		}
+		outstanding += NJ;
+		t0 = now_s();
+		if (singles) {
+			for (unsigned i = 0; i < NJ; i++)
+				b->ops->submit(b, &jobs[i]);
+		} else {
+			for (unsigned k = 0; k < nb; k++) {
+				for (unsigned i = bstart[k]; i + 1 < bstart[k + 1]; i++)
+					jobs[i].next = &jobs[i + 1];
+				b->ops->submit(b, &jobs[bstart[k]]);
+			}
+		}
+		double submit_s = now_s() - t0;
+		while (outstanding)
+			uv_run(&loop, UV_RUN_ONCE);
+		double all_s = now_s() - t0;
+		for (unsigned i = 0; i < NJ; i++) {
+			const gr_job *j = &jobs[i];
+			CHECK(j->status == 0, "back to back: job %u: status %d (%s)", i, j->status,
+			      j->errmsg);
+			CHECK(j->result.count == ref[i].count && j->result.v.u == ref[i].v.u,
+			      "back to back: job %u (%s %s n=%zu): %#llx, alone %#llx", i,
+			      gr_op_name(j->op), gr_dtype_name(j->dtype), j->n,
+			      (unsigned long long)j->result.v.u, (unsigned long long)ref[i].v.u);
+			check_job(j, "back to back");
+		}
+		printf("back to back: %u jobs in %u batches: submit %.0f ns/job, all back in %.2f ms "
+		       "(one by one: %.2f ms)\n",
+		       NJ, singles ? NJ : nb, submit_s * 1e9 / NJ, all_s * 1e3, alone_s * 1e3);
+	}
+	free(bstart);
+	free(ref);
+	free(jobs);
+}
+
 static void test_describe(gr_backend *b)
 {
 	CHECK(b->ndevices >= 1, "no devices");
@@ -358,13 +463,6 @@ static void test_describe(gr_backend *b)
 		       (unsigned long long)(info.memory_bytes >> 20), info.driver_version,
 		       info.runtime_version, info.pci_bus_id, (unsigned long long)info.jobs);
 	}
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void free_backend(gr_backend *b)
@@ -434,6 +532,70 @@ static void test_faults(void)
 	checks += 3;
 }
 
+/*
+ * A device failing while hundreds of batches are queued on it: every job
+ * still comes back, right or with -EIO and a reason; jobs pinned to the
+ * failed device fail; the others move to a device still in service, if
+ * there is one.
+ */
+static void test_fault_under_load(const char *fault)
+{
+	enum { NB = 400, PER = 8 };
+	char err[256];
+	int r;
+	gr_backend *b = backend_new(16 << 20, 8 << 20, 2, fault, &r, err, sizeof(err));
+	CHECK(r == 0 && b, "backend with %s: %d %s", fault, r, err);
+	gr_job *jobs = calloc(NB * PER, sizeof(*jobs));
+	CHECK(jobs, "out of memory");
+	size_t at = 16;
+	for (unsigned i = 0; i < NB * PER; i++) {
+		size_t n = 1 + rng() % 200;
+		fill(GR_DT_I64, b->staging + at, n);
+		job_init(&jobs[i], (gr_op)(i % GR_OP_N), GR_DT_I64, b->staging + at, n);
+		at += n * 8 + rng() % 8;
+		/* the first batch and every tenth pinned to the device that fails */
+		if ((i / PER) % 10 == 9 || i < PER)
+			jobs[i].device = 0;
+	}
+	/* the first launch on device 0 runs, alone; its next one fails */
+	run_batch(b, jobs, PER);
+	for (unsigned i = 0; i < PER; i++)
+		check_job(&jobs[i], "before the fault");
+	outstanding += (NB - 1) * PER;
+	for (unsigned k = 1; k < NB; k++) {
+		for (unsigned i = k * PER; i + 1 < (k + 1) * PER; i++)
+			jobs[i].next = &jobs[i + 1];
+		b->ops->submit(b, &jobs[k * PER]);
+	}
+	while (outstanding)
+		uv_run(&loop, UV_RUN_ONCE);
+	gr_device_info info;
+	b->ops->describe(b, 0, &info);
+	CHECK(!info.healthy, "%s: device 0 still healthy", fault);
+	unsigned ok = 0, failed = 0, late_ok = 0;
+	for (unsigned i = 0; i < NB * PER; i++) {
+		if (jobs[i].status == 0) {
+			check_job(&jobs[i], fault);
+			ok++;
+			late_ok += i >= NB * PER / 2;
+			continue;
+		}
+		CHECK(jobs[i].status == -EIO && jobs[i].errmsg[0], "%s: job %u: status %d", fault, i,
+		      jobs[i].status);
+		failed++;
+	}
+	/* the last pinned batch went in long after the fault */
+	CHECK(jobs[NB * PER - 1].status == -EIO, "%s: last pinned job: status %d", fault,
+	      jobs[NB * PER - 1].status);
+	if (b->ndevices > 1)
+		CHECK(late_ok > 0, "%s: nothing moved to another device", fault);
+	printf("%s under load: %u ok, %u failed, e.g. %s\n", fault, ok, failed,
+	       jobs[NB * PER - 1].errmsg);
+	checks++;
+	free(jobs);
+	free_backend(b);
+}
+
 static void test_big(void)
 {
 	const size_t n = ((size_t)1 << 28) + 5;
@@ -490,10 +652,14 @@ int main(void)
 	printf("determinism: ok (%lu checks)\n", checks);
 	test_many_batches(b);
 	printf("many batches: ok (%lu checks)\n", checks);
+	test_back_to_back(b);
+	printf("back to back: ok (%lu checks)\n", checks);
 	test_describe(b);
 	free_backend(b);
 
 	test_faults();
+	test_fault_under_load("launch:device=0:after=1");
+	test_fault_under_load("sync:device=0:after=1");
 	printf("faults: ok (%lu checks)\n", checks);
 	if (!getenv("GPURED_TEST_SKIP_BIG")) {
 		test_big();
