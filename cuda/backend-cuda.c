@@ -317,9 +317,10 @@ static void cuda_finish_ok(cuda_ctx *c)
 			j->status = 0;
 		if (j->errmsg[0])
 			j->errmsg[0] = '\0';
-		gr_completion_post(be->pub.cq, j);
 		j = next;
 	}
+	/* the launch's jobs are still linked in order: one post for all */
+	gr_completion_post_list(be->pub.cq, c->jobs);
 	c->jobs = NULL;
 }
 

@@ -95,6 +95,9 @@ struct gr_backend {
 
 /* Hand a finished job back to the loop thread; callable from any thread. */
 void gr_completion_post(gr_completion *cq, gr_job *job);
+/* The same for a list of jobs linked through next, with one lock and at
+ * most one wake-up: what a finished batch should use. */
+void gr_completion_post_list(gr_completion *cq, gr_job *head);
 
 /*
  * Constructors. Each returns 0, or a negative errno and a reason in

@@ -37,12 +37,23 @@ int gr_completion_new(uv_loop_t *loop, gr_completion **ret)
 void gr_completion_post(gr_completion *cq, gr_job *job)
 {
 	job->next = NULL;
+	gr_completion_post_list(cq, job);
+}
+
+void gr_completion_post_list(gr_completion *cq, gr_job *head)
+{
+	gr_job *tail = head;
+
+	if (!head)
+		return;
+	while (tail->next)
+		tail = tail->next;
 	pthread_mutex_lock(&cq->lock);
 	if (cq->tail)
-		cq->tail->next = job;
+		cq->tail->next = head;
 	else
-		cq->head = job;
-	cq->tail = job;
+		cq->head = head;
+	cq->tail = tail;
 	pthread_mutex_unlock(&cq->lock);
 	/* only the loop thread reads deferred */
 	if (!(pthread_equal(pthread_self(), cq->loop_thread) && cq->deferred))
