@@ -756,9 +756,15 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 	req_value_done(p);
 }
 
+static inline uint32_t req_be32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
 /*
- * gr_mp_next() with the one-byte headers of an envelope (fixint, fixmap,
- * fixarray, fixstr) decoded here, without a call.
+ * gr_mp_next() with the headers of the common request decoded here,
+ * without a call: the one-byte ones (fixint, fixmap, fixarray, fixstr),
+ * a msgid past 127 and the data's bin header.
  */
 static inline int req_mp_next(const uint8_t *buf, size_t len, gr_mp_token *t)
 {
@@ -767,17 +773,56 @@ static inline int req_mp_next(const uint8_t *buf, size_t len, gr_mp_token *t)
 	if (len == 0)
 		return 0;
 	c = buf[0];
-	if (c <= 0x7f)
+	if (c <= 0x7f) {
 		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = c };
-	else if (c <= 0x8f)
+		return 1;
+	}
+	if (c <= 0x8f) {
 		*t = (gr_mp_token){ .type = GR_MP_MAP, .len = c & 0x0fu };
-	else if (c <= 0x9f)
+		return 1;
+	}
+	if (c <= 0x9f) {
 		*t = (gr_mp_token){ .type = GR_MP_ARRAY, .len = c & 0x0fu };
-	else if (c <= 0xbf)
+		return 1;
+	}
+	if (c <= 0xbf) {
 		*t = (gr_mp_token){ .type = GR_MP_STR, .len = c & 0x1fu };
-	else
+		return 1;
+	}
+	switch (c) {
+	case 0xc4: /* bin 8, 16, 32 */
+		if (len < 2)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = buf[1] };
+		return 2;
+	case 0xc5:
+		if (len < 3)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = (uint32_t)buf[1] << 8 | buf[2] };
+		return 3;
+	case 0xc6:
+		if (len < 5)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = req_be32(buf + 1) };
+		return 5;
+	case 0xcc: /* uint 8, 16, 32 */
+		if (len < 2)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = buf[1] };
+		return 2;
+	case 0xcd:
+		if (len < 3)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = (uint32_t)buf[1] << 8 | buf[2] };
+		return 3;
+	case 0xce:
+		if (len < 5)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = req_be32(buf + 1) };
+		return 5;
+	default:
 		return gr_mp_next(buf, len, t);
-	return 1;
+	}
 }
 
 /*
