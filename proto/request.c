@@ -29,8 +29,9 @@
  * nothing are taken at once rather than as trips around feed()'s loop: a
  * value that leaves its container open goes straight back to ST_TOKEN,
  * and a short str whose body is already in the buffer is matched where it
- * lies. Each shortcut is only taken when no event is pending, so events
- * and their byte offsets are those of the step-by-step path.
+ * lies. Each shortcut ends where the step-by-step path would, and a body
+ * is only taken early when no event waits to be returned before it, so
+ * the events and their byte offsets are the same.
  */
 
 /* The envelope needs array -> array -> map -> array, and nothing deeper. */
