@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,14 @@
  * request, a pending element write) are states of their own, so an event
  * can be returned between any two of them and the same events come out
  * whatever the byte splits.
+ *
+ * The common request is small and arrives whole, so the steps that cost
+ * nothing are taken at once rather than as trips around feed()'s loop: a
+ * value that leaves its container open goes straight back to ST_TOKEN,
+ * and a short str whose body is already in the buffer is matched where it
+ * lies. Each shortcut ends where the step-by-step path would, and a body
+ * is only taken early when no event waits to be returned before it, so
+ * the events and their byte offsets are the same.
  */
 
 /* The envelope needs array -> array -> map -> array, and nothing deeper. */
@@ -43,7 +52,7 @@ typedef enum req_role {
 typedef enum req_state {
 	ST_TOKEN,   /* reading a msgpack header */
 	ST_NEXT,    /* a value was accounted: close containers it completed (no bytes) */
-	ST_KEEP,    /* reading a short str body into word[] */
+	ST_KEEP,    /* reading a short str body into word[] (split across feeds) */
 	ST_SKIP,    /* discarding a str/bin body */
 	ST_PAYLOAD, /* copying a bin payload into the destination */
 	ST_ELEM,    /* a converted array element waits for room (no bytes) */
@@ -89,6 +98,7 @@ struct gr_req_parser {
 	uint64_t body_left; /* ST_KEEP, ST_SKIP, ST_PAYLOAD */
 	char word[REQ_METHOD_MAX];
 	uint32_t word_len;
+	req_slot word_slot; /* where the word being kept goes */
 
 	bool notification;
 	bool skipping; /* the rest of this message is read and ignored */
@@ -152,7 +162,10 @@ static const char *printable(const char *s, size_t n, char out[REQ_METHOD_MAX + 
 
 static void req_begin(gr_req_parser *p)
 {
-	p->req = (gr_req){ .method = GR_METHOD_NONE };
+	/* Every field before errmsg starts at zero (GR_METHOD_NONE, GR_OK);
+	 * errmsg is only read as a string, so an empty one will do. */
+	memset(&p->req, 0, offsetof(gr_req, errmsg));
+	p->req.errmsg[0] = '\0';
 	p->notification = false;
 	p->skipping = false;
 	p->silent = false;
@@ -191,18 +204,39 @@ static req_slot req_cur_slot(const gr_req_parser *p)
 	}
 }
 
+/*
+ * Where req_step_next() would go from f: straight to ST_TOKEN when f wants
+ * another child and nothing can stop it there; ST_NEXT otherwise. The
+ * shortcut is the same whether or not an event is pending, since nothing
+ * the caller may do in between (set_dest, reject) changes what a frame
+ * other than a live ROLE_DATA one leads to.
+ */
+static req_state req_after(const gr_req_parser *p, const req_frame *f)
+{
+	if (f->idx < f->n && (f->role != ROLE_DATA || p->skipping))
+		return ST_TOKEN;
+	return ST_NEXT;
+}
+
 static void req_value_done(gr_req_parser *p)
 {
-	if (p->depth > 0)
-		p->stack[p->depth - 1].idx++;
+	if (p->depth > 0) {
+		req_frame *f = &p->stack[p->depth - 1];
+
+		f->idx++;
+		p->state = req_after(p, f);
+		return;
+	}
 	p->state = ST_NEXT;
 }
 
 /* The depth was checked when the header was read. */
 static void req_push(gr_req_parser *p, req_role role, uint64_t n)
 {
-	p->stack[p->depth++] = (req_frame){ .role = role, .idx = 0, .n = n };
-	p->state = ST_NEXT;
+	req_frame *f = &p->stack[p->depth++];
+
+	*f = (req_frame){ .role = role, .idx = 0, .n = n };
+	p->state = req_after(p, f);
 }
 
 static void req_body(gr_req_parser *p, req_state st, uint64_t len)
@@ -210,6 +244,13 @@ static void req_body(gr_req_parser *p, req_state st, uint64_t len)
 	p->state = st;
 	p->body_left = len;
 	p->word_len = 0;
+}
+
+/* A short str body to read as a word that goes to slot. */
+static void req_keep(gr_req_parser *p, req_slot slot, uint64_t len)
+{
+	req_body(p, ST_KEEP, len);
+	p->word_slot = slot;
 }
 
 static void req_skip_value(gr_req_parser *p, const gr_mp_token *t)
@@ -510,7 +551,7 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 		if (p->notification) {
 			req_body(p, ST_SKIP, t->len);
 		} else if (t->len <= REQ_METHOD_MAX) {
-			req_body(p, ST_KEEP, t->len);
+			req_keep(p, SLOT_METHOD, t->len);
 		} else {
 			/* Unknown for sure: not worth a byte of memory, and
 			 * answered now, not after gigabytes of name. */
@@ -544,7 +585,7 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key (a string of %" PRIu32 " bytes)", t->len);
 			req_body(p, ST_SKIP, t->len);
 		} else {
-			req_body(p, ST_KEEP, t->len);
+			req_keep(p, SLOT_KEY, t->len);
 		}
 		return;
 
@@ -559,7 +600,7 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 				 key_name(p->key), t->len);
 			req_body(p, ST_SKIP, t->len);
 		} else {
-			req_body(p, ST_KEEP, t->len);
+			req_keep(p, SLOT_VALUE, t->len);
 		}
 		return;
 
@@ -573,18 +614,106 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 	}
 }
 
-/* A kept word is complete: what it means depends on its slot. */
-static void req_on_word(gr_req_parser *p)
+/*
+ * Word lookups by length, then bytes: the wire names of types.c (every
+ * one of them is exercised by tests/proto/test-request.c).
+ */
+static gr_method req_match_method(const char *w, size_t n)
+{
+	switch (n) {
+	case 4:
+		if (memcmp(w, "ping", 4) == 0)
+			return GR_METHOD_PING;
+		if (memcmp(w, "info", 4) == 0)
+			return GR_METHOD_INFO;
+		break;
+	case 5:
+		if (memcmp(w, "stats", 5) == 0)
+			return GR_METHOD_STATS;
+		break;
+	case 6:
+		if (memcmp(w, "reduce", 6) == 0)
+			return GR_METHOD_REDUCE;
+		break;
+	}
+	return GR_METHOD_NONE;
+}
+
+static req_key req_match_key(const char *w, size_t n)
+{
+	switch (n) {
+	case 2:
+		if (memcmp(w, "op", 2) == 0)
+			return KEY_OP;
+		break;
+	case 4:
+		if (memcmp(w, "data", 4) == 0)
+			return KEY_DATA;
+		break;
+	case 5:
+		if (memcmp(w, "dtype", 5) == 0)
+			return KEY_DTYPE;
+		break;
+	}
+	return KEY_NONE;
+}
+
+static bool req_match_op(const char *w, size_t n, gr_op *ret)
+{
+	if (n == 3) {
+		if (memcmp(w, "sum", 3) == 0)
+			*ret = GR_OP_SUM;
+		else if (memcmp(w, "min", 3) == 0)
+			*ret = GR_OP_MIN;
+		else if (memcmp(w, "max", 3) == 0)
+			*ret = GR_OP_MAX;
+		else
+			return false;
+		return true;
+	}
+	if (n == 5 && memcmp(w, "sumsq", 5) == 0) {
+		*ret = GR_OP_SUMSQ;
+		return true;
+	}
+	return false;
+}
+
+static bool req_match_dtype(const char *w, size_t n, gr_dtype *ret)
+{
+	bool wide;
+
+	if (n != 3)
+		return false;
+	if (w[1] == '3' && w[2] == '2')
+		wide = false;
+	else if (w[1] == '6' && w[2] == '4')
+		wide = true;
+	else
+		return false;
+	switch (w[0]) {
+	case 'i':
+		*ret = wide ? GR_DT_I64 : GR_DT_I32;
+		return true;
+	case 'u':
+		*ret = wide ? GR_DT_U64 : GR_DT_U32;
+		return true;
+	case 'f':
+		*ret = wide ? GR_DT_F64 : GR_DT_F32;
+		return true;
+	}
+	return false;
+}
+
+/* A kept word w[0..n) is complete: what it means depends on its slot. */
+static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n)
 {
 	char q[REQ_METHOD_MAX + 1];
 	gr_req *r = &p->req;
-	const char *w = p->word;
-	size_t n = p->word_len;
 
-	switch (req_cur_slot(p)) {
+	switch (slot) {
 	case SLOT_METHOD:
-		if (!gr_method_parse(w, n, &r->method) || r->method == GR_METHOD_NONE) {
-			r->method = GR_METHOD_NONE;
+		r->method = req_match_method(w, n);
+		if (r->method == GR_METHOD_NONE) {
 			p->method_unknown = true;
 			p->method_len = (uint32_t)n;
 			memcpy(p->method_word, w, n);
@@ -592,15 +721,9 @@ static void req_on_word(gr_req_parser *p)
 		break;
 
 	case SLOT_KEY: {
-		req_key k = KEY_NONE;
-		bool dup = false;
-
-		if (n == 2 && memcmp(w, "op", 2) == 0)
-			k = KEY_OP, dup = r->has_op;
-		else if (n == 5 && memcmp(w, "dtype", 5) == 0)
-			k = KEY_DTYPE, dup = r->has_dtype;
-		else if (n == 4 && memcmp(w, "data", 4) == 0)
-			k = KEY_DATA, dup = r->has_data;
+		req_key k = req_match_key(w, n);
+		bool dup = (k == KEY_OP && r->has_op) || (k == KEY_DTYPE && r->has_dtype) ||
+			   (k == KEY_DATA && r->has_data);
 
 		if (k == KEY_NONE)
 			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key '%s' (keys are op, dtype, data)",
@@ -613,13 +736,13 @@ static void req_on_word(gr_req_parser *p)
 
 	case SLOT_VALUE:
 		if (p->key == KEY_OP) {
-			if (gr_op_parse(w, n, &r->op))
+			if (req_match_op(w, n, &r->op))
 				r->has_op = true;
 			else
 				req_fail(p, GR_ERR_INVALID_PARAMS,
 					 "unknown op '%s' (ops are sum, min, max, sumsq)", printable(w, n, q));
 		} else {
-			if (gr_dtype_parse(w, n, &r->dtype))
+			if (req_match_dtype(w, n, &r->dtype))
 				r->has_dtype = true;
 			else
 				req_fail(p, GR_ERR_INVALID_PARAMS,
@@ -634,6 +757,99 @@ static void req_on_word(gr_req_parser *p)
 	req_value_done(p);
 }
 
+static inline uint32_t req_be32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/*
+ * gr_mp_next() with the headers of the common request decoded here,
+ * without a call: the one-byte ones (fixint, fixmap, fixarray, fixstr),
+ * a msgid past 127 and the data's bin header.
+ */
+static inline int req_mp_next(const uint8_t *buf, size_t len, gr_mp_token *t)
+{
+	uint8_t c;
+
+	if (len == 0)
+		return 0;
+	c = buf[0];
+	if (c <= 0x7f) {
+		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = c };
+		return 1;
+	}
+	if (c <= 0x8f) {
+		*t = (gr_mp_token){ .type = GR_MP_MAP, .len = c & 0x0fu };
+		return 1;
+	}
+	if (c <= 0x9f) {
+		*t = (gr_mp_token){ .type = GR_MP_ARRAY, .len = c & 0x0fu };
+		return 1;
+	}
+	if (c <= 0xbf) {
+		*t = (gr_mp_token){ .type = GR_MP_STR, .len = c & 0x1fu };
+		return 1;
+	}
+	switch (c) {
+	case 0xc4: /* bin 8, 16, 32 */
+		if (len < 2)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = buf[1] };
+		return 2;
+	case 0xc5:
+		if (len < 3)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = (uint32_t)buf[1] << 8 | buf[2] };
+		return 3;
+	case 0xc6:
+		if (len < 5)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = req_be32(buf + 1) };
+		return 5;
+	case 0xcc: /* uint 8, 16, 32 */
+		if (len < 2)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = buf[1] };
+		return 2;
+	case 0xcd:
+		if (len < 3)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = (uint32_t)buf[1] << 8 | buf[2] };
+		return 3;
+	case 0xce:
+		if (len < 5)
+			return 0;
+		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = req_be32(buf + 1) };
+		return 5;
+	default:
+		return gr_mp_next(buf, len, t);
+	}
+}
+
+/*
+ * After a header, the body of a short str (or one to skip) may be whole in
+ * buf[0..len): take it in the same step. Returns the bytes taken.
+ */
+static size_t req_take_body(gr_req_parser *p, const uint8_t *buf, size_t len)
+{
+	size_t n;
+
+	if (p->ev != GR_REQ_NEED_MORE || p->body_left > len)
+		return 0;
+	n = (size_t)p->body_left;
+	if (p->state == ST_KEEP) {
+		p->body_left = 0;
+		req_on_word(p, p->word_slot, (const char *)buf, n);
+		return n;
+	}
+	if (p->state == ST_SKIP) {
+		p->body_left = 0;
+		req_value_done(p);
+		return n;
+	}
+	return 0;
+}
+
 /* ST_TOKEN: decode one header from buf (and bytes kept from earlier feeds). */
 static size_t req_step_token(gr_req_parser *p, const uint8_t *buf, size_t len)
 {
@@ -645,7 +861,7 @@ static size_t req_step_token(gr_req_parser *p, const uint8_t *buf, size_t len)
 		req_begin(p);
 
 	if (p->hdr_len == 0) {
-		r = gr_mp_next(buf, len, &t);
+		r = req_mp_next(buf, len, &t);
 		if (r == 0) {
 			/* An incomplete header is shorter than the longest one (9). */
 			memcpy(p->hdr, buf, len);
@@ -680,6 +896,8 @@ static size_t req_step_token(gr_req_parser *p, const uint8_t *buf, size_t len)
 		return used;
 	}
 	req_on_token(p, &t);
+	if (t.type == GR_MP_STR)
+		used += req_take_body(p, buf + used, len - used);
 	return used;
 }
 
@@ -688,21 +906,6 @@ static size_t min3(uint64_t a, size_t b, size_t c)
 	size_t m = b < c ? b : c;
 
 	return a < m ? (size_t)a : m;
-}
-
-static bool req_needs_bytes(const gr_req_parser *p)
-{
-	switch (p->state) {
-	case ST_TOKEN:
-		return true;
-	case ST_KEEP:
-	case ST_SKIP:
-		return p->body_left > 0;
-	case ST_PAYLOAD:
-		return p->body_left > 0 && p->cap > p->off;
-	default:
-		return false;
-	}
 }
 
 size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_req_event *ret_ev)
@@ -716,13 +919,12 @@ size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_r
 				p->ev = GR_REQ_NEED_MORE;
 			return used;
 		}
-		if (req_needs_bytes(p) && used == len) {
-			*ret_ev = GR_REQ_NEED_MORE;
-			return used;
-		}
 
+		/* A state that reads bytes wants more once buf is used up. */
 		switch (p->state) {
 		case ST_TOKEN:
+			if (used == len)
+				goto need_more;
 			used += req_step_token(p, buf + used, len - used);
 			break;
 		case ST_NEXT:
@@ -732,15 +934,19 @@ size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_r
 			req_step_elem(p);
 			break;
 		case ST_KEEP:
+			if (p->body_left > 0 && used == len)
+				goto need_more;
 			n = min3(p->body_left, len - used, SIZE_MAX);
 			memcpy(p->word + p->word_len, buf + used, n);
 			p->word_len += (uint32_t)n;
 			p->body_left -= n;
 			used += n;
 			if (p->body_left == 0)
-				req_on_word(p);
+				req_on_word(p, p->word_slot, p->word, p->word_len);
 			break;
 		case ST_SKIP:
+			if (p->body_left > 0 && used == len)
+				goto need_more;
 			n = min3(p->body_left, len - used, SIZE_MAX);
 			p->body_left -= n;
 			used += n;
@@ -748,6 +954,8 @@ size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_r
 				req_value_done(p);
 			break;
 		case ST_PAYLOAD:
+			if (p->body_left > 0 && p->cap > p->off && used == len)
+				goto need_more;
 			if (p->body_left == 0) {
 				req_value_done(p);
 				break;
@@ -772,6 +980,9 @@ size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_r
 			break;
 		}
 	}
+need_more:
+	*ret_ev = GR_REQ_NEED_MORE;
+	return used;
 }
 
 int gr_req_parser_new(const gr_req_limits *lim, gr_req_parser **ret)
