@@ -10,6 +10,7 @@ struct gr_completion {
 	gr_job *head, *tail;
 	pthread_t loop_thread;
 	bool deferred;
+	uint64_t *now_ns;
 };
 
 static void completion_async_cb(uv_async_t *handle)
@@ -60,6 +61,11 @@ void gr_completion_post_list(gr_completion *cq, gr_job *head)
 		uv_async_send(&cq->async);
 }
 
+void gr_completion_set_clock(gr_completion *cq, uint64_t *now_ns)
+{
+	cq->now_ns = now_ns;
+}
+
 void gr_completion_defer(gr_completion *cq, bool defer)
 {
 	cq->deferred = defer;
@@ -72,6 +78,8 @@ void gr_completion_drain(gr_completion *cq)
 	cq->head = cq->tail = NULL;
 	pthread_mutex_unlock(&cq->lock);
 
+	if (job && cq->now_ns)
+		*cq->now_ns = uv_hrtime();
 	while (job) {
 		gr_job *next = job->next;
 		job->next = NULL;

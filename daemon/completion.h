@@ -20,6 +20,10 @@ int gr_completion_new(uv_loop_t *loop, gr_completion **ret);
  */
 void gr_completion_defer(gr_completion *cq, bool defer);
 
+/* Before each drain that finds jobs, store the time (uv_hrtime) in *now_ns,
+ * so that their callbacks need not read the clock each. */
+void gr_completion_set_clock(gr_completion *cq, uint64_t *now_ns);
+
 /* Run the done callbacks of every job posted so far (loop thread only). */
 void gr_completion_drain(gr_completion *cq);
 

@@ -13,11 +13,6 @@
 #include "daemon/server.h"
 #include "proto/message.h"
 
-static uint64_t now_ns(void)
-{
-	return uv_hrtime();
-}
-
 static void conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -64,7 +59,7 @@ static gr_request *request_new(gr_conn *c, const gr_req *preq)
 	req->srv = c->srv;
 	req->conn = c;
 	req->msgid = preq->msgid;
-	req->start_ns = c->srv->read_ns;
+	req->start_ns = c->srv->now_ns;
 	req->data_bytes = preq->data_bytes;
 	gr_link_add_tail(&c->requests, &req->link);
 	c->nrequests++;
@@ -103,7 +98,7 @@ static void request_reply(gr_request *req)
 		s->stats.requests++;
 		conn_reply_error(c, req->msgid, e, "%s of no elements", gr_op_name(req->op));
 	}
-	gr_stats_latency(&s->stats, now_ns() - req->start_ns);
+	gr_stats_latency(&s->stats, s->now_ns - req->start_ns);
 }
 
 /* Free the request once nothing of it is left in the backend; answer it
@@ -465,7 +460,7 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
 		return;
 	}
 	c->srv->stats.bytes_in += (uint64_t)nread;
-	c->srv->read_ns = uv_hrtime();
+	c->srv->now_ns = uv_hrtime();
 	if (c->direct) {
 		c->direct = false;
 		gr_req_event ev = gr_req_parser_commit(c->parser, (size_t)nread);

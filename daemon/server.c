@@ -571,6 +571,8 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 		free(s);
 		return r;
 	}
+	gr_completion_set_clock(s->cq, &s->now_ns);
+	s->now_ns = uv_hrtime();
 
 	char why[256] = "";
 	r = -ENODEV;

@@ -128,7 +128,9 @@ struct gr_server {
 
 	gr_link conns, ready, dirty;
 	unsigned nconns;
-	uint64_t read_ns; /* when the current read completed: requests start then */
+	/* The loop's idea of now, read from the clock once per socket read and
+	 * once per completion drain: requests start and finish then. */
+	uint64_t now_ns;
 
 	/* The pending batch: jobs whose data lie in batch_slot. */
 	gr_job *batch_head, *batch_tail;

@@ -77,7 +77,7 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
 	if (r >= 0)
 		r = gr_mpw_map(b, 2);
 	if (r >= 0)
-		r = gr_mpw_cstr(b, "value");
+		r = gr_mpw_str(b, "value", 5);
 	if (r >= 0) {
 		switch (v->kind) {
 		case GR_KIND_I64:
@@ -92,7 +92,7 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
 		}
 	}
 	if (r >= 0)
-		r = gr_mpw_cstr(b, "count");
+		r = gr_mpw_str(b, "count", 5);
 	if (r >= 0)
 		r = gr_mpw_uint(b, count);
 	return r;

@@ -180,7 +180,7 @@ void gr_buf_deinit(gr_buf *b)
 	*b = (gr_buf){ 0 };
 }
 
-int gr_buf_reserve(gr_buf *b, size_t extra)
+int gr_buf_grow(gr_buf *b, size_t extra)
 {
 	size_t want, cap;
 	uint8_t *d;
@@ -199,20 +199,6 @@ int gr_buf_reserve(gr_buf *b, size_t extra)
 		return -ENOMEM;
 	b->data = d;
 	b->cap = cap;
-	return 0;
-}
-
-int gr_buf_append(gr_buf *b, const void *p, size_t n)
-{
-	int r;
-
-	if (n == 0)
-		return 0;
-	r = gr_buf_reserve(b, n);
-	if (r < 0)
-		return r;
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
 	return 0;
 }
 

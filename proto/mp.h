@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum gr_mp_type {
 	GR_MP_NIL,
@@ -58,9 +59,26 @@ typedef struct gr_buf {
 
 void gr_buf_init(gr_buf *b);
 void gr_buf_deinit(gr_buf *b);
-/* Make room for extra more bytes: 0 or -ENOMEM. */
-int gr_buf_reserve(gr_buf *b, size_t extra);
-int gr_buf_append(gr_buf *b, const void *p, size_t n);
+/* Grow to hold extra more bytes: 0 or -ENOMEM (gr_buf_reserve's slow path). */
+int gr_buf_grow(gr_buf *b, size_t extra);
+
+/* Make room for extra more bytes: 0 or -ENOMEM. Inline, since every
+ * writer calls it and there is almost always room already. */
+static inline int gr_buf_reserve(gr_buf *b, size_t extra)
+{
+	return extra <= b->cap - b->len ? 0 : gr_buf_grow(b, extra);
+}
+
+static inline int gr_buf_append(gr_buf *b, const void *p, size_t n)
+{
+	int r = gr_buf_reserve(b, n);
+	if (r < 0)
+		return r;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
 /* Drop the first n bytes (after they were sent). */
 void gr_buf_consume(gr_buf *b, size_t n);
 
