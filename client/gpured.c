@@ -925,7 +925,7 @@ int gpured_sum_i64(gpured_t *g, const int64_t *x, size_t n, int64_t *ret)
 static int call_simple(gpured_t *g, gr_method m, uint8_t **ret_reply, size_t *ret_len)
 {
 	struct iovec iov;
-	pending *e;
+	pending *e = NULL;
 	uint32_t id;
 	int r;
 
