@@ -1019,7 +1019,7 @@ static double obj_f64(const gr_obj *o)
 int gpured_stats(gpured_t *g, gpured_stats_t *ret)
 {
 	gr_obj_tree tree = { 0 };
-	const gr_obj *res, *o, *lat;
+	const gr_obj *res = NULL, *o, *lat;
 	uint8_t *bytes = NULL;
 	gpured_stats_t s = { 0 };
 	int r;
@@ -1270,7 +1270,7 @@ static int render_text(gr_buf *b, const gr_obj *o, unsigned indent)
 static int call_format(gpured_t *g, gr_method m, gpured_format fmt, char **ret)
 {
 	gr_obj_tree tree = { 0 };
-	const gr_obj *res;
+	const gr_obj *res = NULL;
 	uint8_t *bytes = NULL;
 	gr_buf out;
 	int r;
