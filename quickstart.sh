@@ -41,6 +41,8 @@ setup_build() {
 	fi
 	if [ ! -f "$builddir/build.ninja" ]; then
 		meson setup "$builddir" -Dbuildtype=debugoptimized "$@"
+	elif [ $# -gt 0 ]; then
+		meson configure "$builddir" "$@"
 	fi
 	meson compile -C "$builddir"
 }
@@ -82,7 +84,8 @@ run)
 	;;
 test)
 	install_missing "${build_deps[@]}" "${test_deps[@]}"
-	setup_build
+	# Tests build with every warning an error, as the project promises.
+	setup_build -Dwerror=true
 	rc=0
 	meson test -C "$builddir" --print-errorlogs --num-processes 2 "${@:2}" || rc=$?
 	summarize
