@@ -243,6 +243,28 @@ bool gv_check_sum(enum gv_dtype dt, const void *got, size_t n,
 	return e <= gv_tol(dt, n, ref->abssum);
 }
 
+size_t gv_result_size(const struct gv_variant *v, enum gv_dtype dt)
+{
+	return (v->flags & GV_OUT_WIDE) ? 8 : gv_dtype_size(dt);
+}
+
+bool gv_check_result(const struct gv_variant *v, enum gv_dtype dt, const void *got, size_t n,
+		     const struct gv_ref *ref, double *err)
+{
+	double d;
+	float f;
+
+	if (!(v->flags & GV_OUT_WIDE) || dt == GV_DOUBLE)
+		return gv_check_sum(dt, got, n, ref, err);
+	if (dt == GV_INT) /* the low 32 bits of the 64-bit sum, little-endian */
+		return gv_check_sum(dt, got, n, ref, err);
+	/* A float sum kept in double: held to float's tolerance, which it
+	 * meets with room to spare, after rounding as a float sum would. */
+	memcpy(&d, got, 8);
+	f = (float)d;
+	return gv_check_sum(dt, &f, n, ref, err);
+}
+
 size_t gv_check_scan(enum gv_dtype dt, const void *got, const void *ref,
 		     const long double *abs, size_t n, size_t *first_bad)
 {

@@ -81,6 +81,10 @@ enum {
 	GV_RACY = 1u << 2,
 	/* Result depends on the order of atomics (floating point only). */
 	GV_NONDETERMINISTIC = 1u << 3,
+	/* Writes its result widened, 8 bytes: a double for float and double,
+	 * a 64-bit sum for int (the daemon's own kernel, which accumulates
+	 * float in double and int in 64 bits). */
+	GV_OUT_WIDE = 1u << 4,
 };
 
 /*
@@ -132,6 +136,11 @@ void gv_ref_scan(enum gv_dtype dt, const void *h, size_t n, void *h_out,
  * @err gets the absolute error (0 for ints). */
 bool gv_check_sum(enum gv_dtype dt, const void *got, size_t n,
 		  const struct gv_ref *ref, double *err);
+/* The same for what variant v wrote (GV_OUT_WIDE or not), and the number
+ * of bytes it writes. */
+bool gv_check_result(const struct gv_variant *v, enum gv_dtype dt, const void *got, size_t n,
+		     const struct gv_ref *ref, double *err);
+size_t gv_result_size(const struct gv_variant *v, enum gv_dtype dt);
 /* Number of elements of a scan result that miss the reference. */
 size_t gv_check_scan(enum gv_dtype dt, const void *got, const void *ref,
 		     const long double *abs, size_t n, size_t *first_bad);

@@ -209,9 +209,10 @@ static bool job_check(struct bench *b, const struct job *j, double *err, const c
 		ck(cudaMemsetAsync(b->out, 0xff, 8, b->ws.stream));
 		if (job_run(b, j, job_prep(b, j, bench_buf(b, 0))) < 0)
 			die("%s: %s", j->v->name, cudaGetErrorString(b->ws.last_err));
-		ck(cudaMemcpyAsync(b->host_out, b->out, es, cudaMemcpyDeviceToHost, b->ws.stream));
+		ck(cudaMemcpyAsync(b->host_out, b->out, gv_result_size(j->v, b->dt),
+				   cudaMemcpyDeviceToHost, b->ws.stream));
 		ck(cudaStreamSynchronize(b->ws.stream));
-		return gv_check_sum(b->dt, b->host_out, b->n, &b->ref, err);
+		return gv_check_result(j->v, b->dt, b->host_out, b->n, &b->ref, err);
 	}
 	size_t first, bad;
 
@@ -371,12 +372,12 @@ static int run_table(const struct opts *o, bool scan)
 	return fails ? 1 : 0;
 }
 
-/* GB/s against n for the production-style kernel, CUB, a few landmarks
- * and the read ceiling. */
+/* GB/s against n for the daemon's kernel, the production-style kernel,
+ * CUB, a few landmarks and the read ceiling. */
 static int run_sweep(const struct opts *o)
 {
 	static const char *names[] = { "reduce0", "reduce2", "reduce5", "reduce6",
-				       "shfl_atomic", "production", "cub" };
+				       "shfl_atomic", "production", "gpured", "cub" };
 	const int nn = sizeof(names) / sizeof(names[0]);
 	const size_t es = gv_dtype_size(o->dt), n_max = (size_t)1 << o->sweep_hi;
 	size_t count;

@@ -6,6 +6,7 @@
  */
 #include <cub/cub.cuh>
 
+#include "cuda/kernel.h"
 #include "gv_dev.cuh"
 #include "gv_tables.h"
 
@@ -217,6 +218,42 @@ static int run_production_t(struct gv_ws *ws, const T *in, size_t n, T *out)
 }
 GV_DISPATCH(run_production, run_production_t)
 
+/* ---- the daemon's own kernel (cuda/kernel.cuh), as it runs in gpured ---- */
+
+/* Its counters must be zero before a launch, and it leaves them so. */
+static uint32_t *gpured_tickets;
+static uint64_t *gpured_partials;
+static size_t gpured_units;
+
+static int run_gpured(struct gv_ws *ws, enum gv_dtype dt, const void *in, size_t n, void *out)
+{
+	static const int dtypes[GV_DTYPE_COUNT] = { 0 /* i32 */, 4 /* f32 */, 5 /* f64 */ };
+	size_t es = gv_dtype_size(dt);
+	uint64_t units = gr_kernel_units(n, es);
+
+	if (ws->describe) {
+		snprintf(ws->cfg, sizeof(ws->cfg), "gpured kernel, %llu units, 1 launch",
+			 (unsigned long long)units);
+		return 0;
+	}
+	if (units > gpured_units) {
+		cudaFree(gpured_tickets);
+		cudaFree(gpured_partials);
+		gpured_tickets = NULL;
+		gpured_partials = NULL;
+		gpured_units = 0;
+		if ((ws->last_err = cudaMalloc(&gpured_tickets, (1 + units) * sizeof(uint32_t))) ||
+		    (ws->last_err = cudaMalloc(&gpured_partials, 2 * units * sizeof(uint64_t))) ||
+		    (ws->last_err = cudaMemset(gpured_tickets, 0, (1 + units) * sizeof(uint32_t))))
+			return -EIO;
+		gpured_units = units;
+	}
+	ws->last_err = (cudaError_t)gr_kernel_launch_single(0 /* sum */, dtypes[dt], in, n,
+							    gpured_partials, gpured_tickets,
+							    (uint64_t *)out, ws->sms, ws->stream);
+	return ws->last_err == cudaSuccess ? gv_launched(ws) : -EIO;
+}
+
 /* ---- the reference: CUB ---- */
 
 template <typename T>
@@ -308,6 +345,7 @@ const struct gv_variant gv_reduce_modern[] = {
 	{ "atomic_naive", "atomicAdd per thread", 10, GV_NONDETERMINISTIC, run_atomic_naive },
 	{ "shfl_atomic", "warp shuffle + one atomicAdd per block", 11, GV_NONDETERMINISTIC, run_shfl_atomic },
 	{ "production", "single launch, 16B loads, last-block combine", 12, 0, run_production },
+	{ "gpured", "the daemon's kernel (cuda/kernel.cuh)", 12, GV_OUT_WIDE, run_gpured },
 	{ "cub", "cub::DeviceReduce::Sum", 12, 0, run_cub },
 };
 const size_t gv_reduce_modern_count = sizeof(gv_reduce_modern) / sizeof(gv_reduce_modern[0]);

@@ -77,7 +77,8 @@ static int run_reduce(struct ctx *c, const struct gv_variant *v, enum gv_dtype d
 	r = v->run(&c->ws, dt, in, n, c->d_out);
 	if (r < 0)
 		return r;
-	CUDA_OK(cudaMemcpyAsync(got, c->d_out, es, cudaMemcpyDeviceToHost, c->ws.stream));
+	CUDA_OK(cudaMemcpyAsync(got, c->d_out, gv_result_size(v, dt), cudaMemcpyDeviceToHost,
+				c->ws.stream));
 	CUDA_OK(cudaStreamSynchronize(c->ws.stream));
 	c->runs++;
 	return 0;
@@ -104,7 +105,7 @@ static void test_reduce(struct ctx *c, enum gv_dtype dt, size_t n, bool exact)
 			      cudaGetErrorString(c->ws.last_err));
 			if (r < 0)
 				continue;
-			bool ok = gv_check_sum(dt, got, n, &ref, &err);
+			bool ok = gv_check_result(&v[i], dt, got, n, &ref, &err);
 			if (dt == GV_INT && exact) {
 				/* err is 0/1 for ints; say what came back. */
 				CHECK(ok, "%s int n=%zu off=%zu: got %u want %u", v[i].name, n, off,
@@ -121,7 +122,7 @@ static void test_reduce(struct ctx *c, enum gv_dtype dt, size_t n, bool exact)
 			/* Same input, same bits, unless atomics decide the order. */
 			if (!(v[i].flags & GV_NONDETERMINISTIC) && !c->racecheck) {
 				run_reduce(c, &v[i], dt, n, off, again);
-				CHECK(memcmp(got, again, es) == 0, "%s %s n=%zu: not deterministic",
+				CHECK(memcmp(got, again, gv_result_size(&v[i], dt)) == 0, "%s %s n=%zu: not deterministic",
 				      v[i].name, gv_dtype_name(dt), n);
 			}
 		}
