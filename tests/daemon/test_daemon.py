@@ -381,11 +381,10 @@ class SocketFile(unittest.TestCase):
         d = Daemon()
         path = d.path
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o660)
-        keep = d.dir
         d.proc.send_signal(signal.SIGTERM)
         self.assertEqual(d.proc.wait(10), 0)
         self.assertFalse(os.path.exists(path))
-        os.rmdir(keep) if os.path.isdir(keep) and not os.listdir(keep) else None
+        d.stop()
 
     def test_socket_mode_flag(self):
         d = Daemon("--socket-mode", "0600")
