@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <cuda_runtime_api.h>
@@ -994,6 +995,11 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	int count = 0, r;
 	*ret = NULL;
 	cudaError_t e = cudaGetDeviceCount(&count);
+	if (e == cudaErrorInsufficientDriver && access("/proc/driver/nvidia/version", F_OK) != 0) {
+		/* what the runtime says when there is no driver at all */
+		snprintf(errbuf, errlen, "no NVIDIA driver loaded");
+		return -ENODEV;
+	}
 	if (e != cudaSuccess || count <= 0) {
 		snprintf(errbuf, errlen, "no usable CUDA device: %s",
 			 e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
