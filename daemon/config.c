@@ -23,6 +23,7 @@ void gr_config_init(gr_config *c)
 		.inline_max_bytes = SIZE_MAX,
 		.small_max_bytes = 256 * KiB,
 		.max_inflight_bytes = 16 * MiB,
+		.request_chunks = 2,
 		.max_unsent_bytes = 1 * MiB,
 		.batch_max_bytes = 4 * MiB,
 		.batch_max_requests = 4096,
@@ -124,6 +125,7 @@ enum {
 	OPT_INLINE_MAX_BYTES,
 	OPT_SMALL_MAX_BYTES,
 	OPT_MAX_INFLIGHT_BYTES,
+	OPT_REQUEST_CHUNKS,
 	OPT_MAX_UNSENT_BYTES,
 	OPT_BATCH_MAX_BYTES,
 	OPT_BATCH_MAX_REQUESTS,
@@ -149,6 +151,7 @@ static const struct option options[] = {
 	{"inline-max-bytes", required_argument, NULL, OPT_INLINE_MAX_BYTES},
 	{"small-max-bytes", required_argument, NULL, OPT_SMALL_MAX_BYTES},
 	{"max-inflight-bytes", required_argument, NULL, OPT_MAX_INFLIGHT_BYTES},
+	{"request-chunks", required_argument, NULL, OPT_REQUEST_CHUNKS},
 	{"max-unsent-bytes", required_argument, NULL, OPT_MAX_UNSENT_BYTES},
 	{"batch-max-bytes", required_argument, NULL, OPT_BATCH_MAX_BYTES},
 	{"batch-max-requests", required_argument, NULL, OPT_BATCH_MAX_REQUESTS},
@@ -180,6 +183,7 @@ void gr_config_usage(FILE *f)
 		"  --inline-max-bytes N       CPU: jobs this small run on the loop thread\n"
 		"  --small-max-bytes N        data this small is packed into shared batches (256K)\n"
 		"  --max-inflight-bytes N     per connection, staged but unanswered (16M)\n"
+		"  --request-chunks N         chunks of one request in flight, 1-4 (2)\n"
 		"  --max-unsent-bytes N       per connection, replies not yet written (1M)\n"
 		"  --batch-max-bytes N        a batch goes out at this many bytes (4M)\n"
 		"  --batch-max-requests N     ... or this many requests (4096)\n"
@@ -243,6 +247,9 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		r = parse_size(arg, 64 * GiB, &v);
 		c->max_inflight_bytes = v;
 		return r;
+	case OPT_REQUEST_CHUNKS:
+		r = parse_uint(arg, 10, 4, &c->request_chunks);
+		return r < 0 ? r : c->request_chunks ? 0 : -EINVAL;
 	case OPT_MAX_UNSENT_BYTES:
 		r = parse_size(arg, 1 * GiB, &v);
 		c->max_unsent_bytes = v;
@@ -354,7 +361,8 @@ int gr_config_parse(gr_config *c, int argc, char **argv, char *errbuf, size_t er
 		return r;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "v", options, NULL)) != -1) {
+	int longindex = -1;
+	while ((opt = getopt_long(argc, argv, "v", options, &longindex)) != -1) {
 		if (opt == '?') {
 			snprintf(errbuf, errlen, "unknown option or missing argument: %s",
 				 argv[optind - 1]);
@@ -363,10 +371,11 @@ int gr_config_parse(gr_config *c, int argc, char **argv, char *errbuf, size_t er
 		if (opt == OPT_CONFIG)
 			continue;
 		if (config_set(c, opt, optarg) < 0) {
-			snprintf(errbuf, errlen, "invalid value '%s' for %s", optarg,
-				 argv[optind - 1]);
+			snprintf(errbuf, errlen, "invalid value '%s' for --%s", optarg ? optarg : "",
+				 longindex >= 0 ? options[longindex].name : "?");
 			return -EINVAL;
 		}
+		longindex = -1;
 	}
 	if (optind < argc) {
 		snprintf(errbuf, errlen, "unexpected argument: %s", argv[optind]);

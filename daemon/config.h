@@ -30,6 +30,7 @@ typedef struct gr_config {
 	size_t inline_max_bytes;    /* SIZE_MAX: the backend's default */
 	size_t small_max_bytes;     /* data this small is packed into shared batch slots */
 	uint64_t max_inflight_bytes;/* per connection: staged but unanswered */
+	unsigned request_chunks;    /* chunks of one request in flight (2) */
 	size_t max_unsent_bytes;    /* per connection: replies not yet written */
 	size_t batch_max_bytes;
 	unsigned batch_max_requests;

@@ -151,7 +151,7 @@ static void chunk_done(gr_job *job)
 		 * it cannot have, since this chunk is not combined yet. */
 	}
 	while (req->ncombined < req->nsubmitted) {
-		gr_chunk *next = &req->chunks[req->ncombined % GR_MAX_CHUNKS_INFLIGHT];
+		gr_chunk *next = &req->chunks[req->ncombined % GR_REQUEST_CHUNKS_MAX];
 		if (!next->done)
 			break;
 		if (req->failed) {
@@ -209,11 +209,12 @@ static int conn_set_dest(gr_conn *c)
 	const gr_req *preq = gr_req_parser_req(c->parser);
 	uint64_t left = req->data_bytes - preq->data_done;
 
-	if (req->nsubmitted - req->ncombined >= GR_MAX_CHUNKS_INFLIGHT) {
+	if (req->nsubmitted - req->ncombined >= s->cfg->request_chunks) {
 		c->stall = GR_STALL_CHUNKS;
+		s->stats.stalls_chunks++;
 		return -EAGAIN;
 	}
-	gr_chunk *ch = &req->chunks[req->nsubmitted % GR_MAX_CHUNKS_INFLIGHT];
+	gr_chunk *ch = &req->chunks[req->nsubmitted % GR_REQUEST_CHUNKS_MAX];
 	gr_slot *slot, *closed = NULL;
 	void *dst;
 	size_t cap;
@@ -230,6 +231,7 @@ static int conn_set_dest(gr_conn *c)
 		gr_server_batch_flush(s); /* a full slot's batch goes out now */
 	if (!dst) {
 		c->stall = GR_STALL_STAGING;
+		s->stats.stalls_staging++;
 		gr_staging_wait(&s->staging, &c->waiter);
 		return -EAGAIN;
 	}
@@ -399,6 +401,7 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 		}
 		if (conn_over_limits(c)) {
 			c->stall = GR_STALL_LIMITS;
+			s->stats.stalls_limits++;
 			return false;
 		}
 	}

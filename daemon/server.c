@@ -33,7 +33,7 @@ gr_request *gr_server_request_get(gr_server *s)
 	 * written before they are read: at a few hundred bytes each they
 	 * would be most of the cost of clearing. */
 	memset(req, 0, offsetof(gr_request, chunks));
-	for (unsigned i = 0; i < GR_MAX_CHUNKS_INFLIGHT; i++) {
+	for (unsigned i = 0; i < GR_REQUEST_CHUNKS_MAX; i++) {
 		req->chunks[i].slot = NULL;
 		req->chunks[i].staged = 0;
 		req->chunks[i].done = false;
@@ -315,7 +315,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 		healthy += d.healthy;
 	}
 	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 15));
+	W(gr_mpw_map(b, 16));
 	W(gr_mpw_cstr(b, "uptime_s"));
 	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
 	W(write_kv_str(b, "backend", be->name));
@@ -332,6 +332,11 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "inflight", s->stats.inflight));
 	W(write_kv_uint(b, "devices", be->ndevices));
 	W(write_kv_uint(b, "devices_healthy", healthy));
+	W(gr_mpw_cstr(b, "stalls"));
+	W(gr_mpw_map(b, 3));
+	W(write_kv_uint(b, "staging", s->stats.stalls_staging));
+	W(write_kv_uint(b, "chunks", s->stats.stalls_chunks));
+	W(write_kv_uint(b, "limits", s->stats.stalls_limits));
 	W(gr_mpw_cstr(b, "latency_us"));
 	W(gr_mpw_map(b, 4));
 	W(write_kv_uint(b, "p50", p50));

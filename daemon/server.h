@@ -7,7 +7,7 @@
  * which goes to the backend when it is full or when the loop has nothing
  * more to read right now (the check phase, after each poll). Larger ones
  * are reduced chunk by chunk as they arrive: each full slot is submitted
- * at once, at most GR_MAX_CHUNKS_INFLIGHT per request, and the chunk
+ * at once, at most --request-chunks per request, and the chunk
  * results are combined in order, so the result does not depend on how the
  * bytes arrived. Finished jobs come back through the completion queue and
  * their replies are written from the check phase, coalesced per
@@ -27,7 +27,8 @@
 #include "proto/request.h"
 
 #define GR_CONN_RBUF_BYTES (64u * 1024u)
-#define GR_MAX_CHUNKS_INFLIGHT 2u
+/* Chunks of one request in flight at most (--request-chunks up to this). */
+#define GR_REQUEST_CHUNKS_MAX 4u
 
 typedef struct gr_server gr_server;
 typedef struct gr_conn gr_conn;
@@ -59,8 +60,8 @@ struct gr_request {
 	bool received;  /* the whole request was parsed */
 	bool failed;    /* answered with an error; results are dropped */
 
-	/* The chunk pipeline: chunk k lives in chunks[k % GR_MAX_CHUNKS_INFLIGHT]. */
-	gr_chunk chunks[GR_MAX_CHUNKS_INFLIGHT];
+	/* The chunk pipeline: chunk k lives in chunks[k % GR_REQUEST_CHUNKS_MAX]. */
+	gr_chunk chunks[GR_REQUEST_CHUNKS_MAX];
 	unsigned nsubmitted, ncombined;
 	gr_chunk *filling;       /* the chunk being written, or NULL */
 	uint64_t filling_start;  /* data offset where it begins */

@@ -18,6 +18,12 @@ typedef struct gr_stats {
 	uint64_t bytes_in;
 	uint64_t elements;
 	uint64_t inflight;
+	/* Times a connection stopped reading: no staging slot free, its
+	 * request at --request-chunks in flight, over its in-flight or
+	 * unsent bounds. */
+	uint64_t stalls_staging;
+	uint64_t stalls_chunks;
+	uint64_t stalls_limits;
 	uint32_t lat_us[GR_STATS_WINDOW];
 	uint64_t lat_n; /* samples ever recorded; the window holds the last ones */
 } gr_stats;
