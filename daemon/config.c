@@ -102,6 +102,26 @@ static int parse_uint(const char *s, unsigned base, unsigned max, unsigned *ret)
 	return 0;
 }
 
+/* Size options into the two field types they have; nothing is stored
+ * unless the value parses. */
+static int set_u64(const char *arg, uint64_t max, uint64_t *dst)
+{
+	uint64_t v;
+	int r = parse_size(arg, max, &v);
+	if (r == 0)
+		*dst = v;
+	return r;
+}
+
+static int set_size(const char *arg, uint64_t max, size_t *dst)
+{
+	uint64_t v;
+	int r = parse_size(arg, max, &v);
+	if (r == 0)
+		*dst = (size_t)v;
+	return r;
+}
+
 static int set_string(char **dst, const char *v)
 {
 	char *s = strdup(v);
@@ -199,8 +219,7 @@ void gr_config_usage(FILE *f)
 
 static int config_set(gr_config *c, int opt, const char *arg)
 {
-	uint64_t v;
-	int r = 0;
+	int r;
 
 	switch (opt) {
 	case OPT_SOCKET:
@@ -218,46 +237,30 @@ static int config_set(gr_config *c, int opt, const char *arg)
 			return -EINVAL;
 		return 0;
 	case OPT_MAX_REQUEST_BYTES:
-		r = parse_size(arg, UINT32_MAX, &v);
-		c->max_request_bytes = v;
-		return r;
+		return set_u64(arg, UINT32_MAX, &c->max_request_bytes);
 	case OPT_MAX_CONNECTIONS:
 		return parse_uint(arg, 10, 1000000, &c->max_connections);
 	case OPT_STAGING_BYTES:
-		r = parse_size(arg, 64 * GiB, &v);
-		c->staging_bytes = v;
-		return r;
+		return set_size(arg, 64 * GiB, &c->staging_bytes);
 	case OPT_CHUNK_BYTES:
-		r = parse_size(arg, 4 * GiB, &v);
-		c->chunk_bytes = v;
-		return r;
+		return set_size(arg, 4 * GiB, &c->chunk_bytes);
 	case OPT_THREADS:
 		return parse_uint(arg, 10, 1024, &c->threads);
 	case OPT_STREAMS:
 		return parse_uint(arg, 10, 64, &c->streams);
 	case OPT_INLINE_MAX_BYTES:
-		r = parse_size(arg, 1 * GiB, &v);
-		c->inline_max_bytes = v;
-		return r;
+		return set_size(arg, 1 * GiB, &c->inline_max_bytes);
 	case OPT_SMALL_MAX_BYTES:
-		r = parse_size(arg, 1 * GiB, &v);
-		c->small_max_bytes = v;
-		return r;
+		return set_size(arg, 1 * GiB, &c->small_max_bytes);
 	case OPT_MAX_INFLIGHT_BYTES:
-		r = parse_size(arg, 64 * GiB, &v);
-		c->max_inflight_bytes = v;
-		return r;
+		return set_u64(arg, 64 * GiB, &c->max_inflight_bytes);
 	case OPT_REQUEST_CHUNKS:
 		r = parse_uint(arg, 10, 4, &c->request_chunks);
 		return r < 0 ? r : c->request_chunks ? 0 : -EINVAL;
 	case OPT_MAX_UNSENT_BYTES:
-		r = parse_size(arg, 1 * GiB, &v);
-		c->max_unsent_bytes = v;
-		return r;
+		return set_size(arg, 1 * GiB, &c->max_unsent_bytes);
 	case OPT_BATCH_MAX_BYTES:
-		r = parse_size(arg, 4 * GiB, &v);
-		c->batch_max_bytes = v;
-		return r;
+		return set_size(arg, 4 * GiB, &c->batch_max_bytes);
 	case OPT_BATCH_MAX_REQUESTS:
 		return parse_uint(arg, 10, 1000000, &c->batch_max_requests);
 	case OPT_BATCH_DELAY_US:
