@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/gpured.h"
 #include "proto/message.h"
 #include "proto/mp.h"
 #include "proto/obj.h"
@@ -214,29 +215,6 @@ static bool time_up(uint64_t now)
 		return true;
 	}
 	return false;
-}
-
-/* The daemon's socket, chosen as libgpured chooses it (libgpured(3)). */
-static int bench_socket_path(const char *path, char *buf, size_t size)
-{
-	const char *env;
-	int k;
-
-	if (!path) {
-		env = getenv("GPURED_SOCKET");
-		if (env && env[0])
-			path = env;
-	}
-	if (path) {
-		k = snprintf(buf, size, "%s", path);
-	} else {
-		env = getenv("XDG_RUNTIME_DIR");
-		if (geteuid() != 0 && env && env[0])
-			k = snprintf(buf, size, "%s/gpured.sock", env);
-		else
-			k = snprintf(buf, size, "/run/gpured.sock");
-	}
-	return k < 0 || (size_t)k >= size ? -ENAMETOOLONG : 0;
 }
 
 static bool value_ok(const bench_data *d, const gr_value *v, uint64_t count)
@@ -538,7 +516,7 @@ static void *worker_run(void *arg)
 	int r;
 
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	r = bench_socket_path(w->o->socket, path, sizeof(path));
+	r = gpured_socket_path(w->o->socket, path, sizeof(path));
 	for (unsigned i = 0; i < w->n_conns; i++) {
 		conn *c = &w->conns[i];
 
