@@ -45,15 +45,6 @@
 /* Slots are numbered in 16 bits of the msgid (see conn_msgid()). */
 #define BENCH_MAX_DEPTH 65536u
 #define BENCH_MAX_CONNS 10000u
-/* Replies are small maps; these bound what a confused server can make us
- * allocate. */
-static const gr_obj_limits reply_limits = {
-	.max_depth = 8,
-	.max_items = 4096,
-	.max_str = 1u << 20,
-};
-/* A partial reply larger than this cannot be one of ours. */
-#define REPLY_MAX_BYTES (8u << 20)
 #define READ_CHUNK 65536u
 /* The request header with its msgid as a 5-byte uint32, and room to spare. */
 #define HDR_MAX 64u
@@ -404,7 +395,7 @@ static int conn_read(worker *w, conn *c, uint64_t now)
 			size_t cap = c->r_cap * 2;
 			uint8_t *p;
 
-			if (cap > REPLY_MAX_BYTES)
+			if (cap > GR_MSG_RESPONSE_MAX_BYTES)
 				return -EMSGSIZE;
 			p = realloc(c->rbuf, cap);
 			if (!p)
@@ -428,7 +419,7 @@ static int conn_read(worker *w, conn *c, uint64_t now)
 		for (;;) {
 			gr_obj_tree tree = { 0 };
 			long m = gr_obj_parse(c->rbuf + c->r_start, c->r_end - c->r_start,
-					      &reply_limits, &tree);
+					      &gr_msg_response_limits, &tree);
 			int r;
 
 			if (m == 0)

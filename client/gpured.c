@@ -43,15 +43,6 @@ _Static_assert((int)GPURED_KIND_I64 == (int)GR_KIND_I64, "kind order");
 _Static_assert((int)GPURED_KIND_U64 == (int)GR_KIND_U64, "kind order");
 _Static_assert((int)GPURED_KIND_F64 == (int)GR_KIND_F64, "kind order");
 
-/* Replies are small maps; these bound what a confused server can make us
- * allocate. */
-static const gr_obj_limits reply_limits = {
-	.max_depth = 8,
-	.max_items = 4096,
-	.max_str = 1u << 20,
-};
-/* A partial reply larger than this cannot be one of ours. */
-#define REPLY_MAX_BYTES (8u << 20)
 #define READ_CHUNK 65536u
 
 typedef struct pending {
@@ -561,7 +552,7 @@ static int process_replies(gpured_t *g)
 
 	while (off < g->rbuf.len) {
 		gr_obj_tree tree = { 0 };
-		long k = gr_obj_parse(g->rbuf.data + off, g->rbuf.len - off, &reply_limits, &tree);
+		long k = gr_obj_parse(g->rbuf.data + off, g->rbuf.len - off, &gr_msg_response_limits, &tree);
 
 		if (k == 0)
 			break;
@@ -577,8 +568,8 @@ static int process_replies(gpured_t *g)
 		off += (size_t)k;
 	}
 	gr_buf_consume(&g->rbuf, off);
-	if (r == 0 && g->rbuf.len > REPLY_MAX_BYTES)
-		r = conn_fail(g, -EPROTO, "reply larger than %u bytes", REPLY_MAX_BYTES);
+	if (r == 0 && g->rbuf.len > GR_MSG_RESPONSE_MAX_BYTES)
+		r = conn_fail(g, -EPROTO, "reply larger than %u bytes", GR_MSG_RESPONSE_MAX_BYTES);
 	return r;
 }
 
@@ -973,7 +964,7 @@ static int call_result(gpured_t *g, gr_method m, uint8_t **ret_bytes, gr_obj_tre
 	r = call_simple(g, m, &bytes, &len);
 	if (r < 0)
 		return r;
-	k = gr_obj_parse(bytes, len, &reply_limits, tree);
+	k = gr_obj_parse(bytes, len, &gr_msg_response_limits, tree);
 	if (k <= 0) {
 		/* It parsed when it arrived. */
 		free(bytes);

@@ -3,6 +3,12 @@
 
 #include "message.h"
 
+const gr_obj_limits gr_msg_response_limits = {
+	.max_depth = 8,
+	.max_items = 4096,
+	.max_str = 1u << 20,
+};
+
 int gr_msg_write_request_header(gr_buf *b, uint32_t msgid, gr_method m, uint32_t nparams)
 {
 	const char *name = gr_method_name(m);

@@ -59,6 +59,14 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
 int gr_msg_write_error(gr_buf *b, uint32_t msgid, gr_err code, const char *message);
 
 /*
+ * What a client reads a response with: responses are small maps, and these
+ * bound what a confused or hostile server can make a client allocate.
+ */
+extern const gr_obj_limits gr_msg_response_limits;
+/* A partial response larger than this cannot be one of ours. */
+#define GR_MSG_RESPONSE_MAX_BYTES (8u << 20)
+
+/*
  * Check that root has the shape [1, msgid, error|nil, result] and take it
  * apart. On success (0): *ret_msgid; *ret_code is GR_OK and *ret_result
  * the result, or the error's code (a code this version does not know reads
