@@ -15,6 +15,13 @@
  * exactly (small integers, whose float sums are exact in any order), so
  * every reply is checked; a wrong value counts as an error. Latency is per
  * request, from its submission to the read that brought its reply.
+ *
+ * The array repeats with a period of three elements but for two, so a
+ * large one is sent out of one buffer of about --send-buffer bytes (1 MiB)
+ * named again and again in the writev(), with the two odd elements spliced
+ * in: the client's copies then come from its cache, as gpured-sockbw's
+ * writes of one reused 1 MiB buffer do, and the two measure the daemon's
+ * side of the socket alike. --send-buffer 0 sends from one flat array.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -48,6 +56,9 @@
 #define READ_CHUNK 65536u
 /* The request header with its msgid as a 5-byte uint32, and room to spare. */
 #define HDR_MAX 64u
+/* A large payload is sent out of a buffer of this many bytes, repeated. */
+#define SEND_BUFFER_DEFAULT (1u << 20)
+#define SEND_BUFFER_MIN 4096u
 
 typedef struct bench_opts {
 	const char *socket;
@@ -59,12 +70,15 @@ typedef struct bench_opts {
 	gr_dtype dtype;
 	gr_op op;
 	double seconds; /* 0: no limit */
+	uint64_t send_buffer; /* bytes a payload is sent out of; 0: the whole array */
 	bool json;
 } bench_opts;
 
 /* The array every request sends, and what every reply must say. */
 typedef struct bench_data {
-	void *data;
+	void *data;          /* the memory segs point into */
+	struct iovec *segs;  /* the payload, in order: nbytes in all */
+	unsigned nsegs;
 	size_t n;
 	size_t nbytes;
 	gr_value expect;
@@ -293,7 +307,7 @@ static int conn_flush(worker *w, conn *c)
 		ssize_t k;
 		size_t off = c->w_off;
 
-		for (unsigned i = 0; i < c->wq_len && n + 2 <= IOV_MAX; i++) {
+		for (unsigned i = 0; i < c->wq_len && n < IOV_MAX; i++) {
 			slot *sl = &c->slots[c->wq[(c->wq_head + i) % depth]];
 
 			if (off < d->hdr_len) {
@@ -302,9 +316,17 @@ static int conn_flush(worker *w, conn *c)
 			} else {
 				off -= d->hdr_len;
 			}
-			if (off < d->nbytes)
-				iov[n++] = (struct iovec){ (uint8_t *)d->data + off, d->nbytes - off };
-			off = 0;
+			for (unsigned j = 0; j < d->nsegs && n < IOV_MAX; j++) {
+				const struct iovec *sg = &d->segs[j];
+
+				if (off < sg->iov_len) {
+					iov[n++] = (struct iovec){ (uint8_t *)sg->iov_base + off,
+								   sg->iov_len - off };
+					off = 0;
+				} else {
+					off -= sg->iov_len;
+				}
+			}
 		}
 		k = writev(c->fd, iov, (int)n);
 		if (k < 0) {
@@ -583,6 +605,17 @@ static void *worker_run(void *arg)
 	return NULL;
 }
 
+/* CPU time this process has used, user and system, in seconds. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* The repeating part of the array: -1 0 1 ... (0 1 2 ... unsigned). */
 static int bench_periodic(size_t i, bool is_unsigned)
 {
@@ -600,6 +633,20 @@ static int bench_elem(size_t i, size_t n, bool is_unsigned)
 	return bench_periodic(i, is_unsigned);
 }
 
+/* Element i of a T array at p takes the value v. */
+static void bench_store(void *p, size_t i, gr_dtype dt, int v)
+{
+	switch (dt) {
+	case GR_DT_I32: ((int32_t *)p)[i] = v; break;
+	case GR_DT_I64: ((int64_t *)p)[i] = v; break;
+	case GR_DT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+	case GR_DT_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+	case GR_DT_F32: ((float *)p)[i] = (float)v; break;
+	case GR_DT_F64: ((double *)p)[i] = v; break;
+	default: break;
+	}
+}
+
 /* One loop per element type: -d 16M fills 64 MiB before every run. */
 #define BENCH_FILL(T, p, n, is_unsigned)                                           \
 	do {                                                                       \
@@ -607,6 +654,52 @@ static int bench_elem(size_t i, size_t n, bool is_unsigned)
 		for (size_t i_ = 0; i_ < (n); i_++)                                \
 			q_[i_] = (T)bench_elem(i_, (n), (is_unsigned));            \
 	} while (0)
+
+/* Elements [a, b) of the periodic part, as pieces of the block. */
+static void bench_segs_run(bench_data *d, const uint8_t *block, size_t block_elems,
+			   size_t esz, size_t a, size_t b)
+{
+	while (a < b) {
+		size_t off = a % block_elems, len = block_elems - off;
+
+		if (len > b - a)
+			len = b - a;
+		d->segs[d->nsegs++] = (struct iovec){ (void *)(block + off * esz), len * esz };
+		a += len;
+	}
+}
+
+/*
+ * The payload of a large array, out of one block of the periodic pattern
+ * (a multiple of its period, so element i is the block's i mod its
+ * length) and two cells for the elements that break the period.
+ */
+static int bench_data_repeat(const bench_opts *o, bench_data *d, bool is_unsigned)
+{
+	size_t esz = gr_dtype_size(o->dtype), n = o->elements;
+	size_t block_elems = (size_t)(o->send_buffer / esz) / 3 * 3;
+	size_t odd[2] = { n / 3, 2 * n / 3 };
+	uint8_t *p, *cells;
+
+	p = malloc((block_elems + 2) * esz);
+	d->segs = calloc(2 * (n / block_elems + 3), sizeof(*d->segs));
+	if (!p || !d->segs) {
+		free(p);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < block_elems; i++)
+		bench_store(p, i, o->dtype, bench_periodic(i, is_unsigned));
+	cells = p + block_elems * esz;
+	for (unsigned j = 0; j < 2; j++)
+		bench_store(cells, j, o->dtype, bench_elem(odd[j], n, is_unsigned));
+	bench_segs_run(d, p, block_elems, esz, 0, odd[0]);
+	d->segs[d->nsegs++] = (struct iovec){ cells, esz };
+	bench_segs_run(d, p, block_elems, esz, odd[0] + 1, odd[1]);
+	d->segs[d->nsegs++] = (struct iovec){ cells + esz, esz };
+	bench_segs_run(d, p, block_elems, esz, odd[1] + 1, n);
+	d->data = p;
+	return 0;
+}
 
 static int bench_data_fill(const bench_opts *o, bench_data *d)
 {
@@ -618,17 +711,28 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 	uint8_t *p;
 	int r;
 
-	p = malloc(n ? n * esz : 1);
-	if (!p)
-		return -ENOMEM;
-	switch (o->dtype) {
-	case GR_DT_I32: BENCH_FILL(int32_t, p, n, is_unsigned); break;
-	case GR_DT_I64: BENCH_FILL(int64_t, p, n, is_unsigned); break;
-	case GR_DT_U32: BENCH_FILL(uint32_t, p, n, is_unsigned); break;
-	case GR_DT_U64: BENCH_FILL(uint64_t, p, n, is_unsigned); break;
-	case GR_DT_F32: BENCH_FILL(float, p, n, is_unsigned); break;
-	case GR_DT_F64: BENCH_FILL(double, p, n, is_unsigned); break;
-	default: break;
+	if (o->send_buffer && n * esz > o->send_buffer) {
+		if ((r = bench_data_repeat(o, d, is_unsigned)) < 0)
+			return r;
+	} else {
+		p = malloc(n ? n * esz : 1);
+		d->segs = calloc(1, sizeof(*d->segs));
+		if (!p || !d->segs) {
+			free(p);
+			return -ENOMEM;
+		}
+		switch (o->dtype) {
+		case GR_DT_I32: BENCH_FILL(int32_t, p, n, is_unsigned); break;
+		case GR_DT_I64: BENCH_FILL(int64_t, p, n, is_unsigned); break;
+		case GR_DT_U32: BENCH_FILL(uint32_t, p, n, is_unsigned); break;
+		case GR_DT_U64: BENCH_FILL(uint64_t, p, n, is_unsigned); break;
+		case GR_DT_F32: BENCH_FILL(float, p, n, is_unsigned); break;
+		case GR_DT_F64: BENCH_FILL(double, p, n, is_unsigned); break;
+		default: break;
+		}
+		d->data = p;
+		d->segs[0] = (struct iovec){ p, n * esz };
+		d->nsegs = n ? 1 : 0;
 	}
 	/* Three of every period, then the two replaced elements corrected. */
 	for (size_t i = 0; i < n && i < 3; i++) {
@@ -656,7 +760,6 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 				mx = x;
 		}
 	}
-	d->data = p;
 	d->n = n;
 	d->nbytes = n * esz;
 	d->expect.kind = gr_result_kind(o->op, o->dtype);
@@ -711,6 +814,9 @@ static void usage(FILE *f)
 		"      --dtype T        i32 i64 u32 u64 f32 f64 (default f32)\n"
 		"      --op OP          sum min max sumsq (default sum)\n"
 		"  -t SECONDS           Stop after this long, even if fewer than -n are done\n"
+		"      --send-buffer N  Send a larger payload out of one buffer of about N bytes,\n"
+		"                       named again and again (default 1048576; at least 4096;\n"
+		"                       0: out of one array as large as the payload)\n"
 		"      --json           Print the results as JSON\n"
 		"  -h, --help           Show this help\n"
 		"\n"
@@ -742,19 +848,20 @@ static bool parse_u64(const char *s, uint64_t *ret)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DTYPE = 256, OPT_OP, OPT_JSON, OPT_THREADS };
+	enum { OPT_DTYPE = 256, OPT_OP, OPT_JSON, OPT_THREADS, OPT_SEND_BUFFER };
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "dtype", required_argument, NULL, OPT_DTYPE },
 		{ "op", required_argument, NULL, OPT_OP },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "send-buffer", required_argument, NULL, OPT_SEND_BUFFER },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	bench_opts o = {
 		.conns = 8, .threads = 1, .depth = 1, .requests = 100000, .elements = 256,
-		.dtype = GR_DT_F32, .op = GR_OP_SUM,
+		.dtype = GR_DT_F32, .op = GR_OP_SUM, .send_buffer = SEND_BUFFER_DEFAULT,
 	};
 	bench_data d = { 0 };
 	uint64_t v, done = 0, errors = 0, mismatches = 0, t0, t1;
@@ -810,6 +917,11 @@ int main(int argc, char **argv)
 		case OPT_JSON:
 			o.json = true;
 			break;
+		case OPT_SEND_BUFFER:
+			if (!parse_u64(optarg, &v) || (v != 0 && v < SEND_BUFFER_MIN))
+				goto bad;
+			o.send_buffer = v;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -856,6 +968,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpured-benchmark: cannot create a barrier\n");
 		return 1;
 	}
+	double cpu0 = cpu_seconds();
 	/* Thread i takes a contiguous share of the connections. */
 	for (unsigned i = 0, first = 0; i < o.threads; i++) {
 		w[i].o = &o;
@@ -872,6 +985,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < o.threads; i++)
 		pthread_join(w[i].thread, NULL);
 	t1 = now_ns();
+	double cpu = cpu_seconds() - cpu0;
 	pthread_barrier_destroy(&start_barrier);
 
 	lat = calloc(1, sizeof(*lat));
@@ -918,11 +1032,12 @@ int main(int argc, char **argv)
 		       "\"threads\":%u,\"pipeline\":%u,\"requests\":%llu,\"errors\":%llu,"
 		       "\"mismatches\":%llu,\"failed_connections\":%u,\"seconds\":%.6f,"
 		       "\"requests_per_s\":%.1f,\"payload_gb_per_s\":%.4f,\"latency_us\":"
-		       "{\"p50\":%.1f,\"p99\":%.1f,\"p99_9\":%.1f,\"max\":%.1f}}\n",
+		       "{\"p50\":%.1f,\"p99\":%.1f,\"p99_9\":%.1f,\"max\":%.1f},"
+		       "\"client_cpu_s\":%.3f}\n",
 		       gr_op_name(o.op), gr_dtype_name(o.dtype), (unsigned long long)d.n,
 		       o.conns, o.threads, o.depth, (unsigned long long)done,
 		       (unsigned long long)errors, (unsigned long long)mismatches, failed, secs, rps,
-		       gbps, p50, p99, p999, pmax);
+		       gbps, p50, p99, p999, pmax, cpu);
 	} else {
 		printf("====== %s %s, %llu elements (%zu bytes) ======\n", gr_op_name(o.op),
 		       gr_dtype_name(o.dtype), (unsigned long long)d.n, d.nbytes);
@@ -933,10 +1048,13 @@ int main(int argc, char **argv)
 		       (unsigned long long)errors, (unsigned long long)mismatches, failed);
 		printf("\n  throughput: %.1f requests per second, %.3f GB/s of payload\n", rps, gbps);
 		printf("  latency (us): p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p50, p99, p999, pmax);
+		printf("  this client's CPU time: %.3f s (%.2f us per request)\n", cpu,
+		       done ? cpu * 1e6 / (double)done : 0);
 	}
 	free(lat);
 	free(cs);
 	free(w);
+	free(d.segs);
 	free(d.data);
 	return errors || failed ? 1 : 0;
 

@@ -39,8 +39,9 @@ while [ ! -S "$sock" ]; do
 done
 
 fail=0
-# Each run: requests, then the other options. The last sends 16 MiB
-# requests, which take many partial writes each.
+# Each run: requests, then the other options. The last ones send 4-16 MiB
+# requests, which take many partial writes each: out of a repeated buffer
+# (by default, and a small odd one that splits every writev), and flat.
 while read -r n args; do
 	# shellcheck disable=SC2086
 	out=$("$bench" -s "$sock" -n "$n" $args --json)
@@ -56,5 +57,7 @@ done <<RUNS
 2000 -c 4 -P 8 --threads 2 --dtype i64 --op sumsq
 2000 -c 1 -P 1 --dtype u32 --op min
 20 -c 2 -P 2 -d 4M --op max
+20 -c 2 -P 3 -d 1000003 --dtype f64 --op min --send-buffer 4100
+20 -c 1 -P 2 -d 1048577 --dtype u32 --op sum --send-buffer 0
 RUNS
 exit $fail
