@@ -10,10 +10,11 @@
  * min/max, to a tolerance for float sums).
  *
  *   gpured-kernel-bench [--json] [--lo E] [--hi E] [--step S]
- *                       [--rmin R] [--umax U] [--small ROWS] [--small-rmin R]
- *                       [--per-sm B] [--group 8|16] [--fence sc|acqrel]
+ *                       [--rmin R] [--rmax R] [--umax U] [--small ROWS]
+ *                       [--small-rmin R] [--per-sm B]
+ *                       [--group 8|16] [--fence sc|acqrel]
  *
- * The last seven change our kernel's unit geometry, grid, rows in flight
+ * The last eight change our kernel's unit geometry, grid, rows in flight
  * and ticket fence from the production ones (kernel.cuh: GEOMETRY,
  * BLOCKS_PER_SM, GROUP, launch_single_units' defaults),
  * to tune them. Latency is also given for an empty kernel, the floor that
@@ -325,6 +326,8 @@ int main(int argc, char **argv)
 			step = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--rmin") && i + 1 < argc)
 			geom.rmin = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--rmax") && i + 1 < argc)
+			geom.rmax = (uint32_t)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--umax") && i + 1 < argc)
 			geom.umax = (uint32_t)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--small") && i + 1 < argc)
@@ -339,8 +342,9 @@ int main(int argc, char **argv)
 			acqrel = !strcmp(argv[++i], "acqrel");
 		else {
 			fprintf(stderr,
-				"usage: %s [--json] [--lo E] [--hi E] [--step S] [--rmin R] [--umax U] "
-				"[--small ROWS] [--small-rmin R] [--per-sm B] [--group 8|16] [--fence sc|acqrel]\n",
+				"usage: %s [--json] [--lo E] [--hi E] [--step S] [--rmin R] [--rmax R] "
+				"[--umax U] [--small ROWS] [--small-rmin R] [--per-sm B] "
+				"[--group 8|16] [--fence sc|acqrel]\n",
 				argv[0]);
 			return 2;
 		}
@@ -349,10 +353,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "need 4 <= lo <= hi <= 28, step >= 1\n");
 		return 2;
 	}
-	if (geom.rmin < 1 || geom.rmin > 1024 || geom.umax < 1 || per_sm < 1 ||
-	    geom.small_rmin < 1 || (group != grk::GROUP && group != 16)) {
-		fprintf(stderr, "need 1 <= rmin <= 1024, umax >= 1, small-rmin >= 1, per-sm >= 1, "
-				"group 8 or 16\n");
+	if (geom.rmin < 1 || geom.rmin > geom.rmax || geom.rmax > 65536 || geom.umax < 1 ||
+	    per_sm < 1 || geom.small_rmin < 1 || (group != grk::GROUP && group != 16)) {
+		fprintf(stderr, "need 1 <= rmin <= rmax <= 65536, umax >= 1, small-rmin >= 1, "
+				"per-sm >= 1, group 8 or 16\n");
 		return 2;
 	}
 	int count = 0;
@@ -423,11 +427,13 @@ int main(int argc, char **argv)
 		all_ok = all_ok && r.ok;
 	if (json) {
 		printf("{\"device\": \"%s\", \"sms\": %d, \"driver\": %d, \"runtime\": %d, "
-		       "\"geometry\": {\"rmin\": %u, \"umax\": %u, \"small_rows\": %u, "
-		       "\"small_rmin\": %u, \"per_sm\": %u, \"group\": %u, \"fence\": \"%s\"}, "
+		       "\"geometry\": {\"rmin\": %u, \"rmax\": %u, \"umax\": %u, \"small_rows\": %u, "
+		       "\"small_rmin\": %u, \"per_sm\": %u, \"group\": %u, "
+		       "\"fence\": \"%s\"}, "
 		       "\"empty_kernel_latency_us\": %.2f, \"results_match_cub\": %s, \"rows\": [\n",
-		       prop.name, E.sms, drv, rt, geom.rmin, geom.umax, geom.small_rows,
-		       geom.small_rmin, per_sm, group, acqrel ? "acq_rel" : "sc", empty_us,
+		       prop.name, E.sms, drv, rt, geom.rmin, geom.rmax, geom.umax, geom.small_rows,
+		       geom.small_rmin, per_sm, group,
+		       acqrel ? "acq_rel" : "sc", empty_us,
 		       all_ok ? "true" : "false");
 		for (size_t i = 0; i < rows.size(); i++) {
 			const row &r = rows[i];
@@ -440,9 +446,9 @@ int main(int argc, char **argv)
 		printf("]}\n");
 	} else {
 		printf("device: %s (%d SMs), driver %d, runtime %d\n", prop.name, E.sms, drv, rt);
-		printf("geometry: rmin %u, umax %u, small %u rows (units of %u rows or more), "
-		       "%u blocks per SM, %u rows in flight per lane, %s ticket fence\n",
-		       geom.rmin, geom.umax, geom.small_rows, geom.small_rmin, per_sm, group,
+		printf("geometry: rmin %u, rmax %u, umax %u, small %u rows (units of %u rows or "
+		       "more), %u blocks per SM, %u rows in flight per lane, %s ticket fence\n",
+		       geom.rmin, geom.rmax, geom.umax, geom.small_rows, geom.small_rmin, per_sm, group,
 		       acqrel ? "acq_rel" : "sc");
 		printf("empty kernel latency: %.2f us\n", empty_us);
 		printf("latency: one launch, event to event, median; throughput: back to back\n");

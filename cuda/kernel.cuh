@@ -532,13 +532,13 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 /* Rows per unit for a segment of n elements of size bytes, with the
  * unit geometry's knobs: up to small_rows rows the units (small_rmin
  * rows or more) are made few enough (CGROUP at most) for one block with
- * no ticket; past that they
- * start at rmin rows and double until there are at most umax units (up
- * to 1024 rows a unit). */
+ * no ticket; past that they start at rmin rows and double until there
+ * are at most umax units (up to rmax rows a unit: so up to 2^22 rows,
+ * 2 GiB, take at most 2048 units, 256 blocks, one wave on an H200). */
 struct geometry {
-	uint32_t rmin, umax, small_rows, small_rmin;
+	uint32_t rmin, umax, small_rows, small_rmin, rmax;
 };
-constexpr geometry GEOMETRY = { 8, 2048, 128, 8 };
+constexpr geometry GEOMETRY = { 8, 2048, 128, 8, 2048 };
 
 static inline uint32_t unit_rows_of(uint64_t n, size_t size, geometry G)
 {
@@ -549,7 +549,7 @@ static inline uint32_t unit_rows_of(uint64_t n, size_t size, geometry G)
 			;
 		return r;
 	}
-	for (r = G.rmin; r < 1024 && rows > (uint64_t)r * G.umax; r <<= 1)
+	for (r = G.rmin; r < G.rmax && rows > (uint64_t)r * G.umax; r <<= 1)
 		;
 	return r;
 }
