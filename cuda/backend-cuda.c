@@ -891,6 +891,12 @@ static bool cuda_dev_start(cuda_dev *d, char *why, size_t whylen)
 		return false;
 	}
 	d->sthread_started = true;
+	/* named for top -H and /proc/PID/task/TID/comm */
+	char name[16];
+	snprintf(name, sizeof(name), "gpured-done%d", d->ordinal);
+	pthread_setname_np(d->cthread, name);
+	snprintf(name, sizeof(name), "gpured-sub%d", d->ordinal);
+	pthread_setname_np(d->sthread, name);
 	return true;
 }
 
