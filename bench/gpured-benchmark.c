@@ -647,14 +647,6 @@ static void bench_store(void *p, size_t i, gr_dtype dt, int v)
 	}
 }
 
-/* One loop per element type: -d 16M fills 64 MiB before every run. */
-#define BENCH_FILL(T, p, n, is_unsigned)                                           \
-	do {                                                                       \
-		T *q_ = (T *)(p);                                                  \
-		for (size_t i_ = 0; i_ < (n); i_++)                                \
-			q_[i_] = (T)bench_elem(i_, (n), (is_unsigned));            \
-	} while (0)
-
 /* Elements [a, b) of the periodic part, as pieces of the block. */
 static void bench_segs_run(bench_data *d, const uint8_t *block, size_t block_elems,
 			   size_t esz, size_t a, size_t b)
@@ -682,6 +674,8 @@ static int bench_data_repeat(const bench_opts *o, bench_data *d, bool is_unsigne
 	uint8_t *p, *cells;
 
 	p = malloc((block_elems + 2) * esz);
+	/* each run of the period: a piece per block boundary it crosses,
+	 * and one more; and the two cells */
 	d->segs = calloc(2 * (n / block_elems + 3), sizeof(*d->segs));
 	if (!p || !d->segs) {
 		free(p);
@@ -715,21 +709,15 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 		if ((r = bench_data_repeat(o, d, is_unsigned)) < 0)
 			return r;
 	} else {
+		/* at most --send-buffer bytes, unless that is 0 */
 		p = malloc(n ? n * esz : 1);
 		d->segs = calloc(1, sizeof(*d->segs));
 		if (!p || !d->segs) {
 			free(p);
 			return -ENOMEM;
 		}
-		switch (o->dtype) {
-		case GR_DT_I32: BENCH_FILL(int32_t, p, n, is_unsigned); break;
-		case GR_DT_I64: BENCH_FILL(int64_t, p, n, is_unsigned); break;
-		case GR_DT_U32: BENCH_FILL(uint32_t, p, n, is_unsigned); break;
-		case GR_DT_U64: BENCH_FILL(uint64_t, p, n, is_unsigned); break;
-		case GR_DT_F32: BENCH_FILL(float, p, n, is_unsigned); break;
-		case GR_DT_F64: BENCH_FILL(double, p, n, is_unsigned); break;
-		default: break;
-		}
+		for (size_t i = 0; i < n; i++)
+			bench_store(p, i, o->dtype, bench_elem(i, n, is_unsigned));
 		d->data = p;
 		d->segs[0] = (struct iovec){ p, n * esz };
 		d->nsegs = n ? 1 : 0;
