@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "daemon/completion.h"
@@ -10,6 +11,7 @@ struct gr_completion {
 	gr_job *head, *tail;
 	pthread_t loop_thread;
 	bool deferred;
+	atomic_bool polling; /* the loop drains in each iteration: no wake-up needed */
 	uint64_t *now_ns;
 };
 
@@ -57,7 +59,29 @@ void gr_completion_post_list(gr_completion *cq, gr_job *head)
 	cq->tail = tail;
 	pthread_mutex_unlock(&cq->lock);
 	/* only the loop thread reads deferred */
-	if (!(pthread_equal(pthread_self(), cq->loop_thread) && cq->deferred))
+	if (pthread_equal(pthread_self(), cq->loop_thread) && cq->deferred)
+		return;
+	/* The queue store above, then the flag: see gr_completion_polling_stop */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&cq->polling, memory_order_relaxed))
+		uv_async_send(&cq->async);
+}
+
+void gr_completion_polling_start(gr_completion *cq)
+{
+	atomic_store(&cq->polling, true);
+}
+
+void gr_completion_polling_stop(gr_completion *cq)
+{
+	/* The flag, then the queue: a post either sees the flag down and
+	 * wakes the loop itself, or its job is seen here. */
+	atomic_store(&cq->polling, false);
+	atomic_thread_fence(memory_order_seq_cst);
+	pthread_mutex_lock(&cq->lock);
+	bool empty = cq->head == NULL;
+	pthread_mutex_unlock(&cq->lock);
+	if (!empty)
 		uv_async_send(&cq->async);
 }
 

@@ -3,6 +3,12 @@
  * the loop thread. Any thread may post (gr_completion_post, declared in
  * backend.h); posting wakes the loop through a uv_async_t, whose sends
  * coalesce, so the callback drains everything queued so far, in order.
+ *
+ * While the loop is polling without sleeping (busy polling), it drains in
+ * every iteration anyway, so posts skip the wake-up. The flag and the queue
+ * are checked in opposite orders by the two sides (each stores, fences,
+ * then loads the other's), so a post and the loop going to sleep cannot
+ * miss each other.
  */
 #pragma once
 
@@ -19,6 +25,14 @@ int gr_completion_new(uv_loop_t *loop, gr_completion **ret);
  * polling. Jobs posted by other threads always wake it.
  */
 void gr_completion_defer(gr_completion *cq, bool defer);
+
+/*
+ * Loop thread only. After gr_completion_polling_start() posts do not wake
+ * the loop, which promises to drain in each iteration until it calls
+ * gr_completion_polling_stop(). Jobs already waiting then wake it.
+ */
+void gr_completion_polling_start(gr_completion *cq);
+void gr_completion_polling_stop(gr_completion *cq);
 
 /* Before each drain that finds jobs, store the time (uv_hrtime) in *now_ns,
  * so that their callbacks need not read the clock each. */

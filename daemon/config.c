@@ -27,6 +27,7 @@ void gr_config_init(gr_config *c)
 		.max_unsent_bytes = 1 * MiB,
 		.batch_max_bytes = 4 * MiB,
 		.batch_max_requests = 4096,
+		.busy_poll_us = 50,
 		.shutdown_timeout_ms = 5000,
 	};
 }
@@ -150,6 +151,7 @@ enum {
 	OPT_BATCH_MAX_BYTES,
 	OPT_BATCH_MAX_REQUESTS,
 	OPT_BATCH_DELAY_US,
+	OPT_BUSY_POLL_US,
 	OPT_SHUTDOWN_TIMEOUT_MS,
 	OPT_FAULT,
 	OPT_CONFIG,
@@ -176,6 +178,7 @@ static const struct option options[] = {
 	{"batch-max-bytes", required_argument, NULL, OPT_BATCH_MAX_BYTES},
 	{"batch-max-requests", required_argument, NULL, OPT_BATCH_MAX_REQUESTS},
 	{"batch-delay-us", required_argument, NULL, OPT_BATCH_DELAY_US},
+	{"busy-poll-us", required_argument, NULL, OPT_BUSY_POLL_US},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
 	{"fault", required_argument, NULL, OPT_FAULT},
 	{"config", required_argument, NULL, OPT_CONFIG},
@@ -208,6 +211,7 @@ void gr_config_usage(FILE *f)
 		"  --batch-max-bytes N        a batch goes out at this many bytes (4M)\n"
 		"  --batch-max-requests N     ... or this many requests (4096)\n"
 		"  --batch-delay-us N         hold a batch up to N us for more (default 0)\n"
+		"  --busy-poll-us N           after each event, poll N us before sleeping (50)\n"
 		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
 		"  --fault SPEC               inject backend faults (testing)\n"
 		"  --config FILE              settings file (default " GR_CONFIG_DEFAULT_PATH ")\n"
@@ -265,6 +269,8 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return parse_uint(arg, 10, 1000000, &c->batch_max_requests);
 	case OPT_BATCH_DELAY_US:
 		return parse_uint(arg, 10, 1000000, &c->batch_delay_us);
+	case OPT_BUSY_POLL_US:
+		return parse_uint(arg, 10, 1000000, &c->busy_poll_us);
 	case OPT_SHUTDOWN_TIMEOUT_MS:
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
 	case OPT_FAULT:

@@ -474,6 +474,62 @@ class SocketFile(unittest.TestCase):
         os.rmdir(tmp)
 
 
+def cpu_seconds(pid):
+    """User plus system time of a process so far, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class BusyPoll(unittest.TestCase):
+    def test_idle_after_busy_polling(self):
+        """The loop polls for --busy-poll-us after each event, then sleeps:
+        an idle daemon uses no CPU, whatever the window."""
+        for window in ("50", "100000"):
+            d = Daemon("--busy-poll-us", window, "--threads", "1")
+            try:
+                c = Client(d.path, timeout=10)
+                data = struct.pack("<256f", *range(256))
+                for i in range(300):
+                    err, res = c.call("reduce", [{"op": "sum", "dtype": "f32", "data": data}])
+                    self.assertIsNone(err)
+                    self.assertEqual(res["value"], 32640.0)
+                time.sleep(0.5)
+                before = cpu_seconds(d.proc.pid)
+                time.sleep(1.0)
+                used = cpu_seconds(d.proc.pid) - before
+                self.assertLess(used, 0.1, "window %s: %.2f s of CPU in 1 s idle" % (window, used))
+                c.close()
+            finally:
+                self.assertEqual(d.stop(), 0)
+
+    def test_no_lost_wakeup(self):
+        """While the loop polls, workers finishing jobs do not wake it; a
+        job finishing just as the loop goes back to sleep must still be
+        answered. Every job goes to a worker here, and the gaps between
+        requests straddle the polling window."""
+        d = Daemon("--busy-poll-us", "20", "--inline-max-bytes", "0", "--threads", "2")
+        try:
+            rng = random.Random(7)
+            c = Client(d.path, timeout=10)
+            data = struct.pack("<64i", *range(64))
+            for i in range(3000):
+                gap = rng.choice((0, 0, 5e-6, 2e-5, 4e-5, 1e-4))
+                if gap:
+                    time.sleep(gap)
+                burst = rng.choice((1, 1, 1, 4))
+                ids = [c.request("reduce", [{"op": "sum", "dtype": "i32", "data": data}])
+                       for _ in range(burst)]
+                for _ in ids:
+                    resp = c.recv()
+                    self.assertIsNotNone(resp, "request %d: connection closed" % i)
+                    self.assertIn(resp[1], ids)
+                    self.assertEqual(resp[3], {"value": 2016, "count": 64})
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 class Shutdown(unittest.TestCase):
     def test_sigterm_with_request_in_flight(self):
         d = Daemon("--chunk-bytes", "256K", "--staging-bytes", "2M", "--threads", "1")

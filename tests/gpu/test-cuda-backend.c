@@ -447,7 +447,9 @@ static void test_back_to_back(gr_backend *b)
 	free(jobs);
 }
 
-static void test_describe(gr_backend *b)
+/* After a load, with loaded set, every device must have taken jobs: work
+ * spreads over all the GPUs of the host. */
+static void test_describe(gr_backend *b, bool loaded)
 {
 	CHECK(b->ndevices >= 1, "no devices");
 	for (unsigned i = 0; i < b->ndevices; i++) {
@@ -462,6 +464,7 @@ static void test_describe(gr_backend *b)
 		       i, info.name, info.compute_capability, info.units,
 		       (unsigned long long)(info.memory_bytes >> 20), info.driver_version,
 		       info.runtime_version, info.pci_bus_id, (unsigned long long)info.jobs);
+		CHECK(!loaded || info.jobs > 0, "device %u of %u took no job", i, b->ndevices);
 	}
 }
 
@@ -643,7 +646,7 @@ int main(void)
 	CHECK(b->staging && b->staging_bytes == (64 << 20) && b->chunk_bytes == (32 << 20),
 	      "staging %zu chunk %zu", b->staging_bytes, b->chunk_bytes);
 	CHECK(!strcmp(b->name, "cuda"), "name %s", b->name);
-	test_describe(b);
+	test_describe(b, false);
 	test_ops(b);
 	printf("ops: ok (%lu checks)\n", checks);
 	test_specials(b);
@@ -654,7 +657,7 @@ int main(void)
 	printf("many batches: ok (%lu checks)\n", checks);
 	test_back_to_back(b);
 	printf("back to back: ok (%lu checks)\n", checks);
-	test_describe(b);
+	test_describe(b, true);
 	free_backend(b);
 
 	test_faults();
