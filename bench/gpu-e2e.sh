@@ -6,9 +6,33 @@
 # usage: bench/gpu-e2e.sh BINDIR [ROUNDS]
 #   BINDIR holds gpured, gpured-benchmark, gpured-sockbw and gpuredctl
 #   (e.g. build-gpu/daemon etc. copied together).
+#
+# Every process runs off the CPUs that take the GPUs' interrupts (the
+# "nvidia" lines of /proc/interrupts; see PERFORMANCE in gpured(8)); the
+# first line printed says which CPUs were used. KEEP_IRQ_CPUS=1 runs
+# wherever the scheduler puts them.
 set -u
 bin=${1:?usage: gpu-e2e.sh BINDIR [ROUNDS]}
 rounds=${2:-3}
+
+if [ "${KEEP_IRQ_CPUS:-0}" != 1 ] && [ -z "${GPU_E2E_PINNED:-}" ]; then
+	irq_cpus=$(awk '/nvidia/ {sub(":", "", $1); print $1}' /proc/interrupts |
+		while read -r irq; do cat "/proc/irq/$irq/effective_affinity_list" \
+			"/proc/irq/$irq/smp_affinity_list" 2>/dev/null | head -n 1; done |
+		tr ',' '\n' | sort -un | tr '\n' ',' | sed 's/,$//')
+	if [ -n "$irq_cpus" ]; then
+		cpus=$(python3 -c 'import os, sys
+drop = set()
+for part in sys.argv[1].split(","):
+    lo, _, hi = part.partition("-")
+    drop.update(range(int(lo), int(hi or lo) + 1))
+print(",".join(str(c) for c in sorted(os.sched_getaffinity(0) - drop)))' "$irq_cpus")
+		if [ -n "$cpus" ]; then
+			echo "{\"gpu_irq_cpus\":\"$irq_cpus\",\"cpus\":\"$cpus\"}"
+			GPU_E2E_PINNED=1 exec taskset -c "$cpus" bash "$0" "$@"
+		fi
+	fi
+fi
 tmp=$(mktemp -d)
 b=$bin/gpured-benchmark
 
@@ -34,5 +58,8 @@ for r in $(seq "$rounds"); do
 done
 for d in all one cpu; do
 	"$bin/gpuredctl" --socket "$tmp/$d.sock" stats --json | tr -d '\n ' | tag 0 "$d" stats
+	echo
+	# the devices, with the jobs each ran: work spreads over every GPU
+	"$bin/gpuredctl" --socket "$tmp/$d.sock" info --json | tr -d '\n ' | tag 0 "$d" info
 	echo
 done
