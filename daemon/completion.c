@@ -106,6 +106,10 @@ void gr_completion_drain(gr_completion *cq)
 		*cq->now_ns = uv_hrtime();
 	while (job) {
 		gr_job *next = job->next;
+		/* Another thread wrote the next job's result: start fetching
+		 * it while this job's callback runs. */
+		if (next)
+			__builtin_prefetch(&next->result);
 		job->next = NULL;
 		job->done(job);
 		job = next;
