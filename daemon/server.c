@@ -111,24 +111,28 @@ static void batch_timer_cb(uv_timer_t *t)
  * asleep in epoll_wait, which saves a wake-up on each round trip at the
  * cost of a busy core while requests keep coming.
  */
+static bool busy_poll_window_open(gr_server *s)
+{
+	return uv_hrtime() - s->now_ns < (uint64_t)s->cfg->busy_poll_us * 1000;
+}
+
 static void busy_poll_cb(uv_idle_t *h)
 {
 	gr_server *s = h->data;
-	if (uv_hrtime() - s->now_ns >= (uint64_t)s->cfg->busy_poll_us * 1000) {
+	if (!busy_poll_window_open(s)) {
 		gr_completion_polling_stop(s->cq);
 		uv_idle_stop(h);
 	}
 }
 
+/* After the loop woke from sleep: poll again if the wake-up was an event. */
 static void busy_poll_note(gr_server *s)
 {
-	if (s->cfg->busy_poll_us == 0 || s->now_ns == s->busy_poll_seen)
+	if (s->cfg->busy_poll_us == 0 || s->finished ||
+	    uv_is_active((uv_handle_t *)&s->busy_poll) || !busy_poll_window_open(s))
 		return;
-	s->busy_poll_seen = s->now_ns;
-	if (!uv_is_active((uv_handle_t *)&s->busy_poll) && !s->finished) {
-		gr_completion_polling_start(s->cq);
-		uv_idle_start(&s->busy_poll, busy_poll_cb);
-	}
+	gr_completion_polling_start(s->cq);
+	uv_idle_start(&s->busy_poll, busy_poll_cb);
 }
 
 /* ---- the check phase: after each poll, once the loop has read what there was ---- */

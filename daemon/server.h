@@ -124,7 +124,6 @@ struct gr_server {
 	uint64_t path_ino;
 	uv_check_t check;
 	uv_idle_t busy_poll;     /* active while the loop polls without sleeping */
-	uint64_t busy_poll_seen; /* now_ns when the check phase last looked */
 	uv_timer_t batch_timer;
 	uv_timer_t shutdown_timer;
 	uv_signal_t sigterm, sigint;
