@@ -25,8 +25,9 @@
  * events (for up to the spin time since the last one finished or the
  * first went out), then sleeps in cudaEventSynchronize on the oldest; with
  * nothing in flight it looks for new launches for the spin time, then
- * sleeps on a condition variable. It fills the jobs' partials from the
- * pinned results, posts them, and hands the context back. The submission
+ * sleeps on a condition variable. It copies a finished launch's results
+ * out of pinned memory into one post of its own, whose callback fills in
+ * the jobs on the loop thread (cuda_done), and hands the context back. The submission
  * thread likewise polls its queue for the spin time before it sleeps, so
  * a steady stream of batches never waits for a wake-up. Both spin only
  * while there is or just was work: an idle daemon uses no CPU.
@@ -292,36 +293,73 @@ static bool cuda_xacc_clear(const gr_partial *p)
 	return !any;
 }
 
+/* One job's result from the kernel's raw value (its bits in the partial's
+ * v), status 0. What is already right is only read, not written. */
+static void cuda_fill(gr_job *j, uint64_t raw)
+{
+	if (j->n == 0) {
+		gr_partial_identity(j->op, j->dtype, &j->result);
+	} else {
+		/* a partial filled by hand starts from zero: the exact
+		 * accumulator must not keep an earlier value */
+		if (!cuda_xacc_clear(&j->result))
+			memset(&j->result, 0, sizeof(j->result));
+		j->result.count = j->n;
+		j->result.v.u = raw;
+	}
+	if (j->status)
+		j->status = 0;
+	if (j->errmsg[0])
+		j->errmsg[0] = '\0';
+}
+
 /*
- * Post the jobs of a launch that ran, and forget them. The loop thread
- * reads these jobs next and set status and errmsg in submit(): what is
- * already right is only read here, not written, so that most of a job's
- * cache lines stay in the loop thread's cache.
+ * A launch's results on their way to the loop thread, posted as one job
+ * of our own. Its done() fills the launch's jobs in there and calls
+ * theirs: the completion thread writes no job, and the loop thread, which
+ * wrote them and reads them next, keeps them in its cache. The results
+ * themselves cross over packed, eight to a cache line.
  */
+typedef struct cuda_done {
+	gr_job post;
+	gr_job *jobs;   /* the launch's, in segment order */
+	uint64_t raw[]; /* the kernel's result of each, in the same order */
+} cuda_done;
+
+static void cuda_done_run(gr_job *post)
+{
+	cuda_done *dn = post->userdata;
+	gr_job *j = dn->jobs;
+	for (size_t i = 0; j; i++) {
+		gr_job *next = j->next;
+		cuda_fill(j, dn->raw[i]);
+		j->next = NULL;
+		j->done(j);
+		j = next;
+	}
+	free(dn);
+}
+
+/* Post the jobs of a launch that ran, and forget them. (Jobs of no
+ * elements take no raw value: hout's entries for them are not read.) */
 static void cuda_finish_ok(cuda_ctx *c)
 {
 	cuda_backend *be = c->dev->be;
-	gr_job *j = c->jobs;
-	for (uint32_t i = 0; j; i++) {
-		gr_job *next = j->next;
-		if (j->n == 0) {
-			gr_partial_identity(j->op, j->dtype, &j->result);
-		} else {
-			/* a partial filled by hand starts from zero: the
-			 * exact accumulator must not keep an earlier value */
-			if (!cuda_xacc_clear(&j->result))
-				memset(&j->result, 0, sizeof(j->result));
-			j->result.count = j->n;
-			j->result.v.u = c->hout[i];
-		}
-		if (j->status)
-			j->status = 0;
-		if (j->errmsg[0])
-			j->errmsg[0] = '\0';
-		j = next;
+	cuda_done *dn = malloc(sizeof(*dn) + (size_t)c->njobs * sizeof(uint64_t));
+	if (dn) {
+		memcpy(dn->raw, c->hout, (size_t)c->njobs * sizeof(uint64_t));
+		dn->jobs = c->jobs;
+		dn->post.done = cuda_done_run;
+		dn->post.userdata = dn;
+		gr_completion_post(be->pub.cq, &dn->post);
+	} else {
+		/* out of memory: fill them in here, and post them still
+		 * linked in order, with one post for all */
+		uint32_t i = 0;
+		for (gr_job *j = c->jobs; j; j = j->next)
+			cuda_fill(j, c->hout[i++]);
+		gr_completion_post_list(be->pub.cq, c->jobs);
 	}
-	/* the launch's jobs are still linked in order: one post for all */
-	gr_completion_post_list(be->pub.cq, c->jobs);
 	c->jobs = NULL;
 }
 
@@ -448,7 +486,6 @@ static void cuda_submit(gr_backend *b, gr_job *batch)
 	int pin = -1;
 	for (gr_job *j = batch; j; j = j->next) {
 		j->status = 0;
-		j->errmsg[0] = '\0';
 		if (pin < 0 && j->device >= 0)
 			pin = j->device;
 		tail = j;

@@ -7,6 +7,10 @@
  * blocking, on the loop thread; when a job is finished, whatever thread
  * finished it hands it to gr_completion_post(), and the daemon's loop
  * thread later calls job->done(job). A job never completes inside submit().
+ * A backend may also post a job of its own whose done() runs on the loop
+ * thread, fills in the results of a list of the daemon's jobs and calls
+ * their done() in turn: the daemon's jobs then never leave the cache of
+ * the loop thread that reads and reuses them.
  *
  * A batch is a list of jobs (linked through next) whose data all lie in
  * one staging slot, so a GPU can move it with one copy and reduce it with
@@ -28,22 +32,21 @@ typedef struct gr_backend gr_backend;
 typedef struct gr_completion gr_completion;
 
 struct gr_job {
-	/* set by the submitter */
+	/* set by the submitter: with next, what a backend's own threads read
+	 * of a job, kept together at its start */
 	gr_op op;
 	gr_dtype dtype;
 	const void *data; /* inside the backend's staging memory */
 	size_t n;         /* elements */
 	int device;       /* -1: any; else run on this device (canaries) */
-
-	/* set by the backend before it posts the job */
-	gr_partial result;
-	int status;       /* 0, or a negative errno; errmsg says why */
-	char errmsg[192];
-
-	/* the submitter's */
+	gr_job *next;     /* batch list; completion queue */
 	void (*done)(gr_job *job);
 	void *userdata;
-	gr_job *next;     /* batch list; completion queue */
+
+	/* set by the backend before done() runs */
+	int status;       /* 0, or a negative errno; errmsg says why */
+	gr_partial result;
+	char errmsg[192];
 };
 
 typedef struct gr_backend_config {

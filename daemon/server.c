@@ -25,8 +25,13 @@ gr_request *gr_server_request_get(gr_server *s)
 {
 	gr_request *req = s->spare_requests;
 
-	if (!req)
-		return calloc(1, sizeof(*req));
+	if (!req) {
+		/* aligned as its chunks' jobs ask */
+		req = aligned_alloc(_Alignof(gr_request), sizeof(*req));
+		if (req)
+			memset(req, 0, sizeof(*req));
+		return req;
+	}
 	s->spare_requests = (gr_request *)req->link.next;
 	s->n_spare_requests--;
 	/* Everything but the chunks' jobs and the accumulator, which are
