@@ -25,7 +25,7 @@ void gr_config_init(gr_config *c)
 		.max_inflight_bytes = 16 * MiB,
 		.request_chunks = 2,
 		.max_unsent_bytes = 1 * MiB,
-		.batch_max_bytes = 4 * MiB,
+		.batch_max_bytes = 256 * KiB,
 		.batch_max_requests = 4096,
 		.busy_poll_us = 50,
 		.shutdown_timeout_ms = 5000,
@@ -208,7 +208,7 @@ void gr_config_usage(FILE *f)
 		"  --max-inflight-bytes N     per connection, staged but unanswered (16M)\n"
 		"  --request-chunks N         chunks of one request in flight, 1-4 (2)\n"
 		"  --max-unsent-bytes N       per connection, replies not yet written (1M)\n"
-		"  --batch-max-bytes N        a batch goes out at this many bytes (4M)\n"
+		"  --batch-max-bytes N        a batch goes out at this many bytes (256K)\n"
 		"  --batch-max-requests N     ... or this many requests (4096)\n"
 		"  --batch-delay-us N         hold a batch up to N us for more (default 0)\n"
 		"  --busy-poll-us N           after each event, poll N us before sleeping (50)\n"

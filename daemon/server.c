@@ -656,6 +656,9 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 		snprintf(errbuf, errlen, "cannot carve staging: %s", strerror(-r));
 		goto fail;
 	}
+	/* a batch's worth of small requests to a slot, then a fresh one */
+	if (cfg->batch_max_bytes < s->staging.slot_bytes)
+		s->staging.batch_span = cfg->batch_max_bytes;
 	s->canary_jobs = calloc(be->ndevices, sizeof(gr_job));
 	if (!s->canary_jobs) {
 		r = -ENOMEM;

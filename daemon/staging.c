@@ -7,7 +7,7 @@
 
 int gr_staging_init(gr_staging *s, uint8_t *mem, size_t bytes, size_t slot_bytes)
 {
-	*s = (gr_staging){.slot_bytes = slot_bytes};
+	*s = (gr_staging){.slot_bytes = slot_bytes, .batch_span = slot_bytes};
 	s->waiters.next = s->waiters.prev = &s->waiters;
 	if (slot_bytes == 0 || bytes / slot_bytes < 1)
 		return -EINVAL;
@@ -55,7 +55,8 @@ void *gr_staging_alloc_piece(gr_staging *s, size_t n, gr_slot **ret_slot, gr_slo
 	*ret_closed = NULL;
 	if (need == 0 || need > s->slot_bytes)
 		return NULL;
-	if (s->batch && s->slot_bytes - s->batch->used < need) {
+	if (s->batch && (s->slot_bytes - s->batch->used < need ||
+			 (s->batch->used && s->batch->used + need > s->batch_span))) {
 		gr_slot *old = s->batch;
 		gr_slot *sl = slot_take(s);
 		if (!sl)

@@ -33,6 +33,11 @@ typedef struct gr_staging {
 	gr_slot *slots;
 	unsigned nslots;
 	size_t slot_bytes;
+	/* Bytes of a batch slot that pieces fill before the next piece takes
+	 * a fresh slot (slot_bytes unless set after init; a first piece may
+	 * be larger). The slot freed last is taken first, so the few slots
+	 * that small requests cycle through stay warm in the CPU's cache. */
+	size_t batch_span;
 	gr_slot *free_list;
 	unsigned nfree;
 	unsigned reserve;  /* free slots chunk allocations leave for batches */
