@@ -12,8 +12,9 @@
  *   - float sums and every sumsq add doubles: x is converted to double
  *     (exactly for f32, i32, u32; rounded to nearest for i64 and u64), and
  *     sumsq adds the rounded product x * x (never a fused multiply-add);
- *   - float min/max keep the earlier value on ties (so -0 and +0 stay where
- *     they were), and any NaN in the block makes the block's result NaN;
+ *   - float min/max order -0 below +0 (a zero result is -0 for min when
+ *     any element is -0, +0 for max when any is +0, whatever the order),
+ *     and any NaN in the block makes the block's result NaN;
  *   - the partials of float sums and sumsq are then added exactly, in a
  *     fixed-point accumulator kept in gr_partial, and rounded to nearest
  *     once, in gr_partial_finish(): how blocks are grouped into chunks, and
@@ -266,9 +267,11 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
 
 /*
  * VT: a vector of W elements of type T, MT its mask type; CMP: < for min,
- * > for max. A lane takes x only when x CMP lane, so ties keep the
- * earlier value and a NaN x is never taken; NaNs are noted apart, in a
- * mask, without a branch.
+ * > for max. A lane takes x only when x CMP lane, so a NaN x is never
+ * taken; NaNs are noted apart, in a mask, without a branch. So are the
+ * elements' sign bits, ORed for min and ANDed for max: when the result is
+ * a zero, every element is >= 0 (min) or <= 0 (max), so a set (clear)
+ * sign bit can only be a -0's (+0's), and it gives the zero's sign.
  */
 #define DEF_MINMAX_ONE(NAME, ATTR, T, VT, MT, W, CMP, INIT, IS_FLOAT, STORE)                       \
 	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
@@ -280,6 +283,10 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
 			for (unsigned k = 0; k < W; k++)                                           \
 				m[v][k] = INIT;                                                    \
 		MT nan = {0};                                                                      \
+		const bool is_min = 0 CMP 1;                                                       \
+		MT sg;                                                                             \
+		for (unsigned k = 0; k < W; k++)                                                   \
+			sg[k] = is_min ? 0 : -1;                                                   \
 		size_t i = 0;                                                                      \
 		for (; i + L <= n; i += L) {                                                       \
 			const unsigned char *q = p + i * es;                                       \
@@ -289,21 +296,28 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
 				memcpy(&x, q + v * W * es, sizeof(x));                             \
 				MT c = x CMP m[v];                                                 \
 				m[v] = (VT)(((MT)x & c) | ((MT)m[v] & ~c));                        \
-				if (IS_FLOAT)                                                      \
+				if (IS_FLOAT) {                                                    \
 					nan |= x != x;                                             \
+					sg = is_min ? sg | (MT)x : sg & (MT)x;                     \
+				}                                                                  \
 			}                                                                          \
 		}                                                                                  \
 		T lane[L];                                                                         \
 		memcpy(lane, m, sizeof(lane));                                                     \
 		int anynan = 0;                                                                    \
-		for (unsigned k = 0; k < W; k++)                                                   \
+		bool neg = !is_min;                                                                \
+		for (unsigned k = 0; k < W; k++) {                                                 \
 			anynan |= nan[k] != 0;                                                     \
+			neg = is_min ? neg || sg[k] < 0 : neg && sg[k] < 0;                        \
+		}                                                                                  \
 		for (; i < n; i++) {                                                               \
 			T x;                                                                       \
 			memcpy(&x, p + i * es, sizeof(x));                                         \
 			if (x CMP lane[i % L])                                                     \
 				lane[i % L] = x;                                                   \
 			anynan |= x != x;                                                          \
+			bool s = p[i * es + es - 1] >> 7;                                          \
+			neg = is_min ? neg || s : neg && s;                                        \
 		}                                                                                  \
 		for (unsigned w = L / 2; w; w /= 2)                                                \
 			for (unsigned k = 0; k < w; k++)                                           \
@@ -312,6 +326,8 @@ DEF_ISUM(sum_u64, uint64_t, ld_u64, sc_uint64_t_as_u64)
 		STORE;                                                                             \
 		if (IS_FLOAT && anynan)                                                            \
 			ret->v.f = NAN;                                                            \
+		else if (IS_FLOAT && ret->v.f == 0)                                                \
+			ret->v.f = neg ? -0.0 : 0.0;                                               \
 	}
 
 #pragma GCC diagnostic push
@@ -578,6 +594,10 @@ void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial
 			acc->v.f = NAN;
 		} else if (op == GR_OP_MIN ? next->v.f < acc->v.f : next->v.f > acc->v.f) {
 			acc->v.f = next->v.f;
+		} else if (next->v.f == 0 && acc->v.f == 0) {
+			/* -0 is below +0 */
+			bool a = signbit(acc->v.f), b = signbit(next->v.f);
+			acc->v.f = (op == GR_OP_MIN ? a || b : a && b) ? -0.0 : 0.0;
 		}
 		break;
 	case GR_KIND_U64:

@@ -240,10 +240,12 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 		long double best = get_ld(dt, p, 0);
 		for (size_t i = 1; i < n; i++) {
 			long double x = get_ld(dt, p, i);
-			if (mn ? x < best : x > best)
+			if (mn ? x < best || (x == best && signbit(x) && !signbit(best))
+			       : x > best || (x == best && !signbit(x) && signbit(best)))
 				best = x;
 		}
-		CHECK_MSG((long double)v.f == best, "%s %s n=%zu: %.9g vs %.9Lg", on, dn, n, v.f, best);
+		CHECK_MSG((long double)v.f == best && !signbit(v.f) == !signbit(best),
+		      "%s %s n=%zu: %.9g vs %.9Lg", on, dn, n, v.f, best);
 	} else if (gr_dtype_is_signed(dt)) {
 		int64_t best = get_i(dt, p, 0);
 		for (size_t i = 1; i < n; i++) {
@@ -265,6 +267,14 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 
 /* ---- the canonical shape, transcribed plainly from reduce.c's comment ---- */
 
+/* Whether x goes before a for min (after it for max), -0 before +0. */
+static bool takes(gr_op op, double x, double a)
+{
+	if (op == GR_OP_MIN)
+		return x < a || (x == a && signbit(x) && !signbit(a));
+	return x > a || (x == a && !signbit(x) && signbit(a));
+}
+
 static void canonical_block(gr_op op, gr_dtype dt, const unsigned char *p, size_t n,
                             gr_partial *ret)
 {
@@ -284,12 +294,8 @@ static void canonical_block(gr_op op, gr_dtype dt, const unsigned char *p, size_
 			*a = *a + x * x;
 			break;
 		case GR_OP_MIN:
-			if (x < *a)
-				*a = x;
-			nan |= isnan(x);
-			break;
 		case GR_OP_MAX:
-			if (x > *a)
+			if (takes(op, x, *a))
 				*a = x;
 			nan |= isnan(x);
 			break;
@@ -301,7 +307,7 @@ static void canonical_block(gr_op op, gr_dtype dt, const unsigned char *p, size_
 		for (size_t k = 0; k < w; k++) {
 			if (op == GR_OP_SUM || op == GR_OP_SUMSQ)
 				acc[k] = acc[k] + acc[k + w];
-			else if (op == GR_OP_MIN ? acc[k + w] < acc[k] : acc[k + w] > acc[k])
+			else if (takes(op, acc[k + w], acc[k]))
 				acc[k] = acc[k + w];
 		}
 	ret->count = n;
@@ -379,7 +385,7 @@ static double canonical(gr_op op, gr_dtype dt, const unsigned char *p, size_t n)
 		for (size_t b = 1; b < nb; b++) {
 			if (isnan(r) || isnan(bs[b]))
 				r = NAN;
-			else if (op == GR_OP_MIN ? bs[b] < r : bs[b] > r)
+			else if (takes(op, bs[b], r))
 				r = bs[b];
 		}
 	}
@@ -520,6 +526,51 @@ static void check_nan_inf(unsigned char *buf)
 			CHECK_MSG(reduce_f(GR_OP_MAX, dt, buf, n) == -INFINITY, "max of -inf");
 		}
 	}
+	/* signed zeros: -0 is below +0 wherever they are, in one block or
+	 * across blocks and chunks */
+	static const size_t zsizes[] = {1, 2, 33, 1000, GR_REDUCE_BLOCK + 5, 3 * GR_REDUCE_BLOCK};
+	for (gr_dtype dt = GR_DT_F32; dt <= GR_DT_F64; dt++) {
+		for (size_t s = 0; s < sizeof(zsizes) / sizeof(zsizes[0]); s++) {
+			size_t n = zsizes[s];
+			for (int kind = 0; kind < 4; kind++) {
+				/* all +0; all +0 but one -0 (at a place that moves);
+				 * all -0 but one +0; +0 with every third element
+				 * 1 or -0 */
+				size_t at = rng() % n;
+				for (size_t i = 0; i < n; i++)
+					put_f(dt, buf, i, kind == 2 ? -0.0 : 0.0);
+				if (kind == 1)
+					put_f(dt, buf, at, -0.0);
+				if (kind == 2)
+					put_f(dt, buf, at, 0.0);
+				if (kind == 3)
+					for (size_t i = 0; i < n; i += 3)
+						put_f(dt, buf, i, i % 2 ? 1.0 : -0.0);
+				if (kind == 1) {
+					double g = reduce_f(GR_OP_MIN, dt, buf, n);
+					CHECK_MSG(g == 0 && signbit(g), "min %s n=%zu: one -0 at %zu: %g",
+					      dt_names[dt], n, at, g);
+				}
+				if (kind == 2 && n > 1) {
+					double g = reduce_f(GR_OP_MAX, dt, buf, n);
+					CHECK_MSG(g == 0 && !signbit(g), "max %s n=%zu: one +0 at %zu: %g",
+					      dt_names[dt], n, at, g);
+				}
+				check_against_naive(GR_OP_MIN, dt, buf, n);
+				check_against_naive(GR_OP_MAX, dt, buf, n);
+				check_canonical(GR_OP_MIN, dt, buf, n);
+				check_canonical(GR_OP_MAX, dt, buf, n);
+				check_chunking(GR_OP_MIN, dt, buf, n);
+				check_chunking(GR_OP_MAX, dt, buf, n);
+			}
+			/* all -0: both are -0 */
+			for (size_t i = 0; i < n; i++)
+				put_f(dt, buf, i, -0.0);
+			CHECK_MSG(signbit(reduce_f(GR_OP_MIN, dt, buf, n)), "min of -0");
+			CHECK_MSG(signbit(reduce_f(GR_OP_MAX, dt, buf, n)), "max of -0");
+		}
+	}
+
 	/* f32 values whose sum overflows float but not double */
 	for (size_t i = 0; i < 1000; i++)
 		put_f(GR_DT_F32, buf, i, FLT_MAX);

@@ -1,6 +1,7 @@
 """The daemon at the socket level: hostile input, limits, backpressure,
 determinism, the socket file and shutdown."""
 
+import math
 import os
 import random
 import signal
@@ -372,6 +373,33 @@ class Determinism(unittest.TestCase):
                     c.close()
                     c2.close()
                 self.assertEqual(len(results), 1, "float sum differs between runs")
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+    def test_signed_zeros(self):
+        # -0 is below +0 for min and max, on one chunk or across several,
+        # alone or in a batch with other requests.
+        d = Daemon("--chunk-bytes", "256K", "--staging-bytes", "4M")
+        try:
+            c = Client(d.path)
+            for dt, fmt, size in (("f32", "f", 4), ("f64", "d", 8)):
+                for n in (1, 2, 33, 100001):
+                    for where in (0, n // 2, n - 1):
+                        one_neg = [0.0] * n
+                        one_neg[where] = -0.0
+                        one_pos = [-0.0] * n
+                        one_pos[where] = 0.0
+                        for vals, op, want in ((one_neg, "min", "-"), (one_pos, "max", "+"),
+                                               ([-0.0] * n, "max", "-"), ([0.0] * n, "min", "+")):
+                            data = struct.pack("<%d%s" % (n, fmt), *vals)
+                            err, res = c.reduce(op, dt, data)
+                            self.assertIsNone(err, err)
+                            v = res["value"]
+                            self.assertEqual(v, 0.0)
+                            self.assertEqual(math.copysign(1, v), -1.0 if want == "-" else 1.0,
+                                             "%s %s n=%d at %d" % (op, dt, n, where))
+            c.close()
         finally:
             self.assertEqual(d.stop(), 0)
 

@@ -137,10 +137,13 @@ static void check_job(const gr_job *j, const char *what)
 		} else if (isinf(w.f)) {
 			CHECK(g.f == w.f, "%s: %s %s n=%zu: got %.17g, want %.17g", what, on, dn, j->n,
 			      g.f, w.f);
+		} else if (j->op == GR_OP_MIN || j->op == GR_OP_MAX) {
+			/* bit for bit: -0 is below +0 */
+			CHECK(memcmp(&g.f, &w.f, sizeof(double)) == 0,
+			      "%s: %s %s n=%zu: got %.17g (%a), want %.17g (%a)", what, on, dn, j->n,
+			      g.f, g.f, w.f, w.f);
 		} else {
 			double tol = 1e-10 * magnitude(j->op, j->dtype, j->data, j->n) + 1e-300;
-			if (j->op == GR_OP_MIN || j->op == GR_OP_MAX)
-				tol = 0;
 			CHECK(fabs(g.f - w.f) <= tol, "%s: %s %s n=%zu: got %.17g, want %.17g (tol %g)",
 			      what, on, dn, j->n, g.f, w.f, tol);
 		}
@@ -240,6 +243,48 @@ static void test_specials(gr_backend *b)
 				job_init(&job, op, dt, p, n);
 				run_batch(b, &job, 1);
 				check_job(&job, "specials");
+			}
+		}
+	}
+	/* signed zeros, subnormals and NaNs of either sign among them, at
+	 * sizes that end in each part of a unit and at every alignment */
+	static const size_t zn[] = { 1, 2, 3, 31, 33, 257, 4099 };
+	for (int dt = GR_DT_F32; dt <= GR_DT_F64; dt++) {
+		size_t es = gr_dtype_size(dt);
+		for (size_t z = 0; z < sizeof(zn) / sizeof(zn[0]); z++) {
+			for (int kind = 0; kind < 6; kind++) {
+				size_t n = zn[z];
+				uint8_t *p = b->staging + 64 + (rng() % (16 / es)) * es;
+				for (size_t i = 0; i < n; i++) {
+					uint64_t r = rng();
+					double v;
+					if (kind == 0) /* all +0 */
+						v = 0.0;
+					else if (kind == 1) /* all -0 */
+						v = -0.0;
+					else if (kind == 2) /* mixed zeros */
+						v = (r & 1) ? -0.0 : 0.0;
+					else if (kind == 3) /* zeros and tiny values of both signs */
+						v = (r & 3) == 0 ? -0.0 : (r & 3) == 1 ? 0.0
+						  : ((r & 4) ? -1.0 : 1.0) * (dt == GR_DT_F32 ? 1e-40 : 1e-310);
+					else if (kind == 4) /* zeros, and a negative NaN */
+						v = (r & 1) ? -0.0 : 0.0;
+					else /* one value and its negation */
+						v = (r & 1) ? -1.5 : 1.5;
+					if (kind == 4 && i == n / 2)
+						v = -NAN;
+					if (dt == GR_DT_F32) {
+						float f = (float)v;
+						memcpy(p + 4 * i, &f, 4);
+					} else {
+						memcpy(p + 8 * i, &v, 8);
+					}
+				}
+				for (int op = 0; op < GR_OP_N; op++) {
+					job_init(&job, op, dt, p, n);
+					run_batch(b, &job, 1);
+					check_job(&job, "signed zeros");
+				}
 			}
 		}
 	}
