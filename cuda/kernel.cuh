@@ -62,20 +62,28 @@ template <typename T, int OP> struct red {
 	}
 
 	/*
-	 * The type a value is carried in from the first element to the
-	 * segment's last combine (lanes, warps, partials): sums in A; integer
-	 * min/max in T itself; float min/max as integer keys that order -0
-	 * below +0 and put NaN first (for min) or last (for max), so that the
-	 * answer is one integer compare per element, 32-bit values meet in
-	 * the hardware's warp reduction, and nothing depends on the order
-	 * values meet in. Only the segment's result is turned back into A.
+	 * The type a value is carried in from a lane's fold to the segment's
+	 * last combine (lanes, warps, partials): sums in A; integer min/max
+	 * in T itself; float min/max as integer keys that order -0 below +0
+	 * and put NaN first (for min) or last (for max), so that 32-bit
+	 * values meet in the hardware's warp reduction and nothing depends on
+	 * the order values meet in. (A lane compares its own elements as
+	 * floats and gives the key of the result: lane_fold.) Only the
+	 * segment's result is turned back into A.
 	 */
 	static constexpr bool keyed = std::is_floating_point<T>::value && minmax;
 	using K = typename std::conditional<sizeof(T) == 4, int, long long>::type;
 	using L = typename std::conditional<
 		keyed, K, typename std::conditional<minmax, T, A>::type>::type;
 
-	static __device__ __forceinline__ K key(T x)
+	/* the key every NaN has */
+	static __device__ __forceinline__ K nankey()
+	{
+		constexpr K SIGN = (K)((unsigned long long)1 << ((int)sizeof(T) * 8 - 1));
+		return OP == MIN ? SIGN : (K)~SIGN;
+	}
+	/* the key of a value that is not NaN */
+	static __device__ __forceinline__ K nkey(T x)
 	{
 		constexpr int SH = (int)sizeof(T) * 8 - 1;
 		constexpr K SIGN = (K)((unsigned long long)1 << SH);
@@ -84,9 +92,11 @@ template <typename T, int OP> struct red {
 			b = __float_as_int((float)x);
 		else
 			b = __double_as_longlong((double)x);
-		if (x != x)
-			return OP == MIN ? SIGN : (K)~SIGN;
 		return b ^ ((b >> SH) & (K)~SIGN);
+	}
+	static __device__ __forceinline__ K key(T x)
+	{
+		return x != x ? nankey() : nkey(x);
 	}
 	static __device__ __forceinline__ A unkey(K k)
 	{
@@ -162,16 +172,28 @@ template <typename T, int OP> struct red {
 			return (uint64_t)a;
 	}
 
-	/* A fixed butterfly: every lane ends with the same bits. */
-	static __device__ __forceinline__ L lwarp(L v)
+	/*
+	 * A fixed butterfly: every lane ends with the same bits. Where only
+	 * lanes below `live` (warp-uniform) may hold anything but lident,
+	 * the steps at which every such lane would meet only lident are left
+	 * out: lident changes no value it meets (a sum is never -0, as it
+	 * starts at +0, and a NaN sum is already what an add makes of it),
+	 * so lanes below the power of two at or above live end with the
+	 * bits that every step would give them; the other lanes do not.
+	 */
+	static __device__ __forceinline__ L lwarp(L v, uint32_t live = 32)
 	{
 		if constexpr (minmax && sizeof(L) == 4) {
 			/* 32-bit values and keys: the hardware's warp reduction */
 			return OP == MIN ? __reduce_min_sync(FULL, v) : __reduce_max_sync(FULL, v);
 		} else {
 #pragma unroll
-			for (int m = 16; m; m >>= 1)
-				v = lcomb(v, lunbits((uint64_t)__shfl_xor_sync(FULL, (long long)lbits(v), m)));
+			for (int m = 16; m; m >>= 1) {
+				if ((uint32_t)m >= live)
+					continue;
+				long long o = __shfl_xor_sync(FULL, (long long)lbits(v), m);
+				v = lcomb(v, lunbits((uint64_t)o));
+			}
 			return v;
 		}
 	}
@@ -206,20 +228,169 @@ static __device__ __forceinline__ uint4 shfl_down4(uint4 v)
 	return r;
 }
 
-template <typename T, int OP>
-static __device__ __forceinline__ typename red<T, OP>::L fold16(typename red<T, OP>::L acc, uint4 v)
-{
-	constexpr unsigned V = 16 / sizeof(T);
-	union {
-		uint4 u;
-		T e[V];
-	} x;
-	x.u = v;
+/*
+ * How a lane folds its elements (lane_fold's MODE). ORDERED: one
+ * accumulator, element after element, the order kernel.h describes; sums
+ * take it, and min and max when asked to (for comparison). SPLIT (integer
+ * min and max): one accumulator for each place in a vector, which meet at
+ * the end; min and max are exact and do not depend on order, so that is
+ * the same result with a shorter dependent chain. VALUES (float min and
+ * max): see lane_fold<T, OP, VALUES>.
+ */
+enum { ORDERED, SPLIT, VALUES };
+
+template <typename T, int OP, bool KEYS>
+constexpr int fold_mode =
+	KEYS || !red<T, OP>::minmax ? ORDERED : red<T, OP>::keyed ? VALUES : SPLIT;
+
+/* A lane's fold: vectors (or, past the fast part, single elements) in,
+ * then done() gives the lane's L for the butterfly. */
+template <typename T, int OP, int MODE> struct lane_fold {
+	using R = red<T, OP>;
+	static constexpr unsigned V = 16 / sizeof(T), N = MODE == SPLIT ? V : 1;
+	typename R::L a[N];
+
+	__device__ __forceinline__ lane_fold()
+	{
 #pragma unroll
-	for (unsigned k = 0; k < V; k++)
-		acc = red<T, OP>::lelem(acc, x.e[k]);
-	return acc;
-}
+		for (unsigned k = 0; k < N; k++)
+			a[k] = R::lident();
+	}
+	__device__ __forceinline__ void elem(T x)
+	{
+		a[0] = R::lelem(a[0], x);
+	}
+	__device__ __forceinline__ void vec(uint4 v)
+	{
+		union {
+			uint4 u;
+			T e[V];
+		} x;
+		x.u = v;
+#pragma unroll
+		for (unsigned k = 0; k < V; k++)
+			a[k % N] = R::lelem(a[k % N], x.e[k]);
+	}
+	__device__ __forceinline__ typename R::L done() const
+	{
+		typename R::L c[N];
+#pragma unroll
+		for (unsigned k = 0; k < N; k++)
+			c[k] = a[k];
+#pragma unroll
+		for (unsigned h = 1; h < N; h *= 2)
+#pragma unroll
+			for (unsigned k = 0; k + h < N; k += 2 * h)
+				c[k] = R::lcomb(c[k], c[k + h]);
+		return c[0];
+	}
+};
+
+/*
+ * Float min and max compared as floats: per element one compare and
+ * select (fminf/fmaxf for f32) into the accumulator of its place in the
+ * vector, which starts at the op's identity, and beside them, for each
+ * pair of places, whether any element was NaN (one test a pair) and the
+ * sign bits of all of them, ORed for min, ANDed for max (one operation a
+ * pair). done() gives exactly the key that the elements' own keys would
+ * have: with a NaN, the NaN key; otherwise the least (greatest) value,
+ * whose bits are the only ones it can have, since equal floats differ
+ * only as -0 and +0. A zero result takes its sign from the sign bits: for
+ * min every element is >= 0 then, so a set sign bit is a -0's; for max
+ * every element is <= 0, so a clear one is a +0's. A lane with no element
+ * gives lident, as the keys do. (The compares need denormals kept, as the
+ * sums do: no -ftz.)
+ */
+template <typename T, int OP> struct lane_fold<T, OP, VALUES> {
+	using R = red<T, OP>;
+	static constexpr unsigned V = 16 / sizeof(T), P = V / 2;
+	T v[V];
+	uint32_t sg[P];
+	bool nan[P], seen = false;
+
+	__device__ __forceinline__ lane_fold()
+	{
+#pragma unroll
+		for (unsigned k = 0; k < V; k++)
+			v[k] = (T)R::ident();
+#pragma unroll
+		for (unsigned k = 0; k < P; k++) {
+			sg[k] = OP == MIN ? 0u : ~0u;
+			nan[k] = false;
+		}
+	}
+	static __device__ __forceinline__ T pick(T a, T x)
+	{
+		if constexpr (sizeof(T) == 4)
+			return OP == MIN ? fminf(a, x) : fmaxf(a, x);
+		else
+			return OP == MIN ? (x < a ? x : a) : (x > a ? x : a);
+	}
+	static __device__ __forceinline__ uint32_t signs(uint32_t s, uint32_t a, uint32_t b)
+	{
+		return OP == MIN ? s | a | b : s & a & b;
+	}
+	static __device__ __forceinline__ uint32_t sign_word(T x)
+	{
+		if constexpr (sizeof(T) == 4)
+			return __float_as_uint((float)x);
+		else
+			return (uint32_t)__double2hiint((double)x);
+	}
+
+	__device__ __forceinline__ void elem(T x)
+	{
+		seen = true;
+		nan[0] |= x != x;
+		v[0] = pick(v[0], x);
+		sg[0] = signs(sg[0], sign_word(x), sign_word(x));
+	}
+	__device__ __forceinline__ void vec(uint4 w)
+	{
+		union {
+			uint4 u;
+			T e[V];
+		} x;
+		x.u = w;
+		seen = true;
+#pragma unroll
+		for (unsigned k = 0; k < V; k += 2) {
+			/* unordered: either is NaN */
+			nan[k / 2] |= !(x.e[k] == x.e[k] && x.e[k + 1] == x.e[k + 1]);
+			v[k] = pick(v[k], x.e[k]);
+			v[k + 1] = pick(v[k + 1], x.e[k + 1]);
+			sg[k / 2] = signs(sg[k / 2], sign_word(x.e[k]), sign_word(x.e[k + 1]));
+		}
+	}
+	__device__ __forceinline__ typename R::L done() const
+	{
+		T m[V];
+#pragma unroll
+		for (unsigned k = 0; k < V; k++)
+			m[k] = v[k];
+#pragma unroll
+		for (unsigned h = 1; h < V; h *= 2)
+#pragma unroll
+			for (unsigned k = 0; k + h < V; k += 2 * h)
+				m[k] = pick(m[k], m[k + h]);
+		uint32_t s = sg[0];
+		bool n = nan[0];
+#pragma unroll
+		for (unsigned k = 1; k < P; k++) {
+			s = signs(s, sg[k], sg[k]);
+			n |= nan[k];
+		}
+		/* m[0] is not NaN: pick never takes one over a number */
+		if (m[0] == (T)0) {
+			if constexpr (sizeof(T) == 4)
+				m[0] = __uint_as_float(s & 0x80000000u);
+			else
+				m[0] = __longlong_as_double(
+					(long long)((unsigned long long)(s & 0x80000000u) << 32));
+		}
+		return !seen ? R::lident() : n ? R::nankey() : R::nkey(m[0]);
+	}
+};
 
 template <typename T>
 static __device__ __forceinline__ T load_any(const unsigned char *p)
@@ -235,19 +406,33 @@ static __device__ __forceinline__ T load_any(const unsigned char *p)
 	return x.v;
 }
 
+/* The unit's first row at or past rfast, from r, its first row that the
+ * fast loop left (at most M of its rows, r, r + su, ..., lie below
+ * rfast): the compares do not wait on one another, as a chain of
+ * conditional adds would. */
+template <unsigned M>
+static __device__ __forceinline__ uint64_t past_fast(uint64_t r, uint64_t su, uint64_t rfast)
+{
+	unsigned k = 0;
+#pragma unroll
+	for (unsigned g = 0; g < M; g++)
+		k += r + g * su < rfast;
+	return r + k * su;
+}
+
 /*
  * Unit u of `units`: rows u, u + units, u + 2 units, ... of a segment of n
- * elements at seg, folded into this lane's accumulator (before the warp's
+ * elements at seg, folded into this lane's L (before the warp's
  * butterfly). Interleaving the units' rows keeps the whole GPU reading one
  * narrow window of memory at a time, as a grid-stride loop does. Rows are
  * loaded G at a time, the last few of the fast part under a predicate
  * rather than one by one, and the loop bounds need no 64-bit division.
+ * KEYS folds min and max the plain way (ORDERED), for comparison.
  */
-template <typename T, int OP, unsigned G = GROUP>
+template <typename T, int OP, unsigned G = GROUP, bool KEYS = false>
 static __device__ __forceinline__ typename red<T, OP>::L
 unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsigned lane)
 {
-	using R = red<T, OP>;
 	constexpr unsigned V = 16 / sizeof(T);
 	const uint64_t bytes = n * sizeof(T);
 	const unsigned off = (unsigned)((uintptr_t)seg & 15u);
@@ -259,7 +444,7 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 			     : (bytes + off >= 16 ? (bytes + off - 16) / GR_KERNEL_ROW_BYTES : 0);
 	const uint64_t su = units;
 	const uint4 *ub = vb + lane;
-	typename R::L acc = R::lident();
+	lane_fold<T, OP, fold_mode<T, OP, KEYS>> f;
 	uint64_t r = u;
 
 	if (off == 0) {
@@ -270,7 +455,7 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 				v[g] = __ldg(ub + 32 * (r + g * su));
 #pragma unroll
 			for (unsigned g = 0; g < G; g++)
-				acc = fold16<T, OP>(acc, v[g]);
+				f.vec(v[g]);
 		}
 		if (r < rfast) {
 			uint4 v[G - 1];
@@ -280,7 +465,8 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 #pragma unroll
 			for (unsigned g = 0; g < G - 1; g++)
 				if (r + g * su < rfast)
-					acc = fold16<T, OP>(acc, v[g]);
+					f.vec(v[g]);
+			r = past_fast<G - 1>(r, su, rfast);
 		}
 	} else {
 		/* lane 31 also needs the vector after its own (and twice the
@@ -299,7 +485,7 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 				uint4 nx = shfl_down4(v[g]);
 				if (lane == 31)
 					nx = x[g];
-				acc = fold16<T, OP>(acc, realign(v[g], nx, off));
+				f.vec(realign(v[g], nx, off));
 			}
 		}
 		if (r < rfast) {
@@ -317,30 +503,29 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 					uint4 nx = shfl_down4(v[g]);
 					if (lane == 31)
 						nx = x[g];
-					acc = fold16<T, OP>(acc, realign(v[g], nx, off));
+					f.vec(realign(v[g], nx, off));
 				}
 			}
+			r = past_fast<GM - 1>(r, su, rfast);
 		}
 	}
-	/* past the fast part (under G of this unit's rows were left) */
-#pragma unroll
-	for (unsigned g = 0; g < G - 1; g++)
-		if (r < rfast)
-			r += su;
-	/* the rest, element by element in the same order */
+	/* the rest (r is past the fast part), element by element in the same
+	 * order */
 	for (; r < rows; r += su) {
 		uint64_t j0 = (r * 32 + lane) * V;
 #pragma unroll
 		for (unsigned e = 0; e < V; e++)
 			if (j0 + e < n)
-				acc = R::lelem(acc, load_any<T>(seg + (j0 + e) * sizeof(T)));
+				f.elem(load_any<T>(seg + (j0 + e) * sizeof(T)));
 	}
-	return acc;
+	return f.done();
 }
 
 /*
  * `count` partials combined by one warp: lane l folds partials l, l + 32,
- * ... in order, then the fixed butterfly. A lane loads a few at once.
+ * ... in order, then the fixed butterfly; lane 0 has the result (the
+ * butterfly leaves out the steps that would meet only lanes with no
+ * partial: lwarp's live). A lane loads a few at once.
  */
 template <bool SHARED>
 static __device__ __forceinline__ uint64_t load_partial(const uint64_t *p)
@@ -377,7 +562,7 @@ static __device__ __forceinline__ typename red<T, OP>::L combine(const uint64_t 
 	for (unsigned g = 0; g < B; g++)
 		if (i + 32 * g < count)
 			c = R::lcomb(c, R::lunbits(p[g]));
-	return R::lwarp(c);
+	return R::lwarp(c, count);
 }
 
 /* Units are combined in groups of this many (a block's warps in the
@@ -476,7 +661,7 @@ constexpr uint32_t SGATHER = 1024;
  * otherwise the group partials meet through one ticket, and the last
  * block to arrive combines them in the batch kernel's order.
  */
-template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false>
+template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false, bool KEYS = false>
 __global__ void __launch_bounds__(256, 2)
 single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *partials,
 	      uint32_t *ticket, uint64_t *out)
@@ -489,7 +674,8 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 	for (uint32_t g = blockIdx.x; g < ngroups; g += gridDim.x) {
 		uint32_t u = g * CGROUP + warp;
 		if (u < units) {
-			typename R::L a = R::lwarp(unit_fold<T, OP, G>(data, n, u, units, lane));
+			typename R::L a =
+				R::lwarp(unit_fold<T, OP, G, KEYS>(data, n, u, units, lane));
 			if (lane == 0)
 				sp[warp] = R::lbits(a);
 		}
@@ -507,6 +693,9 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 				last = atomicAdd(ticket, 1u) == ngroups - 1;
 			}
 		}
+		/* one group: its store was the answer, and no block waits */
+		if (ngroups == 1)
+			return;
 		__syncthreads();
 		if (ngroups > 1 && last) {
 			ticket_fence<ACQREL>();
@@ -575,13 +764,15 @@ static inline unsigned grid_blocks(uint64_t warps, int sm_count, unsigned per_sm
 }
 
 /* The single-array kernel for `units` units (units_of(n, sizeof(T), G)),
- * G rows in flight per lane, ACQREL the ticket's fences (ticket_fence). */
-template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false>
+ * G rows in flight per lane, ACQREL the ticket's fences (ticket_fence),
+ * KEYS min and max folded the plain way (unit_fold). */
+template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false, bool KEYS = false>
 static inline cudaError_t launch_single_units(const void *data, uint64_t n, uint32_t units,
 					      uint64_t *partials, uint32_t *ticket, uint64_t *out,
 					      int sm_count, unsigned per_sm, cudaStream_t stream)
 {
-	single_kernel<T, OP, G, ACQREL><<<grid_blocks(units, sm_count, per_sm), 256, 0, stream>>>(
+	unsigned blocks = grid_blocks(units, sm_count, per_sm);
+	single_kernel<T, OP, G, ACQREL, KEYS><<<blocks, 256, 0, stream>>>(
 		(const unsigned char *)data, n, units, partials, ticket, out);
 	return cudaGetLastError();
 }

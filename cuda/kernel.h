@@ -14,9 +14,11 @@
  * partials l, l + 32, ... in order and the lanes then meeting in the same
  * butterfly. That order depends only on the segment's length and dtype,
  * so a job's bits are the same in a batch of thousands, alone, at any
- * alignment, and through the single-array entry point. Min and max travel
- * through all of it as integers (floats as order-preserving keys), so
- * that they cost one integer compare a value and do not depend on order.
+ * alignment, and through the single-array entry point. Min and max do not
+ * depend on order at all: a lane folds its elements into several
+ * accumulators (floats compared as floats, with their NaNs and the signs
+ * of their zeros kept beside), and from the lane's result on they travel
+ * as integers (floats as order-preserving keys).
  *
  * One launch does everything. The batch kernel: the last warp of a group
  * to finish (an atomic ticket after a fence) combines the group, the last

@@ -199,6 +199,72 @@ int main(void)
 		}
 	}
 
+	/* float min and max over signed zeros, subnormals, infinities and NaNs
+	 * of either sign, bit for bit: -0 is below +0, any NaN gives NaN */
+	{
+		const size_t zsizes[] = { 1, 2, 31, 33, 129, 4099, 70001 };
+		for (size_t n : zsizes) {
+			for (int dt = 4; dt < 6; dt++) {
+				for (int kind = 0; kind < 6; kind++) {
+					size_t bytes = n * dt_size[dt];
+					std::vector<unsigned char> h(bytes);
+					for (size_t i = 0; i < n; i++) {
+						uint64_t r = rng();
+						double tiny = (r & 4 ? -1 : 1) * (dt == 4 ? 1e-40 : 1e-310);
+						double v = kind == 0 ? 0.0
+							 : kind == 1 ? -0.0
+							 : kind == 2 ? (r & 1 ? -0.0 : 0.0)
+							 : kind == 3 ? ((r & 3) == 0 ? -0.0 : (r & 3) == 1 ? 0.0 : tiny)
+							 : kind == 4 ? ((r & 3) == 0 ? INFINITY : (r & 3) == 1 ? -INFINITY
+								       : (r & 1 ? -0.0 : 0.0))
+								     : (r & 1 ? -0.0 : 0.0);
+						if (kind == 5 && i == (r >> 8) % n)
+							v = (r & 2) ? -NAN : NAN;
+						if (dt == 4) {
+							float f = (float)v;
+							memcpy(h.data() + 4 * i, &f, 4);
+						} else {
+							memcpy(h.data() + 8 * i, &v, 8);
+						}
+					}
+					for (int op = 1; op <= 2; op++) {
+						/* the host's answer with -0 below +0 and NaN first */
+						bool nan = false;
+						double m = op == 1 ? INFINITY : -INFINITY;
+						for (size_t i = 0; i < n; i++) {
+							double x = elem_d(dt, h.data(), i);
+							if (x != x) {
+								nan = true;
+								continue;
+							}
+							bool below = x < m || (x == m && std::signbit(x) && !std::signbit(m));
+							bool above = x > m || (x == m && !std::signbit(x) && std::signbit(m));
+							if (op == 1 ? below : above)
+								m = x;
+						}
+						unsigned char *d;
+						CU(cudaMalloc(&d, bytes + 16));
+						for (unsigned off : { 0u, 4u, 7u }) {
+							CU(cudaMemcpy(d + off, h.data(), bytes, cudaMemcpyHostToDevice));
+							uint64_t got = run_single(s, op, dt, d + off, n, sms);
+							double g;
+							memcpy(&g, &got, 8);
+							if (nan)
+								CHECK(g != g, "%s %s n=%zu kind %d: got %a, want NaN",
+								      op_name[op], dt_name[dt], n, kind, g);
+							else
+								CHECK(memcmp(&g, &m, 8) == 0,
+								      "%s %s n=%zu kind %d off=%u: got %a, want %a",
+								      op_name[op], dt_name[dt], n, kind, off, g, m);
+							checks++;
+						}
+						CU(cudaFree(d));
+					}
+				}
+			}
+		}
+	}
+
 	/* integer extremes over many units: every lane that saw nothing must
 	 * start from the dtype's own limits */
 	for (int dt = 0; dt < 4; dt++) {
