@@ -55,8 +55,8 @@ void *gr_staging_alloc_piece(gr_staging *s, size_t n, gr_slot **ret_slot, gr_slo
 	*ret_closed = NULL;
 	if (need == 0 || need > s->slot_bytes)
 		return NULL;
-	if (s->batch && (s->slot_bytes - s->batch->used < need ||
-			 (s->batch->used && s->batch->used + need > s->batch_span))) {
+	/* batch_span <= slot_bytes: past the span is also past the slot */
+	if (s->batch && s->batch->used && s->batch->used + need > s->batch_span) {
 		gr_slot *old = s->batch;
 		gr_slot *sl = slot_take(s);
 		if (!sl)

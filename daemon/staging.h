@@ -34,7 +34,7 @@ typedef struct gr_staging {
 	unsigned nslots;
 	size_t slot_bytes;
 	/* Bytes of a batch slot that pieces fill before the next piece takes
-	 * a fresh slot (slot_bytes unless set after init; a first piece may
+	 * a fresh slot (slot_bytes unless lowered after init; a first piece may
 	 * be larger). The slot freed last is taken first, so the few slots
 	 * that small requests cycle through stay warm in the CPU's cache. */
 	size_t batch_span;
