@@ -284,17 +284,10 @@ static void cuda_fail_list(cuda_backend *be, gr_job *list, int status, const cha
 	}
 }
 
-/* True when a partial's exact accumulator holds nothing. */
-static bool cuda_xacc_clear(const gr_partial *p)
-{
-	uint64_t any = p->xflags;
-	for (unsigned k = 0; k < GR_PARTIAL_XWORDS; k++)
-		any |= p->xacc[k];
-	return !any;
-}
-
 /* One job's result from the kernel's raw value (its bits in the partial's
- * v), status 0. What is already right is only read, not written. */
+ * v), status 0. What is already right is only read, not written, and the
+ * exact accumulator's words are not touched unless its flags say they are
+ * in use (daemon/reduce.h). */
 static void cuda_fill(gr_job *j, uint64_t raw)
 {
 	if (j->n == 0) {
@@ -302,15 +295,13 @@ static void cuda_fill(gr_job *j, uint64_t raw)
 	} else {
 		/* a partial filled by hand starts from zero: the exact
 		 * accumulator must not keep an earlier value */
-		if (!cuda_xacc_clear(&j->result))
+		if (j->result.xflags)
 			memset(&j->result, 0, sizeof(j->result));
 		j->result.count = j->n;
 		j->result.v.u = raw;
 	}
 	if (j->status)
 		j->status = 0;
-	if (j->errmsg[0])
-		j->errmsg[0] = '\0';
 }
 
 /*
@@ -331,9 +322,8 @@ static void cuda_done_run(gr_job *post)
 	cuda_done *dn = post->userdata;
 	gr_job *j = dn->jobs;
 	for (size_t i = 0; j; i++) {
-		gr_job *next = j->next;
+		gr_job *next = j->next; /* left as it is: a line another thread read */
 		cuda_fill(j, dn->raw[i]);
-		j->next = NULL;
 		j->done(j);
 		j = next;
 	}

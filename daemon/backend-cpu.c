@@ -91,7 +91,8 @@ typedef struct cpu_backend {
 static void cpu_post(cpu_backend *cb, gr_job *job, int status, const char *why)
 {
 	job->status = status;
-	snprintf(job->errmsg, sizeof(job->errmsg), "%s", why ? why : "");
+	if (status < 0)
+		snprintf(job->errmsg, sizeof(job->errmsg), "%s", why ? why : "");
 	if (status == 0)
 		atomic_fetch_add_explicit(&cb->jobs, 1, memory_order_relaxed);
 	gr_completion_post(cb->base.cq, job);

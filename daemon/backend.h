@@ -45,8 +45,12 @@ struct gr_job {
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */
+	/* Written only when a job fails: it keeps the result, which the
+	 * loop thread writes for each job, two cache lines away from the
+	 * first line, which other threads read (and CPUs fetch lines in
+	 * pairs). */
+	char errmsg[192]; /* read only when status < 0 */
 	gr_partial result;
-	char errmsg[192];
 };
 
 typedef struct gr_backend_config {

@@ -418,6 +418,7 @@ enum {
 	XF_NAN = 1,
 	XF_PINF = 2,
 	XF_NINF = 4,
+	XF_XACC = 8, /* xacc may hold words: set by every combine of sums */
 };
 
 static void xacc_add_double(gr_partial *p, double d)
@@ -494,10 +495,7 @@ static bool xacc_sticky(const uint64_t *a, unsigned i)
 static double xacc_round(const gr_partial *p)
 {
 	/* Nothing folded in yet (one block, one job): the value is v.f. */
-	uint64_t any = p->xflags;
-	for (unsigned k = 0; k < GR_PARTIAL_XWORDS; k++)
-		any |= p->xacc[k];
-	if (!any)
+	if (!p->xflags)
 		return p->v.f;
 
 	gr_partial t = *p;
@@ -589,6 +587,7 @@ void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial
 			xacc_add_double(acc, acc->v.f);
 			xacc_add_double(acc, next->v.f);
 			xacc_add(acc, next);
+			acc->xflags |= XF_XACC;
 			acc->v.f = 0.0;
 		} else if (isnan(acc->v.f) || isnan(next->v.f)) {
 			acc->v.f = NAN;

@@ -44,7 +44,9 @@
  * and xacc zero; gr_partial_combine() folds both sides into xacc, so
  * combining is associative and the bits cannot depend on where a request
  * was cut into chunks. Start any partial with gr_partial_identity() before
- * setting count and v by hand; leave xflags and xacc alone.
+ * setting count and v by hand; leave xflags and xacc alone. While xflags is
+ * zero, xacc is too: a partial that was never combined into is read and
+ * rounded without touching its xacc words.
  */
 typedef struct gr_partial {
 	uint64_t count;
@@ -53,7 +55,7 @@ typedef struct gr_partial {
 		uint64_t u;
 		double f;
 	} v;
-	uint64_t xflags;                    /* infinities and NaNs folded in */
+	uint64_t xflags;                    /* infinities and NaNs folded in; xacc in use */
 	uint64_t xacc[GR_PARTIAL_XWORDS];   /* two's complement, little word first */
 } gr_partial;
 

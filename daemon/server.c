@@ -34,15 +34,13 @@ gr_request *gr_server_request_get(gr_server *s)
 	}
 	s->spare_requests = (gr_request *)req->link.next;
 	s->n_spare_requests--;
-	/* Everything but the chunks' jobs and the accumulator, which are
-	 * written before they are read: at a few hundred bytes each they
-	 * would be most of the cost of clearing. */
+	/* Everything but the chunks and the accumulator, which are written
+	 * before they are read: at a few hundred bytes each they would be
+	 * most of the cost of clearing. A request is put back only once each
+	 * chunk it used was combined and released (request_settle), which
+	 * leaves the chunk without a slot, staged bytes or done: the chunks
+	 * it did not use are not touched at all. */
 	memset(req, 0, offsetof(gr_request, chunks));
-	for (unsigned i = 0; i < GR_REQUEST_CHUNKS_MAX; i++) {
-		req->chunks[i].slot = NULL;
-		req->chunks[i].staged = 0;
-		req->chunks[i].done = false;
-	}
 	req->nsubmitted = req->ncombined = 0;
 	req->filling = NULL;
 	req->filling_start = 0;

@@ -40,9 +40,11 @@ typedef struct gr_link {
 } gr_link;
 
 typedef struct gr_chunk {
-	/* starting a cache line: the job's first line is all that a
-	 * backend's threads read of what is otherwise the loop thread's */
-	_Alignas(64) gr_job job;
+	/* starting a pair of cache lines (which CPUs fetch together): the
+	 * job's first line is all that a backend's threads read of what is
+	 * otherwise the loop thread's, and the line beside it is written
+	 * only when a job fails */
+	_Alignas(128) gr_job job;
 	gr_request *req;
 	gr_slot *slot;
 	size_t staged;  /* bytes charged to the connection */
