@@ -39,6 +39,9 @@
  *
  * GPURED_CUDA_SPIN_US sets the spin time in microseconds (default
  * CUDA_DEFAULT_SPIN_US; 0 never spins: every wait sleeps).
+ * GPURED_CUDA_STAGING=hostalloc takes staging from cudaHostAlloc (4 KiB
+ * pages) rather than registering 2 MiB pages (cuda_staging_alloc), to
+ * compare the two.
  *
  * Fault injection (tests): cfg->fault, or else the environment variable
  * GPURED_CUDA_FAULT, holds rules separated by commas:
@@ -57,6 +60,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
+#include <sys/mman.h>
 
 #include <cuda_runtime_api.h>
 
@@ -148,6 +152,8 @@ struct cuda_backend {
 	cuda_fault_rule faults[8];
 	unsigned nfaults;
 	unsigned last; /* atomic: the device chosen last */
+	void *staging_map; /* the mapping registered staging lies in, or NULL */
+	size_t staging_map_bytes;
 };
 
 static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n, int pin);
@@ -992,10 +998,44 @@ static void cuda_free(gr_backend *b)
 		pthread_cond_destroy(&d->ccond);
 		pthread_mutex_destroy(&d->lock);
 	}
-	if (be->pub.staging)
+	if (be->staging_map) {
+		cudaHostUnregister(be->pub.staging);
+		munmap(be->staging_map, be->staging_map_bytes);
+	} else if (be->pub.staging) {
 		cudaFreeHost(be->pub.staging);
+	}
 	free(be->devs);
 	free(be);
+}
+
+/*
+ * Pinned staging. Anonymous memory, which the kernel may back with 2 MiB
+ * pages, registered with every device: the loop thread copies each small
+ * request into a few KiB of it, and in 4 KiB pages (what cudaHostAlloc
+ * gives) it would take a TLB miss every few requests. cudaHostAlloc where
+ * registering fails.
+ */
+static cudaError_t cuda_staging_alloc(cuda_backend *be, size_t bytes)
+{
+	const size_t huge = (size_t)2 << 20;
+	const char *how = getenv("GPURED_CUDA_STAGING");
+	if (!how || strcmp(how, "hostalloc")) {
+		size_t map = bytes + huge;
+		void *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			uint8_t *p = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+			madvise(p, bytes, MADV_HUGEPAGE);
+			if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) {
+				be->staging_map = m;
+				be->staging_map_bytes = map;
+				be->pub.staging = p;
+				return cudaSuccess;
+			}
+			cudaGetLastError(); /* not sticky; clear it */
+			munmap(m, map);
+		}
+	}
+	return cudaHostAlloc((void **)&be->pub.staging, bytes, cudaHostAllocPortable);
 }
 
 static const gr_backend_ops cuda_ops = {
@@ -1097,7 +1137,7 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	/* staging first, portable so that every device sees it pinned */
 	e = cudaSetDevice(0);
 	if (e == cudaSuccess)
-		e = cudaHostAlloc((void **)&be->pub.staging, staging, cudaHostAllocPortable);
+		e = cuda_staging_alloc(be, staging);
 	if (e != cudaSuccess) {
 		be->pub.staging = NULL;
 		snprintf(errbuf, errlen, "cudaHostAlloc of %zu bytes of staging on device 0: %s",
