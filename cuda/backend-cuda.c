@@ -18,8 +18,9 @@
  * (the daemon packs small requests in order) thus go out as one copy and
  * one launch, however the daemon cut them; a job's result depends only on
  * its own segment, so not on the company it rides in. A launch is the
- * span host to device, the segment table, one batch kernel, the results
- * device to host and an event.
+ * span host to device, one batch kernel, the results device to host and
+ * an event; the segment table rides in the kernel's parameters (or, past
+ * GR_KERNEL_PARAM_SEGS segments, goes ahead of it in a copy of its own).
  *
  * The completion thread takes the contexts in flight and polls their
  * events (for up to the spin time since the last one finished or the
@@ -573,13 +574,21 @@ static gr_job *cuda_launch(cuda_ctx *c, gr_job *list)
 	CUDA_TRY("cudaMemcpyAsync (host to device)", FAULT_H2D,
 		 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16, cudaMemcpyHostToDevice,
 				 c->stream));
-	CUDA_TRY("cudaMemcpyAsync (segment table)", -1,
-		 cudaMemcpyAsync(c->dsegs, c->hsegs, nsegs * sizeof(gr_kseg), cudaMemcpyHostToDevice,
-				 c->stream));
-	CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
-		 (cudaError_t)gr_kernel_launch_batch(c->dbuf, c->dsegs, nsegs, (uint32_t)units,
-						     c->dpartials, c->dtickets, c->dout, (int)d->sms,
-						     c->stream));
+	if (nsegs <= GR_KERNEL_PARAM_SEGS) {
+		/* the common case: the table rides in the launch itself */
+		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
+			 (cudaError_t)gr_kernel_launch_batch_params(
+				 c->dbuf, c->hsegs, nsegs, (uint32_t)units, c->dpartials,
+				 c->dtickets, c->dout, (int)d->sms, c->stream));
+	} else {
+		CUDA_TRY("cudaMemcpyAsync (segment table)", -1,
+			 cudaMemcpyAsync(c->dsegs, c->hsegs, nsegs * sizeof(gr_kseg),
+					 cudaMemcpyHostToDevice, c->stream));
+		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
+			 (cudaError_t)gr_kernel_launch_batch(c->dbuf, c->dsegs, nsegs, (uint32_t)units,
+							     c->dpartials, c->dtickets, c->dout,
+							     (int)d->sms, c->stream));
+	}
 	CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
 		 cudaMemcpyAsync(c->hout, c->dout, nsegs * sizeof(uint64_t), cudaMemcpyDeviceToHost,
 				 c->stream));

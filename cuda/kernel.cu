@@ -1,5 +1,7 @@
 /* The reduction kernels' launchers: the segmented batch kernel and the
  * single-array entry point (kernel.h). */
+#include <string.h>
+
 #include <cuda_runtime.h>
 
 #include "cuda/kernel.cuh"
@@ -35,10 +37,11 @@ static __device__ __forceinline__ void batch_unit(const unsigned char *base, con
 	case OP * 8 + 5: batch_unit<double, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break;
 
 /* One warp per unit; a warp finds its segment by binary search over the
- * segments' first units. */
-__global__ void __launch_bounds__(256, 2)
-batch_kernel(const unsigned char *base, const gr_kseg *segs, uint32_t nsegs, uint32_t total_units,
-	     uint64_t *partials, uint32_t *tickets, uint64_t *out)
+ * segments' first units (warp-uniform: from global memory or, in the
+ * parameter form, from the constant bank, broadcast either way). */
+static __device__ __forceinline__ void
+batch_body(const unsigned char *base, const gr_kseg *segs, uint32_t nsegs, uint32_t total_units,
+	   uint64_t *partials, uint32_t *tickets, uint64_t *out)
 {
 	unsigned lane = threadIdx.x & 31;
 	uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -67,6 +70,25 @@ batch_kernel(const unsigned char *base, const gr_kseg *segs, uint32_t nsegs, uin
 	}
 }
 
+__global__ void __launch_bounds__(256, 2)
+batch_kernel(const unsigned char *base, const gr_kseg *segs, uint32_t nsegs, uint32_t total_units,
+	     uint64_t *partials, uint32_t *tickets, uint64_t *out)
+{
+	batch_body(base, segs, nsegs, total_units, partials, tickets, out);
+}
+
+struct kseg_params {
+	gr_kseg s[GR_KERNEL_PARAM_SEGS];
+};
+
+__global__ void __launch_bounds__(256, 2)
+batch_kernel_params(const unsigned char *base, const __grid_constant__ kseg_params segs,
+		    uint32_t nsegs, uint32_t total_units, uint64_t *partials, uint32_t *tickets,
+		    uint64_t *out)
+{
+	batch_body(base, segs.s, nsegs, total_units, partials, tickets, out);
+}
+
 } /* namespace grk */
 
 extern "C" int gr_kernel_launch_batch(const void *base, const gr_kseg *segs, uint32_t nsegs,
@@ -77,6 +99,21 @@ extern "C" int gr_kernel_launch_batch(const void *base, const gr_kseg *segs, uin
 		return 0;
 	grk::batch_kernel<<<grk::grid_blocks(total_units, sm_count, 8), 256, 0, (cudaStream_t)stream>>>(
 		(const unsigned char *)base, segs, nsegs, total_units, partials, tickets, out);
+	return (int)cudaGetLastError();
+}
+
+extern "C" int gr_kernel_launch_batch_params(const void *base, const gr_kseg *hsegs, uint32_t nsegs,
+					     uint32_t total_units, uint64_t *partials, uint32_t *tickets,
+					     uint64_t *out, int sm_count, void *stream)
+{
+	if (nsegs > GR_KERNEL_PARAM_SEGS)
+		return (int)cudaErrorInvalidValue;
+	if (total_units == 0 || nsegs == 0)
+		return 0;
+	grk::kseg_params p;
+	memcpy(p.s, hsegs, nsegs * sizeof(gr_kseg));
+	grk::batch_kernel_params<<<grk::grid_blocks(total_units, sm_count, 8), 256, 0, (cudaStream_t)stream>>>(
+		(const unsigned char *)base, p, nsegs, total_units, partials, tickets, out);
 	return (int)cudaGetLastError();
 }
 

@@ -69,6 +69,19 @@ int gr_kernel_launch_batch(const void *base, const gr_kseg *segs, uint32_t nsegs
 			   uint32_t total_units, uint64_t *partials, uint32_t *tickets,
 			   uint64_t *out, int sm_count, void *stream);
 
+/* Segments a launch can take in its parameters. */
+#define GR_KERNEL_PARAM_SEGS 64u
+
+/*
+ * The same launch with the segment table in host memory, passed in the
+ * launch's parameters (nsegs <= GR_KERNEL_PARAM_SEGS): no copy of the
+ * table ahead of the launch. hsegs is read before this returns. The
+ * kernel and its results are the same as gr_kernel_launch_batch's.
+ */
+int gr_kernel_launch_batch_params(const void *base, const gr_kseg *hsegs, uint32_t nsegs,
+				  uint32_t total_units, uint64_t *partials, uint32_t *tickets,
+				  uint64_t *out, int sm_count, void *stream);
+
 /*
  * Reduce one array of n > 0 elements in one launch (the single-array
  * path); partials holds 2 * gr_kernel_units(n, size) values (it uses one

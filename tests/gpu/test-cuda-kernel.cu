@@ -394,6 +394,29 @@ int main(void)
 			checks++;
 		}
 	}
+	/* the same segments with the table in the launch's parameters: the
+	 * first GR_KERNEL_PARAM_SEGS of them, bit for bit as above */
+	{
+		const uint32_t np = GR_KERNEL_PARAM_SEGS;
+		const uint32_t pu = segs[np].first_unit;
+		CHECK(gr_kernel_launch_batch_params(db, segs.data(), np + 1, units, s.partials,
+						    s.tickets, s.out, sms, 0) == (int)cudaErrorInvalidValue,
+		      "a table past the parameter limit was taken");
+		for (int rep = 0; rep < 3; rep++) {
+			CU(cudaMemset(s.out, 0xff, np * 8));
+			CU((cudaError_t)gr_kernel_launch_batch_params(db, segs.data(), np, pu, s.partials,
+								      s.tickets, s.out, sms, 0));
+			std::vector<uint64_t> got(np);
+			CU(cudaMemcpy(got.data(), s.out, np * 8, cudaMemcpyDeviceToHost));
+			for (unsigned i = 0; i < np; i++) {
+				if (!segs[i].n)
+					continue;
+				CHECK(got[i] == want[i], "parameter table, segment %u: %llx != %llx", i,
+				      (unsigned long long)got[i], (unsigned long long)want[i]);
+				checks++;
+			}
+		}
+	}
 	std::vector<uint32_t> tk(65536);
 	CU(cudaMemcpy(tk.data(), s.tickets, 65536 * 4, cudaMemcpyDeviceToHost));
 	for (uint32_t t : tk)
