@@ -8,19 +8,19 @@
  * small arrays do not stay in L2) and back-to-back throughput (GB/s), our
  * result checked against CUB's on every size (exactly for integers and
  * min/max, to a tolerance for float sums), and our min and max folded
- * both ways (--minmax) against each other, bit for bit.
+ * both ways (--fold) against each other, bit for bit.
  *
  *   gpured-kernel-bench [--json] [--lo E] [--hi E] [--step S]
  *                       [--rmin R] [--rmax R] [--umax U] [--small ROWS]
  *                       [--small-rmin R] [--per-sm B]
  *                       [--group 8|16] [--fence sc|acqrel]
- *                       [--minmax values|keys]
+ *                       [--fold fast|plain]
  *
  * The last nine change our kernel's unit geometry, grid, rows in flight,
- * ticket fence and way of folding min and max from the production ones
- * (kernel.cuh: GEOMETRY, BLOCKS_PER_SM, GROUP, launch_single_units'
- * defaults; keys: one key per element into one accumulator, unit_fold's
- * KEYS), to tune them. Latency is also given for an empty kernel, the
+ * ticket fence and way a lane folds its elements from the production
+ * ones (kernel.cuh: GEOMETRY, BLOCKS_PER_SM, GROUP, launch_single_units'
+ * defaults; plain: every op into one accumulator, min and max as one key
+ * per element, unit_fold's PLAIN), to tune them. Latency is also given for an empty kernel, the
  * floor that launch overhead sets.
  */
 #include <algorithm>
@@ -86,7 +86,7 @@ struct env {
 	int sms;
 	grk::geometry geom;
 	unsigned per_sm, group;
-	bool acqrel, keys;
+	bool acqrel, plain;
 	int bw_blocks;
 	unsigned char *pool;
 	void *temp;
@@ -132,11 +132,11 @@ template <typename T, int OP> static size_t cub_temp(size_t n)
 
 enum impl { OURS, CUB, BW };
 
-template <typename T, int OP, bool KEYS> static void launch_ours(env &E, const T *in, size_t n)
+template <typename T, int OP, bool PLAIN> static void launch_ours(env &E, const T *in, size_t n)
 {
 	uint32_t units = (uint32_t)grk::units_of(n, sizeof(T), E.geom);
 #define GRB_LAUNCH(G, F)                                                                         \
-	CU((grk::launch_single_units<T, OP, G, F, KEYS>(in, n, units, E.partials, E.ticket, E.out, \
+	CU((grk::launch_single_units<T, OP, G, F, PLAIN>(in, n, units, E.partials, E.ticket, E.out, \
 							E.sms, E.per_sm, E.st)))
 	if (E.group == 16 && E.acqrel)
 		GRB_LAUNCH(16, true);
@@ -152,14 +152,10 @@ template <typename T, int OP, bool KEYS> static void launch_ours(env &E, const T
 template <typename T, int OP> static void launch(env &E, int which, const T *in, size_t n)
 {
 	if (which == OURS) {
-		/* sums fold one way only */
-		if constexpr (OP != grk::SUM) {
-			if (E.keys) {
-				launch_ours<T, OP, true>(E, in, n);
-				return;
-			}
-		}
-		launch_ours<T, OP, false>(E, in, n);
+		if (E.plain)
+			launch_ours<T, OP, true>(E, in, n);
+		else
+			launch_ours<T, OP, false>(E, in, n);
 	}
 	else if (which == CUB)
 		run_cub<T, OP>(E, in, n);
@@ -262,14 +258,14 @@ struct row {
 };
 
 /* Our answer at the pool's start against CUB's, and for min and max the
- * same bits from both ways of folding them. */
+ * same bits from both ways of folding them (sums differ in their order). */
 template <typename T, int OP> static bool verify(env &E, size_t n)
 {
 	const T *in = (const T *)E.pool;
 	uint64_t ours;
 	if constexpr (OP != grk::SUM) {
 		uint64_t other;
-		if (E.keys)
+		if (E.plain)
 			launch_ours<T, OP, false>(E, in, n);
 		else
 			launch_ours<T, OP, true>(E, in, n);
@@ -279,9 +275,9 @@ template <typename T, int OP> static bool verify(env &E, size_t n)
 		CU(cudaStreamSynchronize(E.st));
 		CU(cudaMemcpy(&ours, E.out, 8, cudaMemcpyDeviceToHost));
 		if (ours != other) {
-			fprintf(stderr, "mismatch: %s n=%zu values and keys folds give %llx and %llx\n",
-				op_names[OP], n, (unsigned long long)(E.keys ? other : ours),
-				(unsigned long long)(E.keys ? ours : other));
+			fprintf(stderr, "mismatch: %s n=%zu fast and plain folds give %llx and %llx\n",
+				op_names[OP], n, (unsigned long long)(E.plain ? other : ours),
+				(unsigned long long)(E.plain ? ours : other));
 			return false;
 		}
 	}
@@ -347,7 +343,7 @@ int main(int argc, char **argv)
 	int lo = 10, hi = 28, step = 2;
 	grk::geometry geom = grk::GEOMETRY;
 	unsigned per_sm = grk::BLOCKS_PER_SM, group = grk::GROUP;
-	bool acqrel = false, keys = false, bad_minmax = false;
+	bool acqrel = false, plain = false, bad_fold = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
@@ -373,14 +369,14 @@ int main(int argc, char **argv)
 			group = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--fence") && i + 1 < argc)
 			acqrel = !strcmp(argv[++i], "acqrel");
-		else if (!strcmp(argv[i], "--minmax") && i + 1 < argc) {
-			keys = !strcmp(argv[++i], "keys");
-			bad_minmax = !keys && strcmp(argv[i], "values");
+		else if (!strcmp(argv[i], "--fold") && i + 1 < argc) {
+			plain = !strcmp(argv[++i], "plain");
+			bad_fold = !plain && strcmp(argv[i], "fast");
 		} else {
 			fprintf(stderr,
 				"usage: %s [--json] [--lo E] [--hi E] [--step S] [--rmin R] [--rmax R] "
 				"[--umax U] [--small ROWS] [--small-rmin R] [--per-sm B] "
-				"[--group 8|16] [--fence sc|acqrel] [--minmax values|keys]\n",
+				"[--group 8|16] [--fence sc|acqrel] [--fold fast|plain]\n",
 				argv[0]);
 			return 2;
 		}
@@ -391,9 +387,9 @@ int main(int argc, char **argv)
 	}
 	if (geom.rmin < 1 || geom.rmin > geom.rmax || geom.rmax > 65536 || geom.umax < 1 ||
 	    per_sm < 1 || geom.small_rmin < 1 || (group != grk::GROUP && group != 16) ||
-	    bad_minmax) {
+	    bad_fold) {
 		fprintf(stderr, "need 1 <= rmin <= rmax <= 65536, umax >= 1, small-rmin >= 1, "
-				"per-sm >= 1, group 8 or 16, minmax values or keys\n");
+				"per-sm >= 1, group 8 or 16, fold fast or plain\n");
 		return 2;
 	}
 	int count = 0;
@@ -406,7 +402,7 @@ int main(int argc, char **argv)
 	E.per_sm = per_sm;
 	E.group = group;
 	E.acqrel = acqrel;
-	E.keys = keys;
+	E.plain = plain;
 	cudaDeviceProp prop;
 	CU(cudaGetDeviceProperties(&prop, 0));
 	E.sms = prop.multiProcessorCount;
@@ -467,11 +463,11 @@ int main(int argc, char **argv)
 		printf("{\"device\": \"%s\", \"sms\": %d, \"driver\": %d, \"runtime\": %d, "
 		       "\"geometry\": {\"rmin\": %u, \"rmax\": %u, \"umax\": %u, \"small_rows\": %u, "
 		       "\"small_rmin\": %u, \"per_sm\": %u, \"group\": %u, "
-		       "\"fence\": \"%s\", \"minmax\": \"%s\"}, "
+		       "\"fence\": \"%s\", \"fold\": \"%s\"}, "
 		       "\"empty_kernel_latency_us\": %.2f, \"results_match_cub\": %s, \"rows\": [\n",
 		       prop.name, E.sms, drv, rt, geom.rmin, geom.rmax, geom.umax, geom.small_rows,
 		       geom.small_rmin, per_sm, group,
-		       acqrel ? "acq_rel" : "sc", keys ? "keys" : "values", empty_us,
+		       acqrel ? "acq_rel" : "sc", plain ? "plain" : "fast", empty_us,
 		       all_ok ? "true" : "false");
 		for (size_t i = 0; i < rows.size(); i++) {
 			const row &r = rows[i];
@@ -486,9 +482,9 @@ int main(int argc, char **argv)
 		printf("device: %s (%d SMs), driver %d, runtime %d\n", prop.name, E.sms, drv, rt);
 		printf("geometry: rmin %u, rmax %u, umax %u, small %u rows (units of %u rows or "
 		       "more), %u blocks per SM, %u rows in flight per lane, %s ticket fence, "
-		       "min/max folded as %s\n",
+		       "%s fold\n",
 		       geom.rmin, geom.rmax, geom.umax, geom.small_rows, geom.small_rmin, per_sm, group,
-		       acqrel ? "acq_rel" : "sc", keys ? "keys" : "values");
+		       acqrel ? "acq_rel" : "sc", plain ? "plain" : "fast");
 		printf("empty kernel latency: %.2f us\n", empty_us);
 		printf("latency: one launch, event to event, median; throughput: back to back\n");
 		printf("%-4s %-4s %10s | %9s %9s %6s | %9s %9s %6s %9s %7s | %s\n", "type", "op", "n",

@@ -229,22 +229,23 @@ static __device__ __forceinline__ uint4 shfl_down4(uint4 v)
 }
 
 /*
- * How a lane folds its elements (lane_fold's MODE). ORDERED: one
- * accumulator, element after element, the order kernel.h describes; sums
- * take it, and min and max when asked to (for comparison). SPLIT (integer
- * min and max): one accumulator for each place in a vector, which meet at
- * the end; min and max are exact and do not depend on order, so that is
- * the same result with a shorter dependent chain. VALUES (float min and
- * max): see lane_fold<T, OP, VALUES>.
+ * How a lane folds its elements (lane_fold's MODE). SPLIT (sums, and
+ * integer min and max): one accumulator for each place in a vector, each
+ * taking the elements at its place row after row, which meet pairwise at
+ * the end; a sum's order is then still fixed by the segment's length
+ * alone, with a dependent chain a quarter (f32, i32) or half (f64) as
+ * long. ORDERED: one accumulator, element after element; every op takes
+ * it when asked to fold the plain way (for comparison). VALUES (float min
+ * and max): see lane_fold<T, OP, VALUES>.
  */
 enum { ORDERED, SPLIT, VALUES };
 
-template <typename T, int OP, bool KEYS>
-constexpr int fold_mode =
-	KEYS || !red<T, OP>::minmax ? ORDERED : red<T, OP>::keyed ? VALUES : SPLIT;
+template <typename T, int OP, bool PLAIN>
+constexpr int fold_mode = PLAIN ? ORDERED : red<T, OP>::keyed ? VALUES : SPLIT;
 
-/* A lane's fold: vectors (or, past the fast part, single elements) in,
- * then done() gives the lane's L for the butterfly. */
+/* A lane's fold: vectors (or, past the fast part, single elements with
+ * their place k in the vector) in, then done() gives the lane's L for the
+ * butterfly. */
 template <typename T, int OP, int MODE> struct lane_fold {
 	using R = red<T, OP>;
 	static constexpr unsigned V = 16 / sizeof(T), N = MODE == SPLIT ? V : 1;
@@ -256,9 +257,9 @@ template <typename T, int OP, int MODE> struct lane_fold {
 		for (unsigned k = 0; k < N; k++)
 			a[k] = R::lident();
 	}
-	__device__ __forceinline__ void elem(T x)
+	__device__ __forceinline__ void elem(T x, unsigned k)
 	{
-		a[0] = R::lelem(a[0], x);
+		a[k % N] = R::lelem(a[k % N], x);
 	}
 	__device__ __forceinline__ void vec(uint4 v)
 	{
@@ -338,7 +339,7 @@ template <typename T, int OP> struct lane_fold<T, OP, VALUES> {
 			return (uint32_t)__double2hiint((double)x);
 	}
 
-	__device__ __forceinline__ void elem(T x)
+	__device__ __forceinline__ void elem(T x, unsigned)
 	{
 		seen = true;
 		nan[0] |= x != x;
@@ -427,9 +428,9 @@ static __device__ __forceinline__ uint64_t past_fast(uint64_t r, uint64_t su, ui
  * narrow window of memory at a time, as a grid-stride loop does. Rows are
  * loaded G at a time, the last few of the fast part under a predicate
  * rather than one by one, and the loop bounds need no 64-bit division.
- * KEYS folds min and max the plain way (ORDERED), for comparison.
+ * PLAIN folds every op into one accumulator (ORDERED), for comparison.
  */
-template <typename T, int OP, unsigned G = GROUP, bool KEYS = false>
+template <typename T, int OP, unsigned G = GROUP, bool PLAIN = false>
 static __device__ __forceinline__ typename red<T, OP>::L
 unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsigned lane)
 {
@@ -444,7 +445,7 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 			     : (bytes + off >= 16 ? (bytes + off - 16) / GR_KERNEL_ROW_BYTES : 0);
 	const uint64_t su = units;
 	const uint4 *ub = vb + lane;
-	lane_fold<T, OP, fold_mode<T, OP, KEYS>> f;
+	lane_fold<T, OP, fold_mode<T, OP, PLAIN>> f;
 	uint64_t r = u;
 
 	if (off == 0) {
@@ -516,7 +517,7 @@ unit_fold(const unsigned char *seg, uint64_t n, uint32_t u, uint32_t units, unsi
 #pragma unroll
 		for (unsigned e = 0; e < V; e++)
 			if (j0 + e < n)
-				f.elem(load_any<T>(seg + (j0 + e) * sizeof(T)));
+				f.elem(load_any<T>(seg + (j0 + e) * sizeof(T)), e);
 	}
 	return f.done();
 }
@@ -661,7 +662,7 @@ constexpr uint32_t SGATHER = 1024;
  * otherwise the group partials meet through one ticket, and the last
  * block to arrive combines them in the batch kernel's order.
  */
-template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false, bool KEYS = false>
+template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false, bool PLAIN = false>
 __global__ void __launch_bounds__(256, 2)
 single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *partials,
 	      uint32_t *ticket, uint64_t *out)
@@ -675,7 +676,7 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 		uint32_t u = g * CGROUP + warp;
 		if (u < units) {
 			typename R::L a =
-				R::lwarp(unit_fold<T, OP, G, KEYS>(data, n, u, units, lane));
+				R::lwarp(unit_fold<T, OP, G, PLAIN>(data, n, u, units, lane));
 			if (lane == 0)
 				sp[warp] = R::lbits(a);
 		}
@@ -765,14 +766,14 @@ static inline unsigned grid_blocks(uint64_t warps, int sm_count, unsigned per_sm
 
 /* The single-array kernel for `units` units (units_of(n, sizeof(T), G)),
  * G rows in flight per lane, ACQREL the ticket's fences (ticket_fence),
- * KEYS min and max folded the plain way (unit_fold). */
-template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false, bool KEYS = false>
+ * PLAIN every op folded into one accumulator (unit_fold). */
+template <typename T, int OP, unsigned G = GROUP, bool ACQREL = false, bool PLAIN = false>
 static inline cudaError_t launch_single_units(const void *data, uint64_t n, uint32_t units,
 					      uint64_t *partials, uint32_t *ticket, uint64_t *out,
 					      int sm_count, unsigned per_sm, cudaStream_t stream)
 {
 	unsigned blocks = grid_blocks(units, sm_count, per_sm);
-	single_kernel<T, OP, G, ACQREL, KEYS><<<blocks, 256, 0, stream>>>(
+	single_kernel<T, OP, G, ACQREL, PLAIN><<<blocks, 256, 0, stream>>>(
 		(const unsigned char *)data, n, units, partials, ticket, out);
 	return cudaGetLastError();
 }

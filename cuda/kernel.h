@@ -4,11 +4,13 @@
  *
  * A segment (one job's array) is cut into rows of 512 bytes: lane l of a
  * warp owns bytes [16 l, 16 l + 16) of every row, measured from the
- * segment's first byte whatever its address, and folds its elements into
- * one accumulator row after row. A segment has gr_kernel_units(n) units
- * of about gr_kernel_unit_rows(n) rows each, unit u taking rows u,
- * u + units, u + 2 units, ...; one warp reduces one unit (a fixed
- * butterfly ends it). The unit partials are combined in groups of
+ * segment's first byte whatever its address. It keeps one accumulator for
+ * each place in those 16 bytes (four for 4-byte types, two for 8-byte
+ * ones), each folding the elements at its place row after row, and at
+ * the end combines them pairwise: (0 + 1) + (2 + 3). A segment has
+ * gr_kernel_units(n) units of about gr_kernel_unit_rows(n) rows each,
+ * unit u taking rows u, u + units, u + 2 units, ...; one warp reduces one
+ * unit (a fixed butterfly ends it). The unit partials are combined in groups of
  * GR_KERNEL_WARPS_PER_BLOCK consecutive units, then the groups' partials
  * (when there is more than one group); each combine is lane l taking
  * partials l, l + 32, ... in order and the lanes then meeting in the same
