@@ -112,6 +112,9 @@ extern "C" int gr_kernel_launch_batch_params(const void *base, const gr_kseg *hs
 		return 0;
 	grk::kseg_params p;
 	memcpy(p.s, hsegs, nsegs * sizeof(gr_kseg));
+	/* the block is passed whole: no uninitialised bytes in it, though
+	 * the kernel reads only the first nsegs */
+	memset(p.s + nsegs, 0, (GR_KERNEL_PARAM_SEGS - nsegs) * sizeof(gr_kseg));
 	grk::batch_kernel_params<<<grk::grid_blocks(total_units, sm_count, 8), 256, 0, (cudaStream_t)stream>>>(
 		(const unsigned char *)base, p, nsegs, total_units, partials, tickets, out);
 	return (int)cudaGetLastError();

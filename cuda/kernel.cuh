@@ -698,7 +698,7 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 		if (ngroups == 1)
 			return;
 		__syncthreads();
-		if (ngroups > 1 && last) {
+		if (last) {
 			ticket_fence<ACQREL>();
 			typename R::L c = R::lident();
 			if (ngroups <= SGATHER) {
