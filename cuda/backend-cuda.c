@@ -61,12 +61,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
-#include <sys/mman.h>
 
 #include <cuda_runtime_api.h>
 
 #include "cuda/kernel.h"
 #include "daemon/backend.h"
+#include "daemon/staging.h"
 
 #define CUDA_DEFAULT_STAGING ((size_t)256 << 20)
 #define CUDA_DEFAULT_CHUNK ((size_t)8 << 20)
@@ -153,8 +153,7 @@ struct cuda_backend {
 	cuda_fault_rule faults[8];
 	unsigned nfaults;
 	unsigned last; /* atomic: the device chosen last */
-	void *staging_map; /* the mapping registered staging lies in, or NULL */
-	size_t staging_map_bytes;
+	bool staging_registered; /* gr_staging_map's memory, registered; else cudaHostAlloc's */
 };
 
 static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n, int pin);
@@ -1007,9 +1006,9 @@ static void cuda_free(gr_backend *b)
 		pthread_cond_destroy(&d->ccond);
 		pthread_mutex_destroy(&d->lock);
 	}
-	if (be->staging_map) {
+	if (be->staging_registered) {
 		cudaHostUnregister(be->pub.staging);
-		munmap(be->staging_map, be->staging_map_bytes);
+		gr_staging_unmap(be->pub.staging, be->pub.staging_bytes);
 	} else if (be->pub.staging) {
 		cudaFreeHost(be->pub.staging);
 	}
@@ -1018,30 +1017,24 @@ static void cuda_free(gr_backend *b)
 }
 
 /*
- * Pinned staging. Anonymous memory, which the kernel may back with 2 MiB
- * pages, registered with every device: the loop thread copies each small
- * request into a few KiB of it, and in 4 KiB pages (what cudaHostAlloc
- * gives) it would take a TLB miss every few requests. cudaHostAlloc where
- * registering fails.
+ * Pinned staging: gr_staging_map's memory (2 MiB pages where the kernel
+ * has them) registered with every device; in the 4 KiB pages that
+ * cudaHostAlloc gives, the loop thread would take a TLB miss every few
+ * small requests. cudaHostAlloc where mapping or registering fails.
  */
 static cudaError_t cuda_staging_alloc(cuda_backend *be, size_t bytes)
 {
-	const size_t huge = (size_t)2 << 20;
 	const char *how = getenv("GPURED_CUDA_STAGING");
 	if (!how || strcmp(how, "hostalloc")) {
-		size_t map = bytes + huge;
-		void *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m != MAP_FAILED) {
-			uint8_t *p = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
-			madvise(p, bytes, MADV_HUGEPAGE);
+		uint8_t *p = gr_staging_map(bytes);
+		if (p) {
 			if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) {
-				be->staging_map = m;
-				be->staging_map_bytes = map;
+				be->staging_registered = true;
 				be->pub.staging = p;
 				return cudaSuccess;
 			}
 			cudaGetLastError(); /* not sticky; clear it */
-			munmap(m, map);
+			gr_staging_unmap(p, bytes);
 		}
 	}
 	return cudaHostAlloc((void **)&be->pub.staging, bytes, cudaHostAllocPortable);

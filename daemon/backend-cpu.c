@@ -20,10 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "daemon/backend.h"
+#include "daemon/staging.h"
 
 #define CPU_DEFAULT_STAGING ((size_t)64 << 20)
 #define CPU_DEFAULT_CHUNK ((size_t)4 << 20)
@@ -330,8 +330,7 @@ static void cpu_free(gr_backend *b)
 		pthread_cond_destroy(&cb->cond);
 		pthread_mutex_destroy(&cb->lock);
 	}
-	if (cb->base.staging)
-		munmap(cb->base.staging, cb->base.staging_bytes);
+	gr_staging_unmap(cb->base.staging, cb->base.staging_bytes);
 	free(cb->threads);
 	free(cb);
 }
@@ -424,17 +423,13 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	pthread_cond_init(&cb->cond, NULL);
 	cb->lock_ready = true;
 
-	void *mem = mmap(NULL, staging, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED) {
+	uint8_t *mem = gr_staging_map(staging);
+	if (!mem) {
 		r = -errno;
 		snprintf(errbuf, errlen, "cpu backend: cannot map %zu bytes of staging memory: %s",
 		         staging, strerror(-r));
 		goto fail;
 	}
-	/* 2 MiB pages where the kernel has them: the loop thread copies each
-	 * small request into a few KiB of staging, and in 4 KiB pages it would
-	 * take a TLB miss every few requests. */
-	madvise(mem, staging, MADV_HUGEPAGE);
 	cb->base.staging = mem;
 	cb->base.staging_bytes = staging;
 

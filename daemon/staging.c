@@ -1,9 +1,41 @@
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "daemon/staging.h"
 
 #define PIECE_ALIGN 64u
+#define HUGE_PAGE ((size_t)2 << 20)
+
+uint8_t *gr_staging_map(size_t bytes)
+{
+	if (bytes == 0 || bytes > SIZE_MAX - HUGE_PAGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* map a huge page more, then give back what lies before the first
+	 * 2 MiB boundary and past the end */
+	size_t map = bytes + HUGE_PAGE;
+	uint8_t *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	uint8_t *p = (uint8_t *)(((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *end = p + ((bytes + page - 1) & ~(page - 1));
+	if (p > m)
+		munmap(m, (size_t)(p - m));
+	if (m + map > end)
+		munmap(end, (size_t)(m + map - end));
+	madvise(p, bytes, MADV_HUGEPAGE);
+	return p;
+}
+
+void gr_staging_unmap(uint8_t *mem, size_t bytes)
+{
+	if (mem)
+		munmap(mem, bytes);
+}
 
 int gr_staging_init(gr_staging *s, uint8_t *mem, size_t bytes, size_t slot_bytes)
 {

@@ -46,6 +46,19 @@ typedef struct gr_staging {
 	bool wake_pending;
 } gr_staging;
 
+/*
+ * Memory for staging: an anonymous mapping whose start is aligned to 2 MiB
+ * and which the kernel is asked to back with 2 MiB pages (MADV_HUGEPAGE;
+ * where transparent huge pages are off it stays in 4 KiB pages). The loop
+ * thread copies each small request into a few KiB of it, and in 4 KiB
+ * pages it would take a TLB miss every few requests. Both backends take
+ * their staging from here (the CUDA backend then registers it with every
+ * device). Returns the memory, or NULL with errno set; it is freed with
+ * gr_staging_unmap(mem, bytes).
+ */
+uint8_t *gr_staging_map(size_t bytes);
+void gr_staging_unmap(uint8_t *mem, size_t bytes);
+
 int gr_staging_init(gr_staging *s, uint8_t *mem, size_t bytes, size_t slot_bytes);
 void gr_staging_deinit(gr_staging *s);
 

@@ -3,11 +3,15 @@
  * slot (64-byte aligned, never overlapping, never past the slot), a fresh
  * slot once the batch span is used, the slot freed last taken first, the
  * reserve that chunks leave for batches, and waiters woken on release.
+ * Staging memory: 2 MiB aligned, all of it usable, nothing else mapped.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/staging.h"
 #include "tests/check.h"
@@ -15,7 +19,8 @@
 #define SLOT 4096u
 #define NSLOTS 8u
 
-static uint8_t mem[SLOT * NSLOTS];
+/* aligned as staging memory is (pieces are 64-byte aligned within it) */
+static _Alignas(64) uint8_t mem[SLOT * NSLOTS];
 
 static gr_slot *slot_of(const gr_staging *s, const void *p)
 {
@@ -129,8 +134,48 @@ static void check_reserve_and_waiters(void)
 	gr_staging_deinit(&s);
 }
 
+/* The process's virtual size in KiB, read without allocating. */
+static long vm_kib(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY);
+	CHECK(fd >= 0);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	CHECK(n > 0);
+	buf[n] = 0;
+	const char *v = strstr(buf, "VmSize:");
+	CHECK(v);
+	return strtol(v + 7, NULL, 10);
+}
+
+/* The mapping starts on a 2 MiB boundary, every byte of it can be
+ * written, and what was mapped around it to align it is given back. */
+static void check_map(void)
+{
+	const size_t huge = (size_t)2 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t sizes[] = { 1, 4096, huge - 1, huge, 3 * huge + 12345 };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		long before = vm_kib();
+		uint8_t *p = gr_staging_map(n);
+		long after = vm_kib();
+		CHECK_MSG(p && ((uintptr_t)p & (huge - 1)) == 0, "size %zu: %p", n, (void *)p);
+		CHECK_MSG(after - before == (long)(((n + page - 1) & ~(page - 1)) / 1024),
+			  "size %zu: %ld KiB more mapped", n, after - before);
+		memset(p, 0xa5, n);
+		CHECK(p[0] == 0xa5 && p[n - 1] == 0xa5);
+		gr_staging_unmap(p, n);
+		CHECK_EQ(vm_kib(), before);
+	}
+	errno = 0;
+	CHECK(gr_staging_map(0) == NULL && errno == EINVAL);
+	gr_staging_unmap(NULL, 0);
+}
+
 int main(void)
 {
+	check_map();
 	check_pieces();
 	check_span_and_reuse();
 	check_reserve_and_waiters();
