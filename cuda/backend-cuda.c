@@ -329,6 +329,14 @@ static void cuda_done_run(gr_job *post)
 	gr_job *j = dn->jobs;
 	for (size_t i = 0; j; i++) {
 		gr_job *next = j->next; /* left as it is: a line another thread read */
+		/* The submission thread read the next job's first line, and
+		 * this thread writes it again when the job is reused: fetch it
+		 * for writing now, and its result's line, while this job's
+		 * reply is built, rather than stall on them later. */
+		if (next) {
+			__builtin_prefetch(next, 1);
+			__builtin_prefetch(&next->result, 1);
+		}
 		cuda_fill(j, dn->raw[i]);
 		j->done(j);
 		j = next;
