@@ -72,6 +72,7 @@ void gr_server_batch_flush(gr_server *s)
 	s->batch_n = 0;
 	s->batch_bytes = 0;
 	uv_timer_stop(&s->batch_timer);
+	uv_idle_stop(&s->batch_hold);
 	s->backend->ops->submit(s->backend, batch);
 }
 
@@ -80,10 +81,13 @@ void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot)
 	if (s->batch_head && s->batch_slot != slot)
 		gr_server_batch_flush(s);
 	job->next = NULL;
-	if (s->batch_tail)
+	if (s->batch_tail) {
 		s->batch_tail->next = job;
-	else
+	} else {
 		s->batch_head = job;
+		if (s->cfg->batch_delay_us)
+			s->batch_t0 = uv_hrtime();
+	}
 	s->batch_tail = job;
 	s->batch_slot = slot;
 	s->batch_n++;
@@ -98,10 +102,48 @@ void gr_server_submit(gr_server *s, gr_job *job)
 	s->backend->ops->submit(s->backend, job);
 }
 
+static void batch_timer_cb(uv_timer_t *t);
+static void batch_hold_cb(uv_idle_t *h);
+
+/*
+ * With --batch-delay-us, the pending batch goes out once it is that old,
+ * unless it fills first. libuv's timers count whole milliseconds, so the
+ * timer covers the whole milliseconds left, and the last one the loop
+ * polls without sleeping (an active idle handle), reading the clock each
+ * time round. Called from the check phase and from both handles.
+ */
+static void batch_hold(gr_server *s)
+{
+	uint64_t age = uv_hrtime() - s->batch_t0;
+	uint64_t delay = (uint64_t)s->cfg->batch_delay_us * 1000;
+
+	if (age >= delay) {
+		gr_server_batch_flush(s);
+		return;
+	}
+	uint64_t left_ms = (delay - age) / 1000000;
+	if (left_ms > 0) {
+		if (!uv_is_active((uv_handle_t *)&s->batch_timer))
+			uv_timer_start(&s->batch_timer, batch_timer_cb, left_ms, 0);
+	} else if (!uv_is_active((uv_handle_t *)&s->batch_hold)) {
+		uv_idle_start(&s->batch_hold, batch_hold_cb);
+	}
+}
+
 static void batch_timer_cb(uv_timer_t *t)
 {
 	gr_server *s = t->data;
-	gr_server_batch_flush(s);
+	if (s->batch_head)
+		batch_hold(s);
+}
+
+static void batch_hold_cb(uv_idle_t *h)
+{
+	gr_server *s = h->data;
+	if (s->batch_head)
+		batch_hold(s);
+	else
+		uv_idle_stop(h);
 }
 
 /* ---- busy polling ---- */
@@ -167,10 +209,9 @@ static void server_check_cb(uv_check_t *h)
 			gr_conn_pump(c);
 		}
 		if (s->batch_head) {
-			if (s->cfg->batch_delay_us > 0 && !uv_is_active((uv_handle_t *)&s->batch_timer))
-				uv_timer_start(&s->batch_timer, batch_timer_cb,
-					       (s->cfg->batch_delay_us + 999) / 1000, 0);
-			else if (s->cfg->batch_delay_us == 0)
+			if (s->cfg->batch_delay_us > 0)
+				batch_hold(s);
+			else
 				gr_server_batch_flush(s);
 		}
 		/* Jobs small enough to run inline are already back. */
@@ -569,6 +610,7 @@ static void server_close_handles(gr_server *s)
 			gr_completion_polling_stop(s->cq);
 		uv_close((uv_handle_t *)&s->busy_poll, NULL);
 		uv_close((uv_handle_t *)&s->batch_timer, NULL);
+		uv_close((uv_handle_t *)&s->batch_hold, NULL);
 		uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
 		uv_close((uv_handle_t *)&s->sigterm, NULL);
 		uv_close((uv_handle_t *)&s->sigint, NULL);
@@ -673,6 +715,9 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	uv_unref((uv_handle_t *)&s->busy_poll);
 	uv_timer_init(loop, &s->batch_timer);
 	s->batch_timer.data = s;
+	uv_idle_init(loop, &s->batch_hold);
+	s->batch_hold.data = s;
+	uv_unref((uv_handle_t *)&s->batch_hold);
 	uv_timer_init(loop, &s->shutdown_timer);
 	s->shutdown_timer.data = s;
 	uv_signal_init(loop, &s->sigterm);

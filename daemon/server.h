@@ -128,7 +128,8 @@ struct gr_server {
 	uint64_t path_ino;
 	uv_check_t check;
 	uv_idle_t busy_poll;     /* active while the loop polls without sleeping */
-	uv_timer_t batch_timer;
+	uv_timer_t batch_timer;  /* --batch-delay-us: the whole milliseconds left */
+	uv_idle_t batch_hold;    /* ... and the last one, polled without sleeping */
 	uv_timer_t shutdown_timer;
 	uv_signal_t sigterm, sigint;
 
@@ -143,6 +144,7 @@ struct gr_server {
 	gr_slot *batch_slot;
 	unsigned batch_n;
 	size_t batch_bytes;
+	uint64_t batch_t0;  /* uv_hrtime() when its first job came, with --batch-delay-us */
 
 	/* Canary reductions for the watchdog: one job per device. */
 	int32_t *canary_data;

@@ -558,6 +558,35 @@ class BusyPoll(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
 
+class BatchDelay(unittest.TestCase):
+    def test_delay_in_microseconds(self):
+        """--batch-delay-us holds a lone small request that many
+        microseconds, not rounded up to the whole milliseconds of the
+        loop's timers: under a millisecond (polled) and past one (a timer,
+        then polled), the daemon's own median latency lies between the
+        delay and 600 us more."""
+        for delay in (300, 1500):
+            d = Daemon("--batch-delay-us", str(delay), "--busy-poll-us", "0")
+            try:
+                c = Client(d.path, timeout=10)
+                data = struct.pack("<256f", *range(256))
+                for i in range(60):
+                    err, res = c.call("reduce", [{"op": "sum", "dtype": "f32", "data": data}])
+                    self.assertIsNone(err)
+                    self.assertEqual(res["value"], 32640.0)
+                err, st = c.call("stats")
+                self.assertIsNone(err)
+                lat = st["latency_us"]
+                self.assertEqual(lat["window"], 60)
+                self.assertGreaterEqual(lat["p50"], delay, lat)
+                self.assertLess(lat["p50"], delay + 600, lat)
+                # each request went out alone, once its delay was up
+                self.assertEqual(st["batches"], 60, st)
+                c.close()
+            finally:
+                self.assertEqual(d.stop(), 0)
+
+
 class Shutdown(unittest.TestCase):
     def test_sigterm_with_request_in_flight(self):
         d = Daemon("--chunk-bytes", "256K", "--staging-bytes", "2M", "--threads", "1")
