@@ -21,7 +21,8 @@ usage: bench/paired-ab.py BINDIR PAIRS "LOAD ARGS" VARIANT...
 
 Processes run off the CPUs that take the GPUs' interrupts, as in gpu-e2e.sh.
 Prints one JSON line per variant with every figure (req/s and payload GB/s),
-its p50 latencies, the mean batch size and the jobs each device ran; then one
+its p50 latencies, the load generator's own CPU time and voluntary sleeps per
+request (medians), the mean batch size and the jobs each device ran; then one
 summary line per variant on req/s (for one load, the same ratios as GB/s).
 """
 import json
@@ -106,15 +107,23 @@ def main():
 
         vals = {name: [] for name, _, _ in procs}
         gbps = {name: [] for name, _, _ in procs}
+        client = {name: [] for name, _, _ in procs}
         p50 = {name: [] for name, _, _ in procs}
         for turn in range(pairs):
             for name, sock, _ in (procs if turn % 2 == 0 else procs[::-1]):
-                r = subprocess.run([os.path.join(bindir, "gpured-benchmark"), "-s", sock, "--json"]
-                                   + load, capture_output=True, text=True)
+                c = subprocess.Popen([os.path.join(bindir, "gpured-benchmark"), "-s", sock, "--json"]
+                                     + load, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+                out = c.stdout.read()
+                _, _, ru = os.wait4(c.pid, 0)
+                c.returncode = 0
                 try:
-                    d = json.loads(r.stdout)
+                    d = json.loads(out)
                 except ValueError:
                     d = {}
+                n = d.get("requests") or 0
+                if n:
+                    client[name].append((ru.ru_nvcsw / n, (ru.ru_utime + ru.ru_stime) * 1e6 / n))
                 vals[name].append(d.get("requests_per_s"))
                 gbps[name].append(d.get("payload_gb_per_s"))
                 p50[name].append((d.get("latency_us") or {}).get("p50"))
@@ -123,7 +132,11 @@ def main():
             stats = ctl_json(bindir, sock, "stats")
             info = ctl_json(bindir, sock, "info")
             print(json.dumps({"variant": name, "load": " ".join(load), "req_per_s": vals[name],
-                              "gb_per_s": gbps[name], "p50_us": p50[name], "batch_mean": stats.get("batch_mean"),
+                              "gb_per_s": gbps[name], "p50_us": p50[name],
+                              "client_sleeps_per_req": round(statistics.median(x[0] for x in client[name]), 4)
+                              if client[name] else None,
+                              "client_cpu_us_per_req": round(statistics.median(x[1] for x in client[name]), 3)
+                              if client[name] else None, "batch_mean": stats.get("batch_mean"),
                               "device_jobs": [d.get("jobs") for d in info.get("devices", [])]}),
                   flush=True)
         base = procs[0][0]
