@@ -107,10 +107,12 @@ static void batch_hold_cb(uv_idle_t *h);
 
 /*
  * With --batch-delay-us, the pending batch goes out once it is that old,
- * unless it fills first. libuv's timers count whole milliseconds, so the
- * timer covers the whole milliseconds left, and the last one the loop
- * polls without sleeping (an active idle handle), reading the clock each
- * time round. Called from the check phase and from both handles.
+ * unless it fills first. libuv's timers count whole milliseconds of a
+ * clock read in whole milliseconds, so one may fire up to a millisecond
+ * late: the timer covers all but the last one to two milliseconds left,
+ * and those the loop polls without sleeping (an active idle handle),
+ * reading the clock each time round. Called from the check phase and
+ * from both handles.
  */
 static void batch_hold(gr_server *s)
 {
@@ -122,7 +124,8 @@ static void batch_hold(gr_server *s)
 		return;
 	}
 	uint64_t left_ms = (delay - age) / 1000000;
-	if (left_ms > 0) {
+	if (left_ms > 1) {
+		left_ms--;
 		if (!uv_is_active((uv_handle_t *)&s->batch_timer))
 			uv_timer_start(&s->batch_timer, batch_timer_cb, left_ms, 0);
 	} else if (!uv_is_active((uv_handle_t *)&s->batch_hold)) {
