@@ -228,6 +228,37 @@ static __device__ __forceinline__ uint4 shfl_down4(uint4 v)
 	return r;
 }
 
+/* The elements of a 16-byte vector. */
+template <typename T> struct vec_elems {
+	T e[16 / sizeof(T)];
+};
+template <typename T> static __device__ __forceinline__ vec_elems<T> unpack(uint4 v)
+{
+	union {
+		uint4 u;
+		vec_elems<T> l;
+	} x;
+	x.u = v;
+	return x.l;
+}
+
+/* in[0..N) combined pairwise with f, in the fixed order
+ * (0 f 1) f (2 f 3) ... (N a power of two). */
+template <unsigned N, typename T, typename F>
+static __device__ __forceinline__ T pairwise(const T (&in)[N], F f)
+{
+	T c[N];
+#pragma unroll
+	for (unsigned k = 0; k < N; k++)
+		c[k] = in[k];
+#pragma unroll
+	for (unsigned h = 1; h < N; h *= 2)
+#pragma unroll
+		for (unsigned k = 0; k + h < N; k += 2 * h)
+			c[k] = f(c[k], c[k + h]);
+	return c[0];
+}
+
 /*
  * How a lane folds its elements (lane_fold's MODE). SPLIT (sums, and
  * integer min and max): one accumulator for each place in a vector, each
@@ -263,27 +294,14 @@ template <typename T, int OP, int MODE> struct lane_fold {
 	}
 	__device__ __forceinline__ void vec(uint4 v)
 	{
-		union {
-			uint4 u;
-			T e[V];
-		} x;
-		x.u = v;
+		const vec_elems<T> x = unpack<T>(v);
 #pragma unroll
 		for (unsigned k = 0; k < V; k++)
 			a[k % N] = R::lelem(a[k % N], x.e[k]);
 	}
 	__device__ __forceinline__ typename R::L done() const
 	{
-		typename R::L c[N];
-#pragma unroll
-		for (unsigned k = 0; k < N; k++)
-			c[k] = a[k];
-#pragma unroll
-		for (unsigned h = 1; h < N; h *= 2)
-#pragma unroll
-			for (unsigned k = 0; k + h < N; k += 2 * h)
-				c[k] = R::lcomb(c[k], c[k + h]);
-		return c[0];
+		return pairwise<N>(a, [](typename R::L x, typename R::L y) { return R::lcomb(x, y); });
 	}
 };
 
@@ -348,11 +366,7 @@ template <typename T, int OP> struct lane_fold<T, OP, VALUES> {
 	}
 	__device__ __forceinline__ void vec(uint4 w)
 	{
-		union {
-			uint4 u;
-			T e[V];
-		} x;
-		x.u = w;
+		const vec_elems<T> x = unpack<T>(w);
 		seen = true;
 #pragma unroll
 		for (unsigned k = 0; k < V; k += 2) {
@@ -365,15 +379,7 @@ template <typename T, int OP> struct lane_fold<T, OP, VALUES> {
 	}
 	__device__ __forceinline__ typename R::L done() const
 	{
-		T m[V];
-#pragma unroll
-		for (unsigned k = 0; k < V; k++)
-			m[k] = v[k];
-#pragma unroll
-		for (unsigned h = 1; h < V; h *= 2)
-#pragma unroll
-			for (unsigned k = 0; k + h < V; k += 2 * h)
-				m[k] = pick(m[k], m[k + h]);
+		T m = pairwise<V>(v, [](T x, T y) { return pick(x, y); });
 		uint32_t s = sg[0];
 		bool n = nan[0];
 #pragma unroll
@@ -381,15 +387,15 @@ template <typename T, int OP> struct lane_fold<T, OP, VALUES> {
 			s = signs(s, sg[k], sg[k]);
 			n |= nan[k];
 		}
-		/* m[0] is not NaN: pick never takes one over a number */
-		if (m[0] == (T)0) {
+		/* m is not NaN: pick never takes one over a number */
+		if (m == (T)0) {
 			if constexpr (sizeof(T) == 4)
-				m[0] = __uint_as_float(s & 0x80000000u);
+				m = __uint_as_float(s & 0x80000000u);
 			else
-				m[0] = __longlong_as_double(
+				m = __longlong_as_double(
 					(long long)((unsigned long long)(s & 0x80000000u) << 32));
 		}
-		return !seen ? R::lident() : n ? R::nankey() : R::nkey(m[0]);
+		return !seen ? R::lident() : n ? R::nankey() : R::nkey(m);
 	}
 };
 
