@@ -254,9 +254,9 @@ bool gv_check_result(const struct gv_variant *v, enum gv_dtype dt, const void *g
 	double d;
 	float f;
 
-	if (!(v->flags & GV_OUT_WIDE) || dt == GV_DOUBLE)
-		return gv_check_sum(dt, got, n, ref, err);
-	if (dt == GV_INT) /* the low 32 bits of the 64-bit sum, little-endian */
+	/* as written, but for a wide float: a wide int is checked on the low
+	 * 32 bits of its 64-bit sum (little-endian), a double is a double */
+	if (!(v->flags & GV_OUT_WIDE) || dt != GV_FLOAT)
 		return gv_check_sum(dt, got, n, ref, err);
 	/* A float sum kept in double: held to float's tolerance, which it
 	 * meets with room to spare, after rounding as a float sum would. */
