@@ -23,15 +23,15 @@
  * GR_KERNEL_PARAM_SEGS segments, goes ahead of it in a copy of its own).
  *
  * The completion thread takes the contexts in flight and polls their
- * events (for up to the spin time since the last one finished or the
- * first went out), then sleeps in cudaEventSynchronize on the oldest; with
+ * events (for up to the spin time since the last one finished or the first
+ * went out), then sleeps in cudaEventSynchronize on the oldest; with
  * nothing in flight it looks for new launches for the spin time, then
  * sleeps on a condition variable. It copies a finished launch's results
  * out of pinned memory into one post of its own, whose callback fills in
- * the jobs on the loop thread (cuda_done), and hands the context back. The submission
- * thread likewise polls its queue for the spin time before it sleeps, so
- * a steady stream of batches never waits for a wake-up. Both spin only
- * while there is or just was work: an idle daemon uses no CPU.
+ * the jobs on the loop thread (cuda_done_run), and hands the context back.
+ * The submission thread likewise polls its queue for the spin time before
+ * it sleeps, so a steady stream of batches never waits for a wake-up. Both
+ * spin only while there is or just was work: an idle daemon uses no CPU.
  *
  * A CUDA error fails the jobs it touched with -EIO, names the call and the
  * device, and takes the device out of service; its queued jobs then go to

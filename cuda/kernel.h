@@ -6,16 +6,16 @@
  * warp owns bytes [16 l, 16 l + 16) of every row, measured from the
  * segment's first byte whatever its address. It keeps one accumulator for
  * each place in those 16 bytes (four for 4-byte types, two for 8-byte
- * ones), each folding the elements at its place row after row, and at
- * the end combines them pairwise: (0 + 1) + (2 + 3). A segment has
- * gr_kernel_units(n) units of about gr_kernel_unit_rows(n) rows each,
- * unit u taking rows u, u + units, u + 2 units, ...; one warp reduces one
- * unit (a fixed butterfly ends it). The unit partials are combined in groups of
+ * ones), each folding the elements at its place row after row, and at the
+ * end combines them pairwise: (0 + 1) + (2 + 3). A segment has
+ * gr_kernel_units(n) units of about gr_kernel_unit_rows(n) rows each, unit
+ * u taking rows u, u + units, u + 2 units, ...; one warp reduces one unit
+ * (a fixed butterfly ends it). The unit partials are combined in groups of
  * GR_KERNEL_WARPS_PER_BLOCK consecutive units, then the groups' partials
  * (when there is more than one group); each combine is lane l taking
  * partials l, l + 32, ... in order and the lanes then meeting in the same
- * butterfly. That order depends only on the segment's length and dtype,
- * so a job's bits are the same in a batch of thousands, alone, at any
+ * butterfly. That order depends only on the segment's length and dtype, so
+ * a job's bits are the same in a batch of thousands, alone, at any
  * alignment, and through the single-array entry point. Min and max do not
  * depend on order at all: a lane folds its elements into several
  * accumulators (floats compared as floats, with their NaNs and the signs
