@@ -14,13 +14,14 @@
  *                       [--rmin R] [--rmax R] [--umax U] [--small ROWS]
  *                       [--small-rmin R] [--per-sm B]
  *                       [--group 8|16] [--fence sc|acqrel]
- *                       [--fold fast|plain]
+ *                       [--fold fast|plain] [--form auto|general]
  *
- * The last nine change our kernel's unit geometry, grid, rows in flight,
- * ticket fence and way a lane folds its elements from the production
- * ones (kernel.cuh: GEOMETRY, BLOCKS_PER_SM, GROUP, launch_single_units'
- * defaults; plain: every op into one accumulator, min and max as one key
- * per element, unit_fold's PLAIN), to tune them. Latency is also given
+ * The last ten change our kernel's unit geometry, grid, rows in flight,
+ * ticket fence, way a lane folds its elements and form from the
+ * production ones (kernel.cuh: GEOMETRY, BLOCKS_PER_SM, GROUP,
+ * launch_single_units' defaults; plain: every op into one accumulator,
+ * min and max as one key per element, unit_fold's PLAIN; general: never
+ * single_kernel's SMALL form), to tune them. Latency is also given
  * for an empty kernel, the floor that launch overhead sets.
  */
 #include <algorithm>
@@ -86,7 +87,7 @@ struct env {
 	int sms;
 	grk::geometry geom;
 	unsigned per_sm, group;
-	bool acqrel, plain;
+	bool acqrel, plain, general;
 	int bw_blocks;
 	unsigned char *pool;
 	void *temp;
@@ -137,7 +138,7 @@ template <typename T, int OP, bool PLAIN> static void launch_ours(env &E, const 
 	uint32_t units = (uint32_t)grk::units_of(n, sizeof(T), E.geom);
 #define GRB_LAUNCH(G, F)                                                                         \
 	CU((grk::launch_single_units<T, OP, G, F, PLAIN>(in, n, units, E.partials, E.ticket, E.out, \
-							E.sms, E.per_sm, E.st)))
+							E.sms, E.per_sm, E.st, E.general)))
 	if (E.group == 16 && E.acqrel)
 		GRB_LAUNCH(16, true);
 	else if (E.group == 16)
@@ -340,7 +341,7 @@ int main(int argc, char **argv)
 	int lo = 10, hi = 28, step = 2;
 	grk::geometry geom = grk::GEOMETRY;
 	unsigned per_sm = grk::BLOCKS_PER_SM, group = grk::GROUP;
-	bool acqrel = false, plain = false, bad_fold = false;
+	bool acqrel = false, plain = false, bad_fold = false, general = false, bad_form = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
@@ -369,11 +370,15 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--fold") && i + 1 < argc) {
 			plain = !strcmp(argv[++i], "plain");
 			bad_fold = !plain && strcmp(argv[i], "fast");
+		} else if (!strcmp(argv[i], "--form") && i + 1 < argc) {
+			general = !strcmp(argv[++i], "general");
+			bad_form = !general && strcmp(argv[i], "auto");
 		} else {
 			fprintf(stderr,
 				"usage: %s [--json] [--lo E] [--hi E] [--step S] [--rmin R] [--rmax R] "
 				"[--umax U] [--small ROWS] [--small-rmin R] [--per-sm B] "
-				"[--group 8|16] [--fence sc|acqrel] [--fold fast|plain]\n",
+				"[--group 8|16] [--fence sc|acqrel] [--fold fast|plain] "
+				"[--form auto|general]\n",
 				argv[0]);
 			return 2;
 		}
@@ -384,9 +389,9 @@ int main(int argc, char **argv)
 	}
 	if (geom.rmin < 1 || geom.rmin > geom.rmax || geom.rmax > 65536 || geom.umax < 1 ||
 	    per_sm < 1 || geom.small_rmin < 1 || (group != grk::GROUP && group != 16) ||
-	    bad_fold) {
+	    bad_fold || bad_form) {
 		fprintf(stderr, "need 1 <= rmin <= rmax <= 65536, umax >= 1, small-rmin >= 1, "
-				"per-sm >= 1, group 8 or 16, fold fast or plain\n");
+				"per-sm >= 1, group 8 or 16, fold fast or plain, form auto or general\n");
 		return 2;
 	}
 	int count = 0;
@@ -400,6 +405,7 @@ int main(int argc, char **argv)
 	E.group = group;
 	E.acqrel = acqrel;
 	E.plain = plain;
+	E.general = general;
 	cudaDeviceProp prop;
 	CU(cudaGetDeviceProperties(&prop, 0));
 	E.sms = prop.multiProcessorCount;
@@ -460,11 +466,12 @@ int main(int argc, char **argv)
 		printf("{\"device\": \"%s\", \"sms\": %d, \"driver\": %d, \"runtime\": %d, "
 		       "\"geometry\": {\"rmin\": %u, \"rmax\": %u, \"umax\": %u, \"small_rows\": %u, "
 		       "\"small_rmin\": %u, \"per_sm\": %u, \"group\": %u, "
-		       "\"fence\": \"%s\", \"fold\": \"%s\"}, "
+		       "\"fence\": \"%s\", \"fold\": \"%s\", \"form\": \"%s\"}, "
 		       "\"empty_kernel_latency_us\": %.2f, \"results_match_cub\": %s, \"rows\": [\n",
 		       prop.name, E.sms, drv, rt, geom.rmin, geom.rmax, geom.umax, geom.small_rows,
 		       geom.small_rmin, per_sm, group,
-		       acqrel ? "acq_rel" : "sc", plain ? "plain" : "fast", empty_us,
+		       acqrel ? "acq_rel" : "sc", plain ? "plain" : "fast",
+		       general ? "general" : "auto", empty_us,
 		       all_ok ? "true" : "false");
 		for (size_t i = 0; i < rows.size(); i++) {
 			const row &r = rows[i];
@@ -479,9 +486,10 @@ int main(int argc, char **argv)
 		printf("device: %s (%d SMs), driver %d, runtime %d\n", prop.name, E.sms, drv, rt);
 		printf("geometry: rmin %u, rmax %u, umax %u, small %u rows (units of %u rows or "
 		       "more), %u blocks per SM, %u rows in flight per lane, %s ticket fence, "
-		       "%s fold\n",
+		       "%s fold, %s form\n",
 		       geom.rmin, geom.rmax, geom.umax, geom.small_rows, geom.small_rmin, per_sm, group,
-		       acqrel ? "acq_rel" : "sc", plain ? "plain" : "fast");
+		       acqrel ? "acq_rel" : "sc", plain ? "plain" : "fast",
+		       general ? "general" : "auto");
 		printf("empty kernel latency: %.2f us\n", empty_us);
 		printf("latency: one launch, event to event, median; throughput: back to back\n");
 		printf("%-4s %-4s %10s | %9s %9s %6s | %9s %9s %6s %9s %7s | %s\n", "type", "op", "n",

@@ -3,7 +3,8 @@
  * op and dtype against a plain host loop, at byte offsets 0..15 of
  * allocations of exactly the segment's size (so that memcheck sees any
  * read past either end), and bit for bit the same through the
- * single-array path, at every offset, and inside one mixed batch launch.
+ * single-array path, at every offset, in both forms of its kernel, and
+ * inside one mixed batch launch.
  * Exits 77 when there is no GPU.
  */
 #include <cmath>
@@ -149,6 +150,43 @@ static uint64_t run_single(const scratch &s, int op, int dt, const void *d, size
 	return r;
 }
 
+/* The single-array kernel in its general form, or the launcher's choice
+ * (the SMALL form where it fits). */
+template <typename T, int OP>
+static uint64_t run_form(const scratch &s, const void *d, size_t n, int sms, bool general)
+{
+	uint32_t units = (uint32_t)grk::units_of(n, sizeof(T), grk::GEOMETRY);
+	CU((grk::launch_single_units<T, OP>(d, n, units, s.partials, s.tickets, s.out, sms,
+					     grk::BLOCKS_PER_SM, 0, general)));
+	uint64_t r;
+	CU(cudaMemcpy(&r, s.out, 8, cudaMemcpyDeviceToHost));
+	return r;
+}
+
+template <typename T>
+static uint64_t run_form_op(const scratch &s, int op, const void *d, size_t n, int sms, bool general)
+{
+	switch (op) {
+	case 0: return run_form<T, grk::SUM>(s, d, n, sms, general);
+	case 1: return run_form<T, grk::MIN>(s, d, n, sms, general);
+	case 2: return run_form<T, grk::MAX>(s, d, n, sms, general);
+	default: return run_form<T, grk::SUMSQ>(s, d, n, sms, general);
+	}
+}
+
+static uint64_t run_form_any(const scratch &s, int op, int dt, const void *d, size_t n, int sms,
+			     bool general)
+{
+	switch (dt) {
+	case 0: return run_form_op<int32_t>(s, op, d, n, sms, general);
+	case 1: return run_form_op<int64_t>(s, op, d, n, sms, general);
+	case 2: return run_form_op<uint32_t>(s, op, d, n, sms, general);
+	case 3: return run_form_op<uint64_t>(s, op, d, n, sms, general);
+	case 4: return run_form_op<float>(s, op, d, n, sms, general);
+	default: return run_form_op<double>(s, op, d, n, sms, general);
+	}
+}
+
 int main(void)
 {
 	int count = 0;
@@ -196,6 +234,32 @@ int main(void)
 					checks++;
 				}
 			}
+		}
+	}
+
+	/* the single-array kernel's SMALL form (one group, data on 16
+	 * bytes) and its general form give the same bits */
+	for (size_t n : sizes) {
+		for (int dt = 0; dt < 6; dt++) {
+			if (grk::units_of(n, dt_size[dt], grk::GEOMETRY) > grk::CGROUP)
+				continue;
+			size_t bytes = n * dt_size[dt];
+			std::vector<unsigned char> h(bytes);
+			fill(dt, h.data(), n);
+			unsigned char *d;
+			CU(cudaMalloc(&d, bytes));
+			CU(cudaMemcpy(d, h.data(), bytes, cudaMemcpyHostToDevice));
+			for (int op = 0; op < 4; op++) {
+				double tol;
+				uint64_t want = host_reduce(op, dt, h.data(), n, &tol);
+				uint64_t small = run_form_any(s, op, dt, d, n, sms, false);
+				uint64_t general = run_form_any(s, op, dt, d, n, sms, true);
+				check_value(op, dt, n, 0, small, want, tol);
+				CHECK(small == general, "%s %s n=%zu: the SMALL and general forms differ",
+				      op_name[op], dt_name[dt], n);
+				checks++;
+			}
+			CU(cudaFree(d));
 		}
 	}
 
