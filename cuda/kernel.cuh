@@ -579,6 +579,30 @@ static __device__ __forceinline__ typename red<T, OP>::L combine(const uint64_t 
 constexpr uint32_t CGROUP = GR_KERNEL_WARPS_PER_BLOCK;
 
 /*
+ * What combine<T, OP, true>(sp, count, lane) gives lane 0, for count <=
+ * CGROUP, without shuffles: each lane folds the partials itself, pair by
+ * pair as the butterfly would meet them (lane k with lane k + m at step
+ * m), leaving out the same steps (lwarp's live).
+ */
+template <typename T, int OP>
+static __device__ __forceinline__ typename red<T, OP>::L combine_few(const uint64_t *sp,
+								      uint32_t count)
+{
+	using R = red<T, OP>;
+	typename R::L c[CGROUP];
+#pragma unroll
+	for (unsigned k = 0; k < CGROUP; k++)
+		c[k] = k < count ? R::lcomb(R::lident(), R::lunbits(sp[k])) : R::lident();
+#pragma unroll
+	for (unsigned m = CGROUP / 2; m; m >>= 1)
+		if (m < count)
+#pragma unroll
+			for (unsigned k = 0; k < m; k++)
+				c[k] = R::lcomb(c[k], c[k + m]);
+	return c[0];
+}
+
+/*
  * The fence on either side of a ticket: __threadfence (a sequentially
  * consistent fence), or, where ACQREL, the lighter acquire-release fence,
  * which is all that publishing partials through a relaxed atomic needs.
@@ -697,8 +721,7 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 		__syncthreads();
 		if (warp == 0) {
 			uint32_t gs = units - g * CGROUP < CGROUP ? units - g * CGROUP : CGROUP;
-			typename R::L c = units == 1 ? R::lunbits(sp[0])
-					: combine<T, OP, true>(sp, gs, lane);
+			typename R::L c = units == 1 ? R::lunbits(sp[0]) : combine_few<T, OP>(sp, gs);
 			if (ngroups == 1) {
 				if (lane == 0)
 					*out = R::bits(R::lfinish(c));
