@@ -20,6 +20,7 @@ enum {
 	EXIT_SERVER = 1,
 	EXIT_USAGE = 2,
 	EXIT_CONNECT = 3,
+	EXIT_UNHEALTHY = 4,
 };
 
 static const char *prog = "gpuredctl";
@@ -33,6 +34,8 @@ static void usage(FILE *f)
 		"\n"
 		"Commands:\n"
 		"  ping                     Check that the daemon answers\n"
+		"  health                   Check that it answers and that its devices are\n"
+		"                           in service (exit 4 when any is not)\n"
 		"  info                     Show the daemon's version, backend, devices and limits\n"
 		"  stats                    Show the daemon's counters\n"
 		"  sum|min|max|sumsq [FILE|-]\n"
@@ -60,7 +63,8 @@ static void usage(FILE *f)
 		"  0  success\n"
 		"  1  the daemon answered with an error, or the connection broke\n"
 		"  2  usage error or invalid input\n"
-		"  3  cannot connect to the daemon\n",
+		"  3  cannot connect to the daemon\n"
+		"  4  health: the daemon answers, but a device is out of service\n",
 		prog);
 }
 
@@ -156,6 +160,47 @@ static int cmd_ping(gpured_t *g, bool json)
 	else
 		printf("pong (%.0f us)\n", rtt);
 	return 0;
+}
+
+/*
+ * ok: every device in service; degraded: some are, and the daemon serves
+ * on those; failed: none is, and reductions fail.
+ */
+static int cmd_health(gpured_t *g, bool json)
+{
+	double t0 = now_us(), rtt;
+	gpured_stats_t st;
+	const char *state;
+	int r;
+
+	r = gpured_ping(g);
+	if (r < 0)
+		return server_error(g, "ping", r);
+	rtt = now_us() - t0;
+	r = gpured_stats(g, &st);
+	if (r < 0)
+		return server_error(g, "stats", r);
+	if (st.devices > 0 && st.devices_healthy == st.devices)
+		state = "ok";
+	else if (st.devices_healthy > 0)
+		state = "degraded";
+	else
+		state = "failed";
+	/* the backend name goes into JSON: keep it to plain characters */
+	for (char *p = st.backend; *p; p++)
+		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+			*p = '?';
+	if (json)
+		printf("{\"status\":\"%s\",\"backend\":\"%s\",\"devices\":%llu,"
+		       "\"devices_healthy\":%llu,\"rtt_us\":%.1f}\n",
+		       state, st.backend, (unsigned long long)st.devices,
+		       (unsigned long long)st.devices_healthy, rtt);
+	else
+		printf("%s: backend %s, %llu of %llu device%s in service (ping %.0f us)%s\n", state,
+		       st.backend[0] ? st.backend : "?", (unsigned long long)st.devices_healthy,
+		       (unsigned long long)st.devices, st.devices == 1 ? "" : "s", rtt,
+		       strcmp(state, "ok") ? "; 'gpuredctl info' says why" : "");
+	return strcmp(state, "ok") ? EXIT_UNHEALTHY : 0;
 }
 
 static int cmd_show(gpured_t *g, const char *what, bool json)
@@ -336,7 +381,8 @@ int main(int argc, char **argv)
 		return r;
 	}
 
-	if (strcmp(cmd, "ping") != 0 && strcmp(cmd, "info") != 0 && strcmp(cmd, "stats") != 0) {
+	if (strcmp(cmd, "ping") != 0 && strcmp(cmd, "health") != 0 && strcmp(cmd, "info") != 0 &&
+	    strcmp(cmd, "stats") != 0) {
 		fprintf(stderr, "%s: unknown command '%s'\nTry '%s --help'.\n", prog, cmd, prog);
 		return EXIT_USAGE;
 	}
@@ -353,6 +399,8 @@ int main(int argc, char **argv)
 		return r;
 	if (strcmp(cmd, "ping") == 0)
 		r = cmd_ping(g, json);
+	else if (strcmp(cmd, "health") == 0)
+		r = cmd_health(g, json);
 	else
 		r = cmd_show(g, cmd, json);
 	gpured_close(g);

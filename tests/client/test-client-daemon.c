@@ -700,6 +700,14 @@ static void test_ctl(void)
 	}
 	rc = CTL("", sock, "ping", "--json");
 	CHECK_MSG(rc == 0 && strstr(out, "\"pong\""), "rc %d out '%s'", rc, out);
+	rc = CTL("", sock, "health");
+	CHECK_MSG(rc == 0 && strncmp(out, "ok: backend ", 12) == 0 && strstr(out, test_backend()) &&
+		  strstr(out, " in service (ping "), "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("", sock, "health", "--json");
+	CHECK_MSG(rc == 0 && strncmp(out, "{\"status\":\"ok\",", 15) == 0 && strstr(out, "\"rtt_us\":"),
+		  "rc %d out '%s'", rc, out);
+	rc = CTL("", sock, "health", "extra");
+	CHECK_MSG(rc == 2, "rc %d", rc);
 	rc = CTL("", sock, "info");
 	CHECK_MSG(rc == 0 && strstr(out, "version") && strstr(out, test_backend()), "rc %d out '%s'", rc, out);
 	rc = CTL("", sock, "info", "--json");

@@ -5,7 +5,8 @@
  * one-byte pieces, error replies, a fatal reply with msgid 0, a close
  * without a reply, malformed bytes, and a server that writes many replies
  * before it reads on, which deadlocks a client that does not read while
- * it writes.
+ * it writes. Given gpuredctl's path, also its health command against
+ * devices out of service, which a CPU daemon never has.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/check.h"
@@ -658,7 +660,104 @@ static void test_flood(void)
 	free(ids);
 }
 
-int main(void)
+/* ---- scenario: gpuredctl health and devices out of service ---------- */
+
+static uint64_t health_devices, health_healthy;
+
+static void srv_health(server *s)
+{
+	gr_buf out;
+	char m;
+	uint32_t id;
+
+	gr_buf_init(&out);
+	id = srv_next(s, &m);
+	CHECK(m == 'p');
+	reply_head(&out, id);
+	CHECK(gr_mpw_cstr(&out, "pong") == 0);
+	srv_write(s, out.data, out.len);
+	out.len = 0;
+	id = srv_next(s, &m);
+	CHECK(m == 's');
+	reply_head(&out, id);
+	CHECK(gr_mpw_map(&out, 3) == 0);
+	CHECK(gr_mpw_cstr(&out, "backend") == 0);
+	CHECK(gr_mpw_cstr(&out, "cu\"da") == 0);
+	CHECK(gr_mpw_cstr(&out, "devices") == 0);
+	CHECK(gr_mpw_uint(&out, health_devices) == 0);
+	CHECK(gr_mpw_cstr(&out, "devices_healthy") == 0);
+	CHECK(gr_mpw_uint(&out, health_healthy) == 0);
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+	char x;
+	CHECK(read(s->fd, &x, 1) == 0);
+}
+
+/* Run gpuredctl --socket path health [--json]; its exit status, and its
+ * standard output in out. */
+static int run_health(const char *ctl, const char *path, bool json, char *out, size_t len)
+{
+	int fds[2], status;
+	size_t got = 0;
+	pid_t pid;
+
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		execl(ctl, ctl, "--socket", path, "health", json ? "--json" : NULL, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t k = read(fds[0], out + got, len - 1 - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	out[got] = 0;
+	close(fds[0]);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_health(const char *ctl)
+{
+	static const struct {
+		uint64_t devices, healthy;
+		int rc;
+		const char *text, *json;
+	} cases[] = {
+		{ 2, 2, 0, "ok: backend cu?da, 2 of 2 devices in service",
+		  "{\"status\":\"ok\",\"backend\":\"cu?da\",\"devices\":2,\"devices_healthy\":2," },
+		{ 2, 1, 4, "degraded: backend cu?da, 1 of 2 devices in service",
+		  "{\"status\":\"degraded\",\"backend\":\"cu?da\",\"devices\":2,\"devices_healthy\":1," },
+		{ 1, 0, 4, "failed: backend cu?da, 0 of 1 device in service",
+		  "{\"status\":\"failed\",\"backend\":\"cu?da\",\"devices\":1,\"devices_healthy\":0," },
+	};
+	char out[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int json = 0; json < 2; json++) {
+			server s;
+			const char *want = json ? cases[i].json : cases[i].text;
+
+			health_devices = cases[i].devices;
+			health_healthy = cases[i].healthy;
+			server_start(&s, srv_health);
+			int rc = run_health(ctl, s.path, json, out, sizeof(out));
+			server_stop(&s);
+			CHECK_MSG(rc == cases[i].rc && strncmp(out, want, strlen(want)) == 0,
+				  "rc %d out '%s', want %d '%s'", rc, out, cases[i].rc, want);
+			CHECK_MSG(json || (cases[i].rc == 0) == !strstr(out, "gpuredctl info"), "'%s'", out);
+		}
+	}
+}
+
+int main(int argc, char **argv)
 {
 	/* A SIGPIPE would kill the test: the library must never raise one. */
 	signal(SIGPIPE, SIG_DFL);
@@ -674,5 +773,7 @@ int main(void)
 	test_fatal_with_id();
 	test_timeout();
 	test_flood();
+	if (argc > 1)
+		test_health(argv[1]);
 	return 0;
 }
