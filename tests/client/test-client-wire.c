@@ -194,6 +194,19 @@ static void reply_error(gr_buf *b, uint32_t id, const char *code, const char *ms
 	CHECK(gr_mpw_nil(b) == 0);
 }
 
+/* Read a ping and answer it. */
+static void srv_pong(server *s, gr_buf *out)
+{
+	char m;
+	uint32_t id = srv_next(s, &m);
+
+	CHECK(m == 'p');
+	reply_head(out, id);
+	CHECK(gr_mpw_cstr(out, "pong") == 0);
+	srv_write(s, out->data, out->len);
+	out->len = 0;
+}
+
 static void *server_thread(void *arg)
 {
 	server *s = arg;
@@ -252,12 +265,7 @@ static void srv_mixed(server *s)
 	srv_write_slowly(s, &out);
 	out.len = 0;
 
-	id = srv_next(s, &m);
-	CHECK(m == 'p');
-	reply_head(&out, id);
-	CHECK(gr_mpw_cstr(&out, "pong") == 0);
-	srv_write(s, out.data, out.len);
-	out.len = 0;
+	srv_pong(s, &out);
 
 	id = srv_next(s, &m);
 	CHECK(m == 's');
@@ -671,12 +679,7 @@ static void srv_health(server *s)
 	uint32_t id;
 
 	gr_buf_init(&out);
-	id = srv_next(s, &m);
-	CHECK(m == 'p');
-	reply_head(&out, id);
-	CHECK(gr_mpw_cstr(&out, "pong") == 0);
-	srv_write(s, out.data, out.len);
-	out.len = 0;
+	srv_pong(s, &out);
 	id = srv_next(s, &m);
 	CHECK(m == 's');
 	reply_head(&out, id);
