@@ -738,7 +738,7 @@ single_kernel(const unsigned char *data, uint64_t n, uint32_t units, uint64_t *p
 		if (last) {
 			ticket_fence<ACQREL>();
 			typename R::L c = R::lident();
-			if (SMALL || ngroups <= SGATHER) {
+			if (ngroups <= SGATHER) {
 				for (uint32_t i = threadIdx.x; i < ngroups; i += blockDim.x)
 					sp[i] = __ldcg((const unsigned long long *)partials + i);
 				__syncthreads();
@@ -811,14 +811,13 @@ static inline cudaError_t launch_single_units(const void *data, uint64_t n, uint
 					      int sm_count, unsigned per_sm, cudaStream_t stream,
 					      bool general = false)
 {
-	if (!general && units <= CGROUP && ((uintptr_t)data & 15u) == 0) {
+	const unsigned char *p = (const unsigned char *)data;
+	if (!general && units <= CGROUP && ((uintptr_t)data & 15u) == 0)
 		single_kernel<T, OP, G, ACQREL, PLAIN, true><<<1, 256, 0, stream>>>(
-			(const unsigned char *)data, n, units, partials, ticket, out);
-		return cudaGetLastError();
-	}
-	unsigned blocks = grid_blocks(units, sm_count, per_sm);
-	single_kernel<T, OP, G, ACQREL, PLAIN><<<blocks, 256, 0, stream>>>(
-		(const unsigned char *)data, n, units, partials, ticket, out);
+			p, n, units, partials, ticket, out);
+	else
+		single_kernel<T, OP, G, ACQREL, PLAIN><<<grid_blocks(units, sm_count, per_sm), 256, 0,
+							 stream>>>(p, n, units, partials, ticket, out);
 	return cudaGetLastError();
 }
 
