@@ -29,6 +29,10 @@
  * sleeps on a condition variable. It copies a finished launch's results
  * out of pinned memory into one post of its own, whose callback fills in
  * the jobs on the loop thread (cuda_done_run), and hands the context back.
+ * Then it answers the jobs that ask to be answered early (backend.h): the
+ * replies to small requests leave from this thread, one send() for each
+ * connection's run of jobs in the launch, and the loop only counts and
+ * frees their requests.
  * The submission thread likewise polls its queue for the spin time before
  * it sleeps, so a steady stream of batches never waits for a wake-up. Both
  * spin only while there is or just was work: an idle daemon uses no CPU.
@@ -153,6 +157,7 @@ struct cuda_backend {
 	cuda_fault_rule faults[8];
 	unsigned nfaults;
 	unsigned last; /* atomic: the device chosen last */
+	const gr_early_ops *early;
 	bool staging_registered; /* gr_staging_map's memory, registered; else cudaHostAlloc's */
 };
 
@@ -296,7 +301,9 @@ static void cuda_fail_list(cuda_backend *be, gr_job *list, int status, const cha
  * in use (daemon/reduce.h). */
 static void cuda_fill(gr_job *j, uint64_t raw)
 {
-	if (j->n == 0) {
+	if (j->early) {
+		/* answered already (cuda_answer): done() reads the status */
+	} else if (j->n == 0) {
 		gr_partial_identity(j->op, j->dtype, &j->result);
 	} else {
 		/* a partial filled by hand starts from zero: the exact
@@ -344,9 +351,34 @@ static void cuda_done_run(gr_job *post)
 	free(dn);
 }
 
-/* Post the jobs of a launch that ran, and forget them. (Jobs of no
- * elements take no raw value: hout's entries for them are not read.) */
-static void cuda_finish_ok(cuda_ctx *c)
+/* Answer early the jobs of a launch that ask to be (backend.h). */
+static void cuda_answer(cuda_backend *be, const gr_job *jobs, const uint64_t *raw)
+{
+	bool any = false;
+	size_t i = 0;
+	for (const gr_job *j = jobs; j; j = j->next, i++) {
+		if (!j->early)
+			continue;
+		/* a partial filled by hand: never combined into, so its
+		 * exact accumulator is not read (reduce.h) */
+		gr_partial p;
+		p.count = j->n;
+		p.v.u = raw[i];
+		p.xflags = 0;
+		be->early->answer(j, &p);
+		any = true;
+	}
+	if (any)
+		be->early->end();
+}
+
+/*
+ * Take the jobs and results of a launch that ran off its context, which
+ * can then go back to the pool before they are delivered (cuda_deliver).
+ * (Jobs of no elements take no raw value: hout's entries for them are not
+ * read.) Returns NULL when out of memory: the jobs were delivered here.
+ */
+static cuda_done *cuda_collect(cuda_ctx *c)
 {
 	cuda_backend *be = c->dev->be;
 	cuda_done *dn = malloc(sizeof(*dn) + (size_t)c->njobs * sizeof(uint64_t));
@@ -355,16 +387,26 @@ static void cuda_finish_ok(cuda_ctx *c)
 		dn->jobs = c->jobs;
 		dn->post.done = cuda_done_run;
 		dn->post.userdata = dn;
-		gr_completion_post(be->pub.cq, &dn->post);
 	} else {
-		/* out of memory: fill them in here, and post them still
-		 * linked in order, with one post for all */
+		/* out of memory: answer and fill them in here, and post
+		 * them still linked in order, with one post for all */
+		cuda_answer(be, c->jobs, c->hout);
 		uint32_t i = 0;
 		for (gr_job *j = c->jobs; j; j = j->next)
 			cuda_fill(j, c->hout[i++]);
 		gr_completion_post_list(be->pub.cq, c->jobs);
 	}
 	c->jobs = NULL;
+	return dn;
+}
+
+/* Answer what asks to be answered early, then hand the rest to the loop. */
+static void cuda_deliver(cuda_backend *be, cuda_done *dn)
+{
+	if (!dn)
+		return;
+	cuda_answer(be, dn->jobs, dn->raw);
+	gr_completion_post(be->pub.cq, &dn->post);
 }
 
 /* Give a context back to its submission thread; its jobs are gone. */
@@ -490,6 +532,8 @@ static void cuda_submit(gr_backend *b, gr_job *batch)
 	int pin = -1;
 	for (gr_job *j = batch; j; j = j->next) {
 		j->status = 0;
+		if (!be->early)
+			j->early = NULL;
 		if (pin < 0 && j->device >= 0)
 			pin = j->device;
 		tail = j;
@@ -570,8 +614,9 @@ static gr_job *cuda_launch(cuda_ctx *c, gr_job *list)
 	__atomic_add_fetch(&d->jobs, nsegs, __ATOMIC_RELAXED);
 	if (hi == 0) {
 		/* nothing but empty jobs: no GPU work */
-		cuda_finish_ok(c);
+		cuda_done *dn = cuda_collect(c);
 		cuda_ctx_release(c);
+		cuda_deliver(be, dn);
 		return rest;
 	}
 	uintptr_t lo16 = lo & ~(uintptr_t)15;
@@ -753,8 +798,9 @@ static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, bo
 			e = cudaErrorLaunchFailure;
 			call = "cudaEventQuery";
 		}
+		cuda_done *dn = NULL;
 		if (e == cudaSuccess) {
-			cuda_finish_ok(c);
+			dn = cuda_collect(c);
 		} else {
 			char why[192];
 			cuda_errfmt(why, sizeof(why), d, call, e, inj);
@@ -763,6 +809,8 @@ static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, bo
 			c->jobs = NULL;
 		}
 		cuda_ctx_release(c);
+		/* the replies' sends come after the context is back */
+		cuda_deliver(d->be, dn);
 	}
 	return keep;
 }
@@ -1157,6 +1205,7 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	}
 	be->pub.staging_bytes = staging;
 	be->pub.chunk_bytes = chunk;
+	be->early = cfg ? cfg->early : NULL;
 
 	unsigned usable = 0;
 	char why[192] = "";

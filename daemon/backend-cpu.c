@@ -11,7 +11,9 @@
  * worker that finishes the last unit (an atomic countdown) combines the
  * partials in block order, exactly as gr_reduce() does, so the bits do not
  * depend on the thread count. Every job, inline or not, leaves through
- * gr_completion_post().
+ * gr_completion_post(). A worker takes whole jobs in runs, and answers
+ * those that ask to be answered early (backend.h) together; the loop
+ * thread answers the inline ones itself, with the rest of what it writes.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -58,6 +60,11 @@
  * cut into no more pieces than there are workers. */
 #define CPU_SPLIT_MIN_BLOCKS 4
 
+/* Whole jobs a worker takes from the queue at once, at most: fewer trips
+ * through the lock and the completion queue, and early answers (backend.h)
+ * for one connection's jobs go out together. */
+#define CPU_RUN_MAX 16u
+
 typedef struct cpu_work cpu_work;
 struct cpu_work {
 	cpu_work *next;
@@ -73,6 +80,7 @@ struct cpu_work {
 typedef struct cpu_backend {
 	gr_backend base;
 	size_t inline_max;
+	const gr_early_ops *early;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -98,21 +106,61 @@ static void cpu_post(cpu_backend *cb, gr_job *job, int status, const char *why)
 	gr_completion_post(cb->base.cq, job);
 }
 
-static void cpu_run_inline(cpu_backend *cb, gr_job *job)
+/* A job finished on a worker: answer it early if it asks to be. */
+static void cpu_post_ok(cpu_backend *cb, gr_job *job)
 {
-	gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
+	if (job->early && cb->early) {
+		cb->early->answer(job, &job->result);
+		cb->early->end();
+	} else {
+		job->early = NULL;
+	}
 	cpu_post(cb, job, 0, NULL);
 }
 
-/* Run unit u of w; true when w is finished (its job posted). */
+/* On the loop thread: the loop answers it itself. */
+static void cpu_run_inline(cpu_backend *cb, gr_job *job)
+{
+	gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
+	job->early = NULL;
+	cpu_post(cb, job, 0, NULL);
+}
+
+/*
+ * Run a list of whole-job records, answer those that ask to be answered
+ * early as one run (so that replies for one connection go out together),
+ * and post them all at once.
+ */
+static void cpu_run_whole(cpu_backend *cb, cpu_work *list)
+{
+	gr_job *head = NULL, **tail = &head;
+	uint64_t n = 0;
+	bool any = false;
+
+	for (cpu_work *w = list; w; w = w->next) {
+		gr_job *job = w->job;
+		gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
+		job->status = 0;
+		if (job->early && cb->early) {
+			cb->early->answer(job, &job->result);
+			any = true;
+		} else {
+			job->early = NULL;
+		}
+		*tail = job;
+		tail = &job->next;
+		n++;
+	}
+	if (any)
+		cb->early->end();
+	atomic_fetch_add_explicit(&cb->jobs, n, memory_order_relaxed);
+	gr_completion_post_list(cb->base.cq, head);
+}
+
+/* Run unit u of split record w; true when w is finished (its job posted). */
 static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
 {
 	gr_job *job = w->job;
-
-	if (!w->part) {
-		cpu_run_inline(cb, job);
-		return true;
-	}
 	const unsigned char *p = job->data;
 	unsigned end = (u + 1) * w->per_unit < w->nblocks ? (u + 1) * w->per_unit : w->nblocks;
 	for (unsigned blk = u * w->per_unit; blk < end; blk++) {
@@ -127,19 +175,19 @@ static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
 	gr_partial_identity(job->op, job->dtype, &job->result);
 	for (unsigned i = 0; i < w->nblocks; i++)
 		gr_partial_combine(job->op, job->dtype, &job->result, &w->part[i]);
-	cpu_post(cb, job, 0, NULL);
+	cpu_post_ok(cb, job);
 	return true;
 }
 
 static void *cpu_worker(void *arg)
 {
 	cpu_backend *cb = arg;
-	cpu_work *finished = NULL;
+	cpu_work *finished = NULL, *finished_last = NULL;
 
 	pthread_mutex_lock(&cb->lock);
 	for (;;) {
 		if (finished) {
-			finished->next = cb->spare;
+			finished_last->next = cb->spare;
 			cb->spare = finished;
 			finished = NULL;
 		}
@@ -148,6 +196,22 @@ static void *cpu_worker(void *arg)
 		cpu_work *w = cb->head;
 		if (!w)
 			break; /* stopping, and nothing left to do */
+		if (!w->part) {
+			/* whole jobs: a run of them from the head */
+			cpu_work *last = w;
+			for (unsigned k = 1; k < CPU_RUN_MAX && last->next && !last->next->part; k++)
+				last = last->next;
+			cb->head = last->next;
+			if (!cb->head)
+				cb->tail = NULL;
+			last->next = NULL;
+			pthread_mutex_unlock(&cb->lock);
+			cpu_run_whole(cb, w);
+			finished = w;
+			finished_last = last;
+			pthread_mutex_lock(&cb->lock);
+			continue;
+		}
 		unsigned u = w->claimed++;
 		if (w->claimed == w->nunits) {
 			cb->head = w->next;
@@ -156,12 +220,8 @@ static void *cpu_worker(void *arg)
 		}
 		pthread_mutex_unlock(&cb->lock);
 
-		if (cpu_run_unit(cb, w, u)) {
-			if (w->part)
-				free(w); /* split records are allocated whole */
-			else
-				finished = w;
-		}
+		if (cpu_run_unit(cb, w, u))
+			free(w); /* split records are allocated whole */
 		pthread_mutex_lock(&cb->lock);
 	}
 	pthread_mutex_unlock(&cb->lock);
@@ -417,6 +477,7 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	cb->base.chunk_bytes = chunk;
 	cb->inline_max =
 	    cfg->inline_max_bytes == SIZE_MAX ? CPU_DEFAULT_INLINE_MAX : cfg->inline_max_bytes;
+	cb->early = cfg->early;
 	atomic_init(&cb->jobs, 0);
 	cpu_read_model(cb->model, sizeof(cb->model));
 	pthread_mutex_init(&cb->lock, NULL);

@@ -39,9 +39,11 @@ struct gr_job {
 	const void *data; /* inside the backend's staging memory */
 	size_t n;         /* elements */
 	int device;       /* -1: any; else run on this device (canaries) */
+	uint32_t tag;     /* the submitter's, for early answers */
 	gr_job *next;     /* batch list; completion queue */
 	void (*done)(gr_job *job);
 	void *userdata;
+	void *early;      /* NULL, or where an early answer goes (gr_early_ops) */
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */
@@ -52,6 +54,26 @@ struct gr_job {
 	char errmsg[192]; /* read only when status < 0 */
 	gr_partial result;
 };
+_Static_assert(offsetof(gr_job, early) + sizeof(void *) <= 64,
+	       "what backend threads read of a job fits one cache line");
+
+/*
+ * Early answers. A submitter may give a job an early target (job->early,
+ * and job->tag for its own use). A backend that finishes jobs on threads
+ * of its own then passes each such job's result to answer() on that
+ * thread, as soon as it has it and before it posts the job, and calls
+ * end() after each run of answers, so that those bound for one place can
+ * go out together. done() still runs on the loop thread for every job.
+ * Only jobs that succeed are answered early; a job the backend finishes
+ * on the loop thread itself (the CPU backend's inline jobs) is not, and
+ * the backend clears its early. So a job was answered early when done()
+ * finds status 0 and early still set. The hooks may read the job's first
+ * line (op, dtype, n, tag, early) and nothing else of it.
+ */
+typedef struct gr_early_ops {
+	void (*answer)(const gr_job *job, const gr_partial *result);
+	void (*end)(void);
+} gr_early_ops;
 
 typedef struct gr_backend_config {
 	size_t staging_bytes;     /* 0: the backend's default */
@@ -60,6 +82,7 @@ typedef struct gr_backend_config {
 	unsigned streams;         /* CUDA streams per device; 0: default */
 	size_t inline_max_bytes;  /* jobs this small may run on the submitting thread; SIZE_MAX: default */
 	const char *fault;        /* fault injection spec for tests (backend-specific), or NULL */
+	const gr_early_ops *early; /* NULL: jobs are never answered early */
 } gr_backend_config;
 
 typedef struct gr_device_info {

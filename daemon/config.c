@@ -28,6 +28,7 @@ void gr_config_init(gr_config *c)
 		.batch_max_bytes = 256 * KiB,
 		.batch_max_requests = 4096,
 		.busy_poll_us = 50,
+		.direct_replies = true,
 		.shutdown_timeout_ms = 5000,
 	};
 }
@@ -152,6 +153,7 @@ enum {
 	OPT_BATCH_MAX_REQUESTS,
 	OPT_BATCH_DELAY_US,
 	OPT_BUSY_POLL_US,
+	OPT_DIRECT_REPLIES,
 	OPT_SHUTDOWN_TIMEOUT_MS,
 	OPT_FAULT,
 	OPT_CONFIG,
@@ -179,6 +181,7 @@ static const struct option options[] = {
 	{"batch-max-requests", required_argument, NULL, OPT_BATCH_MAX_REQUESTS},
 	{"batch-delay-us", required_argument, NULL, OPT_BATCH_DELAY_US},
 	{"busy-poll-us", required_argument, NULL, OPT_BUSY_POLL_US},
+	{"direct-replies", required_argument, NULL, OPT_DIRECT_REPLIES},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
 	{"fault", required_argument, NULL, OPT_FAULT},
 	{"config", required_argument, NULL, OPT_CONFIG},
@@ -212,6 +215,7 @@ void gr_config_usage(FILE *f)
 		"  --batch-max-requests N     ... or this many requests (4096)\n"
 		"  --batch-delay-us N         hold a batch up to N us for more (default 0)\n"
 		"  --busy-poll-us N           after each event, poll N us before sleeping (50)\n"
+		"  --direct-replies yes|no    backend threads write small requests' replies (yes)\n"
 		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
 		"  --fault SPEC               inject backend faults (testing)\n"
 		"  --config FILE              settings file (default " GR_CONFIG_DEFAULT_PATH ")\n"
@@ -271,6 +275,14 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return parse_uint(arg, 10, 1000000, &c->batch_delay_us);
 	case OPT_BUSY_POLL_US:
 		return parse_uint(arg, 10, 1000000, &c->busy_poll_us);
+	case OPT_DIRECT_REPLIES:
+		if (!strcmp(arg, "yes"))
+			c->direct_replies = true;
+		else if (!strcmp(arg, "no"))
+			c->direct_replies = false;
+		else
+			return -EINVAL;
+		return 0;
 	case OPT_SHUTDOWN_TIMEOUT_MS:
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
 	case OPT_FAULT:

@@ -36,6 +36,7 @@ typedef struct gr_config {
 	unsigned batch_max_requests;
 	unsigned batch_delay_us;    /* 0: a batch goes out when the loop has nothing to read */
 	unsigned busy_poll_us;      /* the loop polls this long after its last event before it sleeps (50) */
+	bool direct_replies;        /* backend threads write small requests' replies (true) */
 	unsigned shutdown_timeout_ms;
 	char *fault;                /* backend fault injection (tests) */
 	char *config_path;          /* NULL: GR_CONFIG_DEFAULT_PATH if it exists */

@@ -48,6 +48,7 @@ static void request_free(gr_request *req)
 		c->nrequests--;
 	}
 	req->srv->stats.inflight--;
+	req->direct = gr_direct_unref(req->direct);
 	gr_server_request_put(req->srv, req);
 }
 
@@ -78,10 +79,19 @@ static void chunk_release(gr_request *req, gr_chunk *ch)
 	ch->staged = 0;
 }
 
+/* Count an answered request. */
+static void request_answered(gr_request *req, uint64_t elements)
+{
+	gr_server *s = req->srv;
+
+	s->stats.requests++;
+	s->stats.elements += elements;
+	gr_stats_latency(&s->stats, s->now_ns - req->start_ns);
+}
+
 static void request_reply(gr_request *req)
 {
 	gr_conn *c = req->conn;
-	gr_server *s = c->srv;
 	gr_value v;
 
 	const gr_partial *res = req->result;
@@ -91,14 +101,11 @@ static void request_reply(gr_request *req)
 			gr_conn_close(c);
 			return;
 		}
-		gr_server_mark_dirty(s, c);
-		s->stats.requests++;
-		s->stats.elements += res->count;
+		gr_server_mark_dirty(c->srv, c);
 	} else {
-		s->stats.requests++;
 		conn_reply_error(c, req->msgid, e, "%s of no elements", gr_op_name(req->op));
 	}
-	gr_stats_latency(&s->stats, s->now_ns - req->start_ns);
+	request_answered(req, e == GR_OK ? res->count : 0);
 }
 
 /* Free the request once nothing of it is left in the backend; answer it
@@ -109,8 +116,12 @@ static void request_settle(gr_request *req)
 
 	if (!(req->received || req->failed) || req->filling || req->ncombined != req->nsubmitted)
 		return;
-	if (c && !req->failed)
-		request_reply(req);
+	if (c && !req->failed) {
+		if (req->answered)
+			request_answered(req, req->data_bytes / gr_dtype_size(req->dtype));
+		else
+			request_reply(req);
+	}
 	request_free(req);
 	if (c) {
 		if (c->stall == GR_STALL_LIMITS)
@@ -142,7 +153,18 @@ static void chunk_done(gr_job *job)
 	gr_chunk *ch = job->userdata;
 	gr_request *req = ch->req;
 	gr_conn *c = req->conn;
+	bool broken = false;
 
+	if (req->direct) {
+		/* a small request: its only chunk */
+		unsigned f = gr_direct_check(req->direct);
+		req->answered = job->status == 0 && job->early;
+		req->direct = gr_direct_unref(req->direct);
+		if (c && (f & GR_DIRECT_BROKEN))
+			broken = true;
+		else if (c && (f & GR_DIRECT_HELD))
+			gr_server_mark_dirty(c->srv, c);
+	}
 	ch->done = true;
 	if (job->status < 0 && !req->failed) {
 		log_warning("reduce failed: %s", job->errmsg);
@@ -175,6 +197,11 @@ static void chunk_done(gr_job *job)
 	if (c && c->stall == GR_STALL_CHUNKS)
 		gr_server_mark_ready(c->srv, c);
 	request_settle(req);
+	if (broken) {
+		/* c is freed only from its close callback, a later phase */
+		log_debug("closing a connection: a direct reply could not be written");
+		gr_conn_close(c);
+	}
 }
 
 /* The chunk being filled is complete: hand it to the backend. */
@@ -193,6 +220,14 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.done = chunk_done;
 	ch->job.userdata = ch;
 	ch->job.next = NULL;
+	ch->job.early = NULL;
+	/* A small request is one job, submitted whole: the backend may
+	 * answer it from its own thread. */
+	if (req->small && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
+		req->direct = gr_direct_ref(req->conn->direct);
+		ch->job.early = req->direct;
+		ch->job.tag = req->msgid;
+	}
 	req->nsubmitted++;
 	if (req->small)
 		gr_server_batch_add(req->srv, &ch->job, ch->slot);
@@ -253,8 +288,9 @@ static int conn_set_dest(gr_conn *c)
 static bool conn_over_limits(gr_conn *c)
 {
 	const gr_config *cfg = c->srv->cfg;
+	size_t held = c->direct ? gr_direct_held(c->direct) : 0;
 	return c->staged_bytes > cfg->max_inflight_bytes ||
-	       c->wbuf.len + c->writing_bytes > cfg->max_unsent_bytes;
+	       c->wbuf.len + c->writing_bytes + held > cfg->max_unsent_bytes;
 }
 
 static void conn_reply_method(gr_conn *c, const gr_req *preq)
@@ -419,7 +455,7 @@ static void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	if (c->rpos == c->rlen) {
 		c->rpos = c->rlen = 0;
 		if ((n = gr_req_parser_window(c->parser, &p)) > 0) {
-			c->direct = true;
+			c->read_staging = true;
 			*buf = uv_buf_init(p, (unsigned)(n > UINT32_MAX ? UINT32_MAX : n));
 			return;
 		}
@@ -428,7 +464,7 @@ static void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 		c->rlen -= c->rpos;
 		c->rpos = 0;
 	}
-	c->direct = false;
+	c->read_staging = false;
 	*buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(GR_CONN_RBUF_BYTES - c->rlen));
 }
 
@@ -464,8 +500,8 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
 	}
 	c->srv->stats.bytes_in += (uint64_t)nread;
 	c->srv->now_ns = uv_hrtime();
-	if (c->direct) {
-		c->direct = false;
+	if (c->read_staging) {
+		c->read_staging = false;
 		gr_req_event ev = gr_req_parser_commit(c->parser, (size_t)nread);
 		if (!conn_on_event(c, ev)) {
 			conn_read_stop(c);
@@ -556,15 +592,17 @@ static void conn_write_cb(uv_write_t *wr, int status)
 		gr_conn_close(c);
 		return;
 	}
+	if (c->direct && c->writing_bytes == 0 && c->wbuf.len == 0 &&
+	    gr_direct_written(c->direct))
+		gr_server_mark_dirty(c->srv, c);
 	if (c->stall == GR_STALL_LIMITS)
 		gr_server_mark_ready(c->srv, c);
 	conn_maybe_close(c);
 }
 
-void gr_conn_flush(gr_conn *c)
+/* Write wbuf: 0, or -1 when the connection was closed. */
+static int conn_write_wbuf(gr_conn *c)
 {
-	if (c->closing || c->wbuf.len == 0)
-		return;
 	/* Most replies fit in the socket buffer: try the write right away,
 	 * and only hand what is left to libuv. */
 	uv_buf_t b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
@@ -574,13 +612,13 @@ void gr_conn_flush(gr_conn *c)
 	else if (n < 0 && n != UV_EAGAIN) {
 		log_debug("write failed: %s", uv_strerror(n));
 		gr_conn_close(c);
-		return;
+		return -1;
 	}
 	if (c->wbuf.len > 0) {
 		conn_write *w = malloc(sizeof(*w));
 		if (!w) {
 			gr_conn_close(c);
-			return;
+			return -1;
 		}
 		w->conn = c;
 		w->buf = c->wbuf;
@@ -594,9 +632,30 @@ void gr_conn_flush(gr_conn *c)
 			gr_buf_deinit(&w->buf);
 			free(w);
 			gr_conn_close(c);
-			return;
+			return -1;
 		}
 	}
+	return 0;
+}
+
+void gr_conn_flush(gr_conn *c)
+{
+	if (c->closing)
+		return;
+	if (c->direct) {
+		/* what backend threads held back goes first */
+		if (gr_direct_take(c->direct, &c->wbuf) < 0) {
+			log_error("out of memory writing replies");
+			gr_conn_close(c);
+			return;
+		}
+	} else if (c->wbuf.len == 0) {
+		return;
+	}
+	if (c->wbuf.len > 0 && conn_write_wbuf(c) < 0)
+		return;
+	if (c->direct && c->writing_bytes == 0 && gr_direct_written(c->direct))
+		gr_server_mark_dirty(c->srv, c);
 	if (c->stall == GR_STALL_LIMITS)
 		gr_server_mark_ready(c->srv, c);
 	conn_maybe_close(c);
@@ -606,7 +665,8 @@ void gr_conn_flush(gr_conn *c)
 
 static void conn_maybe_close(gr_conn *c)
 {
-	if (c->closing || c->wbuf.len > 0 || c->writing_bytes > 0)
+	if (c->closing || c->wbuf.len > 0 || c->writing_bytes > 0 ||
+	    (c->direct && gr_direct_held(c->direct) > 0))
 		return;
 	if (c->stall == GR_STALL_CLOSING ||
 	    ((c->eof || c->draining) && !c->cur && c->nrequests == 0))
@@ -620,6 +680,7 @@ static void conn_close_cb(uv_handle_t *h)
 
 	gr_req_parser_free(c->parser);
 	gr_buf_deinit(&c->wbuf);
+	c->direct = gr_direct_unref(c->direct);
 	free(c->rbuf);
 	free(c);
 	gr_server_conn_closed(s);
@@ -651,6 +712,8 @@ void gr_conn_close(gr_conn *c)
 		c->nrequests--;
 	}
 	s->stats.connections--;
+	if (c->direct)
+		gr_direct_close(c->direct); /* before the descriptor is */
 	uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
 }
 
@@ -712,5 +775,8 @@ void gr_conn_accept(gr_server *s)
 		gr_conn_close(c);
 		return;
 	}
+	uv_os_fd_t fd;
+	if (s->cfg->direct_replies && uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0)
+		c->direct = gr_direct_new(fd); /* NULL: the loop writes every reply */
 	gr_conn_pump(c);
 }

@@ -644,6 +644,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 		.streams = cfg->streams,
 		.inline_max_bytes = cfg->inline_max_bytes,
 		.fault = cfg->fault,
+		.early = cfg->direct_replies ? &gr_direct_early : NULL,
 	};
 	gr_server *s = calloc(1, sizeof(*s));
 	int r;

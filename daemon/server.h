@@ -21,6 +21,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/config.h"
+#include "daemon/direct.h"
 #include "daemon/staging.h"
 #include "daemon/stats.h"
 #include "proto/mp.h"
@@ -63,6 +64,8 @@ struct gr_request {
 	bool small;     /* packed into a batch slot */
 	bool received;  /* the whole request was parsed */
 	bool failed;    /* answered with an error; results are dropped */
+	bool answered;  /* its reply went out directly (daemon/direct.h) */
+	gr_direct *direct; /* a reference while its job may be answered directly */
 
 	/* The chunk pipeline: chunk k lives in chunks[k % GR_REQUEST_CHUNKS_MAX]. */
 	gr_chunk chunks[GR_REQUEST_CHUNKS_MAX];
@@ -93,7 +96,7 @@ struct gr_conn {
 	gr_req_parser *parser;
 	uint8_t *rbuf;
 	size_t rpos, rlen;
-	bool direct;         /* the current read goes straight into staging */
+	bool read_staging;   /* the current read goes straight into staging */
 	bool reading;
 	bool closing;
 	bool eof;
@@ -107,6 +110,7 @@ struct gr_conn {
 	uint64_t staged_bytes;  /* staging held by this connection's requests */
 	gr_buf wbuf;
 	size_t writing_bytes;   /* handed to uv_write, not yet written */
+	gr_direct *direct;      /* NULL: the loop writes every reply */
 };
 
 struct gr_server {

@@ -471,7 +471,7 @@ class SocketFile(unittest.TestCase):
 
     def test_bad_flags(self):
         for args in (["--backend", "tpu"], ["--max-connections", "x"], ["--nope"],
-                     ["--chunk-bytes", "1000"]):
+                     ["--chunk-bytes", "1000"], ["--direct-replies", "maybe"]):
             p = subprocess.run([GPURED, "--socket", "/tmp/gpured-never.sock", *args],
                                stderr=subprocess.PIPE, text=True, timeout=10)
             self.assertNotEqual(p.returncode, 0, args)
@@ -553,6 +553,166 @@ class BusyPoll(unittest.TestCase):
                     self.assertIsNotNone(resp, "request %d: connection closed" % i)
                     self.assertIn(resp[1], ids)
                     self.assertEqual(resp[3], {"value": 2016, "count": 64})
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+# Every job goes to a worker thread on the CPU backend (which then writes
+# small requests' replies itself), as every job does on a GPU.
+WORKERS = ("--inline-max-bytes", "0", "--threads", "2")
+
+
+def mixed_requests(rng, n):
+    """n requests of random ops, integer dtypes and sizes, with a ping, an
+    invalid request (answered with an error by the loop thread) or an
+    empty min among them now and then; returns (wire bytes, {msgid: what
+    the reply must be})."""
+    fmts = {"i32": "i", "u32": "I", "i64": "q"}
+    out, want = [], {}
+    for msgid in range(1, n + 1):
+        k = rng.random()
+        if k < 0.03:
+            out.append(pack([0, msgid, "ping", []]))
+            want[msgid] = (None, "pong")
+            continue
+        if k < 0.05:
+            # a long reply from the loop thread, often written in parts
+            out.append(pack([0, msgid, "info", []]))
+            want[msgid] = (None, None)
+            continue
+        if k < 0.08:
+            out.append(pack([0, msgid, "reduce", [{"op": "sum", "dtype": "f16", "data": b""}]]))
+            want[msgid] = ("invalid_params", None)
+            continue
+        if k < 0.10:
+            out.append(pack([0, msgid, "reduce", [{"op": "min", "dtype": "i32", "data": b""}]]))
+            want[msgid] = ("empty", None)
+            continue
+        dt = rng.choice(sorted(fmts))
+        op = rng.choice(("sum", "min", "max"))
+        count = rng.choice((1, 3, 31, 33, 256, 1000))
+        lo = 0 if dt == "u32" else -1000
+        vals = [rng.randint(lo, 1000) for _ in range(count)]
+        data = struct.pack("<%d%s" % (count, fmts[dt]), *vals)
+        out.append(pack([0, msgid, "reduce", [{"op": op, "dtype": dt, "data": data}]]))
+        value = {"sum": sum, "min": min, "max": max}[op](vals)
+        want[msgid] = (None, {"value": value, "count": count})
+    return b"".join(out), want
+
+
+def check_replies(test, c, want, trickle=0):
+    """Read one reply for each msgid in want and check it; the first
+    trickle bytes a few hundred at a time, so that the daemon's side of
+    the socket keeps filling up and draining."""
+    seen = set()
+    while trickle > 0:
+        data = c.sock.recv(300)
+        test.assertTrue(data, "closed")
+        c.unpacker.feed(data)
+        trickle -= len(data)
+        time.sleep(0.00005)
+    for _ in range(len(want)):
+        resp = c.recv()
+        test.assertIsNotNone(resp, "closed after %d replies" % len(seen))
+        test.assertEqual(resp[0], 1, resp)
+        msgid = resp[1]
+        test.assertIn(msgid, want)
+        test.assertNotIn(msgid, seen, "two replies to %d" % msgid)
+        seen.add(msgid)
+        err, res = want[msgid]
+        if err is None and res is None:
+            test.assertIsNone(resp[2], resp)
+            test.assertIn("devices", resp[3])
+        elif err is None:
+            test.assertIsNone(resp[2], resp)
+            test.assertEqual(resp[3], res, "msgid %d" % msgid)
+        else:
+            test.assertEqual(resp[2]["code"], err, resp)
+
+
+class DirectReplies(unittest.TestCase):
+    """Replies to small requests written by the thread that finished them
+    (--direct-replies, on by default), next to the loop thread's own."""
+
+    def test_slow_reader_gets_every_reply_whole(self):
+        """A client that sends everything before it reads, into a small
+        receive buffer: the direct sends fill the socket and the rest is
+        handed to the loop, whose own replies (pings, errors) go out on the
+        same socket. Every reply arrives once, whole and right."""
+        for direct in ("yes", "no"):
+            d = Daemon(*WORKERS, "--direct-replies", direct)
+            try:
+                rng = random.Random(11)
+                c = Client(d.path, timeout=20)
+                c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                wire, want = mixed_requests(rng, 40000)
+                sender = threading.Thread(target=c.send, args=(wire,))
+                sender.start()
+                time.sleep(0.3)
+                check_replies(self, c, want, trickle=MiB)
+                sender.join()
+                err, stats = c.call("stats")
+                self.assertEqual(stats["inflight"], 0)
+                c.close()
+            finally:
+                self.assertEqual(d.stop(), 0, direct)
+
+    def test_many_connections(self):
+        """Eight connections pipelining mixed requests at once."""
+        d = Daemon(*WORKERS)
+        try:
+            errors = []
+
+            def run(seed):
+                try:
+                    c = Client(d.path, timeout=20)
+                    wire, want = mixed_requests(random.Random(seed), 3000)
+                    sender = threading.Thread(target=c.send, args=(wire,))
+                    sender.start()
+                    check_replies(self, c, want)
+                    sender.join()
+                    c.close()
+                except Exception as e:  # reported below, from this thread
+                    errors.append(e)
+
+            threads = [threading.Thread(target=run, args=(seed,)) for seed in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_clients_that_vanish(self):
+        """Clients that close with replies in flight, or shut their reading
+        side so that sends fail, cost nothing: the daemon serves the next
+        one and holds no request of theirs afterwards."""
+        d = Daemon(*WORKERS)
+        try:
+            rng = random.Random(5)
+            for i in range(150):
+                c = Client(d.path)
+                wire, _ = mixed_requests(rng, rng.choice((1, 10, 200)))
+                c.send(wire)
+                if i % 3 == 1:
+                    c.sock.shutdown(socket.SHUT_RD)
+                    time.sleep(0.002)
+                elif i % 3 == 2:
+                    c.recv()
+                c.close()
+            c = Client(d.path)
+            wire, want = mixed_requests(rng, 500)
+            c.send(wire)
+            check_replies(self, c, want)
+            end = time.monotonic() + 5
+            while True:
+                err, stats = c.call("stats")
+                if (stats["inflight"], stats["connections"]) == (0, 1) or time.monotonic() > end:
+                    break
+                time.sleep(0.02)
+            self.assertEqual((stats["inflight"], stats["connections"]), (0, 1))
             c.close()
         finally:
             self.assertEqual(d.stop(), 0)
