@@ -60,10 +60,12 @@
  * cut into no more pieces than there are workers. */
 #define CPU_SPLIT_MIN_BLOCKS 4
 
-/* Whole jobs a worker takes from the queue at once, at most: fewer trips
- * through the lock and the completion queue, and early answers (backend.h)
- * for one connection's jobs go out together. */
+/* Whole jobs a worker takes from the queue at once, at most, and bytes
+ * after which it takes no more: fewer trips through the lock and the
+ * completion queue, and early answers (backend.h) for one connection's
+ * jobs go out together, while larger jobs still spread over the workers. */
 #define CPU_RUN_MAX 16u
+#define CPU_RUN_BYTES ((size_t)64 << 10)
 
 typedef struct cpu_work cpu_work;
 struct cpu_work {
@@ -179,6 +181,11 @@ static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
 	return true;
 }
 
+static size_t cpu_job_bytes(const gr_job *job)
+{
+	return job->n * gr_dtype_size(job->dtype);
+}
+
 static void *cpu_worker(void *arg)
 {
 	cpu_backend *cb = arg;
@@ -199,8 +206,14 @@ static void *cpu_worker(void *arg)
 		if (!w->part) {
 			/* whole jobs: a run of them from the head */
 			cpu_work *last = w;
-			for (unsigned k = 1; k < CPU_RUN_MAX && last->next && !last->next->part; k++)
-				last = last->next;
+			size_t bytes = cpu_job_bytes(w->job);
+			for (unsigned k = 1; k < CPU_RUN_MAX && bytes < CPU_RUN_BYTES; k++) {
+				cpu_work *next = last->next;
+				if (!next || next->part)
+					break;
+				last = next;
+				bytes += cpu_job_bytes(next->job);
+			}
 			cb->head = last->next;
 			if (!cb->head)
 				cb->tail = NULL;
@@ -279,8 +292,7 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 			cpu_post(cb, job, -ENODEV, "the cpu backend has only device 0");
 			continue;
 		}
-		size_t bytes = job->n * gr_dtype_size(job->dtype);
-		if (bytes <= cb->inline_max) {
+		if (cpu_job_bytes(job) <= cb->inline_max) {
 			*inl_tail = job;
 			inl_tail = &job->next;
 			continue;
