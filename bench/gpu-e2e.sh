@@ -50,6 +50,10 @@ for r in $(seq "$rounds"); do
 	for d in all one cpu; do
 		s=$tmp/$d.sock
 		$b -s "$s" -c 8 -P 16 -n 600000 -d 256 --json | tag "$r" "$d" small-c8-P16
+		# one load-generator thread is itself nearly saturated at c8P16;
+		# with two the daemon is the limit
+		$b -s "$s" -c 8 -P 16 -n 600000 -d 256 --threads 2 --json |
+			tag "$r" "$d" small-c8-P16-t2
 		$b -s "$s" -c 1 -P 1 -n 20000 -d 256 --json | tag "$r" "$d" small-c1-P1
 		$b -s "$s" -c 1 -P 1 -n 24 -d 16777216 --json | tag "$r" "$d" 64MiB-P1
 		$b -s "$s" -c 1 -P 2 -n 24 -d 16777216 --json | tag "$r" "$d" 64MiB-P2
