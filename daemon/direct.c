@@ -18,7 +18,8 @@ struct gr_direct {
 
 	/* What the loop reads after every job answered directly, without the
 	 * lock, on a line that changes only when a send falls short: the
-	 * loop keeps it in its cache while sends go out. Written under lock. */
+	 * loop keeps it in its cache while sends go out. Atomic operations
+	 * only; held_len is written under lock. */
 	_Alignas(64) size_t held_len; /* atomic: held.len */
 	unsigned flags;               /* atomic: GR_DIRECT_* */
 
@@ -89,7 +90,8 @@ int gr_direct_take(gr_direct *d, gr_buf *wbuf)
 			direct_set_held(d);
 		}
 	}
-	if (d->flags & GR_DIRECT_HELD) /* a line left alone unless it changes */
+	/* a line left alone unless it changes */
+	if (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & GR_DIRECT_HELD)
 		__atomic_and_fetch(&d->flags, ~(unsigned)GR_DIRECT_HELD, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&d->lock);
 	return r;
