@@ -3,7 +3,8 @@
  * answers go straight out while the loop writes nothing, are held while
  * it writes, go in front of the loop's next bytes, survive a full socket
  * whole and in order, and stop once the loop closes the connection; a
- * peer that is gone marks the connection broken.
+ * peer that is gone marks the connection broken; a run that interleaves
+ * many connections gives each its own replies in order.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -134,6 +135,35 @@ int main(void)
 	gr_direct_early.end();
 	CHECK(gr_direct_check(d) & GR_DIRECT_BROKEN);
 	gr_direct_unref(d);
+
+	/* A run that interleaves more connections than it gathers at once:
+	 * each gets its own replies, in order. */
+	enum { NCONN = 11 };
+	int pairs[NCONN][2];
+	gr_direct *ds[NCONN];
+	gr_buf want[NCONN];
+	for (int i = 0; i < NCONN; i++) {
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pairs[i]) == 0);
+		CHECK((ds[i] = gr_direct_new(pairs[i][0])) != NULL);
+		gr_buf_init(&want[i]);
+	}
+	for (uint32_t k = 0; k < 400; k++) {
+		int i = (int)((k * 7 + k / 13) % NCONN);
+		d = ds[i];
+		answer(k, (int32_t)k, &want[i]);
+	}
+	gr_direct_early.end();
+	for (int i = 0; i < NCONN; i++) {
+		peer = pairs[i][1];
+		got.len = 0;
+		drain(&got);
+		CHECK(got.len == want[i].len && !memcmp(got.data, want[i].data, got.len));
+		CHECK_EQ(gr_direct_check(ds[i]), 0);
+		gr_direct_unref(ds[i]);
+		close(pairs[i][0]);
+		close(pairs[i][1]);
+		gr_buf_deinit(&want[i]);
+	}
 
 	close(sv[0]);
 	gr_buf_deinit(&expect);
