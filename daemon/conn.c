@@ -578,6 +578,19 @@ typedef struct conn_write {
 	gr_buf buf;
 } conn_write;
 
+/* After a write finished or went to libuv: once nothing of the loop's is
+ * left to write, backend threads may send again (or what they held since
+ * goes next), and what waited on unsent bytes or on the writes goes on. */
+static void conn_after_write(gr_conn *c)
+{
+	if (c->direct && c->writing_bytes == 0 && c->wbuf.len == 0 &&
+	    gr_direct_written(c->direct))
+		gr_server_mark_dirty(c->srv, c);
+	if (c->stall == GR_STALL_LIMITS)
+		gr_server_mark_ready(c->srv, c);
+	conn_maybe_close(c);
+}
+
 static void conn_write_cb(uv_write_t *wr, int status)
 {
 	conn_write *w = gr_container_of(wr, conn_write, req);
@@ -592,12 +605,7 @@ static void conn_write_cb(uv_write_t *wr, int status)
 		gr_conn_close(c);
 		return;
 	}
-	if (c->direct && c->writing_bytes == 0 && c->wbuf.len == 0 &&
-	    gr_direct_written(c->direct))
-		gr_server_mark_dirty(c->srv, c);
-	if (c->stall == GR_STALL_LIMITS)
-		gr_server_mark_ready(c->srv, c);
-	conn_maybe_close(c);
+	conn_after_write(c);
 }
 
 /* Write wbuf: 0, or -1 when the connection was closed. */
@@ -654,11 +662,7 @@ void gr_conn_flush(gr_conn *c)
 	}
 	if (c->wbuf.len > 0 && conn_write_wbuf(c) < 0)
 		return;
-	if (c->direct && c->writing_bytes == 0 && gr_direct_written(c->direct))
-		gr_server_mark_dirty(c->srv, c);
-	if (c->stall == GR_STALL_LIMITS)
-		gr_server_mark_ready(c->srv, c);
-	conn_maybe_close(c);
+	conn_after_write(c);
 }
 
 /* ---- lifetime ---- */
