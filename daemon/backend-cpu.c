@@ -108,16 +108,16 @@ static void cpu_post(cpu_backend *cb, gr_job *job, int status, const char *why)
 	gr_completion_post(cb->base.cq, job);
 }
 
-/* A job finished on a worker: answer it early if it asks to be. */
-static void cpu_post_ok(cpu_backend *cb, gr_job *job)
+/* A job finished on a worker: answer it early if it asks to be (true:
+ * early->end() is then due), else leave it unmarked for the loop. */
+static bool cpu_answer(cpu_backend *cb, gr_job *job)
 {
 	if (job->early && cb->early) {
 		cb->early->answer(job, &job->result);
-		cb->early->end();
-	} else {
-		job->early = NULL;
+		return true;
 	}
-	cpu_post(cb, job, 0, NULL);
+	job->early = NULL;
+	return false;
 }
 
 /* On the loop thread: the loop answers it itself. */
@@ -143,12 +143,7 @@ static void cpu_run_whole(cpu_backend *cb, cpu_work *list)
 		gr_job *job = w->job;
 		gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
 		job->status = 0;
-		if (job->early && cb->early) {
-			cb->early->answer(job, &job->result);
-			any = true;
-		} else {
-			job->early = NULL;
-		}
+		any |= cpu_answer(cb, job);
 		*tail = job;
 		tail = &job->next;
 		n++;
@@ -177,7 +172,9 @@ static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
 	gr_partial_identity(job->op, job->dtype, &job->result);
 	for (unsigned i = 0; i < w->nblocks; i++)
 		gr_partial_combine(job->op, job->dtype, &job->result, &w->part[i]);
-	cpu_post_ok(cb, job);
+	if (cpu_answer(cb, job))
+		cb->early->end();
+	cpu_post(cb, job, 0, NULL);
 	return true;
 }
 
