@@ -38,9 +38,12 @@
  * spin only while there is or just was work: an idle daemon uses no CPU.
  *
  * A CUDA error fails the jobs it touched with -EIO, names the call and the
- * device, and takes the device out of service; its queued jobs then go to
- * the other devices (jobs pinned to it fail), or fail at once when none is
- * left.
+ * device, and takes the device out of service for good; its queued jobs
+ * then go to the other devices (jobs pinned to it fail). Once none is
+ * left, jobs go to the CPU fallback (cfg->cpu_fallback): a CPU backend
+ * started then, sharing this backend's completion queue and reading the
+ * jobs where they lie in staging, and described as one more device. Without
+ * it they fail at once.
  *
  * GPURED_CUDA_SPIN_US sets the spin time in microseconds (default
  * CUDA_DEFAULT_SPIN_US; 0 never spins: every wait sleeps).
@@ -70,6 +73,7 @@
 
 #include "cuda/kernel.h"
 #include "daemon/backend.h"
+#include "daemon/log.h"
 #include "daemon/staging.h"
 
 #define CUDA_DEFAULT_STAGING ((size_t)256 << 20)
@@ -158,10 +162,22 @@ struct cuda_backend {
 	unsigned nfaults;
 	unsigned last; /* atomic: the device chosen last */
 	const gr_early_ops *early;
+
+	/* The CPU fallback, when allowed: started by whichever thread first
+	 * finds no device in service. A CPU backend's submit() takes one
+	 * caller at a time, and jobs reach this one from the loop thread and
+	 * from the submission thread of a device going out of service, so
+	 * every submit to it holds fb_lock. */
+	bool fallback;
+	gr_backend_config fbcfg;
+	pthread_mutex_t fb_lock;
+	gr_backend *cpu;  /* written once, before pub.ndevices grows */
+	char fb_why[192]; /* why it did not start, when it did not */
 	bool staging_registered; /* gr_staging_map's memory, registered; else cudaHostAlloc's */
 };
 
 static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n, int pin);
+static void cuda_fallback_start(cuda_backend *be);
 
 /* ---- errors and fault injection ---- */
 
@@ -247,13 +263,29 @@ static void cuda_errfmt(char *buf, size_t len, cuda_dev *d, const char *call, cu
 /* Take a device out of service (first reason wins) and wake its threads. */
 static void cuda_dev_fail(cuda_dev *d, const char *why)
 {
+	bool first = false;
 	pthread_mutex_lock(&d->lock);
 	if (d->healthy) {
 		__atomic_store_n(&d->healthy, false, __ATOMIC_RELAXED);
 		snprintf(d->health, sizeof(d->health), "%s", why);
+		first = true;
 	}
 	pthread_cond_signal(&d->scond);
 	pthread_mutex_unlock(&d->lock);
+	if (!first)
+		return;
+	log_error("CUDA device %d taken out of service: %s", d->ordinal, why);
+	/* The last one: the CPU takes over now, not at the next job, so that
+	 * stats, info and the watchdog's canaries say so at once. */
+	cuda_backend *be = d->be;
+	for (unsigned i = 0; i < be->ndev; i++)
+		if (__atomic_load_n(&be->devs[i].healthy, __ATOMIC_RELAXED))
+			return;
+	if (be->fallback) {
+		pthread_mutex_lock(&be->fb_lock);
+		cuda_fallback_start(be);
+		pthread_mutex_unlock(&be->fb_lock);
+	}
 }
 
 /* ---- small helpers ---- */
@@ -456,6 +488,44 @@ static int cuda_dev_queue(cuda_dev *d, gr_job *head, gr_job *tail, uint64_t n, c
 	return 0;
 }
 
+/* Start the CPU fallback unless it runs or failed to start; fb_lock held. */
+static void cuda_fallback_start(cuda_backend *be)
+{
+	char why[160];
+	gr_backend *cpu = NULL;
+
+	if (be->cpu || be->fb_why[0])
+		return;
+	if (gr_backend_cpu_new(&be->fbcfg, be->pub.cq, &cpu, why, sizeof(why)) < 0) {
+		cuda_fmt(be->fb_why, sizeof(be->fb_why),
+			 "no healthy CUDA device left, and the CPU fallback did not start: %s", why);
+		log_error("%s", be->fb_why);
+		return;
+	}
+	__atomic_store_n(&be->cpu, cpu, __ATOMIC_RELEASE);
+	__atomic_store_n(&be->pub.ndevices, be->ndev + 1, __ATOMIC_RELEASE);
+	log_warning("no CUDA device left in service: reducing on the CPU from now on");
+}
+
+/*
+ * No device left in service: the CPU fallback takes the jobs (none of
+ * them pinned); without it, they fail.
+ */
+static void cuda_fallback(cuda_backend *be, gr_job *head)
+{
+	if (!be->fallback) {
+		cuda_fail_list(be, head, -EIO, "no healthy CUDA device left");
+		return;
+	}
+	pthread_mutex_lock(&be->fb_lock);
+	cuda_fallback_start(be); /* normally done by the last device to fail */
+	if (be->cpu)
+		be->cpu->ops->submit(be->cpu, head);
+	else
+		cuda_fail_list(be, head, -EIO, be->fb_why);
+	pthread_mutex_unlock(&be->fb_lock);
+}
+
 /* Send jobs to their pinned device, or to the healthy one with least work. */
 static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n, int pin)
 {
@@ -492,7 +562,7 @@ static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n,
 			return;
 		}
 	}
-	cuda_fail_list(be, head, -EIO, "no healthy CUDA device left");
+	cuda_fallback(be, head);
 }
 
 /*
@@ -1001,8 +1071,16 @@ static void cuda_describe(gr_backend *b, unsigned i, gr_device_info *ret)
 {
 	cuda_backend *be = (cuda_backend *)b;
 	memset(ret, 0, sizeof(*ret));
-	if (i >= be->ndev)
+	if (i >= be->ndev) {
+		gr_backend *cpu = __atomic_load_n(&be->cpu, __ATOMIC_ACQUIRE);
+		if (i == be->ndev && cpu) {
+			cpu->ops->describe(cpu, 0, ret);
+			ret->index = (int)i;
+			snprintf(ret->health, sizeof(ret->health),
+				 "ok (in place of the CUDA devices, none of which is in service)");
+		}
 		return;
+	}
 	cuda_dev *d = &be->devs[i];
 	ret->index = (int)i;
 	snprintf(ret->kind, sizeof(ret->kind), "cuda");
@@ -1062,6 +1140,9 @@ static void cuda_free(gr_backend *b)
 		pthread_cond_destroy(&d->ccond);
 		pthread_mutex_destroy(&d->lock);
 	}
+	/* No device thread is left to hand it jobs; it posts all it has. */
+	be->cpu = gr_backend_free(be->cpu);
+	pthread_mutex_destroy(&be->fb_lock);
 	if (be->staging_registered) {
 		cudaHostUnregister(be->pub.staging);
 		gr_staging_unmap(be->pub.staging, be->pub.staging_bytes);
@@ -1145,6 +1226,17 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	be->pub.ops = &cuda_ops;
 	be->pub.name = "cuda";
 	be->pub.cq = cq;
+	pthread_mutex_init(&be->fb_lock, NULL);
+	be->fallback = cfg && cfg->cpu_fallback;
+	if (be->fallback)
+		/* no staging of its own: it reads jobs in ours */
+		be->fbcfg = (gr_backend_config){
+			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
+			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
+			.threads = cfg->threads,
+			.inline_max_bytes = cfg->inline_max_bytes,
+			.early = cfg->early,
+		};
 	const char *fault = cfg && cfg->fault ? cfg->fault : getenv("GPURED_CUDA_FAULT");
 	r = cuda_fault_parse(be, fault, errbuf, errlen);
 	if (r == 0)

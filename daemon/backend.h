@@ -83,6 +83,10 @@ typedef struct gr_backend_config {
 	size_t inline_max_bytes;  /* jobs this small may run on the submitting thread; SIZE_MAX: default */
 	const char *fault;        /* fault injection spec for tests (backend-specific), or NULL */
 	const gr_early_ops *early; /* NULL: jobs are never answered early */
+	/* CUDA: once no GPU is left in service, run jobs on CPU workers (a CPU
+	 * backend started then, with threads and inline_max_bytes above)
+	 * rather than failing them */
+	bool cpu_fallback;
 } gr_backend_config;
 
 typedef struct gr_device_info {
@@ -117,6 +121,9 @@ struct gr_backend {
 	uint8_t *staging;       /* staging memory, carved into slots by the daemon */
 	size_t staging_bytes;
 	size_t chunk_bytes;     /* slot size */
+	/* Devices to describe. It may grow by one while jobs run (the CUDA
+	 * backend's CPU fallback, added last), never shrink: read it with
+	 * gr_backend_ndevices(). */
 	unsigned ndevices;
 	uint64_t batches;       /* batches submitted */
 	uint64_t batched_jobs;  /* jobs in them */
@@ -138,6 +145,11 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 		       char *errbuf, size_t errlen);
 int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_backend **ret,
 			char *errbuf, size_t errlen);
+
+static inline unsigned gr_backend_ndevices(const gr_backend *b)
+{
+	return __atomic_load_n(&b->ndevices, __ATOMIC_ACQUIRE);
+}
 
 static inline gr_backend *gr_backend_free(gr_backend *b)
 {

@@ -6,7 +6,8 @@
  * repeats and whether a job rides alone or among thousands; many batches
  * in flight at once; thousands of small batches back to back, which the
  * engine may merge, against the same jobs one by one; a 2^28 + 5 element
- * job; and the injected-fault path.
+ * job; the injected-fault path; and the CPU fallback once no device is
+ * left in service.
  * Exits 77 when there is no GPU.
  */
 #include <errno.h>
@@ -183,19 +184,28 @@ static void run_batch(gr_backend *b, gr_job *jobs, size_t count)
 		uv_run(&loop, UV_RUN_ONCE);
 }
 
-static gr_backend *backend_new(size_t staging, size_t chunk, unsigned streams, const char *fault,
-			       int *ret_err, char *errbuf, size_t errlen)
+static gr_backend *backend_new_fb(size_t staging, size_t chunk, unsigned streams,
+				  const char *fault, bool fallback, int *ret_err, char *errbuf,
+				  size_t errlen)
 {
 	gr_backend_config cfg = {
 		.staging_bytes = staging,
 		.chunk_bytes = chunk,
 		.streams = streams,
+		.threads = 2, /* the CPU fallback's */
 		.inline_max_bytes = SIZE_MAX,
 		.fault = fault,
+		.cpu_fallback = fallback,
 	};
 	gr_backend *b = NULL;
 	*ret_err = gr_backend_cuda_new(&cfg, cq, &b, errbuf, errlen);
 	return b;
+}
+
+static gr_backend *backend_new(size_t staging, size_t chunk, unsigned streams, const char *fault,
+			       int *ret_err, char *errbuf, size_t errlen)
+{
+	return backend_new_fb(staging, chunk, streams, fault, false, ret_err, errbuf, errlen);
 }
 
 static void test_ops(gr_backend *b)
@@ -586,12 +596,12 @@ static void test_faults(void)
  * failed device fail; the others move to a device still in service, if
  * there is one.
  */
-static void test_fault_under_load(const char *fault)
+static void test_fault_under_load(const char *fault, bool fallback)
 {
 	enum { NB = 400, PER = 8 };
 	char err[256];
 	int r;
-	gr_backend *b = backend_new(16 << 20, 8 << 20, 2, fault, &r, err, sizeof(err));
+	gr_backend *b = backend_new_fb(16 << 20, 8 << 20, 2, fault, fallback, &r, err, sizeof(err));
 	CHECK(r == 0 && b, "backend with %s: %d %s", fault, r, err);
 	gr_job *jobs = calloc(NB * PER, sizeof(*jobs));
 	CHECK(jobs, "out of memory");
@@ -635,12 +645,97 @@ static void test_fault_under_load(const char *fault)
 	/* the last pinned batch went in long after the fault */
 	CHECK(jobs[NB * PER - 1].status == -EIO, "%s: last pinned job: status %d", fault,
 	      jobs[NB * PER - 1].status);
-	if (b->ndevices > 1)
+	if (gr_backend_ndevices(b) > 1)
 		CHECK(late_ok > 0, "%s: nothing moved to another device", fault);
-	printf("%s under load: %u ok, %u failed, e.g. %s\n", fault, ok, failed,
-	       jobs[NB * PER - 1].errmsg);
+	printf("%s%s under load: %u ok, %u failed, e.g. %s\n", fault,
+	       fallback ? " with the CPU fallback" : "", ok, failed, jobs[NB * PER - 1].errmsg);
 	checks++;
 	free(jobs);
+	free_backend(b);
+}
+
+/* A job's finished value against gr_reduce()'s, bit for bit. */
+static void check_job_bits(const gr_job *j, const char *what)
+{
+	gr_partial want;
+	gr_value g, w;
+	check_job(j, what);
+	gr_reduce(j->op, j->dtype, j->data, j->n, &want);
+	gr_err ge = gr_partial_finish(j->op, j->dtype, &j->result, &g);
+	gr_err we = gr_partial_finish(j->op, j->dtype, &want, &w);
+	CHECK(ge == we && (we != GR_OK || (g.kind == w.kind && g.u == w.u)),
+	      "%s: %s %s n=%zu: not the CPU's bits", what, gr_op_name(j->op),
+	      gr_dtype_name(j->dtype), j->n);
+	checks++;
+}
+
+/*
+ * The CPU fallback. Every launch fails, so each device goes out of service
+ * on the first job it gets, which fails; from then on jobs run on the
+ * CPU, bit for bit as gr_reduce() gives them (small ones on the thread
+ * that submits, large ones split over workers), the CPU is described as
+ * one more device, and a job pinned to a failed device still fails.
+ */
+static void test_fallback(void)
+{
+	static const size_t sizes[] = { 0, 1, 33, 1000003 };
+	char err[256];
+	int r;
+	gr_backend *b = backend_new_fb(16 << 20, 8 << 20, 2, "launch", true, &r, err, sizeof(err));
+	CHECK(r == 0 && b, "backend with the CPU fallback: %d %s", r, err);
+	const unsigned ngpu = b->ndevices;
+	uint8_t *p = b->staging + 4;
+	gr_device_info info;
+	gr_job job;
+
+	fill(GR_DT_F32, p, 1000);
+	for (unsigned i = 0; i < ngpu; i++) {
+		CHECK(gr_backend_ndevices(b) == ngpu, "fallback with a device in service");
+		job_init(&job, GR_OP_SUM, GR_DT_F32, p, 1000);
+		run_batch(b, &job, 1);
+		CHECK(job.status == -EIO && strstr(job.errmsg, "cudaLaunchKernel"),
+		      "device %u's first launch: status %d %s", i, job.status, job.errmsg);
+	}
+	for (unsigned i = 0; i < ngpu; i++) {
+		b->ops->describe(b, i, &info);
+		CHECK(!info.healthy, "device %u still in service", i);
+	}
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		for (int dt = 0; dt < GR_DT_N; dt++) {
+			uint8_t *q = b->staging + 13 * (si & 1);
+			fill(dt, q, sizes[si]);
+			for (int op = 0; op < GR_OP_N; op++) {
+				job_init(&job, op, dt, q, sizes[si]);
+				run_batch(b, &job, 1);
+				check_job_bits(&job, "on the CPU fallback");
+			}
+		}
+	}
+	CHECK(gr_backend_ndevices(b) == ngpu + 1, "%u devices", gr_backend_ndevices(b));
+	b->ops->describe(b, ngpu, &info);
+	CHECK(!strcmp(info.kind, "cpu") && info.healthy && info.index == (int)ngpu &&
+		      info.units == 2 && info.jobs == 4 * GR_DT_N * GR_OP_N,
+	      "fallback: kind %s healthy %d index %d threads %u jobs %llu", info.kind, info.healthy,
+	      info.index, info.units, (unsigned long long)info.jobs);
+	printf("fallback: %s: %s\n", info.name, info.health);
+	job_init(&job, GR_OP_MAX, GR_DT_F64, p, 100);
+	job.device = 0;
+	run_batch(b, &job, 1);
+	CHECK(job.status == -EIO, "job pinned to a failed device: status %d", job.status);
+	checks += 4;
+	free_backend(b);
+
+	/* without it, jobs fail at once */
+	b = backend_new(16 << 20, 8 << 20, 2, "launch", &r, err, sizeof(err));
+	CHECK(r == 0 && b, "backend: %d %s", r, err);
+	for (unsigned i = 0; i <= ngpu; i++) {
+		job_init(&job, GR_OP_SUM, GR_DT_I32, p, 100);
+		run_batch(b, &job, 1);
+		CHECK(job.status == -EIO, "job %u: status %d", i, job.status);
+	}
+	CHECK(strstr(job.errmsg, "no healthy CUDA device left"), "errmsg: %s", job.errmsg);
+	CHECK(gr_backend_ndevices(b) == ngpu, "%u devices", gr_backend_ndevices(b));
+	checks += 2;
 	free_backend(b);
 }
 
@@ -706,9 +801,13 @@ int main(void)
 	free_backend(b);
 
 	test_faults();
-	test_fault_under_load("launch:device=0:after=1");
-	test_fault_under_load("sync:device=0:after=1");
+	test_fault_under_load("launch:device=0:after=1", false);
+	test_fault_under_load("sync:device=0:after=1", false);
 	printf("faults: ok (%lu checks)\n", checks);
+	test_fallback();
+	test_fault_under_load("launch:after=1", true);
+	test_fault_under_load("sync:after=2", true);
+	printf("CPU fallback: ok (%lu checks)\n", checks);
 	if (!getenv("GPURED_TEST_SKIP_BIG")) {
 		test_big();
 		printf("2^28+5: ok (%lu checks)\n", checks);
