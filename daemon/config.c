@@ -29,6 +29,7 @@ void gr_config_init(gr_config *c)
 		.batch_max_requests = 4096,
 		.busy_poll_us = 50,
 		.direct_replies = true,
+		.cpu_fallback = true,
 		.shutdown_timeout_ms = 5000,
 	};
 }
@@ -154,6 +155,7 @@ enum {
 	OPT_BATCH_DELAY_US,
 	OPT_BUSY_POLL_US,
 	OPT_DIRECT_REPLIES,
+	OPT_CPU_FALLBACK,
 	OPT_SHUTDOWN_TIMEOUT_MS,
 	OPT_FAULT,
 	OPT_CONFIG,
@@ -182,6 +184,7 @@ static const struct option options[] = {
 	{"batch-delay-us", required_argument, NULL, OPT_BATCH_DELAY_US},
 	{"busy-poll-us", required_argument, NULL, OPT_BUSY_POLL_US},
 	{"direct-replies", required_argument, NULL, OPT_DIRECT_REPLIES},
+	{"cpu-fallback", required_argument, NULL, OPT_CPU_FALLBACK},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
 	{"fault", required_argument, NULL, OPT_FAULT},
 	{"config", required_argument, NULL, OPT_CONFIG},
@@ -206,6 +209,7 @@ void gr_config_usage(FILE *f)
 		"  --chunk-bytes N            slot and chunk size, a multiple of 256K\n"
 		"  --threads N                CPU worker threads (default: one per CPU)\n"
 		"  --streams N                CUDA streams per GPU (default 4)\n"
+		"  --cpu-fallback yes|no      CUDA: reduce on the CPU once no GPU is in service (yes)\n"
 		"  --inline-max-bytes N       CPU: jobs this small run on the loop thread\n"
 		"  --small-max-bytes N        data this small is packed into shared batches (256K)\n"
 		"  --max-inflight-bytes N     per connection, staged but unanswered (16M)\n"
@@ -223,6 +227,17 @@ void gr_config_usage(FILE *f)
 		"      --help                 show this help\n"
 		"      --version              show the version\n"
 		"\nSizes take K, M and G suffixes (powers of 1024).\n");
+}
+
+static int parse_yes_no(const char *arg, bool *ret)
+{
+	if (!strcmp(arg, "yes"))
+		*ret = true;
+	else if (!strcmp(arg, "no"))
+		*ret = false;
+	else
+		return -EINVAL;
+	return 0;
 }
 
 static int config_set(gr_config *c, int opt, const char *arg)
@@ -276,13 +291,9 @@ static int config_set(gr_config *c, int opt, const char *arg)
 	case OPT_BUSY_POLL_US:
 		return parse_uint(arg, 10, 1000000, &c->busy_poll_us);
 	case OPT_DIRECT_REPLIES:
-		if (!strcmp(arg, "yes"))
-			c->direct_replies = true;
-		else if (!strcmp(arg, "no"))
-			c->direct_replies = false;
-		else
-			return -EINVAL;
-		return 0;
+		return parse_yes_no(arg, &c->direct_replies);
+	case OPT_CPU_FALLBACK:
+		return parse_yes_no(arg, &c->cpu_fallback);
 	case OPT_SHUTDOWN_TIMEOUT_MS:
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
 	case OPT_FAULT:

@@ -37,6 +37,7 @@ typedef struct gr_config {
 	unsigned batch_delay_us;    /* 0: a batch goes out when the loop has nothing to read */
 	unsigned busy_poll_us;      /* the loop polls this long after its last event before it sleeps (50) */
 	bool direct_replies;        /* backend threads write small requests' replies (true) */
+	bool cpu_fallback;          /* CUDA: reduce on the CPU once no GPU is in service (true) */
 	unsigned shutdown_timeout_ms;
 	char *fault;                /* backend fault injection (tests) */
 	char *config_path;          /* NULL: GR_CONFIG_DEFAULT_PATH if it exists */

@@ -389,9 +389,9 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 {
 	uint32_t p50, p99, max;
 	gr_backend *be = s->backend;
-	unsigned healthy = 0;
+	unsigned ndevices = gr_backend_ndevices(be), healthy = 0;
 
-	for (unsigned i = 0; i < be->ndevices; i++) {
+	for (unsigned i = 0; i < ndevices; i++) {
 		gr_device_info d = {0};
 		be->ops->describe(be, i, &d);
 		healthy += d.healthy;
@@ -412,7 +412,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(gr_mpw_cstr(b, "batch_mean"));
 	W(gr_mpw_f64(b, be->batches ? (double)be->batched_jobs / (double)be->batches : 0.0));
 	W(write_kv_uint(b, "inflight", s->stats.inflight));
-	W(write_kv_uint(b, "devices", be->ndevices));
+	W(write_kv_uint(b, "devices", ndevices));
 	W(write_kv_uint(b, "devices_healthy", healthy));
 	W(gr_mpw_cstr(b, "stalls"));
 	W(gr_mpw_map(b, 3));
@@ -456,14 +456,15 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 {
 	gr_backend *be = s->backend;
 	const gr_config *cfg = s->cfg;
+	unsigned ndevices = gr_backend_ndevices(be);
 
 	W(gr_mpw_map(b, 5));
 	W(write_kv_str(b, "version", GPURED_VERSION));
 	W(write_kv_str(b, "backend", be->name));
 	W(write_kv_str(b, "socket", s->path ? s->path : ""));
 	W(gr_mpw_cstr(b, "devices"));
-	W(gr_mpw_array(b, be->ndevices));
-	for (unsigned i = 0; i < be->ndevices; i++) {
+	W(gr_mpw_array(b, ndevices));
+	for (unsigned i = 0; i < ndevices; i++) {
 		gr_device_info d = {0};
 		be->ops->describe(be, i, &d);
 		W(write_device(b, &d));
@@ -484,6 +485,7 @@ void gr_server_status(gr_server *s, char *buf, size_t len)
 {
 	static uint64_t last_ns, last_requests;
 	uint64_t now = uv_hrtime();
+	unsigned ndevices = gr_backend_ndevices(s->backend);
 	double rate = 0;
 
 	if (last_ns && now > last_ns)
@@ -491,7 +493,7 @@ void gr_server_status(gr_server *s, char *buf, size_t len)
 	last_ns = now;
 	last_requests = s->stats.requests;
 	snprintf(buf, len, "backend %s, %u device%s, %llu connection%s, %.0f req/s",
-		 s->backend->name, s->backend->ndevices, s->backend->ndevices == 1 ? "" : "s",
+		 s->backend->name, ndevices, ndevices == 1 ? "" : "s",
 		 (unsigned long long)s->stats.connections, s->stats.connections == 1 ? "" : "s",
 		 rate);
 }
@@ -503,26 +505,47 @@ static void canary_done(gr_job *job)
 	gr_server *s = job->userdata;
 
 	if (job->status < 0 || job->result.count != CANARY_N || job->result.v.u != CANARY_SUM) {
-		if (s->canary_ok)
-			log_warning("canary reduction on device %d failed: %s", job->device,
-				    job->status < 0 ? job->errmsg : "wrong result");
-		s->canary_ok = false;
+		gr_device_info d;
+		s->backend->ops->describe(s->backend, (unsigned)job->device, &d);
+		/* An error that took the device out of service: the daemon
+		 * carries on without it, as for any other request's error. */
+		bool known = job->status < 0 && !d.healthy;
+		if (s->canary_ok || known)
+			log_warning("canary reduction on device %d failed: %s%s", job->device,
+				    job->status < 0 ? job->errmsg : "wrong result",
+				    known ? " (the device is out of service)" : "");
+		if (!known)
+			s->canary_ok = false;
 	}
 	if (--s->canary_pending == 0 && s->canary_cb)
 		s->canary_cb(s->canary_userdata, s->canary_ok);
 }
 
+/*
+ * Devices already out of service get no canary: the daemon carries on
+ * without them, and stats and info say so. With none left in service
+ * (a CUDA daemon without its CPU fallback) nothing could reduce, and that
+ * fails at once. The CPU fallback, a device added after the canaries were
+ * counted, gets none: it only proves the loop answers.
+ */
 int gr_server_canary(gr_server *s, void (*cb)(void *userdata, bool ok), void *userdata)
 {
 	gr_backend *be = s->backend;
+	unsigned ndevices = gr_backend_ndevices(be), healthy = 0;
 
 	if (s->canary_pending)
 		return -EBUSY;
 	s->canary_cb = cb;
 	s->canary_userdata = userdata;
 	s->canary_ok = true;
-	s->canary_pending = be->ndevices;
-	for (unsigned i = 0; i < be->ndevices; i++) {
+	for (unsigned i = 0; i < ndevices; i++) {
+		gr_device_info d;
+		be->ops->describe(be, i, &d);
+		if (!d.healthy)
+			continue;
+		healthy++;
+		if (i >= s->canary_cap)
+			continue;
 		gr_job *j = &s->canary_jobs[i];
 		*j = (gr_job){
 			.op = GR_OP_SUM,
@@ -533,8 +556,15 @@ int gr_server_canary(gr_server *s, void (*cb)(void *userdata, bool ok), void *us
 			.done = canary_done,
 			.userdata = s,
 		};
+		s->canary_pending++; /* a job never completes inside submit() */
 		be->ops->submit(be, j);
 	}
+	if (!healthy) {
+		log_warning("canary: no device is in service");
+		s->canary_ok = false;
+	}
+	if (!s->canary_pending)
+		cb(userdata, s->canary_ok);
 	return 0;
 }
 
@@ -645,6 +675,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 		.inline_max_bytes = cfg->inline_max_bytes,
 		.fault = cfg->fault,
 		.early = cfg->direct_replies ? &gr_direct_early : NULL,
+		.cpu_fallback = cfg->cpu_fallback,
 	};
 	gr_server *s = calloc(1, sizeof(*s));
 	int r;
@@ -703,7 +734,8 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	/* a batch's worth of small requests to a slot, then a fresh one */
 	if (cfg->batch_max_bytes < s->staging.slot_bytes)
 		s->staging.batch_span = cfg->batch_max_bytes;
-	s->canary_jobs = calloc(be->ndevices, sizeof(gr_job));
+	s->canary_cap = be->ndevices;
+	s->canary_jobs = calloc(s->canary_cap, sizeof(gr_job));
 	if (!s->canary_jobs) {
 		r = -ENOMEM;
 		goto fail;

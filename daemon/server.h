@@ -153,6 +153,7 @@ struct gr_server {
 	/* Canary reductions for the watchdog: one job per device. */
 	int32_t *canary_data;
 	gr_job *canary_jobs;
+	unsigned canary_cap;     /* canary_jobs: one per device there was at start */
 	unsigned canary_pending;
 	bool canary_ok;
 	void (*canary_cb)(void *userdata, bool ok);

@@ -16,7 +16,7 @@ import unittest
 import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpured_harness import GPURED, Client, Daemon  # noqa: E402
+from gpured_harness import BACKEND, GPURED, Client, Daemon  # noqa: E402
 
 MiB = 1 << 20
 
@@ -471,7 +471,8 @@ class SocketFile(unittest.TestCase):
 
     def test_bad_flags(self):
         for args in (["--backend", "tpu"], ["--max-connections", "x"], ["--nope"],
-                     ["--chunk-bytes", "1000"], ["--direct-replies", "maybe"]):
+                     ["--chunk-bytes", "1000"], ["--direct-replies", "maybe"],
+                     ["--cpu-fallback", "1"]):
             p = subprocess.run([GPURED, "--socket", "/tmp/gpured-never.sock", *args],
                                stderr=subprocess.PIPE, text=True, timeout=10)
             self.assertNotEqual(p.returncode, 0, args)
@@ -748,6 +749,89 @@ class BatchDelay(unittest.TestCase):
                 c.close()
             finally:
                 self.assertEqual(d.stop(), 0)
+
+
+@unittest.skipUnless(BACKEND == "cuda", "injects CUDA faults")
+class Faults(unittest.TestCase):
+    """--fault makes every GPU's fourth launch fail. The request it carried
+    gets internal, naming the call and the device; the device goes out of
+    service (info, stats, the log) and the daemon carries on with the
+    others, then on the CPU; with --cpu-fallback no, requests then fail
+    promptly and everything else still answers."""
+
+    N = 1000
+    DATA = struct.pack("<%di" % N, *range(-N // 2, N // 2))
+
+    def run_until_all_failed(self, c, ngpu):
+        """One request at a time, each a launch of its own: three run on
+        a device, its fourth fails, and so on down the devices."""
+        failed = []
+        for i in range(4 * ngpu):
+            err, res = c.reduce("sum", "i32", self.DATA)
+            if err:
+                self.assertEqual(err["code"], "internal", err)
+                self.assertRegex(err["message"], r"cudaLaunchKernel on device \d.*injected", err)
+                failed.append(i)
+            else:
+                self.assertEqual(res, {"value": -self.N // 2, "count": self.N})
+        self.assertEqual(failed, [4 * k + 3 for k in range(ngpu)])
+        err, info = c.call("info")
+        for dev in info["devices"][:ngpu]:
+            self.assertFalse(dev["healthy"], dev)
+            self.assertIn("cudaLaunchKernel", dev["health"])
+        return info
+
+    def test_cpu_fallback(self):
+        d = Daemon("--fault", "launch:after=3")
+        try:
+            c = Client(d.path, timeout=30)
+            ngpu = len(c.call("info")[1]["devices"])
+            info = self.run_until_all_failed(c, ngpu)
+            # every op and dtype now runs on the CPU, a chunked one too
+            rng = random.Random(3)
+            for dt, fmt in (("f32", "f"), ("f64", "d"), ("i32", "i"), ("i64", "q")):
+                vals = [rng.randint(-1000, 1000) for _ in range(3001)]
+                data = struct.pack("<%d%s" % (len(vals), fmt), *vals)
+                for op, want in (("sum", sum(vals)), ("min", min(vals)), ("max", max(vals)),
+                                 ("sumsq", sum(v * v for v in vals))):
+                    err, res = c.reduce(op, dt, data)
+                    self.assertIsNone(err, (op, dt))
+                    self.assertEqual(res, {"value": want, "count": len(vals)}, (op, dt))
+            n = 24 * MiB // 4
+            err, res = c.reduce("sum", "u32", b"\x03\x00\x00\x00" * n)
+            self.assertEqual((err, res), (None, {"value": 3 * n, "count": n}))
+            err, info = c.call("info")
+            self.assertEqual(len(info["devices"]), ngpu + 1)
+            cpu = info["devices"][ngpu]
+            self.assertEqual((cpu["kind"], cpu["index"], cpu["healthy"]), ("cpu", ngpu, True))
+            self.assertGreaterEqual(cpu["jobs"], 17)
+            err, st = c.call("stats")
+            self.assertEqual((st["devices"], st["devices_healthy"]), (ngpu + 1, 1))
+            c.close()
+            log = d.stderr()
+            self.assertIn("taken out of service", log)
+            self.assertIn("reducing on the CPU", log)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_no_cpu_fallback(self):
+        d = Daemon("--fault", "launch:after=3", "--cpu-fallback", "no")
+        try:
+            c = Client(d.path, timeout=30)
+            ngpu = len(c.call("info")[1]["devices"])
+            self.run_until_all_failed(c, ngpu)
+            t0 = time.monotonic()
+            for i in range(20):
+                err, res = c.reduce("max", "f64", self.DATA)
+                self.assertEqual(err["code"], "internal")
+                self.assertIn("no healthy CUDA device left", err["message"])
+            self.assertLess(time.monotonic() - t0, 5)
+            self.assertIsNone(c.call("ping")[0])
+            err, st = c.call("stats")
+            self.assertEqual((st["devices"], st["devices_healthy"]), (ngpu, 0))
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
 
 
 class Shutdown(unittest.TestCase):

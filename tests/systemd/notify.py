@@ -10,6 +10,9 @@ AF_UNIX datagram NOTIFY_SOCKET, starts gpured with WATCHDOG_USEC=200000
  - SIGTERM brings STOPPING=1, then exit status 0.
 
 usage: notify.py GPURED [GPUREDCTL]
+GPURED_TEST_BACKEND picks the backend (default cpu). On a GPU host,
+with GPURED_CUDA_FAULT making launches fail, the watchdog must keep
+coming while the devices go out of service and the CPU takes over.
 """
 
 import os
@@ -83,7 +86,8 @@ def main():
         env["WATCHDOG_USEC"] = str(WATCHDOG_USEC)
         log_path = os.path.join(tmp, "gpured.log")
         log = open(log_path, "w")
-        proc = subprocess.Popen([gpured, "--backend", "cpu", "--socket", sock_path],
+        backend = os.environ.get("GPURED_TEST_BACKEND") or "cpu"
+        proc = subprocess.Popen([gpured, "--backend", backend, "--socket", sock_path],
                                 stdout=log, stderr=subprocess.STDOUT, env=env)
 
         def daemon_log():
