@@ -17,6 +17,15 @@
  *   streaming stores      non-temporal 16-byte stores (no line fetched)
  *   prefetch + memcpy     the next piece fetched for writing first
  *
+ * and, with the payload coming from a socket as in the daemon (a batch's
+ * 32 KiB written into a Unix socket pair untimed, then read back timed):
+ *
+ *   read + memcpy         read() into a reused buffer, then memcpy into
+ *                         the pieces: the daemon's path today
+ *   read, no DMA          read() straight into the ring, never copied
+ *   read                  read() straight into the ring: what reading
+ *                         small requests in place ("zero copy") would pay
+ *
  *   gpured-staging-write [RING_KIB...]   (default 128 512 4096)
  */
 #include <cstdint>
@@ -28,6 +37,8 @@
 #include <cuda_runtime.h>
 #include <emmintrin.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define CU(call)                                                                   \
 	do {                                                                       \
@@ -55,16 +66,32 @@ static void copy_stream(uint8_t *d, const uint8_t *s, size_t n)
 				 _mm_loadu_si128((const __m128i *)(const void *)(s + i)));
 }
 
-enum { PLAIN_NO_DMA, PLAIN, STREAM, PREFETCH, NMODES };
+enum { PLAIN_NO_DMA, PLAIN, STREAM, PREFETCH, READ_COPY, READ_NO_DMA, READ, NMODES };
 static const char *const mode_names[NMODES] = {
 	"memcpy, no DMA", "memcpy", "streaming stores", "prefetch + memcpy",
+	"read + memcpy", "read, no DMA", "read",
 };
+
+static int sock[2];
+
+static void full_read(uint8_t *d, size_t n)
+{
+	while (n) {
+		ssize_t r = read(sock[1], d, n);
+		if (r <= 0) {
+			perror("read");
+			exit(1);
+		}
+		d += r;
+		n -= (size_t)r;
+	}
+}
 
 /* ns per KiB written, one mode, one ring size */
 static double run(int mode, uint8_t *ring, size_t ring_bytes, uint8_t *dbuf, cudaStream_t st,
 		  cudaEvent_t *ev, unsigned nev)
 {
-	static uint8_t src[2 * PIECE + 4096];
+	static uint8_t src[BATCH_BYTES];
 	size_t off = 0;
 	unsigned sent = 0;
 	unsigned inflight_max = (unsigned)(ring_bytes / 2 / BATCH_BYTES);
@@ -74,13 +101,27 @@ static double run(int mode, uint8_t *ring, size_t ring_bytes, uint8_t *dbuf, cud
 		inflight_max = 1;
 	if (inflight_max > nev)
 		inflight_max = nev;
+	static uint8_t rbuf[BATCH_BYTES];
+	bool dma = mode != PLAIN_NO_DMA && mode != READ_NO_DMA;
 	for (size_t r = 0; r < ROUNDS; r++) {
 		uint8_t *dst = ring + off;
 		/* no piece is rewritten while a copy may still read it */
-		if (mode != PLAIN_NO_DMA && sent >= inflight_max)
+		if (dma && sent >= inflight_max)
 			CU(cudaEventSynchronize(ev[(sent - inflight_max) % nev]));
+		if (mode >= READ_COPY &&
+		    write(sock[0], src, BATCH_BYTES) != (ssize_t)BATCH_BYTES) {
+			perror("write");
+			exit(1);
+		}
 		uint64_t t0 = now_ns();
-		for (size_t k = 0; k < BATCH; k++) {
+		if (mode == READ_COPY) {
+			full_read(rbuf, BATCH_BYTES);
+			for (size_t k = 0; k < BATCH; k++)
+				memcpy(dst + k * PIECE, rbuf + k * PIECE, PIECE);
+		} else if (mode >= READ_NO_DMA) {
+			full_read(dst, BATCH_BYTES);
+		}
+		for (size_t k = 0; k < BATCH && mode < READ_COPY; k++) {
 			uint8_t *d = dst + k * PIECE;
 			const uint8_t *s = src + (k * 64) % 2048;
 			if (mode == STREAM) {
@@ -95,7 +136,7 @@ static double run(int mode, uint8_t *ring, size_t ring_bytes, uint8_t *dbuf, cud
 		if (mode == STREAM)
 			_mm_sfence();
 		t_write += now_ns() - t0;
-		if (mode != PLAIN_NO_DMA) {
+		if (dma) {
 			CU(cudaMemcpyAsync(dbuf + off, dst, BATCH_BYTES, cudaMemcpyHostToDevice, st));
 			CU(cudaEventRecord(ev[sent % nev], st));
 			sent++;
@@ -123,6 +164,13 @@ int main(int argc, char **argv)
 			rings[nrings++] = (size_t)k;
 		}
 	}
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sock) < 0) {
+		perror("socketpair");
+		return 1;
+	}
+	int sndbuf = 4 * (int)BATCH_BYTES;
+	setsockopt(sock[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 
 	/* 2 MiB pages, as the daemon's staging (daemon/staging.c) */
 	size_t huge = (size_t)2 << 20;
