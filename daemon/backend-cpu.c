@@ -113,7 +113,7 @@ static void cpu_post(cpu_backend *cb, gr_job *job, int status, const char *why)
 static bool cpu_answer(cpu_backend *cb, gr_job *job)
 {
 	if (job->early && cb->early) {
-		cb->early->answer(job, &job->result);
+		cb->early->answer(job->early, job->tag, job->op, job->dtype, &job->result);
 		return true;
 	}
 	job->early = NULL;

@@ -67,11 +67,13 @@ _Static_assert(offsetof(gr_job, early) + sizeof(void *) <= 64,
  * Only jobs that succeed are answered early; a job the backend finishes
  * on the loop thread itself (the CPU backend's inline jobs) is not, and
  * the backend clears its early. So a job was answered early when done()
- * finds status 0 and early still set. The hooks may read the job's first
- * line (op, dtype, n, tag, early) and nothing else of it.
+ * finds status 0 and early still set. answer() gets the job's early, tag,
+ * op and dtype, and its result (whose count is the job's n), not the job:
+ * a backend may keep those apart from the job itself.
  */
 typedef struct gr_early_ops {
-	void (*answer)(const gr_job *job, const gr_partial *result);
+	void (*answer)(void *early, uint32_t tag, gr_op op, gr_dtype dtype,
+		       const gr_partial *result);
 	void (*end)(void);
 } gr_early_ops;
 

@@ -174,9 +174,10 @@ static void direct_flush_run(void)
 	run.buf.len = 0;
 }
 
-static void direct_answer(const gr_job *job, const gr_partial *result)
+static void direct_answer(void *early, uint32_t tag, gr_op op, gr_dtype dtype,
+			  const gr_partial *result)
 {
-	gr_direct *d = job->early;
+	gr_direct *d = early;
 	gr_value v;
 
 	if (!run.buf.data) {
@@ -189,8 +190,8 @@ static void direct_answer(const gr_job *job, const gr_partial *result)
 	/* Early answers are for jobs of at least one element, whose finish
 	 * cannot fail; the reply fits what is left of the buffer. */
 	size_t before = run.buf.len;
-	if (gr_partial_finish(job->op, job->dtype, result, &v) != GR_OK ||
-	    gr_msg_write_response_value(&run.buf, job->tag, &v, result->count) < 0) {
+	if (gr_partial_finish(op, dtype, result, &v) != GR_OK ||
+	    gr_msg_write_response_value(&run.buf, tag, &v, result->count) < 0) {
 		run.buf.len = before;
 		__atomic_or_fetch(&d->flags, GR_DIRECT_BROKEN, __ATOMIC_RELAXED);
 	}

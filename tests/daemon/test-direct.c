@@ -22,11 +22,8 @@ static int peer;
 /* Answer one job of msgid tag, as a backend thread does, and its bytes. */
 static void answer(uint32_t tag, int32_t value, gr_buf *expect)
 {
-	gr_job job = {
-		.op = GR_OP_SUM, .dtype = GR_DT_I32, .n = 3, .tag = tag, .early = d,
-	};
 	gr_partial p = {.count = 3, .v.u = (uint64_t)(int64_t)value};
-	gr_direct_early.answer(&job, &p);
+	gr_direct_early.answer(d, tag, GR_OP_SUM, GR_DT_I32, &p);
 	if (expect) {
 		gr_value v = {.kind = GR_KIND_I64, .i = value};
 		CHECK(gr_msg_write_response_value(expect, tag, &v, 3) == 0);
