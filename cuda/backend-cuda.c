@@ -1,17 +1,21 @@
 /*
  * The CUDA engine behind the backend seam (daemon/backend.h).
  *
- * submit() runs on the daemon's loop thread and only queues: it picks the
- * device (the one a job is pinned to, else the healthy one with the fewest
- * jobs queued or in flight, staying on the last one chosen when they tie,
- * whose threads are awake) and appends the batch to that device's job
- * queue under one lock. No CUDA call and no allocation happens there.
+ * submit() runs on the daemon's loop thread and only queues: it copies
+ * what the device threads need of each job (data, n, op, dtype, and tag
+ * and early for early answers) into a batch of items, picks the device
+ * (the one a job is pinned to, else the healthy one with the fewest jobs
+ * queued or in flight, staying on the last one chosen when they tie, whose
+ * threads are awake) and appends the batch to that device's queue under
+ * one lock. No CUDA call happens there, and batches are reused. From then
+ * on only the loop thread touches the daemon's jobs: their lines, which
+ * it writes for every request, never travel to another CPU and back.
  *
  * Each device has two threads. Its submission thread owns the queue's
  * consumer side and a pool of stream contexts (cfg->streams): a context
  * holds a stream, a device buffer the size of a staging slot plus 16
  * bytes, and the small arrays of one launch (segment table, results, unit
- * partials, tickets). With a free context it takes jobs from the head of
+ * partials, tickets). With a free context it takes items from the head of
  * the queue for as long as they fit one launch: the span [lowest byte,
  * highest byte) of their data within the device buffer, their segments
  * and units within the tables. Batches queued back to back in one slot
@@ -26,24 +30,25 @@
  * events (for up to the spin time since the last one finished or the first
  * went out), then sleeps in cudaEventSynchronize on the oldest; with
  * nothing in flight it looks for new launches for the spin time, then
- * sleeps on a condition variable. It copies a finished launch's results
- * out of pinned memory into one post of its own, whose callback fills in
- * the jobs on the loop thread (cuda_done_run), and hands the context back.
- * Then it answers the jobs that ask to be answered early (backend.h): the
- * replies to small requests leave from this thread, one send() for each
- * connection's run of jobs in the launch, and the loop only counts and
- * frees their requests.
+ * sleeps on a condition variable. It copies a finished launch's runs of
+ * items and its results out of pinned memory into one post of its own,
+ * whose callback fills in the jobs on the loop thread (cuda_done_run), and
+ * hands the context back. Then it answers the items that ask to be
+ * answered early (backend.h): the replies to small requests leave from
+ * this thread, one send() for each connection's run of jobs in the launch,
+ * and the loop only counts and frees their requests.
  * The submission thread likewise polls its queue for the spin time before
  * it sleeps, so a steady stream of batches never waits for a wake-up. Both
  * spin only while there is or just was work: an idle daemon uses no CPU.
  *
  * A CUDA error fails the jobs it touched with -EIO, names the call and the
- * device, and takes the device out of service for good; its queued jobs
- * then go to the other devices (jobs pinned to it fail). Once none is
+ * device, and takes the device out of service for good; its queued batches
+ * then go to the other devices (those pinned to it fail). Once none is
  * left, jobs go to the CPU fallback (cfg->cpu_fallback): a CPU backend
  * started then, sharing this backend's completion queue and reading the
  * jobs where they lie in staging, and described as one more device. Without
- * it they fail at once.
+ * it they fail at once. Failures come back to the loop thread as posts of
+ * their own too, and the loop thread writes the jobs' status and message.
  *
  * GPURED_CUDA_SPIN_US sets the spin time in microseconds (default
  * CUDA_DEFAULT_SPIN_US; 0 never spins: every wait sleeps).
@@ -73,6 +78,7 @@
 
 #include "cuda/kernel.h"
 #include "daemon/backend.h"
+#include "daemon/completion.h"
 #include "daemon/log.h"
 #include "daemon/staging.h"
 
@@ -96,8 +102,12 @@ typedef struct cuda_fault_rule {
 
 typedef struct cuda_dev cuda_dev;
 typedef struct cuda_backend cuda_backend;
+typedef struct cuda_batch cuda_batch;
+typedef struct cuda_run cuda_run;
+typedef struct cuda_done cuda_done;
+typedef struct cuda_ctx cuda_ctx;
 
-typedef struct cuda_ctx {
+struct cuda_ctx {
 	cuda_dev *dev;
 	cudaStream_t stream;
 	cudaEvent_t done;
@@ -107,10 +117,11 @@ typedef struct cuda_ctx {
 	uint64_t *hout, *dout;
 	uint64_t *dpartials;
 	uint32_t *dtickets;
-	gr_job *jobs; /* the launch in flight, in segment order */
-	uint32_t njobs;
+	cuda_run *runs; /* the launch in flight: its items, in segment order */
+	uint32_t nruns, njobs;
+	cuda_done *own; /* its post back to the loop, when the launch has no other */
 	struct cuda_ctx *next; /* free list or in-flight list */
-} cuda_ctx;
+};
 
 struct cuda_dev {
 	cuda_backend *be;
@@ -138,7 +149,7 @@ struct cuda_dev {
 	bool cstop;  /* free(): end once nothing is in flight */
 	bool healthy;
 	char health[192];
-	gr_job *qhead, *qtail; /* queued jobs, in submission order */
+	cuda_batch *qhead, *qtail; /* queued batches, in submission order */
 	cuda_ctx *ctxs;
 	unsigned nctx;
 	cuda_ctx *free_list;
@@ -174,10 +185,13 @@ struct cuda_backend {
 	gr_backend *cpu;  /* written once, before pub.ndevices grows */
 	char fb_why[192]; /* why it did not start, when it did not */
 	bool staging_registered; /* gr_staging_map's memory, registered; else cudaHostAlloc's */
+	cuda_batch *spare; /* batches kept for reuse (the loop thread's) */
+	unsigned nspare;
 };
 
-static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n, int pin);
+static void cuda_route(cuda_backend *be, cuda_batch *b);
 static void cuda_fallback_start(cuda_backend *be);
+static void cuda_ctx_release(cuda_ctx *c);
 
 /* ---- errors and fault injection ---- */
 
@@ -309,19 +323,91 @@ static inline void cuda_relax(void)
 #endif
 }
 
-static uint64_t cuda_job_units(const gr_job *j)
+/* ---- batches: what the device threads read of the daemon's jobs ---- */
+
+/*
+ * What a device's threads read of one job, copied from the job's first
+ * line by submit() on the loop thread. They never read or write the
+ * daemon's jobs themselves: a job's lines stay in the cache of the loop
+ * thread, which writes them for every request, and two items share a line.
+ */
+typedef struct cuda_item {
+	const uint8_t *data;
+	uint64_t n;
+	void *early;
+	uint32_t tag;
+	uint8_t op, dtype;
+} cuda_item;
+
+/*
+ * A submitted batch: its items, and the jobs they stand for, which only
+ * the loop thread reads. It sits in one device's queue at a time; a launch
+ * takes items from the head of the queue for as long as they fit, so it
+ * may end inside a batch, and the next one begins at start. Items come
+ * back to the loop thread in runs of a launch (cuda_done), in any order,
+ * and the loop thread counts them in; once all are back it keeps the
+ * batch for reuse or frees it. What no device can take (items start to
+ * nitems, when the device they are pinned to or every device is out of
+ * service) comes back at once through post: failed, or handed to the CPU
+ * fallback.
+ */
+struct cuda_batch {
+	struct cuda_batch *next; /* a device's queue; the spare list */
+	cuda_backend *be;
+	uint32_t nitems, cap;
+	uint32_t start;   /* the first item not yet launched: its device's submission thread's */
+	int device;       /* -1, or the device its jobs are pinned to */
+	uint32_t settled; /* items back on the loop thread (the loop thread's) */
+	uint32_t rest;    /* post: the items from here on came back at once, */
+	bool rest_handed; /* to the CPU fallback; else failed with post's status and errmsg */
+	gr_job **jobs;    /* cap of them, after the items */
+	gr_job post;
+	cuda_item items[];
+};
+
+/* A run of a launch: items first to first + count of a batch. */
+struct cuda_run {
+	cuda_batch *b;
+	uint32_t first, count;
+};
+
+/*
+ * A launch's jobs on their way back to the loop thread, posted as one job
+ * of our own, whose done() (cuda_done_run) fills in the daemon's jobs
+ * there and calls theirs. The completion thread copies the runs and the
+ * kernel's results out of the context into a fresh one of these, and the
+ * context goes back to the pool at once. A failed launch, or one whose
+ * copy cannot be allocated, posts the context's own, and the loop thread
+ * gives the context back once it is done with it.
+ */
+struct cuda_done {
+	gr_job post;          /* status < 0: every job failed; errmsg says why */
+	cuda_backend *be;
+	cuda_ctx *ctx;        /* the context's own: give it back; else free this */
+	uint32_t nruns;
+	const cuda_run *runs;
+	const uint64_t *raw;  /* each job's raw result, in run order */
+};
+
+static uint64_t cuda_item_units(const cuda_item *it)
 {
-	return j->n ? gr_kernel_units(j->n, gr_dtype_size(j->dtype)) : 0;
+	return it->n ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
 }
 
 /* ---- finishing jobs ---- */
 
+static void cuda_job_fail(gr_job *j, int status, const char *why)
+{
+	j->status = status;
+	snprintf(j->errmsg, sizeof(j->errmsg), "%s", why);
+}
+
+/* Post a list of the daemon's jobs as failed (the loop thread's only). */
 static void cuda_fail_list(cuda_backend *be, gr_job *list, int status, const char *why)
 {
 	while (list) {
 		gr_job *next = list->next;
-		list->status = status;
-		snprintf(list->errmsg, sizeof(list->errmsg), "%s", why);
+		cuda_job_fail(list, status, why);
 		gr_completion_post(be->pub.cq, list);
 		list = next;
 	}
@@ -349,95 +435,198 @@ static void cuda_fill(gr_job *j, uint64_t raw)
 		j->status = 0;
 }
 
-/*
- * A launch's results on their way to the loop thread, posted as one job
- * of our own. Its done() fills the launch's jobs in there and calls
- * theirs: the completion thread writes no job, and the loop thread, which
- * wrote them and reads them next, keeps them in its cache. The results
- * themselves cross over packed, eight to a cache line.
- */
-typedef struct cuda_done {
-	gr_job post;
-	gr_job *jobs;   /* the launch's, in segment order */
-	uint64_t raw[]; /* the kernel's result of each, in the same order */
-} cuda_done;
+#define CUDA_SPARE_BATCHES 8u
 
+/* A batch for n items (the loop thread's): a spare one if it is large
+ * enough, else a new one. NULL when out of memory. */
+static cuda_batch *cuda_batch_get(cuda_backend *be, uint32_t n)
+{
+	cuda_batch *b = be->spare;
+	if (b && b->cap >= n) {
+		be->spare = b->next;
+		be->nspare--;
+	} else {
+		uint32_t cap = 64;
+		while (cap < n)
+			cap *= 2;
+		b = malloc(sizeof(*b) + (size_t)cap * (sizeof(cuda_item) + sizeof(gr_job *)));
+		if (!b)
+			return NULL;
+		b->be = be;
+		b->cap = cap;
+		b->jobs = (gr_job **)(b->items + cap);
+	}
+	b->next = NULL;
+	b->nitems = n;
+	b->start = 0;
+	b->settled = 0;
+	return b;
+}
+
+/* Count in n items of b that are back (the loop thread's); the last ones
+ * free it, or keep it for the next submit. */
+static void cuda_batch_settle(cuda_batch *b, uint32_t n)
+{
+	cuda_backend *be = b->be;
+	b->settled += n;
+	if (b->settled < b->nitems)
+		return;
+	if (be->nspare < CUDA_SPARE_BATCHES) {
+		b->next = be->spare;
+		be->spare = b;
+		be->nspare++;
+	} else {
+		free(b);
+	}
+}
+
+/* The loop thread's side of cuda_batch_rest. */
+static void cuda_batch_rest_run(gr_job *post)
+{
+	cuda_batch *b = post->userdata;
+	uint32_t first = b->rest;
+	if (!b->rest_handed) {
+		for (uint32_t i = first; i < b->nitems; i++) {
+			gr_job *j = b->jobs[i];
+			cuda_job_fail(j, post->status, post->errmsg);
+			j->done(j);
+		}
+	}
+	cuda_batch_settle(b, b->nitems - first);
+}
+
+/*
+ * The items of b from b->start on, which no device will run, come back
+ * at once: failed (status < 0, why) or, with status 0, handed to the CPU
+ * fallback, when this returns their jobs linked in order for it. Any
+ * thread; b is not touched after this.
+ */
+static gr_job *cuda_batch_rest(cuda_batch *b, int status, const char *why)
+{
+	gr_job *head = NULL, **tail = &head;
+	b->rest = b->start;
+	b->rest_handed = status == 0;
+	if (status == 0) {
+		for (uint32_t i = b->start; i < b->nitems; i++) {
+			*tail = b->jobs[i];
+			tail = &b->jobs[i]->next;
+		}
+		*tail = NULL;
+	} else {
+		b->post.status = status;
+		snprintf(b->post.errmsg, sizeof(b->post.errmsg), "%s", why);
+	}
+	b->post.done = cuda_batch_rest_run;
+	b->post.userdata = b;
+	gr_completion_post(b->be->pub.cq, &b->post);
+	return head;
+}
+
+/* On the loop thread: finish a launch's jobs (cuda_done). */
 static void cuda_done_run(gr_job *post)
 {
 	cuda_done *dn = post->userdata;
-	gr_job *j = dn->jobs;
-	for (size_t i = 0; j; i++) {
-		gr_job *next = j->next; /* left as it is: a line another thread read */
-		/* The submission thread read the next job's first line, and
-		 * this thread writes it again when the job is reused: fetch it
-		 * for writing now, and its result's line, while this job's
-		 * reply is built, rather than stall on them later. */
-		if (next) {
-			__builtin_prefetch(next, 1);
-			__builtin_prefetch(&next->result, 1);
+	size_t k = 0;
+	for (uint32_t r = 0; r < dn->nruns; r++) {
+		const cuda_run *run = &dn->runs[r];
+		gr_job **jobs = run->b->jobs + run->first;
+		for (uint32_t i = 0; i < run->count; i++, k++) {
+			gr_job *j = jobs[i];
+			if (i + 1 < run->count)
+				__builtin_prefetch(jobs[i + 1], 1);
+			if (post->status < 0)
+				cuda_job_fail(j, post->status, post->errmsg);
+			else
+				cuda_fill(j, dn->raw[k]);
+			j->done(j);
 		}
-		cuda_fill(j, dn->raw[i]);
-		j->done(j);
-		j = next;
+		cuda_batch_settle(run->b, run->count);
 	}
-	free(dn);
+	if (dn->ctx)
+		cuda_ctx_release(dn->ctx);
+	else
+		free(dn);
 }
 
 /* Answer early the jobs of a launch that ask to be (backend.h). */
-static void cuda_answer(cuda_backend *be, const gr_job *jobs, const uint64_t *raw)
+static void cuda_answer(cuda_backend *be, const cuda_run *runs, uint32_t nruns, const uint64_t *raw)
 {
 	bool any = false;
-	size_t i = 0;
-	for (const gr_job *j = jobs; j; j = j->next, i++) {
-		if (!j->early)
-			continue;
-		/* a partial filled by hand: never combined into, so its
-		 * exact accumulator is not read (reduce.h) */
-		gr_partial p;
-		p.count = j->n;
-		p.v.u = raw[i];
-		p.xflags = 0;
-		be->early->answer(j, &p);
-		any = true;
+	size_t k = 0;
+	if (!be->early)
+		return;
+	for (uint32_t r = 0; r < nruns; r++) {
+		const cuda_item *it = runs[r].b->items + runs[r].first;
+		for (uint32_t i = 0; i < runs[r].count; i++, k++) {
+			if (!it[i].early)
+				continue;
+			/* a partial filled by hand: never combined into, so
+			 * its exact accumulator is not read (reduce.h) */
+			gr_partial p;
+			p.count = it[i].n;
+			p.v.u = raw[k];
+			p.xflags = 0;
+			be->early->answer(it[i].early, it[i].tag, (gr_op)it[i].op,
+					  (gr_dtype)it[i].dtype, &p);
+			any = true;
+		}
 	}
 	if (any)
 		be->early->end();
 }
 
 /*
- * Take the jobs and results of a launch that ran off its context, which
- * can then go back to the pool before they are delivered (cuda_deliver).
- * (Jobs of no elements take no raw value: hout's entries for them are not
- * read.) Returns NULL when out of memory: the jobs were delivered here.
+ * Hand a launch's jobs back through the context's own post: failed
+ * (status < 0, why), or with the results in hout. The loop thread gives
+ * the context back after.
  */
-static cuda_done *cuda_collect(cuda_ctx *c)
+static void cuda_ctx_post(cuda_ctx *c, int status, const char *why)
 {
-	cuda_backend *be = c->dev->be;
-	cuda_done *dn = malloc(sizeof(*dn) + (size_t)c->njobs * sizeof(uint64_t));
-	if (dn) {
-		memcpy(dn->raw, c->hout, (size_t)c->njobs * sizeof(uint64_t));
-		dn->jobs = c->jobs;
-		dn->post.done = cuda_done_run;
-		dn->post.userdata = dn;
-	} else {
-		/* out of memory: answer and fill them in here, and post
-		 * them still linked in order, with one post for all */
-		cuda_answer(be, c->jobs, c->hout);
-		uint32_t i = 0;
-		for (gr_job *j = c->jobs; j; j = j->next)
-			cuda_fill(j, c->hout[i++]);
-		gr_completion_post_list(be->pub.cq, c->jobs);
-	}
-	c->jobs = NULL;
-	return dn;
+	cuda_done *dn = c->own;
+	dn->be = c->dev->be;
+	dn->ctx = c;
+	dn->nruns = c->nruns;
+	dn->runs = c->runs;
+	dn->raw = c->hout;
+	dn->post.status = status;
+	if (status < 0)
+		snprintf(dn->post.errmsg, sizeof(dn->post.errmsg), "%s", why);
+	dn->post.done = cuda_done_run;
+	dn->post.userdata = dn;
+	gr_completion_post(dn->be->pub.cq, &dn->post);
 }
 
-/* Answer what asks to be answered early, then hand the rest to the loop. */
-static void cuda_deliver(cuda_backend *be, cuda_done *dn)
+/*
+ * A launch ran: copy its runs and results out, give the context back,
+ * answer what asks to be answered early, and hand the rest to the loop.
+ * (Jobs of no elements take no raw value: hout's entries for them are
+ * not read.)
+ */
+static void cuda_finish(cuda_ctx *c)
 {
-	if (!dn)
+	cuda_backend *be = c->dev->be;
+	size_t runs_bytes = (size_t)c->nruns * sizeof(cuda_run);
+	cuda_done *dn = malloc(sizeof(*dn) + runs_bytes + (size_t)c->njobs * sizeof(uint64_t));
+	if (!dn) {
+		cuda_answer(be, c->runs, c->nruns, c->hout);
+		cuda_ctx_post(c, 0, NULL);
 		return;
-	cuda_answer(be, dn->jobs, dn->raw);
+	}
+	cuda_run *runs = (cuda_run *)(dn + 1);
+	uint64_t *raw = (uint64_t *)((uint8_t *)runs + runs_bytes);
+	memcpy(runs, c->runs, runs_bytes);
+	memcpy(raw, c->hout, (size_t)c->njobs * sizeof(uint64_t));
+	dn->be = be;
+	dn->ctx = NULL;
+	dn->nruns = c->nruns;
+	dn->runs = runs;
+	dn->raw = raw;
+	dn->post.status = 0;
+	dn->post.done = cuda_done_run;
+	dn->post.userdata = dn;
+	cuda_ctx_release(c);
+	/* the replies' sends come after the context is back */
+	cuda_answer(be, runs, dn->nruns, raw);
 	gr_completion_post(be->pub.cq, &dn->post);
 }
 
@@ -447,6 +636,7 @@ static void cuda_ctx_release(cuda_ctx *c)
 	cuda_dev *d = c->dev;
 	__atomic_sub_fetch(&d->busy, c->njobs, __ATOMIC_RELAXED);
 	c->njobs = 0;
+	c->nruns = 0;
 	pthread_mutex_lock(&d->lock);
 	c->next = d->free_list;
 	__atomic_store_n(&d->free_list, c, __ATOMIC_RELEASE);
@@ -458,12 +648,11 @@ static void cuda_ctx_release(cuda_ctx *c)
 /* ---- queueing (any thread; the loop thread on the hot path) ---- */
 
 /*
- * Append a list of n jobs to d's queue. Returns 0, or -EIO when d is out
- * of service (why says so) or -ESHUTDOWN when its submission thread has
- * ended; the jobs are then still the caller's.
+ * Append batch b (its items from b->start on) to d's queue. Returns 0, or
+ * -EIO when d is out of service (why says so) or -ESHUTDOWN when its
+ * submission thread has ended; b is then still the caller's.
  */
-static int cuda_dev_queue(cuda_dev *d, gr_job *head, gr_job *tail, uint64_t n, char *why,
-			  size_t whylen)
+static int cuda_dev_queue(cuda_dev *d, cuda_batch *b, char *why, size_t whylen)
 {
 	pthread_mutex_lock(&d->lock);
 	if (!d->healthy || d->sdone) {
@@ -475,13 +664,13 @@ static int cuda_dev_queue(cuda_dev *d, gr_job *head, gr_job *tail, uint64_t n, c
 		pthread_mutex_unlock(&d->lock);
 		return r;
 	}
-	tail->next = NULL;
+	b->next = NULL;
 	if (d->qtail)
-		d->qtail->next = head;
+		d->qtail->next = b;
 	else
-		__atomic_store_n(&d->qhead, head, __ATOMIC_RELEASE);
-	d->qtail = tail;
-	__atomic_add_fetch(&d->busy, n, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->qhead, b, __ATOMIC_RELEASE);
+	d->qtail = b;
+	__atomic_add_fetch(&d->busy, b->nitems - b->start, __ATOMIC_RELAXED);
 	if (d->swait_work)
 		pthread_cond_signal(&d->scond);
 	pthread_mutex_unlock(&d->lock);
@@ -508,36 +697,38 @@ static void cuda_fallback_start(cuda_backend *be)
 }
 
 /*
- * No device left in service: the CPU fallback takes the jobs (none of
- * them pinned); without it, they fail.
+ * No device left in service: the CPU fallback takes the rest of b (none
+ * of it pinned); without it, it fails.
  */
-static void cuda_fallback(cuda_backend *be, gr_job *head)
+static void cuda_fallback(cuda_backend *be, cuda_batch *b)
 {
 	if (!be->fallback) {
-		cuda_fail_list(be, head, -EIO, "no healthy CUDA device left");
+		cuda_batch_rest(b, -EIO, "no healthy CUDA device left");
 		return;
 	}
 	pthread_mutex_lock(&be->fb_lock);
 	cuda_fallback_start(be); /* normally done by the last device to fail */
 	if (be->cpu)
-		be->cpu->ops->submit(be->cpu, head);
+		be->cpu->ops->submit(be->cpu, cuda_batch_rest(b, 0, NULL));
 	else
-		cuda_fail_list(be, head, -EIO, be->fb_why);
+		cuda_batch_rest(b, -EIO, be->fb_why);
 	pthread_mutex_unlock(&be->fb_lock);
 }
 
-/* Send jobs to their pinned device, or to the healthy one with least work. */
-static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n, int pin)
+/* Send the rest of b to its pinned device, or to the healthy one with
+ * least work. */
+static void cuda_route(cuda_backend *be, cuda_batch *b)
 {
 	char why[192];
+	int pin = b->device;
 	if (pin >= 0) {
 		if ((unsigned)pin >= be->ndev) {
 			cuda_fmt(why, sizeof(why), "no CUDA device %d", pin);
-			cuda_fail_list(be, head, -EIO, why);
+			cuda_batch_rest(b, -EIO, why);
 			return;
 		}
-		if (cuda_dev_queue(&be->devs[pin], head, tail, n, why, sizeof(why)) < 0)
-			cuda_fail_list(be, head, -EIO, why);
+		if (cuda_dev_queue(&be->devs[pin], b, why, sizeof(why)) < 0)
+			cuda_batch_rest(b, -EIO, why);
 		return;
 	}
 	/* A device found failed while we queue drops out of the next round. */
@@ -557,63 +748,61 @@ static void cuda_route(cuda_backend *be, gr_job *head, gr_job *tail, uint64_t n,
 		}
 		if (!best)
 			break;
-		if (cuda_dev_queue(best, head, tail, n, why, sizeof(why)) == 0) {
+		if (cuda_dev_queue(best, b, why, sizeof(why)) == 0) {
 			__atomic_store_n(&be->last, (unsigned)best->ordinal, __ATOMIC_RELAXED);
 			return;
 		}
 	}
-	cuda_fallback(be, head);
+	cuda_fallback(be, b);
 }
 
 /*
- * The queue of a device found out of service: jobs pinned to a device go
- * there (and fail when it is this one), the rest to the other devices.
+ * The queue of a device found out of service: batches pinned to a device
+ * go there (and fail when it is this one), the rest to the other devices.
  */
-static void cuda_requeue(cuda_dev *d, gr_job *list)
+static void cuda_requeue(cuda_dev *d, cuda_batch *list)
 {
-	gr_job *head = NULL, *tail = NULL;
-	uint64_t n = 0, moved = 0;
+	uint64_t moved = 0;
 	while (list) {
-		gr_job *j = list;
-		list = j->next;
-		j->next = NULL;
-		moved++;
-		if (j->device >= 0) {
-			cuda_route(d->be, j, j, 1, j->device);
-			continue;
-		}
-		if (tail)
-			tail->next = j;
-		else
-			head = j;
-		tail = j;
-		n++;
+		cuda_batch *b = list;
+		list = b->next;
+		moved += b->nitems - b->start;
+		cuda_route(d->be, b);
 	}
 	__atomic_sub_fetch(&d->busy, moved, __ATOMIC_RELAXED);
-	if (head)
-		cuda_route(d->be, head, tail, n, -1);
 }
 
-static void cuda_submit(gr_backend *b, gr_job *batch)
+static void cuda_submit(gr_backend *pub, gr_job *list)
 {
-	cuda_backend *be = (cuda_backend *)b;
-	gr_job *tail = batch;
-	uint64_t n = 0;
+	cuda_backend *be = (cuda_backend *)pub;
+	uint32_t n = 0;
 	int pin = -1;
-	for (gr_job *j = batch; j; j = j->next) {
+	for (gr_job *j = list; j; j = j->next)
+		n++;
+	if (!n)
+		return;
+	cuda_batch *b = cuda_batch_get(be, n);
+	if (!b) {
+		cuda_fail_list(be, list, -ENOMEM, "out of memory");
+		return;
+	}
+	uint32_t i = 0;
+	for (gr_job *j = list; j; j = j->next, i++) {
 		j->status = 0;
 		if (!be->early)
 			j->early = NULL;
 		if (pin < 0 && j->device >= 0)
 			pin = j->device;
-		tail = j;
-		n++;
+		b->items[i] = (cuda_item){
+			.data = j->data, .n = j->n, .early = j->early, .tag = j->tag,
+			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype,
+		};
+		b->jobs[i] = j;
 	}
-	if (!n)
-		return;
-	b->batches++;
-	b->batched_jobs += n;
-	cuda_route(be, batch, tail, n, pin);
+	b->device = pin;
+	pub->batches++;
+	pub->batched_jobs += n;
+	cuda_route(be, b);
 }
 
 /* ---- launching (the submission thread) ---- */
@@ -629,65 +818,73 @@ static void cuda_submit(gr_backend *b, gr_job *batch)
 	} while (0)
 
 /*
- * Launch on context c the longest run of jobs from the head of list that
- * fits one launch, and return the rest of the list. c comes back to the
- * free list when the run needs no GPU work or fails; a failure takes the
- * device out of service and posts the run's jobs with -EIO.
+ * Launch on context c the longest run of items, from batch b's start on,
+ * that fits one launch, and return where the next launch begins (b or a
+ * later batch, its start moved on), NULL when nothing is left. A run
+ * that needs no GPU work comes back at once; a failure takes the device
+ * out of service and fails the run's jobs with -EIO.
  */
-static gr_job *cuda_launch(cuda_ctx *c, gr_job *list)
+static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 {
 	cuda_dev *d = c->dev;
 	cuda_backend *be = d->be;
 	char why[192];
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	uint32_t nsegs = 0;
+	uint32_t nsegs = 0, nruns = 0;
 	uint64_t units = 0;
-	gr_job *last = NULL, *j;
 
 	/* the run: segment table filled as it grows, offsets once lo is known */
-	for (j = list; j; last = j, j = j->next) {
-		uint64_t u = cuda_job_units(j);
-		if (nsegs == be->cap_segs || units + u > be->cap_units)
-			break;
-		if (j->n) {
-			uintptr_t s = (uintptr_t)j->data;
-			uintptr_t e = s + j->n * gr_dtype_size(j->dtype);
-			uintptr_t nlo = s < lo ? s : lo, nhi = e > hi ? e : hi;
-			if (nhi - (nlo & ~(uintptr_t)15) > c->dbuf_bytes)
+	while (b) {
+		uint32_t first = b->start, i;
+		for (i = first; i < b->nitems; i++) {
+			const cuda_item *it = &b->items[i];
+			uint64_t u = cuda_item_units(it);
+			if (nsegs == be->cap_segs || units + u > be->cap_units)
 				break;
-			lo = nlo;
-			hi = nhi;
+			if (it->n) {
+				uintptr_t s = (uintptr_t)it->data;
+				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);
+				uintptr_t nlo = s < lo ? s : lo, nhi = e > hi ? e : hi;
+				if (nhi - (nlo & ~(uintptr_t)15) > c->dbuf_bytes)
+					break;
+				lo = nlo;
+				hi = nhi;
+			}
+			gr_kseg *sg = &c->hsegs[nsegs++];
+			sg->offset = (uintptr_t)it->data;
+			sg->n = it->n;
+			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
+			sg->unit_rows = it->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
+			sg->first_unit = (uint32_t)units;
+			sg->units = (uint32_t)u;
+			units += u;
 		}
-		gr_kseg *sg = &c->hsegs[nsegs++];
-		sg->offset = (uintptr_t)j->data;
-		sg->n = j->n;
-		sg->opdt = (uint32_t)j->op * 8 + (uint32_t)j->dtype;
-		sg->unit_rows = j->n ? gr_kernel_unit_rows(j->n, gr_dtype_size(j->dtype)) : 0;
-		sg->first_unit = (uint32_t)units;
-		sg->units = (uint32_t)u;
-		units += u;
+		if (i > first)
+			c->runs[nruns++] = (cuda_run){.b = b, .first = first, .count = i - first};
+		b->start = i;
+		if (i < b->nitems)
+			break;
+		b = b->next;
 	}
-	if (!last) {
+	if (!nsegs) {
 		/* the first job alone does not fit: it cannot have come from
 		 * one staging slot */
-		gr_job *rest = list->next;
-		list->next = NULL;
+		c->runs[0] = (cuda_run){.b = b, .first = b->start, .count = 1};
+		c->nruns = 1;
 		c->njobs = 1;
-		cuda_fail_list(be, list, -EINVAL, "job larger than a staging slot");
-		cuda_ctx_release(c);
+		cuda_batch *rest = ++b->start < b->nitems ? b : b->next;
+		cuda_ctx_post(c, -EINVAL, "job larger than a staging slot");
 		return rest;
 	}
-	gr_job *rest = last->next;
-	last->next = NULL;
-	c->jobs = list;
+	/* b is where the next launch begins; once this one is out, another
+	 * thread may finish it, and the batches it took may be gone */
+	c->nruns = nruns;
 	c->njobs = nsegs;
 	__atomic_add_fetch(&d->jobs, nsegs, __ATOMIC_RELAXED);
 	if (hi == 0) {
 		/* nothing but empty jobs: no GPU work */
-		cuda_done *dn = cuda_collect(c);
-		cuda_ctx_release(c);
-		cuda_deliver(be, dn);
-		return rest;
+		cuda_finish(c);
+		return b;
 	}
 	uintptr_t lo16 = lo & ~(uintptr_t)15;
 	for (uint32_t i = 0; i < nsegs; i++)
@@ -728,14 +925,12 @@ static gr_job *cuda_launch(cuda_ctx *c, gr_job *list)
 	if (d->cwaiting)
 		pthread_cond_signal(&d->ccond);
 	pthread_mutex_unlock(&d->lock);
-	return rest;
+	return b;
 
 fail:
 	cuda_dev_fail(d, why);
-	cuda_fail_list(be, c->jobs, -EIO, why);
-	c->jobs = NULL;
-	cuda_ctx_release(c);
-	return rest;
+	cuda_ctx_post(c, -EIO, why);
+	return b;
 }
 
 /*
@@ -780,7 +975,8 @@ static void cuda_sub_wait(cuda_dev *d, bool want_ctx)
 static void *cuda_submitter(void *arg)
 {
 	cuda_dev *d = arg;
-	gr_job *carry = NULL, *carry_tail = NULL; /* taken from the queue, not yet launched */
+	/* taken from the queue, not yet launched: carry from its start on */
+	cuda_batch *carry = NULL, *carry_tail = NULL;
 	cudaError_t e = cudaSetDevice(d->ordinal);
 	if (e != cudaSuccess) {
 		char why[192];
@@ -868,19 +1064,14 @@ static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, bo
 			e = cudaErrorLaunchFailure;
 			call = "cudaEventQuery";
 		}
-		cuda_done *dn = NULL;
 		if (e == cudaSuccess) {
-			dn = cuda_collect(c);
+			cuda_finish(c);
 		} else {
 			char why[192];
 			cuda_errfmt(why, sizeof(why), d, call, e, inj);
 			cuda_dev_fail(d, why);
-			cuda_fail_list(d->be, c->jobs, -EIO, why);
-			c->jobs = NULL;
+			cuda_ctx_post(c, -EIO, why);
 		}
-		cuda_ctx_release(c);
-		/* the replies' sends come after the context is back */
-		cuda_deliver(d->be, dn);
 	}
 	return keep;
 }
@@ -981,6 +1172,8 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 	cudaFree(c->dtickets);
 	cudaFreeHost(c->hsegs);
 	cudaFreeHost(c->hout);
+	free(c->runs);
+	free(c->own);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -1003,6 +1196,10 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	    (e = cudaHostAlloc((void **)&c->hsegs, be->cap_segs * sizeof(gr_kseg), cudaHostAllocPortable)) ||
 	    (e = cudaHostAlloc((void **)&c->hout, be->cap_segs * sizeof(uint64_t), cudaHostAllocPortable)))
 		return e;
+	c->runs = malloc(be->cap_segs * sizeof(cuda_run));
+	c->own = malloc(sizeof(cuda_done));
+	if (!c->runs || !c->own)
+		return cudaErrorMemoryAllocation;
 	return cudaDeviceSynchronize();
 }
 
@@ -1105,7 +1302,8 @@ static void cuda_free(gr_backend *b)
 		return;
 	/* Every submission thread drains its queue first (a device failing
 	 * meanwhile hands its jobs to those still running); only then can
-	 * nothing new go in flight. */
+	 * nothing new go in flight. A context may be waiting on this thread
+	 * to give it back (cuda_ctx_post): the completion queue runs meanwhile. */
 	for (unsigned i = 0; i < be->ndev; i++) {
 		cuda_dev *d = &be->devs[i];
 		pthread_mutex_lock(&d->lock);
@@ -1115,8 +1313,18 @@ static void cuda_free(gr_backend *b)
 	}
 	for (unsigned i = 0; i < be->ndev; i++) {
 		cuda_dev *d = &be->devs[i];
-		if (d->sthread_started)
-			pthread_join(d->sthread, NULL);
+		if (!d->sthread_started)
+			continue;
+		for (;;) {
+			pthread_mutex_lock(&d->lock);
+			bool done = d->sdone;
+			pthread_mutex_unlock(&d->lock);
+			if (done)
+				break;
+			gr_completion_drain(be->pub.cq);
+			usleep(200);
+		}
+		pthread_join(d->sthread, NULL);
 	}
 	for (unsigned i = 0; i < be->ndev; i++) {
 		cuda_dev *d = &be->devs[i];
@@ -1127,6 +1335,17 @@ static void cuda_free(gr_backend *b)
 		pthread_cond_signal(&d->ccond);
 		pthread_mutex_unlock(&d->lock);
 		pthread_join(d->cthread, NULL);
+	}
+	/* No device thread is left to hand it jobs; it posts all it has. */
+	be->cpu = gr_backend_free(be->cpu);
+	/* What is posted still refers to batches and contexts: finish it
+	 * while they are here. */
+	if (be->pub.cq)
+		gr_completion_drain(be->pub.cq);
+	while (be->spare) {
+		cuda_batch *sp = be->spare;
+		be->spare = sp->next;
+		free(sp);
 	}
 	for (unsigned i = 0; i < be->ndev; i++) {
 		cuda_dev *d = &be->devs[i];
@@ -1140,8 +1359,6 @@ static void cuda_free(gr_backend *b)
 		pthread_cond_destroy(&d->ccond);
 		pthread_mutex_destroy(&d->lock);
 	}
-	/* No device thread is left to hand it jobs; it posts all it has. */
-	be->cpu = gr_backend_free(be->cpu);
 	pthread_mutex_destroy(&be->fb_lock);
 	if (be->staging_registered) {
 		cudaHostUnregister(be->pub.staging);

@@ -113,7 +113,10 @@ typedef struct gr_backend_ops {
 	/* Describe device i < b->ndevices. */
 	void (*describe)(gr_backend *b, unsigned i, gr_device_info *ret);
 	/* Wait for every submitted job to be posted, stop threads, free
-	 * everything (staging included). Called on the loop thread at exit. */
+	 * everything (staging included). Called on the loop thread at exit.
+	 * A backend whose own posts refer to memory it frees runs the
+	 * completion queue (gr_completion_drain) before it frees it, and so
+	 * may call done() of the daemon's jobs from here. */
 	void (*free)(gr_backend *b);
 } gr_backend_ops;
 

@@ -502,6 +502,45 @@ static void test_back_to_back(gr_backend *b)
 	free(jobs);
 }
 
+/* Freed with batches still queued and in flight: free() gives every job
+ * back, right, before it returns (it runs the completion queue itself). */
+static void test_free_outstanding(void)
+{
+	enum { NJ = 3000, PER = 100 };
+	char err[256];
+	int r;
+	gr_backend *b = backend_new(64 << 20, 32 << 20, 4, NULL, &r, err, sizeof(err));
+	CHECK(r == 0 && b, "gr_backend_cuda_new: %d %s", r, err);
+	gr_job *jobs = calloc(NJ, sizeof(*jobs));
+	CHECK(jobs, "out of memory");
+	size_t at = 0;
+	for (unsigned i = 0; i < NJ; i++) {
+		gr_dtype dt = (gr_dtype)(rng() % GR_DT_N);
+		size_t n = rng() % 500;
+		uint8_t *p = b->staging + at;
+		fill(dt, p, n);
+		at += (n * gr_dtype_size(dt) + 63) / 64 * 64;
+		job_init(&jobs[i], (gr_op)(rng() % GR_OP_N), dt, p, n);
+		jobs[i].next = (i + 1) % PER ? &jobs[i + 1] : NULL;
+	}
+	/* the data, to check against once staging is gone */
+	uint8_t *copy = malloc(at);
+	CHECK(copy, "out of memory");
+	memcpy(copy, b->staging, at);
+	outstanding += NJ;
+	for (unsigned i = 0; i < NJ; i += PER)
+		b->ops->submit(b, &jobs[i]);
+	const uint8_t *staging = b->staging;
+	gr_backend_free(b);
+	CHECK(outstanding == 0, "%u jobs not back after free()", outstanding);
+	for (unsigned i = 0; i < NJ; i++) {
+		jobs[i].data = copy + ((const uint8_t *)jobs[i].data - staging);
+		check_job(&jobs[i], "freed with jobs out");
+	}
+	free(copy);
+	free(jobs);
+}
+
 /* After a load, with loaded set, every device must have taken jobs: work
  * spreads over all the GPUs of the host. */
 static void test_describe(gr_backend *b, bool loaded)
@@ -792,6 +831,8 @@ int main(void)
 		printf("no CUDA device: skipped\n");
 		return 77;
 	}
+	/* a line at a time, so that a crash still shows how far it got */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* a hang is a failure */
 	alarm(600);
 	CHECK(uv_loop_init(&loop) == 0, "uv_loop_init");
@@ -817,6 +858,8 @@ int main(void)
 	printf("back to back: ok (%lu checks)\n", checks);
 	test_describe(b, true);
 	free_backend(b);
+	test_free_outstanding();
+	printf("freed with jobs out: ok (%lu checks)\n", checks);
 
 	test_faults();
 	test_fault_under_load("launch:device=0:after=1", false);
