@@ -10,7 +10,9 @@
 # Every process runs off the CPUs that take the GPUs' interrupts (the
 # "nvidia" lines of /proc/interrupts; see PERFORMANCE in gpured(8)); the
 # first line printed says which CPUs were used. KEEP_IRQ_CPUS=1 runs
-# wherever the scheduler puts them.
+# wherever the scheduler puts them. SPLIT_CPUS=1 then puts the daemons on
+# the first half of those CPUs and the load generators on the second, so
+# that neither takes CPU time from the other.
 set -u
 bin=${1:?usage: gpu-e2e.sh BINDIR [ROUNDS]}
 rounds=${2:-3}
@@ -34,11 +36,23 @@ print(",".join(str(c) for c in sorted(os.sched_getaffinity(0) - drop)))' "$irq_c
 	fi
 fi
 tmp=$(mktemp -d)
-b=$bin/gpured-benchmark
+on_daemon=
+on_client=
+if [ "${SPLIT_CPUS:-0}" = 1 ]; then
+	halves=$(python3 -c 'import os
+c = sorted(os.sched_getaffinity(0))
+h = max(1, len(c) // 2)
+print(",".join(map(str, c[:h])), ",".join(map(str, c[h:] or c)))')
+	on_daemon="taskset -c ${halves% *}"
+	on_client="taskset -c ${halves#* }"
+	echo "{\"daemon_cpus\":\"${halves% *}\",\"client_cpus\":\"${halves#* }\"}"
+fi
+b="$on_client $bin/gpured-benchmark"
 
-"$bin/gpured" --socket "$tmp/all.sock" --backend cuda 2>"$tmp/all.log" & p1=$!
-CUDA_VISIBLE_DEVICES=0 "$bin/gpured" --socket "$tmp/one.sock" --backend cuda 2>"$tmp/one.log" & p2=$!
-"$bin/gpured" --socket "$tmp/cpu.sock" --backend cpu 2>"$tmp/cpu.log" & p3=$!
+$on_daemon "$bin/gpured" --socket "$tmp/all.sock" --backend cuda 2>"$tmp/all.log" & p1=$!
+CUDA_VISIBLE_DEVICES=0 $on_daemon "$bin/gpured" --socket "$tmp/one.sock" --backend cuda \
+	2>"$tmp/one.log" & p2=$!
+$on_daemon "$bin/gpured" --socket "$tmp/cpu.sock" --backend cpu 2>"$tmp/cpu.log" & p3=$!
 trap 'kill $p1 $p2 $p3 2>/dev/null; wait; rm -rf "$tmp"' EXIT
 for _ in $(seq 200); do
 	[ -S "$tmp/all.sock" ] && [ -S "$tmp/one.sock" ] && [ -S "$tmp/cpu.sock" ] && break
@@ -58,7 +72,7 @@ for r in $(seq "$rounds"); do
 		$b -s "$s" -c 1 -P 1 -n 24 -d 16777216 --json | tag "$r" "$d" 64MiB-P1
 		$b -s "$s" -c 1 -P 2 -n 24 -d 16777216 --json | tag "$r" "$d" 64MiB-P2
 	done
-	"$bin/gpured-sockbw" -b 8G --json | tag "$r" socket raw
+	$on_client "$bin/gpured-sockbw" -b 8G --json | tag "$r" socket raw
 done
 for d in all one cpu; do
 	"$bin/gpuredctl" --socket "$tmp/$d.sock" stats --json | tr -d '\n ' | tag 0 "$d" stats

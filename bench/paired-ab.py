@@ -10,7 +10,10 @@ variant's median and the median and quartiles of its per-turn ratios to the
 first variant. An idle daemon uses no CPU, so the daemons not under load stay
 out of the way.
 
-usage: bench/paired-ab.py BINDIR PAIRS "LOAD ARGS" VARIANT...
+usage: bench/paired-ab.py [--split] BINDIR PAIRS "LOAD ARGS" VARIANT...
+
+  --split    daemons on the first half of the CPUs, the load generator on
+             the second half, so that neither takes CPU time from the other
 
   BINDIR     holds gpured, gpured-benchmark and gpuredctl; a variant may name
              another daemon executable there
@@ -19,7 +22,8 @@ usage: bench/paired-ab.py BINDIR PAIRS "LOAD ARGS" VARIANT...
              VAR=VALUE environment settings (upper-case names), e.g.
              "one:gpured:cuda:CUDA_VISIBLE_DEVICES=0 --streams 2"
 
-Processes run off the CPUs that take the GPUs' interrupts, as in gpu-e2e.sh.
+Processes run off the CPUs that take the GPUs' interrupts, as in gpu-e2e.sh;
+with --split, on disjoint halves of the rest.
 Prints one JSON line per variant with every figure (req/s and payload GB/s),
 its p50 latencies, the load generator's own CPU time and voluntary sleeps per
 request (medians), the mean batch size and the jobs each device ran; then one
@@ -80,12 +84,20 @@ def ctl_json(bindir, sock, what):
 
 
 def main():
-    if len(sys.argv) < 5:
+    argv = sys.argv[1:]
+    split = argv[:1] == ["--split"]
+    if split:
+        argv = argv[1:]
+    if len(argv) < 4:
         sys.exit(__doc__)
-    bindir, pairs, load = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-    variants = [parse_variant(v) for v in sys.argv[4:]]
+    bindir, pairs, load = argv[0], int(argv[1]), argv[2].split()
+    variants = [parse_variant(v) for v in argv[3:]]
     cpus = sorted(os.sched_getaffinity(0) - irq_cpus()) or sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, cpus)
+    daemon_cpus = client_cpus = cpus
+    if split and len(cpus) >= 2:
+        daemon_cpus, client_cpus = cpus[:len(cpus) // 2], cpus[len(cpus) // 2:]
+    os.sched_setaffinity(0, daemon_cpus)
+    print(json.dumps({"daemon_cpus": daemon_cpus, "client_cpus": client_cpus}), flush=True)
 
     tmp = tempfile.mkdtemp(prefix="paired-ab.")
     procs = []
@@ -113,7 +125,8 @@ def main():
             for name, sock, _ in (procs if turn % 2 == 0 else procs[::-1]):
                 c = subprocess.Popen([os.path.join(bindir, "gpured-benchmark"), "-s", sock, "--json"]
                                      + load, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
+                                     text=True,
+                                     preexec_fn=lambda: os.sched_setaffinity(0, client_cpus))
                 out = c.stdout.read()
                 _, _, ru = os.wait4(c.pid, 0)
                 c.returncode = 0
