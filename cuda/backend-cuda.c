@@ -382,7 +382,6 @@ struct cuda_run {
  */
 struct cuda_done {
 	gr_job post;          /* status < 0: every job failed; errmsg says why */
-	cuda_backend *be;
 	cuda_ctx *ctx;        /* the context's own: give it back; else free this */
 	uint32_t nruns;
 	const cuda_run *runs;
@@ -575,6 +574,20 @@ static void cuda_answer(cuda_backend *be, const cuda_run *runs, uint32_t nruns, 
 		be->early->end();
 }
 
+static void cuda_done_init(cuda_done *dn, cuda_ctx *own, const cuda_run *runs, uint32_t nruns,
+			   const uint64_t *raw, int status, const char *why)
+{
+	dn->ctx = own;
+	dn->nruns = nruns;
+	dn->runs = runs;
+	dn->raw = raw;
+	dn->post.status = status;
+	if (status < 0)
+		snprintf(dn->post.errmsg, sizeof(dn->post.errmsg), "%s", why);
+	dn->post.done = cuda_done_run;
+	dn->post.userdata = dn;
+}
+
 /*
  * Hand a launch's jobs back through the context's own post: failed
  * (status < 0, why), or with the results in hout. The loop thread gives
@@ -582,18 +595,8 @@ static void cuda_answer(cuda_backend *be, const cuda_run *runs, uint32_t nruns, 
  */
 static void cuda_ctx_post(cuda_ctx *c, int status, const char *why)
 {
-	cuda_done *dn = c->own;
-	dn->be = c->dev->be;
-	dn->ctx = c;
-	dn->nruns = c->nruns;
-	dn->runs = c->runs;
-	dn->raw = c->hout;
-	dn->post.status = status;
-	if (status < 0)
-		snprintf(dn->post.errmsg, sizeof(dn->post.errmsg), "%s", why);
-	dn->post.done = cuda_done_run;
-	dn->post.userdata = dn;
-	gr_completion_post(dn->be->pub.cq, &dn->post);
+	cuda_done_init(c->own, c, c->runs, c->nruns, c->hout, status, why);
+	gr_completion_post(c->dev->be->pub.cq, &c->own->post);
 }
 
 /*
@@ -616,14 +619,7 @@ static void cuda_finish(cuda_ctx *c)
 	uint64_t *raw = (uint64_t *)((uint8_t *)runs + runs_bytes);
 	memcpy(runs, c->runs, runs_bytes);
 	memcpy(raw, c->hout, (size_t)c->njobs * sizeof(uint64_t));
-	dn->be = be;
-	dn->ctx = NULL;
-	dn->nruns = c->nruns;
-	dn->runs = runs;
-	dn->raw = raw;
-	dn->post.status = 0;
-	dn->post.done = cuda_done_run;
-	dn->post.userdata = dn;
+	cuda_done_init(dn, NULL, runs, c->nruns, raw, 0, NULL);
 	cuda_ctx_release(c);
 	/* the replies' sends come after the context is back */
 	cuda_answer(be, runs, dn->nruns, raw);
