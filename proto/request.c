@@ -38,13 +38,15 @@
 #define REQ_MAX_DEPTH 4u
 /* Method names up to this long are looked up; longer ones are unknown. */
 #define REQ_METHOD_MAX 32u
-/* Keys and op/dtype values up to this long are looked up. */
+/* Keys and op/dtype/kind values up to this long are looked up. */
 #define REQ_WORD_MAX 16u
+/* The longest body kept whole: map's device name and handle. */
+#define REQ_KEEP_MAX 64u
 
 typedef enum req_role {
 	ROLE_ENVELOPE, /* [0, msgid, method, params] or [2, method, params] */
 	ROLE_PARAMS,   /* params of a method we accept */
-	ROLE_MAP,      /* reduce's map: keys at even indexes, values at odd */
+	ROLE_MAP,      /* the params map: keys at even indexes, values at odd */
 	ROLE_DATA,     /* reduce's data as an array of numbers */
 	ROLE_SKIP,     /* anything read only to get past it */
 } req_role;
@@ -52,7 +54,7 @@ typedef enum req_role {
 typedef enum req_state {
 	ST_TOKEN,   /* reading a msgpack header */
 	ST_NEXT,    /* a value was accounted: close containers it completed (no bytes) */
-	ST_KEEP,    /* reading a short str body into word[] (split across feeds) */
+	ST_KEEP,    /* reading a short str or bin body into word[] (split across feeds) */
 	ST_SKIP,    /* discarding a str/bin body */
 	ST_PAYLOAD, /* copying a bin payload into the destination */
 	ST_ELEM,    /* a converted array element waits for room (no bytes) */
@@ -77,7 +79,30 @@ typedef enum req_key {
 	KEY_OP,
 	KEY_DTYPE,
 	KEY_DATA,
+	KEY_REGION,
+	KEY_OFFSET,
+	KEY_COUNT,
+	KEY_BYTES,
+	KEY_KIND,
+	KEY_DEVICE,
+	KEY_HANDLE,
+	KEY_N,
 } req_key;
+
+static const char *const key_names[KEY_N] = {
+	[KEY_OP] = "op",         [KEY_DTYPE] = "dtype",   [KEY_DATA] = "data",
+	[KEY_REGION] = "region", [KEY_OFFSET] = "offset", [KEY_COUNT] = "count",
+	[KEY_BYTES] = "bytes",   [KEY_KIND] = "kind",     [KEY_DEVICE] = "device",
+	[KEY_HANDLE] = "handle",
+};
+
+#define KEYBIT(k) (1u << (k))
+/* The keys each method's map takes, and how its messages list them. */
+#define REDUCE_KEYS                                                                                \
+	(KEYBIT(KEY_OP) | KEYBIT(KEY_DTYPE) | KEYBIT(KEY_DATA) | KEYBIT(KEY_REGION) |               \
+	 KEYBIT(KEY_OFFSET) | KEYBIT(KEY_COUNT))
+#define MAP_KEYS (KEYBIT(KEY_BYTES) | KEYBIT(KEY_KIND) | KEYBIT(KEY_DEVICE) | KEYBIT(KEY_HANDLE))
+#define UNMAP_KEYS KEYBIT(KEY_REGION)
 
 typedef struct req_frame {
 	req_role role;
@@ -96,7 +121,7 @@ struct gr_req_parser {
 	uint8_t hdr[9]; /* a header split across feeds */
 	unsigned hdr_len;
 	uint64_t body_left; /* ST_KEEP, ST_SKIP, ST_PAYLOAD */
-	char word[REQ_METHOD_MAX];
+	char word[REQ_KEEP_MAX];
 	uint32_t word_len;
 	req_slot word_slot; /* where the word being kept goes */
 
@@ -107,6 +132,7 @@ struct gr_req_parser {
 	uint32_t method_len;
 	char method_word[REQ_METHOD_MAX];
 	req_key key;
+	unsigned keys_seen; /* KEYBITs of the params map's keys so far */
 
 	uint8_t *dst;
 	size_t cap, off;
@@ -172,6 +198,7 @@ static void req_begin(gr_req_parser *p)
 	p->method_unknown = false;
 	p->method_len = 0;
 	p->key = KEY_NONE;
+	p->keys_seen = 0;
 	p->dst = NULL;
 	p->cap = 0;
 	p->off = 0;
@@ -274,13 +301,79 @@ static void req_skip_value(gr_req_parser *p, const gr_mp_token *t)
 
 static const char *key_name(req_key k)
 {
-	return k == KEY_OP ? "op" : k == KEY_DTYPE ? "dtype" : "data";
+	return (unsigned)k < KEY_N && key_names[k] ? key_names[k] : "?";
+}
+
+static unsigned method_keys(gr_method m)
+{
+	return m == GR_METHOD_REDUCE ? REDUCE_KEYS : m == GR_METHOD_MAP ? MAP_KEYS
+		: m == GR_METHOD_UNMAP ? UNMAP_KEYS : 0;
+}
+
+/* "op, dtype, data, ..." for a method's messages. */
+static const char *method_key_list(gr_method m)
+{
+	switch (m) {
+	case GR_METHOD_REDUCE:
+		return "op, dtype, and data or region, offset, count";
+	case GR_METHOD_MAP:
+		return "bytes, kind, device, handle";
+	case GR_METHOD_UNMAP:
+		return "region";
+	default:
+		return "none";
+	}
+}
+
+static void req_map_end_map(gr_req_parser *p)
+{
+	const gr_req *r = &p->req;
+
+	if (!r->has_bytes)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'bytes'");
+	else if (r->bytes == 0)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'bytes' must be at least 1");
+	else if (r->kind == GR_MAP_HOST && (r->has_device || r->has_handle))
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' is only for kind cuda or cuda_ipc",
+			 r->has_device ? "device" : "handle");
+	else if (r->kind != GR_MAP_HOST && !r->has_device)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "kind %s needs 'device' (a GPU's UUID or PCI bus id)",
+			 gr_map_kind_name(r->kind));
+	else if (r->kind == GR_MAP_CUDA_IPC && !r->has_handle)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "kind cuda_ipc needs 'handle' (%u bytes)",
+			 GR_REQ_HANDLE_BYTES);
+	else if (r->kind == GR_MAP_CUDA && r->has_handle)
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "kind cuda takes its handle as a file descriptor, not 'handle'");
 }
 
 static void req_map_end(gr_req_parser *p)
 {
 	const gr_req *r = &p->req;
 
+	if (r->method == GR_METHOD_MAP) {
+		req_map_end_map(p);
+		return;
+	}
+	if (r->method == GR_METHOD_UNMAP) {
+		if (!r->has_region)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'region'");
+		return;
+	}
+	if (r->has_region || r->has_offset || r->has_count) {
+		if (!r->has_op)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'op'");
+		else if (!r->has_dtype)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'dtype'");
+		else if (r->has_data)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'data' and 'region' exclude each other");
+		else if (!r->has_region)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' needs 'region'",
+				 r->has_offset ? "offset" : "count");
+		else if (!r->has_count)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'count' (elements to reduce)");
+		return;
+	}
 	if (!r->has_op)
 		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'op'");
 	else if (!r->has_dtype)
@@ -496,15 +589,18 @@ static void req_on_params(gr_req_parser *p, const gr_mp_token *t)
 		if (p->method_len <= REQ_METHOD_MAX)
 			req_fail(p, GR_ERR_UNKNOWN_METHOD, "unknown method '%s'",
 				 printable(p->method_word, p->method_len, q));
-	} else if (p->req.method == GR_METHOD_REDUCE) {
+	} else if (method_keys(p->req.method)) {
 		if (t->len != 1)
 			req_fail(p, GR_ERR_INVALID_PARAMS,
-				 "reduce takes exactly one parameter, a map with keys op, dtype, data");
+				 "%s takes exactly one parameter, a map with keys %s", name,
+				 method_key_list(p->req.method));
 	} else if (t->len != 0) {
 		req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' takes no parameters", name);
 	}
 	req_push(p, p->skipping ? ROLE_SKIP : ROLE_PARAMS, t->len);
 }
+
+static void req_on_value(gr_req_parser *p, const gr_mp_token *t);
 
 static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 {
@@ -569,8 +665,8 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 
 	case SLOT_PARAM:
 		if (t->type != GR_MP_MAP) {
-			req_fail(p, GR_ERR_INVALID_PARAMS,
-				 "reduce's parameter must be a map with keys op, dtype, data");
+			req_fail(p, GR_ERR_INVALID_PARAMS, "%s's parameter must be a map with keys %s",
+				 gr_method_name(p->req.method), method_key_list(p->req.method));
 			req_skip_value(p, t);
 			return;
 		}
@@ -579,7 +675,8 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 
 	case SLOT_KEY:
 		if (t->type != GR_MP_STR) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "map keys must be strings (op, dtype, data)");
+			req_fail(p, GR_ERR_INVALID_PARAMS, "map keys must be strings (%s)",
+				 method_key_list(p->req.method));
 			req_skip_value(p, t);
 		} else if (t->len > REQ_WORD_MAX) {
 			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key (a string of %" PRIu32 " bytes)", t->len);
@@ -590,18 +687,7 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 		return;
 
 	case SLOT_VALUE:
-		if (p->key == KEY_DATA) {
-			req_on_data(p, t);
-		} else if (t->type != GR_MP_STR) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be a string", key_name(p->key));
-			req_skip_value(p, t);
-		} else if (t->len > REQ_WORD_MAX) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown %s (a string of %" PRIu32 " bytes)",
-				 key_name(p->key), t->len);
-			req_body(p, ST_SKIP, t->len);
-		} else {
-			req_keep(p, SLOT_VALUE, t->len);
-		}
+		req_on_value(p, t);
 		return;
 
 	case SLOT_ELEM:
@@ -614,6 +700,86 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 	}
 }
 
+/* An unsigned integer value (region, offset, count, bytes). */
+static void req_on_uint(gr_req_parser *p, const gr_mp_token *t)
+{
+	gr_req *r = &p->req;
+
+	if (t->type != GR_MP_UINT) {
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be an unsigned integer",
+			 key_name(p->key));
+		req_skip_value(p, t);
+		return;
+	}
+	switch (p->key) {
+	case KEY_REGION:
+		r->region = t->u.u;
+		r->has_region = true;
+		break;
+	case KEY_OFFSET:
+		r->offset = t->u.u;
+		r->has_offset = true;
+		break;
+	case KEY_COUNT:
+		r->count = t->u.u;
+		r->has_count = true;
+		break;
+	default:
+		r->bytes = t->u.u;
+		r->has_bytes = true;
+		break;
+	}
+	req_value_done(p);
+}
+
+static void req_on_value(gr_req_parser *p, const gr_mp_token *t)
+{
+	switch (p->key) {
+	case KEY_DATA:
+		req_on_data(p, t);
+		return;
+	case KEY_REGION:
+	case KEY_OFFSET:
+	case KEY_COUNT:
+	case KEY_BYTES:
+		req_on_uint(p, t);
+		return;
+	case KEY_HANDLE:
+		if (t->type != GR_MP_BIN || t->len != GR_REQ_HANDLE_BYTES) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'handle' must be a bin of %u bytes",
+				 GR_REQ_HANDLE_BYTES);
+			req_skip_value(p, t);
+		} else {
+			req_keep(p, SLOT_VALUE, t->len);
+		}
+		return;
+	case KEY_DEVICE:
+		if (t->type != GR_MP_STR) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'device' must be a string");
+			req_skip_value(p, t);
+		} else if (t->len > GR_REQ_DEVICE_MAX) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'device' is longer than %u bytes",
+				 GR_REQ_DEVICE_MAX);
+			req_body(p, ST_SKIP, t->len);
+		} else {
+			req_keep(p, SLOT_VALUE, t->len);
+		}
+		return;
+	default: /* op, dtype, kind: short words */
+		if (t->type != GR_MP_STR) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be a string", key_name(p->key));
+			req_skip_value(p, t);
+		} else if (t->len > REQ_WORD_MAX) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown %s (a string of %" PRIu32 " bytes)",
+				 key_name(p->key), t->len);
+			req_body(p, ST_SKIP, t->len);
+		} else {
+			req_keep(p, SLOT_VALUE, t->len);
+		}
+		return;
+	}
+}
+
 /*
  * Word lookups by length, then bytes: the wire names of types.c (every
  * one of them is exercised by tests/proto/test-request.c).
@@ -621,6 +787,10 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 static gr_method req_match_method(const char *w, size_t n)
 {
 	switch (n) {
+	case 3:
+		if (memcmp(w, "map", 3) == 0)
+			return GR_METHOD_MAP;
+		break;
 	case 4:
 		if (memcmp(w, "ping", 4) == 0)
 			return GR_METHOD_PING;
@@ -630,6 +800,8 @@ static gr_method req_match_method(const char *w, size_t n)
 	case 5:
 		if (memcmp(w, "stats", 5) == 0)
 			return GR_METHOD_STATS;
+		if (memcmp(w, "unmap", 5) == 0)
+			return GR_METHOD_UNMAP;
 		break;
 	case 6:
 		if (memcmp(w, "reduce", 6) == 0)
@@ -649,13 +821,41 @@ static req_key req_match_key(const char *w, size_t n)
 	case 4:
 		if (memcmp(w, "data", 4) == 0)
 			return KEY_DATA;
+		if (memcmp(w, "kind", 4) == 0)
+			return KEY_KIND;
 		break;
 	case 5:
 		if (memcmp(w, "dtype", 5) == 0)
 			return KEY_DTYPE;
+		if (memcmp(w, "count", 5) == 0)
+			return KEY_COUNT;
+		if (memcmp(w, "bytes", 5) == 0)
+			return KEY_BYTES;
+		break;
+	case 6:
+		if (memcmp(w, "region", 6) == 0)
+			return KEY_REGION;
+		if (memcmp(w, "offset", 6) == 0)
+			return KEY_OFFSET;
+		if (memcmp(w, "device", 6) == 0)
+			return KEY_DEVICE;
+		if (memcmp(w, "handle", 6) == 0)
+			return KEY_HANDLE;
 		break;
 	}
 	return KEY_NONE;
+}
+
+static bool req_match_kind(const char *w, size_t n, gr_map_kind *ret)
+{
+	for (int k = 0; k < GR_MAP_N; k++) {
+		const char *name = gr_map_kind_name((gr_map_kind)k);
+		if (strlen(name) == n && memcmp(w, name, n) == 0) {
+			*ret = (gr_map_kind)k;
+			return true;
+		}
+	}
+	return false;
 }
 
 static bool req_match_op(const char *w, size_t n, gr_op *ret)
@@ -722,20 +922,35 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 
 	case SLOT_KEY: {
 		req_key k = req_match_key(w, n);
-		bool dup = (k == KEY_OP && r->has_op) || (k == KEY_DTYPE && r->has_dtype) ||
-			   (k == KEY_DATA && r->has_data);
 
-		if (k == KEY_NONE)
-			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key '%s' (keys are op, dtype, data)",
-				 printable(w, n, q));
-		else if (dup)
+		if (k == KEY_NONE || !(method_keys(r->method) & KEYBIT(k)))
+			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key '%s' (%s's keys are %s)",
+				 printable(w, n, q), gr_method_name(r->method),
+				 method_key_list(r->method));
+		else if (p->keys_seen & KEYBIT(k))
 			req_fail(p, GR_ERR_INVALID_PARAMS, "duplicate key '%s'", key_name(k));
+		p->keys_seen |= KEYBIT(k);
 		p->key = k;
 		break;
 	}
 
 	case SLOT_VALUE:
-		if (p->key == KEY_OP) {
+		if (p->key == KEY_DEVICE) {
+			memcpy(r->device, w, n);
+			r->device[n] = '\0';
+			r->device_len = (uint32_t)n;
+			r->has_device = true;
+		} else if (p->key == KEY_HANDLE) {
+			memcpy(r->handle, w, n);
+			r->has_handle = true;
+		} else if (p->key == KEY_KIND) {
+			if (req_match_kind(w, n, &r->kind))
+				r->has_kind = true;
+			else
+				req_fail(p, GR_ERR_INVALID_PARAMS,
+					 "unknown kind '%s' (kinds are host, cuda, cuda_ipc)",
+					 printable(w, n, q));
+		} else if (p->key == KEY_OP) {
 			if (req_match_op(w, n, &r->op))
 				r->has_op = true;
 			else

@@ -32,6 +32,11 @@ typedef enum gr_req_event {
 	GR_REQ_FATAL,     /* the stream is unusable: reply req->err (msgid 0 if unknown) and close */
 } gr_req_event;
 
+/* map's "device": a GPU's UUID ("GPU-…") or PCI bus id, at most this long. */
+#define GR_REQ_DEVICE_MAX 63u
+/* map's "handle": a cudaIpcMemHandle_t. */
+#define GR_REQ_HANDLE_BYTES 64u
+
 typedef struct gr_req {
 	uint32_t msgid;
 	bool has_msgid;
@@ -45,8 +50,21 @@ typedef struct gr_req {
 	uint64_t data_bytes; /* payload size in staging: bin length, or count * dtype size */
 	uint64_t data_done;  /* payload bytes written to destinations so far */
 
+	/* reduce by region (in place of data), map, unmap */
+	bool has_region, has_offset, has_count, has_bytes, has_kind, has_device, has_handle;
+	gr_map_kind kind;    /* GR_MAP_HOST unless given */
+	uint64_t region;     /* reduce, unmap */
+	uint64_t offset;     /* reduce: bytes into the region (0 unless given) */
+	uint64_t count;      /* reduce: elements */
+	uint64_t bytes;      /* map */
+	uint32_t device_len;
+
 	gr_err err;          /* GR_OK unless ERROR/FATAL */
 	char errmsg[200];
+	/* map: valid only where has_device / has_handle say (not cleared
+	 * between requests) */
+	char device[GR_REQ_DEVICE_MAX + 1]; /* NUL-terminated */
+	uint8_t handle[GR_REQ_HANDLE_BYTES];
 } gr_req;
 
 typedef struct gr_req_limits {

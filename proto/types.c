@@ -31,6 +31,14 @@ static const char *const method_names[] = {
 	[GR_METHOD_STATS] = "stats",
 	[GR_METHOD_INFO] = "info",
 	[GR_METHOD_PING] = "ping",
+	[GR_METHOD_MAP] = "map",
+	[GR_METHOD_UNMAP] = "unmap",
+};
+
+static const char *const map_kind_names[GR_MAP_N] = {
+	[GR_MAP_HOST] = "host",
+	[GR_MAP_CUDA] = "cuda",
+	[GR_MAP_CUDA_IPC] = "cuda_ipc",
 };
 
 #define N_METHODS (sizeof(method_names) / sizeof(method_names[0]))
@@ -61,6 +69,11 @@ const char *gr_err_name(gr_err err)
 const char *gr_method_name(gr_method m)
 {
 	return (unsigned)m < N_METHODS ? method_names[m] : NULL;
+}
+
+const char *gr_map_kind_name(gr_map_kind k)
+{
+	return (unsigned)k < GR_MAP_N ? map_kind_names[k] : NULL;
 }
 
 bool gr_op_parse(const char *s, size_t len, gr_op *ret)

@@ -47,7 +47,17 @@ typedef enum gr_method {
 	GR_METHOD_STATS,
 	GR_METHOD_INFO,
 	GR_METHOD_PING,
+	GR_METHOD_MAP,
+	GR_METHOD_UNMAP,
 } gr_method;
+
+/* What a map request hands over (its "kind"). */
+typedef enum gr_map_kind {
+	GR_MAP_HOST,     /* a sealed memfd of host memory (the default) */
+	GR_MAP_CUDA,     /* a CUDA allocation exported as a POSIX fd */
+	GR_MAP_CUDA_IPC, /* a legacy cudaIpcMemHandle_t */
+	GR_MAP_N,
+} gr_map_kind;
 
 /* The kind of number a result carries on the wire. */
 typedef enum gr_kind {
@@ -70,6 +80,7 @@ const char *gr_op_name(gr_op op);
 const char *gr_dtype_name(gr_dtype dt);
 const char *gr_err_name(gr_err err);
 const char *gr_method_name(gr_method m);
+const char *gr_map_kind_name(gr_map_kind k);
 
 /* Parse a wire name of len bytes (not NUL-terminated); false if unknown. */
 bool gr_op_parse(const char *s, size_t len, gr_op *ret);

@@ -137,8 +137,27 @@ static void h_log_request(harness *h, const char *what)
 	const gr_req *r = gr_req_parser_req(h->p);
 	char data[80] = "";
 
+	if (r->method == GR_METHOD_MAP) {
+		char hx[16] = "";
+		if (r->has_handle)
+			sprintf(hx, " h=%08" PRIx32, h_fnv(r->handle, sizeof(r->handle)));
+		h_log(h, "%s %" PRIu32 " map %" PRIu64 " %s%s%s%s", what, r->msgid, r->bytes,
+		      gr_map_kind_name(r->kind), r->has_device ? " " : "",
+		      r->has_device ? r->device : "", hx);
+		return;
+	}
+	if (r->method == GR_METHOD_UNMAP) {
+		h_log(h, "%s %" PRIu32 " unmap %" PRIu64, what, r->msgid, r->region);
+		return;
+	}
 	if (r->method != GR_METHOD_REDUCE) {
 		h_log(h, "%s %" PRIu32 " %s", what, r->msgid, gr_method_name(r->method));
+		return;
+	}
+	if (r->has_region) {
+		h_log(h, "%s %" PRIu32 " reduce %s %s region %" PRIu64 " @%" PRIu64 " #%" PRIu64,
+		      what, r->msgid, gr_op_name(r->op), gr_dtype_name(r->dtype), r->region,
+		      r->offset, r->count);
 		return;
 	}
 	CHECK(r->data_done == h->data_len);
@@ -188,7 +207,9 @@ static void h_event(harness *h, gr_req_event ev)
 		CHECK(r->err == GR_OK && r->has_msgid);
 		h_flush(h);
 		if (r->method == GR_METHOD_REDUCE)
-			CHECK(r->has_op && r->has_dtype && r->has_data && r->data_done == r->data_bytes);
+			CHECK(r->has_op && r->has_dtype &&
+			      (r->has_region ? !r->has_data && r->has_count
+					     : r->has_data && r->data_done == r->data_bytes));
 		h_log_request(h, "DONE");
 		h->done_at[h->n_done++] = h->pos;
 		h->data_len = 0;
