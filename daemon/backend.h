@@ -118,6 +118,15 @@ typedef struct gr_backend_ops {
 	 * completion queue (gr_completion_drain) before it frees it, and so
 	 * may call done() of the daemon's jobs from here. */
 	void (*free)(gr_backend *b);
+	/* Optional (NULL where jobs read any memory at full speed, as on
+	 * the CPU): prepare host memory outside staging that jobs will read,
+	 * a client's mapped region (daemon/region.h), e.g. pin it for DMA.
+	 * Returns 0 and what unregister_host() takes back once no job reads
+	 * it any more, or a negative errno and why; jobs may read it either
+	 * way, only more slowly when it failed. Loop thread. */
+	int (*register_host)(gr_backend *b, const void *p, size_t bytes, void **ret_reg, char *why,
+			     size_t whylen);
+	void (*unregister_host)(gr_backend *b, void *reg);
 } gr_backend_ops;
 
 struct gr_backend {

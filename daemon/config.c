@@ -20,6 +20,9 @@ void gr_config_init(gr_config *c)
 		.backend = GR_BACKEND_AUTO,
 		.max_request_bytes = 1 * GiB,
 		.max_connections = 1024,
+		.max_regions = 64,
+		.max_mapped_bytes = 16 * GiB,
+		.max_mapped_bytes_total = 64 * GiB,
 		.inline_max_bytes = SIZE_MAX,
 		.small_max_bytes = 256 * KiB,
 		.max_inflight_bytes = 16 * MiB,
@@ -141,6 +144,9 @@ enum {
 	OPT_BACKEND,
 	OPT_MAX_REQUEST_BYTES,
 	OPT_MAX_CONNECTIONS,
+	OPT_MAX_REGIONS,
+	OPT_MAX_MAPPED_BYTES,
+	OPT_MAX_MAPPED_BYTES_TOTAL,
 	OPT_STAGING_BYTES,
 	OPT_CHUNK_BYTES,
 	OPT_THREADS,
@@ -170,6 +176,9 @@ static const struct option options[] = {
 	{"backend", required_argument, NULL, OPT_BACKEND},
 	{"max-request-bytes", required_argument, NULL, OPT_MAX_REQUEST_BYTES},
 	{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+	{"max-regions", required_argument, NULL, OPT_MAX_REGIONS},
+	{"max-mapped-bytes", required_argument, NULL, OPT_MAX_MAPPED_BYTES},
+	{"max-mapped-bytes-total", required_argument, NULL, OPT_MAX_MAPPED_BYTES_TOTAL},
 	{"staging-bytes", required_argument, NULL, OPT_STAGING_BYTES},
 	{"chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES},
 	{"threads", required_argument, NULL, OPT_THREADS},
@@ -205,6 +214,9 @@ void gr_config_usage(FILE *f)
 		"  --backend auto|cuda|cpu    compute backend (default auto: CUDA if a GPU works)\n"
 		"  --max-request-bytes N      larger data is refused with too_large (default 1G)\n"
 		"  --max-connections N        more connections get busy (default 1024)\n"
+		"  --max-regions N            shared-memory regions one connection may map (64)\n"
+		"  --max-mapped-bytes N       bytes one connection may map (16G)\n"
+		"  --max-mapped-bytes-total N bytes all connections together may map (64G)\n"
 		"  --staging-bytes N          staging memory (default: cpu 64M, cuda 256M)\n"
 		"  --chunk-bytes N            slot and chunk size, a multiple of 256K\n"
 		"  --threads N                CPU worker threads (default: one per CPU)\n"
@@ -263,6 +275,12 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return set_u64(arg, UINT32_MAX, &c->max_request_bytes);
 	case OPT_MAX_CONNECTIONS:
 		return parse_uint(arg, 10, 1000000, &c->max_connections);
+	case OPT_MAX_REGIONS:
+		return parse_uint(arg, 10, 1000000, &c->max_regions);
+	case OPT_MAX_MAPPED_BYTES:
+		return set_u64(arg, UINT64_MAX, &c->max_mapped_bytes);
+	case OPT_MAX_MAPPED_BYTES_TOTAL:
+		return set_u64(arg, UINT64_MAX, &c->max_mapped_bytes_total);
 	case OPT_STAGING_BYTES:
 		return set_size(arg, 64 * GiB, &c->staging_bytes);
 	case OPT_CHUNK_BYTES:

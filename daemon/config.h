@@ -23,6 +23,9 @@ typedef struct gr_config {
 	gr_backend_kind backend;
 	uint64_t max_request_bytes; /* 1 GiB */
 	unsigned max_connections;   /* 1024 */
+	unsigned max_regions;       /* per connection: shared-memory regions mapped at once */
+	uint64_t max_mapped_bytes;  /* per connection: their bytes */
+	uint64_t max_mapped_bytes_total; /* the whole daemon's */
 	size_t staging_bytes;       /* 0: the backend's default */
 	size_t chunk_bytes;         /* 0: the backend's default */
 	unsigned threads;           /* 0: one per CPU */

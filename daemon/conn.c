@@ -1,13 +1,17 @@
 /*
  * One client connection: reads into a small envelope buffer or, while a
  * bin payload is arriving, straight into staging; feeds the request parser;
- * runs the chunk pipeline of each reduce; queues replies.
+ * runs the chunk pipeline of each reduce (of data that came over the
+ * socket, or of a mapped region); queues replies.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -49,6 +53,7 @@ static void request_free(gr_request *req)
 	}
 	req->srv->stats.inflight--;
 	req->direct = gr_direct_unref(req->direct);
+	req->region = gr_region_unref(req->region);
 	gr_server_request_put(req->srv, req);
 }
 
@@ -114,7 +119,8 @@ static void request_settle(gr_request *req)
 {
 	gr_conn *c = req->conn;
 
-	if (!(req->received || req->failed) || req->filling || req->ncombined != req->nsubmitted)
+	if (!(req->received || req->failed) || req->filling || req->ncombined != req->nsubmitted ||
+	    (req->region_left > 0 && !req->failed))
 		return;
 	if (c && !req->failed) {
 		if (req->answered)
@@ -147,6 +153,8 @@ static void request_fail(gr_request *req, bool reply, gr_err code, const char *m
 	}
 	request_settle(req);
 }
+
+static void request_region_pump(gr_request *req);
 
 static void chunk_done(gr_job *job)
 {
@@ -196,6 +204,8 @@ static void chunk_done(gr_job *job)
 	}
 	if (c && c->stall == GR_STALL_CHUNKS)
 		gr_server_mark_ready(c->srv, c);
+	if (req->region_left > 0 && !req->failed)
+		request_region_pump(req);
 	request_settle(req);
 	if (broken) {
 		/* c is freed only from its close callback, a later phase */
@@ -233,6 +243,41 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 		gr_server_batch_add(req->srv, &ch->job, ch->slot);
 	else
 		gr_server_submit(req->srv, &ch->job);
+}
+
+/*
+ * Submit the next chunks of a reduce of a mapped region. They are cut
+ * where a socket request's of the same size would be (staging slots), so
+ * the bits are the same, and its data are all there already, so as many
+ * go out as one request may have in flight; each one back sends the
+ * next. A request whose connection is gone submits no more.
+ */
+static void request_region_pump(gr_request *req)
+{
+	size_t slot = req->srv->staging.slot_bytes;
+
+	if (!req->conn) {
+		req->region_left = 0;
+		req->failed = true;
+		return;
+	}
+	while (req->region_left > 0 && req->nsubmitted - req->ncombined < GR_REQUEST_CHUNKS_MAX) {
+		gr_chunk *ch = &req->chunks[req->nsubmitted % GR_REQUEST_CHUNKS_MAX];
+		uint64_t take = req->region_left < slot ? req->region_left : slot;
+		uint64_t start = req->data_bytes - req->region_left;
+
+		ch->slot = NULL;
+		ch->done = false;
+		ch->job.data = req->region_next;
+		/* counted against the connection's in-flight bytes, like staging */
+		ch->staged = (size_t)take;
+		req->conn->staged_bytes += take;
+		req->filling = ch;
+		req->filling_start = start;
+		req->region_next += take;
+		req->region_left -= take;
+		request_submit_filling(req, start + take);
+	}
 }
 
 /* Find staging for the next part of the current request's data and point
@@ -358,6 +403,103 @@ static void conn_begin_data(gr_conn *c, const gr_req *preq)
 	c->need_dest = true;
 }
 
+/* ---- map, unmap, and reduce by region (daemon/region.h) ---- */
+
+static void conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
+{
+	gr_server *s = c->srv;
+	gr_region *r;
+	char why[256];
+	int w;
+
+	if (nfd != 1 || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		if (nfd == 0)
+			conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+					 "map needs one file descriptor, sent in SCM_RIGHTS with the "
+					 "request's bytes");
+		else
+			conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+					 "map takes exactly one file descriptor; %u came", nfd);
+		return;
+	}
+	gr_err e = gr_region_map(s, &c->regions, preq, fd, &r, why, sizeof(why));
+	if (e != GR_OK) {
+		conn_reply_error(c, preq->msgid, e, "%s", why);
+		return;
+	}
+	if ((w = gr_msg_write_response_header(&c->wbuf, preq->msgid)) >= 0 &&
+	    (w = gr_mpw_map(&c->wbuf, 2)) >= 0 && (w = gr_mpw_cstr(&c->wbuf, "region")) >= 0 &&
+	    (w = gr_mpw_uint(&c->wbuf, r->id)) >= 0 && (w = gr_mpw_cstr(&c->wbuf, "bytes")) >= 0)
+		w = gr_mpw_uint(&c->wbuf, r->bytes);
+	if (w < 0) {
+		gr_conn_close(c);
+		return;
+	}
+	s->stats.requests++;
+	gr_server_mark_dirty(s, c);
+}
+
+static void conn_unmap(gr_conn *c, const gr_req *preq)
+{
+	if (!gr_region_unmap(&c->regions, preq->region)) {
+		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "unknown region %" PRIu64 " (none such is mapped on this connection)",
+				 preq->region);
+		return;
+	}
+	if (gr_msg_write_response_header(&c->wbuf, preq->msgid) < 0 ||
+	    gr_mpw_bool(&c->wbuf, true) < 0) {
+		gr_conn_close(c);
+		return;
+	}
+	c->srv->stats.requests++;
+	gr_server_mark_dirty(c->srv, c);
+}
+
+static void conn_reduce_region(gr_conn *c, const gr_req *preq)
+{
+	gr_region *r = gr_region_find(&c->regions, preq->region);
+	size_t size = gr_dtype_size(preq->dtype);
+
+	if (!r) {
+		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "unknown region %" PRIu64 " (none such is mapped on this connection)",
+				 preq->region);
+		return;
+	}
+	/* offset + count * size <= bytes, with nothing allowed to wrap */
+	if (preq->offset > r->bytes || preq->count > (r->bytes - preq->offset) / size) {
+		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "offset %" PRIu64 " and count %" PRIu64 " (%s, %zu bytes each) reach "
+				 "past the end of region %" PRIu64 " (%zu bytes)",
+				 preq->offset, preq->count, gr_dtype_name(preq->dtype), size, r->id,
+				 r->bytes);
+		return;
+	}
+	gr_request *req = request_new(c, preq);
+	if (!req) {
+		conn_reply_error(c, preq->msgid, GR_ERR_INTERNAL, "out of memory");
+		return;
+	}
+	req->op = preq->op;
+	req->dtype = preq->dtype;
+	req->received = true;
+	req->data_bytes = preq->count * size;
+	req->region = gr_region_ref(r);
+	req->region_next = r->base + preq->offset;
+	req->region_left = req->data_bytes;
+	c->srv->stats.bytes_shm += req->data_bytes;
+	if (req->data_bytes == 0) {
+		gr_partial_identity(req->op, req->dtype, &req->acc);
+		req->result = &req->acc;
+	} else {
+		request_region_pump(req);
+	}
+	request_settle(req);
+}
+
 /* Handle one parser event; false stops processing (stalled or closing). */
 static bool conn_on_event(gr_conn *c, gr_req_event ev)
 {
@@ -389,8 +531,30 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 		request_submit_filling(req, preq->data_done);
 		c->need_dest = true;
 		break;
-	case GR_REQ_DONE:
-		if (preq->method != GR_METHOD_REDUCE) {
+	case GR_REQ_DONE: {
+		int fd;
+		unsigned nfd = gr_fdq_take(&c->fds, c->in_parsed, &fd);
+		if (preq->method == GR_METHOD_MAP) {
+			conn_map(c, preq, nfd, fd);
+			break;
+		}
+		if (nfd > 0) {
+			if (fd >= 0)
+				close(fd);
+			static const char msg[] = "a file descriptor came with a request that takes none";
+			if (req) {
+				c->cur = NULL;
+				request_fail(req, /* reply= */ true, GR_ERR_INVALID_PARAMS, msg);
+			} else {
+				conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS, "%s", msg);
+			}
+			break;
+		}
+		if (preq->method == GR_METHOD_UNMAP) {
+			conn_unmap(c, preq);
+		} else if (preq->method == GR_METHOD_REDUCE && preq->has_region) {
+			conn_reduce_region(c, preq);
+		} else if (preq->method != GR_METHOD_REDUCE) {
 			conn_reply_method(c, preq);
 		} else if (req) {
 			c->cur = NULL;
@@ -406,7 +570,11 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 			request_settle(req);
 		}
 		break;
-	case GR_REQ_ERROR:
+	}
+	case GR_REQ_ERROR: {
+		int fd;
+		if (gr_fdq_take(&c->fds, c->in_parsed, &fd) > 0 && fd >= 0)
+			close(fd);
 		if (req) {
 			c->cur = NULL;
 			request_fail(req, /* reply= */ true, preq->err, preq->errmsg);
@@ -414,6 +582,7 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 			conn_reply_error(c, preq->msgid, preq->err, "%s", preq->errmsg);
 		}
 		break;
+	}
 	case GR_REQ_FATAL:
 		log_debug("closing a connection: %s", preq->errmsg);
 		if (req) {
@@ -446,9 +615,10 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 
 /* ---- reading ---- */
 
-static void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* Where the next read goes: straight into staging while a payload is
+ * arriving and the envelope buffer is drained, else that buffer. */
+static void conn_read_buf(gr_conn *c, uv_buf_t *buf)
 {
-	gr_conn *c = h->data;
 	void *p;
 	size_t n;
 
@@ -471,21 +641,21 @@ static void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void conn_read_stop(gr_conn *c)
 {
 	if (c->reading) {
-		uv_read_stop((uv_stream_t *)&c->pipe);
+		uv_poll_stop(&c->poll);
 		c->reading = false;
 	}
 }
 
-static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+/* nread bytes arrived where conn_read_buf() said (0: the end of the
+ * stream; negative: an errno). */
+static void conn_on_read(gr_conn *c, ssize_t nread)
 {
-	gr_conn *c = stream->data;
-
-	if (nread == 0)
-		return;
-	if (nread < 0) {
+	if (nread <= 0) {
 		conn_read_stop(c);
-		if (nread != UV_EOF) {
-			log_debug("connection error: %s", uv_strerror((int)nread));
+		if (nread < 0) {
+			log_debug("connection error: %s",
+				  nread == -EMFILE ? "too many file descriptors sent at once"
+						   : strerror((int)-nread));
 			gr_conn_close(c);
 			return;
 		}
@@ -498,10 +668,12 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
 		conn_maybe_close(c);
 		return;
 	}
+	c->in_read += (uint64_t)nread;
 	c->srv->stats.bytes_in += (uint64_t)nread;
 	c->srv->now_ns = uv_hrtime();
 	if (c->read_staging) {
 		c->read_staging = false;
+		c->in_parsed += (uint64_t)nread;
 		gr_req_event ev = gr_req_parser_commit(c->parser, (size_t)nread);
 		if (!conn_on_event(c, ev)) {
 			conn_read_stop(c);
@@ -511,6 +683,47 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
 		c->rlen += (size_t)nread;
 	}
 	gr_conn_pump(c);
+}
+
+/* Reads per wake-up at most, as libuv's own streams do. */
+#define CONN_READS_PER_POLL 32
+
+static void conn_poll_cb(uv_poll_t *h, int status, int events)
+{
+	gr_conn *c = h->data;
+
+	if (status < 0) {
+		log_debug("connection error: %s", uv_strerror(status));
+		gr_conn_close(c);
+		return;
+	}
+	for (int k = 0; k < CONN_READS_PER_POLL && c->reading && !c->closing; k++) {
+		uv_buf_t b;
+		conn_read_buf(c, &b);
+		if (b.len == 0) {
+			c->read_staging = false;
+			return;
+		}
+		ssize_t n = gr_fdpass_recv(c->rfd, b.base, b.len, &c->fds, c->in_read);
+		if (n == -EAGAIN) {
+			c->read_staging = false;
+			return;
+		}
+		conn_on_read(c, n);
+		/* a short read drained the socket */
+		if (n < (ssize_t)b.len)
+			return;
+	}
+}
+
+/* Descriptors that came with bytes the parser read and reported nothing
+ * for (a notification's) are closed. */
+static void conn_drop_stray_fds(gr_conn *c)
+{
+	int fd;
+	if (c->fds.n && gr_req_parser_idle(c->parser) &&
+	    gr_fdq_take(&c->fds, c->in_parsed, &fd) > 0 && fd >= 0)
+		close(fd);
 }
 
 void gr_conn_pump(gr_conn *c)
@@ -542,6 +755,7 @@ void gr_conn_pump(gr_conn *c)
 		gr_req_event ev;
 		size_t n = gr_req_parser_feed(c->parser, c->rbuf + c->rpos, c->rlen - c->rpos, &ev);
 		c->rpos += n;
+		c->in_parsed += n;
 		if (!conn_on_event(c, ev)) {
 			conn_read_stop(c);
 			return;
@@ -549,12 +763,13 @@ void gr_conn_pump(gr_conn *c)
 		if (ev == GR_REQ_NEED_MORE)
 			break;
 	}
+	conn_drop_stray_fds(c);
 	if (c->eof || c->closing) {
 		conn_maybe_close(c);
 		return;
 	}
 	if (!c->reading) {
-		int r = uv_read_start((uv_stream_t *)&c->pipe, conn_alloc_cb, conn_read_cb);
+		int r = uv_poll_start(&c->poll, UV_READABLE, conn_poll_cb);
 		if (r < 0) {
 			log_warning("cannot read from a connection: %s", uv_strerror(r));
 			gr_conn_close(c);
@@ -677,11 +892,16 @@ static void conn_maybe_close(gr_conn *c)
 		gr_conn_close(c);
 }
 
+/* The last of the connection's handles closed: free it. */
 static void conn_close_cb(uv_handle_t *h)
 {
 	gr_conn *c = h->data;
 	gr_server *s = c->srv;
 
+	if (--c->handles > 0)
+		return;
+	if (c->rfd >= 0)
+		close(c->rfd);
 	gr_req_parser_free(c->parser);
 	gr_buf_deinit(&c->wbuf);
 	c->direct = gr_direct_unref(c->direct);
@@ -716,8 +936,12 @@ void gr_conn_close(gr_conn *c)
 		c->nrequests--;
 	}
 	s->stats.connections--;
+	gr_fdq_clear(&c->fds);
+	gr_regions_release(&c->regions);
 	if (c->direct)
 		gr_direct_close(c->direct); /* before the descriptor is */
+	if (c->rfd >= 0)
+		uv_close((uv_handle_t *)&c->poll, conn_close_cb);
 	uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
 }
 
@@ -746,6 +970,9 @@ void gr_conn_accept(gr_server *s)
 	gr_link_init(&c->dirty_link);
 	gr_link_init(&c->requests);
 	gr_buf_init(&c->wbuf);
+	gr_fdq_init(&c->fds);
+	gr_regions_init(&c->regions);
+	c->rfd = -1;
 	c->waiter.wake = conn_waiter_wake;
 	if ((r = uv_pipe_init(s->loop, &c->pipe, 0)) < 0) {
 		free(c);
@@ -753,6 +980,7 @@ void gr_conn_accept(gr_server *s)
 		return;
 	}
 	c->pipe.data = c;
+	c->handles = 1;
 	s->nconns++;
 	s->stats.connections++;
 	gr_link_add_tail(&s->conns, &c->link);
@@ -780,7 +1008,29 @@ void gr_conn_accept(gr_server *s)
 		return;
 	}
 	uv_os_fd_t fd;
-	if (s->cfg->direct_replies && uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0)
+	if ((r = uv_fileno((uv_handle_t *)&c->pipe, &fd)) < 0) {
+		log_warning("accept: %s", uv_strerror(r));
+		gr_conn_close(c);
+		return;
+	}
+	/* Reads go through a duplicate of the descriptor, polled on its own
+	 * (fdpass.h): libuv watches a descriptor for one handle only, and
+	 * the pipe's is for writes. */
+	if ((c->rfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		log_warning("accept: cannot duplicate a descriptor: %s", strerror(errno));
+		gr_conn_close(c);
+		return;
+	}
+	if ((r = uv_poll_init(s->loop, &c->poll, c->rfd)) < 0) {
+		log_warning("accept: uv_poll_init: %s", uv_strerror(r));
+		close(c->rfd);
+		c->rfd = -1;
+		gr_conn_close(c);
+		return;
+	}
+	c->poll.data = c;
+	c->handles++;
+	if (s->cfg->direct_replies)
 		c->direct = gr_direct_new(fd); /* NULL: the loop writes every reply */
 	gr_conn_pump(c);
 }

@@ -22,6 +22,8 @@
 #include "daemon/backend.h"
 #include "daemon/config.h"
 #include "daemon/direct.h"
+#include "daemon/fdpass.h"
+#include "daemon/region.h"
 #include "daemon/staging.h"
 #include "daemon/stats.h"
 #include "proto/mp.h"
@@ -66,6 +68,11 @@ struct gr_request {
 	bool failed;    /* answered with an error; results are dropped */
 	bool answered;  /* its reply went out directly (daemon/direct.h) */
 	gr_direct *direct; /* a reference while its job may be answered directly */
+	/* Reduce in place: the region (a reference), where the next chunk
+	 * starts in it and the bytes not yet submitted. */
+	gr_region *region;
+	const uint8_t *region_next;
+	uint64_t region_left;
 
 	/* The chunk pipeline: chunk k lives in chunks[k % GR_REQUEST_CHUNKS_MAX]. */
 	gr_chunk chunks[GR_REQUEST_CHUNKS_MAX];
@@ -88,7 +95,14 @@ typedef enum gr_stall {
 } gr_stall;
 
 struct gr_conn {
-	uv_pipe_t pipe;
+	uv_pipe_t pipe;      /* writes; reads go through poll and fdpass.h */
+	uv_poll_t poll;      /* readable: on rfd, a duplicate of the pipe's fd */
+	int rfd;
+	unsigned handles;    /* libuv handles not yet closed; the last close frees c */
+	gr_fdq fds;          /* descriptors waiting for their request */
+	uint64_t in_read;    /* bytes read from the socket */
+	uint64_t in_parsed;  /* of those, bytes the parser has consumed */
+	gr_regions regions;
 	gr_server *srv;
 	gr_link link;        /* in srv->conns */
 	gr_link ready_link;  /* in srv->ready when it should be pumped */
@@ -158,6 +172,9 @@ struct gr_server {
 	bool canary_ok;
 	void (*canary_cb)(void *userdata, bool ok);
 	void *canary_userdata;
+
+	uint64_t last_region_id;
+	uint64_t mapped_bytes; /* every region's, until its last request is done */
 
 	/* Finished requests kept for reuse: malloc is a visible cost at a
 	 * million small requests a second. */

@@ -16,6 +16,8 @@ typedef struct gr_stats {
 	uint64_t requests;
 	uint64_t errors;
 	uint64_t bytes_in;
+	uint64_t bytes_shm;  /* reduced in place from shared-memory regions */
+	uint64_t regions;    /* mapped now (until the last request on each is done) */
 	uint64_t elements;
 	uint64_t inflight;
 	/* Times a connection stopped reading: no staging slot free, its

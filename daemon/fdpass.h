@@ -1,0 +1,64 @@
+/*
+ * File descriptors that arrive on a connection, in SCM_RIGHTS ancillary
+ * data, and the bytes they came with.
+ *
+ * A connection is read with recvmsg() here rather than by libuv, which
+ * drops ancillary data on pipes that are not IPC pipes. The kernel hands
+ * a descriptor over with the first read that returns any byte of the
+ * sendmsg() that carried it, and ends that read there, so the last byte
+ * of the read lies among the bytes the client sent with the descriptor.
+ * Each descriptor is queued with that byte's position in the connection's
+ * stream; when the parser finishes a request, the descriptors at
+ * positions before its end are that request's (gr_fdq_take). A map
+ * request takes exactly one; any other request that finds one fails, and
+ * the descriptor is closed.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Descriptors a connection may have waiting for their request. */
+#define GR_FDQ_MAX 16u
+/* Descriptors one read takes at most; more are closed by the kernel
+ * (MSG_CTRUNC) and recorded as lost. */
+#define GR_FDPASS_PER_READ 8u
+
+typedef struct gr_fdq_entry {
+	int fd;       /* -1: descriptors the kernel dropped (too many at once) */
+	uint64_t pos; /* stream position of the last byte read with it */
+} gr_fdq_entry;
+
+typedef struct gr_fdq {
+	gr_fdq_entry e[GR_FDQ_MAX];
+	unsigned head, n;
+} gr_fdq;
+
+static inline void gr_fdq_init(gr_fdq *q)
+{
+	q->head = q->n = 0;
+}
+
+/* Close every queued descriptor. */
+void gr_fdq_clear(gr_fdq *q);
+
+/*
+ * Take the descriptors queued before stream position end (every byte
+ * before it has been parsed): the first one stays open in *ret_fd (-1 if
+ * none came, or if the kernel dropped it), every other one is closed.
+ * Returns how many came, a note of dropped ones counted as one more: a
+ * request that takes one descriptor got exactly that when this returns 1
+ * and *ret_fd >= 0.
+ */
+unsigned gr_fdq_take(gr_fdq *q, uint64_t end, int *ret_fd);
+
+/*
+ * recvmsg() into buf[0..len) from fd, without blocking, with the
+ * descriptors that come along queued on q at position pos + n - 1 (pos:
+ * the stream position of buf[0]). Returns the bytes read, 0 at end of
+ * file, or a negative errno (-EAGAIN: nothing to read now; -EMFILE: q is
+ * full, and what came was closed).
+ */
+ssize_t gr_fdpass_recv(int fd, void *buf, size_t len, gr_fdq *q, uint64_t pos);

@@ -1,0 +1,206 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/region.h"
+#include "daemon/server.h"
+
+/* What fd is, for a message saying it is not a memfd. */
+static const char *fd_kind(const struct stat *st)
+{
+	switch (st->st_mode & S_IFMT) {
+	case S_IFIFO:
+		return "a pipe";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFREG:
+		return "a regular file";
+	default:
+		return "not a regular file";
+	}
+}
+
+/* The checks a host region's descriptor must pass; GR_OK or why not. */
+static gr_err region_check_memfd(int fd, uint64_t bytes, char *why, size_t whylen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(why, whylen, "cannot stat the file descriptor: %s", strerror(errno));
+		return GR_ERR_INVALID_PARAMS;
+	}
+	/* Only memfds (and other shmem files) have seals; only a memfd made
+	 * with MFD_ALLOW_SEALING can carry F_SEAL_SHRINK. */
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen,
+			 "the file descriptor is %s, not a memfd (memfd_create with MFD_ALLOW_SEALING)",
+			 fd_kind(&st));
+		return GR_ERR_INVALID_PARAMS;
+	}
+	if (!(seals & F_SEAL_SHRINK)) {
+		snprintf(why, whylen,
+			 "the memfd is not sealed against shrinking (add F_SEAL_SHRINK with F_ADD_SEALS)");
+		return GR_ERR_INVALID_PARAMS;
+	}
+	/* Sealed: from here on it can only grow. */
+	if (st.st_size < 0 || (uint64_t)st.st_size < bytes) {
+		snprintf(why, whylen, "'bytes' (%" PRIu64 ") is larger than the memfd (%lld bytes)",
+			 bytes, (long long)st.st_size);
+		return GR_ERR_INVALID_PARAMS;
+	}
+	return GR_OK;
+}
+
+static gr_err region_check_limits(gr_server *s, const gr_regions *set, uint64_t bytes, char *why,
+				  size_t whylen)
+{
+	const gr_config *cfg = s->cfg;
+
+	if (set->n >= cfg->max_regions) {
+		snprintf(why, whylen, "this connection has %u regions mapped, the most it may have",
+			 set->n);
+		return GR_ERR_INVALID_PARAMS;
+	}
+	if (bytes > cfg->max_mapped_bytes || set->bytes + bytes > cfg->max_mapped_bytes) {
+		snprintf(why, whylen,
+			 "mapping %" PRIu64 " bytes would take this connection past its limit of %" PRIu64
+			 " mapped bytes (%" PRIu64 " mapped now)",
+			 bytes, cfg->max_mapped_bytes, set->bytes);
+		return GR_ERR_TOO_LARGE;
+	}
+	if (bytes > cfg->max_mapped_bytes_total ||
+	    s->mapped_bytes + bytes > cfg->max_mapped_bytes_total) {
+		snprintf(why, whylen,
+			 "mapping %" PRIu64 " bytes would take the daemon past its limit of %" PRIu64
+			 " mapped bytes (%" PRIu64 " mapped now)",
+			 bytes, cfg->max_mapped_bytes_total, s->mapped_bytes);
+		return GR_ERR_TOO_LARGE;
+	}
+	return GR_OK;
+}
+
+gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, gr_region **ret,
+		     char *why, size_t whylen)
+{
+	gr_backend *be = s->backend;
+	gr_err e;
+
+	if (req->kind != GR_MAP_HOST) {
+		snprintf(why, whylen, "kind %s (device memory) is not served by this daemon: map host "
+			 "memory (kind host, a sealed memfd) instead", gr_map_kind_name(req->kind));
+		e = GR_ERR_INVALID_PARAMS;
+		goto fail;
+	}
+	if ((e = region_check_memfd(fd, req->bytes, why, whylen)) != GR_OK ||
+	    (e = region_check_limits(s, set, req->bytes, why, whylen)) != GR_OK)
+		goto fail;
+	if (req->bytes > SIZE_MAX) {
+		snprintf(why, whylen, "'bytes' is larger than this machine can map");
+		e = GR_ERR_TOO_LARGE;
+		goto fail;
+	}
+
+	gr_region *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(why, whylen, "out of memory");
+		e = GR_ERR_INTERNAL;
+		goto fail;
+	}
+	/* Populated now, on the loop thread, rather than page by page by
+	 * whichever thread reads it first. */
+	void *p = mmap(NULL, (size_t)req->bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (p == MAP_FAILED) {
+		int err = errno;
+		snprintf(why, whylen, "cannot map the memfd: %s", strerror(err));
+		free(r);
+		e = err == ENOMEM ? GR_ERR_TOO_LARGE : GR_ERR_INTERNAL;
+		goto fail;
+	}
+	close(fd);
+	r->srv = s;
+	r->id = ++s->last_region_id;
+	r->refs = 1;
+	r->kind = req->kind;
+	r->base = p;
+	r->bytes = (size_t)req->bytes;
+	if (be->ops->register_host) {
+		char rwhy[192] = "";
+		if (be->ops->register_host(be, p, r->bytes, &r->reg, rwhy, sizeof(rwhy)) < 0) {
+			/* Still readable, only slower to move. */
+			log_warning("region %" PRIu64 " (%zu bytes) not registered with the backend: %s",
+				    r->id, r->bytes, rwhy);
+			r->reg = NULL;
+		}
+	}
+	r->next = set->head;
+	set->head = r;
+	set->n++;
+	set->bytes += r->bytes;
+	s->mapped_bytes += r->bytes;
+	s->stats.regions++;
+	*ret = r;
+	return GR_OK;
+
+fail:
+	close(fd);
+	return e;
+}
+
+gr_region *gr_region_find(gr_regions *set, uint64_t id)
+{
+	for (gr_region *r = set->head; r; r = r->next)
+		if (r->id == id)
+			return r;
+	return NULL;
+}
+
+bool gr_region_unmap(gr_regions *set, uint64_t id)
+{
+	for (gr_region **pp = &set->head; *pp; pp = &(*pp)->next) {
+		gr_region *r = *pp;
+		if (r->id != id)
+			continue;
+		*pp = r->next;
+		r->next = NULL;
+		set->n--;
+		set->bytes -= r->bytes;
+		gr_region_unref(r);
+		return true;
+	}
+	return false;
+}
+
+void gr_regions_release(gr_regions *set)
+{
+	while (set->head)
+		gr_region_unmap(set, set->head->id);
+}
+
+gr_region *gr_region_unref(gr_region *r)
+{
+	if (!r || --r->refs > 0)
+		return NULL;
+	gr_server *s = r->srv;
+	gr_backend *be = s->backend;
+	if (r->reg && be && be->ops->unregister_host)
+		be->ops->unregister_host(be, r->reg);
+	munmap((void *)r->base, r->bytes);
+	s->mapped_bytes -= r->bytes;
+	s->stats.regions--;
+	free(r);
+	return NULL;
+}

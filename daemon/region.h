@@ -1,0 +1,82 @@
+/*
+ * Shared-memory regions: a client's memory, handed over once with `map`
+ * and then reduced in place by `reduce` with region, offset and count,
+ * no byte of it crossing the socket.
+ *
+ * A host region is a memfd sealed against shrinking (F_SEAL_SHRINK): the
+ * seal is what guarantees the daemon never takes SIGBUS from a client
+ * that truncates the file under it. The daemon maps it read-only and
+ * shared, and lets the backend register the mapping once (the CUDA
+ * backend pins it, so chunks move from it to the GPU by DMA with no
+ * staging copy; the CPU backend reduces it where it lies).
+ *
+ * A region belongs to the connection that mapped it, under an id that is
+ * unique in the daemon, so another connection's id is simply unknown. It
+ * is counted: the connection's table holds one reference and every
+ * request reducing it another, so the memory stays mapped while requests
+ * on it are in flight, after `unmap` or the connection's end too. The
+ * last reference unregisters and unmaps it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/request.h"
+#include "proto/types.h"
+
+typedef struct gr_server gr_server;
+typedef struct gr_region gr_region;
+
+struct gr_region {
+	gr_region *next;     /* in its connection's set while mapped */
+	gr_server *srv;
+	uint64_t id;
+	unsigned refs;
+	gr_map_kind kind;
+	const uint8_t *base; /* our read-only mapping */
+	size_t bytes;
+	void *reg;           /* what the backend registered, or NULL */
+};
+
+/* A connection's regions. */
+typedef struct gr_regions {
+	gr_region *head;
+	unsigned n;
+	uint64_t bytes;
+} gr_regions;
+
+static inline void gr_regions_init(gr_regions *set)
+{
+	set->head = NULL;
+	set->n = 0;
+	set->bytes = 0;
+}
+
+/*
+ * Map what a map request (req) handed over in fd, which this takes and
+ * closes whatever happens. Returns GR_OK and the new region in *ret (its
+ * id is what the client names it by), or the error code to answer with
+ * and a message in why.
+ */
+gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, gr_region **ret,
+		     char *why, size_t whylen);
+
+/* The connection's region id, or NULL. */
+gr_region *gr_region_find(gr_regions *set, uint64_t id);
+
+/* Forget region id: false when the connection has none such. Requests
+ * in flight on it keep it mapped until they are done. */
+bool gr_region_unmap(gr_regions *set, uint64_t id);
+
+/* The connection is gone: forget all of its regions. */
+void gr_regions_release(gr_regions *set);
+
+static inline gr_region *gr_region_ref(gr_region *r)
+{
+	r->refs++;
+	return r;
+}
+
+gr_region *gr_region_unref(gr_region *r);
