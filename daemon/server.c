@@ -397,7 +397,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 		healthy += d.healthy;
 	}
 	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 16));
+	W(gr_mpw_map(b, 19));
 	W(gr_mpw_cstr(b, "uptime_s"));
 	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
 	W(write_kv_str(b, "backend", be->name));
@@ -407,6 +407,9 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "requests", s->stats.requests));
 	W(write_kv_uint(b, "errors", s->stats.errors));
 	W(write_kv_uint(b, "bytes_in", s->stats.bytes_in));
+	W(write_kv_uint(b, "bytes_shm", s->stats.bytes_shm));
+	W(write_kv_uint(b, "regions", s->stats.regions));
+	W(write_kv_uint(b, "mapped_bytes", s->mapped_bytes));
 	W(write_kv_uint(b, "elements", s->stats.elements));
 	W(write_kv_uint(b, "batches", be->batches));
 	W(gr_mpw_cstr(b, "batch_mean"));
@@ -470,9 +473,12 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 		W(write_device(b, &d));
 	}
 	W(gr_mpw_cstr(b, "limits"));
-	W(gr_mpw_map(b, 7));
+	W(gr_mpw_map(b, 10));
 	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
 	W(write_kv_uint(b, "max_connections", cfg->max_connections));
+	W(write_kv_uint(b, "max_regions", cfg->max_regions));
+	W(write_kv_uint(b, "max_mapped_bytes", cfg->max_mapped_bytes));
+	W(write_kv_uint(b, "max_mapped_bytes_total", cfg->max_mapped_bytes_total));
 	W(write_kv_uint(b, "staging_bytes", be->staging_bytes));
 	W(write_kv_uint(b, "chunk_bytes", s->staging.slot_bytes));
 	W(write_kv_uint(b, "small_max_bytes", s->small_max));

@@ -1,0 +1,401 @@
+"""Shared-memory regions at the socket level: map a sealed memfd, reduce it
+in place, unmap; every bad input gets its documented error, the connection
+stays open where the protocol says so, and no descriptor or mapping leaks
+(counted in /proc/PID/fd and /proc/PID/maps)."""
+
+import array
+import fcntl
+import math
+import mmap
+import os
+import random
+import socket
+import struct
+import sys
+import tempfile
+import time
+import unittest
+
+import msgpack
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpured_harness import BACKEND, Client, Daemon  # noqa: E402
+
+MiB = 1 << 20
+DTYPES = {"i32": "i", "i64": "q", "u32": "I", "u64": "Q", "f32": "f", "f64": "d"}
+OPS = ("sum", "min", "max", "sumsq")
+
+
+def pack(obj):
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def memfd(size, seal=True, name="gpured-test"):
+    flags = os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if seal is not None else 0)
+    fd = os.memfd_create(name, flags)
+    os.ftruncate(fd, size)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+    return fd
+
+
+class ShmClient(Client):
+    """Client plus map requests that carry descriptors."""
+
+    def send_fds(self, data, fds):
+        self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+
+    def map_fds(self, nbytes, fds, **extra):
+        self.msgid += 1
+        self.send_fds(pack([0, self.msgid, "map", [{"bytes": nbytes, **extra}]]), fds)
+        resp = self.recv()
+        assert resp is not None and resp[:2] == [1, self.msgid], resp
+        return resp[2], resp[3]
+
+    def map(self, size, fill=None):
+        """A new sealed region of size bytes, mapped; (region id, our mmap)."""
+        fd = memfd(size)
+        try:
+            m = mmap.mmap(fd, size)
+            if fill is not None:
+                m[: len(fill)] = fill
+            err, res = self.map_fds(size, [fd])
+        finally:
+            os.close(fd)
+        assert err is None, err
+        assert res["bytes"] == size, res
+        return res["region"], m
+
+    def reduce_region(self, op, dtype, region, offset, count):
+        return self.call("reduce", [{"op": op, "dtype": dtype, "region": region,
+                                     "offset": offset, "count": count}])
+
+
+def open_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def memfd_maps(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return sum(1 for line in f if "memfd:gpured-test" in line)
+
+
+def values(dtype, n, rng):
+    if dtype[0] == "f":
+        pick = [lambda: rng.uniform(-1e3, 1e3), lambda: rng.uniform(-1, 1) * 2.0 ** rng.randint(-60, 60),
+                lambda: float(rng.randint(-5, 5))]
+        out = [rng.choice(pick)() for _ in range(n)]
+        if dtype == "f32":
+            out = list(array.array("f", out))
+        return out
+    bits = 32 if dtype[1:] == "32" else 64
+    if dtype[0] == "i":
+        return [rng.randint(-(1 << (bits - 1)), (1 << (bits - 1)) - 1) for _ in range(n)]
+    return [rng.randint(0, (1 << bits) - 1) for _ in range(n)]
+
+
+class Regions(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # small slots, so that a few hundred KiB already take several chunks
+        cls.d = Daemon("--chunk-bytes", "256K", "--staging-bytes", "2M", "--threads", "2",
+                       "--max-regions", "4", "--max-mapped-bytes", "8M",
+                       "--max-mapped-bytes-total", "12M")
+        cls.pid = cls.d.proc.pid
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.d.stop()
+        assert rc == 0, rc
+
+    def client(self):
+        c = ShmClient(self.d.path, timeout=10)
+        self.addCleanup(c.close)
+        return c
+
+    def assertError(self, reply, code, contains=""):
+        err, res = reply
+        self.assertIsNotNone(err, res)
+        self.assertEqual(err["code"], code, err)
+        self.assertIn(contains, err["message"])
+
+    def assertAlive(self, c):
+        self.assertEqual(c.call("ping"), (None, "pong"))
+
+    def baseline(self):
+        """The daemon's descriptors and memfd mappings once every earlier
+        connection is gone: (fds, maps)."""
+        probe = ShmClient(self.d.path, timeout=10)
+        end = time.monotonic() + 5
+        while probe.call("stats")[1]["connections"] > 1 and time.monotonic() < end:
+            time.sleep(0.01)
+        probe.close()
+        last, stable = None, 0
+        while stable < 3 and time.monotonic() < end:
+            now = (open_fds(self.pid), memfd_maps(self.pid))
+            stable = stable + 1 if now == last else 0
+            last = now
+            time.sleep(0.02)
+        return last
+
+    def settle(self, fds, maps):
+        """The daemon's descriptors and memfd mappings come back to these."""
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            if open_fds(self.pid) == fds and memfd_maps(self.pid) == maps:
+                return
+            time.sleep(0.02)
+        self.assertEqual(open_fds(self.pid), fds)
+        self.assertEqual(memfd_maps(self.pid), maps)
+
+    # ---- what works ----
+
+    def test_every_op_and_dtype_equals_the_socket_path(self):
+        """In place and over the socket, the same request gives the same bits,
+        at odd sizes and offsets, through single and chunked requests; integer
+        results and min/max are exact."""
+        rng = random.Random(17)
+        c = self.client()
+        for dtype, code in DTYPES.items():
+            size = struct.calcsize(code)
+            for n in (1, 3, 1000, 65537, 200003):
+                vals = values(dtype, n, rng)
+                raw = array.array(code, vals).tobytes()
+                off = rng.randrange(0, 16)
+                region, m = c.map(off + len(raw) + rng.randrange(0, 9), b"\xee" * off + raw)
+                for op in OPS:
+                    sock = c.reduce(op, dtype, raw)
+                    shm = c.reduce_region(op, dtype, region, off, n)
+                    self.assertIsNone(shm[0], (dtype, n, op, shm))
+                    self.assertEqual(shm[1]["count"], n)
+                    want, got = sock[1]["value"], shm[1]["value"]
+                    if isinstance(want, float):
+                        self.assertEqual(struct.pack("<d", want), struct.pack("<d", got),
+                                         (dtype, n, op, off))
+                    else:
+                        self.assertEqual(want, got, (dtype, n, op))
+                    if dtype[0] != "f":
+                        exact = {"sum": sum(vals), "min": min(vals), "max": max(vals)}.get(op)
+                        if exact is not None:
+                            if op == "sum" and dtype in ("i64", "u64"):
+                                exact %= 1 << 64
+                                if dtype == "i64" and exact >= 1 << 63:
+                                    exact -= 1 << 64
+                            self.assertEqual(got, exact, (dtype, n, op))
+                    elif op in ("min", "max"):
+                        self.assertEqual(got, (min if op == "min" else max)(vals))
+                    elif op == "sum":
+                        self.assertAlmostEqual(got, math.fsum(vals), delta=1e-9 * math.fsum(map(abs, vals)) + 1e-300)
+                m.close()
+                self.assertEqual(c.call("unmap", [{"region": region}]), (None, True))
+        _ = size
+
+    def test_subranges_and_empty(self):
+        c = self.client()
+        vals = list(range(1, 4097))
+        region, m = c.map(4096 * 4, array.array("i", vals).tobytes())
+        self.assertEqual(c.reduce_region("sum", "i32", region, 0, 4096)[1]["value"], sum(vals))
+        self.assertEqual(c.reduce_region("sum", "i32", region, 400, 10)[1]["value"], sum(vals[100:110]))
+        self.assertEqual(c.reduce_region("max", "i32", region, 4 * 4095, 1)[1]["value"], 4096)
+        # a whole region read as u64 at an odd offset, and counts of zero
+        self.assertIsNone(c.reduce_region("sum", "u64", region, 3, 2047)[0])
+        self.assertEqual(c.reduce_region("sum", "i32", region, 4096 * 4, 0)[1], {"value": 0, "count": 0})
+        self.assertError(c.reduce_region("min", "f32", region, 0, 0), "empty")
+        # the client's later writes are what a later request reads
+        m[0:4] = struct.pack("<i", 1000)
+        self.assertEqual(c.reduce_region("sum", "i32", region, 0, 1)[1]["value"], 1000)
+        m.close()
+
+    def test_pipelined_on_many_regions(self):
+        c = self.client()
+        regions = []
+        for k in range(3):
+            r, m = c.map(8192, array.array("q", [k] * 1024).tobytes())
+            regions.append((r, m))
+        ids = {}
+        for i in range(300):
+            r, _ = regions[i % 3]
+            msgid = c.request("reduce", [{"op": "sum", "dtype": "i64", "region": r,
+                                          "offset": 0, "count": 1024}])
+            ids[msgid] = 1024 * (i % 3)
+        for _ in range(300):
+            resp = c.recv()
+            self.assertEqual(resp[3]["value"], ids.pop(resp[1]))
+        for _, m in regions:
+            m.close()
+
+    def test_region_outlives_unmap_and_close_while_in_flight(self):
+        """unmap and a disconnect while large requests are in flight: the
+        requests complete (or are dropped with their connection), and the
+        mapping goes once they are done."""
+        fds0, maps0 = self.baseline()
+        c = ShmClient(self.d.path, timeout=10)
+        n = 1 << 20
+        region, m = c.map(8 * n, array.array("d", [0.5]) .tobytes() * n)
+        first = c.request("reduce", [{"op": "sum", "dtype": "f64", "region": region, "offset": 0, "count": n}])
+        unmap = c.request("unmap", [{"region": region}])
+        replies = {c.recv()[1]: None for _ in range(2)}
+        self.assertEqual(set(replies), {first, unmap})
+        self.assertError(c.reduce_region("sum", "f64", region, 0, 1), "invalid_params", "unknown region")
+        # again, and hang up with the request in flight
+        region, m2 = c.map(8 * n, b"\0" * (8 * n))
+        for _ in range(4):
+            c.request("reduce", [{"op": "sumsq", "dtype": "f64", "region": region, "offset": 0, "count": n}])
+        c.close()
+        m.close()
+        m2.close()
+        self.settle(fds0, maps0)
+
+    # ---- descriptors that are not what map needs ----
+
+    def test_not_a_memfd(self):
+        fds0, maps0 = self.baseline()
+        c = self.client()
+        r, w = os.pipe()
+        s1, s2 = socket.socketpair()
+        tmp = tempfile.TemporaryFile()
+        tmp.truncate(4096)
+        zero = os.open("/dev/zero", os.O_RDONLY)
+        for fd, what in ((r, "a pipe"), (s1.fileno(), "a socket"), (tmp.fileno(), "a regular file"),
+                         (zero, "a character device")):
+            self.assertError(c.map_fds(4096, [fd]), "invalid_params", what)
+            self.assertAlive(c)
+        for fd in (r, w, zero):
+            os.close(fd)
+        s1.close()
+        s2.close()
+        tmp.close()
+        c.close()
+        self.settle(fds0, maps0)
+
+    def test_unsealed_and_too_small(self):
+        fds0, maps0 = self.baseline()
+        c = ShmClient(self.d.path, timeout=10)
+        for seal in (False, None):  # sealable but unsealed; not sealable at all
+            fd = memfd(4096, seal=seal)
+            self.assertError(c.map_fds(4096, [fd]), "invalid_params", "F_SEAL_SHRINK")
+            os.close(fd)
+        fd = memfd(4096)
+        self.assertError(c.map_fds(4097, [fd]), "invalid_params", "larger than the memfd")
+        os.close(fd)
+        self.assertAlive(c)
+        c.close()
+        self.settle(fds0, maps0)
+
+    def test_descriptor_counts(self):
+        fds0, maps0 = self.baseline()
+        c = ShmClient(self.d.path, timeout=10)
+        # a map with none
+        self.assertError(c.call("map", [{"bytes": 4096}]), "invalid_params", "needs one file descriptor")
+        # a map with two
+        a, b = memfd(4096), memfd(4096)
+        self.assertError(c.map_fds(4096, [a, b]), "invalid_params", "exactly one")
+        # descriptors with requests that take none
+        c.msgid += 1
+        c.send_fds(pack([0, c.msgid, "ping", []]), [a])
+        resp = c.recv()
+        self.assertEqual(resp[1], c.msgid)
+        self.assertEqual(resp[2]["code"], "invalid_params")
+        c.msgid += 1
+        c.send_fds(pack([0, c.msgid, "reduce", [{"op": "sum", "dtype": "i32", "data": b"\1\0\0\0"}]]), [a, b])
+        resp = c.recv()
+        self.assertEqual((resp[1], resp[2]["code"]), (c.msgid, "invalid_params"))
+        # with a notification: dropped, and the next request is not blamed
+        c.send_fds(pack([2, "ping", []]), [a])
+        self.assertAlive(c)
+        # many descriptors at once
+        many = [memfd(4096) for _ in range(12)]
+        self.assertError(c.map_fds(4096, many), "invalid_params", "exactly one")
+        self.assertAlive(c)
+        for fd in many + [a, b]:
+            os.close(fd)
+        c.close()
+        self.settle(fds0, maps0)
+
+    def test_flood_of_descriptors_closes_the_connection(self):
+        fds0, maps0 = self.baseline()
+        c = ShmClient(self.d.path, timeout=10)
+        fd = memfd(4096)
+        # descriptors with bytes that never finish a request: the queue
+        # fills and the daemon hangs up rather than hold them
+        try:
+            for _ in range(40):
+                c.send_fds(b"\x94", [fd] * 8)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.assertTrue(c.closed())
+        c.close()
+        os.close(fd)
+        self.settle(fds0, maps0)
+
+    # ---- regions that are not there, or not ours ----
+
+    def test_bad_ranges_and_ids(self):
+        c = self.client()
+        region, m = c.map(4096, b"\1" * 4096)
+        for off, count, dt in ((0, 1025, "f32"), (4096, 1, "i32"), (4097, 0, "i32"), (1, 1024, "i32"),
+                               (0, (1 << 64) - 1, "i64"), ((1 << 64) - 1, 1, "u32"),
+                               (8, (1 << 62), "f32"), (4092, 1, "f64")):
+            self.assertError(c.reduce_region("sum", dt, region, off, count), "invalid_params", "past the end")
+        self.assertError(c.reduce_region("sum", "i32", region + 1000, 0, 1), "invalid_params", "unknown region")
+        other = self.client()
+        self.assertError(other.reduce_region("sum", "i32", region, 0, 1), "invalid_params", "unknown region")
+        self.assertError(other.call("unmap", [{"region": region}]), "invalid_params", "unknown region")
+        self.assertEqual(c.call("unmap", [{"region": region}]), (None, True))
+        self.assertError(c.call("unmap", [{"region": region}]), "invalid_params", "unknown region")
+        self.assertError(c.reduce_region("sum", "i32", region, 0, 1), "invalid_params", "unknown region")
+        self.assertAlive(c)
+        self.assertAlive(other)
+        m.close()
+
+    def test_device_kinds_on_this_daemon(self):
+        c = self.client()
+        fd = memfd(4096)
+        err, _ = c.map_fds(4096, [fd], kind="cuda", device="GPU-00000000-0000-0000-0000-000000000000")
+        self.assertEqual(err["code"], "invalid_params")
+        self.assertIn("kind cuda", err["message"])
+        os.close(fd)
+        self.assertAlive(c)
+
+    def test_limits(self):
+        fds0, maps0 = self.baseline()
+        c = self.client()
+        held = [c.map(4096) for _ in range(4)]
+        fd = memfd(4096)
+        self.assertError(c.map_fds(4096, [fd]), "invalid_params", "regions mapped")
+        self.assertEqual(c.call("unmap", [{"region": held.pop()[0]}]), (None, True))
+        self.assertError(c.map_fds(8 * MiB, [memfd(8 * MiB)]), "too_large", "this connection")
+        os.close(fd)
+        # the daemon's total: two connections of 6 MiB each pass 12 MiB
+        d = self.client()
+        big = d.map(6 * MiB)
+        self.assertError(c.map_fds(7 * MiB, [memfd(7 * MiB)]), "too_large", "the daemon")
+        info = c.call("info")[1]["limits"]
+        self.assertEqual((info["max_regions"], info["max_mapped_bytes"], info["max_mapped_bytes_total"]),
+                         (4, 8 * MiB, 12 * MiB))
+        stats = c.call("stats")[1]
+        self.assertEqual(stats["regions"], 4)
+        self.assertEqual(stats["mapped_bytes"], 3 * 4096 + 6 * MiB)
+        for _, m in held + [big]:
+            m.close()
+        c.close()
+        d.close()
+        self.settle(fds0, maps0)
+
+    def test_many_cycles_leave_nothing_behind(self):
+        fds0, maps0 = self.baseline()
+        for _ in range(20):
+            c = ShmClient(self.d.path, timeout=10)
+            for _ in range(10):
+                region, m = c.map(65536, b"\2" * 65536)
+                self.assertEqual(c.reduce_region("sum", "u32", region, 0, 16384)[1]["value"], 16384 * 0x02020202)
+                m.close()
+                self.assertEqual(c.call("unmap", [{"region": region}]), (None, True))
+            c.map(4096)  # left mapped for the disconnect to release
+            c.close()
+        self.settle(fds0, maps0)
+
+
+if __name__ == "__main__":
+    print("backend:", BACKEND)
+    unittest.main(verbosity=2)
