@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "client/gpured.h"
+#include "client/gpured-private.h"
 #include "proto/message.h"
 #include "proto/mp.h"
 #include "proto/obj.h"
@@ -42,58 +43,6 @@ _Static_assert((int)GPURED_F64 + 1 == (int)GR_DT_N, "dtype count");
 _Static_assert((int)GPURED_KIND_I64 == (int)GR_KIND_I64, "kind order");
 _Static_assert((int)GPURED_KIND_U64 == (int)GR_KIND_U64, "kind order");
 _Static_assert((int)GPURED_KIND_F64 == (int)GR_KIND_F64, "kind order");
-
-#define READ_CHUNK 65536u
-
-typedef struct pending {
-	uint32_t id;
-	gr_method method;
-	gr_op op;
-	gr_dtype dtype;
-	bool live;        /* outstanding: not yet collected */
-	bool done;        /* its reply arrived */
-	int err;          /* when done: 0 or the request's error */
-	char *errmsg;     /* server message, when err */
-	char *errcode;    /* server code name, when err */
-	gpured_value value;
-	uint8_t *reply;   /* stats/info: the whole reply message */
-	size_t reply_len;
-} pending;
-
-struct gpured {
-	int fd;
-	int dead; /* sticky connection error, 0 while usable */
-	uint32_t next_id;
-
-	/*
-	 * Entries in submission order, in a ring of cap_pend (a power of
-	 * two) slots from head: n_slots of them, from the oldest live one to
-	 * the newest, collected ones in between included. Ids are
-	 * consecutive along the ring, so a reply finds its entry by
-	 * arithmetic.
-	 */
-	pending *pend;
-	size_t cap_pend;
-	size_t head;
-	size_t n_slots;
-	size_t n_live;
-	size_t n_live_reduce;
-
-	/* Ids of reduce entries whose replies arrived, in arrival order,
-	 * for gpured_wait(); ids collected meanwhile are skipped there. */
-	uint32_t *doneq;
-	size_t doneq_head;
-	size_t doneq_len;
-	size_t doneq_cap;
-
-	gr_buf wbuf;
-	gr_buf rbuf;
-
-	int timeout_ms; /* -1: wait for ever */
-
-	char errmsg[256];
-	char errcode[32];
-};
 
 /* ---- names ---------------------------------------------------------- */
 
@@ -239,7 +188,7 @@ const char *gpured_errcode(const gpured_t *g)
 }
 
 __attribute__((format(printf, 3, 4)))
-static int set_error(gpured_t *g, int err, const char *fmt, ...)
+int client_error(gpured_t *g, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -266,12 +215,12 @@ static int conn_fail(gpured_t *g, int err, const char *fmt, ...)
 	return err;
 }
 
-static int conn_dead(gpured_t *g)
+int client_dead(gpured_t *g)
 {
 	/* The message of the failure may have been overwritten by a later
 	 * request error; repeat it in general terms. */
 	if (g->dead)
-		set_error(g, g->dead, "connection lost: %s", gpured_strerror(g->dead));
+		client_error(g, g->dead, "connection lost: %s", gpured_strerror(g->dead));
 	return g->dead;
 }
 
@@ -639,12 +588,29 @@ static int conn_wait_read(gpured_t *g)
 
 /*
  * Write the iovecs whole, reading replies whenever the socket is readable
- * so that a server blocked on writing replies to us can go on reading.
+ * so that a server blocked on writing replies to us can go on reading. A
+ * descriptor (fd >= 0) rides in SCM_RIGHTS with the first bytes that
+ * leave, which are the request's own.
  */
-static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
+int client_send(gpured_t *g, struct iovec *iov, int iovcnt, int fd)
 {
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(int))];
+	} cm;
+
 	while (iovcnt > 0) {
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
+		if (fd >= 0) {
+			memset(&cm, 0, sizeof(cm));
+			mh.msg_control = cm.space;
+			mh.msg_controllen = sizeof(cm.space);
+			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		}
 		ssize_t k = sendmsg(g->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (k < 0) {
@@ -672,6 +638,7 @@ static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
 			}
 			continue;
 		}
+		fd = -1; /* it went with these bytes */
 		while (iovcnt > 0 && (size_t)k >= iov->iov_len) {
 			k -= (ssize_t)iov->iov_len;
 			iov++;
@@ -690,21 +657,21 @@ static int conn_send(gpured_t *g, struct iovec *iov, int iovcnt)
 /* A request far older than the newest keeps the ring this long at most. */
 #define MAX_SLOTS (16u * GPURED_MAX_OUTSTANDING)
 
-static int pending_add(gpured_t *g, gr_method m, gr_op op, gr_dtype dt, pending **ret)
+int client_pending_add(gpured_t *g, gr_method m, gr_op op, gr_dtype dt, pending **ret)
 {
 	pending *e;
 
 	if (g->n_live >= GPURED_MAX_OUTSTANDING)
-		return set_error(g, -EAGAIN, "%u requests outstanding", GPURED_MAX_OUTSTANDING);
+		return client_error(g, -EAGAIN, "%u requests outstanding", GPURED_MAX_OUTSTANDING);
 	if (g->n_slots >= MAX_SLOTS)
-		return set_error(g, -EAGAIN, "request %u still outstanding after %u newer ones",
+		return client_error(g, -EAGAIN, "request %u still outstanding after %u newer ones",
 				 pending_slot(g, 0)->id, MAX_SLOTS);
 	if (g->n_slots == g->cap_pend) {
 		size_t cap = g->cap_pend ? g->cap_pend * 2 : 16;
 		pending *p = malloc(cap * sizeof(*p));
 
 		if (!p)
-			return set_error(g, -ENOMEM, "out of memory");
+			return client_error(g, -ENOMEM, "out of memory");
 		/* Unwrap the ring into the new array. */
 		for (size_t i = 0; i < g->n_slots; i++)
 			p[i] = *pending_slot(g, i);
@@ -733,7 +700,7 @@ static void pending_remove(gpured_t *g, pending *e)
 	g->n_live--;
 	if (e->method == GR_METHOD_REDUCE)
 		g->n_live_reduce--;
-	/* Nothing left to collect: what the queue holds is stale. */
+	/* Nothing left to client_collect: what the queue holds is stale. */
 	if (g->n_live_reduce == 0) {
 		g->doneq_head = 0;
 		g->doneq_len = 0;
@@ -745,8 +712,8 @@ static void pending_remove(gpured_t *g, pending *e)
 	}
 }
 
-/* Undo the pending_add() of the newest entry, whose request was not sent. */
-static void pending_unadd(gpured_t *g, pending *e)
+/* Undo the client_pending_add() of the newest entry, whose request was not sent. */
+void client_pending_unadd(gpured_t *g, pending *e)
 {
 	pending_remove(g, e);
 	if (g->n_slots > 0 && pending_slot(g, g->n_slots - 1) == e)
@@ -764,17 +731,17 @@ int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, 
 	int r;
 
 	if (g->dead)
-		return conn_dead(g);
+		return client_dead(g);
 	if ((unsigned)op >= GR_OP_N || (unsigned)dt >= GR_DT_N)
-		return set_error(g, -EINVAL, "unknown op or dtype");
+		return client_error(g, -EINVAL, "unknown op or dtype");
 	if (!data && n > 0)
-		return set_error(g, -EINVAL, "no data");
+		return client_error(g, -EINVAL, "no data");
 	esz = gr_dtype_size((gr_dtype)dt);
 	if (n > UINT32_MAX / esz)
-		return set_error(g, -E2BIG, "%zu elements of %s do not fit in one request (4 GiB - 1)",
+		return client_error(g, -E2BIG, "%zu elements of %s do not fit in one request (4 GiB - 1)",
 				 n, gr_dtype_name((gr_dtype)dt));
 
-	r = pending_add(g, GR_METHOD_REDUCE, (gr_op)op, (gr_dtype)dt, &e);
+	r = client_pending_add(g, GR_METHOD_REDUCE, (gr_op)op, (gr_dtype)dt, &e);
 	if (r < 0)
 		return r;
 	id = e->id;
@@ -782,14 +749,14 @@ int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, 
 	g->wbuf.len = 0;
 	r = gr_msg_write_reduce_header(&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
 	if (r < 0) {
-		pending_unadd(g, e);
-		return set_error(g, r, "cannot write the request: %s", gpured_strerror(r));
+		client_pending_unadd(g, e);
+		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
 	}
 	iov[0] = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
 	iov[1] = (struct iovec){ .iov_base = (void *)data, .iov_len = n * esz };
 	/* Replies read during the send only mark entries done; the table
 	 * is not reallocated until the next submit. */
-	r = conn_send(g, iov, n ? 2 : 1);
+	r = client_send(g, iov, n ? 2 : 1, -1);
 	if (r < 0)
 		return r;
 	*ret_id = id;
@@ -797,7 +764,7 @@ int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, 
 }
 
 /* Hand a finished entry's outcome to the caller and drop it. */
-static int collect(gpured_t *g, pending *e, gpured_value *ret)
+int client_collect(gpured_t *g, pending *e, gpured_value *ret)
 {
 	int r = e->err;
 
@@ -827,13 +794,13 @@ int gpured_wait(gpured_t *g, uint32_t *ret_id, gpured_value *ret)
 			e = pending_find(g, id);
 			if (e && e->done) {
 				*ret_id = id;
-				return collect(g, e, ret);
+				return client_collect(g, e, ret);
 			}
 		}
 		if (g->dead)
-			return conn_dead(g);
+			return client_dead(g);
 		if (g->n_live_reduce == 0)
-			return set_error(g, -ECHILD, "no request outstanding");
+			return client_error(g, -ECHILD, "no request outstanding");
 		int r = conn_wait_read(g);
 		if (r < 0)
 			return r;
@@ -841,19 +808,19 @@ int gpured_wait(gpured_t *g, uint32_t *ret_id, gpured_value *ret)
 }
 
 /* Wait until entry id is done; returns it (or NULL with *ret_err). */
-static pending *wait_entry(gpured_t *g, uint32_t id, int *ret_err)
+pending *client_wait_entry(gpured_t *g, uint32_t id, int *ret_err)
 {
 	for (;;) {
 		pending *e = pending_find(g, id);
 
 		if (!e) {
-			*ret_err = set_error(g, -ESRCH, "request %u is not outstanding", id);
+			*ret_err = client_error(g, -ESRCH, "request %u is not outstanding", id);
 			return NULL;
 		}
 		if (e->done)
 			return e;
 		if (g->dead) {
-			*ret_err = conn_dead(g);
+			*ret_err = client_dead(g);
 			return NULL;
 		}
 		*ret_err = conn_wait_read(g);
@@ -867,10 +834,10 @@ int gpured_wait_id(gpured_t *g, uint32_t id, gpured_value *ret)
 	pending *e;
 	int r;
 
-	e = wait_entry(g, id, &r);
+	e = client_wait_entry(g, id, &r);
 	if (!e)
 		return r;
-	return collect(g, e, ret);
+	return client_collect(g, e, ret);
 }
 
 int gpured_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
@@ -921,22 +888,22 @@ static int call_simple(gpured_t *g, gr_method m, uint8_t **ret_reply, size_t *re
 	int r;
 
 	if (g->dead)
-		return conn_dead(g);
-	r = pending_add(g, m, GR_OP_SUM, GR_DT_I32, &e);
+		return client_dead(g);
+	r = client_pending_add(g, m, GR_OP_SUM, GR_DT_I32, &e);
 	if (r < 0)
 		return r;
 	id = e->id;
 	g->wbuf.len = 0;
 	r = gr_msg_write_request(&g->wbuf, id, m);
 	if (r < 0) {
-		pending_unadd(g, e);
-		return set_error(g, r, "cannot write the request: %s", gpured_strerror(r));
+		client_pending_unadd(g, e);
+		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
 	}
 	iov = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
-	r = conn_send(g, &iov, 1);
+	r = client_send(g, &iov, 1, -1);
 	if (r < 0)
 		return r;
-	e = wait_entry(g, id, &r);
+	e = client_wait_entry(g, id, &r);
 	if (!e)
 		return r;
 	if (e->err == 0 && ret_reply) {
@@ -944,7 +911,7 @@ static int call_simple(gpured_t *g, gr_method m, uint8_t **ret_reply, size_t *re
 		*ret_len = e->reply_len;
 		e->reply = NULL;
 	}
-	return collect(g, e, NULL);
+	return client_collect(g, e, NULL);
 }
 
 int gpured_ping(gpured_t *g)
@@ -968,7 +935,7 @@ static int call_result(gpured_t *g, gr_method m, uint8_t **ret_bytes, gr_obj_tre
 	if (k <= 0) {
 		/* It parsed when it arrived. */
 		free(bytes);
-		return set_error(g, -EPROTO, "reply no longer parses");
+		return client_error(g, -EPROTO, "reply no longer parses");
 	}
 	*ret_bytes = bytes;
 	*ret_result = &tree->root->v.items[3];
@@ -1019,7 +986,7 @@ int gpured_stats(gpured_t *g, gpured_stats_t *ret)
 	if (r < 0)
 		return r;
 	if (res->type != GR_MP_MAP) {
-		r = set_error(g, -EPROTO, "stats reply is not a map");
+		r = client_error(g, -EPROTO, "stats reply is not a map");
 		goto out;
 	}
 	s.uptime_s = obj_f64(gr_obj_get(res, "uptime_s"));
@@ -1267,7 +1234,7 @@ static int call_format(gpured_t *g, gr_method m, gpured_format fmt, char **ret)
 	int r;
 
 	if ((unsigned)fmt > GPURED_FORMAT_TEXT)
-		return set_error(g, -EINVAL, "unknown format");
+		return client_error(g, -EINVAL, "unknown format");
 	r = call_result(g, m, &bytes, &tree, &res);
 	if (r < 0)
 		return r;
@@ -1284,12 +1251,12 @@ static int call_format(gpured_t *g, gr_method m, gpured_format fmt, char **ret)
 	free(bytes);
 	if (r < 0) {
 		gr_buf_deinit(&out);
-		return set_error(g, r, "out of memory");
+		return client_error(g, r, "out of memory");
 	}
 	*ret = malloc(out.len);
 	if (!*ret) {
 		gr_buf_deinit(&out);
-		return set_error(g, -ENOMEM, "out of memory");
+		return client_error(g, -ENOMEM, "out of memory");
 	}
 	memcpy(*ret, out.data, out.len);
 	gr_buf_deinit(&out);

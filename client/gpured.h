@@ -170,6 +170,59 @@ int gpured_wait_id(gpured_t *g, uint32_t id, gpured_value *ret);
 unsigned gpured_outstanding(const gpured_t *g);
 
 /*
+ * Shared-memory regions (PROTOCOL.md, "map"): memory the daemon reads in
+ * place, so that a reduction sends a few dozen bytes however large its
+ * array, and the same memory can be reduced again and again.
+ *
+ * gpured_region_new() makes a memfd of bytes, sealed against shrinking,
+ * maps it read-write in this process and hands it to the daemon over g.
+ * Write elements at gpured_region_data(), then reduce any part of it by
+ * byte offset (no alignment needed) and element count, synchronously or
+ * pipelined like gpured_submit() (the replies are collected with
+ * gpured_wait()/gpured_wait_id()). A region belongs to the connection
+ * that made it: use it with that g only, and free it with
+ * gpured_region_free() before gpured_close(g) (after gpured_close() the
+ * daemon has released its side; gpured_region_free(NULL, r) then frees
+ * ours).
+ *
+ * Ordering: the daemon reads the elements while a request runs. Write a
+ * request's elements before submitting it, and do not write them again
+ * until its result is collected: a write meanwhile makes that result
+ * unspecified (never an error or a crash).
+ *
+ * Returns 0 or a negative errno, as everywhere: -EINVAL (invalid_params:
+ * a range outside the region, an unknown region...), -E2BIG (too_large:
+ * over the daemon's mapped-bytes limits), and the local errors of
+ * memfd_create(), ftruncate() and mmap().
+ */
+typedef struct gpured_region gpured_region_t;
+
+int gpured_region_new(gpured_t *g, size_t bytes, gpured_region_t **ret);
+/* Where the region's bytes are, read-write, in this process. */
+void *gpured_region_data(const gpured_region_t *r);
+size_t gpured_region_size(const gpured_region_t *r);
+/* The daemon's id of the region (what gpured_reduce_region() takes). */
+uint64_t gpured_region_id(const gpured_region_t *r);
+int gpured_region_reduce(gpured_t *g, const gpured_region_t *r, gpured_op op, gpured_dtype dt,
+			 size_t offset, size_t n, gpured_value *ret);
+int gpured_region_submit(gpured_t *g, const gpured_region_t *r, gpured_op op, gpured_dtype dt,
+			 size_t offset, size_t n, uint32_t *ret_id);
+/* Unmap it in the daemon (waiting for the reply) and here; NULL is fine. */
+int gpured_region_free(gpured_t *g, gpured_region_t *r);
+
+/*
+ * The same by hand, for memory the caller made: fd is a memfd at least
+ * bytes long, sealed with F_SEAL_SHRINK (it stays the caller's; the
+ * daemon maps its own view). *ret_region is the daemon's id for it.
+ */
+int gpured_map_fd(gpured_t *g, int fd, size_t bytes, uint64_t *ret_region);
+int gpured_unmap(gpured_t *g, uint64_t region);
+int gpured_reduce_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
+			 size_t offset, size_t n, gpured_value *ret);
+int gpured_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
+			 size_t offset, size_t n, uint32_t *ret_id);
+
+/*
  * The server's counters ("stats"; PROTOCOL.md says what each means).
  * Fields the server did not send are 0 (backend: empty).
  */

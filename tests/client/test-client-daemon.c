@@ -7,7 +7,8 @@
  * Scenarios: reduce (every op x dtype x size against a reference computed
  * here), chunks (sizes around the chunk and staging boundaries of a daemon
  * with small ones), pipeline (hundreds in flight, collected out of order),
- * connections (many clients at once), ctl (gpuredctl), sigterm (a request
+ * regions (shared-memory regions through the library), connections
+ * (many clients at once), ctl (gpuredctl), sigterm (a request
  * in flight is answered, then the daemon exits 0 and removes its socket).
  */
 #include <errno.h>
@@ -505,6 +506,91 @@ static void test_chunks(void)
 	CHECK_EQ(daemon_stop(&the_daemon), 0);
 }
 
+/* Shared-memory regions through the library: every op and dtype at odd
+ * sizes and offsets, equal bit for bit to the same elements sent as data;
+ * pipelined; the errors; and many regions made and freed. */
+static void test_regions(void)
+{
+	static const char *const extra[] = { "--chunk-bytes", "262144", "--staging-bytes", "2097152", NULL };
+	static const size_t sizes[] = { 1, 33, 65537, 300001 };
+	rng r = { 4242 };
+	gpured_t *g;
+	gpured_region_t *rg;
+	gpured_value a, b;
+
+	daemon_start(&the_daemon, extra);
+	g = connect_or_die(&the_daemon);
+	CHECK_EQ(gpured_region_new(g, 8 * 300001 + 64, &rg), 0);
+	CHECK(gpured_region_size(rg) == 8 * 300001 + 64);
+	for (int dt = 0; dt < 6; dt++) {
+		size_t esz = gpured_dtype_size((gpured_dtype)dt);
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
+			size_t off = (k * 7 + (size_t)dt) % 17;
+			memcpy((char *)gpured_region_data(rg) + off, data, sizes[k] * esz);
+			for (int op = 0; op < 4; op++) {
+				expect e = reference((gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
+				char what[96];
+				snprintf(what, sizeof(what), "region %s %s n=%zu @%zu", gpured_op_name(op),
+					 gpured_dtype_name(dt), sizes[k], off);
+				int ra = gpured_region_reduce(g, rg, (gpured_op)op, (gpured_dtype)dt, off,
+							      sizes[k], &a);
+				check_result(what, &e, ra, &a, g);
+				CHECK_EQ(gpured_reduce(g, (gpured_op)op, (gpured_dtype)dt, data, sizes[k], &b), 0);
+				CHECK_MSG(memcmp(&a.v, &b.v, sizeof(a.v)) == 0 && a.count == b.count,
+					  "%s: in place and over the socket differ", what);
+			}
+			free(data);
+		}
+	}
+
+	/* Pipelined, collected out of order. */
+	int32_t *x = gpured_region_data(rg);
+	for (int i = 0; i < 1000; i++)
+		x[i] = i;
+	uint32_t ids[100];
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(gpured_region_submit(g, rg, GPURED_OP_SUM, GPURED_I32, 4 * (size_t)i, 10, &ids[i]), 0);
+	for (int i = 99; i >= 0; i--) {
+		CHECK_EQ(gpured_wait_id(g, ids[i], &a), 0);
+		CHECK_MSG(a.v.i == 10 * i + 45, "pipelined %d: %lld", i, (long long)a.v.i);
+	}
+
+	/* Errors leave the connection usable. */
+	CHECK_EQ(gpured_region_reduce(g, rg, GPURED_OP_SUM, GPURED_F64, 8, 300009, &a), -EINVAL);
+	CHECK_MSG(strstr(gpured_errmsg(g), "past the end"), "%s", gpured_errmsg(g));
+	CHECK_EQ(gpured_reduce_region(g, gpured_region_id(rg) + 99, GPURED_OP_SUM, GPURED_I32, 0, 1, &a), -EINVAL);
+	CHECK_MSG(strstr(gpured_errmsg(g), "unknown region"), "%s", gpured_errmsg(g));
+	CHECK_EQ(gpured_region_reduce(g, rg, GPURED_OP_MIN, GPURED_I32, 0, 0, &a), -ENODATA);
+	int pipefd[2];
+	CHECK_EQ(pipe(pipefd), 0);
+	uint64_t id;
+	CHECK_EQ(gpured_map_fd(g, pipefd[0], 4096, &id), -EINVAL);
+	CHECK_MSG(strstr(gpured_errmsg(g), "a pipe"), "%s", gpured_errmsg(g));
+	close(pipefd[0]);
+	close(pipefd[1]);
+	CHECK_EQ(gpured_ping(g), 0);
+	CHECK_EQ(gpured_region_free(g, rg), 0);
+	CHECK_EQ(gpured_unmap(g, id + 1000), -EINVAL);
+
+	/* Made and freed many times over, on one connection and on many. */
+	for (int round = 0; round < 5; round++) {
+		gpured_t *h = connect_or_die(&the_daemon);
+		for (int i = 0; i < 20; i++) {
+			CHECK_EQ(gpured_region_new(h, 4096, &rg), 0);
+			memset(gpured_region_data(rg), 1, 4096);
+			CHECK_EQ(gpured_region_reduce(h, rg, GPURED_OP_SUM, GPURED_U32, 0, 1024, &a), 0);
+			CHECK(a.v.u == 1024ull * 0x01010101u);
+			CHECK_EQ(gpured_region_free(h, rg), 0);
+		}
+		gpured_close(h);
+	}
+	gpured_stats_t st;
+	CHECK_EQ(gpured_stats(g, &st), 0);
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
 typedef struct job {
 	uint32_t id;
 	expect want;
@@ -866,6 +952,7 @@ int main(int argc, char **argv)
 		{ "reduce", test_reduce },
 		{ "chunks", test_chunks },
 		{ "pipeline", test_pipeline },
+		{ "regions", test_regions },
 		{ "connections", test_connections },
 		{ "ctl", test_ctl },
 		{ "sigterm", test_sigterm },

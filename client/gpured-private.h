@@ -1,0 +1,85 @@
+/*
+ * libgpured's internals, shared by its files (gpured.c: the connection,
+ * its requests and replies; region.c: shared-memory regions). Nothing
+ * here is exported: libgpured.sym keeps the library's ABI to gpured_*.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "client/gpured.h"
+#include "proto/mp.h"
+#include "proto/types.h"
+
+#define READ_CHUNK 65536u
+
+typedef struct pending {
+	uint32_t id;
+	gr_method method;
+	gr_op op;
+	gr_dtype dtype;
+	bool live;        /* outstanding: not yet collected */
+	bool done;        /* its reply arrived */
+	int err;          /* when done: 0 or the request's error */
+	char *errmsg;     /* server message, when err */
+	char *errcode;    /* server code name, when err */
+	gpured_value value;
+	uint8_t *reply;   /* stats/info: the whole reply message */
+	size_t reply_len;
+} pending;
+
+struct gpured {
+	int fd;
+	int dead; /* sticky connection error, 0 while usable */
+	uint32_t next_id;
+
+	/*
+	 * Entries in submission order, in a ring of cap_pend (a power of
+	 * two) slots from head: n_slots of them, from the oldest live one to
+	 * the newest, collected ones in between included. Ids are
+	 * consecutive along the ring, so a reply finds its entry by
+	 * arithmetic.
+	 */
+	pending *pend;
+	size_t cap_pend;
+	size_t head;
+	size_t n_slots;
+	size_t n_live;
+	size_t n_live_reduce;
+
+	/* Ids of reduce entries whose replies arrived, in arrival order,
+	 * for gpured_wait(); ids collected meanwhile are skipped there. */
+	uint32_t *doneq;
+	size_t doneq_head;
+	size_t doneq_len;
+	size_t doneq_cap;
+
+	gr_buf wbuf;
+	gr_buf rbuf;
+
+	int timeout_ms; /* -1: wait for ever */
+
+	char errmsg[256];
+	char errcode[32];
+};
+
+/* Fail this call with err and a message; the handle stays usable. */
+int client_error(gpured_t *g, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The sticky connection error, with its message restated (0 while usable). */
+int client_dead(gpured_t *g);
+/* A new outstanding entry for a request of method m about to be sent. */
+int client_pending_add(gpured_t *g, gr_method m, gr_op op, gr_dtype dt, pending **ret);
+/* Undo the newest client_pending_add(), whose request was not sent. */
+void client_pending_unadd(gpured_t *g, pending *e);
+/*
+ * Write the iovecs whole, reading replies meanwhile; fd >= 0 goes in
+ * SCM_RIGHTS with the first bytes that leave.
+ */
+int client_send(gpured_t *g, struct iovec *iov, int iovcnt, int fd);
+/* Wait until entry id has its reply (NULL and *ret_err on failure). */
+pending *client_wait_entry(gpured_t *g, uint32_t id, int *ret_err);
+/* Hand a finished entry's outcome to the caller and drop it. */
+int client_collect(gpured_t *g, pending *e, gpured_value *ret);
