@@ -275,14 +275,41 @@ static int read_input(const char *file, gpured_dtype dt, bool raw, void **ret_da
 	return 0;
 }
 
+/*
+ * Reduce packed elements through a shared-memory region: the daemon reads
+ * them in place rather than over the socket. -ENOSYS (a daemon without
+ * regions) or a region the daemon will not map (-EINVAL, -E2BIG: over
+ * its limits) leaves the caller to send them instead.
+ */
+static int reduce_in_region(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data,
+			    size_t n, gpured_value *ret)
+{
+	size_t bytes = n * gpured_dtype_size(dt);
+	gpured_region_t *rg;
+	int r = gpured_region_new(g, bytes, &rg);
+
+	if (r < 0)
+		return r;
+	memcpy(gpured_region_data(rg), data, bytes);
+	r = gpured_region_reduce(g, rg, op, dt, 0, n, ret);
+	int f = gpured_region_free(g, rg);
+	return r < 0 ? r : f < 0 ? f : 0;
+}
+
 static int cmd_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
-		      bool json)
+		      bool raw, bool json)
 {
 	gpured_value v;
 	char buf[64];
-	int r;
+	int r = -ENOSYS;
 
-	r = gpured_reduce(g, op, dt, data, n, &v);
+	if (raw && n > 0) {
+		r = reduce_in_region(g, op, dt, data, n, &v);
+		if (r == -ENODATA)
+			return server_error(g, gpured_op_name(op), r);
+	}
+	if (r == -ENOSYS || r == -EINVAL || r == -E2BIG)
+		r = gpured_reduce(g, op, dt, data, n, &v);
 	if (r < 0)
 		return server_error(g, gpured_op_name(op), r);
 	ctl_input_format_value(&v, json, buf, sizeof(buf));
@@ -375,7 +402,7 @@ int main(int argc, char **argv)
 			return r;
 		r = connect_or_complain(socket, timeout_s, &g);
 		if (r == 0)
-			r = cmd_reduce(g, op, dt, data, n, json);
+			r = cmd_reduce(g, op, dt, data, n, raw, json);
 		free(data);
 		gpured_close(g);
 		return r;
