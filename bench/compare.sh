@@ -74,7 +74,7 @@ echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | h
 echo "gpured backend: $backend, staging $((staging >> 20)) MiB; $rounds rounds, medians"
 echo
 
-g_rps=() r_rps=() g_p50=() r_p50=() g_bw=() s_bw=() g_p99=() g_big_p50=() g_cpu=() r_cpu=()
+g_rps=() r_rps=() g_p50=() r_p50=() g_bw=() s_bw=() s_bw_sys=() g_p99=() g_big_p50=() g_cpu=() r_cpu=()
 n_small=400000
 for _ in $(seq "$rounds"); do
 	t0=$(ticks $gpid)
@@ -89,6 +89,7 @@ for _ in $(seq "$rounds"); do
 	g_p50+=("$(echo "$out" | json 'd["latency_us"]["p50"]')")
 	r_p50+=("$(redis_p50_us -c 1 -P 1 -n 50000)")
 	s_bw+=("$("$sockbw" -b 4G --json | json 'd["gb_per_s"]')")
+	s_bw_sys+=("$("$sockbw" -b 4G --sndbuf system --json | json 'd["gb_per_s"]')")
 	out=$("${cli[@]}" "$bench" -s "$gsock" -c 1 -P 1 -n 24 -d $((16 << 20)) --dtype f32 --json)
 	g_bw+=("$(echo "$out" | json 'd["payload_gb_per_s"]')")
 	g_big_p50+=("$(echo "$out" | json 'd["latency_us"]["p50"]')")
@@ -106,10 +107,12 @@ printf '| 1 KiB, -c 1 -P 1, p50 | gpured %.1f us | redis SET %.1f us | ratio %.2
 	"$gp" "$rp" "$(echo "$gp / $rp" | bc -l)"
 printf '| 64 MiB f32, -c 1 | gpured %.2f GB/s (p50 %.1f ms) | raw socket %.2f GB/s | ratio %.2f |\n' \
 	"$gb" "$(echo "$(m "${g_big_p50[@]}") / 1000" | bc -l)" "$sb" "$(echo "$gb / $sb" | bc -l)"
+printf '| raw socket, send buffer | %.2f GB/s with 4 MiB (what clients use) | %.2f GB/s with the system default | ratio %.2f |\n' \
+	"$sb" "$(m "${s_bw_sys[@]}")" "$(echo "$sb / $(m "${s_bw_sys[@]}")" | bc -l)"
 printf '| peak RSS | %d MiB | staging %d MiB | bound (staging + 64 MiB) %d MiB |\n' \
 	$((rss_kib >> 10)) $((staging >> 20)) $(((staging >> 20) + 64))
 echo
 echo "rounds: gpured req/s ${g_rps[*]}; redis ${r_rps[*]}"
 echo "        server CPU us/request: gpured ${g_cpu[*]}; redis ${r_cpu[*]}"
 echo "        gpured p50 ${g_p50[*]} us; redis ${r_p50[*]} us"
-echo "        gpured 64 MiB ${g_bw[*]} GB/s; socket ${s_bw[*]} GB/s"
+echo "        gpured 64 MiB ${g_bw[*]} GB/s; socket ${s_bw[*]} GB/s (system send buffer ${s_bw_sys[*]})"

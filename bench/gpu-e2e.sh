@@ -73,6 +73,7 @@ for r in $(seq "$rounds"); do
 		$b -s "$s" -c 1 -P 2 -n 24 -d 16777216 --json | tag "$r" "$d" 64MiB-P2
 	done
 	$on_client "$bin/gpured-sockbw" -b 8G --json | tag "$r" socket raw
+	$on_client "$bin/gpured-sockbw" -b 8G --sndbuf system --json | tag "$r" socket raw-system-sndbuf
 done
 for d in all one cpu; do
 	"$bin/gpuredctl" --socket "$tmp/$d.sock" stats --json | tr -d '\n ' | tag 0 "$d" stats

@@ -500,6 +500,9 @@ static int conn_open(worker *w, conn *c, const char *path)
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return -errno;
+	/* the send buffer libgpured's connections ask for */
+	int sndbuf = GPURED_SNDBUF_BYTES;
+	(void)setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	/* Connect blocking (the daemon may be slow to accept), then not. */
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/gpured.h"
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -58,7 +60,8 @@ static void usage(FILE *f)
 		"      --ring N         Read into successive parts of an N-byte buffer, as a\n"
 		"                       daemon staging payloads does (default: one chunk,\n"
 		"                       reused, so it stays in the CPU's caches)\n"
-		"      --sndbuf N       SO_SNDBUF of the writing end (default: the system's)\n"
+		"      --sndbuf N       SO_SNDBUF of the writing end (default: what libgpured\n"
+		"                       asks for, 4M; 'system': leave the system's default)\n"
 		"      --rcvbuf N       SO_RCVBUF of the reading end (default: the system's)\n"
 		"      --json           Print JSON\n"
 		"  -h, --help           Show this help\n");
@@ -101,7 +104,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	uint64_t total = 4ull << 30, chunk = 1 << 20, sndbuf = 0, rcvbuf = 0, ring = 0, at = 0;
+	uint64_t total = 4ull << 30, chunk = 1 << 20, sndbuf = GPURED_SNDBUF_BYTES, rcvbuf = 0;
+	uint64_t ring = 0, at = 0;
 	uint64_t got = 0, t0 = 0, t1;
 	bool json = false;
 	int sv[2], c, status;
@@ -119,7 +123,9 @@ int main(int argc, char **argv)
 				goto bad;
 			break;
 		case OPT_SNDBUF:
-			if (!parse_size(optarg, &sndbuf) || sndbuf > INT32_MAX)
+			if (strcmp(optarg, "system") == 0)
+				sndbuf = 0;
+			else if (!parse_size(optarg, &sndbuf) || sndbuf > INT32_MAX)
 				goto bad;
 			break;
 		case OPT_RCVBUF:
@@ -152,6 +158,11 @@ int main(int argc, char **argv)
 
 		setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 	}
+	/* what the kernel granted (it reports twice the bytes it was asked
+	 * for, its bookkeeping included) */
+	int granted = 0;
+	socklen_t glen = sizeof(granted);
+	getsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &granted, &glen);
 	if (rcvbuf) {
 		int v = (int)rcvbuf;
 
@@ -211,13 +222,14 @@ int main(int argc, char **argv)
 
 	if (json)
 		printf("{\"bytes\":%llu,\"chunk\":%llu,\"ring\":%llu,\"sndbuf\":%llu,"
-		       "\"rcvbuf\":%llu,\"seconds\":%.6f,\"gb_per_s\":%.3f}\n",
+		       "\"sndbuf_granted\":%d,\"rcvbuf\":%llu,\"seconds\":%.6f,\"gb_per_s\":%.3f}\n",
 		       (unsigned long long)got, (unsigned long long)chunk, (unsigned long long)ring,
-		       (unsigned long long)sndbuf, (unsigned long long)rcvbuf, secs, gbps);
+		       (unsigned long long)sndbuf, granted, (unsigned long long)rcvbuf, secs, gbps);
 	else
-		printf("%llu bytes in %llu-byte chunks into a %llu-byte buffer: %.3f s, %.3f GB/s\n",
+		printf("%llu bytes in %llu-byte chunks into a %llu-byte buffer, send buffer %d: "
+		       "%.3f s, %.3f GB/s\n",
 		       (unsigned long long)got, (unsigned long long)chunk, (unsigned long long)ring,
-		       secs, gbps);
+		       granted, secs, gbps);
 	free(buf);
 	return 0;
 

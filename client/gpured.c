@@ -281,6 +281,10 @@ int gpured_connect(const char *path, gpured_t **ret)
 		return r;
 	}
 
+	/* Best effort: the kernel caps it, and a smaller one still works. */
+	int sndbuf = GPURED_SNDBUF_BYTES;
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+
 	g = calloc(1, sizeof(*g));
 	if (!g) {
 		close(fd);

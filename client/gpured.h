@@ -43,6 +43,14 @@ extern "C" {
 /* Requests that may be outstanding (submitted, not yet collected) at once. */
 #define GPURED_MAX_OUTSTANDING 65536
 
+/*
+ * The send buffer (SO_SNDBUF) gpured_connect() asks for: large arrays
+ * cross a Unix socket up to twice as fast with it as with Linux's default
+ * of about 200 KiB (docs/BENCHMARKS.md). The kernel caps it at
+ * net.core.wmem_max; small requests do not care.
+ */
+#define GPURED_SNDBUF_BYTES (4 << 20)
+
 typedef struct gpured gpured_t;
 
 typedef enum gpured_op {
