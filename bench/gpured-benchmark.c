@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -44,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-region.h"
 #include "client/gpured.h"
 #include "proto/message.h"
 #include "proto/mp.h"
@@ -55,7 +57,7 @@
 #define BENCH_MAX_CONNS 10000u
 #define READ_CHUNK 65536u
 /* The request header with its msgid as a 5-byte uint32, and room to spare. */
-#define HDR_MAX 64u
+#define HDR_MAX 96u
 /* A large payload is sent out of a buffer of this many bytes, repeated. */
 #define SEND_BUFFER_DEFAULT (1u << 20)
 #define SEND_BUFFER_MIN 4096u
@@ -71,6 +73,7 @@ typedef struct bench_opts {
 	gr_op op;
 	double seconds; /* 0: no limit */
 	uint64_t send_buffer; /* bytes a payload is sent out of; 0: the whole array */
+	bool region;          /* the array in a shared-memory region, named by each request */
 	bool json;
 } bench_opts;
 
@@ -81,6 +84,9 @@ typedef struct bench_data {
 	unsigned nsegs;
 	size_t n;
 	size_t nbytes;
+	size_t wire_bytes;   /* sent after the header: nbytes, or 0 with --region */
+	int memfd;           /* --region: the array's memfd (-1 otherwise) */
+	size_t region_id_at; /* --region: where the header holds the region id */
 	gr_value expect;
 	double tolerance; /* for floats: allowed |got - expect| */
 	/* The request's header for msgid 0x10000; the msgid is patched in. */
@@ -337,7 +343,7 @@ static int conn_flush(worker *w, conn *c)
 			return -errno;
 		}
 		/* Retire the requests written whole. */
-		size_t left = c->w_off + (size_t)k, whole = d->hdr_len + d->nbytes;
+		size_t left = c->w_off + (size_t)k, whole = d->hdr_len + d->wire_bytes;
 
 		while (c->wq_len && left >= whole) {
 			left -= whole;
@@ -506,6 +512,16 @@ static int conn_open(worker *w, conn *c, const char *path)
 	/* Connect blocking (the daemon may be slow to accept), then not. */
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
+	if (w->d->memfd >= 0) {
+		/* map the array once, and name it in every request */
+		uint64_t id;
+		int r = bench_region_map(c->fd, w->d->memfd, w->d->nbytes, &id);
+		if (r < 0)
+			return r;
+		for (unsigned i = 0; i < depth; i++)
+			for (unsigned k = 0; k < 8; k++)
+				c->slots[i].hdr[w->d->region_id_at + k] = (uint8_t)(id >> (56 - 8 * k));
+	}
 	if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0)
 		return -errno;
 	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
@@ -708,7 +724,14 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 	uint8_t *p;
 	int r;
 
-	if (o->send_buffer && n * esz > o->send_buffer) {
+	d->memfd = -1;
+	if (o->region) {
+		if ((r = bench_region_memfd(n * esz, &d->memfd, &d->data)) < 0)
+			return r;
+		for (size_t i = 0; i < n; i++)
+			bench_store(d->data, i, o->dtype, bench_elem(i, n, is_unsigned));
+		d->nsegs = 0;
+	} else if (o->send_buffer && n * esz > o->send_buffer) {
 		if ((r = bench_data_repeat(o, d, is_unsigned)) < 0)
 			return r;
 	} else {
@@ -777,7 +800,11 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 	/* The header template, whose msgid conn_submit() rewrites in place:
 	 * [0x94, 0x00, 0xce, msgid as 4 bytes big-endian, ...]. */
 	gr_buf_init(&hb);
-	r = gr_msg_write_reduce_header(&hb, 0x10000, o->op, o->dtype, (uint32_t)d->nbytes);
+	d->wire_bytes = o->region ? 0 : d->nbytes;
+	if (o->region)
+		r = bench_region_request(&hb, o->op, o->dtype, n, &d->region_id_at);
+	else
+		r = gr_msg_write_reduce_header(&hb, 0x10000, o->op, o->dtype, (uint32_t)d->nbytes);
 	if (r >= 0 && (hb.len > HDR_MAX || hb.len < 7 ||
 		       memcmp(hb.data, "\x94\x00\xce\x00\x01\x00\x00", 7) != 0))
 		r = -EPROTO;
@@ -808,6 +835,8 @@ static void usage(FILE *f)
 		"      --send-buffer N  Send a larger payload out of one buffer of about N bytes,\n"
 		"                       named again and again (default 1048576; at least 4096;\n"
 		"                       0: out of one array as large as the payload)\n"
+		"      --region         Put the array in a shared-memory region that each\n"
+		"                       connection maps once; requests name it, not carry it\n"
 		"      --json           Print the results as JSON\n"
 		"  -h, --help           Show this help\n"
 		"\n"
@@ -839,7 +868,7 @@ static bool parse_u64(const char *s, uint64_t *ret)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DTYPE = 256, OPT_OP, OPT_JSON, OPT_THREADS, OPT_SEND_BUFFER };
+	enum { OPT_DTYPE = 256, OPT_OP, OPT_JSON, OPT_THREADS, OPT_SEND_BUFFER, OPT_REGION };
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, OPT_THREADS },
@@ -847,6 +876,7 @@ int main(int argc, char **argv)
 		{ "op", required_argument, NULL, OPT_OP },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "send-buffer", required_argument, NULL, OPT_SEND_BUFFER },
+		{ "region", no_argument, NULL, OPT_REGION },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -907,6 +937,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_JSON:
 			o.json = true;
+			break;
+		case OPT_REGION:
+			o.region = true;
 			break;
 		case OPT_SEND_BUFFER:
 			if (!parse_u64(optarg, &v) || (v != 0 && v < SEND_BUFFER_MIN))
@@ -1046,7 +1079,12 @@ int main(int argc, char **argv)
 	free(cs);
 	free(w);
 	free(d.segs);
-	free(d.data);
+	if (d.memfd >= 0) {
+		munmap(d.data, d.nbytes ? d.nbytes : 1);
+		close(d.memfd);
+	} else {
+		free(d.data);
+	}
 	return errors || failed ? 1 : 0;
 
 bad:

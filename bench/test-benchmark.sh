@@ -41,7 +41,8 @@ done
 fail=0
 # Each run: requests, then the other options. The last ones send 4-16 MiB
 # requests, which take many partial writes each: out of a repeated buffer
-# (by default, and a small odd one that splits every writev), and flat.
+# (by default, and a small odd one that splits every writev), and flat;
+# then the same through shared-memory regions.
 while read -r n args; do
 	# shellcheck disable=SC2086
 	out=$("$bench" -s "$sock" -n "$n" $args --json)
@@ -59,5 +60,7 @@ done <<RUNS
 20 -c 2 -P 2 -d 4M --op max
 20 -c 2 -P 3 -d 1000003 --dtype f64 --op min --send-buffer 4100
 20 -c 1 -P 2 -d 1048577 --dtype u32 --op sum --send-buffer 0
+2000 -c 4 -P 8 --region --dtype i32 --op sumsq
+20 -c 2 -P 2 -d 4000001 --region --dtype f64 --op max
 RUNS
 exit $fail

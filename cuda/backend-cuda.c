@@ -76,6 +76,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda/host-register.h"
 #include "cuda/kernel.h"
 #include "daemon/backend.h"
 #include "daemon/completion.h"
@@ -1394,6 +1395,8 @@ static const gr_backend_ops cuda_ops = {
 	.submit = cuda_submit,
 	.describe = cuda_describe,
 	.free = cuda_free,
+	.register_host = cuda_register_host,
+	.unregister_host = cuda_unregister_host,
 };
 
 static int cuda_spin_parse(cuda_backend *be, char *errbuf, size_t errlen)
