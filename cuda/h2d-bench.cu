@@ -93,10 +93,10 @@ int main(int argc, char **argv)
 	one[0] = many[0];
 
 	double whole = copy_gbps(dev, pinned, bytes, bytes, one, repeats);
-	printf("{\"what\":\"pinned\",\"bytes\":%zu,\"chunk\":%zu,\"streams\":1,\"gb_per_s\":%.2f}\n",
+	printf("{\"source\":\"pinned\",\"bytes\":%zu,\"chunk\":%zu,\"streams\":1,\"gb_per_s\":%.2f}\n",
 	       bytes, bytes, whole);
 	double pchunks = copy_gbps(dev, pinned, bytes, chunk, many, repeats);
-	printf("{\"what\":\"pinned\",\"bytes\":%zu,\"chunk\":%zu,\"streams\":%d,\"gb_per_s\":%.2f}\n",
+	printf("{\"source\":\"pinned\",\"bytes\":%zu,\"chunk\":%zu,\"streams\":%d,\"gb_per_s\":%.2f}\n",
 	       bytes, chunk, nst, pchunks);
 
 	int fd = memfd_create("h2d", MFD_CLOEXEC);
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 	float reg_ms;
 	CK(cudaEventElapsedTime(&reg_ms, a, b));
 	double region = copy_gbps(dev, ro, bytes, chunk, many, repeats);
-	printf("{\"what\":\"memfd-registered\",\"bytes\":%zu,\"chunk\":%zu,\"streams\":%d,"
+	printf("{\"source\":\"memfd-registered\",\"bytes\":%zu,\"chunk\":%zu,\"streams\":%d,"
 	       "\"gb_per_s\":%.2f,\"register_ms\":%.1f}\n",
 	       bytes, chunk, nst, region, reg_ms);
 	CK(cudaHostUnregister(ro));
