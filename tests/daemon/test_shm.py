@@ -396,6 +396,46 @@ class Regions(unittest.TestCase):
         self.settle(fds0, maps0)
 
 
+@unittest.skipUnless(BACKEND == "cuda", "injects CUDA faults")
+class Faults(unittest.TestCase):
+    """A device fault while region requests are in flight fails only the
+    requests it touched, with internal naming the call and the device; the
+    daemon carries on (on the CPU once no GPU is left), and the regions stay
+    usable and are released."""
+
+    def test_fault_with_region_requests_in_flight(self):
+        d = Daemon("--fault", "h2d:after=6", "--chunk-bytes", "1M")
+        try:
+            c = ShmClient(d.path, timeout=30)
+            n = 16 << 20 >> 2
+            vals = array.array("i", [(i % 7) - 3 for i in range(n)])
+            region, m = c.map(4 * n, vals.tobytes())
+            want = sum(vals)
+            ids = [c.request("reduce", [{"op": "sum", "dtype": "i32", "region": region,
+                                         "offset": 0, "count": n}]) for _ in range(8)]
+            failed = ok = 0
+            for _ in ids:
+                resp = c.recv()
+                if resp[2] is None:
+                    self.assertEqual(resp[3]["value"], want)
+                    ok += 1
+                else:
+                    self.assertEqual(resp[2]["code"], "internal", resp)
+                    self.assertIn("cudaMemcpyAsync (host to device) on device", resp[2]["message"])
+                    self.assertIn("injected", resp[2]["message"])
+                    failed += 1
+            self.assertGreater(failed, 0)
+            # carried on: the same region, more requests, right answers
+            for _ in range(3):
+                self.assertEqual(c.reduce_region("sum", "i32", region, 0, n)[1]["value"], want)
+            self.assertEqual(c.call("unmap", [{"region": region}]), (None, True))
+            self.assertEqual(c.call("stats")[1]["regions"], 0)
+            m.close()
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 if __name__ == "__main__":
     print("backend:", BACKEND)
     unittest.main(verbosity=2)
