@@ -338,6 +338,7 @@ typedef struct cuda_item {
 	void *early;
 	uint32_t tag;
 	uint8_t op, dtype;
+	bool alone; /* outside staging: launched alone, never in a span with others */
 } cuda_item;
 
 /*
@@ -792,7 +793,7 @@ static void cuda_submit(gr_backend *pub, gr_job *list)
 			pin = j->device;
 		b->items[i] = (cuda_item){
 			.data = j->data, .n = j->n, .early = j->early, .tag = j->tag,
-			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype,
+			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype, .alone = j->outside_staging,
 		};
 		b->jobs[i] = j;
 	}
@@ -829,6 +830,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	uint32_t nsegs = 0, nruns = 0;
 	uint64_t units = 0;
+	bool alone = false; /* the run is one item outside staging */
 
 	/* the run: segment table filled as it grows, offsets once lo is known */
 	while (b) {
@@ -838,6 +840,12 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			uint64_t u = cuda_item_units(it);
 			if (nsegs == be->cap_segs || units + u > be->cap_units)
 				break;
+			/* memory outside staging is copied on its own: a span
+			 * over it and anything else may cover pages mapped by
+			 * no one, or not pinned */
+			if (nsegs > 0 && (it->alone || alone))
+				break;
+			alone = it->alone;
 			if (it->n) {
 				uintptr_t s = (uintptr_t)it->data;
 				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);

@@ -44,6 +44,10 @@ struct gr_job {
 	void (*done)(gr_job *job);
 	void *userdata;
 	void *early;      /* NULL, or where an early answer goes (gr_early_ops) */
+	/* data lies outside staging (in a mapped region, daemon/region.h):
+	 * a backend that moves the data of several jobs in one span must
+	 * not span this one with others (read on the submitting thread) */
+	bool outside_staging;
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */

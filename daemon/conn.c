@@ -269,6 +269,7 @@ static void request_region_pump(gr_request *req)
 		ch->slot = NULL;
 		ch->done = false;
 		ch->job.data = req->region_next;
+		ch->job.outside_staging = true;
 		/* counted against the connection's in-flight bytes, like staging */
 		ch->staged = (size_t)take;
 		req->conn->staged_bytes += take;
@@ -298,6 +299,8 @@ static int conn_set_dest(gr_conn *c)
 	gr_slot *slot, *closed = NULL;
 	void *dst;
 	size_t cap;
+
+	ch->job.outside_staging = false;
 
 	if (req->small) {
 		dst = gr_staging_alloc_piece(&s->staging, (size_t)left, &slot, &closed);

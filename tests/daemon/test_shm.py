@@ -220,6 +220,7 @@ class Regions(unittest.TestCase):
             ids[msgid] = 1024 * (i % 3)
         for _ in range(300):
             resp = c.recv()
+            self.assertIsNone(resp[2], resp)
             self.assertEqual(resp[3]["value"], ids.pop(resp[1]))
         for _, m in regions:
             m.close()
