@@ -48,6 +48,9 @@ struct gr_job {
 	 * a backend that moves the data of several jobs in one span must
 	 * not span this one with others (read on the submitting thread) */
 	bool outside_staging;
+	/* the daemon's own: reduce on its CPU route (gr_server), not the
+	 * backend it would otherwise go to */
+	bool cpu_route;
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */

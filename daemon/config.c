@@ -33,6 +33,7 @@ void gr_config_init(gr_config *c)
 		.busy_poll_us = 50,
 		.direct_replies = true,
 		.cpu_fallback = true,
+		.route_cpu_max_bytes = GR_CONFIG_ROUTE_CPU_MAX_BYTES,
 		.shutdown_timeout_ms = 5000,
 	};
 }
@@ -162,6 +163,7 @@ enum {
 	OPT_BUSY_POLL_US,
 	OPT_DIRECT_REPLIES,
 	OPT_CPU_FALLBACK,
+	OPT_ROUTE_CPU_MAX_BYTES,
 	OPT_SHUTDOWN_TIMEOUT_MS,
 	OPT_FAULT,
 	OPT_CONFIG,
@@ -194,6 +196,7 @@ static const struct option options[] = {
 	{"busy-poll-us", required_argument, NULL, OPT_BUSY_POLL_US},
 	{"direct-replies", required_argument, NULL, OPT_DIRECT_REPLIES},
 	{"cpu-fallback", required_argument, NULL, OPT_CPU_FALLBACK},
+	{"route-cpu-max-bytes", required_argument, NULL, OPT_ROUTE_CPU_MAX_BYTES},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
 	{"fault", required_argument, NULL, OPT_FAULT},
 	{"config", required_argument, NULL, OPT_CONFIG},
@@ -222,6 +225,7 @@ void gr_config_usage(FILE *f)
 		"  --threads N                CPU worker threads (default: one per CPU)\n"
 		"  --streams N                CUDA streams per GPU (default 4)\n"
 		"  --cpu-fallback yes|no      CUDA: reduce on the CPU once no GPU is in service (yes)\n"
+		"  --route-cpu-max-bytes N    CUDA: reduce requests this small on the CPU (64K; 0: none)\n"
 		"  --inline-max-bytes N       CPU: jobs this small run on the loop thread\n"
 		"  --small-max-bytes N        data this small is packed into shared batches (256K)\n"
 		"  --max-inflight-bytes N     per connection, staged but unanswered (16M)\n"
@@ -312,6 +316,8 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return parse_yes_no(arg, &c->direct_replies);
 	case OPT_CPU_FALLBACK:
 		return parse_yes_no(arg, &c->cpu_fallback);
+	case OPT_ROUTE_CPU_MAX_BYTES:
+		return set_size(arg, 1 * GiB, &c->route_cpu_max_bytes);
 	case OPT_SHUTDOWN_TIMEOUT_MS:
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
 	case OPT_FAULT:

@@ -16,6 +16,9 @@ typedef enum gr_backend_kind {
 } gr_backend_kind;
 
 #define GR_CONFIG_DEFAULT_PATH "/etc/gpured/gpured.conf"
+/* Requests a CUDA daemon reduces on the CPU by default: a CPU core is done
+ * with them before a GPU could answer (docs/BENCHMARKS.md, "Routing"). */
+#define GR_CONFIG_ROUTE_CPU_MAX_BYTES ((size_t)64 << 10)
 
 typedef struct gr_config {
 	char *socket_path;          /* NULL until resolved: see gr_config_default_socket() */
@@ -41,6 +44,7 @@ typedef struct gr_config {
 	unsigned busy_poll_us;      /* the loop polls this long after its last event before it sleeps (50) */
 	bool direct_replies;        /* backend threads write small requests' replies (true) */
 	bool cpu_fallback;          /* CUDA: reduce on the CPU once no GPU is in service (true) */
+	size_t route_cpu_max_bytes; /* CUDA: requests this small are reduced on the CPU (0: none) */
 	unsigned shutdown_timeout_ms;
 	char *fault;                /* backend fault injection (tests) */
 	char *config_path;          /* NULL: GR_CONFIG_DEFAULT_PATH if it exists */

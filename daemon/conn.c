@@ -231,6 +231,7 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.userdata = ch;
 	ch->job.next = NULL;
 	ch->job.early = NULL;
+	ch->job.cpu_route = req->srv->router && req->data_bytes <= req->srv->route_max;
 	/* A small request is one job, submitted whole: the backend may
 	 * answer it from its own thread. */
 	if (req->small && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {

@@ -76,8 +76,21 @@ void gr_server_batch_flush(gr_server *s)
 	s->backend->ops->submit(s->backend, batch);
 }
 
+/* A job on the CPU route goes at once: a CPU backend batches nothing. */
+static bool server_route(gr_server *s, gr_job *job)
+{
+	if (!job->cpu_route)
+		return false;
+	job->next = NULL;
+	s->routed++;
+	s->router->ops->submit(s->router, job);
+	return true;
+}
+
 void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot)
 {
+	if (server_route(s, job))
+		return;
 	if (s->batch_head && s->batch_slot != slot)
 		gr_server_batch_flush(s);
 	job->next = NULL;
@@ -98,6 +111,8 @@ void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot)
 
 void gr_server_submit(gr_server *s, gr_job *job)
 {
+	if (server_route(s, job))
+		return;
 	job->next = NULL;
 	s->backend->ops->submit(s->backend, job);
 }
@@ -397,7 +412,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 		healthy += d.healthy;
 	}
 	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 19));
+	W(gr_mpw_map(b, 20));
 	W(gr_mpw_cstr(b, "uptime_s"));
 	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
 	W(write_kv_str(b, "backend", be->name));
@@ -412,6 +427,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "mapped_bytes", s->mapped_bytes));
 	W(write_kv_uint(b, "elements", s->stats.elements));
 	W(write_kv_uint(b, "batches", be->batches));
+	W(write_kv_uint(b, "routed_cpu", s->routed));
 	W(gr_mpw_cstr(b, "batch_mean"));
 	W(gr_mpw_f64(b, be->batches ? (double)be->batched_jobs / (double)be->batches : 0.0));
 	W(write_kv_uint(b, "inflight", s->stats.inflight));
@@ -461,7 +477,7 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	const gr_config *cfg = s->cfg;
 	unsigned ndevices = gr_backend_ndevices(be);
 
-	W(gr_mpw_map(b, 5));
+	W(gr_mpw_map(b, 6));
 	W(write_kv_str(b, "version", GPURED_VERSION));
 	W(write_kv_str(b, "backend", be->name));
 	W(write_kv_str(b, "socket", s->path ? s->path : ""));
@@ -472,6 +488,9 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 		be->ops->describe(be, i, &d);
 		W(write_device(b, &d));
 	}
+	W(gr_mpw_cstr(b, "routing"));
+	W(gr_mpw_map(b, 1));
+	W(write_kv_uint(b, "cpu_max_bytes", s->route_max));
 	W(gr_mpw_cstr(b, "limits"));
 	W(gr_mpw_map(b, 10));
 	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
@@ -748,6 +767,21 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	}
 	s->small_max = cfg->small_max_bytes < s->staging.slot_bytes ? cfg->small_max_bytes
 								      : s->staging.slot_bytes;
+	if (strcmp(be->name, "cuda") == 0 && cfg->route_cpu_max_bytes > 0) {
+		/* no staging of its own: it reads jobs where they lie */
+		gr_backend_config rc = {
+			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
+			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
+			.threads = cfg->threads,
+			.inline_max_bytes = cfg->inline_max_bytes,
+			.early = bc.early,
+		};
+		if ((r = gr_backend_cpu_new(&rc, s->cq, &s->router, why, sizeof(why))) < 0) {
+			snprintf(errbuf, errlen, "the CPU route: %s", why);
+			goto fail;
+		}
+		s->route_max = cfg->route_cpu_max_bytes;
+	}
 
 	uv_check_init(loop, &s->check);
 	s->check.data = s;
@@ -777,6 +811,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	return 0;
 
 fail:
+	s->router = gr_backend_free(s->router);
 	s->backend = gr_backend_free(s->backend);
 	gr_staging_deinit(&s->staging);
 	gr_completion_close(s->cq);
@@ -800,6 +835,7 @@ void gr_server_free(gr_server *s)
 	 * the callbacks that release what those jobs held. */
 	s->backend->ops->free(s->backend);
 	s->backend = NULL;
+	s->router = gr_backend_free(s->router);
 	gr_completion_drain(s->cq);
 	gr_completion_close(s->cq);
 	uv_run(s->loop, UV_RUN_DEFAULT);

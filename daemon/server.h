@@ -131,6 +131,13 @@ struct gr_server {
 	uv_loop_t *loop;
 	const gr_config *cfg;
 	gr_backend *backend;
+	/* A CUDA daemon's CPU route: requests of up to route_max bytes are
+	 * reduced here, where a CPU core is done before a GPU could answer.
+	 * The route depends on the request alone (its size), so the same
+	 * request always gets the same bits. NULL, and route_max 0, else. */
+	gr_backend *router;
+	size_t route_max;
+	uint64_t routed;   /* jobs reduced on the CPU route */
 	gr_completion *cq;
 	gr_staging staging;
 	gr_stats stats;

@@ -20,7 +20,12 @@ class Daemon:
     def __init__(self, *args, env=None):
         self.dir = tempfile.mkdtemp(prefix="gpured-test-")
         self.path = os.path.join(self.dir, "gpured.sock")
-        self.args = [GPURED, "--socket", self.path, "--backend", BACKEND, *args]
+        route = []
+        if BACKEND == "cuda" and "--route-cpu-max-bytes" not in args:
+            # the GPU under test, small requests included, unless a test
+            # asks for the CPU route
+            route = ["--route-cpu-max-bytes", "0"]
+        self.args = [GPURED, "--socket", self.path, "--backend", BACKEND, *route, *args]
         self.log = open(os.path.join(self.dir, "stderr"), "w+")
         e = dict(os.environ)
         e.pop("NOTIFY_SOCKET", None)

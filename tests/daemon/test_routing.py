@@ -1,0 +1,105 @@
+"""A CUDA daemon's CPU route (GPU host): requests up to
+--route-cpu-max-bytes are reduced on the CPU, larger ones on the GPU; the
+route depends on the request alone, so a request's bits are the same sent
+alone or among others, over the socket or from a region. Exits 77 (skip)
+on the CPU backend, which has no route."""
+
+import array
+import os
+import random
+import struct
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpured_harness import BACKEND, Daemon  # noqa: E402
+from test_shm import ShmClient  # noqa: E402
+
+KiB = 1 << 10
+
+
+def bits(x):
+    return struct.pack("<d", x) if isinstance(x, float) else x
+
+
+def gpu_jobs(c):
+    return sum(d["jobs"] for d in c.call("info")[1]["devices"] if d["kind"] == "cuda")
+
+
+class Routing(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--route-cpu-max-bytes", "64K")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def test_the_route_by_size(self):
+        c = ShmClient(self.d.path)
+        self.assertEqual(c.call("info")[1]["routing"], {"cpu_max_bytes": 64 * KiB})
+        for nbytes, on_cpu in ((4, True), (64 * KiB, True), (64 * KiB + 4, False), (1 << 20, False)):
+            routed0, gpu0 = c.call("stats")[1]["routed_cpu"], gpu_jobs(c)
+            data = array.array("f", [1.0] * (nbytes // 4)).tobytes()
+            self.assertEqual(c.reduce("sum", "f32", data)[1]["value"], nbytes // 4)
+            routed1, gpu1 = c.call("stats")[1]["routed_cpu"], gpu_jobs(c)
+            self.assertEqual((routed1 - routed0, gpu1 > gpu0), (1, False) if on_cpu else (0, True),
+                             nbytes)
+        c.close()
+
+    def test_same_bits_alone_and_in_company(self):
+        """f32 sums across the boundary, each alone, then all pipelined in
+        bursts (batched with one another), then from a region."""
+        rng = random.Random(5)
+        c = ShmClient(self.d.path)
+        arrays = []
+        for nbytes in (1020, 65532, 65536, 65540, 131072, 262148):
+            vals = [rng.uniform(-1, 1) * 10 ** rng.randint(-5, 5) for _ in range(nbytes // 4)]
+            arrays.append(array.array("f", vals).tobytes())
+        alone = [bits(c.reduce(op, "f32", a)[1]["value"]) for a in arrays for op in ("sum", "sumsq")]
+        for _ in range(3):
+            ids = [c.request("reduce", [{"op": op, "dtype": "f32", "data": a}])
+                   for a in arrays for op in ("sum", "sumsq")]
+            got = {}
+            for _ in ids:
+                resp = c.recv()
+                got[resp[1]] = bits(resp[3]["value"])
+            self.assertEqual([got[i] for i in ids], alone)
+        for k, a in enumerate(arrays):
+            region, m = c.map(len(a), a)
+            for j, op in enumerate(("sum", "sumsq")):
+                self.assertEqual(bits(c.reduce_region(op, "f32", region, 0, len(a) // 4)[1]["value"]),
+                                 alone[2 * k + j])
+            m.close()
+        c.close()
+
+    def test_route_off(self):
+        d = Daemon("--route-cpu-max-bytes", "0")
+        try:
+            c = ShmClient(d.path)
+            self.assertEqual(c.call("info")[1]["routing"], {"cpu_max_bytes": 0})
+            c.reduce("sum", "i32", b"\1\0\0\0")
+            self.assertEqual(c.call("stats")[1]["routed_cpu"], 0)
+            self.assertGreater(gpu_jobs(c), 0)
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_route_serves_while_every_launch_fails(self):
+        d = Daemon("--route-cpu-max-bytes", "64K", "--fault", "launch:after=0", "--cpu-fallback", "no")
+        try:
+            c = ShmClient(d.path)
+            for _ in range(5):
+                self.assertEqual(c.reduce("sum", "i64", struct.pack("<3q", 1, 2, 3)), (None, {"value": 6, "count": 3}))
+            err, _ = c.reduce("sum", "i64", b"\0" * (1 << 20))
+            self.assertEqual(err["code"], "internal")
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    if BACKEND != "cuda":
+        print("the CPU route is a CUDA daemon's: skipped on the", BACKEND, "backend")
+        sys.exit(77)
+    unittest.main(verbosity=2)
