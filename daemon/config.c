@@ -225,7 +225,7 @@ void gr_config_usage(FILE *f)
 		"  --threads N                CPU worker threads (default: one per CPU)\n"
 		"  --streams N                CUDA streams per GPU (default 4)\n"
 		"  --cpu-fallback yes|no      CUDA: reduce on the CPU once no GPU is in service (yes)\n"
-		"  --route-cpu-max-bytes N    CUDA: reduce requests this small on the CPU (64K; 0: none)\n"
+		"  --route-cpu-max-bytes N    CUDA: reduce requests this small on the CPU (1M; 0: none)\n"
 		"  --inline-max-bytes N       CPU: jobs this small run on the loop thread\n"
 		"  --small-max-bytes N        data this small is packed into shared batches (256K)\n"
 		"  --max-inflight-bytes N     per connection, staged but unanswered (16M)\n"
