@@ -6,7 +6,7 @@
 # BINDIR holds gpured, gpured-benchmark, gpured-readsum and, for the CUDA
 # backend, gpured-h2d-bench (or is a meson build folder that has them). BACKENDS is "cuda cpu" (the default) or "cpu".
 # For each backend, a fresh daemon each round, on the same array:
-#   - 1 GiB of f32 summed in a region by one client, -P 1, and over the
+#   - 1 GiB of f32 (SHM_BENCH_BYTES) summed in a region by one client, -P 1, and over the
 #     socket, and the daemon's CPU seconds per GB of each (/proc/PID/stat);
 #   - 4 KiB requests, 8 connections, 16 in flight, region against socket;
 # and beside them the ceilings: pinned and registered-memfd copies to the
@@ -18,7 +18,7 @@ bin=$1
 rounds=${2:-3}
 backends=${3:-cuda cpu}
 threads=${SHM_BENCH_THREADS:-$(nproc)}
-gib=$((1 << 30))
+gib=${SHM_BENCH_BYTES:-$((1 << 30))}
 n_big=$((gib / 4))
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpured-shm.XXXXXX")
 pid=
