@@ -689,8 +689,11 @@ static void conn_on_read(gr_conn *c, ssize_t nread)
 	gr_conn_pump(c);
 }
 
-/* Reads per wake-up at most, as libuv's own streams do. */
+/* Reads per wake-up at most, as libuv's own streams do, and bytes: a
+ * client streaming large arrays then waits its turn behind the others
+ * that are ready, since the poll is level-triggered and comes back. */
 #define CONN_READS_PER_POLL 32
+#define CONN_BYTES_PER_POLL ((ssize_t)1 << 20)
 
 static void conn_poll_cb(uv_poll_t *h, int status, int events)
 {
@@ -701,7 +704,10 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 		gr_conn_close(c);
 		return;
 	}
-	for (int k = 0; k < CONN_READS_PER_POLL && c->reading && !c->closing; k++) {
+	ssize_t total = 0;
+	for (int k = 0; k < CONN_READS_PER_POLL && total < CONN_BYTES_PER_POLL && c->reading &&
+			!c->closing;
+	     k++) {
 		uv_buf_t b;
 		conn_read_buf(c, &b);
 		if (b.len == 0) {
@@ -717,6 +723,7 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 		/* a short read drained the socket */
 		if (n < (ssize_t)b.len)
 			return;
+		total += n;
 	}
 }
 
