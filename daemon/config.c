@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/peer.h"
 #include "daemon/reduce.h"
 
 #define KiB ((uint64_t)1024)
@@ -23,6 +24,9 @@ void gr_config_init(gr_config *c)
 		.max_regions = 64,
 		.max_mapped_bytes = 16 * GiB,
 		.max_mapped_bytes_total = 64 * GiB,
+		.max_connections_per_uid = 512,
+		.max_inflight_bytes_per_uid = 256 * MiB,
+		.max_mapped_bytes_per_uid = 32 * GiB,
 		.inline_max_bytes = SIZE_MAX,
 		.small_max_bytes = 256 * KiB,
 		.max_inflight_bytes = 16 * MiB,
@@ -43,7 +47,10 @@ void gr_config_deinit(gr_config *c)
 	free(c->socket_path);
 	free(c->fault);
 	free(c->config_path);
+	free(c->allow_uids);
+	free(c->allow_gids);
 	c->socket_path = c->fault = c->config_path = NULL;
+	c->allow_uids = c->allow_gids = NULL;
 }
 
 const char *gr_config_default_socket(char *buf, size_t len)
@@ -148,6 +155,11 @@ enum {
 	OPT_MAX_REGIONS,
 	OPT_MAX_MAPPED_BYTES,
 	OPT_MAX_MAPPED_BYTES_TOTAL,
+	OPT_MAX_CONNECTIONS_PER_UID,
+	OPT_MAX_INFLIGHT_BYTES_PER_UID,
+	OPT_MAX_MAPPED_BYTES_PER_UID,
+	OPT_ALLOW_UIDS,
+	OPT_ALLOW_GIDS,
 	OPT_STAGING_BYTES,
 	OPT_CHUNK_BYTES,
 	OPT_THREADS,
@@ -181,6 +193,11 @@ static const struct option options[] = {
 	{"max-regions", required_argument, NULL, OPT_MAX_REGIONS},
 	{"max-mapped-bytes", required_argument, NULL, OPT_MAX_MAPPED_BYTES},
 	{"max-mapped-bytes-total", required_argument, NULL, OPT_MAX_MAPPED_BYTES_TOTAL},
+	{"max-connections-per-uid", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_UID},
+	{"max-inflight-bytes-per-uid", required_argument, NULL, OPT_MAX_INFLIGHT_BYTES_PER_UID},
+	{"max-mapped-bytes-per-uid", required_argument, NULL, OPT_MAX_MAPPED_BYTES_PER_UID},
+	{"allow-uids", required_argument, NULL, OPT_ALLOW_UIDS},
+	{"allow-gids", required_argument, NULL, OPT_ALLOW_GIDS},
 	{"staging-bytes", required_argument, NULL, OPT_STAGING_BYTES},
 	{"chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES},
 	{"threads", required_argument, NULL, OPT_THREADS},
@@ -220,6 +237,11 @@ void gr_config_usage(FILE *f)
 		"  --max-regions N            shared-memory regions one connection may map (64)\n"
 		"  --max-mapped-bytes N       bytes one connection may map (16G)\n"
 		"  --max-mapped-bytes-total N bytes all connections together may map (64G)\n"
+		"  --max-connections-per-uid N  connections of one user (512)\n"
+		"  --max-inflight-bytes-per-uid N  staged but unanswered, one user's (256M)\n"
+		"  --max-mapped-bytes-per-uid N  bytes one user's regions may map (32G)\n"
+		"  --allow-uids LIST          serve only these users (and --allow-gids groups)\n"
+		"  --allow-gids LIST          serve only these groups (a peer's primary gid)\n"
 		"  --staging-bytes N          staging memory (default: cpu 64M, cuda 256M)\n"
 		"  --chunk-bytes N            slot and chunk size, a multiple of 256K\n"
 		"  --threads N                CPU worker threads (default: one per CPU)\n"
@@ -285,6 +307,20 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return set_u64(arg, UINT64_MAX, &c->max_mapped_bytes);
 	case OPT_MAX_MAPPED_BYTES_TOTAL:
 		return set_u64(arg, UINT64_MAX, &c->max_mapped_bytes_total);
+	case OPT_MAX_CONNECTIONS_PER_UID:
+		r = parse_uint(arg, 10, 1000000, &c->max_connections_per_uid);
+		return r < 0 ? r : c->max_connections_per_uid ? 0 : -EINVAL;
+	case OPT_MAX_INFLIGHT_BYTES_PER_UID:
+		return set_u64(arg, UINT64_MAX, &c->max_inflight_bytes_per_uid);
+	case OPT_MAX_MAPPED_BYTES_PER_UID:
+		return set_u64(arg, UINT64_MAX, &c->max_mapped_bytes_per_uid);
+	case OPT_ALLOW_UIDS:
+	case OPT_ALLOW_GIDS: {
+		char bad[80];
+		bool g = opt == OPT_ALLOW_GIDS;
+		return gr_ids_parse(arg, g, g ? &c->allow_gids : &c->allow_uids,
+				    g ? &c->n_allow_gids : &c->n_allow_uids, bad, sizeof(bad));
+	}
 	case OPT_STAGING_BYTES:
 		return set_size(arg, 64 * GiB, &c->staging_bytes);
 	case OPT_CHUNK_BYTES:

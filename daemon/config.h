@@ -29,6 +29,14 @@ typedef struct gr_config {
 	unsigned max_regions;       /* per connection: shared-memory regions mapped at once */
 	uint64_t max_mapped_bytes;  /* per connection: their bytes */
 	uint64_t max_mapped_bytes_total; /* the whole daemon's */
+	/* per user (the peer's uid), across all of their connections */
+	unsigned max_connections_per_uid;
+	uint64_t max_inflight_bytes_per_uid;
+	uint64_t max_mapped_bytes_per_uid;
+	/* Only these users and groups (the peer's primary gid) are served,
+	 * when either list is given; NULL: everyone the socket's mode lets in. */
+	uint32_t *allow_uids, *allow_gids;
+	unsigned n_allow_uids, n_allow_gids;
 	size_t staging_bytes;       /* 0: the backend's default */
 	size_t chunk_bytes;         /* 0: the backend's default */
 	unsigned threads;           /* 0: one per CPU */

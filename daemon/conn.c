@@ -73,6 +73,34 @@ static gr_request *request_new(gr_conn *c, const gr_req *preq)
 	return req;
 }
 
+/*
+ * Bytes a connection's requests hold (staging, or a region's chunks in
+ * flight), counted for the connection and its user. Connections waiting
+ * on their user's bound go on once the user is back under it.
+ */
+static void conn_charge(gr_conn *c, uint64_t bytes)
+{
+	c->staged_bytes += bytes;
+	c->peer->inflight += bytes;
+}
+
+static void conn_discharge(gr_conn *c, uint64_t bytes)
+{
+	gr_server *s = c->srv;
+	gr_peer *p = c->peer;
+
+	c->staged_bytes -= bytes;
+	p->inflight -= bytes;
+	if (p->stalled && p->inflight <= s->cfg->max_inflight_bytes_per_uid) {
+		p->stalled = 0;
+		for (gr_link *l = s->conns.next; l != &s->conns; l = l->next) {
+			gr_conn *o = gr_container_of(l, gr_conn, link);
+			if (o->peer == p && o->stall == GR_STALL_LIMITS)
+				gr_server_mark_ready(s, o);
+		}
+	}
+}
+
 static void chunk_release(gr_request *req, gr_chunk *ch)
 {
 	if (ch->slot) {
@@ -80,7 +108,7 @@ static void chunk_release(gr_request *req, gr_chunk *ch)
 		ch->slot = NULL;
 	}
 	if (req->conn)
-		req->conn->staged_bytes -= ch->staged;
+		conn_discharge(req->conn, ch->staged);
 	ch->staged = 0;
 }
 
@@ -273,7 +301,7 @@ static void request_region_pump(gr_request *req)
 		ch->job.outside_staging = true;
 		/* counted against the connection's in-flight bytes, like staging */
 		ch->staged = (size_t)take;
-		req->conn->staged_bytes += take;
+		conn_charge(req->conn, take);
 		req->filling = ch;
 		req->filling_start = start;
 		req->region_next += take;
@@ -323,7 +351,7 @@ static int conn_set_dest(gr_conn *c)
 	ch->done = false;
 	ch->job.data = dst;
 	ch->staged = cap;
-	c->staged_bytes += cap;
+	conn_charge(c, cap);
 	req->filling = ch;
 	req->filling_start = preq->data_done;
 	gr_req_parser_set_dest(c->parser, dst, cap);
@@ -338,6 +366,10 @@ static bool conn_over_limits(gr_conn *c)
 {
 	const gr_config *cfg = c->srv->cfg;
 	size_t held = c->direct ? gr_direct_held(c->direct) : 0;
+	if (c->peer->inflight > cfg->max_inflight_bytes_per_uid) {
+		c->peer->stalled++; /* conn_discharge() wakes it */
+		return true;
+	}
 	return c->staged_bytes > cfg->max_inflight_bytes ||
 	       c->wbuf.len + c->writing_bytes + held > cfg->max_unsent_bytes;
 }
@@ -949,6 +981,12 @@ void gr_conn_close(gr_conn *c)
 	s->stats.connections--;
 	gr_fdq_clear(&c->fds);
 	gr_regions_release(&c->regions);
+	if (c->peer) {
+		/* what its requests still hold is no longer theirs to wait on */
+		c->peer->inflight -= c->staged_bytes;
+		gr_peers_leave(&s->peers, c->peer);
+		c->peer = NULL;
+	}
 	if (c->direct)
 		gr_direct_close(c->direct); /* before the descriptor is */
 	if (c->rfd >= 0)
@@ -964,6 +1002,62 @@ void gr_conn_drain(gr_conn *c)
 		conn_read_stop(c);
 	}
 	conn_maybe_close(c);
+}
+
+/* Refuse the connection with one busy error saying why, then close. */
+static void conn_refuse(gr_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void conn_refuse(gr_conn *c, const char *fmt, ...)
+{
+	char msg[192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	c->srv->stats.connections_refused++;
+	c->stall = GR_STALL_CLOSING;
+	conn_reply_error(c, 0, GR_ERR_BUSY, "%s", msg);
+	gr_conn_flush(c);
+}
+
+/* Who is it, and may it stay? True when it was refused. */
+static bool conn_admit(gr_conn *c)
+{
+	gr_server *s = c->srv;
+	const gr_config *cfg = s->cfg;
+	uv_os_fd_t fd;
+
+	if (s->shutting_down) {
+		conn_refuse(c, "shutting down");
+		return true;
+	}
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0 ||
+	    !gr_peer_cred(fd, &c->uid, &c->gid, &c->pid)) {
+		conn_refuse(c, "cannot tell who the peer is (SO_PEERCRED)");
+		return true;
+	}
+	if ((cfg->n_allow_uids || cfg->n_allow_gids) &&
+	    !gr_ids_contain(cfg->allow_uids, cfg->n_allow_uids, c->uid) &&
+	    !gr_ids_contain(cfg->allow_gids, cfg->n_allow_gids, c->gid)) {
+		conn_refuse(c, "uid %u (gid %u) is not allowed to use this daemon", (unsigned)c->uid,
+			    (unsigned)c->gid);
+		return true;
+	}
+	if (!(c->peer = gr_peers_join(&s->peers, c->uid))) {
+		conn_refuse(c, "out of memory");
+		return true;
+	}
+	c->regions.peer = c->peer;
+	if (s->stats.connections > cfg->max_connections) {
+		conn_refuse(c, "too many connections (the limit is %u)", cfg->max_connections);
+		return true;
+	}
+	if (c->peer->conns > cfg->max_connections_per_uid) {
+		conn_refuse(c, "too many connections from uid %u (the limit is %u a user)",
+			    (unsigned)c->uid, cfg->max_connections_per_uid);
+		return true;
+	}
+	return false;
 }
 
 void gr_conn_accept(gr_server *s)
@@ -982,7 +1076,7 @@ void gr_conn_accept(gr_server *s)
 	gr_link_init(&c->requests);
 	gr_buf_init(&c->wbuf);
 	gr_fdq_init(&c->fds);
-	gr_regions_init(&c->regions);
+	gr_regions_init(&c->regions, NULL);
 	c->rfd = -1;
 	c->waiter.wake = conn_waiter_wake;
 	if ((r = uv_pipe_init(s->loop, &c->pipe, 0)) < 0) {
@@ -1001,17 +1095,8 @@ void gr_conn_accept(gr_server *s)
 		return;
 	}
 	s->stats.connections_total++;
-	if (s->stats.connections > s->cfg->max_connections || s->shutting_down) {
-		s->stats.connections_refused++;
-		c->stall = GR_STALL_CLOSING;
-		if (s->shutting_down)
-			conn_reply_error(c, 0, GR_ERR_BUSY, "shutting down");
-		else
-			conn_reply_error(c, 0, GR_ERR_BUSY, "too many connections (the limit is %u)",
-					 s->cfg->max_connections);
-		gr_conn_flush(c);
+	if (conn_admit(c))
 		return;
-	}
 	c->rbuf = malloc(GR_CONN_RBUF_BYTES);
 	if (!c->rbuf || gr_req_parser_new(&s->limits, &c->parser) < 0) {
 		log_error("out of memory accepting a connection");

@@ -82,6 +82,15 @@ static gr_err region_check_limits(gr_server *s, const gr_regions *set, uint64_t 
 			 bytes, cfg->max_mapped_bytes, set->bytes);
 		return GR_ERR_TOO_LARGE;
 	}
+	if (set->peer && (bytes > cfg->max_mapped_bytes_per_uid ||
+			  set->peer->mapped + bytes > cfg->max_mapped_bytes_per_uid)) {
+		snprintf(why, whylen,
+			 "mapping %" PRIu64 " bytes would take uid %u past its limit of %" PRIu64
+			 " mapped bytes (%" PRIu64 " mapped now)",
+			 bytes, (unsigned)set->peer->uid, cfg->max_mapped_bytes_per_uid,
+			 set->peer->mapped);
+		return GR_ERR_TOO_LARGE;
+	}
 	if (bytes > cfg->max_mapped_bytes_total ||
 	    s->mapped_bytes + bytes > cfg->max_mapped_bytes_total) {
 		snprintf(why, whylen,
@@ -150,6 +159,8 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 	set->head = r;
 	set->n++;
 	set->bytes += r->bytes;
+	if (set->peer)
+		set->peer->mapped += r->bytes;
 	s->mapped_bytes += r->bytes;
 	s->stats.regions++;
 	*ret = r;
@@ -178,6 +189,8 @@ bool gr_region_unmap(gr_regions *set, uint64_t id)
 		r->next = NULL;
 		set->n--;
 		set->bytes -= r->bytes;
+		if (set->peer)
+			set->peer->mapped -= r->bytes;
 		gr_region_unref(r);
 		return true;
 	}

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/peer.h"
 #include "proto/request.h"
 #include "proto/types.h"
 
@@ -45,13 +46,15 @@ typedef struct gr_regions {
 	gr_region *head;
 	unsigned n;
 	uint64_t bytes;
+	gr_peer *peer; /* its user's, whose mapped bytes it counts in */
 } gr_regions;
 
-static inline void gr_regions_init(gr_regions *set)
+static inline void gr_regions_init(gr_regions *set, gr_peer *peer)
 {
 	set->head = NULL;
 	set->n = 0;
 	set->bytes = 0;
+	set->peer = peer;
 }
 
 /*

@@ -492,8 +492,19 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	W(gr_mpw_map(b, 1));
 	W(write_kv_uint(b, "cpu_max_bytes", s->route_max));
 	W(gr_mpw_cstr(b, "limits"));
-	W(gr_mpw_map(b, 10));
+	W(gr_mpw_map(b, 15));
 	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
+	W(write_kv_uint(b, "max_connections_per_uid", cfg->max_connections_per_uid));
+	W(write_kv_uint(b, "max_inflight_bytes_per_uid", cfg->max_inflight_bytes_per_uid));
+	W(write_kv_uint(b, "max_mapped_bytes_per_uid", cfg->max_mapped_bytes_per_uid));
+	W(gr_mpw_cstr(b, "allow_uids"));
+	W(gr_mpw_array(b, cfg->n_allow_uids));
+	for (unsigned i = 0; i < cfg->n_allow_uids; i++)
+		W(gr_mpw_uint(b, cfg->allow_uids[i]));
+	W(gr_mpw_cstr(b, "allow_gids"));
+	W(gr_mpw_array(b, cfg->n_allow_gids));
+	for (unsigned i = 0; i < cfg->n_allow_gids; i++)
+		W(gr_mpw_uint(b, cfg->allow_gids[i]));
 	W(write_kv_uint(b, "max_connections", cfg->max_connections));
 	W(write_kv_uint(b, "max_regions", cfg->max_regions));
 	W(write_kv_uint(b, "max_mapped_bytes", cfg->max_mapped_bytes));
@@ -847,5 +858,6 @@ void gr_server_free(gr_server *s)
 	}
 	free(s->canary_jobs);
 	free(s->path);
+	gr_peers_deinit(&s->peers);
 	free(s);
 }

@@ -23,6 +23,7 @@
 #include "daemon/config.h"
 #include "daemon/direct.h"
 #include "daemon/fdpass.h"
+#include "daemon/peer.h"
 #include "daemon/region.h"
 #include "daemon/staging.h"
 #include "daemon/stats.h"
@@ -103,6 +104,10 @@ struct gr_conn {
 	uint64_t in_read;    /* bytes read from the socket */
 	uint64_t in_parsed;  /* of those, bytes the parser has consumed */
 	gr_regions regions;
+	gr_peer *peer;       /* its user's entry (NULL until accepted) */
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
 	gr_server *srv;
 	gr_link link;        /* in srv->conns */
 	gr_link ready_link;  /* in srv->ready when it should be pumped */
@@ -180,6 +185,7 @@ struct gr_server {
 	void (*canary_cb)(void *userdata, bool ok);
 	void *canary_userdata;
 
+	gr_peers peers;
 	uint64_t last_region_id;
 	uint64_t mapped_bytes; /* every region's, until its last request is done */
 
