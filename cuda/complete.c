@@ -1,0 +1,289 @@
+/*
+ * Completion: finishing a launch's jobs (its results copied out, early
+ * answers, the rest posted to the loop thread, which fills them in), and
+ * each device's completion thread, which finds the launches that are done.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/cuda-internal.h"
+
+static void cuda_ctx_release(cuda_ctx *c);
+
+/* ---- finishing jobs ---- */
+
+/* One job's result from the kernel's raw value (its bits in the partial's
+ * v), status 0. What is already right is only read, not written, and the
+ * exact accumulator's words are not touched unless its flags say they are
+ * in use (daemon/reduce.h). */
+static void cuda_fill(gr_job *j, uint64_t raw)
+{
+	if (j->early) {
+		/* answered already (cuda_answer): done() reads the status */
+	} else if (j->n == 0) {
+		gr_partial_identity(j->op, j->dtype, &j->result);
+	} else {
+		/* a partial filled by hand starts from zero: the exact
+		 * accumulator must not keep an earlier value */
+		if (j->result.xflags)
+			memset(&j->result, 0, sizeof(j->result));
+		j->result.count = j->n;
+		j->result.v.u = raw;
+	}
+	if (j->status)
+		j->status = 0;
+}
+
+/* On the loop thread: finish a launch's jobs (cuda_done). */
+static void cuda_done_run(gr_job *post)
+{
+	cuda_done *dn = post->userdata;
+	size_t k = 0;
+	for (uint32_t r = 0; r < dn->nruns; r++) {
+		const cuda_run *run = &dn->runs[r];
+		gr_job **jobs = run->b->jobs + run->first;
+		for (uint32_t i = 0; i < run->count; i++, k++) {
+			gr_job *j = jobs[i];
+			if (i + 1 < run->count)
+				__builtin_prefetch(jobs[i + 1], 1);
+			if (post->status < 0)
+				cuda_job_fail(j, post->status, post->errmsg);
+			else
+				cuda_fill(j, dn->raw[k]);
+			j->done(j);
+		}
+		cuda_batch_settle(run->b, run->count);
+	}
+	if (dn->ctx)
+		cuda_ctx_release(dn->ctx);
+	else
+		free(dn);
+}
+
+/* Answer early the jobs of a launch that ask to be (backend.h). */
+static void cuda_answer(cuda_backend *be, const cuda_run *runs, uint32_t nruns, const uint64_t *raw)
+{
+	bool any = false;
+	size_t k = 0;
+	if (!be->early)
+		return;
+	for (uint32_t r = 0; r < nruns; r++) {
+		const cuda_item *it = runs[r].b->items + runs[r].first;
+		for (uint32_t i = 0; i < runs[r].count; i++, k++) {
+			if (!it[i].early)
+				continue;
+			/* a partial filled by hand: never combined into, so
+			 * its exact accumulator is not read (reduce.h) */
+			gr_partial p;
+			p.count = it[i].n;
+			p.v.u = raw[k];
+			p.xflags = 0;
+			be->early->answer(it[i].early, it[i].tag, (gr_op)it[i].op,
+					  (gr_dtype)it[i].dtype, &p);
+			any = true;
+		}
+	}
+	if (any)
+		be->early->end();
+}
+
+static void cuda_done_init(cuda_done *dn, cuda_ctx *own, const cuda_run *runs, uint32_t nruns,
+			   const uint64_t *raw, int status, const char *why)
+{
+	dn->ctx = own;
+	dn->nruns = nruns;
+	dn->runs = runs;
+	dn->raw = raw;
+	dn->post.status = status;
+	if (status < 0)
+		snprintf(dn->post.errmsg, sizeof(dn->post.errmsg), "%s", why);
+	dn->post.done = cuda_done_run;
+	dn->post.userdata = dn;
+}
+
+/*
+ * Hand a launch's jobs back through the context's own post: failed
+ * (status < 0, why), or with the results in hout. The loop thread gives
+ * the context back after.
+ */
+void cuda_ctx_post(cuda_ctx *c, int status, const char *why)
+{
+	cuda_done_init(c->own, c, c->runs, c->nruns, c->hout, status, why);
+	gr_completion_post(c->dev->be->pub.cq, &c->own->post);
+}
+
+/*
+ * A launch ran: copy its runs and results out, give the context back,
+ * answer what asks to be answered early, and hand the rest to the loop.
+ * (Jobs of no elements take no raw value: hout's entries for them are
+ * not read.)
+ */
+void cuda_finish(cuda_ctx *c)
+{
+	cuda_backend *be = c->dev->be;
+	size_t runs_bytes = (size_t)c->nruns * sizeof(cuda_run);
+	cuda_done *dn = malloc(sizeof(*dn) + runs_bytes + (size_t)c->njobs * sizeof(uint64_t));
+	if (!dn) {
+		cuda_answer(be, c->runs, c->nruns, c->hout);
+		cuda_ctx_post(c, 0, NULL);
+		return;
+	}
+	cuda_run *runs = (cuda_run *)(dn + 1);
+	uint64_t *raw = (uint64_t *)((uint8_t *)runs + runs_bytes);
+	memcpy(runs, c->runs, runs_bytes);
+	memcpy(raw, c->hout, (size_t)c->njobs * sizeof(uint64_t));
+	cuda_done_init(dn, NULL, runs, c->nruns, raw, 0, NULL);
+	cuda_ctx_release(c);
+	/* the replies' sends come after the context is back */
+	cuda_answer(be, runs, dn->nruns, raw);
+	gr_completion_post(be->pub.cq, &dn->post);
+}
+
+/* Give a context back to its submission thread; its jobs are gone. */
+static void cuda_ctx_release(cuda_ctx *c)
+{
+	cuda_dev *d = c->dev;
+	__atomic_sub_fetch(&d->busy, c->njobs, __ATOMIC_RELAXED);
+	c->njobs = 0;
+	c->nruns = 0;
+	pthread_mutex_lock(&d->lock);
+	c->next = d->free_list;
+	__atomic_store_n(&d->free_list, c, __ATOMIC_RELEASE);
+	if (d->swait_ctx)
+		pthread_cond_signal(&d->scond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- completion (the completion thread) ---- */
+
+/*
+ * Finish the contexts of list (oldest first) whose events are done, and
+ * return those still out. oldest_e: the oldest one's state when the
+ * caller already knows it (from cudaEventSynchronize), else
+ * cudaErrorNotReady. *progress tells whether any finished.
+ */
+static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, bool *progress)
+{
+	cuda_ctx *keep = NULL, **keep_end = &keep;
+	bool first = true;
+	*progress = false;
+	while (list) {
+		cuda_ctx *c = list;
+		list = c->next;
+		c->next = NULL;
+		const char *call = "cudaEventQuery";
+		cudaError_t e;
+		if (first && oldest_e != cudaErrorNotReady) {
+			e = oldest_e;
+			call = "cudaEventSynchronize";
+		} else {
+			e = cudaEventQuery(c->done);
+		}
+		first = false;
+		if (e == cudaErrorNotReady) {
+			*keep_end = c;
+			keep_end = &c->next;
+			continue;
+		}
+		*progress = true;
+		bool inj = false;
+		if (e == cudaSuccess && cuda_fault_hit(d, FAULT_SYNC)) {
+			inj = true;
+			e = cudaErrorLaunchFailure;
+			call = "cudaEventQuery";
+		}
+		if (e == cudaSuccess) {
+			cuda_finish(c);
+		} else {
+			char why[192];
+			cuda_errfmt(why, sizeof(why), d, call, e, inj);
+			cuda_dev_fail(d, why);
+			cuda_ctx_post(c, -EIO, why);
+		}
+	}
+	return keep;
+}
+
+void *cuda_completer(void *arg)
+{
+	cuda_dev *d = arg;
+	cuda_ctx *list = NULL, *tail = NULL; /* in flight, oldest first */
+	uint64_t since = 0; /* the last progress, or when waiting began */
+	const uint64_t spin = d->be->spin_ns;
+	cudaSetDevice(d->ordinal);
+
+	for (;;) {
+		if (!list || __atomic_load_n(&d->inflight, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_lock(&d->lock);
+			if (d->inflight) {
+				/* the spin time counts from the first launch
+				 * out, or from the last one back */
+				if (tail) {
+					tail->next = d->inflight;
+				} else {
+					list = d->inflight;
+					since = cuda_now_ns();
+				}
+				tail = d->inflight_tail;
+				__atomic_store_n(&d->inflight, NULL, __ATOMIC_RELAXED);
+				d->inflight_tail = NULL;
+			}
+			if (!list) {
+				if (d->cstop) {
+					pthread_mutex_unlock(&d->lock);
+					break;
+				}
+				if (cuda_now_ns() - since < spin) {
+					/* more launches are likely soon after one
+					 * finished: look for them a while before
+					 * sleeping */
+					pthread_mutex_unlock(&d->lock);
+					while (!__atomic_load_n(&d->inflight, __ATOMIC_ACQUIRE) &&
+					       !__atomic_load_n(&d->cstop, __ATOMIC_RELAXED) &&
+					       cuda_now_ns() - since < spin)
+						for (int k = 0; k < 16; k++)
+							cuda_relax();
+					continue;
+				}
+				d->cwaiting = true;
+				pthread_cond_wait(&d->ccond, &d->lock);
+				d->cwaiting = false;
+				pthread_mutex_unlock(&d->lock);
+				since = cuda_now_ns();
+				continue;
+			}
+			pthread_mutex_unlock(&d->lock);
+		}
+
+		bool progress;
+		list = cuda_reap(d, list, cudaErrorNotReady, &progress);
+		tail = list;
+		while (tail && tail->next)
+			tail = tail->next;
+		if (progress) {
+			since = cuda_now_ns();
+			continue;
+		}
+		if (cuda_now_ns() - since < spin) {
+			/* about a microsecond between looks: the events are
+			 * the driver's, and the submission thread needs it */
+			for (int k = 0; k < 16; k++)
+				cuda_relax();
+			continue;
+		}
+		/* long work: sleep until the oldest is done (blocking-sync
+		 * events), then look at all of them again */
+		cudaError_t e = cudaEventSynchronize(list->done);
+		list = cuda_reap(d, list, e, &progress);
+		tail = list;
+		while (tail && tail->next)
+			tail = tail->next;
+		since = cuda_now_ns();
+	}
+	return NULL;
+}

@@ -1,0 +1,329 @@
+/*
+ * The CUDA engine behind the backend seam (daemon/backend.h): what the
+ * files of the CUDA backend share, and how they work together.
+ *
+ * submit() runs on the daemon's loop thread and only queues: it copies
+ * what the device threads need of each job (data, n, op, dtype, and tag
+ * and early for early answers) into a batch of items, picks the device
+ * (the one a job is pinned to, else the healthy one with the fewest jobs
+ * queued or in flight, staying on the last one chosen when they tie, whose
+ * threads are awake) and appends the batch to that device's queue under
+ * one lock. No CUDA call happens there, and batches are reused. From then
+ * on only the loop thread touches the daemon's jobs: their lines, which
+ * it writes for every request, never travel to another CPU and back.
+ *
+ * Each device has two threads. Its submission thread owns the queue's
+ * consumer side and a pool of stream contexts (cfg->streams): a context
+ * holds a stream, a device buffer the size of a staging slot plus 16
+ * bytes, and the small arrays of one launch (segment table, results, unit
+ * partials, tickets). With a free context it takes items from the head of
+ * the queue for as long as they fit one launch: the span [lowest byte,
+ * highest byte) of their data within the device buffer, their segments
+ * and units within the tables. Batches queued back to back in one slot
+ * (the daemon packs small requests in order) thus go out as one copy and
+ * one launch, however the daemon cut them; a job's result depends only on
+ * its own segment, so not on the company it rides in. A launch is the
+ * span host to device, one batch kernel, the results device to host and
+ * an event; the segment table rides in the kernel's parameters (or, past
+ * GR_KERNEL_PARAM_SEGS segments, goes ahead of it in a copy of its own).
+ *
+ * The completion thread takes the contexts in flight and polls their
+ * events (for up to the spin time since the last one finished or the first
+ * went out), then sleeps in cudaEventSynchronize on the oldest; with
+ * nothing in flight it looks for new launches for the spin time, then
+ * sleeps on a condition variable. It copies a finished launch's runs of
+ * items and its results out of pinned memory into one post of its own,
+ * whose callback fills in the jobs on the loop thread (cuda_done_run), and
+ * hands the context back. Then it answers the items that ask to be
+ * answered early (backend.h): the replies to small requests leave from
+ * this thread, one send() for each connection's run of jobs in the launch,
+ * and the loop only counts and frees their requests.
+ * The submission thread likewise polls its queue for the spin time before
+ * it sleeps, so a steady stream of batches never waits for a wake-up. Both
+ * spin only while there is or just was work: an idle daemon uses no CPU.
+ *
+ * A CUDA error fails the jobs it touched with -EIO, names the call and the
+ * device, and takes the device out of service for good; its queued batches
+ * then go to the other devices (those pinned to it fail). Once none is
+ * left, jobs go to the CPU fallback (cfg->cpu_fallback): a CPU backend
+ * started then, sharing this backend's completion queue and reading the
+ * jobs where they lie in staging, and described as one more device. Without
+ * it they fail at once. Failures come back to the loop thread as posts of
+ * their own too, and the loop thread writes the jobs' status and message.
+ *
+ * By role: queue.c takes submit() and routes batches to devices (or to
+ * the CPU fallback), launch.c is the submission thread, complete.c the
+ * completion thread and what finishes jobs on the loop thread, fault.c
+ * formats errors, injects faults and takes devices out of service, and
+ * backend-cuda.c sets the backend up, describes it and tears it down.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/kernel.h"
+#include "daemon/backend.h"
+
+/* The calls a fault can be injected into (fault.c). */
+enum cuda_fault_kind { FAULT_INIT, FAULT_H2D, FAULT_LAUNCH, FAULT_D2H, FAULT_SYNC, FAULT_N };
+
+typedef struct cuda_fault_rule {
+	int kind;
+	int device; /* -1: every device */
+	unsigned long after;
+} cuda_fault_rule;
+
+typedef struct cuda_dev cuda_dev;
+typedef struct cuda_backend cuda_backend;
+typedef struct cuda_batch cuda_batch;
+typedef struct cuda_run cuda_run;
+typedef struct cuda_done cuda_done;
+typedef struct cuda_ctx cuda_ctx;
+
+struct cuda_ctx {
+	cuda_dev *dev;
+	cudaStream_t stream;
+	cudaEvent_t done;
+	uint8_t *dbuf;
+	size_t dbuf_bytes;
+	gr_kseg *hsegs, *dsegs;
+	uint64_t *hout, *dout;
+	uint64_t *dpartials;
+	uint32_t *dtickets;
+	cuda_run *runs; /* the launch in flight: its items, in segment order */
+	uint32_t nruns, njobs;
+	cuda_done *own; /* its post back to the loop, when the launch has no other */
+	struct cuda_ctx *next; /* free list or in-flight list */
+};
+
+struct cuda_dev {
+	cuda_backend *be;
+	int ordinal;
+	char name[128];
+	char cc[8];
+	unsigned sms;
+	uint64_t mem;
+	char pci[32];
+
+	/*
+	 * lock guards everything below. Fields that the other side polls
+	 * while spinning (qhead, free_list, inflight, healthy, stop) are
+	 * written with atomic stores under the lock and may be read
+	 * without it; the lock is taken before acting on what was read.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t scond; /* the submission thread sleeps here */
+	pthread_cond_t ccond; /* the completion thread sleeps here */
+	pthread_t sthread, cthread;
+	bool sthread_started, cthread_started;
+	bool swait_work, swait_ctx, cwaiting; /* who sleeps, so wakers signal only then */
+	bool stop;   /* free(): drain the queue, then end */
+	bool sdone;  /* the submission thread ended: queue nothing more */
+	bool cstop;  /* free(): end once nothing is in flight */
+	bool healthy;
+	char health[192];
+	cuda_batch *qhead, *qtail; /* queued batches, in submission order */
+	cuda_ctx *ctxs;
+	unsigned nctx;
+	cuda_ctx *free_list;
+	cuda_ctx *inflight, *inflight_tail; /* handed to the completion thread */
+
+	/* atomics */
+	uint64_t busy; /* jobs queued or in flight: the routing measure */
+	uint64_t jobs; /* jobs launched here */
+	unsigned long calls[FAULT_N];
+};
+
+struct cuda_backend {
+	gr_backend pub;
+	cuda_dev *devs;
+	unsigned ndev;
+	unsigned streams;
+	uint32_t cap_segs, cap_units;
+	uint64_t spin_ns;
+	int driver_version, runtime_version;
+	cuda_fault_rule faults[8];
+	unsigned nfaults;
+	unsigned last; /* atomic: the device chosen last */
+	const gr_early_ops *early;
+
+	/* The CPU fallback, when allowed: started by whichever thread first
+	 * finds no device in service. A CPU backend's submit() takes one
+	 * caller at a time, and jobs reach this one from the loop thread and
+	 * from the submission thread of a device going out of service, so
+	 * every submit to it holds fb_lock. */
+	bool fallback;
+	gr_backend_config fbcfg;
+	pthread_mutex_t fb_lock;
+	gr_backend *cpu;  /* written once, before pub.ndevices grows */
+	char fb_why[192]; /* why it did not start, when it did not */
+	bool staging_registered; /* gr_staging_map's memory, registered; else cudaHostAlloc's */
+	cuda_batch *spare; /* batches kept for reuse (the loop thread's) */
+	unsigned nspare;
+};
+
+/* ---- batches: what the device threads read of the daemon's jobs ---- */
+
+/*
+ * What a device's threads read of one job, copied from the job's first
+ * line by submit() on the loop thread. They never read or write the
+ * daemon's jobs themselves: a job's lines stay in the cache of the loop
+ * thread, which writes them for every request, and two items share a line.
+ */
+typedef struct cuda_item {
+	const uint8_t *data;
+	uint64_t n;
+	void *early;
+	uint32_t tag;
+	uint8_t op, dtype;
+	bool alone; /* outside staging: launched alone, never in a span with others */
+} cuda_item;
+
+/*
+ * A submitted batch: its items, and the jobs they stand for, which only
+ * the loop thread reads. It sits in one device's queue at a time; a launch
+ * takes items from the head of the queue for as long as they fit, so it
+ * may end inside a batch, and the next one begins at start. Items come
+ * back to the loop thread in runs of a launch (cuda_done), in any order,
+ * and the loop thread counts them in; once all are back it keeps the
+ * batch for reuse or frees it. What no device can take (items start to
+ * nitems, when the device they are pinned to or every device is out of
+ * service) comes back at once through post: failed, or handed to the CPU
+ * fallback.
+ */
+struct cuda_batch {
+	struct cuda_batch *next; /* a device's queue; the spare list */
+	cuda_backend *be;
+	uint32_t nitems, cap;
+	uint32_t start;   /* the first item not yet launched: its device's submission thread's */
+	int device;       /* -1, or the device its jobs are pinned to */
+	uint32_t settled; /* items back on the loop thread (the loop thread's) */
+	uint32_t rest;    /* post: the items from here on came back at once, */
+	bool rest_handed; /* to the CPU fallback; else failed with post's status and errmsg */
+	gr_job **jobs;    /* cap of them, after the items */
+	gr_job post;
+	cuda_item items[];
+};
+
+/* A run of a launch: items first to first + count of a batch. */
+struct cuda_run {
+	cuda_batch *b;
+	uint32_t first, count;
+};
+
+/*
+ * A launch's jobs on their way back to the loop thread, posted as one job
+ * of our own, whose done() (cuda_done_run) fills in the daemon's jobs
+ * there and calls theirs. The completion thread copies the runs and the
+ * kernel's results out of the context into a fresh one of these, and the
+ * context goes back to the pool at once. A failed launch, or one whose
+ * copy cannot be allocated, posts the context's own, and the loop thread
+ * gives the context back once it is done with it.
+ */
+struct cuda_done {
+	gr_job post;          /* status < 0: every job failed; errmsg says why */
+	cuda_ctx *ctx;        /* the context's own: give it back; else free this */
+	uint32_t nruns;
+	const cuda_run *runs;
+	const uint64_t *raw;  /* each job's raw result, in run order */
+};
+
+static inline uint64_t cuda_item_units(const cuda_item *it)
+{
+	return it->n ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
+}
+
+/* ---- small helpers ---- */
+
+static inline uint64_t cuda_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A short pause inside a polling loop, kind to the sibling hyperthread. */
+static inline void cuda_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* ---- finishing jobs: queue.c and complete.c both do ---- */
+
+static inline void cuda_job_fail(gr_job *j, int status, const char *why)
+{
+	j->status = status;
+	snprintf(j->errmsg, sizeof(j->errmsg), "%s", why);
+}
+
+#define CUDA_SPARE_BATCHES 8u
+
+/* Count in n items of b that are back (the loop thread's); the last ones
+ * free it, or keep it for the next submit. */
+static inline void cuda_batch_settle(cuda_batch *b, uint32_t n)
+{
+	cuda_backend *be = b->be;
+	b->settled += n;
+	if (b->settled < b->nitems)
+		return;
+	if (be->nspare < CUDA_SPARE_BATCHES) {
+		b->next = be->spare;
+		be->spare = b;
+		be->nspare++;
+	} else {
+		free(b);
+	}
+}
+
+/* ---- fault.c: errors and fault injection ---- */
+
+/* Read the fault rules of spec (fault.c says how they read) into be;
+ * 0, or -EINVAL and why in errbuf. */
+int cuda_fault_parse(cuda_backend *be, const char *spec, char *errbuf, size_t errlen);
+/* Count a call of this kind on dev; true when a rule says it must fail. */
+bool cuda_fault_hit(cuda_dev *d, int kind);
+/* snprintf, cut to fit on purpose. */
+void cuda_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A CUDA error that names the call and the device. */
+void cuda_errfmt(char *buf, size_t len, cuda_dev *d, const char *call, cudaError_t e,
+		 bool injected);
+/* Take a device out of service (first reason wins) and wake its threads. */
+void cuda_dev_fail(cuda_dev *d, const char *why);
+
+/* ---- queue.c: queueing ---- */
+
+/* Start the CPU fallback unless it runs or failed to start; fb_lock held. */
+void cuda_fallback_start(cuda_backend *be);
+/* Route the queue of a device found out of service elsewhere. */
+void cuda_requeue(cuda_dev *d, cuda_batch *list);
+/* The backend's submit(). */
+void cuda_submit(gr_backend *pub, gr_job *list);
+
+/* ---- launch.c: launching ---- */
+
+/* A device's submission thread (arg: its cuda_dev). */
+void *cuda_submitter(void *arg);
+
+/* ---- complete.c: completion ---- */
+
+/* Hand a launch's jobs back through the context's own post: failed
+ * (status < 0, why), or with the results in hout. */
+void cuda_ctx_post(cuda_ctx *c, int status, const char *why);
+/* A launch ran: answer early what asks to be, hand the rest to the loop. */
+void cuda_finish(cuda_ctx *c);
+/* A device's completion thread (arg: its cuda_dev). */
+void *cuda_completer(void *arg);

@@ -1,0 +1,238 @@
+/*
+ * Launching: each device's submission thread, which takes batches off
+ * its queue and sends them to the GPU, as many items to one launch as
+ * fit.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/cuda-internal.h"
+
+#define CUDA_TRY(call_name, kind, expr)                                              \
+	do {                                                                          \
+		bool inj_ = (kind) >= 0 && cuda_fault_hit(d, (kind));                 \
+		cudaError_t e_ = inj_ ? cudaErrorLaunchFailure : (expr);              \
+		if (e_ != cudaSuccess) {                                              \
+			cuda_errfmt(why, sizeof(why), d, call_name, e_, inj_);        \
+			goto fail;                                                    \
+		}                                                                     \
+	} while (0)
+
+/*
+ * Launch on context c the longest run of items, from batch b's start on,
+ * that fits one launch, and return where the next launch begins (b or a
+ * later batch, its start moved on), NULL when nothing is left. A run
+ * that needs no GPU work comes back at once; a failure takes the device
+ * out of service and fails the run's jobs with -EIO.
+ */
+static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
+{
+	cuda_dev *d = c->dev;
+	cuda_backend *be = d->be;
+	char why[192];
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	uint32_t nsegs = 0, nruns = 0;
+	uint64_t units = 0;
+	bool alone = false; /* the run is one item outside staging */
+
+	/* the run: segment table filled as it grows, offsets once lo is known */
+	while (b) {
+		uint32_t first = b->start, i;
+		for (i = first; i < b->nitems; i++) {
+			const cuda_item *it = &b->items[i];
+			uint64_t u = cuda_item_units(it);
+			if (nsegs == be->cap_segs || units + u > be->cap_units)
+				break;
+			/* memory outside staging is copied on its own: a span
+			 * over it and anything else may cover pages mapped by
+			 * no one, or not pinned */
+			if (nsegs > 0 && (it->alone || alone))
+				break;
+			alone = it->alone;
+			if (it->n) {
+				uintptr_t s = (uintptr_t)it->data;
+				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);
+				uintptr_t nlo = s < lo ? s : lo, nhi = e > hi ? e : hi;
+				if (nhi - (nlo & ~(uintptr_t)15) > c->dbuf_bytes)
+					break;
+				lo = nlo;
+				hi = nhi;
+			}
+			gr_kseg *sg = &c->hsegs[nsegs++];
+			sg->offset = (uintptr_t)it->data;
+			sg->n = it->n;
+			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
+			sg->unit_rows = it->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
+			sg->first_unit = (uint32_t)units;
+			sg->units = (uint32_t)u;
+			units += u;
+		}
+		if (i > first)
+			c->runs[nruns++] = (cuda_run){.b = b, .first = first, .count = i - first};
+		b->start = i;
+		if (i < b->nitems)
+			break;
+		b = b->next;
+	}
+	if (!nsegs) {
+		/* the first job alone does not fit: it cannot have come from
+		 * one staging slot */
+		c->runs[0] = (cuda_run){.b = b, .first = b->start, .count = 1};
+		c->nruns = 1;
+		c->njobs = 1;
+		cuda_batch *rest = ++b->start < b->nitems ? b : b->next;
+		cuda_ctx_post(c, -EINVAL, "job larger than a staging slot");
+		return rest;
+	}
+	/* b is where the next launch begins; once this one is out, another
+	 * thread may finish it, and the batches it took may be gone */
+	c->nruns = nruns;
+	c->njobs = nsegs;
+	__atomic_add_fetch(&d->jobs, nsegs, __ATOMIC_RELAXED);
+	if (hi == 0) {
+		/* nothing but empty jobs: no GPU work */
+		cuda_finish(c);
+		return b;
+	}
+	uintptr_t lo16 = lo & ~(uintptr_t)15;
+	for (uint32_t i = 0; i < nsegs; i++)
+		c->hsegs[i].offset = c->hsegs[i].n ? c->hsegs[i].offset - lo16 : 0;
+
+	CUDA_TRY("cudaMemcpyAsync (host to device)", FAULT_H2D,
+		 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16, cudaMemcpyHostToDevice,
+				 c->stream));
+	if (nsegs <= GR_KERNEL_PARAM_SEGS) {
+		/* the common case: the table rides in the launch itself */
+		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
+			 (cudaError_t)gr_kernel_launch_batch_params(
+				 c->dbuf, c->hsegs, nsegs, (uint32_t)units, c->dpartials,
+				 c->dtickets, c->dout, (int)d->sms, c->stream));
+	} else {
+		CUDA_TRY("cudaMemcpyAsync (segment table)", -1,
+			 cudaMemcpyAsync(c->dsegs, c->hsegs, nsegs * sizeof(gr_kseg),
+					 cudaMemcpyHostToDevice, c->stream));
+		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
+			 (cudaError_t)gr_kernel_launch_batch(c->dbuf, c->dsegs, nsegs, (uint32_t)units,
+							     c->dpartials, c->dtickets, c->dout,
+							     (int)d->sms, c->stream));
+	}
+	CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
+		 cudaMemcpyAsync(c->hout, c->dout, nsegs * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+				 c->stream));
+	CUDA_TRY("cudaEventRecord", -1, cudaEventRecord(c->done, c->stream));
+
+	/* in flight only now that its event is recorded: an event never
+	 * recorded reads as complete */
+	pthread_mutex_lock(&d->lock);
+	c->next = NULL;
+	if (d->inflight_tail)
+		d->inflight_tail->next = c;
+	else
+		__atomic_store_n(&d->inflight, c, __ATOMIC_RELEASE);
+	d->inflight_tail = c;
+	if (d->cwaiting)
+		pthread_cond_signal(&d->ccond);
+	pthread_mutex_unlock(&d->lock);
+	return b;
+
+fail:
+	cuda_dev_fail(d, why);
+	cuda_ctx_post(c, -EIO, why);
+	return b;
+}
+
+/*
+ * With d->lock held: wait until there are queued jobs (want_ctx false) or
+ * a free context (want_ctx true), or the device stops or fails. Polls
+ * without the lock for up to the spin time first. Callers re-check.
+ */
+static void cuda_sub_wait(cuda_dev *d, bool want_ctx)
+{
+	uint64_t spin = d->be->spin_ns;
+	if (spin) {
+		pthread_mutex_unlock(&d->lock);
+		uint64_t t0 = cuda_now_ns();
+		for (unsigned k = 1;; k++) {
+			if (want_ctx ? __atomic_load_n(&d->free_list, __ATOMIC_ACQUIRE) != NULL
+				     : __atomic_load_n(&d->qhead, __ATOMIC_ACQUIRE) != NULL)
+				break;
+			if (__atomic_load_n(&d->stop, __ATOMIC_RELAXED) ||
+			    !__atomic_load_n(&d->healthy, __ATOMIC_RELAXED))
+				break;
+			cuda_relax();
+			if (!(k & 31) && cuda_now_ns() - t0 >= spin)
+				break;
+		}
+		pthread_mutex_lock(&d->lock);
+	}
+	if (want_ctx) {
+		while (!d->free_list && d->healthy) {
+			d->swait_ctx = true;
+			pthread_cond_wait(&d->scond, &d->lock);
+			d->swait_ctx = false;
+		}
+	} else {
+		while (!d->qhead && !d->stop) {
+			d->swait_work = true;
+			pthread_cond_wait(&d->scond, &d->lock);
+			d->swait_work = false;
+		}
+	}
+}
+
+void *cuda_submitter(void *arg)
+{
+	cuda_dev *d = arg;
+	/* taken from the queue, not yet launched: carry from its start on */
+	cuda_batch *carry = NULL, *carry_tail = NULL;
+	cudaError_t e = cudaSetDevice(d->ordinal);
+	if (e != cudaSuccess) {
+		char why[192];
+		cuda_errfmt(why, sizeof(why), d, "cudaSetDevice", e, false);
+		cuda_dev_fail(d, why);
+	}
+
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		if (d->qhead) {
+			if (carry_tail)
+				carry_tail->next = d->qhead;
+			else
+				carry = d->qhead;
+			carry_tail = d->qtail;
+			__atomic_store_n(&d->qhead, NULL, __ATOMIC_RELAXED);
+			d->qtail = NULL;
+		}
+		if (!carry) {
+			if (d->stop)
+				break;
+			cuda_sub_wait(d, false);
+			continue;
+		}
+		if (!d->healthy) {
+			pthread_mutex_unlock(&d->lock);
+			cuda_requeue(d, carry);
+			carry = carry_tail = NULL;
+			pthread_mutex_lock(&d->lock);
+			continue;
+		}
+		cuda_ctx *c = d->free_list;
+		if (!c) {
+			/* the queue grows meanwhile: the next launch takes more */
+			cuda_sub_wait(d, true);
+			continue;
+		}
+		__atomic_store_n(&d->free_list, c->next, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&d->lock);
+		carry = cuda_launch(c, carry);
+		if (!carry)
+			carry_tail = NULL;
+		pthread_mutex_lock(&d->lock);
+	}
+	d->sdone = true;
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
