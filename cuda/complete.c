@@ -215,6 +215,7 @@ void *cuda_completer(void *arg)
 	cuda_ctx *list = NULL, *tail = NULL; /* in flight, oldest first */
 	uint64_t since = 0; /* the last progress, or when waiting began */
 	const uint64_t spin = d->be->spin_ns;
+	bool quiet = false; /* the last launch done was long: wait without spinning */
 	cudaSetDevice(d->ordinal);
 
 	for (;;) {
@@ -238,7 +239,7 @@ void *cuda_completer(void *arg)
 					pthread_mutex_unlock(&d->lock);
 					break;
 				}
-				if (cuda_now_ns() - since < spin) {
+				if (!quiet && cuda_now_ns() - since < spin) {
 					/* more launches are likely soon after one
 					 * finished: look for them a while before
 					 * sleeping */
@@ -260,16 +261,17 @@ void *cuda_completer(void *arg)
 			pthread_mutex_unlock(&d->lock);
 		}
 
-		bool progress;
+		bool progress, big = list->span > CUDA_SPIN_SPAN_MAX;
 		list = cuda_reap(d, list, cudaErrorNotReady, &progress);
 		tail = list;
 		while (tail && tail->next)
 			tail = tail->next;
 		if (progress) {
 			since = cuda_now_ns();
+			quiet = big;
 			continue;
 		}
-		if (cuda_now_ns() - since < spin) {
+		if (!big && cuda_now_ns() - since < spin) {
 			/* about a microsecond between looks: the events are
 			 * the driver's, and the submission thread needs it */
 			for (int k = 0; k < 16; k++)
@@ -284,6 +286,7 @@ void *cuda_completer(void *arg)
 		while (tail && tail->next)
 			tail = tail->next;
 		since = cuda_now_ns();
+		quiet = big;
 	}
 	return NULL;
 }

@@ -41,6 +41,9 @@
  * The submission thread likewise polls its queue for the spin time before
  * it sleeps, so a steady stream of batches never waits for a wake-up. Both
  * spin only while there is or just was work: an idle daemon uses no CPU.
+ * And neither spins on a launch that copies more than CUDA_SPIN_SPAN_MAX
+ * (a large array's chunk): each sleeps until it is done, so offloading a
+ * large reduction costs the host almost no CPU time.
  *
  * A CUDA error fails the jobs it touched with -EIO, names the call and the
  * device, and takes the device out of service for good; its queued batches
@@ -88,6 +91,14 @@ typedef struct cuda_run cuda_run;
 typedef struct cuda_done cuda_done;
 typedef struct cuda_ctx cuda_ctx;
 
+/*
+ * Launches that copy more than this many bytes take long enough (20 us
+ * and more over PCIe) that the threads sleep on them rather than spin:
+ * large arrays, shared-memory regions above all, then cost the host almost
+ * no CPU, while small requests keep the spinning that makes them quick.
+ */
+#define CUDA_SPIN_SPAN_MAX ((size_t)1 << 20)
+
 struct cuda_ctx {
 	cuda_dev *dev;
 	cudaStream_t stream;
@@ -100,6 +111,7 @@ struct cuda_ctx {
 	uint32_t *dtickets;
 	cuda_run *runs; /* the launch in flight: its items, in segment order */
 	uint32_t nruns, njobs;
+	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
 	cuda_done *own; /* its post back to the loop, when the launch has no other */
 	struct cuda_ctx *next; /* free list or in-flight list */
 };

@@ -38,6 +38,8 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	uint64_t units = 0;
 	bool alone = false; /* the run is one item outside staging */
 
+	c->span = 0;
+
 	/* the run: segment table filled as it grows, offsets once lo is known */
 	while (b) {
 		uint32_t first = b->start, i;
@@ -98,6 +100,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 		return b;
 	}
 	uintptr_t lo16 = lo & ~(uintptr_t)15;
+	c->span = hi - lo16;
 	for (uint32_t i = 0; i < nsegs; i++)
 		c->hsegs[i].offset = c->hsegs[i].n ? c->hsegs[i].offset - lo16 : 0;
 
@@ -147,11 +150,12 @@ fail:
 /*
  * With d->lock held: wait until there are queued jobs (want_ctx false) or
  * a free context (want_ctx true), or the device stops or fails. Polls
- * without the lock for up to the spin time first. Callers re-check.
+ * without the lock for up to the spin time first, unless !spin_ok (after
+ * a long launch, what comes next is far off). Callers re-check.
  */
-static void cuda_sub_wait(cuda_dev *d, bool want_ctx)
+static void cuda_sub_wait(cuda_dev *d, bool want_ctx, bool spin_ok)
 {
-	uint64_t spin = d->be->spin_ns;
+	uint64_t spin = spin_ok ? d->be->spin_ns : 0;
 	if (spin) {
 		pthread_mutex_unlock(&d->lock);
 		uint64_t t0 = cuda_now_ns();
@@ -188,6 +192,7 @@ void *cuda_submitter(void *arg)
 	cuda_dev *d = arg;
 	/* taken from the queue, not yet launched: carry from its start on */
 	cuda_batch *carry = NULL, *carry_tail = NULL;
+	bool last_big = false; /* the last launch was long: wait without spinning */
 	cudaError_t e = cudaSetDevice(d->ordinal);
 	if (e != cudaSuccess) {
 		char why[192];
@@ -209,7 +214,7 @@ void *cuda_submitter(void *arg)
 		if (!carry) {
 			if (d->stop)
 				break;
-			cuda_sub_wait(d, false);
+			cuda_sub_wait(d, false, !last_big);
 			continue;
 		}
 		if (!d->healthy) {
@@ -222,12 +227,14 @@ void *cuda_submitter(void *arg)
 		cuda_ctx *c = d->free_list;
 		if (!c) {
 			/* the queue grows meanwhile: the next launch takes more */
-			cuda_sub_wait(d, true);
+			cuda_sub_wait(d, true, !last_big);
 			continue;
 		}
 		__atomic_store_n(&d->free_list, c->next, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&d->lock);
 		carry = cuda_launch(c, carry);
+		/* only this thread writes span, and it reuses c itself */
+		last_big = c->span > CUDA_SPIN_SPAN_MAX;
 		if (!carry)
 			carry_tail = NULL;
 		pthread_mutex_lock(&d->lock);
