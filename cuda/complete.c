@@ -216,6 +216,7 @@ void *cuda_completer(void *arg)
 	uint64_t since = 0; /* the last progress, or when waiting began */
 	const uint64_t spin = d->be->spin_ns;
 	bool quiet = false; /* the last launch done was long: wait without spinning */
+	uint64_t last_done = 0; /* when the last launch was found done */
 	cudaSetDevice(d->ordinal);
 
 	for (;;) {
@@ -262,16 +263,28 @@ void *cuda_completer(void *arg)
 		}
 
 		bool progress, big = list->span > CUDA_SPIN_SPAN_MAX;
+		if (big) {
+			/* its copy began no sooner than its launch and the
+			 * end of the one before: sleep until it can be done */
+			uint64_t start = list->t_launch > last_done ? list->t_launch : last_done;
+			uint64_t end = start + list->span / CUDA_COPY_BYTES_PER_NS, now = cuda_now_ns();
+			if (end > now + 20000) {
+				uint64_t ns = end - now - 10000;
+				struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+				nanosleep(&ts, NULL);
+				since = cuda_now_ns(); /* then poll a while, from now */
+			}
+		}
 		list = cuda_reap(d, list, cudaErrorNotReady, &progress);
 		tail = list;
 		while (tail && tail->next)
 			tail = tail->next;
 		if (progress) {
-			since = cuda_now_ns();
+			since = last_done = cuda_now_ns();
 			quiet = big;
 			continue;
 		}
-		if (!big && cuda_now_ns() - since < spin) {
+		if (cuda_now_ns() - since < spin) {
 			/* about a microsecond between looks: the events are
 			 * the driver's, and the submission thread needs it */
 			for (int k = 0; k < 16; k++)
@@ -285,7 +298,7 @@ void *cuda_completer(void *arg)
 		tail = list;
 		while (tail && tail->next)
 			tail = tail->next;
-		since = cuda_now_ns();
+		since = last_done = cuda_now_ns();
 		quiet = big;
 	}
 	return NULL;

@@ -42,8 +42,10 @@
  * it sleeps, so a steady stream of batches never waits for a wake-up. Both
  * spin only while there is or just was work: an idle daemon uses no CPU.
  * And neither spins on a launch that copies more than CUDA_SPIN_SPAN_MAX
- * (a large array's chunk): each sleeps until it is done, so offloading a
- * large reduction costs the host almost no CPU time.
+ * (a large array's chunk): the completion thread sleeps for as long as the
+ * copy must take at least (CUDA_COPY_BYTES_PER_NS) and only then polls,
+ * the submission thread sleeps until there is work or a free context, so
+ * offloading a large reduction costs the host little CPU time.
  *
  * A CUDA error fails the jobs it touched with -EIO, names the call and the
  * device, and takes the device out of service for good; its queued batches
@@ -98,6 +100,10 @@ typedef struct cuda_ctx cuda_ctx;
  * no CPU, while small requests keep the spinning that makes them quick.
  */
 #define CUDA_SPIN_SPAN_MAX ((size_t)1 << 20)
+/* Bytes a nanosecond no host-to-device copy beats (64 GB/s, above PCIe
+ * Gen5 x16): a long launch is done no sooner than its span at this rate
+ * after it could start, and the completion thread sleeps until then. */
+#define CUDA_COPY_BYTES_PER_NS 64u
 
 struct cuda_ctx {
 	cuda_dev *dev;
@@ -112,6 +118,7 @@ struct cuda_ctx {
 	cuda_run *runs; /* the launch in flight: its items, in segment order */
 	uint32_t nruns, njobs;
 	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
+	uint64_t t_launch; /* when it went out (ns) */
 	cuda_done *own; /* its post back to the loop, when the launch has no other */
 	struct cuda_ctx *next; /* free list or in-flight list */
 };

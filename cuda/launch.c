@@ -126,6 +126,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 		 cudaMemcpyAsync(c->hout, c->dout, nsegs * sizeof(uint64_t), cudaMemcpyDeviceToHost,
 				 c->stream));
 	CUDA_TRY("cudaEventRecord", -1, cudaEventRecord(c->done, c->stream));
+	c->t_launch = cuda_now_ns();
 
 	/* in flight only now that its event is recorded: an event never
 	 * recorded reads as complete */
