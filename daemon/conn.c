@@ -726,6 +726,8 @@ static void conn_on_read(gr_conn *c, ssize_t nread)
  * that are ready, since the poll is level-triggered and comes back. */
 #define CONN_READS_PER_POLL 32
 #define CONN_BYTES_PER_POLL ((ssize_t)1 << 20)
+/* and at most this much a read, so that one read is soon over too */
+#define CONN_BYTES_PER_READ ((size_t)256 << 10)
 
 static void conn_poll_cb(uv_poll_t *h, int status, int events)
 {
@@ -746,6 +748,8 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 			c->read_staging = false;
 			return;
 		}
+		if (b.len > CONN_BYTES_PER_READ)
+			b.len = CONN_BYTES_PER_READ;
 		ssize_t n = gr_fdpass_recv(c->rfd, b.base, b.len, &c->fds, c->in_read);
 		if (n == -EAGAIN) {
 			c->read_staging = false;
