@@ -9,9 +9,11 @@ number of threads and their answers may come back in any order.
 import array
 import concurrent.futures
 import os
+import select
 import socket
 import struct
 import threading
+import time
 import weakref
 
 import msgpack
@@ -23,6 +25,9 @@ from .errors import ConnectionError, Error, InvalidParams, Timeout
 SNDBUF_BYTES = 4 << 20
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
 _RECV_BYTES = 256 << 10
+# The background reader leaves the socket alone this long after a waiter read it.
+_FG_GRACE = 0.002
+_DONE = frozenset(("FINISHED", "CANCELLED", "CANCELLED_AND_NOTIFIED"))
 
 
 def _ident(res):
@@ -78,7 +83,14 @@ class _Conn:
         self.msgid = 0
         self.dead = None        # (class, message) once the connection is gone
         self.regions = _regions.RegionTable()
-        self.reader = threading.Thread(target=self._read_loop, name="gpured-reader", daemon=True)
+        self.rlock = threading.Lock()       # held by whoever reads the socket
+        self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
+        self.poller = select.poll()
+        self.poller.register(sock, select.POLLIN)
+        self.closing = (ConnectionError, "connection closed by the daemon")
+        self.fg = 0                         # threads waiting in drive()
+        self.last_fg = 0.0
+        self.reader = threading.Thread(target=self._background, name="gpured-reader", daemon=True)
         self.reader.start()
 
     # ---- sending ----
@@ -100,7 +112,8 @@ class _Conn:
         """Send REQ + msgid + tail (+ data, a buffer sent from its own
         memory) and return the future of its result, converted by conv.
         fds go with the request's bytes in SCM_RIGHTS."""
-        fut = concurrent.futures.Future()
+        fut = _Future()
+        fut._conn = self
         with self.lock:
             if self.dead is not None:
                 self.raise_dead()
@@ -168,57 +181,125 @@ class _Conn:
         if isinstance(e, (BlockingIOError, socket.timeout)):
             self.fail(Timeout, "no progress sending to %s within the timeout" % self.path)
         else:
-            # The daemon may have said why it closed (busy): let the reader
-            # get to it first.
-            if threading.current_thread() is not self.reader:
-                self.reader.join(1.0)
+            # The daemon may have said why it closed (busy).
+            self._drain()
             self.fail(ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
         self.raise_dead()
 
     # ---- receiving ----
+    #
+    # Whoever waits for a result reads the socket itself (holding rlock),
+    # and completes every future it finds on the way: one thread sending
+    # and waiting needs no thread switch per request. The background
+    # thread reads only when nobody has waited for a while, so futures
+    # still complete (and callbacks run) when nobody calls result(), and
+    # a caller that only sends never leaves the daemon's replies unread.
 
-    def _read_loop(self):
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
-        sock = self.sock
-        pending = self.pending
-        why = (ConnectionError, "connection closed by the daemon")
+    def _read(self, flags=0):
+        """One recv and the dispatch of every complete response; False at
+        the end of the stream or on a broken one (the connection is then
+        dead). Hold rlock."""
         try:
-            while True:
-                data = sock.recv(_RECV_BYTES)
-                if not data:
-                    break
-                unpacker.feed(data)
-                for msg in unpacker:
-                    try:
-                        _, msgid, err, res = msg if (type(msg) is list and len(msg) == 4
-                                                     and msg[0] == 1) else _bad(msg)
-                    except ValueError as e:
-                        why = (ConnectionError, "malformed response: %s" % e)
-                        return
-                    entry = pending.pop(msgid, None)
-                    if err is not None:
-                        exc = _wire.error_from_wire(err)
-                        if exc.code in ("busy", "invalid_request"):
-                            # The daemon closes the connection after these.
-                            why = (type(exc), exc.message)
-                        if entry is not None and entry[0] is not None:
-                            _set(entry[0], exc, True)
-                        continue
-                    if entry is None or entry[0] is None:
-                        continue
-                    try:
-                        value = entry[1](res)
-                    except (ValueError, TypeError) as e:
-                        _set(entry[0], Error(str(e), code="internal"), True)
-                        continue
-                    _set(entry[0], value, False)
+            data = self.sock.recv(_RECV_BYTES, flags)
+        except (BlockingIOError, InterruptedError):
+            return True
         except OSError as e:
-            if self.dead is None:
-                why = (ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
-        except Exception as e:   # msgpack's own errors: the stream is garbage
-            why = (ConnectionError, "malformed response stream: %s" % e)
+            self.fail(ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
+            return False
+        if not data:
+            self.fail(*self.closing)
+            return False
+        self.unpacker.feed(data)
+        pending = self.pending
+        try:
+            for msg in self.unpacker:
+                if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
+                    raise ValueError("not a msgpack-RPC response: %.100r" % (msg,))
+                _, msgid, err, res = msg
+                entry = pending.pop(msgid, None)
+                if err is not None:
+                    exc = _wire.error_from_wire(err)
+                    if exc.code in ("busy", "invalid_request"):
+                        # The daemon closes the connection after these.
+                        self.closing = (type(exc), exc.message)
+                    if entry is not None and entry[0] is not None:
+                        _set(entry[0], exc, True)
+                    continue
+                if entry is None or entry[0] is None:
+                    continue
+                try:
+                    value = entry[1](res)
+                except (ValueError, TypeError) as e:
+                    _set(entry[0], Error(str(e), code="internal"), True)
+                    continue
+                _set(entry[0], value, False)
+        except Exception as e:     # msgpack's errors too: the stream is garbage
+            self.fail(ConnectionError, "malformed response from %s: %s" % (self.path, e))
+            return False
+        return True
+
+    def drive(self, fut, timeout):
+        """Read until fut is done or timeout (seconds, None: for ever)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.fg += 1
+        try:
+            while fut._state not in _DONE and self.dead is None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                if not self.rlock.acquire(False):
+                    # Another thread reads and will complete fut: wait on
+                    # it, and look again now and then in case that thread
+                    # is done before fut is.
+                    w = 0.001 if left is None else min(left, 0.001)
+                    _wait_done(fut, w)
+                    continue
+                try:
+                    while fut._state not in _DONE:
+                        if left is not None or self.fg > 1:
+                            # Wake now and then: to honour the timeout, or
+                            # to leave reading to another waiter.
+                            ms = 1 if left is None else max(min(left * 1000, 1000), 1)
+                            if not self.poller.poll(ms):
+                                break
+                        if not self._read():
+                            return
+                finally:
+                    self.rlock.release()
         finally:
-            self.fail(*why)
+            self.fg -= 1
+            self.last_fg = time.monotonic()
+
+    def _background(self):
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN)
+        while self.dead is None:
+            if self.fg or time.monotonic() - self.last_fg < _FG_GRACE:
+                time.sleep(_FG_GRACE / 2)
+                continue
+            if not poller.poll(100 if self.pending else 1000):
+                continue
+            if self.fg or not self.rlock.acquire(False):
+                continue
+            try:
+                if self.dead is None:
+                    self._read(socket.MSG_DONTWAIT)
+            finally:
+                self.rlock.release()
+
+    def _drain(self):
+        """After a failed send: read what the daemon said before closing
+        (busy, invalid_request), for a better error."""
+        if not self.rlock.acquire(timeout=1.0):
+            return
+        try:
+            end = time.monotonic() + 1.0
+            while self.dead is None and time.monotonic() < end:
+                if not self.poller.poll(100):
+                    continue
+                self._read(socket.MSG_DONTWAIT)
+        finally:
+            self.rlock.release()
 
     def fail(self, cls, message):
         """Mark the connection dead (first reason wins), fail every request
@@ -244,13 +325,37 @@ class _Conn:
             self.fail(ConnectionError, "the client was closed")
         if threading.current_thread() is not self.reader:
             self.reader.join(5.0)
-        # Senders woken by the shutdown let go of the lock promptly.
-        got = self.lock.acquire(timeout=5.0)
+        # Readers and senders woken by the shutdown let go promptly.
+        got_r = self.rlock.acquire(timeout=5.0)
+        got_s = self.lock.acquire(timeout=5.0)
         try:
             self.sock.close()
         finally:
-            if got:
+            if got_s:
                 self.lock.release()
+            if got_r:
+                self.rlock.release()
+
+
+class _Future(concurrent.futures.Future):
+    """A Future whose result() and exception() read the connection
+    themselves while they wait."""
+
+    def result(self, timeout=None):
+        if self._state not in _DONE:
+            self._conn.drive(self, timeout)
+        return super().result(timeout)
+
+    def exception(self, timeout=None):
+        if self._state not in _DONE:
+            self._conn.drive(self, timeout)
+        return super().exception(timeout)
+
+
+def _wait_done(fut, timeout):
+    with fut._condition:
+        if fut._state not in _DONE:
+            fut._condition.wait(timeout)
 
 
 def _bad(msg):
