@@ -54,7 +54,7 @@ class Client:
         self._pending = {}
         self._msgid = 0
         self._dead = None
-        self._closing = (ConnectionError, "connection closed by the daemon")
+        self._closing = None    # why the daemon said it closes
         self._regions = _regions.RegionTable()
         self._send_lock = asyncio.Lock()
         self._reader = None
@@ -137,7 +137,7 @@ class Client:
             while self._dead is None:
                 data = await loop.sock_recv(sock, _RECV_BYTES)
                 if not data:
-                    why = self._closing
+                    why = self._closing or (ConnectionError, "connection closed by the daemon")
                     break
                 unpacker.feed(data)
                 for msg in unpacker:
@@ -162,7 +162,8 @@ class Client:
         except asyncio.CancelledError:
             why = (ConnectionError, "the client was closed")
         except OSError as e:
-            why = (ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
+            why = self._closing or (ConnectionError, "connection to %s lost: %s"
+                                    % (self.path, e.strerror or e))
         except Exception as e:
             why = (ConnectionError, "malformed response from %s: %s" % (self.path, e))
         finally:

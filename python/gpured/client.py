@@ -87,7 +87,7 @@ class _Conn:
         self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
         self.poller = select.poll()
         self.poller.register(sock, select.POLLIN)
-        self.closing = (ConnectionError, "connection closed by the daemon")
+        self.closing = None     # why the daemon said it closes
         self.fg = 0                         # threads waiting in drive()
         self.last_fg = 0.0
         self.reader = threading.Thread(target=self._background, name="gpured-reader", daemon=True)
@@ -183,7 +183,8 @@ class _Conn:
         else:
             # The daemon may have said why it closed (busy).
             self._drain()
-            self.fail(ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
+            self.fail(*(self.closing or (ConnectionError, "connection to %s lost: %s"
+                                         % (self.path, e.strerror or e))))
         self.raise_dead()
 
     # ---- receiving ----
@@ -204,10 +205,13 @@ class _Conn:
         except (BlockingIOError, InterruptedError):
             return True
         except OSError as e:
-            self.fail(ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
+            # After busy or invalid_request the daemon closes, maybe with a
+            # reset: the reply said why.
+            self.fail(*(self.closing or (ConnectionError, "connection to %s lost: %s"
+                                         % (self.path, e.strerror or e))))
             return False
         if not data:
-            self.fail(*self.closing)
+            self.fail(*(self.closing or (ConnectionError, "connection closed by the daemon")))
             return False
         self.unpacker.feed(data)
         pending = self.pending
