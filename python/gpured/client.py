@@ -26,7 +26,7 @@ SNDBUF_BYTES = 4 << 20
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
 _RECV_BYTES = 256 << 10
 # The background reader leaves the socket alone this long after a waiter read it.
-_FG_GRACE = 0.002
+_FG_GRACE = 0.005
 _DONE = frozenset(("FINISHED", "CANCELLED", "CANCELLED_AND_NOTIFIED"))
 
 
@@ -89,6 +89,7 @@ class _Conn:
         self.poller.register(sock, select.POLLIN)
         self.closing = None     # why the daemon said it closes
         self.fg = 0                         # threads waiting in drive()
+        self.reader_ident = None            # the thread holding rlock
         self.last_fg = 0.0
         self.reader = threading.Thread(target=self._background, name="gpured-reader", daemon=True)
         self.reader.start()
@@ -134,6 +135,12 @@ class _Conn:
             except OSError as e:
                 self.pending.pop(m, None)
                 self._send_failed(e)
+            except BaseException:
+                # Interrupted (KeyboardInterrupt) maybe halfway through a
+                # message: the stream cannot be trusted any more.
+                self.pending.pop(m, None)
+                self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
+                raise
         return fut
 
     def _sendmsg(self, bufs, fds=None):
@@ -258,6 +265,7 @@ class _Conn:
                     w = 0.001 if left is None else min(left, 0.001)
                     _wait_done(fut, w)
                     continue
+                self.reader_ident = threading.get_ident()
                 try:
                     while fut._state not in _DONE:
                         if left is not None or self.fg > 1:
@@ -269,6 +277,7 @@ class _Conn:
                         if not self._read():
                             return
                 finally:
+                    self.reader_ident = None
                     self.rlock.release()
         finally:
             self.fg -= 1
@@ -278,17 +287,21 @@ class _Conn:
         poller = select.poll()
         poller.register(self.sock, select.POLLIN)
         while self.dead is None:
+            if self.regions._doomed:
+                self.flush_unmaps()
             if self.fg or time.monotonic() - self.last_fg < _FG_GRACE:
-                time.sleep(_FG_GRACE / 2)
+                time.sleep(_FG_GRACE)
                 continue
             if not poller.poll(100 if self.pending else 1000):
                 continue
             if self.fg or not self.rlock.acquire(False):
                 continue
+            self.reader_ident = threading.get_ident()
             try:
                 if self.dead is None:
                     self._read(socket.MSG_DONTWAIT)
             finally:
+                self.reader_ident = None
                 self.rlock.release()
 
     def _drain(self):
@@ -329,8 +342,9 @@ class _Conn:
             self.fail(ConnectionError, "the client was closed")
         if threading.current_thread() is not self.reader:
             self.reader.join(5.0)
-        # Readers and senders woken by the shutdown let go promptly.
-        got_r = self.rlock.acquire(timeout=5.0)
+        # Readers and senders woken by the shutdown let go promptly (unless
+        # this is one of them: a Client collected in the middle of a read).
+        got_r = self.reader_ident != threading.get_ident() and self.rlock.acquire(timeout=5.0)
         got_s = self.lock.acquire(timeout=5.0)
         try:
             self.sock.close()
