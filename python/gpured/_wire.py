@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .errors import NotSupported, TooLarge, error_from_wire
+from .errors import NotSupported
 
 OPS = ("sum", "min", "max", "sumsq")
 
@@ -23,7 +23,6 @@ _DTYPES = {
 }
 DTYPE_NAMES = tuple(_DTYPES.values())
 SUPPORTED = "int32, int64, uint32, uint64, float32, float64"
-NUMPY_DTYPES = {name: dt for dt, name in _DTYPES.items()}
 
 # The largest bin msgpack can carry (bin32).
 MAX_BIN = (1 << 32) - 1
@@ -53,17 +52,9 @@ def bin_header(n):
     return struct.pack(">BI", 0xc6, n)
 
 
-def msgid_bytes(msgid):
-    """A msgid as msgpack uint32 (any integer encoding is accepted)."""
-    return _U32.pack(0xce, msgid)
-
-
-_U32 = struct.Struct(">BI")
-
 # [0, msgid, "reduce", [{"op": op, "dtype": dt, "data": ...}]] is
-# REQ + msgid + _REDUCE_MID[op, dt] + bin header + bytes: op and dtype come
+# 94 00, the msgid, REDUCE_MID[op, dt], a bin header and the bytes: op and dtype come
 # before data, as the daemon needs for large arrays.
-REQ = b"\x94\x00"
 _REDUCE = _str("reduce") + b"\x91"
 REDUCE_MID = {
     (op, dt): _REDUCE + b"\x83" + _str("op") + _str(op) + _str("dtype") + _str(dt) + _str("data")
@@ -161,33 +152,6 @@ def data_view(a):
     if a.ndim != 1 or not a.flags.c_contiguous:
         a = np.ravel(a, order="K")
     return memoryview(a).cast("B")
-
-
-def reduce_message(msgid, op, name, a):
-    """The buffers of a reduce request carrying a's bytes: one bytes object
-    for small arrays, else [header, memoryview of a]."""
-    n = a.nbytes
-    if n > MAX_BIN:
-        raise TooLarge("%d bytes do not fit in one request (at most %d); "
-                       "use a shared-memory region (Client.empty)" % (n, MAX_BIN))
-    head = REQ + _U32.pack(0xce, msgid) + REDUCE_MID[op, name] + bin_header(n)
-    if n <= SMALL_COPY_BYTES:
-        return [head + a.tobytes(order="A")] if n else [head]
-    return [head, data_view(a)]
-
-
-def simple_message(msgid, method, params=b"\x90"):
-    """A request whose params are already packed (default: [])."""
-    return REQ + _U32.pack(0xce, msgid) + _str(method) + params
-
-
-def check_response(msg):
-    """(msgid, error-or-None, result) of a decoded response; ValueError when
-    it is not one."""
-    if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
-        raise ValueError("not a msgpack-RPC response: %r" % (msg,))
-    err = msg[2]
-    return msg[1], (None if err is None else error_from_wire(err)), msg[3]
 
 
 def reduce_value(res, full):

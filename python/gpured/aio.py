@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _regions, _wire
 from .client import SNDBUF_BYTES, _dict, _full, _ident, _value
-from .errors import ConnectionError, Error, InvalidParams, Timeout
+from .errors import ConnectionError, Error, InvalidParams, Timeout, TooLarge
 from .errors import error_from_wire
 
 __all__ = ["Client", "connect"]
@@ -305,7 +305,7 @@ class Client:
             return await self._request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n) +
                                        a.tobytes(order="A"), conv)
         if n > _wire.MAX_BIN:
-            raise _wire.TooLarge("%d bytes do not fit in one request (at most %d); "
+            raise TooLarge("%d bytes do not fit in one request (at most %d); "
                                  "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
         return await self._request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n), conv,
                                    data=_wire.data_view(a))

@@ -20,7 +20,7 @@ import msgpack
 import numpy as np
 
 from . import _regions, _wire
-from .errors import ConnectionError, Error, InvalidParams, Timeout
+from .errors import ConnectionError, Error, InvalidParams, Timeout, TooLarge, error_from_wire
 
 SNDBUF_BYTES = 4 << 20
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
@@ -229,7 +229,7 @@ class _Conn:
                 _, msgid, err, res = msg
                 entry = pending.pop(msgid, None)
                 if err is not None:
-                    exc = _wire.error_from_wire(err)
+                    exc = error_from_wire(err)
                     if exc.code in ("busy", "invalid_request"):
                         # The daemon closes the connection after these.
                         self.closing = (type(exc), exc.message)
@@ -475,7 +475,7 @@ class Client:
             return conn.request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n) +
                                 a.tobytes(order="A"), conv)
         if n > _wire.MAX_BIN:
-            raise _wire.TooLarge("%d bytes do not fit in one request (at most %d); "
+            raise TooLarge("%d bytes do not fit in one request (at most %d); "
                                  "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
         return conn.request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n), conv,
                             data=_wire.data_view(a))

@@ -185,3 +185,26 @@ def test_unsupported_dtype(client, bad):
 def test_bad_op(client):
     with pytest.raises(ValueError, match="sum, min, max, sumsq"):
         client.reduce("mean", np.zeros(3))
+
+
+def test_large_arrays_are_not_copied():
+    from gpured import _wire
+    a = np.arange(1 << 20, dtype=np.float32).reshape(1024, 1024)
+    for x in (a, np.asfortranarray(a), a[10:20]):
+        x, name = _wire.as_array(x)
+        view = _wire.data_view(x)
+        assert name == "f32" and view.nbytes == x.nbytes
+        assert np.shares_memory(np.frombuffer(view, np.uint8), x)
+
+
+def test_request_bytes_match_msgpack():
+    import msgpack
+    from gpured import _wire
+    for n in (0, 1, 63, 64, 16383, 16384, 70000):
+        data = bytes(range(256)) * (n // 256) + bytes(n % 256)
+        tail = _wire.REDUCE_MID["sumsq", "u64"] + _wire.bin_header(len(data)) + data
+        got = msgpack.unpackb(b"\x94\x00\xce\x00\x00\x00\x07" + tail, raw=False)
+        assert got == [0, 7, "reduce", [{"op": "sumsq", "dtype": "u64", "data": data}]]
+    tail = _wire.region_reduce_tail("max", "i32", 3, 1 << 33, 5)
+    assert msgpack.unpackb(b"\x94\x00\x01" + tail, raw=False) == \
+        [0, 1, "reduce", [{"op": "max", "dtype": "i32", "region": 3, "offset": 1 << 33, "count": 5}]]
