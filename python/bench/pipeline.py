@@ -5,12 +5,14 @@ blocking call).
 
     python3 python/bench/pipeline.py --daemon build/daemon/gpured
     python3 python/bench/pipeline.py --socket /run/gpured.sock --inflight 16
+    python3 python/bench/pipeline.py --daemon build/daemon/gpured --aio
 
 With --daemon it starts that gpured (CPU backend) on a temporary socket.
 Prints one line per run and the median.
 """
 
 import argparse
+import asyncio
 import collections
 import os
 import shutil
@@ -25,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import gpured  # noqa: E402
+import gpured.aio  # noqa: E402
 
 
 def start_daemon(exe, extra):
@@ -74,6 +77,56 @@ def run(c, x, op, inflight, seconds):
     return n / (time.perf_counter() - t0)
 
 
+async def run_aio(c, x, op, inflight, seconds):
+    """The same on asyncio: one task, inflight futures."""
+    n = 0
+    t0 = time.perf_counter()
+    end = t0 + seconds
+    if inflight <= 1:
+        while True:
+            for _ in range(256):
+                await c.reduce(op, x)
+            n += 256
+            if time.perf_counter() >= end:
+                break
+    else:
+        q = collections.deque([await c.submit(op, x) for _ in range(inflight)])
+        while True:
+            for _ in range(256):
+                await q.popleft()
+                q.append(await c.submit(op, x))
+            n += 256
+            if time.perf_counter() >= end:
+                break
+        for f in q:
+            await f
+    return n / (time.perf_counter() - t0)
+
+
+def bench_threads(path, x, args):
+    rates = []
+    with gpured.Client(path) as c:
+        run(c, x, args.op, args.inflight, 0.3)          # warm up
+        for i in range(args.runs):
+            r = run(c, x, args.op, args.inflight, args.seconds)
+            rates.append(r)
+            print("run %d: %.0f req/s (%d B f32 %s, %d in flight)"
+                  % (i + 1, r, x.nbytes, args.op, args.inflight))
+    return rates
+
+
+async def bench_aio(path, x, args):
+    rates = []
+    async with gpured.aio.Client(path) as c:
+        await run_aio(c, x, args.op, args.inflight, 0.3)
+        for i in range(args.runs):
+            r = await run_aio(c, x, args.op, args.inflight, args.seconds)
+            rates.append(r)
+            print("run %d: %.0f req/s (asyncio, %d B f32 %s, %d in flight)"
+                  % (i + 1, r, x.nbytes, args.op, args.inflight))
+    return rates
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--socket", help="a running daemon's socket")
@@ -84,6 +137,7 @@ def main():
     ap.add_argument("--op", default="sum")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--aio", action="store_true", help="gpured.aio instead of threads")
     args = ap.parse_args()
 
     proc = tmp = None
@@ -92,14 +146,10 @@ def main():
         proc, path, tmp = start_daemon(args.daemon, args.daemon_arg)
     try:
         x = np.ones(max(args.bytes // 4, 0), np.float32)
-        rates = []
-        with gpured.Client(path) as c:
-            run(c, x, args.op, args.inflight, 0.3)          # warm up
-            for i in range(args.runs):
-                r = run(c, x, args.op, args.inflight, args.seconds)
-                rates.append(r)
-                print("run %d: %.0f req/s (%d B f32 %s, %d in flight)"
-                      % (i + 1, r, x.nbytes, args.op, args.inflight))
+        if args.aio:
+            rates = asyncio.run(bench_aio(path, x, args))
+        else:
+            rates = bench_threads(path, x, args)
         rates.sort()
         print("median: %.0f req/s" % rates[len(rates) // 2])
     finally:
