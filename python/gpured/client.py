@@ -25,8 +25,11 @@ from .errors import ConnectionError, Error, InvalidParams, Timeout, TooLarge, er
 SNDBUF_BYTES = 4 << 20
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
 _RECV_BYTES = 256 << 10
-# The background reader leaves the socket alone this long after a waiter read it.
+# The background reader leaves the socket alone this long after a waiter
+# read it; small requests submitted meanwhile are corked (sent together by
+# the next waiter, or by the background thread after this long).
 _FG_GRACE = 0.005
+_CORK_BYTES = 64 << 10
 _DONE = frozenset(("FINISHED", "CANCELLED", "CANCELLED_AND_NOTIFIED"))
 
 
@@ -88,7 +91,10 @@ class _Conn:
         self.poller = select.poll()
         self.poller.register(sock, select.POLLIN)
         self.closing = None     # why the daemon said it closes
+        self.out = []                       # corked small requests, in order
+        self.out_bytes = 0
         self.fg = 0                         # threads waiting in drive()
+        self.last_fg_thread = None          # the last one that did
         self.reader_ident = None            # the thread holding rlock
         self.last_fg = 0.0
         self.reader = threading.Thread(target=self._background, name="gpured-reader", daemon=True)
@@ -129,8 +135,24 @@ class _Conn:
                 if self.regions._doomed:
                     self._send_unmaps()
                 if data is None and fds is None:
-                    self.sock.sendall(head, _MSG_NOSIGNAL)
+                    if (self.last_fg_thread == threading.get_ident()
+                            and time.monotonic() - self.last_fg < _FG_GRACE):
+                        # This thread has just waited for a result and will
+                        # send this before it waits again (drive): small
+                        # requests submitted meanwhile go out in one write.
+                        # (If it stops waiting, the background thread
+                        # sends them once _FG_GRACE has passed.)
+                        self.out.append(head)
+                        self.out_bytes += len(head)
+                        if self.out_bytes >= _CORK_BYTES:
+                            self._flush()
+                    else:
+                        if self.out:
+                            self._flush()
+                        self.sock.sendall(head, _MSG_NOSIGNAL)
                 else:
+                    if self.out:
+                        self._flush()
                     self._sendmsg([head] if data is None else [head, data], fds)
             except OSError as e:
                 self.pending.pop(m, None)
@@ -142,6 +164,31 @@ class _Conn:
                 self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
                 raise
         return fut
+
+    def _flush(self):
+        """Send the corked requests. Hold lock."""
+        out = self.out
+        self.out = []
+        self.out_bytes = 0
+        self.sock.sendall(out[0] if len(out) == 1 else b"".join(out), _MSG_NOSIGNAL)
+
+    def try_flush(self):
+        """Send the corked requests unless another thread is sending (it
+        sends them before its own). False when they are still here."""
+        if not self.lock.acquire(False):
+            return not self.out
+        try:
+            if self.out and self.dead is None:
+                try:
+                    self._flush()
+                except OSError as e:
+                    self._send_failed(e)
+                except BaseException:
+                    self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
+                    raise
+            return True
+        finally:
+            self.lock.release()
 
     def _sendmsg(self, bufs, fds=None):
         anc = []
@@ -162,6 +209,8 @@ class _Conn:
                 bufs = [memoryview(bufs[0])[n:]] + bufs[1:]
 
     def _send_unmaps(self):
+        if self.out:
+            self._flush()
         for region in self.regions.take_doomed():
             m = self._next_msgid()
             self.pending[m] = (None, None)
@@ -268,6 +317,11 @@ class _Conn:
                 self.reader_ident = threading.get_ident()
                 try:
                     while fut._state not in _DONE:
+                        # fut's request may still be corked.
+                        if self.out and not self.try_flush():
+                            # Another thread is sending; it sends them first.
+                            self.poller.poll(1)
+                            continue
                         if left is not None or self.fg > 1:
                             # Wake now and then: to honour the timeout, or
                             # to leave reading to another waiter.
@@ -282,6 +336,7 @@ class _Conn:
         finally:
             self.fg -= 1
             self.last_fg = time.monotonic()
+            self.last_fg_thread = threading.get_ident()
 
     def _background(self):
         poller = select.poll()
@@ -292,6 +347,12 @@ class _Conn:
             if self.fg or time.monotonic() - self.last_fg < _FG_GRACE:
                 time.sleep(_FG_GRACE)
                 continue
+            if self.out:
+                # Corked by a caller that has stopped waiting.
+                try:
+                    self.try_flush()
+                except Error:
+                    return
             if not poller.poll(100 if self.pending else 1000):
                 continue
             if self.fg or not self.rlock.acquire(False):
@@ -328,6 +389,7 @@ class _Conn:
         except OSError:
             pass
         self.regions.close()
+        self.out = []
         cls, message = self.dead
         while self.pending:
             try:

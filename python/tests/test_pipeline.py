@@ -163,3 +163,16 @@ def test_close_fails_pending(daemon):
             pass                         # either answered before, or failed
     with pytest.raises(gpured.ConnectionError):
         c.submit("sum", np.ones(3))
+
+
+def test_callbacks_after_a_blocking_call(client):
+    """Requests submitted right after a blocking call may be held back to
+    go out together; they still go out when nobody waits any more."""
+    assert client.ping() == "pong"
+    done = threading.Event()
+    futs = [client.submit("sum", np.arange(i + 1)) for i in range(10)]
+    futs[-1].add_done_callback(lambda f: done.set())
+    assert done.wait(5)
+    assert [f.result() for f in futs] == [i * (i + 1) // 2 for i in range(10)]
+    f = client.submit("sum", np.arange(4))
+    assert concurrent.futures.wait([f], timeout=5).not_done == set()
