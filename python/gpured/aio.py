@@ -31,6 +31,7 @@ __all__ = ["Client", "connect"]
 
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
 _RECV_BYTES = 256 << 10
+_CORK_BYTES = 64 << 10
 
 
 async def connect(path=None, timeout=None):
@@ -57,6 +58,9 @@ class Client:
         self._closing = None    # why the daemon said it closes
         self._regions = _regions.RegionTable()
         self._send_lock = asyncio.Lock()
+        self._out = []                  # small requests held for one write
+        self._out_bytes = 0
+        self._flush_scheduled = False
         self._reader = None
 
     async def __aenter__(self):
@@ -118,6 +122,7 @@ class Client:
             except OSError:
                 pass
         self._regions.close()
+        self._out = []
         cls, message = self._dead
         pending, self._pending = self._pending, {}
         for fut, _conv in pending.values():
@@ -205,13 +210,56 @@ class Client:
         return None, None
 
     async def _send(self, bufs, fds=None):
+        if fds is None and len(bufs) == 1 and not self._send_lock.locked():
+            # A small request: held until the loop comes round (one
+            # iteration), so that the requests that tasks send meanwhile go
+            # out in one write.
+            self._out.append(bufs[0])
+            self._out_bytes += len(bufs[0])
+            if self._out_bytes < _CORK_BYTES:
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    self._loop.call_soon(self._flush_soon)
+                return
+            bufs = []
         anc = []
         if fds is not None:
             anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
         async with self._send_lock:
+            if self._out:
+                await self._send_out_locked()
             if self._regions._doomed:
                 await self._send_unmaps_locked()
-            await self._send_locked(bufs, anc)
+            if bufs:
+                await self._send_locked(bufs, anc)
+
+    async def _send_out_locked(self):
+        out, self._out, self._out_bytes = self._out, [], 0
+        await self._send_locked([out[0] if len(out) == 1 else b"".join(out)], [])
+
+    def _flush_soon(self):
+        self._flush_scheduled = False
+        if not self._out or self._dead is not None:
+            return
+        if not self._send_lock.locked():
+            # Usually the socket takes it all at once: no task needed.
+            out, self._out, self._out_bytes = self._out, [], 0
+            rest, _ = self._sendmsg_now([out[0] if len(out) == 1 else b"".join(out)], [])
+            if rest is None:
+                return
+            # The rest must go before anything else: put it first.
+            self._out = [bytes(rest[0])]
+            self._out_bytes = len(self._out[0])
+        self._loop.create_task(self._flush_task())
+
+    async def _flush_task(self):
+        try:
+            async with self._send_lock:
+                if self._out and self._dead is None:
+                    await self._send_out_locked()
+        except (Error, OSError) as e:
+            if self._dead is None:
+                self._fail(ConnectionError, "connection to %s lost: %s" % (self.path, e))
 
     async def _send_locked(self, bufs, anc):
         while True:
