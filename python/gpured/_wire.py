@@ -116,7 +116,9 @@ def _to_host(x):
         return x.detach().cpu().numpy()
     if hasattr(x, "get"):                                  # cupy
         return x.get()
-    return np.from_dlpack(x) if hasattr(np, "from_dlpack") else np.asarray(x)
+    if hasattr(x, "copy_to_host"):                         # numba
+        return x.copy_to_host()
+    return np.asarray(x)                                   # jax and others
 
 
 def as_array(x, allow_copy=False):
