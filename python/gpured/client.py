@@ -1,9 +1,11 @@
 """The blocking client: one connection, any number of requests in flight.
 
 Sends happen in the calling thread, under a lock, straight from the
-array's memory. One reader thread per connection decodes the responses and
-completes their futures by msgid, so requests may be submitted from any
-number of threads and their answers may come back in any order.
+array's memory. Responses complete their futures by msgid, so requests may
+be submitted from any number of threads and their answers may come back in
+any order. A thread that waits for a result reads the socket itself,
+completing whatever futures it meets; a background thread per connection
+reads only while nobody waits (see _Conn.drive and _Conn._background).
 """
 
 import array
@@ -93,7 +95,7 @@ class _Conn:
         self.closing = None     # why the daemon said it closes
         self.out = []                       # corked small requests, in order
         self.out_bytes = 0
-        self.fg = 0                         # threads waiting in drive()
+        self.waiting = set()                # threads in drive() (set ops are atomic)
         self.last_fg_thread = None          # the last one that did
         self.reader_ident = None            # the thread holding rlock
         self.last_fg = 0.0
@@ -300,8 +302,14 @@ class _Conn:
 
     def drive(self, fut, timeout):
         """Read until fut is done or timeout (seconds, None: for ever)."""
+        me = threading.get_ident()
+        if self.reader_ident == me:
+            # A done-callback, run while this thread reads, waits for
+            # another future: nobody else would read its answer.
+            raise RuntimeError("waiting for a gpured future inside a done-callback "
+                               "would deadlock; use add_done_callback instead")
         deadline = None if timeout is None else time.monotonic() + timeout
-        self.fg += 1
+        self.waiting.add(me)
         try:
             while fut._state not in _DONE and self.dead is None:
                 left = None if deadline is None else deadline - time.monotonic()
@@ -322,7 +330,7 @@ class _Conn:
                             # Another thread is sending; it sends them first.
                             self.poller.poll(1)
                             continue
-                        if left is not None or self.fg > 1:
+                        if left is not None or len(self.waiting) > 1:
                             # Wake now and then: to honour the timeout, or
                             # to leave reading to another waiter.
                             ms = 1 if left is None else max(min(left * 1000, 1000), 1)
@@ -334,9 +342,9 @@ class _Conn:
                     self.reader_ident = None
                     self.rlock.release()
         finally:
-            self.fg -= 1
+            self.waiting.discard(me)
             self.last_fg = time.monotonic()
-            self.last_fg_thread = threading.get_ident()
+            self.last_fg_thread = me
 
     def _background(self):
         poller = select.poll()
@@ -344,7 +352,7 @@ class _Conn:
         while self.dead is None:
             if self.regions._doomed:
                 self.flush_unmaps()
-            if self.fg or time.monotonic() - self.last_fg < _FG_GRACE:
+            if self.waiting or time.monotonic() - self.last_fg < _FG_GRACE:
                 time.sleep(_FG_GRACE)
                 continue
             if self.out:
@@ -355,7 +363,7 @@ class _Conn:
                     return
             if not poller.poll(100 if self.pending else 1000):
                 continue
-            if self.fg or not self.rlock.acquire(False):
+            if self.waiting or not self.rlock.acquire(False):
                 continue
             self.reader_ident = threading.get_ident()
             try:

@@ -176,3 +176,22 @@ def test_callbacks_after_a_blocking_call(client):
     assert [f.result() for f in futs] == [i * (i + 1) // 2 for i in range(10)]
     f = client.submit("sum", np.arange(4))
     assert concurrent.futures.wait([f], timeout=5).not_done == set()
+
+
+def test_waiting_inside_a_callback_is_refused(client):
+    other = client.submit("sum", np.ones(1 << 20))
+    seen = []
+
+    def cb(f):
+        try:
+            seen.append(other.result(timeout=5))
+        except RuntimeError as e:
+            seen.append(e)
+    first = client.submit("sum", np.arange(3))
+    first.add_done_callback(cb)
+    assert first.result() == 3
+    assert other.result() == float(1 << 20)
+    # The callback ran either in a reading thread (refused) or after both
+    # answers had arrived.
+    assert len(seen) == 1
+    assert isinstance(seen[0], RuntimeError) or seen[0] == float(1 << 20)
