@@ -50,7 +50,9 @@ def start_daemon(exe, extra):
 
 
 def run(c, x, op, inflight, seconds):
+    """(requests per second, this process's CPU microseconds per request)."""
     n = 0
+    c0 = time.process_time()
     t0 = time.perf_counter()
     end = t0 + seconds
     if inflight <= 1:
@@ -74,12 +76,13 @@ def run(c, x, op, inflight, seconds):
                 break
         for f in q:
             f.result()
-    return n / (time.perf_counter() - t0)
+    return n / (time.perf_counter() - t0), (time.process_time() - c0) / n * 1e6
 
 
 async def run_aio(c, x, op, inflight, seconds):
     """The same on asyncio: one task, inflight futures."""
     n = 0
+    c0 = time.process_time()
     t0 = time.perf_counter()
     end = t0 + seconds
     if inflight <= 1:
@@ -100,7 +103,7 @@ async def run_aio(c, x, op, inflight, seconds):
                 break
         for f in q:
             await f
-    return n / (time.perf_counter() - t0)
+    return n / (time.perf_counter() - t0), (time.process_time() - c0) / n * 1e6
 
 
 def bench_threads(path, x, args):
@@ -108,10 +111,10 @@ def bench_threads(path, x, args):
     with gpured.Client(path) as c:
         run(c, x, args.op, args.inflight, 0.3)          # warm up
         for i in range(args.runs):
-            r = run(c, x, args.op, args.inflight, args.seconds)
+            r, cpu = run(c, x, args.op, args.inflight, args.seconds)
             rates.append(r)
-            print("run %d: %.0f req/s (%d B f32 %s, %d in flight)"
-                  % (i + 1, r, x.nbytes, args.op, args.inflight))
+            print("run %d: %.0f req/s, client CPU %.1f us/req (%d B f32 %s, %d in flight)"
+                  % (i + 1, r, cpu, x.nbytes, args.op, args.inflight))
     return rates
 
 
@@ -120,10 +123,10 @@ async def bench_aio(path, x, args):
     async with gpured.aio.Client(path) as c:
         await run_aio(c, x, args.op, args.inflight, 0.3)
         for i in range(args.runs):
-            r = await run_aio(c, x, args.op, args.inflight, args.seconds)
+            r, cpu = await run_aio(c, x, args.op, args.inflight, args.seconds)
             rates.append(r)
-            print("run %d: %.0f req/s (asyncio, %d B f32 %s, %d in flight)"
-                  % (i + 1, r, x.nbytes, args.op, args.inflight))
+            print("run %d: %.0f req/s, client CPU %.1f us/req (asyncio, %d B f32 %s, %d in flight)"
+                  % (i + 1, r, cpu, x.nbytes, args.op, args.inflight))
     return rates
 
 
@@ -151,7 +154,7 @@ def main():
         else:
             rates = bench_threads(path, x, args)
         rates.sort()
-        print("median: %.0f req/s" % rates[len(rates) // 2])
+        print("median: %.0f req/s (load average %.1f)" % (rates[len(rates) // 2], os.getloadavg()[0]))
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGTERM)
