@@ -431,13 +431,22 @@ class _Future(concurrent.futures.Future):
 
     def result(self, timeout=None):
         if self._state not in _DONE:
-            self._conn.drive(self, timeout)
+            timeout = self._drive(timeout)
         return super().result(timeout)
 
     def exception(self, timeout=None):
         if self._state not in _DONE:
-            self._conn.drive(self, timeout)
+            timeout = self._drive(timeout)
         return super().exception(timeout)
+
+    def _drive(self, timeout):
+        """Read until done or timeout; the time left of it."""
+        if timeout is None:
+            self._conn.drive(self, None)
+            return None
+        end = time.monotonic() + timeout
+        self._conn.drive(self, timeout)
+        return max(end - time.monotonic(), 0)
 
 
 def _wait_done(fut, timeout):

@@ -203,11 +203,20 @@ def test_timeout_on_silent_server(tmp_path):
     srv.bind(path)
     srv.listen(1)
     try:
-        c = gpured.Client(path, timeout=0.2)
+        c = gpured.Client(path, timeout=0.5)
         t = time.monotonic()
         with pytest.raises(gpured.Timeout) as e:
             c.ping()
-        assert 0.15 < time.monotonic() - t < 5
+        assert 0.45 < time.monotonic() - t < 0.95      # the timeout, once
+        c2 = gpured.Client(path)
+        f = c2.submit("sum", np.arange(3))
+        t = time.monotonic()
+        with pytest.raises(TimeoutError):
+            f.result(timeout=0.3)                       # the future's own
+        assert 0.25 < time.monotonic() - t < 0.6
+        assert not f.done() and not c2.closed           # only the wait gave up
+        c2.close()
+        assert isinstance(f.exception(), gpured.ConnectionError)
         assert isinstance(e.value, builtins.TimeoutError) and e.value.code == "timeout"
         assert c.closed
         c.close()
