@@ -489,7 +489,8 @@ class Client:
     :meth:`zeros` live in shared memory and are not sent at all.
 
     Safe to use from many threads at once. A context manager; ``close()``
-    it when done (a Client that is garbage collected closes too).
+    it when done. A Client that is garbage collected closes too, failing
+    the futures still in flight: keep it while they are.
     """
 
     def __init__(self, path=None, timeout=None):
