@@ -8,10 +8,10 @@ coroutines.
         futs = [await c.submit("max", part) for part in parts]
         results = await asyncio.gather(*futs)
 
-A task reads the socket and completes requests by msgid, so any number of
-tasks may use one client at once. Sends go straight from the array's memory
-with non-blocking ``sendmsg`` on the loop (``loop.sock_recv`` and writer
-callbacks; no stream buffers copying the data).
+A reader callback on the loop completes requests by msgid, so any number
+of tasks may use one client at once. Sends go straight from the array's
+memory with non-blocking ``sendmsg`` (writer callbacks when the socket is
+full; no stream buffers copying the data).
 """
 
 import array
@@ -61,7 +61,9 @@ class Client:
         self._out = []                  # small requests held for one write
         self._out_bytes = 0
         self._flush_scheduled = False
-        self._reader = None
+        self._lost = None               # a future, done once the connection is gone
+        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
+                                          max_buffer_size=64 << 20)
 
     async def __aenter__(self):
         if self._sock is None:
@@ -93,7 +95,8 @@ class Client:
             raise ConnectionError("cannot connect to %s: %s" % (self.path, e.strerror or e)) from e
         self._sock = sock
         self._loop = loop
-        self._reader = loop.create_task(self._read_loop())
+        self._lost = loop.create_future()
+        loop.add_reader(sock.fileno(), self._on_readable)
 
     @property
     def closed(self):
@@ -103,11 +106,6 @@ class Client:
         """Close the connection; requests in flight fail with
         :class:`gpured.ConnectionError`. Closing twice is fine."""
         self._fail(ConnectionError, "the client was closed")
-        if self._reader is not None and self._reader is not asyncio.current_task():
-            try:
-                await self._reader
-            except BaseException:
-                pass
         if self._sock is not None:
             self._sock.close()
 
@@ -117,6 +115,10 @@ class Client:
         if self._dead is None:
             self._dead = (cls, message)
         if self._sock is not None:
+            if self._lost is not None and not self._lost.done():
+                self._lost.set_result(None)
+                if not self._loop.is_closed():
+                    self._loop.remove_reader(self._sock.fileno())
             try:
                 self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -133,46 +135,47 @@ class Client:
         cls, message = self._dead
         raise cls(message)
 
-    async def _read_loop(self):
-        loop = self._loop
-        sock = self._sock
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
-        why = None
+    def _on_readable(self):
+        # Called by the loop whenever the socket is readable: no task and
+        # no future per read.
+        if self._dead is not None:
+            return
         try:
-            while self._dead is None:
-                data = await loop.sock_recv(sock, _RECV_BYTES)
-                if not data:
-                    why = self._closing or (ConnectionError, "connection closed by the daemon")
-                    break
-                unpacker.feed(data)
-                for msg in unpacker:
-                    if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
-                        raise ValueError("not a msgpack-RPC response: %.100r" % (msg,))
-                    _, msgid, err, res = msg
-                    entry = self._pending.pop(msgid, None)
-                    fut = entry[0] if entry is not None else None
-                    if err is not None:
-                        exc = error_from_wire(err)
-                        if exc.code in ("busy", "invalid_request"):
-                            self._closing = (type(exc), exc.message)
-                        if fut is not None and not fut.done():
-                            fut.set_exception(exc)
-                        continue
-                    if fut is None or fut.done():
-                        continue
-                    try:
-                        fut.set_result(entry[1](res))
-                    except (ValueError, TypeError) as e:
-                        fut.set_exception(Error(str(e), code="internal"))
-        except asyncio.CancelledError:
-            why = (ConnectionError, "the client was closed")
+            data = self._sock.recv(_RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError as e:
-            why = self._closing or (ConnectionError, "connection to %s lost: %s"
-                                    % (self.path, e.strerror or e))
-        except Exception as e:
-            why = (ConnectionError, "malformed response from %s: %s" % (self.path, e))
-        finally:
-            self._fail(*(why or (ConnectionError, "the client was closed")))
+            self._fail(*(self._closing or (ConnectionError, "connection to %s lost: %s"
+                                           % (self.path, e.strerror or e))))
+            return
+        if not data:
+            self._fail(*(self._closing or (ConnectionError, "connection closed by the daemon")))
+            return
+        self._unpacker.feed(data)
+        pending = self._pending
+        try:
+            for msg in self._unpacker:
+                if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
+                    raise ValueError("not a msgpack-RPC response: %.100r" % (msg,))
+                _, msgid, err, res = msg
+                entry = pending.pop(msgid, None)
+                fut = entry[0] if entry is not None else None
+                if err is not None:
+                    exc = error_from_wire(err)
+                    if exc.code in ("busy", "invalid_request"):
+                        # The daemon closes the connection after these.
+                        self._closing = (type(exc), exc.message)
+                    if fut is not None and not fut.done():
+                        fut.set_exception(exc)
+                    continue
+                if fut is None or fut.done():
+                    continue
+                try:
+                    fut.set_result(entry[1](res))
+                except (ValueError, TypeError) as e:
+                    fut.set_exception(Error(str(e), code="internal"))
+        except Exception as e:      # msgpack's errors too: the stream is garbage
+            self._fail(ConnectionError, "malformed response from %s: %s" % (self.path, e))
 
     async def _wait_writable(self):
         fut = self._loop.create_future()
@@ -312,10 +315,9 @@ class Client:
             self._pending.pop(m, None)
             if self._dead is None:
                 # Let the reader see why the daemon closed (busy), if it said.
-                await asyncio.sleep(0)
                 try:
-                    await asyncio.wait_for(asyncio.shield(self._reader), 1.0)
-                except BaseException:
+                    await asyncio.wait_for(asyncio.shield(self._lost), 1.0)
+                except asyncio.TimeoutError:
                     pass
                 self._fail(ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
             self._raise_dead()
