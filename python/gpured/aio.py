@@ -247,7 +247,11 @@ class Client:
         if not self._send_lock.locked():
             # Usually the socket takes it all at once: no task needed.
             out, self._out, self._out_bytes = self._out, [], 0
-            rest, _ = self._sendmsg_now([out[0] if len(out) == 1 else b"".join(out)], [])
+            try:
+                rest, _ = self._sendmsg_now([out[0] if len(out) == 1 else b"".join(out)], [])
+            except OSError as e:
+                self._loop.create_task(self._lost_on_send(e))
+                return
             if rest is None:
                 return
             # The rest must go before anything else: put it first.
@@ -255,14 +259,24 @@ class Client:
             self._out_bytes = len(self._out[0])
         self._loop.create_task(self._flush_task())
 
+    async def _lost_on_send(self, e):
+        """A send failed: the daemon has gone. Give the reader a moment to
+        read why (busy) before failing everything with the send's error."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self._lost), 1.0)
+        except asyncio.TimeoutError:
+            pass
+        self._fail(ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
+
     async def _flush_task(self):
         try:
             async with self._send_lock:
                 if self._out and self._dead is None:
                     await self._send_out_locked()
-        except (Error, OSError) as e:
-            if self._dead is None:
-                self._fail(ConnectionError, "connection to %s lost: %s" % (self.path, e))
+        except OSError as e:
+            await self._lost_on_send(e)
+        except Error:
+            pass                        # the connection is dead already
 
     async def _send_locked(self, bufs, anc):
         while True:
@@ -313,13 +327,7 @@ class Client:
             await self._send([head] if data is None else [head, data], fds)
         except OSError as e:
             self._pending.pop(m, None)
-            if self._dead is None:
-                # Let the reader see why the daemon closed (busy), if it said.
-                try:
-                    await asyncio.wait_for(asyncio.shield(self._lost), 1.0)
-                except asyncio.TimeoutError:
-                    pass
-                self._fail(ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
+            await self._lost_on_send(e)
             self._raise_dead()
         return fut
 
@@ -332,6 +340,7 @@ class Client:
             if fut.done():
                 return fut.result()
             self._fail(Timeout, "no answer from %s within %gs" % (self.path, self.timeout))
+            fut.exception()             # raised below instead: not "never retrieved"
             self._raise_dead()
 
     # ---- the API ----

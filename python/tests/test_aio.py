@@ -121,3 +121,41 @@ def test_timeout_on_silent_server(tmp_path):
         run(main())
     finally:
         srv.close()
+
+
+def test_busy_invalid_request_and_daemon_gone(make_daemon):
+    d = make_daemon("--max-connections", "1")
+
+    async def first_free():
+        for _ in range(100):
+            c = await gpured.aio.connect(d.path, timeout=10)
+            try:
+                await c.ping()
+                return c
+            except gpured.Busy:
+                await c.close()
+                await asyncio.sleep(0.05)
+        raise AssertionError("the daemon stayed busy")
+
+    async def main():
+        first = await first_free()
+        second = await gpured.aio.connect(d.path, timeout=10)
+        with pytest.raises(gpured.Busy):
+            await second.ping()
+        assert second.closed
+        await second.close()
+        # Garbage on the wire: invalid_request, and the connection closes.
+        fut = await first._request(b"\xc1", lambda r: r)
+        with pytest.raises(gpured.InvalidRequest):
+            await fut
+        with pytest.raises((gpured.InvalidRequest, gpured.ConnectionError)):
+            await first.ping()
+        assert first.closed
+        await first.close()
+        third = await first_free()
+        d.stop()
+        with pytest.raises(gpured.ConnectionError):
+            for _ in range(3):
+                await third.ping()
+        await third.close()
+    run(main())
