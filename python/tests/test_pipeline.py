@@ -5,6 +5,7 @@ import concurrent.futures
 import random
 import socket
 import threading
+import time
 
 import msgpack
 import numpy as np
@@ -195,3 +196,32 @@ def test_waiting_inside_a_callback_is_refused(client):
     # answers had arrived.
     assert len(seen) == 1
     assert isinstance(seen[0], RuntimeError) or seen[0] == float(1 << 20)
+
+
+def test_close_while_threads_wait(daemon):
+    """close() from one thread while others submit and wait: every one of
+    them ends promptly, with an answer or gpured.ConnectionError."""
+    c = gpured.Client(daemon.path)
+    stop = threading.Event()
+    outcomes = []
+
+    def work(k):
+        try:
+            while not stop.is_set():
+                futs = [c.submit("sum", np.ones(1000 * (k + 1))) for _ in range(8)]
+                for f in futs:
+                    f.result(timeout=10)
+        except gpured.ConnectionError:
+            outcomes.append("closed")
+        except BaseException as e:
+            outcomes.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    c.close()
+    for t in threads:
+        t.join(10)
+    stop.set()
+    assert not any(t.is_alive() for t in threads)
+    assert outcomes == ["closed"] * 4, outcomes
