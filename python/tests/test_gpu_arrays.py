@@ -76,3 +76,33 @@ def test_cupy(client):
     with pytest.raises(gpured.NotSupported):
         client.sum(x)
     assert client.sum(x, allow_copy=True) == 45.0
+
+
+def test_numba_device_array(client):
+    cuda = pytest.importorskip("numba.cuda")
+    try:
+        if not cuda.is_available():
+            pytest.skip("no CUDA device for numba")
+        x = cuda.to_device(np.arange(10, dtype=np.int32))
+    except Exception as e:
+        pytest.skip("numba has no GPU: %s" % e)
+    with pytest.raises(gpured.NotSupported):
+        client.sum(x)
+    assert client.sum(x, allow_copy=True) == 45
+
+
+def test_jax_arrays(client):
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    cpu = jax.device_put(jnp.arange(10, dtype=jnp.float32), jax.devices("cpu")[0])
+    assert client.sum(cpu) == 45.0
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        gpus = []
+    if not gpus:
+        pytest.skip("no GPU for jax")
+    x = jax.device_put(jnp.arange(10, dtype=jnp.float32), gpus[0])
+    with pytest.raises(gpured.NotSupported):
+        client.sum(x)
+    assert client.sum(x, allow_copy=True) == 45.0
