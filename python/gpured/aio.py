@@ -62,6 +62,7 @@ class Client:
         self._out_bytes = 0
         self._flush_scheduled = False
         self._lost = None               # a future, done once the connection is gone
+        self._writable = None           # a future a send waits on, if one does
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
                                           max_buffer_size=64 << 20)
 
@@ -125,6 +126,8 @@ class Client:
                 pass
         self._regions.close()
         self._out = []
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)     # the send fails at once
         cls, message = self._dead
         pending, self._pending = self._pending, {}
         for fut, _conv in pending.values():
@@ -178,7 +181,7 @@ class Client:
             self._fail(ConnectionError, "malformed response from %s: %s" % (self.path, e))
 
     async def _wait_writable(self):
-        fut = self._loop.create_future()
+        fut = self._writable = self._loop.create_future()
         fd = self._sock.fileno()
 
         def ready():
@@ -325,9 +328,12 @@ class Client:
         head = b"\x94\x00\xce" + m.to_bytes(4, "big") + tail
         try:
             await self._send([head] if data is None else [head, data], fds)
-        except OSError as e:
+        except (OSError, Error) as e:
             self._pending.pop(m, None)
-            await self._lost_on_send(e)
+            if fut.done():
+                fut.exception()         # raised below instead: not "never retrieved"
+            if isinstance(e, OSError):
+                await self._lost_on_send(e)
             self._raise_dead()
         return fut
 

@@ -159,3 +159,26 @@ def test_busy_invalid_request_and_daemon_gone(make_daemon):
                 await third.ping()
         await third.close()
     run(main())
+
+
+def test_close_during_a_blocked_send(tmp_path):
+    """A server that never reads: a large send waits for room; close()
+    from another task ends it with ConnectionError."""
+    import socket
+    path = str(tmp_path / "deaf.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+
+    async def main():
+        c = await gpured.aio.connect(path)
+        send = asyncio.ensure_future(c.sum(np.ones(8 << 20, np.float64)))   # 64 MiB
+        await asyncio.sleep(0.2)
+        assert not send.done()
+        await c.close()
+        with pytest.raises(gpured.ConnectionError):
+            await asyncio.wait_for(send, 5)
+    try:
+        run(main())
+    finally:
+        srv.close()
