@@ -258,3 +258,32 @@ def test_garbage_collected_client_closes(daemon):
     assert sock.fileno() == -1
     reader.join(2)
     assert not reader.is_alive()
+
+
+def test_close_during_a_blocked_send(tmp_path):
+    """A server that never reads: a large send waits for room; close() from
+    another thread ends it promptly with ConnectionError."""
+    path = str(tmp_path / "deaf.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+    try:
+        c = gpured.Client(path)
+        errors = []
+
+        def send():
+            try:
+                c.sum(np.ones(8 << 20, np.float64))          # 64 MiB
+            except BaseException as e:
+                errors.append(e)
+        t = threading.Thread(target=send)
+        t.start()
+        time.sleep(0.2)
+        assert t.is_alive()
+        start = time.monotonic()
+        c.close()
+        t.join(10)
+        assert not t.is_alive() and time.monotonic() - start < 5
+        assert len(errors) == 1 and isinstance(errors[0], gpured.ConnectionError), errors
+    finally:
+        srv.close()
