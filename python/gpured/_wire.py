@@ -52,9 +52,9 @@ def bin_header(n):
     return struct.pack(">BI", 0xc6, n)
 
 
-# [0, msgid, "reduce", [{"op": op, "dtype": dt, "data": ...}]] is
-# 94 00, the msgid, REDUCE_MID[op, dt], a bin header and the bytes: op and dtype come
-# before data, as the daemon needs for large arrays.
+# [0, msgid, "reduce", [{"op": op, "dtype": dt, "data": ...}]] is 94 00,
+# the msgid, REDUCE_MID[op, dt], a bin header and the bytes: op and dtype
+# come before data, as the daemon needs for large arrays.
 _REDUCE = _str("reduce") + b"\x91"
 REDUCE_MID = {
     (op, dt): _REDUCE + b"\x83" + _str("op") + _str(op) + _str("dtype") + _str(dt) + _str("data")
@@ -97,8 +97,13 @@ def _gpu_kind(x):
         dev = getattr(x, "device", None)
         kind = getattr(dev, "type", "cpu")
         return None if kind == "cpu" else str(kind)
-    if hasattr(x, "__cuda_array_interface__"):
+    try:
+        # Some libraries raise something else than AttributeError here for
+        # arrays in host memory.
+        getattr(x, "__cuda_array_interface__")
         return "cuda"
+    except Exception:
+        pass
     dl = getattr(x, "__dlpack_device__", None)
     if dl is not None and not isinstance(x, np.ndarray):
         try:

@@ -106,3 +106,14 @@ def test_jax_arrays(client):
     with pytest.raises(gpured.NotSupported):
         client.sum(x)
     assert client.sum(x, allow_copy=True) == 45.0
+
+
+def test_host_array_whose_cuda_interface_raises(client):
+    class HostOnly:
+        @property
+        def __cuda_array_interface__(self):
+            raise ValueError("only for GPU buffers")
+
+        def __array__(self, dtype=None, copy=None):
+            return np.arange(4, dtype=np.float64)
+    assert client.sum(HostOnly()) == 6.0
