@@ -1,0 +1,25 @@
+"""gpured: reduce arrays (sum, min, max, sum of squares) in the gpured
+daemon, over its Unix socket.
+
+    import numpy as np, gpured
+
+    with gpured.Client() as c:            # $GPURED_SOCKET, else the default
+        c.sum(np.arange(10, dtype=np.int64))          # 45
+        f = c.submit("max", np.ones(1000, np.float32))
+        f.result()                                    # 1.0
+
+:mod:`gpured.aio` is the same on asyncio. The wire protocol is
+proto/PROTOCOL.md in the gpured sources.
+"""
+
+from ._version import __version__
+from ._wire import DTYPE_NAMES, OPS, Result, default_socket_path
+from .client import Client
+from .errors import (Busy, ConnectionError, Empty, Error, Internal, InvalidParams,
+                     InvalidRequest, NotSupported, Timeout, TooLarge, UnknownMethod)
+
+__all__ = [
+    "__version__", "Client", "Result", "OPS", "DTYPE_NAMES", "default_socket_path",
+    "Error", "InvalidRequest", "UnknownMethod", "InvalidParams", "TooLarge", "Empty",
+    "Busy", "Internal", "ConnectionError", "Timeout", "NotSupported",
+]

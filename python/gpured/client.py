@@ -1,0 +1,652 @@
+"""The blocking client: one connection, any number of requests in flight.
+
+Sends happen in the calling thread, under a lock, straight from the
+array's memory. Responses complete their futures by msgid, so requests may
+be submitted from any number of threads and their answers may come back in
+any order. A thread that waits for a result reads the socket itself,
+completing whatever futures it meets; a background thread per connection
+reads only while nobody waits (see _Conn.drive and _Conn._background).
+"""
+
+import array
+import concurrent.futures
+import os
+import select
+import socket
+import struct
+import threading
+import time
+import weakref
+
+import msgpack
+import numpy as np
+
+from . import _regions, _wire
+from .errors import ConnectionError, Error, InvalidParams, Timeout, TooLarge, error_from_wire
+
+SNDBUF_BYTES = 4 << 20
+_MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
+_RECV_BYTES = 256 << 10
+# The background reader leaves the socket alone this long after a waiter
+# read it; small requests submitted meanwhile are corked (sent together by
+# the next waiter, or by the background thread after this long).
+_FG_GRACE = 0.005
+_CORK_BYTES = 64 << 10
+_DONE = frozenset(("FINISHED", "CANCELLED", "CANCELLED_AND_NOTIFIED"))
+
+
+def _ident(res):
+    return res
+
+
+def _value(res):
+    return _wire.reduce_value(res, False)
+
+
+def _full(res):
+    return _wire.reduce_value(res, True)
+
+
+def _dict(res):
+    if not isinstance(res, dict):
+        raise ValueError("expected a map, got %r" % (res,))
+    return res
+
+
+class _Conn:
+    """The socket, the send lock, the table of requests in flight and the
+    reader thread. Holds no reference to the Client, so a Client that is
+    dropped without close() is collected and closes its connection."""
+
+    def __init__(self, path, timeout):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(path)
+            sock.settimeout(None)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF_BYTES)
+            except OSError:
+                pass
+            if timeout is not None:
+                # A send that makes no progress for timeout seconds fails
+                # (EAGAIN) rather than blocking for ever; the socket object
+                # itself stays in blocking mode, which keeps sends cheap.
+                sec = int(timeout)
+                usec = max(int((timeout - sec) * 1e6), 0 if sec else 1)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", sec, usec))
+        except socket.timeout:
+            sock.close()
+            raise Timeout("connecting to %s took longer than %gs" % (path, timeout)) from None
+        except OSError as e:
+            sock.close()
+            raise ConnectionError("cannot connect to %s: %s" % (path, e.strerror or e)) from e
+        self.sock = sock
+        self.path = path
+        self.lock = threading.Lock()
+        self.pending = {}
+        self.msgid = 0
+        self.dead = None        # (class, message) once the connection is gone
+        self.regions = _regions.RegionTable()
+        self.rlock = threading.Lock()       # held by whoever reads the socket
+        self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
+        self.poller = select.poll()
+        self.poller.register(sock, select.POLLIN)
+        self.closing = None     # why the daemon said it closes
+        self.out = []                       # corked small requests, in order
+        self.out_bytes = 0
+        self.waiting = set()                # threads in drive() (set ops are atomic)
+        self.last_fg_thread = None          # the last one that did
+        self.reader_ident = None            # the thread holding rlock
+        self.last_fg = 0.0
+        self.reader = threading.Thread(target=self._background, name="gpured-reader", daemon=True)
+        self.reader.start()
+
+    # ---- sending ----
+
+    def _next_msgid(self):
+        m = self.msgid + 1
+        if m > 0xFFFFFFFF:
+            m = 1
+        while m in self.pending:
+            m += 1
+        self.msgid = m
+        return m
+
+    def raise_dead(self):
+        cls, msg = self.dead
+        raise cls(msg)
+
+    def request(self, tail, conv, fds=None, data=None):
+        """Send REQ + msgid + tail (+ data, a buffer sent from its own
+        memory) and return the future of its result, converted by conv.
+        fds go with the request's bytes in SCM_RIGHTS."""
+        fut = _Future()
+        fut._conn = self
+        with self.lock:
+            if self.dead is not None:
+                self.raise_dead()
+            m = self.msgid + 1
+            if m > 0xFFFFFFFF or m in self.pending:
+                m = self._next_msgid()
+            else:
+                self.msgid = m
+            self.pending[m] = (fut, conv)
+            head = b"\x94\x00\xce" + m.to_bytes(4, "big") + tail
+            try:
+                if self.regions._doomed:
+                    self._send_unmaps()
+                if data is None and fds is None:
+                    if (self.last_fg_thread == threading.get_ident()
+                            and time.monotonic() - self.last_fg < _FG_GRACE):
+                        # This thread has just waited for a result and will
+                        # send this before it waits again (drive): small
+                        # requests submitted meanwhile go out in one write.
+                        # (If it stops waiting, the background thread
+                        # sends them once _FG_GRACE has passed.)
+                        self.out.append(head)
+                        self.out_bytes += len(head)
+                        if self.out_bytes >= _CORK_BYTES:
+                            self._flush()
+                    else:
+                        if self.out:
+                            self._flush()
+                        self.sock.sendall(head, _MSG_NOSIGNAL)
+                else:
+                    if self.out:
+                        self._flush()
+                    self._sendmsg([head] if data is None else [head, data], fds)
+            except OSError as e:
+                self.pending.pop(m, None)
+                self._send_failed(e)
+            except BaseException:
+                # Interrupted (KeyboardInterrupt) maybe halfway through a
+                # message: the stream cannot be trusted any more.
+                self.pending.pop(m, None)
+                self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
+                raise
+        return fut
+
+    def _flush(self):
+        """Send the corked requests. Hold lock."""
+        out = self.out
+        self.out = []
+        self.out_bytes = 0
+        self.sock.sendall(out[0] if len(out) == 1 else b"".join(out), _MSG_NOSIGNAL)
+
+    def try_flush(self):
+        """Send the corked requests unless another thread is sending (it
+        sends them before its own). False when they are still here."""
+        if not self.lock.acquire(False):
+            return not self.out
+        try:
+            if self.out and self.dead is None:
+                try:
+                    self._flush()
+                except OSError as e:
+                    self._send_failed(e)
+                except BaseException:
+                    self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
+                    raise
+            return True
+        finally:
+            self.lock.release()
+
+    def _sendmsg(self, bufs, fds=None):
+        anc = []
+        if fds is not None:
+            anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+        left = sum(len(b) for b in bufs)
+        while True:
+            n = self.sock.sendmsg(bufs, anc, _MSG_NOSIGNAL)
+            left -= n
+            if left <= 0:
+                return
+            anc = []
+            # Drop what went out; the rest of a buffer is a view, not a copy.
+            while n >= len(bufs[0]):
+                n -= len(bufs[0])
+                bufs = bufs[1:]
+            if n:
+                bufs = [memoryview(bufs[0])[n:]] + bufs[1:]
+
+    def _send_unmaps(self):
+        if self.out:
+            self._flush()
+        for region in self.regions.take_doomed():
+            m = self._next_msgid()
+            self.pending[m] = (None, None)
+            self.sock.sendall(b"\x94\x00\xce" + m.to_bytes(4, "big") + _regions.unmap_params(region),
+                              _MSG_NOSIGNAL)
+
+    def flush_unmaps(self):
+        """Called when a region's arrays are gone: send its unmap now if no
+        send is under way (GC may run inside one, in this very thread);
+        otherwise the send under way or the next one takes it."""
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            if self.dead is None:
+                self._send_unmaps()
+        except OSError:
+            pass
+        finally:
+            self.lock.release()
+
+    def _send_failed(self, e):
+        """A send failed: the stream is broken mid-message (or the daemon
+        has gone). Close, and raise why."""
+        if isinstance(e, (BlockingIOError, socket.timeout)):
+            self.fail(Timeout, "no progress sending to %s within the timeout" % self.path)
+        else:
+            # The daemon may have said why it closed (busy).
+            self._drain()
+            self.fail(*(self.closing or (ConnectionError, "connection to %s lost: %s"
+                                         % (self.path, e.strerror or e))))
+        self.raise_dead()
+
+    # ---- receiving ----
+    #
+    # Whoever waits for a result reads the socket itself (holding rlock),
+    # and completes every future it finds on the way: one thread sending
+    # and waiting needs no thread switch per request. The background
+    # thread reads only when nobody has waited for a while, so futures
+    # still complete (and callbacks run) when nobody calls result(), and
+    # a caller that only sends never leaves the daemon's replies unread.
+
+    def _read(self, flags=0):
+        """One recv and the dispatch of every complete response; False at
+        the end of the stream or on a broken one (the connection is then
+        dead). Hold rlock."""
+        try:
+            data = self.sock.recv(_RECV_BYTES, flags)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError as e:
+            # After busy or invalid_request the daemon closes, maybe with a
+            # reset: the reply said why.
+            self.fail(*(self.closing or (ConnectionError, "connection to %s lost: %s"
+                                         % (self.path, e.strerror or e))))
+            return False
+        if not data:
+            self.fail(*(self.closing or (ConnectionError, "connection closed by the daemon")))
+            return False
+        self.unpacker.feed(data)
+        pending = self.pending
+        try:
+            for msg in self.unpacker:
+                if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
+                    raise ValueError("not a msgpack-RPC response: %.100r" % (msg,))
+                _, msgid, err, res = msg
+                entry = pending.pop(msgid, None)
+                if err is not None:
+                    exc = error_from_wire(err)
+                    if exc.code in ("busy", "invalid_request"):
+                        # The daemon closes the connection after these.
+                        self.closing = (type(exc), exc.message)
+                    if entry is not None and entry[0] is not None:
+                        _set(entry[0], exc, True)
+                    continue
+                if entry is None or entry[0] is None:
+                    continue
+                try:
+                    value = entry[1](res)
+                except (ValueError, TypeError) as e:
+                    _set(entry[0], Error(str(e), code="internal"), True)
+                    continue
+                _set(entry[0], value, False)
+        except Exception as e:     # msgpack's errors too: the stream is garbage
+            self.fail(ConnectionError, "malformed response from %s: %s" % (self.path, e))
+            return False
+        return True
+
+    def drive(self, fut, timeout):
+        """Read until fut is done or timeout (seconds, None: for ever)."""
+        me = threading.get_ident()
+        if self.reader_ident == me:
+            # A done-callback, run while this thread reads, waits for
+            # another future: nobody else would read its answer.
+            raise RuntimeError("waiting for a gpured future inside a done-callback "
+                               "would deadlock; use add_done_callback instead")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.waiting.add(me)
+        try:
+            while fut._state not in _DONE and self.dead is None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                if not self.rlock.acquire(False):
+                    # Another thread reads and will complete fut: wait on
+                    # it, and look again now and then in case that thread
+                    # is done before fut is.
+                    w = 0.001 if left is None else min(left, 0.001)
+                    _wait_done(fut, w)
+                    continue
+                self.reader_ident = threading.get_ident()
+                try:
+                    while fut._state not in _DONE:
+                        # fut's request may still be corked.
+                        if self.out and not self.try_flush():
+                            # Another thread is sending; it sends them first.
+                            self.poller.poll(1)
+                            continue
+                        if left is not None or len(self.waiting) > 1:
+                            # Wake now and then: to honour the timeout, or
+                            # to leave reading to another waiter.
+                            ms = 1 if left is None else max(min(left * 1000, 1000), 1)
+                            if not self.poller.poll(ms):
+                                break
+                        if not self._read():
+                            return
+                finally:
+                    self.reader_ident = None
+                    self.rlock.release()
+        finally:
+            self.waiting.discard(me)
+            self.last_fg = time.monotonic()
+            self.last_fg_thread = me
+
+    def _background(self):
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN)
+        while self.dead is None:
+            if self.regions._doomed:
+                self.flush_unmaps()
+            if self.waiting or time.monotonic() - self.last_fg < _FG_GRACE:
+                time.sleep(_FG_GRACE)
+                continue
+            if self.out:
+                # Corked by a caller that has stopped waiting.
+                try:
+                    self.try_flush()
+                except Error:
+                    return
+            if not poller.poll(100 if self.pending else 1000):
+                continue
+            if self.waiting or not self.rlock.acquire(False):
+                continue
+            self.reader_ident = threading.get_ident()
+            try:
+                if self.dead is None:
+                    self._read(socket.MSG_DONTWAIT)
+            finally:
+                self.reader_ident = None
+                self.rlock.release()
+
+    def _drain(self):
+        """After a failed send: read what the daemon said before closing
+        (busy, invalid_request), for a better error."""
+        if not self.rlock.acquire(timeout=1.0):
+            return
+        try:
+            end = time.monotonic() + 1.0
+            while self.dead is None and time.monotonic() < end:
+                if not self.poller.poll(100):
+                    continue
+                self._read(socket.MSG_DONTWAIT)
+        finally:
+            self.rlock.release()
+
+    def fail(self, cls, message):
+        """Mark the connection dead (first reason wins), fail every request
+        in flight, and release the regions (the daemon does too)."""
+        if self.dead is None:
+            self.dead = (cls, message)
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.regions.close()
+        self.out = []
+        cls, message = self.dead
+        while self.pending:
+            try:
+                _, (fut, _conv) = self.pending.popitem()
+            except KeyError:
+                break
+            if fut is not None:
+                _set(fut, cls(message), True)
+
+    def close(self):
+        if self.dead is None:
+            self.fail(ConnectionError, "the client was closed")
+        if threading.current_thread() is not self.reader:
+            self.reader.join(5.0)
+        # Readers and senders woken by the shutdown let go promptly (unless
+        # this is one of them: a Client collected in the middle of a read).
+        got_r = self.reader_ident != threading.get_ident() and self.rlock.acquire(timeout=5.0)
+        got_s = self.lock.acquire(timeout=5.0)
+        try:
+            self.sock.close()
+        finally:
+            if got_s:
+                self.lock.release()
+            if got_r:
+                self.rlock.release()
+
+
+class _Future(concurrent.futures.Future):
+    """A Future whose result() and exception() read the connection
+    themselves while they wait."""
+
+    def result(self, timeout=None):
+        if self._state not in _DONE:
+            timeout = self._drive(timeout)
+        return super().result(timeout)
+
+    def exception(self, timeout=None):
+        if self._state not in _DONE:
+            timeout = self._drive(timeout)
+        return super().exception(timeout)
+
+    def _drive(self, timeout):
+        """Read until done or timeout; the time left of it."""
+        if timeout is None:
+            self._conn.drive(self, None)
+            return None
+        end = time.monotonic() + timeout
+        self._conn.drive(self, timeout)
+        return max(end - time.monotonic(), 0)
+
+
+def _wait_done(fut, timeout):
+    with fut._condition:
+        if fut._state not in _DONE:
+            fut._condition.wait(timeout)
+
+
+def _bad(msg):
+    raise ValueError("not a msgpack-RPC response: %r" % (msg,))
+
+
+def _set(fut, value, is_exc):
+    try:
+        if is_exc:
+            fut.set_exception(value)
+        else:
+            fut.set_result(value)
+    except concurrent.futures.InvalidStateError:
+        pass        # cancelled by its owner
+
+
+class Client:
+    """A connection to a gpured daemon.
+
+    ``path``: the socket; default ``$GPURED_SOCKET`` when set and not empty,
+    else ``/run/gpured.sock`` as root, else ``$XDG_RUNTIME_DIR/gpured.sock``,
+    else ``/run/gpured.sock`` (as libgpured's ``gpured_socket_path()``).
+
+    ``timeout`` (seconds, default None: wait for ever) bounds connecting,
+    each blocking call's wait for its answer, and any send that makes no
+    progress; when it runs out the call raises :class:`gpured.Timeout` and
+    the connection is closed, as with libgpured's ``gpured_set_timeout()``.
+
+    Reductions take NumPy arrays of int32, int64, uint32, uint64, float32 or
+    float64 (or anything NumPy can view as one: the buffer protocol,
+    ``__array__``, CPU tensors); they reduce every element whatever the
+    shape. A contiguous array is sent straight from its memory; any other
+    is copied to a contiguous one first. Arrays made by :meth:`empty` or
+    :meth:`zeros` live in shared memory and are not sent at all.
+
+    Safe to use from many threads at once. A context manager; ``close()``
+    it when done. A Client that is garbage collected closes too, failing
+    the futures still in flight: keep it while they are.
+    """
+
+    def __init__(self, path=None, timeout=None):
+        self.path = _wire.socket_path(path)
+        self.timeout = timeout
+        self._conn = _Conn(self.path, timeout)
+        self._finalizer = weakref.finalize(self, self._conn.close)
+        self._finalizer.atexit = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self._conn.dead else "open"
+        return "<gpured.Client %s %s>" % (self.path, state)
+
+    def close(self):
+        """Close the connection. Requests still in flight fail with
+        :class:`gpured.ConnectionError`; the daemon releases this
+        connection's regions (arrays made by :meth:`empty` stay usable as
+        plain NumPy arrays). Closing twice is fine."""
+        self._finalizer()
+
+    @property
+    def closed(self):
+        """True once the connection is gone (closed here or by the daemon)."""
+        return self._conn.dead is not None
+
+    # ---- the futures behind every call ----
+
+    def _wait(self, fut):
+        try:
+            return fut.result(self.timeout)
+        except concurrent.futures.TimeoutError:
+            if fut.done():
+                raise
+            self._conn.fail(Timeout, "no answer from %s within %gs" % (self.path, self.timeout))
+            self._conn.raise_dead()
+
+    def submit(self, op, x, *, full=False, allow_copy=False):
+        """Send reduction ``op`` ("sum", "min", "max" or "sumsq") of x and
+        return at once a :class:`concurrent.futures.Future` of its value
+        (a :class:`gpured.Result` with ``full=True``). Any number may be in
+        flight; x's memory may be reused as soon as submit() returns,
+        except for an array in a region (:meth:`empty`), which the daemon
+        reads in place until the future is done."""
+        if op not in _wire.REDUCE_OPS:
+            _wire.check_op(op)
+        a, name = _wire.as_array(x, allow_copy)
+        conn = self._conn
+        conv = _full if full else _value
+        if conn.regions._ranges:
+            where = conn.regions.find(a)
+            if where is not None:
+                tail = _wire.region_reduce_tail(op, name, where[0], where[1], a.size)
+                return conn.request(tail, conv)
+        n = a.nbytes
+        if n <= _wire.SMALL_COPY_BYTES:
+            return conn.request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n) +
+                                a.tobytes(order="A"), conv)
+        if n > _wire.MAX_BIN:
+            raise TooLarge("%d bytes do not fit in one request (at most %d); "
+                                 "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
+        return conn.request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n), conv,
+                            data=_wire.data_view(a))
+
+    def reduce(self, op, x, *, full=False, allow_copy=False):
+        """Reduce x with op and wait for the result: an int or a float as
+        PROTOCOL.md's result table says (int for sum/min/max of integers,
+        float for floats and for every sumsq), or with ``full=True`` a
+        :class:`gpured.Result` ``(value, count)``.
+
+        Raises TypeError for an unsupported dtype, :class:`gpured.Empty`
+        for min/max of no elements, :class:`gpured.NotSupported` for GPU
+        memory (unless ``allow_copy=True``: then it is copied to the host),
+        and the daemon's errors as :class:`gpured.Error` subclasses."""
+        return self._wait(self.submit(op, x, full=full, allow_copy=allow_copy))
+
+    def sum(self, x, **kw):
+        """Sum of every element of x (see :meth:`reduce`)."""
+        return self.reduce("sum", x, **kw)
+
+    def min(self, x, **kw):
+        """Smallest element of x; :class:`gpured.Empty` if it has none."""
+        return self.reduce("min", x, **kw)
+
+    def max(self, x, **kw):
+        """Largest element of x; :class:`gpured.Empty` if it has none."""
+        return self.reduce("max", x, **kw)
+
+    def sumsq(self, x, **kw):
+        """Sum of squares of x's elements, as a float."""
+        return self.reduce("sumsq", x, **kw)
+
+    def ping(self):
+        """Ask the daemon for ``"pong"``; returns it."""
+        return self._wait(self._conn.request(_wire._str("ping") + b"\x90", _ident))
+
+    def info(self):
+        """The daemon's version, backend, devices and limits, as a dict
+        (PROTOCOL.md, "info")."""
+        return self._wait(self._conn.request(_wire._str("info") + b"\x90", _dict))
+
+    def stats(self):
+        """The daemon's counters since it started, as a dict (PROTOCOL.md,
+        "stats")."""
+        return self._wait(self._conn.request(_wire._str("stats") + b"\x90", _dict))
+
+    def call(self, method, *params):
+        """Any method, with params packed by msgpack; returns the raw
+        result. For methods this class does not wrap, and for tests."""
+        tail = _wire._str(method) if len(method.encode()) < 32 else msgpack.packb(method)
+        return self._wait(self._conn.request(tail + msgpack.packb(list(params)), _ident))
+
+    # ---- shared-memory regions ----
+
+    def empty(self, shape, dtype=np.float64):
+        """A new NumPy array of shape and dtype (uninitialised) in shared
+        memory mapped by the daemon: reducing it, or any contiguous slice
+        of it, sends a region id, an offset and a count instead of its
+        bytes. The region is unmapped when the array and every view of it
+        are gone, or when the client closes.
+
+        Write the elements before a reduction is submitted and not again
+        until its result is back: the daemon reads them in place."""
+        dt = np.dtype(dtype)
+        if dt not in _wire._DTYPES:
+            raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, dt))
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        shape = tuple(int(s) for s in shape)
+        count = 1
+        for s in shape:
+            if s < 0:
+                raise ValueError("negative dimensions are not allowed")
+            count *= s
+        nbytes = max(count * dt.itemsize, 1)
+        fd, m = _regions.new_memfd(nbytes)
+        try:
+            res = self._wait(self._conn.request(_regions.map_params(nbytes), _dict, fds=[fd]))
+        except BaseException:
+            m.close()
+            raise
+        finally:
+            os.close(fd)
+        region = res.get("region")
+        if not isinstance(region, int):
+            raise InvalidParams("map answered %r" % (res,))
+        conn = self._conn
+        conn.regions.add(m, region, conn.flush_unmaps)
+        return _regions.region_array(m, shape, dt, False)
+
+    def zeros(self, shape, dtype=np.float64):
+        """As :meth:`empty`, filled with zeros (a new region already reads
+        as zeros: nothing is written)."""
+        return self.empty(shape, dtype)
