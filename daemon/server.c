@@ -448,11 +448,29 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	return 0;
 }
 
-static int write_device(gr_buf *b, const gr_device_info *d)
+/* Device memory regions mapped on device index: how many, how large. */
+static void device_regions(gr_server *s, int index, uint64_t *ret_n, uint64_t *ret_bytes)
+{
+	*ret_n = *ret_bytes = 0;
+	for (gr_link *l = s->conns.next; l != &s->conns; l = l->next) {
+		gr_conn *c = gr_container_of(l, gr_conn, link);
+		for (gr_region *r = c->regions.head; r; r = r->next)
+			if (r->device == index) {
+				(*ret_n)++;
+				*ret_bytes += r->bytes;
+			}
+	}
+}
+
+static int write_device(gr_server *s, gr_buf *b, const gr_device_info *d)
 {
 	bool cuda = !strcmp(d->kind, "cuda");
+	uint64_t nreg, reg_bytes;
 
-	W(gr_mpw_map(b, cuda ? 12 : 8));
+	device_regions(s, d->index, &nreg, &reg_bytes);
+	W(gr_mpw_map(b, cuda ? 15 : 10));
+	W(write_kv_uint(b, "regions", nreg));
+	W(write_kv_uint(b, "region_bytes", reg_bytes));
 	W(write_kv_uint(b, "index", (uint64_t)d->index));
 	W(write_kv_str(b, "kind", d->kind));
 	W(write_kv_str(b, "name", d->name));
@@ -467,6 +485,7 @@ static int write_device(gr_buf *b, const gr_device_info *d)
 		W(write_kv_uint(b, "driver_version", (uint64_t)d->driver_version));
 		W(write_kv_uint(b, "runtime_version", (uint64_t)d->runtime_version));
 		W(write_kv_str(b, "pci_bus_id", d->pci_bus_id));
+		W(write_kv_str(b, "uuid", d->uuid));
 	}
 	return 0;
 }
@@ -486,7 +505,7 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	for (unsigned i = 0; i < ndevices; i++) {
 		gr_device_info d = {0};
 		be->ops->describe(be, i, &d);
-		W(write_device(b, &d));
+		W(write_device(s, b, &d));
 	}
 	W(gr_mpw_cstr(b, "routing"));
 	W(gr_mpw_map(b, 1));

@@ -31,6 +31,8 @@
 #include "proto/request.h"
 
 #define GR_CONN_RBUF_BYTES (64u * 1024u)
+/* A reduce of device memory is cut into jobs of at most this much. */
+#define GR_DEVICE_CHUNK_BYTES ((size_t)1 << 30)
 /* Chunks of one request in flight at most (--request-chunks up to this). */
 #define GR_REQUEST_CHUNKS_MAX 4u
 
