@@ -1,0 +1,465 @@
+/*
+ * Exact f32/f64 sums on the GPU: the device code (exact.h has the host
+ * interface and the result's layout).
+ *
+ * A lane's bins. Each lane keeps two doubles, a0 and a1, each pinned to a
+ * binade of its own: a0 starts at 1.5 * 2^b0 and a1 at 1.5 * 2^b1, with
+ * b0 = E + 18 and b1 = b0 - 39, where 2^E bounds every element the warp
+ * has put into its bins (E is the same across the warp). An element x,
+ * |x| < 2^E, goes in by Dekker's Fast2Sum:
+ *
+ *     s = a0 + x;  d = s - a0;  r = x - d;  a0 = s;      then a1 += r
+ *
+ * Fast2Sum is error-free while |a0| >= |x| and nothing overflows: a0 + x
+ * = s + r exactly, with |r| <= ulp(a0) / 2 = 2^(b0 - 53). So the bins hold
+ * an exact share of the sum as long as (1) every a_j stays inside its
+ * binade [2^bj, 2^(bj+1)), and (2) a1 += r is exact too. The warp checks
+ * (1) after every batch of at most 32 elements per lane: a batch moves a0
+ * by at most 32 * 2^(E+1) = 2^(b0 - 12) and a1 by at most 32 * 2^(b0 - 52)
+ * = 2^(b1 - 8), so a bin found within 2^(bj - 3) of its start cannot leave
+ * its binade in the next batch; one found farther is flushed (below) and
+ * starts afresh. (2) holds when x is a multiple of ulp(a1) = 2^(b1 - 52):
+ * then so is r (a difference of multiples of it, as ulp(a0) is one too), and
+ * a1 + r, a multiple inside a1's binade, is representable. The batch's
+ * elements are checked for that before they take this path, with integer
+ * compares on their bits: |x| >= 2^b1 (f64: x has 53 bits from its top)
+ * or |x| >= 2^(b1 - 29) (f32: 24 bits), or x == 0.
+ *
+ * Everything else is the careful path, for the whole warp, one batch at a
+ * time: an element of |x| >= 2^E first raises E to cover it where it can
+ * (the bins are flushed and re-pinned; E stops at 1000 for f64, so that no
+ * bin can overflow, and at 128 for f32, past every finite float);
+ * elements at or past 2^E after that, and infinities and NaNs, go to the
+ * superaccumulator or the flags; the rest go through both bins by
+ * Fast2Sum, and whatever is left below a1's ulp (never more than one
+ * double per element) to the superaccumulator.
+ *
+ * The superaccumulator: a block's 68 signed 64-bit digits in shared memory,
+ * digit i weighing 2^(32 i - 1074); a double is added as three 32-bit
+ * pieces of its significand with shared-memory atomics, so every add is
+ * exact and the order does not matter. A flush turns each lane's bins into
+ * integers (a_j - start_j is a multiple of 2^(bj - 52) below 2^(bj - 1),
+ * so 52 bits), sums them across the warp as integers, and one lane adds
+ * the two sums. At the end each block flushes its warps, splits each digit
+ * once into its low 32 bits and a carry (so what each block adds to the
+ * launch's digits stays below 2^33), adds its non-zero digits into the
+ * scratch's with global atomics, and the last block to take the ticket
+ * moves them to the result, leaving the scratch zero.
+ *
+ * The cost on typical data: per element two integer compares' worth of
+ * key arithmetic and four double adds (f32 also one conversion to
+ * double), all of it on units that a memory-bound loop leaves idle.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/exact.h"
+
+namespace gre {
+
+constexpr unsigned FULL = 0xffffffffu;
+constexpr unsigned THREADS = 256;
+/* 16-byte vectors a lane loads before it adds them (a batch) */
+constexpr unsigned GROUP = 8;
+/* b0 = E + B0_ABOVE, b1 = b0 - B1_BELOW (see above) */
+constexpr int B0_ABOVE = 18;
+constexpr int B1_BELOW = 39;
+/* E's range: b1 - 3 stays a normal double's exponent, b0 + 1 below 1024 */
+constexpr int E_LO = -990;
+
+template <typename T> struct traits;
+
+template <> struct traits<float> {
+	static constexpr unsigned V = 4;
+	static constexpr int E_HI = 128;
+	static __device__ __forceinline__ uint32_t word(const uint4 &v, unsigned i)
+	{
+		return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+	}
+	/* |x|'s order as an unsigned integer */
+	static __device__ __forceinline__ uint32_t key(const uint4 &v, unsigned i)
+	{
+		return word(v, i) & 0x7fffffffu;
+	}
+	/* the same, but never 0 for x != 0 */
+	static __device__ __forceinline__ uint32_t nzkey(const uint4 &v, unsigned i)
+	{
+		return key(v, i);
+	}
+	/* the word whose signed maximum is INT_MIN only for -0 */
+	static __device__ __forceinline__ int raw(const uint4 &v, unsigned i)
+	{
+		return (int)word(v, i);
+	}
+	static __device__ __forceinline__ double value(const uint4 &v, unsigned i)
+	{
+		return (double)__uint_as_float(word(v, i));
+	}
+	/* E with |x| < 2^E for a key */
+	static __device__ __forceinline__ int bound(uint32_t k)
+	{
+		return (int)(k >> 23) - 127 + 1;
+	}
+	/* largest key of an |x| < 2^E, or 0 if only zero is */
+	static __device__ __forceinline__ uint32_t key_below(int e)
+	{
+		uint32_t b = e >= -126 ? (uint32_t)(e + 127) << 23 : e >= -149 ? 1u << (e + 149) : 0;
+		return b ? b - 1 : 0;
+	}
+	/* smallest key (x != 0) that a1 adds exactly: x a multiple of 2^(b1 - 52) */
+	static __device__ __forceinline__ uint32_t key_exact(int b1)
+	{
+		return b1 - 52 <= -149 ? 1u : (uint32_t)(b1 - 29 + 127) << 23;
+	}
+	static __device__ __forceinline__ uint4 pad()
+	{
+		return make_uint4(0x80000000u, 0x80000000u, 0x80000000u, 0x80000000u);
+	}
+};
+
+template <> struct traits<double> {
+	static constexpr unsigned V = 2;
+	static constexpr int E_HI = 1000;
+	static __device__ __forceinline__ uint32_t lo(const uint4 &v, unsigned i)
+	{
+		return i == 0 ? v.x : v.z;
+	}
+	static __device__ __forceinline__ uint32_t hi(const uint4 &v, unsigned i)
+	{
+		return i == 0 ? v.y : v.w;
+	}
+	static __device__ __forceinline__ uint32_t key(const uint4 &v, unsigned i)
+	{
+		return hi(v, i) & 0x7fffffffu;
+	}
+	/* a subnormal whose high word is 0 still gives 1; keys of powers of
+	 * two (low bit clear) compare the same either way */
+	static __device__ __forceinline__ uint32_t nzkey(const uint4 &v, unsigned i)
+	{
+		return key(v, i) | (lo(v, i) != 0);
+	}
+	/* every element whose high word is 0x80000000 and whose sum is zero
+	 * is -0 (all of them are <= -0, and they add to 0) */
+	static __device__ __forceinline__ int raw(const uint4 &v, unsigned i)
+	{
+		return (int)hi(v, i);
+	}
+	static __device__ __forceinline__ double value(const uint4 &v, unsigned i)
+	{
+		return __hiloint2double((int)hi(v, i), (int)lo(v, i));
+	}
+	static __device__ __forceinline__ int bound(uint32_t k)
+	{
+		return (int)(k >> 20) - 1023 + 1;
+	}
+	static __device__ __forceinline__ uint32_t key_below(int e)
+	{
+		return ((uint32_t)(e + 1023) << 20) - 1;
+	}
+	static __device__ __forceinline__ uint32_t key_exact(int b1)
+	{
+		return (uint32_t)(b1 + 1023) << 20;
+	}
+	static __device__ __forceinline__ uint4 pad()
+	{
+		return make_uint4(0u, 0x80000000u, 0u, 0x80000000u);
+	}
+};
+
+/* 2^e as a double, e a normal exponent */
+static __device__ __forceinline__ double pow2(int e)
+{
+	return __hiloint2double((e + 1023) << 20, 0);
+}
+
+/* |mag| * 2^(pos - 1074), with sign, into the digits: three 32-bit pieces
+ * (mag < 2^58, pos <= 2045) */
+static __device__ __forceinline__ void deposit_int(long long *digits, uint64_t mag, bool neg,
+						   unsigned pos)
+{
+	unsigned w = pos >> 5, b = pos & 31;
+	uint64_t lo = mag << b, hi = b ? mag >> (64 - b) : 0;
+	uint64_t piece[3] = { lo & 0xffffffffu, lo >> 32, hi };
+#pragma unroll
+	for (unsigned k = 0; k < 3; k++)
+		if (piece[k])
+			atomicAdd((unsigned long long *)&digits[w + k],
+				  neg ? (unsigned long long)-(long long)piece[k]
+				      : (unsigned long long)piece[k]);
+}
+
+/* a finite double x into the digits */
+static __device__ __forceinline__ void deposit_double(long long *digits, double x)
+{
+	uint64_t bits = (uint64_t)__double_as_longlong(x);
+	unsigned e = (unsigned)(bits >> 52) & 0x7ffu;
+	uint64_t m = bits & ((1ull << 52) - 1);
+	if (e)
+		m |= 1ull << 52;
+	if (m)
+		deposit_int(digits, m, bits >> 63, e ? e - 1 : 0);
+}
+
+/* a warp's bins: a0, a1 per lane; the rest the same across the warp */
+template <typename T> struct bins {
+	double a0, a1, c0, c1, l0, l1;
+	int e;
+	uint32_t thi, tlo1; /* largest key for the bins; smallest nzkey - 1 for the fast path */
+	uint32_t flags;     /* GR_EXACT_NAN, _PINF, _NINF */
+	int rawmax;
+
+	__device__ __forceinline__ void pin(int ne)
+	{
+		e = ne;
+		int b0 = ne + B0_ABOVE, b1 = b0 - B1_BELOW;
+		c0 = 1.5 * pow2(b0);
+		c1 = 1.5 * pow2(b1);
+		l0 = pow2(b0 - 3);
+		l1 = pow2(b1 - 3);
+		a0 = c0;
+		a1 = c1;
+		thi = traits<T>::key_below(ne);
+		tlo1 = traits<T>::key_exact(b1) - 1;
+	}
+
+	__device__ __forceinline__ void init()
+	{
+		flags = 0;
+		rawmax = (int)0x80000000;
+		pin(E_LO);
+	}
+
+	/* every lane of the warp: the bins into the digits as integers */
+	__device__ __forceinline__ void flush(long long *digits, unsigned lane)
+	{
+		int b0 = e + B0_ABOVE, b1 = b0 - B1_BELOW;
+		/* (a_j - c_j) * 2^(52 - bj), in two exact steps */
+		int s0 = 52 - b0, s1 = 52 - b1;
+		long long i0 = __double2ll_rn((a0 - c0) * pow2(s0 / 2) * pow2(s0 - s0 / 2));
+		long long i1 = __double2ll_rn((a1 - c1) * pow2(s1 / 2) * pow2(s1 - s1 / 2));
+#pragma unroll
+		for (int m = 16; m; m >>= 1) {
+			i0 += __shfl_xor_sync(FULL, i0, m);
+			i1 += __shfl_xor_sync(FULL, i1, m);
+		}
+		if (lane == 0) {
+			if (i0)
+				deposit_int(digits, i0 < 0 ? -(uint64_t)i0 : (uint64_t)i0, i0 < 0,
+					    (unsigned)(b0 - 52 - GR_EXACT_LSB_EXP));
+			if (i1)
+				deposit_int(digits, i1 < 0 ? -(uint64_t)i1 : (uint64_t)i1, i1 < 0,
+					    (unsigned)(b1 - 52 - GR_EXACT_LSB_EXP));
+		}
+		a0 = c0;
+		a1 = c1;
+	}
+
+	__device__ __forceinline__ void fast(double x)
+	{
+		double s = a0 + x;
+		double d = s - a0;
+		double r = x - d;
+		a0 = s;
+		a1 += r;
+	}
+
+	__device__ __forceinline__ void careful(long long *digits, double x, uint32_t k)
+	{
+		if (k > thi) {
+			if (x != x)
+				flags |= GR_EXACT_NAN;
+			else if (__double_as_longlong(x) == 0x7ff0000000000000ll)
+				flags |= GR_EXACT_PINF;
+			else if (__double_as_longlong(x) == (long long)0xfff0000000000000ull)
+				flags |= GR_EXACT_NINF;
+			else
+				deposit_double(digits, x);
+			return;
+		}
+		double s = a0 + x;
+		double d = s - a0;
+		double r = x - d;
+		a0 = s;
+		double s1 = a1 + r;
+		double d1 = s1 - a1;
+		double r1 = r - d1;
+		a1 = s1;
+		if (r1 != 0)
+			deposit_double(digits, r1);
+	}
+
+	/* one batch of NV vectors per lane; every lane of the warp calls it */
+	template <unsigned NV>
+	__device__ __forceinline__ void batch(const uint4 (&v)[NV], long long *digits, unsigned lane)
+	{
+		using TR = traits<T>;
+		uint32_t kmax = 0, kmin = 0xffffffffu;
+#pragma unroll
+		for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+			for (unsigned i = 0; i < TR::V; i++) {
+				kmax = max(kmax, TR::key(v[g], i));
+				kmin = min(kmin, TR::nzkey(v[g], i) - 1);
+				rawmax = max(rawmax, TR::raw(v[g], i));
+			}
+		bool slow = kmax > thi || kmin < tlo1;
+		if (__any_sync(FULL, slow)) {
+			uint32_t wmax = __reduce_max_sync(FULL, kmax);
+			if (wmax > thi) {
+				int ne = TR::bound(wmax);
+				ne = ne < TR::E_HI ? ne : TR::E_HI;
+				if (ne > e) {
+					flush(digits, lane);
+					pin(ne);
+				}
+			}
+#pragma unroll
+			for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+				for (unsigned i = 0; i < TR::V; i++)
+					careful(digits, TR::value(v[g], i), TR::key(v[g], i));
+		} else {
+#pragma unroll
+			for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+				for (unsigned i = 0; i < TR::V; i++)
+					fast(TR::value(v[g], i));
+		}
+		bool full = fabs(a0 - c0) > l0 || fabs(a1 - c1) > l1;
+		if (__any_sync(FULL, full))
+			flush(digits, lane);
+	}
+};
+
+/*
+ * One array: block b's threads take 16-byte vectors grid-stride, GROUP at
+ * a time; the elements before the first 16-byte boundary and after the
+ * last whole vector go to block 0's first warp, one per lane. The last
+ * block to finish (or the only one) writes *out.
+ */
+template <typename T>
+__global__ void __launch_bounds__(THREADS, 2)
+single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, gr_exact_sum *out)
+{
+	using TR = traits<T>;
+	__shared__ long long digits[GR_EXACT_DIGITS];
+	__shared__ unsigned long long sflags;
+	__shared__ unsigned last;
+	const unsigned t = threadIdx.x, lane = t & 31;
+	if (t < GR_EXACT_DIGITS)
+		digits[t] = 0;
+	if (t == 0)
+		sflags = 0;
+	__syncthreads();
+
+	bins<T> st;
+	st.init();
+	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
+	const uint64_t head = head0 < n ? head0 : n;
+	const uint64_t nv = (n - head) * sizeof(T) / 16;
+	const uint64_t tail = n - head - nv * TR::V;
+	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
+	uint64_t vw = (uint64_t)blockIdx.x * THREADS + (t - lane); /* the warp's first */
+
+	for (; vw + 31 + (GROUP - 1) * nt < nv; vw += GROUP * nt) {
+		uint4 v[GROUP];
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++)
+			v[g] = __ldg(vb + vw + lane + g * nt);
+		st.template batch<GROUP>(v, digits, lane);
+	}
+	if (vw < nv) {
+		uint4 v[GROUP];
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++) {
+			uint64_t i = vw + lane + g * nt;
+			v[g] = i < nv ? __ldg(vb + i) : TR::pad();
+		}
+		st.template batch<GROUP>(v, digits, lane);
+	}
+	if (blockIdx.x == 0 && t < 32 && head + tail) {
+		/* lane l < head: element l; head <= l < head + tail: the tail's */
+		uint4 v[1] = { TR::pad() };
+		uint64_t i = lane < head ? lane : n - tail + (lane - head);
+		if (lane < head + tail) {
+			const T *p = (const T *)data + i;
+			if constexpr (sizeof(T) == 4) {
+				v[0].x = __float_as_uint(*p);
+			} else {
+				long long b = __double_as_longlong(*p);
+				v[0].x = (uint32_t)b;
+				v[0].y = (uint32_t)(b >> 32);
+			}
+		}
+		st.template batch<1>(v, digits, lane);
+	}
+	st.flush(digits, lane);
+	uint32_t f = __reduce_or_sync(FULL, st.flags);
+	int rm = __reduce_max_sync(FULL, st.rawmax);
+	if (rm != (int)0x80000000)
+		f |= GR_EXACT_NOT_NZERO;
+	if (lane == 0 && f)
+		atomicOr(&sflags, (unsigned long long)f);
+	__syncthreads();
+
+	if (gridDim.x == 1) {
+		if (t < GR_EXACT_DIGITS)
+			out->digit[t] = digits[t];
+		if (t == 0)
+			out->flags = sflags;
+		return;
+	}
+	if (t < GR_EXACT_DIGITS) {
+		/* the digit's low 32 bits, plus the carry of the one below;
+		 * the top digit kept whole */
+		long long d = digits[t];
+		long long v = t == GR_EXACT_DIGITS - 1 ? d : (long long)(d & 0xffffffffll);
+		if (t)
+			v += digits[t - 1] >> 32;
+		if (v)
+			atomicAdd((unsigned long long *)&scratch->acc[t], (unsigned long long)v);
+		if (t == 0 && sflags)
+			atomicOr((unsigned long long *)&scratch->flags, sflags);
+		__threadfence();
+	}
+	__syncthreads();
+	if (t == 0)
+		last = atomicAdd(&scratch->ticket, 1u) == gridDim.x - 1;
+	__syncthreads();
+	if (last) {
+		__threadfence();
+		if (t < GR_EXACT_DIGITS)
+			out->digit[t] = (long long)atomicExch((unsigned long long *)&scratch->acc[t], 0ull);
+		if (t == 0) {
+			out->flags = atomicExch((unsigned long long *)&scratch->flags, 0ull);
+			scratch->ticket = 0;
+		}
+	}
+}
+
+/* Blocks for n elements of T: a batch for each thread, at most per_sm
+ * blocks per SM. */
+template <typename T>
+static inline unsigned grid_blocks(uint64_t n, int sm_count, unsigned per_sm = 2)
+{
+	uint64_t nv = n * sizeof(T) / 16;
+	uint64_t want = (nv + THREADS * GROUP - 1) / (THREADS * GROUP);
+	uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * per_sm;
+	want = want < cap ? want : cap;
+	return want ? (unsigned)want : 1u;
+}
+
+template <typename T>
+static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_scratch *scratch,
+					gr_exact_sum *out, int sm_count, cudaStream_t stream,
+					unsigned blocks = 0)
+{
+	if (!blocks)
+		blocks = grid_blocks<T>(n, sm_count);
+	single_kernel<T><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n, scratch, out);
+	return cudaGetLastError();
+}
+
+} /* namespace gre */
