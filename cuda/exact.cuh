@@ -65,8 +65,11 @@ constexpr unsigned GROUP = 8;
 /* b0 = E + B0_ABOVE, b1 = b0 - B1_BELOW (see above) */
 constexpr int B0_ABOVE = 18;
 constexpr int B1_BELOW = 39;
-/* E's range: b1 - 3 stays a normal double's exponent, b0 + 1 below 1024 */
-constexpr int E_LO = -990;
+/* bins per lane: the fast path uses the first two, the careful path all */
+constexpr int BINS = 4;
+/* E's range: the last bin's b - 3 stays a normal double's exponent, b0 + 1
+ * below 1024 */
+constexpr int E_LO = -1022 + 3 - B0_ABOVE + (BINS - 1) * B1_BELOW;
 
 template <typename T> struct traits;
 
@@ -201,67 +204,89 @@ static __device__ __forceinline__ void deposit_double(long long *digits, double 
 		deposit_int(digits, m, bits >> 63, e ? e - 1 : 0);
 }
 
-/* a warp's bins: a0, a1 per lane; the rest the same across the warp */
+/* a warp's bins: a[] per lane; the rest the same across the warp */
 template <typename T> struct bins {
-	double a0, a1, c0, c1, l0, l1;
+	double a[BINS];
+	double c0, c1, l0, l1; /* the first two bins' starts and headroom limits */
 	int e;
 	uint32_t thi, tlo1; /* largest key for the bins; smallest nzkey - 1 for the fast path */
 	uint32_t flags;     /* GR_EXACT_NAN, _PINF, _NINF */
 	int rawmax;
+	bool pending;       /* a bin is near its limit: flush before the next batch */
+
+	static __device__ __forceinline__ int bexp(int ne, int j)
+	{
+		return ne + B0_ABOVE - j * B1_BELOW;
+	}
+	__device__ __forceinline__ double start(int j) const
+	{
+		return 1.5 * pow2(bexp(e, j));
+	}
 
 	__device__ __forceinline__ void pin(int ne)
 	{
 		e = ne;
-		int b0 = ne + B0_ABOVE, b1 = b0 - B1_BELOW;
-		c0 = 1.5 * pow2(b0);
-		c1 = 1.5 * pow2(b1);
-		l0 = pow2(b0 - 3);
-		l1 = pow2(b1 - 3);
-		a0 = c0;
-		a1 = c1;
+#pragma unroll
+		for (int j = 0; j < BINS; j++)
+			a[j] = start(j);
+		c0 = a[0];
+		c1 = a[1];
+		l0 = pow2(bexp(ne, 0) - 3);
+		l1 = pow2(bexp(ne, 1) - 3);
 		thi = traits<T>::key_below(ne);
-		tlo1 = traits<T>::key_exact(b1) - 1;
+		tlo1 = traits<T>::key_exact(bexp(ne, 1)) - 1;
 	}
 
 	__device__ __forceinline__ void init()
 	{
 		flags = 0;
 		rawmax = (int)0x80000000;
+		pending = false;
 		pin(E_LO);
 	}
 
 	/* every lane of the warp: the bins into the digits as integers */
 	__device__ __forceinline__ void flush(long long *digits, unsigned lane)
 	{
-		int b0 = e + B0_ABOVE, b1 = b0 - B1_BELOW;
-		/* (a_j - c_j) * 2^(52 - bj), in two exact steps */
-		int s0 = 52 - b0, s1 = 52 - b1;
-		long long i0 = __double2ll_rn((a0 - c0) * pow2(s0 / 2) * pow2(s0 - s0 / 2));
-		long long i1 = __double2ll_rn((a1 - c1) * pow2(s1 / 2) * pow2(s1 - s1 / 2));
 #pragma unroll
-		for (int m = 16; m; m >>= 1) {
-			i0 += __shfl_xor_sync(FULL, i0, m);
-			i1 += __shfl_xor_sync(FULL, i1, m);
+		for (int j = 0; j < BINS; j++) {
+			/* (a_j - start_j) * 2^(52 - bj), in two exact steps */
+			int b = bexp(e, j), s = 52 - b;
+			double cj = start(j);
+			long long i = __double2ll_rn((a[j] - cj) * pow2(s / 2) * pow2(s - s / 2));
+			/* most flushes find most bins empty across the warp */
+			if (__any_sync(FULL, i != 0)) {
+#pragma unroll
+				for (int m = 16; m; m >>= 1)
+					i += __shfl_xor_sync(FULL, i, m);
+				if (lane == 0 && i)
+					deposit_int(digits, i < 0 ? -(uint64_t)i : (uint64_t)i, i < 0,
+						    (unsigned)(b - 52 - GR_EXACT_LSB_EXP));
+			}
+			a[j] = cj;
 		}
-		if (lane == 0) {
-			if (i0)
-				deposit_int(digits, i0 < 0 ? -(uint64_t)i0 : (uint64_t)i0, i0 < 0,
-					    (unsigned)(b0 - 52 - GR_EXACT_LSB_EXP));
-			if (i1)
-				deposit_int(digits, i1 < 0 ? -(uint64_t)i1 : (uint64_t)i1, i1 < 0,
-					    (unsigned)(b1 - 52 - GR_EXACT_LSB_EXP));
-		}
-		a0 = c0;
-		a1 = c1;
+	}
+
+	/* Has a bin reached its headroom limit? (the first two are checked
+	 * after every batch; the deeper ones only take the careful path's
+	 * residuals, after which they are checked too) */
+	__device__ __forceinline__ bool near_full(bool deep) const
+	{
+		bool f = fabs(a[0] - c0) > l0 || fabs(a[1] - c1) > l1;
+		if (deep)
+#pragma unroll
+			for (int j = 2; j < BINS; j++)
+				f = f || fabs(a[j] - start(j)) > pow2(bexp(e, j) - 3);
+		return f;
 	}
 
 	__device__ __forceinline__ void fast(double x)
 	{
-		double s = a0 + x;
-		double d = s - a0;
+		double s = a[0] + x;
+		double d = s - a[0];
 		double r = x - d;
-		a0 = s;
-		a1 += r;
+		a[0] = s;
+		a[1] += r;
 	}
 
 	__device__ __forceinline__ void careful(long long *digits, double x, uint32_t k)
@@ -277,19 +302,23 @@ template <typename T> struct bins {
 				deposit_double(digits, x);
 			return;
 		}
-		double s = a0 + x;
-		double d = s - a0;
-		double r = x - d;
-		a0 = s;
-		double s1 = a1 + r;
-		double d1 = s1 - a1;
-		double r1 = r - d1;
-		a1 = s1;
-		if (r1 != 0)
-			deposit_double(digits, r1);
+#pragma unroll
+		for (int j = 0; j < BINS; j++) {
+			double s = a[j] + x;
+			double d = s - a[j];
+			a[j] = s;
+			x -= d;
+		}
+		if (x != 0)
+			deposit_double(digits, x);
 	}
 
-	/* one batch of NV vectors per lane; every lane of the warp calls it */
+	/*
+	 * One batch of NV vectors per lane; every lane of the warp calls it.
+	 * A bin found near its limit after a batch is flushed at the start
+	 * of the next one (or by the caller's last flush), together with a
+	 * flush that raising E needs: one place in the code for both.
+	 */
 	template <unsigned NV>
 	__device__ __forceinline__ void batch(const uint4 (&v)[NV], long long *digits, unsigned lane)
 	{
@@ -304,21 +333,37 @@ template <typename T> struct bins {
 				rawmax = max(rawmax, TR::raw(v[g], i));
 			}
 		bool slow = kmax > thi || kmin < tlo1;
+		int ne = e;
 		if (__any_sync(FULL, slow)) {
 			uint32_t wmax = __reduce_max_sync(FULL, kmax);
 			if (wmax > thi) {
-				int ne = TR::bound(wmax);
+				ne = TR::bound(wmax);
 				ne = ne < TR::E_HI ? ne : TR::E_HI;
-				if (ne > e) {
-					flush(digits, lane);
-					pin(ne);
-				}
 			}
+		}
+		if (ne > e || pending) {
+			flush(digits, lane);
+			pending = false;
+			if (ne > e) {
+				/* raise E, then look at the batch again */
+				pin(ne);
+				slow = kmax > thi || kmin < tlo1;
+			}
+		}
+		bool deep = __any_sync(FULL, slow);
+		if (deep) {
+			/* one element at a time, rolled: this path is rare, and
+			 * its code stays small */
+			uint4 w[NV];
 #pragma unroll
 			for (unsigned g = 0; g < NV; g++)
-#pragma unroll
-				for (unsigned i = 0; i < TR::V; i++)
-					careful(digits, TR::value(v[g], i), TR::key(v[g], i));
+				w[g] = v[g];
+#pragma unroll 1
+			for (unsigned j = 0; j < NV * TR::V; j++) {
+				uint4 u = w[j / TR::V];
+				unsigned i = j % TR::V;
+				careful(digits, TR::value(u, i), TR::key(u, i));
+			}
 		} else {
 #pragma unroll
 			for (unsigned g = 0; g < NV; g++)
@@ -326,9 +371,7 @@ template <typename T> struct bins {
 				for (unsigned i = 0; i < TR::V; i++)
 					fast(TR::value(v[g], i));
 		}
-		bool full = fabs(a0 - c0) > l0 || fabs(a1 - c1) > l1;
-		if (__any_sync(FULL, full))
-			flush(digits, lane);
+		pending = __any_sync(FULL, near_full(deep));
 	}
 };
 
@@ -363,37 +406,44 @@ single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, 
 	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
 	uint64_t vw = (uint64_t)blockIdx.x * THREADS + (t - lane); /* the warp's first */
 
-	for (; vw + 31 + (GROUP - 1) * nt < nv; vw += GROUP * nt) {
+	/* block 0's first warp takes the head and the tail first, one
+	 * element a lane (lane l < head: element l; head <= l < head + tail:
+	 * the tail's), the rest padded with -0; then every warp its vectors.
+	 * One call of batch() in the code, whose flushes are not small. */
+	bool ends = blockIdx.x == 0 && t < 32 && head + tail;
+	while (ends || vw < nv) {
 		uint4 v[GROUP];
+		if (ends) {
 #pragma unroll
-		for (unsigned g = 0; g < GROUP; g++)
-			v[g] = __ldg(vb + vw + lane + g * nt);
-		st.template batch<GROUP>(v, digits, lane);
-	}
-	if (vw < nv) {
-		uint4 v[GROUP];
+			for (unsigned g = 0; g < GROUP; g++)
+				v[g] = TR::pad();
+			uint64_t i = lane < head ? lane : n - tail + (lane - head);
+			if (lane < head + tail) {
+				const T *p = (const T *)data + i;
+				if constexpr (sizeof(T) == 4) {
+					v[0].x = __float_as_uint(*p);
+				} else {
+					long long b = __double_as_longlong(*p);
+					v[0].x = (uint32_t)b;
+					v[0].y = (uint32_t)(b >> 32);
+				}
+			}
+		} else if (vw + 31 + (GROUP - 1) * nt < nv) {
 #pragma unroll
-		for (unsigned g = 0; g < GROUP; g++) {
-			uint64_t i = vw + lane + g * nt;
-			v[g] = i < nv ? __ldg(vb + i) : TR::pad();
-		}
-		st.template batch<GROUP>(v, digits, lane);
-	}
-	if (blockIdx.x == 0 && t < 32 && head + tail) {
-		/* lane l < head: element l; head <= l < head + tail: the tail's */
-		uint4 v[1] = { TR::pad() };
-		uint64_t i = lane < head ? lane : n - tail + (lane - head);
-		if (lane < head + tail) {
-			const T *p = (const T *)data + i;
-			if constexpr (sizeof(T) == 4) {
-				v[0].x = __float_as_uint(*p);
-			} else {
-				long long b = __double_as_longlong(*p);
-				v[0].x = (uint32_t)b;
-				v[0].y = (uint32_t)(b >> 32);
+			for (unsigned g = 0; g < GROUP; g++)
+				v[g] = __ldg(vb + vw + lane + g * nt);
+		} else {
+#pragma unroll
+			for (unsigned g = 0; g < GROUP; g++) {
+				uint64_t i = vw + lane + g * nt;
+				v[g] = i < nv ? __ldg(vb + i) : TR::pad();
 			}
 		}
-		st.template batch<1>(v, digits, lane);
+		st.template batch<GROUP>(v, digits, lane);
+		if (ends)
+			ends = false;
+		else
+			vw += GROUP * nt;
 	}
 	st.flush(digits, lane);
 	uint32_t f = __reduce_or_sync(FULL, st.flags);
