@@ -13,6 +13,7 @@
  * the dtype. The device result is not folded inside the timings (the
  * host's fold is one small loop over 68 digits).
  * Each size's exact sum is checked: the same bits twice, and near CUB's.
+ * Last, the batched form over 2^24 elements cut into equal segments.
  *
  *   gpured-exact-bench [--hi E]   (largest n 2^E, 16..28; default 28)
  */
@@ -93,12 +94,20 @@ struct env {
 	cudaStream_t st;
 };
 
-enum impl { EXACT, CUB, BW };
+/* EXACT is the production form; PIPE, MINB3 and FB3 the kernel's other
+ * forms (exact.cuh: single_kernel's PIPE, MINB and FB) */
+enum impl { EXACT, CUB, BW, PIPE, MINB3, FB3, NIMPL };
 
 template <typename T> static void launch(env &E, int which, const T *in, size_t n)
 {
 	if (which == EXACT) {
 		CU((gre::launch_single<T>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == PIPE) {
+		CU((gre::launch_single<T, 2, true>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == MINB3) {
+		CU((gre::launch_single<T, 3, false>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == FB3) {
+		CU((gre::launch_single<T, 2, false, 3>(in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == CUB) {
 		size_t tb = E.temp_bytes;
 		CU(cub::DeviceReduce::Sum(E.temp, tb, in, (T *)E.cub_out, (int64_t)n, E.st));
@@ -148,26 +157,28 @@ static double median(std::vector<double> v)
 	return v[v.size() / 2];
 }
 
-/* single launches, ours and CUB's alternating; medians in us */
-template <typename T> static void latency_us(env &E, size_t n, double *ours, double *cub)
+/* single launches of ours (its three forms) and CUB's, taken in turn;
+ * medians in us, by impl */
+template <typename T> static void latency_us(env &E, size_t n, double (&ret)[NIMPL])
 {
+	const int order[] = { EXACT, CUB, PIPE, MINB3, FB3 };
 	pos P = positions(n * sizeof(T));
-	std::vector<double> t[2];
+	std::vector<double> t[NIMPL];
 	for (int i = -5; i < 300; i++) {
-		for (int which = 0; which < 2; which++) {
-			const T *in = (const T *)(E.pool + P.at((size_t)(2 * (i + 5) + which)));
+		for (int k = 0; k < 5; k++) {
+			const T *in = (const T *)(E.pool + P.at((size_t)(5 * (i + 5) + k)));
 			CU(cudaEventRecord(E.e0, E.st));
-			launch<T>(E, which == 0 ? EXACT : CUB, in, n);
+			launch<T>(E, order[k], in, n);
 			CU(cudaEventRecord(E.e1, E.st));
 			CU(cudaEventSynchronize(E.e1));
 			float ms;
 			CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
 			if (i >= 0)
-				t[which].push_back(ms * 1000.0);
+				t[order[k]].push_back(ms * 1000.0);
 		}
 	}
-	*ours = median(t[0]);
-	*cub = median(t[1]);
+	for (int k : order)
+		ret[k] = median(t[k]);
 }
 
 /* the exact sum at the pool's start: the same bits twice, and within a
@@ -213,9 +224,10 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 	bool ok = true;
 	const int exps[] = { 16, 20, 24, 26, 28 };
 	fill<T>(E, 0);
-	printf("\n%s, uniform [-1, 1): back-to-back throughput, medians of %d\n", dt, REPS);
-	printf("%10s | %10s %10s %10s | %10s %10s | %s\n", "n", "exact GB/s", "cub GB/s",
-	       "read GB/s", "exact/read", "exact/cub", "check");
+	printf("\n%s, uniform [-1, 1): back-to-back throughput, medians of %d "
+	       "(pipe, 3/SM, fb3: the kernel's other forms)\n", dt, REPS);
+	printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %s\n", "n", "exact GB/s", "cub GB/s",
+	       "read GB/s", "exact/read", "exact/cub", "pipe GB/s", "3/SM GB/s", "fb3 GB/s", "check");
 	for (int e : exps) {
 		if (e > hi)
 			continue;
@@ -223,28 +235,32 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 		double sum;
 		bool good = verify<T>(E, n, true, &sum);
 		ok = ok && good;
-		std::vector<double> t[3];
+		std::vector<double> t[NIMPL];
 		for (int r = 0; r < REPS; r++)
-			for (int w = 0; w < 3; w++)
+			for (int w = 0; w < NIMPL; w++)
 				t[w].push_back(throughput_gbs<T>(E, w, n));
 		double x = median(t[0]), c = median(t[1]), b = median(t[2]);
-		printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %s\n", n, x, c, b, x / b, x / c,
+		printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %s\n", n, x,
+		       c, b, x / b, x / c, median(t[PIPE]), median(t[MINB3]), median(t[FB3]),
 		       good ? "ok" : "FAIL");
 	}
-	printf("%s single-launch latency (us, medians of 300, alternating)\n", dt);
-	printf("%10s | %9s %9s %7s\n", "n", "exact", "cub", "ratio");
+	printf("%s single-launch latency (us, medians of 300, taken in turn)\n", dt);
+	printf("%10s | %9s %9s %7s | %9s %9s %9s\n", "n", "exact", "cub", "ratio", "pipe", "3/SM",
+	       "fb3");
 	for (int e = 10; e <= 16; e += 2) {
 		size_t n = (size_t)1 << e;
-		double o, c;
-		latency_us<T>(E, n, &o, &c);
-		printf("%10zu | %9.2f %9.2f %7.3f\n", n, o, c, o / c);
+		double l[NIMPL];
+		latency_us<T>(E, n, l);
+		printf("%10zu | %9.2f %9.2f %7.3f | %9.2f %9.2f %9.2f\n", n, l[EXACT], l[CUB],
+		       l[EXACT] / l[CUB], l[PIPE], l[MINB3], l[FB3]);
 	}
 	const char *kinds[] = { "", "exponents over 60 binades", "every finite exponent" };
 	for (int kind = 1; kind <= 2; kind++) {
 		fill<T>(E, kind);
 		printf("%s, %s: exact vs read kernel throughput\n", dt, kinds[kind]);
-		printf("%10s | %10s %10s %10s | %10s %10s | %s\n", "n", "exact GB/s", "cub GB/s",
-		       "read GB/s", "exact/read", "exact/cub", "check");
+		printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %s\n", "n", "exact GB/s",
+		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "pipe GB/s", "3/SM GB/s",
+		       "fb3 GB/s", "check");
 		for (int e : exps) {
 			if (e > hi)
 				continue;
@@ -252,16 +268,72 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 			double sum;
 			bool good = verify<T>(E, n, false, &sum);
 			ok = ok && good;
-			std::vector<double> t[3];
+			std::vector<double> t[NIMPL];
 			for (int r = 0; r < 3; r++)
-				for (int w = 0; w < 3; w++)
+				for (int w = 0; w < NIMPL; w++)
 					t[w].push_back(throughput_gbs<T>(E, w, n));
 			double x = median(t[0]), c = median(t[1]), b = median(t[2]);
-			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %s (sum %.6g)\n", n, x,
-			       c, b, x / b, x / c, good ? "ok" : "FAIL", sum);
+			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %s "
+			       "(sum %.6g)\n",
+			       n, x, c, b, x / b, x / c, median(t[PIPE]), median(t[MINB3]),
+			       median(t[FB3]), good ? "ok" : "FAIL", sum);
 		}
 	}
 	return ok;
+}
+
+/* The batched form: 2^24 elements as segments of 2^k elements, one launch
+ * each time; GB/s back to back, against the read kernel over the same
+ * bytes in one piece. */
+template <typename T> static void bench_batch(env &E, const char *dt)
+{
+	fill<T>(E, 0);
+	const size_t total = (size_t)1 << 24;
+	printf("%s batched form, 2^24 elements in one launch: segments of n\n", dt);
+	printf("%10s %8s | %10s %10s %10s\n", "n", "segments", "batch GB/s", "read GB/s", "batch/read");
+	for (int k : { 10, 12, 16, 20 }) {
+		size_t n = (size_t)1 << k, ns = total / n;
+		std::vector<gr_exact_seg> segs(ns);
+		uint32_t units = 0;
+		for (size_t i = 0; i < ns; i++) {
+			segs[i] = gr_exact_seg{ i * n * sizeof(T), n, sizeof(T) == 4 ? 4u : 5u, units,
+						gr_exact_units(sizeof(T) == 4 ? 4 : 5, n), 0 };
+			units += segs[i].units;
+		}
+		gr_exact_seg *ds;
+		gr_exact_scratch *dscr;
+		gr_exact_sum *dout;
+		CU(cudaMalloc(&ds, ns * sizeof(gr_exact_seg)));
+		CU(cudaMalloc(&dscr, ns * sizeof(gr_exact_scratch)));
+		CU(cudaMalloc(&dout, ns * sizeof(gr_exact_sum)));
+		CU(cudaMemcpy(ds, segs.data(), ns * sizeof(gr_exact_seg), cudaMemcpyHostToDevice));
+		CU(cudaMemset(dscr, 0, ns * sizeof(gr_exact_scratch)));
+		std::vector<double> tb, tr;
+		for (int r = 0; r < REPS; r++) {
+			const int reps = 50;
+			for (int w = 0; w < 2; w++) {
+				CU(cudaEventRecord(E.e0, E.st));
+				for (int i = 0; i < reps; i++) {
+					const unsigned char *base = E.pool + (size_t)(i % 4) * total * sizeof(T);
+					if (w == 0)
+						CU((cudaError_t)gr_exact_launch_batch(base, ds, (uint32_t)ns, units,
+										      dscr, dout, E.sms, E.st));
+					else
+						launch<T>(E, BW, (const T *)base, total);
+				}
+				CU(cudaEventRecord(E.e1, E.st));
+				CU(cudaEventSynchronize(E.e1));
+				float ms;
+				CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+				(w == 0 ? tb : tr).push_back((double)total * sizeof(T) * reps / (ms * 1e-3) / 1e9);
+			}
+		}
+		double b = median(tb), rd = median(tr);
+		printf("%10zu %8zu | %10.1f %10.1f %10.3f\n", n, ns, b, rd, b / rd);
+		CU(cudaFree(ds));
+		CU(cudaFree(dscr));
+		CU(cudaFree(dout));
+	}
 }
 
 int main(int argc, char **argv)
@@ -321,6 +393,9 @@ int main(int argc, char **argv)
 
 	bool ok = bench<float>(E, "f32", hi);
 	ok = bench<double>(E, "f64", hi) && ok;
+	printf("\n");
+	bench_batch<float>(E, "f32");
+	bench_batch<double>(E, "f64");
 	printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
 	return ok ? 0 : 1;
 }

@@ -20,3 +20,22 @@ extern "C" int gr_exact_launch_single(int dtype, const void *data, uint64_t n,
 	}
 	return (int)cudaErrorInvalidValue;
 }
+
+extern "C" uint32_t gr_exact_units(int dtype, uint64_t n)
+{
+	return gre::units_of(dtype, n);
+}
+
+extern "C" int gr_exact_launch_batch(const void *base, const gr_exact_seg *segs, uint32_t nsegs,
+				     uint32_t total_units, gr_exact_scratch *scratch,
+				     gr_exact_sum *out, int sm_count, void *stream)
+{
+	if (nsegs == 0 || total_units == 0)
+		return 0;
+	uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * 2;
+	uint64_t want = (total_units + gre::THREADS / 32 - 1) / (gre::THREADS / 32);
+	unsigned blocks = (unsigned)(want < cap ? want : cap);
+	gre::batch_kernel<><<<blocks, gre::THREADS, 0, (cudaStream_t)stream>>>(
+		(const unsigned char *)base, segs, nsegs, total_units, scratch, out);
+	return (int)cudaGetLastError();
+}

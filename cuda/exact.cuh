@@ -204,8 +204,10 @@ static __device__ __forceinline__ void deposit_double(long long *digits, double 
 		deposit_int(digits, m, bits >> 63, e ? e - 1 : 0);
 }
 
-/* a warp's bins: a[] per lane; the rest the same across the warp */
-template <typename T> struct bins {
+/* a warp's bins: a[] per lane; the rest the same across the warp. The
+ * fast path adds into the first FB (2 or 3): Fast2Sum into all but the
+ * last, a plain add into that one. */
+template <typename T, int FB> struct bins {
 	double a[BINS];
 	double c0, c1, l0, l1; /* the first two bins' starts and headroom limits */
 	int e;
@@ -234,7 +236,7 @@ template <typename T> struct bins {
 		l0 = pow2(bexp(ne, 0) - 3);
 		l1 = pow2(bexp(ne, 1) - 3);
 		thi = traits<T>::key_below(ne);
-		tlo1 = traits<T>::key_exact(bexp(ne, 1)) - 1;
+		tlo1 = traits<T>::key_exact(bexp(ne, FB - 1)) - 1;
 	}
 
 	__device__ __forceinline__ void init()
@@ -267,26 +269,29 @@ template <typename T> struct bins {
 		}
 	}
 
-	/* Has a bin reached its headroom limit? (the first two are checked
+	/* Has a bin reached its headroom limit? (the fast path's are checked
 	 * after every batch; the deeper ones only take the careful path's
 	 * residuals, after which they are checked too) */
 	__device__ __forceinline__ bool near_full(bool deep) const
 	{
 		bool f = fabs(a[0] - c0) > l0 || fabs(a[1] - c1) > l1;
-		if (deep)
 #pragma unroll
-			for (int j = 2; j < BINS; j++)
+		for (int j = 2; j < BINS; j++)
+			if (j < FB || deep)
 				f = f || fabs(a[j] - start(j)) > pow2(bexp(e, j) - 3);
 		return f;
 	}
 
 	__device__ __forceinline__ void fast(double x)
 	{
-		double s = a[0] + x;
-		double d = s - a[0];
-		double r = x - d;
-		a[0] = s;
-		a[1] += r;
+#pragma unroll
+		for (int j = 0; j < FB - 1; j++) {
+			double s = a[j] + x;
+			double d = s - a[j];
+			a[j] = s;
+			x -= d;
+		}
+		a[FB - 1] += x;
 	}
 
 	__device__ __forceinline__ void careful(long long *digits, double x, uint32_t k)
@@ -375,14 +380,58 @@ template <typename T> struct bins {
 	}
 };
 
+/* The lane's element of a segment's head and tail (lane l < head: element
+ * l; head <= l < head + tail: the tail's), in a vector padded with -0. */
+template <typename T>
+static __device__ __forceinline__ uint4 ends_vector(const unsigned char *data, uint64_t n,
+						    uint64_t head, uint64_t tail, unsigned lane)
+{
+	uint4 v = traits<T>::pad();
+	uint64_t i = lane < head ? lane : n - tail + (lane - head);
+	if (lane < head + tail) {
+		const T *p = (const T *)data + i;
+		if constexpr (sizeof(T) == 4) {
+			v.x = __float_as_uint(*p);
+		} else {
+			long long b = __double_as_longlong(*p);
+			v.x = (uint32_t)b;
+			v.y = (uint32_t)(b >> 32);
+		}
+	}
+	return v;
+}
+
+/* A warp's GROUP vectors from vw on (grid stride nt), those at or past
+ * nv as -0 padding. */
+template <typename T>
+static __device__ __forceinline__ void load_group(uint4 (&v)[GROUP], const uint4 *vb, uint64_t vw,
+						  uint64_t nt, uint64_t nv, unsigned lane)
+{
+	if (vw + 31 + (GROUP - 1) * nt < nv) {
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++)
+			v[g] = __ldg(vb + vw + lane + g * nt);
+	} else {
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++) {
+			uint64_t i = vw + lane + g * nt;
+			v[g] = i < nv ? __ldg(vb + i) : traits<T>::pad();
+		}
+	}
+}
+
 /*
  * One array: block b's threads take 16-byte vectors grid-stride, GROUP at
  * a time; the elements before the first 16-byte boundary and after the
  * last whole vector go to block 0's first warp, one per lane. The last
  * block to finish (or the only one) writes *out.
  */
-template <typename T>
-__global__ void __launch_bounds__(THREADS, 2)
+/* The kernel's forms: MINB blocks per SM in its launch bounds (and grid),
+ * PIPE a warp's next batch loaded before it adds the one in hand, FB the
+ * bins of the fast path (3: a window 39 binades wider, three more adds an
+ * element). */
+template <typename T, unsigned MINB = 2, bool PIPE = false, int FB = 2>
+__global__ void __launch_bounds__(THREADS, MINB)
 single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, gr_exact_sum *out)
 {
 	using TR = traits<T>;
@@ -396,7 +445,7 @@ single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, 
 		sflags = 0;
 	__syncthreads();
 
-	bins<T> st;
+	bins<T, FB> st;
 	st.init();
 	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
 	const uint64_t head = head0 < n ? head0 : n;
@@ -411,39 +460,37 @@ single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, 
 	 * the tail's), the rest padded with -0; then every warp its vectors.
 	 * One call of batch() in the code, whose flushes are not small. */
 	bool ends = blockIdx.x == 0 && t < 32 && head + tail;
-	while (ends || vw < nv) {
-		uint4 v[GROUP];
-		if (ends) {
+	uint4 v[GROUP];
+	if (ends) {
+		v[0] = ends_vector<T>(data, n, head, tail, lane);
 #pragma unroll
-			for (unsigned g = 0; g < GROUP; g++)
-				v[g] = TR::pad();
-			uint64_t i = lane < head ? lane : n - tail + (lane - head);
-			if (lane < head + tail) {
-				const T *p = (const T *)data + i;
-				if constexpr (sizeof(T) == 4) {
-					v[0].x = __float_as_uint(*p);
-				} else {
-					long long b = __double_as_longlong(*p);
-					v[0].x = (uint32_t)b;
-					v[0].y = (uint32_t)(b >> 32);
-				}
+		for (unsigned g = 1; g < GROUP; g++)
+			v[g] = TR::pad();
+	} else if (vw < nv) {
+		load_group<T>(v, vb, vw, nt, nv, lane);
+	}
+	if (ends || vw < nv) {
+		for (;;) {
+			/* the warp's next vectors: PIPE loads them before it adds
+			 * these, so that a warp keeps loads in flight */
+			const uint64_t nx = ends ? vw : vw + GROUP * nt;
+			const bool more = nx < nv;
+			uint4 w[GROUP];
+			if (PIPE && more)
+				load_group<T>(w, vb, nx, nt, nv, lane);
+			st.template batch<GROUP>(v, digits, lane);
+			if (!more)
+				break;
+			if (PIPE) {
+#pragma unroll
+				for (unsigned g = 0; g < GROUP; g++)
+					v[g] = w[g];
+			} else {
+				load_group<T>(v, vb, nx, nt, nv, lane);
 			}
-		} else if (vw + 31 + (GROUP - 1) * nt < nv) {
-#pragma unroll
-			for (unsigned g = 0; g < GROUP; g++)
-				v[g] = __ldg(vb + vw + lane + g * nt);
-		} else {
-#pragma unroll
-			for (unsigned g = 0; g < GROUP; g++) {
-				uint64_t i = vw + lane + g * nt;
-				v[g] = i < nv ? __ldg(vb + i) : TR::pad();
-			}
-		}
-		st.template batch<GROUP>(v, digits, lane);
-		if (ends)
+			vw = nx;
 			ends = false;
-		else
-			vw += GROUP * nt;
+		}
 	}
 	st.flush(digits, lane);
 	uint32_t f = __reduce_or_sync(FULL, st.flags);
@@ -501,15 +548,146 @@ static inline unsigned grid_blocks(uint64_t n, int sm_count, unsigned per_sm = 2
 	return want ? (unsigned)want : 1u;
 }
 
-template <typename T>
+/* The production form of the kernel */
+constexpr unsigned PROD_MINB = 2;
+constexpr bool PROD_PIPE = false;
+constexpr int PROD_FB = 2;
+
+template <typename T, unsigned MINB = PROD_MINB, bool PIPE = PROD_PIPE, int FB = PROD_FB>
 static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_scratch *scratch,
 					gr_exact_sum *out, int sm_count, cudaStream_t stream,
 					unsigned blocks = 0)
 {
 	if (!blocks)
-		blocks = grid_blocks<T>(n, sm_count);
-	single_kernel<T><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n, scratch, out);
+		blocks = grid_blocks<T>(n, sm_count, MINB);
+	single_kernel<T, MINB, PIPE, FB><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n,
+								     scratch, out);
 	return cudaGetLastError();
+}
+
+/*
+ * One unit of a segment in the batch kernel, by one warp with digits of
+ * its own (shared memory): vectors [u UNIT_VECTORS, (u + 1) UNIT_VECTORS)
+ * a row of 32 at a time (unit 0 takes the head and the tail first), then
+ * the digits into the segment's scratch as the single-array kernel's
+ * blocks put theirs, and the last of the segment's units to finish moves
+ * them to out. A segment of one unit writes out directly.
+ */
+template <typename T, int FB>
+static __device__ __forceinline__ void seg_unit(const unsigned char *data, uint64_t n, uint32_t u,
+						uint32_t units, long long *digits,
+						gr_exact_scratch *scratch, gr_exact_sum *out,
+						unsigned lane)
+{
+	using TR = traits<T>;
+	for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32)
+		digits[i] = 0;
+	__syncwarp();
+	bins<T, FB> st;
+	st.init();
+	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
+	const uint64_t head = head0 < n ? head0 : n;
+	const uint64_t nv = (n - head) * sizeof(T) / 16;
+	const uint64_t tail = n - head - nv * TR::V;
+	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const uint64_t ub = (uint64_t)u * GR_EXACT_UNIT_VECTORS;
+	const uint64_t ue = ub + GR_EXACT_UNIT_VECTORS < nv ? ub + GR_EXACT_UNIT_VECTORS : nv;
+	bool ends = u == 0 && head + tail;
+	for (uint64_t r = ub; ends || r < ue;) {
+		uint4 v[GROUP];
+		if (ends) {
+			v[0] = ends_vector<T>(data, n, head, tail, lane);
+#pragma unroll
+			for (unsigned g = 1; g < GROUP; g++)
+				v[g] = TR::pad();
+		} else {
+#pragma unroll
+			for (unsigned g = 0; g < GROUP; g++) {
+				uint64_t i = r + g * 32 + lane;
+				v[g] = i < ue ? __ldg(vb + i) : TR::pad();
+			}
+		}
+		st.template batch<GROUP>(v, digits, lane);
+		if (ends)
+			ends = false;
+		else
+			r += GROUP * 32;
+	}
+	st.flush(digits, lane);
+	uint32_t f = __reduce_or_sync(FULL, st.flags);
+	if (__reduce_max_sync(FULL, st.rawmax) != (int)0x80000000)
+		f |= GR_EXACT_NOT_NZERO;
+	__syncwarp();
+	if (units == 1) {
+		for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32)
+			out->digit[i] = digits[i];
+		if (lane == 0)
+			out->flags = f;
+		__syncwarp();
+		return;
+	}
+	for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32) {
+		long long d = digits[i];
+		long long v = i == GR_EXACT_DIGITS - 1 ? d : (long long)(d & 0xffffffffll);
+		if (i)
+			v += digits[i - 1] >> 32;
+		if (v)
+			atomicAdd((unsigned long long *)&scratch->acc[i], (unsigned long long)v);
+	}
+	if (lane == 0 && f)
+		atomicOr((unsigned long long *)&scratch->flags, (unsigned long long)f);
+	__threadfence();
+	__syncwarp();
+	unsigned last = 0;
+	if (lane == 0)
+		last = atomicAdd(&scratch->ticket, 1u) == units - 1;
+	last = __shfl_sync(FULL, last, 0);
+	if (last) {
+		__threadfence();
+		for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32)
+			out->digit[i] = (long long)atomicExch((unsigned long long *)&scratch->acc[i], 0ull);
+		if (lane == 0) {
+			out->flags = atomicExch((unsigned long long *)&scratch->flags, 0ull);
+			scratch->ticket = 0;
+		}
+	}
+	__syncwarp();
+}
+
+/* Many arrays: one warp a unit, warps striding over the batch's units; a
+ * warp finds its segment by binary search over the first units. */
+template <int FB = 2>
+__global__ void __launch_bounds__(THREADS, 2)
+batch_kernel(const unsigned char *base, const gr_exact_seg *segs, uint32_t nsegs,
+	     uint32_t total_units, gr_exact_scratch *scratch, gr_exact_sum *out)
+{
+	__shared__ long long wdigits[THREADS / 32][GR_EXACT_DIGITS];
+	const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const uint32_t nw = gridDim.x * (THREADS / 32);
+	for (uint32_t w = blockIdx.x * (THREADS / 32) + warp; w < total_units; w += nw) {
+		uint32_t lo = 0, hi = nsegs - 1;
+		while (lo < hi) {
+			uint32_t mid = (lo + hi + 1) / 2;
+			if (segs[mid].first_unit <= w)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		const gr_exact_seg s = segs[lo];
+		if (s.dtype == 4)
+			seg_unit<float, FB>(base + s.offset, s.n, w - s.first_unit, s.units,
+					    wdigits[warp], scratch + lo, out + lo, lane);
+		else
+			seg_unit<double, FB>(base + s.offset, s.n, w - s.first_unit, s.units,
+					     wdigits[warp], scratch + lo, out + lo, lane);
+	}
+}
+
+static inline uint32_t units_of(int dtype, uint64_t n)
+{
+	uint64_t bytes = n * (dtype == 4 ? 4u : 8u);
+	uint64_t u = (bytes + 16ull * GR_EXACT_UNIT_VECTORS - 1) / (16ull * GR_EXACT_UNIT_VECTORS);
+	return u ? (uint32_t)u : 1u;
 }
 
 } /* namespace gre */

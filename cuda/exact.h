@@ -73,6 +73,37 @@ int gr_exact_launch_single(int dtype, const void *data, uint64_t n, gr_exact_scr
 			   gr_exact_sum *out, int sm_count, void *stream);
 
 /*
+ * The batched form: many arrays (segments) in one launch, each cut into
+ * units of GR_EXACT_UNIT_VECTORS 16-byte vectors that one warp takes
+ * whole; the last warp of a segment to finish writes its result. A
+ * segment's bits are those of the single-array launch (the sum is exact).
+ */
+#define GR_EXACT_UNIT_VECTORS 2048u
+
+/* One segment, as the batch kernel reads it (device memory). */
+typedef struct gr_exact_seg {
+	uint64_t offset;     /* bytes from the batch's base, a multiple of the element's size */
+	uint64_t n;          /* elements (0 allowed: its result is the empty sum) */
+	uint32_t dtype;      /* 4 f32, 5 f64 */
+	uint32_t first_unit; /* its first unit's index in the batch */
+	uint32_t units;      /* gr_exact_units(dtype, n) */
+	uint32_t pad;
+} gr_exact_seg;
+
+/* Units of a segment of n elements of dtype: at least 1. */
+uint32_t gr_exact_units(int dtype, uint64_t n);
+
+/*
+ * Sum segs[0..nsegs) (device memory, sorted by first_unit, their units
+ * adding to total_units) of the batch at base into out[0..nsegs), one
+ * launch on stream; scratch[i] is segment i's (zero before, left zero).
+ * Returns the cudaError_t of the launch.
+ */
+int gr_exact_launch_batch(const void *base, const gr_exact_seg *segs, uint32_t nsegs,
+			  uint32_t total_units, gr_exact_scratch *scratch, gr_exact_sum *out,
+			  int sm_count, void *stream);
+
+/*
  * Round an exact sum (read back to the host) of n elements to the nearest
  * double, ties to even: NaN when a NaN was summed or +inf and -inf both
  * were; +-inf for infinities of one sign, or where the exact sum rounds

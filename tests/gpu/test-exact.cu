@@ -6,7 +6,8 @@
  * same gr_partial; typical and wide-exponent random data at odd sizes and
  * starts, catastrophic cancellation, running sums past DBL_MAX,
  * subnormals, ties, infinities, NaN and signed zeros; grids of one block
- * and of more blocks than the data has batches; the scratch left zero.
+ * and of more blocks than the data has batches; the kernel's other forms;
+ * the batched form over mixed segments; the scratch left zero.
  *
  *   test-exact [--quick]   (--quick: sizes up to 70000, for the sanitizer)
  *
@@ -141,7 +142,7 @@ struct gpu {
  * starting `off` elements into an allocation of exactly its size; blocks
  * 0 is the launcher's grid. */
 static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned off,
-		      unsigned blocks = 0)
+		      unsigned blocks = 0, int form = 0)
 {
 	size_t sz = dt == 4 ? 4 : 8, bytes = (n + off) * sz;
 	std::vector<unsigned char> h(bytes ? bytes : 1);
@@ -157,7 +158,23 @@ static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned 
 	CU(cudaMalloc(&d, bytes ? bytes : 1));
 	CU(cudaMemcpy(d, h.data(), bytes, cudaMemcpyHostToDevice));
 	CU(cudaMemset(G.out, 0x5a, sizeof(gr_exact_sum)));
-	if (blocks) {
+	if (form) {
+		/* the kernel's other forms: PIPE, three blocks per SM, three
+		 * bins in the fast path */
+		const unsigned char *p = d + off * sz;
+		if (dt == 4 && form == 1)
+			CU((gre::launch_single<float, 2, true>(p, n, G.scratch, G.out, G.sms, 0)));
+		else if (dt == 4 && form == 2)
+			CU((gre::launch_single<float, 3, false>(p, n, G.scratch, G.out, G.sms, 0)));
+		else if (dt == 4)
+			CU((gre::launch_single<float, 2, false, 3>(p, n, G.scratch, G.out, G.sms, 0)));
+		else if (form == 1)
+			CU((gre::launch_single<double, 2, true>(p, n, G.scratch, G.out, G.sms, 0)));
+		else if (form == 2)
+			CU((gre::launch_single<double, 3, false>(p, n, G.scratch, G.out, G.sms, 0)));
+		else
+			CU((gre::launch_single<double, 2, false, 3>(p, n, G.scratch, G.out, G.sms, 0)));
+	} else if (blocks) {
 		if (dt == 4)
 			CU(gre::launch_single<float>(d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks));
 		else
@@ -334,6 +351,110 @@ int main(int argc, char **argv)
 		}
 		printf("%s: %u checks so far\n", dt == 4 ? "f32" : "f64", checks);
 	}
+
+	/* the kernel's other forms give the same bits; last, and every one
+	 * of them tried even after a failure, so that a wrong form cannot
+	 * hide how the others fare */
+	unsigned failed = 0;
+	for (int dt = 4; dt <= 5; dt++) {
+		for (size_t n : { (size_t)1, (size_t)4097, (size_t)65537, (size_t)(quick ? 70001 : 2000003) })
+			for (int kind = 0; kind < 6; kind++) {
+				std::vector<double> x = as_dtype(dt, make(dt, kind, n));
+				double want = ref_partial(x.data(), x.size());
+				const char *names[] = { "", "pipe", "3/SM", "fb3" };
+				for (int form : { 1, 2, 3 })
+					for (unsigned off : { 0u, 1u }) {
+						double got = gpu_sum(G, dt, x.data(), n, off, 0, form);
+						bool same = (std::isnan(got) && std::isnan(want)) ||
+							    memcmp(&got, &want, 8) == 0;
+						if (!same && failed++ < 20)
+							fprintf(stderr, "form %s %s kind %d n=%zu off=%u: got %a want %a\n",
+								names[form], dt == 4 ? "f32" : "f64", kind, n, off,
+								got, want);
+						checks++;
+					}
+			}
+	}
+	/* the batched form: mixed segments (f32 and f64, empty to a million
+	 * elements, every kind of data, starts at any element) in one launch,
+	 * twice on the same scratch; softly too */
+	unsigned bfailed = 0;
+	{
+		const unsigned nseg = 300;
+		std::vector<gr_exact_seg> segs(nseg);
+		std::vector<unsigned char> hb;
+		std::vector<double> want(nseg);
+		uint32_t units = 0;
+		for (unsigned i = 0; i < nseg; i++) {
+			int dt = 4 + (int)(rng() % 2);
+			size_t sz = dt == 4 ? 4 : 8;
+			size_t n = i % 50 == 7 ? (quick ? 70001 : (1u << 20) + 3)
+				 : i % 9 == 0 ? rng() % 40000 : rng() % 300;
+			if (i % 17 == 0)
+				n = 0;
+			std::vector<double> x = as_dtype(dt, make(dt, (int)(rng() % 6), n));
+			if (i % 23 == 5 && n)
+				x[rng() % n] = i % 2 ? NAN : INFINITY;
+			if (i % 31 == 3)
+				for (double &v : x)
+					v = -0.0;
+			want[i] = ref_partial(x.data(), n);
+			size_t off = (hb.size() + 15) / 16 * 16 + sz * (rng() % (16 / sz));
+			hb.resize(off + n * sz);
+			for (size_t k = 0; k < n; k++) {
+				if (dt == 4) {
+					float f = (float)x[k];
+					memcpy(&hb[off + 4 * k], &f, 4);
+				} else {
+					memcpy(&hb[off + 8 * k], &x[k], 8);
+				}
+			}
+			segs[i] = gr_exact_seg{ off, n, (uint32_t)dt, units, gr_exact_units(dt, n), 0 };
+			units += segs[i].units;
+		}
+		unsigned char *db;
+		gr_exact_seg *dsegs;
+		gr_exact_scratch *dscr;
+		gr_exact_sum *dout;
+		CU(cudaMalloc(&db, hb.size()));
+		CU(cudaMalloc(&dsegs, nseg * sizeof(gr_exact_seg)));
+		CU(cudaMalloc(&dscr, nseg * sizeof(gr_exact_scratch)));
+		CU(cudaMalloc(&dout, nseg * sizeof(gr_exact_sum)));
+		CU(cudaMemcpy(db, hb.data(), hb.size(), cudaMemcpyHostToDevice));
+		CU(cudaMemcpy(dsegs, segs.data(), nseg * sizeof(gr_exact_seg), cudaMemcpyHostToDevice));
+		CU(cudaMemset(dscr, 0, nseg * sizeof(gr_exact_scratch)));
+		for (int rep = 0; rep < 2; rep++) {
+			CU(cudaMemset(dout, 0x5a, nseg * sizeof(gr_exact_sum)));
+			CU((cudaError_t)gr_exact_launch_batch(db, dsegs, nseg, units, dscr, dout, G.sms, 0));
+			std::vector<gr_exact_sum> got(nseg);
+			CU(cudaMemcpy(got.data(), dout, nseg * sizeof(gr_exact_sum), cudaMemcpyDeviceToHost));
+			for (unsigned i = 0; i < nseg; i++) {
+				double g = gr_exact_fold(&got[i], segs[i].n);
+				bool same = (std::isnan(g) && std::isnan(want[i])) ||
+					    memcmp(&g, &want[i], 8) == 0;
+				if (!same && bfailed++ < 20)
+					fprintf(stderr, "batch segment %u (%s n=%llu): got %a want %a\n", i,
+						segs[i].dtype == 4 ? "f32" : "f64",
+						(unsigned long long)segs[i].n, g, want[i]);
+				checks++;
+			}
+		}
+		std::vector<gr_exact_scratch> z(nseg);
+		CU(cudaMemcpy(z.data(), dscr, nseg * sizeof(gr_exact_scratch), cudaMemcpyDeviceToHost));
+		for (const gr_exact_scratch &c : z) {
+			bool zero = c.flags == 0 && c.ticket == 0;
+			for (int i = 0; i < GR_EXACT_DIGITS; i++)
+				zero = zero && c.acc[i] == 0;
+			if (!zero && bfailed++ < 20)
+				fprintf(stderr, "batch: a segment's scratch was left non-zero\n");
+		}
+		CU(cudaFree(db));
+		CU(cudaFree(dsegs));
+		CU(cudaFree(dscr));
+		CU(cudaFree(dout));
+	}
+	CHECK(failed == 0, "%u checks of the kernel's other forms failed", failed);
+	CHECK(bfailed == 0, "%u checks of the batched form failed", bfailed);
 
 	/* the scratch is left zero for the next launch */
 	gr_exact_scratch z;
