@@ -2,11 +2,11 @@
  * Exact f32/f64 sums on the GPU: the device code (exact.h has the host
  * interface and the result's layout).
  *
- * A lane's bins. Each lane keeps two doubles, a0 and a1, each pinned to a
- * binade of its own: a0 starts at 1.5 * 2^b0 and a1 at 1.5 * 2^b1, with
- * b0 = E + 18 and b1 = b0 - 39, where 2^E bounds every element the warp
- * has put into its bins (E is the same across the warp). An element x,
- * |x| < 2^E, goes in by Dekker's Fast2Sum:
+ * A lane's bins. Each lane keeps four doubles a0..a3, each pinned to a
+ * binade of its own: a_j starts at 1.5 * 2^bj, with b0 = E + 18 and
+ * b(j+1) = bj - 39, where 2^E bounds every element the warp has put into
+ * its bins (E is the same across the warp). The fast path adds an element
+ * x, |x| < 2^E, into the first two by Dekker's Fast2Sum:
  *
  *     s = a0 + x;  d = s - a0;  r = x - d;  a0 = s;      then a1 += r
  *
@@ -15,24 +15,31 @@
  * an exact share of the sum as long as (1) every a_j stays inside its
  * binade [2^bj, 2^(bj+1)), and (2) a1 += r is exact too. The warp checks
  * (1) after every batch of at most 32 elements per lane: a batch moves a0
- * by at most 32 * 2^(E+1) = 2^(b0 - 12) and a1 by at most 32 * 2^(b0 - 52)
- * = 2^(b1 - 8), so a bin found within 2^(bj - 3) of its start cannot leave
- * its binade in the next batch; one found farther is flushed (below) and
- * starts afresh. (2) holds when x is a multiple of ulp(a1) = 2^(b1 - 52):
- * then so is r (a difference of multiples of it, as ulp(a0) is one too), and
- * a1 + r, a multiple inside a1's binade, is representable. The batch's
- * elements are checked for that before they take this path, with integer
- * compares on their bits: |x| >= 2^b1 (f64: x has 53 bits from its top)
- * or |x| >= 2^(b1 - 29) (f32: 24 bits), or x == 0.
+ * by at most 32 * 2^(E+1) = 2^(b0 - 12) and a deeper bin by at most
+ * 32 * 2^(b(j-1) - 52) = 2^(bj - 8), so a bin found within 2^(bj - 3) of
+ * its start cannot leave its binade in the next batch; one found farther
+ * is flushed (below) before that batch, and starts afresh. (2) holds when
+ * x is a multiple of ulp(a1) = 2^(b1 - 52): then so is r (a difference of
+ * multiples of it, as ulp(a0) is one too), and a1 + r, a multiple inside
+ * a1's binade, is representable. The batch's elements are checked for that
+ * before they take this path, with integer compares on their bits:
+ * |x| >= 2^b1 (f64: x has 53 bits from its top) or |x| >= 2^(b1 - 29)
+ * (f32: 24 bits), or x == 0: a window of 21 binades below 2^E for f64,
+ * 50 for f32. (The kernel's FB = 3 form takes a2 into the fast path too,
+ * Fast2Sum into a1 and the plain add into a2: 39 binades more for three
+ * more adds an element.)
  *
  * Everything else is the careful path, for the whole warp, one batch at a
  * time: an element of |x| >= 2^E first raises E to cover it where it can
  * (the bins are flushed and re-pinned; E stops at 1000 for f64, so that no
- * bin can overflow, and at 128 for f32, past every finite float);
+ * bin can overflow, and at 128 for f32, past every finite float; then the
+ * batch is looked at again, and usually takes the fast path after all);
  * elements at or past 2^E after that, and infinities and NaNs, go to the
- * superaccumulator or the flags; the rest go through both bins by
- * Fast2Sum, and whatever is left below a1's ulp (never more than one
- * double per element) to the superaccumulator.
+ * superaccumulator or the flags; the rest go through all four bins by
+ * Fast2Sum (|a_j| >= 2^bj > 2^(b(j-1) - 53) >= the residual that reaches
+ * it), and whatever is left below a3's ulp (never more than one double
+ * per element) to the superaccumulator. Every step is exact, so the sum is,
+ * whatever the data; only the speed depends on it.
  *
  * The superaccumulator: a block's 68 signed 64-bit digits in shared memory,
  * digit i weighing 2^(32 i - 1074); a double is added as three 32-bit
@@ -40,15 +47,21 @@
  * exact and the order does not matter. A flush turns each lane's bins into
  * integers (a_j - start_j is a multiple of 2^(bj - 52) below 2^(bj - 1),
  * so 52 bits), sums them across the warp as integers, and one lane adds
- * the two sums. At the end each block flushes its warps, splits each digit
+ * the sums. At the end each block flushes its warps, splits each digit
  * once into its low 32 bits and a carry (so what each block adds to the
  * launch's digits stays below 2^33), adds its non-zero digits into the
  * scratch's with global atomics, and the last block to take the ticket
  * moves them to the result, leaving the scratch zero.
  *
- * The cost on typical data: per element two integer compares' worth of
- * key arithmetic and four double adds (f32 also one conversion to
- * double), all of it on units that a memory-bound loop leaves idle.
+ * Signed zeros: a sum is -0 only when every element is -0; lanes keep the
+ * signed maximum of each element's (high) word, INT_MIN only for -0 (for
+ * f64: or a negative subnormal, which cannot leave an exact zero sum
+ * unless all are -0).
+ *
+ * The cost on typical data: per element a few integer operations on its
+ * bits (the window checks, the -0 check) and four double adds (f32 also
+ * one conversion to double), on units that a memory-bound loop leaves
+ * mostly idle.
  */
 #pragma once
 

@@ -9,12 +9,12 @@
  * met the elements, and equal what an exact CPU sum rounds to.
  *
  * How the device gets there (exact.cuh has the argument): every lane keeps
- * two doubles pinned to fixed binades below the largest element its warp
- * has seen, and adds its elements into them with error-free transforms;
- * what cannot be kept there exactly (elements far below or above the
- * window, infinities, NaNs, bins running out of headroom) goes to a
- * block's integer superaccumulator in shared memory, whose digits meet
- * across blocks through integer atomics.
+ * doubles pinned to fixed binades below the largest element its warp has
+ * seen, and adds its elements into them with error-free transforms; what
+ * cannot be kept there exactly (elements far below or above the window,
+ * infinities, NaNs, bins running out of headroom) goes to an integer
+ * superaccumulator in shared memory, whose digits meet across blocks
+ * through integer atomics.
  */
 #pragma once
 
