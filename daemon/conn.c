@@ -263,9 +263,10 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.early = NULL;
 	ch->job.cpu_route = req->srv->router && req->data_bytes <= req->srv->route_max &&
 			    !ch->job.on_device;
-	/* A small request is one job, submitted whole: the backend may
-	 * answer it from its own thread. */
-	if (req->small && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
+	/* A small request is one job, submitted whole, and so is a region's
+	 * that fits one: the backend may answer it from its own thread. */
+	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
+	if (whole && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
 		ch->job.early = req->direct;
 		ch->job.tag = req->msgid;
