@@ -200,7 +200,7 @@ static void check_region(gpured_t *g, uint64_t id, const void *dptr, size_t cap)
 				if (a.kind == GPURED_KIND_F64 && std::isnan(a.v.f))
 					CHECK(std::isnan(b.v.f), "op %d dt %d n %zu: NaN vs %.17g", op, dt, n, b.v.f);
 				else if (a.kind == GPURED_KIND_F64 && (op == GPURED_OP_SUM || op == GPURED_OP_SUMSQ))
-					CHECK(fabs(a.v.f - b.v.f) <= 1e-12 * fabs(b.v.f) + 1e-300,
+					CHECK(a.v.f == b.v.f || fabs(a.v.f - b.v.f) <= 1e-12 * fabs(b.v.f) + 1e-300,
 					      "op %d dt %d n %zu: %.17g vs %.17g", op, dt, n, a.v.f, b.v.f);
 				else
 					CHECK(memcmp(&a.v, &b.v, sizeof(a.v)) == 0, "op %d dt %d n %zu differ", op,
