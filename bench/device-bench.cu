@@ -6,7 +6,8 @@
  * and the daemon's kernel launched directly (single-launch latency).
  * One JSON line per size.
  *
- *   gpured-device-bench SOCKET [REQUESTS]      (the daemon runs on GPU 0)
+ *   gpured-device-bench SOCKET [REQUESTS [DTYPE [LOG2,...]]]
+ *       (f32, f64 or i32; sizes 2^16,2^24,2^26,2^28 f32 bytes by default; GPU 0)
  */
 #include <algorithm>
 #include <cstdint>
@@ -51,10 +52,10 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-__global__ void fill_ones(float *p, size_t n)
+template <typename T> __global__ void fill_ones(T *p, size_t n)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		p[i] = 1.0f;
+		p[i] = (T)1;
 }
 
 /* the read ceiling: every float4 read once, a sum kept so nothing is elided */
@@ -76,6 +77,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int reqs = argc > 2 ? atoi(argv[2]) : 200;
+	gpured_dtype dt = GPURED_F32;
+	if (argc > 3 && gpured_dtype_parse(argv[3], &dt) < 0) {
+		fprintf(stderr, "unknown dtype %s\n", argv[3]);
+		return 2;
+	}
+	size_t es = gpured_dtype_size(dt);
 	CK(cudaSetDevice(0));
 	cudaDeviceProp p;
 	CK(cudaGetDeviceProperties(&p, 0));
@@ -109,8 +116,19 @@ int main(int argc, char **argv)
 	CK(cudaEventCreate(&a));
 	CK(cudaEventCreate(&b));
 
-	for (int lg : { 16, 24, 26, 28 }) {
-		size_t n = (size_t)1 << lg, bytes = n * 4;
+	std::vector<int> sizes = { 16, 24, 26, 28 };
+	if (argc > 4) {
+		sizes.clear();
+		for (char *t = strtok(argv[4], ","); t; t = strtok(NULL, ","))
+			sizes.push_back(atoi(t));
+	}
+	for (int lg : sizes) {
+		size_t n = (size_t)1 << lg, bytes = n * es;
+		if (es == 8) {
+			/* the same bytes as f32 at this size */
+			n /= 2;
+			bytes = n * es;
+		}
 		CUmemAllocationProp prop = {};
 		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -131,22 +149,27 @@ int main(int argc, char **argv)
 		acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 		access(ptr, size, &acc, 1);
 		exp(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-		float *x = (float *)ptr;
-		fill_ones<<<1024, 256>>>(x, n);
+		void *x = (void *)ptr;
+		if (dt == GPURED_F64)
+			fill_ones<<<1024, 256>>>((double *)x, n);
+		else if (dt == GPURED_I32)
+			fill_ones<<<1024, 256>>>((int32_t *)x, n);
+		else
+			fill_ones<<<1024, 256>>>((float *)x, n);
 		CK(cudaDeviceSynchronize());
 
 		/* the ceilings */
 		std::vector<float> bw, lat;
 		for (int k = 0; k < 21; k++) {
 			CK(cudaEventRecord(a));
-			read_bw<<<p.multiProcessorCount * 8, 256>>>((const float4 *)x, n / 4, dout);
+			read_bw<<<p.multiProcessorCount * 8, 256>>>((const float4 *)x, bytes / 16, dout);
 			CK(cudaEventRecord(b));
 			CK(cudaEventSynchronize(b));
 			float ms;
 			CK(cudaEventElapsedTime(&ms, a, b));
 			bw.push_back((float)(bytes / (ms * 1e-3) / 1e9));
 			CK(cudaEventRecord(a));
-			CK((cudaError_t)gr_kernel_launch_single(0, 4, x, n, partials, ticket, out,
+			CK((cudaError_t)gr_kernel_launch_single(0, (int)dt, x, n, partials, ticket, out,
 							      p.multiProcessorCount, 0));
 			CK(cudaEventRecord(b));
 			CK(cudaEventSynchronize(b));
@@ -163,8 +186,8 @@ int main(int argc, char **argv)
 		}
 		gpured_value v;
 		for (int k = 0; k < 5; k++)
-			gpured_reduce_region(g, id, GPURED_OP_SUM, GPURED_F32, 0, n, &v);
-		if (v.v.f != (double)n) {
+			gpured_reduce_region(g, id, GPURED_OP_SUM, dt, 0, n, &v);
+		if (gpured_value_as_double(&v) != (double)n) {
 			fprintf(stderr, "wrong sum %.17g of %zu ones\n", v.v.f, n);
 			return 1;
 		}
@@ -173,15 +196,15 @@ int main(int argc, char **argv)
 		double t0 = now_us();
 		int sent = 0, got = 0;
 		for (; sent < 4; sent++)
-			gpured_submit_region(g, id, GPURED_OP_SUM, GPURED_F32, 0, n, &rid);
+			gpured_submit_region(g, id, GPURED_OP_SUM, dt, 0, n, &rid);
 		while (got < reqs) {
-			if (gpured_wait(g, &rid, &v) < 0 || v.v.f != (double)n) {
+			if (gpured_wait(g, &rid, &v) < 0 || gpured_value_as_double(&v) != (double)n) {
 				fprintf(stderr, "wait: %s\n", gpured_errmsg(g));
 				return 1;
 			}
 			got++;
 			if (sent < reqs) {
-				gpured_submit_region(g, id, GPURED_OP_SUM, GPURED_F32, 0, n, &rid);
+				gpured_submit_region(g, id, GPURED_OP_SUM, dt, 0, n, &rid);
 				sent++;
 			}
 		}
@@ -190,14 +213,14 @@ int main(int argc, char **argv)
 		std::vector<double> rt;
 		for (int k = 0; k < (lg <= 16 ? 2000 : 50); k++) {
 			double t = now_us();
-			gpured_reduce_region(g, id, GPURED_OP_SUM, GPURED_F32, 0, n, &v);
+			gpured_reduce_region(g, id, GPURED_OP_SUM, dt, 0, n, &v);
 			rt.push_back(now_us() - t);
 		}
 		std::sort(rt.begin(), rt.end());
-		printf("{\"elements\":%zu,\"bytes\":%zu,\"gpured_gb_per_s\":%.1f,\"gpured_req_per_s\":%.1f,"
+		printf("{\"dtype\":\"%s\",\"elements\":%zu,\"bytes\":%zu,\"gpured_gb_per_s\":%.1f,\"gpured_req_per_s\":%.1f,"
 		       "\"read_kernel_gb_per_s\":%.1f,\"ratio_to_read\":%.3f,\"rtt_p50_us\":%.1f,"
 		       "\"kernel_launch_us\":%.1f,\"rtt_minus_kernel_us\":%.1f}\n",
-		       n, bytes, reqs * (double)bytes / secs / 1e9, reqs / secs, bw[10],
+		       gpured_dtype_name(dt), n, bytes, reqs * (double)bytes / secs / 1e9, reqs / secs, bw[10],
 		       reqs * (double)bytes / secs / 1e9 / bw[10], rt[rt.size() / 2], lat[10],
 		       rt[rt.size() / 2] - lat[10]);
 		fflush(stdout);
