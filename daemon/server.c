@@ -76,15 +76,32 @@ void gr_server_batch_flush(gr_server *s)
 	s->backend->ops->submit(s->backend, batch);
 }
 
-/* A job on the CPU route goes at once: a CPU backend batches nothing. */
+/* A job on the CPU route waits for the check phase, where the route's
+ * jobs go out in one list, as a CPU daemon's batch does: those small
+ * enough run there, on the loop thread, and their completions are drained
+ * in the same pass without waking the loop. */
 static bool server_route(gr_server *s, gr_job *job)
 {
 	if (!job->cpu_route)
 		return false;
 	job->next = NULL;
+	if (s->route_tail)
+		s->route_tail->next = job;
+	else
+		s->route_head = job;
+	s->route_tail = job;
 	s->routed++;
-	s->router->ops->submit(s->router, job);
 	return true;
+}
+
+static void server_route_flush(gr_server *s)
+{
+	gr_job *list = s->route_head;
+
+	if (!list)
+		return;
+	s->route_head = s->route_tail = NULL;
+	s->router->ops->submit(s->router, list);
 }
 
 void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot)
@@ -226,6 +243,7 @@ static void server_check_cb(uv_check_t *h)
 			gr_link_del(&c->ready_link);
 			gr_conn_pump(c);
 		}
+		server_route_flush(s);
 		if (s->batch_head) {
 			if (s->cfg->batch_delay_us > 0)
 				batch_hold(s);
@@ -861,6 +879,7 @@ void gr_server_free(gr_server *s)
 	 * the pending batch: they go out too, so that everything they hold
 	 * comes back. */
 	gr_server_batch_flush(s);
+	server_route_flush(s);
 	/* Wait for the backend's threads to give every job back, then run
 	 * the callbacks that release what those jobs held. */
 	s->backend->ops->free(s->backend);

@@ -144,6 +144,7 @@ struct gr_server {
 	 * request always gets the same bits. NULL, and route_max 0, else. */
 	gr_backend *router;
 	size_t route_max;
+	gr_job *route_head, *route_tail; /* its jobs, submitted together in the check phase */
 	uint64_t routed;   /* jobs reduced on the CPU route */
 	gr_completion *cq;
 	gr_staging staging;
