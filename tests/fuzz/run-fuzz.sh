@@ -13,6 +13,9 @@ work=$3
 secs=${GPURED_FUZZ_SECONDS:-$4}
 mkdir -p "$work/corpus" "$work/artifacts"
 echo "fuzzing $exe for ${secs}s: seeds $seeds, scratch $work"
+# libFuzzer's own exit codes for a crash (77) and a timeout (70) read as
+# "skipped" and "failed" to meson: both must fail.
 exec "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+	-error_exitcode=1 -timeout_exitcode=1 \
 	-print_final_stats=1 -artifact_prefix="$work/artifacts/" \
 	"$work/corpus" "$seeds"
