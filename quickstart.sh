@@ -5,7 +5,7 @@
 #                          in the foreground on ./gpured.sock
 #   ./quickstart.sh test   install what is missing, build, run every test;
 #                          then the same tests built with ASan and UBSan,
-#                          then each fuzz target for 20 s (clang); the last
+#                          then each fuzz target for 20 s (both clang); the last
 #                          line reads "N passed, N failed, N skipped",
 #                          counted over all three runs
 #
@@ -27,8 +27,9 @@ build_deps=(gcc meson ninja-build pkg-config libuv1-dev libmsgpack-dev libsystem
 # The test suite also checks the systemd units, socket activation, the
 # man pages and the Debian packages.
 test_deps=(python3 python3-msgpack systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
-# The fuzz targets need clang with its libFuzzer and sanitizer runtimes.
-fuzz_deps=(clang libclang-rt-14-dev)
+# The sanitizer and fuzz runs build with clang, its sanitizer runtimes and
+# libFuzzer.
+clang_deps=(clang libclang-rt-14-dev)
 
 die() { echo "quickstart: $*" >&2; exit 1; }
 
@@ -118,7 +119,7 @@ test)
 	fuzz=${GPURED_FUZZ:-1}
 	[ $# -gt 1 ] && fuzz=0
 	deps=("${build_deps[@]}" "${test_deps[@]}")
-	[ "$fuzz" = 0 ] || deps+=("${fuzz_deps[@]}")
+	[ "$fuzz" = 0 ] && [ "${GPURED_SANITIZE:-1}" = 0 ] || deps+=("${clang_deps[@]}")
 	install_missing "${deps[@]}"
 	# Tests build with every warning an error, as the project promises.
 	setup_build "$builddir" -Dwerror=true
@@ -131,9 +132,10 @@ test)
 	# tests/daemon/test_daemon.py (RSS), and tests/systemd/deb.sh (it
 	# builds packages of its own, without sanitizers).
 	if [ "${GPURED_SANITIZE:-1}" != 0 ]; then
-		# (gcc's "undefined" leaves out float-cast-overflow: asked for.)
-		if setup_build "$builddir-asan" -Dwerror=true -Dcuda=disabled \
-			-Db_sanitize=address,undefined -Dc_args=-fsanitize=float-cast-overflow; then
+		# clang: its "undefined" also checks float-to-integer conversions
+		# and pointer arithmetic on NULL, which gcc's leaves out.
+		if CC=clang CXX=clang++ setup_build "$builddir-asan" -Dwerror=true -Dcuda=disabled \
+			-Db_sanitize=address,undefined -Db_lundef=false; then
 			GPURED_SANITIZED=1 \
 			ASAN_OPTIONS=detect_leaks=1 \
 			UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
