@@ -162,7 +162,7 @@ test)
 	exit $rc
 	;;
 *)
-	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac
