@@ -956,7 +956,10 @@ static uint64_t obj_u64(const gr_obj *o)
 	case GR_MP_INT:
 		return 0;
 	case GR_MP_FLOAT:
-		return o->v.f > 0 ? (uint64_t)o->v.f : 0;
+		/* Converting a double past 2^64 (or NaN) is undefined: clamp. */
+		if (!(o->v.f > 0))
+			return 0;
+		return o->v.f < 18446744073709551616.0 ? (uint64_t)o->v.f : UINT64_MAX;
 	default:
 		return 0;
 	}
