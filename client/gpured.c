@@ -441,7 +441,10 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 		if (ec != GR_OK) {
 			int r = err_errno[ec];
 
-			conn_fail(g, r, "%.*s", msg ? (int)msglen : 0, msg ? msg : "");
+			if (msg && msglen)
+				conn_fail(g, r, "%.*s", (int)msglen, msg);
+			else
+				conn_fail(g, r, "%s", gpured_strerror(r));
 			snprintf(g->errcode, sizeof(g->errcode), "%.*s", (int)code->len, code->v.str);
 			return r;
 		}
@@ -491,7 +494,10 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 	/* The server closes after these: the request gets its answer, and
 	 * the connection is marked broken for everything after it. */
 	if (ec == GR_ERR_INVALID_REQUEST || ec == GR_ERR_BUSY) {
-		conn_fail(g, err_errno[ec], "%.*s", msg ? (int)msglen : 0, msg ? msg : "");
+		if (msg && msglen)
+			conn_fail(g, err_errno[ec], "%.*s", (int)msglen, msg);
+		else
+			conn_fail(g, err_errno[ec], "%s", gpured_strerror(err_errno[ec]));
 		snprintf(g->errcode, sizeof(g->errcode), "%.*s", (int)code->len, code->v.str);
 	}
 	return 0;
@@ -828,8 +834,11 @@ pending *client_wait_entry(gpured_t *g, uint32_t id, int *ret_err)
 			return NULL;
 		}
 		*ret_err = conn_wait_read(g);
-		if (*ret_err < 0)
-			return NULL;
+		if (*ret_err < 0) {
+			/* its own reply may have come in the read that failed */
+			e = pending_find(g, id);
+			return e && e->done ? e : NULL;
+		}
 	}
 }
 
