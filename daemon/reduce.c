@@ -656,9 +656,12 @@ static double xacc_round(const gr_partial *p)
 /*
  * ---- exact float sums: the block kernels ----
  *
- * A block is read twice. The first pass finds the largest magnitude, so
- * every term of the block (the element, its square, or the two halves of
- * an f64 square) is below 2^T. The second splits each term over a few
+ * Every term of a block (the element, its square, or the two halves of
+ * an f64 square) must lie below 2^T, from the block's largest magnitude.
+ * Sums guess it from the first XGUESS elements, one binade wider, and
+ * check the guess as they go (one pass over memory); when it was wrong,
+ * and for f64 squares, a first pass finds the largest magnitude and a
+ * second sums. The summing pass splits each term over a few
  * levels of a fixed grid: level j adds sigma_j = 1.5 * 2^K_j, K_1 = T + 2
  * and K_j+1 = K_j - 51, so t = y + sigma_j stays in sigma_j's binade, its
  * bits are those of sigma_j plus y rounded to a multiple of 2^(K_j - 52),
@@ -733,7 +736,7 @@ static GR_INLINE uint64_t x_maxbits(const unsigned char *p, size_t n, bool is64)
 	size_t i = 0;
 	if (is64) {
 		v4di mx[4] = {{0}};
-		for (; i + 16 <= n; i += 16) {
+		for (const size_t nv = n & ~(size_t)15; i < nv; i += 16) {
 			UNROLL
 			for (unsigned v = 0; v < 4; v++) {
 				v4di x;
@@ -754,7 +757,7 @@ static GR_INLINE uint64_t x_maxbits(const unsigned char *p, size_t n, bool is64)
 		}
 	} else {
 		v8si mx[4] = {{0}};
-		for (; i + 32 <= n; i += 32) {
+		for (const size_t nv = n & ~(size_t)31; i < nv; i += 32) {
 			UNROLL
 			for (unsigned v = 0; v < 4; v++) {
 				v8si x;
@@ -785,28 +788,39 @@ static void xsum_slow(const unsigned char *p, size_t n, gr_partial *ret, bool is
 	xacc_elems(ret, p, n, is64, sq);
 }
 
-static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
-                                const bool sq, const unsigned levels)
+/*
+ * The second pass, for a block whose largest |element| has the bits
+ * maxbits. With guess, maxbits is only an estimate: the pass also checks
+ * that every element lies below the grid's bound, and returns false
+ * (ret untouched) when one does not, or when the block needs more than
+ * this pass (zeros only, specials, huge values).
+ */
+static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
+                                const bool sq, const unsigned levels, const uint64_t maxbits,
+                                const bool guess)
 {
 	const size_t es = is64 ? 8 : 4;
-	const uint64_t maxbits = x_maxbits(p, n, is64);
 	const unsigned eb = is64 ? (unsigned)(maxbits >> 52) : (unsigned)(maxbits >> 23);
 	const unsigned ebmax = is64 ? 0x7ff : 0xff;
 	/* |element| < 2^M */
 	const int M = (eb ? (int)eb : 1) - (is64 ? 1023 : 127) + 1;
 	int T = sq ? 2 * M : M, k = 0;
 
+	if (guess && (maxbits == 0 || eb + 1 >= ebmax || T > 1000 || (sq && is64)))
+		return false;
+	/* |x| bits below this, or the guess was wrong */
+	const uint64_t bound = (uint64_t)(eb ? eb + 1 : 1) << (is64 ? 52 : 23);
 	ret->xflags = XF_XACC;
 	if (maxbits == 0) {
 		/* nothing but zeros: "seen" unless they are all -0 */
 		for (size_t i = 0; i < n && !(ret->xflags & XF_SEEN); i++)
 			if (sq || !(p[i * es + es - 1] & 0x80))
 				ret->xflags |= XF_SEEN;
-		return;
+		return true;
 	}
 	if (eb >= ebmax || T > 1000 || (sq && is64 && M > 500)) {
 		xsum_slow(p, n, ret, is64, sq);
-		return;
+		return true;
 	}
 	if (sq && is64) {
 		k = 500 - M < 1000 ? 500 - M : 1000;
@@ -833,8 +847,10 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 	 */
 	const bool qcheck = !(is64 && sq);
 	v4di *rp = qcheck ? NULL : &rest;
-	v8si small32 = {0};
-	v4di small64 = {0};
+	v8si small32 = {0}, over32 = {0};
+	v4di small64 = {0}, over64 = {0};
+	const v8si bm32 = (v8si){0} + (int32_t)(bound - 1);
+	const v4di bm64 = (v4di){0} + (int64_t)(bound - 1);
 	const int u = sq ? (g.ulp[levels - 1] + 1) >> 1 : g.ulp[levels - 1];
 	const int ef = u + (is64 ? 1075 : 150), efmax = is64 ? 0x7ff : 0xff;
 	const uint64_t th = ef <= 1 ? 1 : (uint64_t)(ef >= efmax ? efmax : ef) << (is64 ? 52 : 23);
@@ -854,7 +870,10 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 			for (unsigned v = 0; v < XGROUP / 8; v++) {
 				v8su b;
 				memcpy(&b, q + v * 32, sizeof(b));
-				b = (b & INT32_MAX) + INT32_MAX;
+				b &= INT32_MAX;
+				if (guess)
+					over32 |= (v8si)b > bm32;
+				b += INT32_MAX;
 				small32 |= th32 > (v8si)b;
 			}
 		} else if (qcheck) {
@@ -862,7 +881,10 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 			for (unsigned v = 0; v < XGROUP / 4; v++) {
 				v4du b;
 				memcpy(&b, q + v * 32, sizeof(b));
-				b = (b & INT64_MAX) + INT64_MAX;
+				b &= INT64_MAX;
+				if (guess)
+					over64 |= (v4di)b > bm64;
+				b += INT64_MAX;
 				small64 |= th64 > (v4di)b;
 			}
 		}
@@ -893,6 +915,21 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 		}
 	}
 
+	if (guess) {
+		int64_t o = 0;
+		for (unsigned l = 0; l < 8; l++)
+			o |= over32[l];
+		for (unsigned l = 0; l < 4; l++)
+			o |= over64[l];
+		/* and the tail, which the groups did not see */
+		for (size_t i = ng * XGROUP; i < n; i++) {
+			uint64_t b = 0;
+			memcpy(&b, p + i * es, es);
+			o |= (b & (is64 ? INT64_MAX : INT32_MAX)) >= bound;
+		}
+		if (o)
+			return false;
+	}
 	int64_t bad = 0;
 	for (unsigned l = 0; l < 4; l++)
 		bad |= (rest[l] & INT64_MAX) | lost[l];
@@ -902,7 +939,7 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 		bad |= small64[l];
 	if (bad) {
 		xsum_slow(p, n, ret, is64, sq);
-		return;
+		return true;
 	}
 	const uint64_t cnt = (uint64_t)ng * (sq && is64 ? 2 : 1);
 	for (unsigned j = 0; j < levels; j++) {
@@ -915,6 +952,24 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 	}
 	ret->xflags |= XF_SEEN;
 	xacc_elems(ret, p + ng * XGROUP * es, n - ng * XGROUP, is64, sq);
+	return true;
+}
+
+/* Elements sampled for the guess of a block's largest magnitude. */
+#define XGUESS 256
+
+static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
+                                const bool sq, const unsigned levels)
+{
+	/* One pass over the block when a sample of it, one binade wider,
+	 * bounds the rest (most data); else find the largest, then sum. */
+	if (n >= 4 * XGUESS && !(is64 && sq)) {
+		uint64_t b = x_maxbits(p, XGUESS, is64);
+		b += b ? (uint64_t)1 << (is64 ? 52 : 23) : 0;
+		if (xsum_pass(p, n, ret, is64, sq, levels, b, true))
+			return;
+	}
+	xsum_pass(p, n, ret, is64, sq, levels, x_maxbits(p, n, is64), false);
 }
 
 /* clang-format off */

@@ -853,6 +853,31 @@ static void check_exact_cases(unsigned char *buf)
 	}
 }
 
+/* A block whose first elements are small and a later one large (or
+ * special): what reduce.c guesses from the first elements must not do. */
+static void check_late_large(unsigned char *buf)
+{
+	for (gr_dtype dt = GR_DT_F32; dt <= GR_DT_F64; dt++) {
+		static const size_t where[] = {300, 5000, GR_REDUCE_BLOCK - 3, GR_REDUCE_BLOCK - 1};
+		for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
+			size_t n = GR_REDUCE_BLOCK;
+			fill(dt, buf, n, true);
+			put_f(dt, buf, where[w], 0x1p40);
+			for (gr_op op = GR_OP_SUM; op < GR_OP_N; op += GR_OP_SUMSQ - GR_OP_SUM)
+				check_canonical(op, dt, buf, n);
+			/* just one binade above the first elements: still fine */
+			fill(dt, buf, n, true);
+			put_f(dt, buf, where[w], 40.0);
+			for (gr_op op = GR_OP_SUM; op < GR_OP_N; op += GR_OP_SUMSQ - GR_OP_SUM)
+				check_canonical(op, dt, buf, n);
+			put_f(dt, buf, where[w], INFINITY);
+			CHECK_BITS(reduce_f(GR_OP_SUM, dt, buf, n), INFINITY, "late inf");
+			put_f(dt, buf, where[w], NAN);
+			CHECK_MSG(isnan(reduce_f(GR_OP_SUMSQ, dt, buf, n)), "late NaN");
+		}
+	}
+}
+
 /* Blocks of every kind in one array: narrow ones (fast), wide ones
  * (element by element), special ones; chunking and combining in any
  * grouping must give the bits of the exact sum. */
@@ -1236,6 +1261,7 @@ int main(int argc, char **argv)
 	}
 	check_exact_cases(buf);
 	check_mixed_blocks(buf);
+	check_late_large(buf);
 	check_limbs(buf);
 	check_nan_inf(buf);
 	check_int_extremes(buf);
