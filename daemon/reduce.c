@@ -671,16 +671,17 @@ static double xacc_round(const gr_partial *p)
  * of the block each lane, less its count times the bits of sigma_j, is
  * an exact integer number of units, added to the exact accumulator once.
  *
- * What is left after the last level must be zero (the lanes OR it in,
- * ignoring the sign of -0.0); otherwise, or when the block holds an
- * infinity, a NaN or a magnitude too large for the grid, the block is
- * summed element by element instead (xacc_elem), which is slower but
- * takes any value. Levels: one for f32 (24 bits; exact while the block's
- * exponents span 27 or less), two for f64 and for f32 squares, four (on
- * the two halves of each square) for f64 squares. f64 squares are first
- * scaled by a power of two so that the largest is near 2^1000 and the
- * halves neither over- nor underflow; a half that underflowed to zero
- * sends the block down the element path too.
+ * Nothing may be left after the last level. Integer lanes prove it
+ * beside the sums: every non-zero element must be at least a bound (its
+ * exponent high enough for its last bit, or its square's, to land on the
+ * grid). When one is not, or the block holds an infinity, a NaN or a
+ * magnitude too large for the grid, the block is summed element by
+ * element instead (xacc_elems), which is slower but takes any value.
+ * Levels: one for f32 (24 bits; exact while the block's exponents span
+ * 26 or so), two for f64 (about 49) and for f32 squares (about 26); f64
+ * squares are scaled by a power of two so that the largest is near 2^1000,
+ * split exactly into a high and a low double (Dekker), and the halves get
+ * two levels each, 53 bits apart (exponents spanning 24).
  *
  * Whatever path a block takes, its partial holds the exact value, so the
  * paths (and the ISA) can never show in the result.
@@ -708,23 +709,17 @@ static void xgrid_init(xgrid *g, int T, unsigned levels)
 	}
 }
 
-/* Split y over the levels; OR what is left into *rest, unless rest is
- * NULL (the caller then proves there is nothing left another way). */
+/* Split y over the levels; the caller proves that nothing is left. */
 static GR_INLINE void x_cascade(v4df y, const v4df *sig, v4di (*acc)[XNV], unsigned v,
-                                unsigned levels, v4di *rest)
+                                unsigned levels)
 {
 	for (unsigned j = 0; j < levels; j++) {
 		v4df t = y + sig[j];
 		v4di tb;
 		memcpy(&tb, &t, sizeof(tb));
 		acc[j][v] += tb;
-		if (j + 1 < levels || rest)
+		if (j + 1 < levels)
 			y = y - (t - sig[j]);
-	}
-	if (rest) {
-		v4di rb;
-		memcpy(&rb, &y, sizeof(rb));
-		*rest |= rb;
 	}
 }
 
@@ -806,7 +801,7 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 	const int M = (eb ? (int)eb : 1) - (is64 ? 1023 : 127) + 1;
 	int T = sq ? 2 * M : M, k = 0;
 
-	if (guess && (maxbits == 0 || eb + 1 >= ebmax || T > 1000 || (sq && is64)))
+	if (guess && (maxbits == 0 || eb + 1 >= ebmax || T > 1000 || (sq && is64 && M > 499)))
 		return false;
 	/* |x| bits below this, or the guess was wrong */
 	const uint64_t bound = (uint64_t)(eb ? eb + 1 : 1) << (is64 ? 52 : 23);
@@ -828,13 +823,25 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 	}
 
 	xgrid g;
-	xgrid_init(&g, T, levels);
+	if (sq && is64) {
+		/* two levels for the high halves of the squares, two more from
+		 * 53 bits further down for the low halves */
+		xgrid lo;
+		xgrid_init(&g, T, 2);
+		xgrid_init(&lo, T - 53, 2);
+		for (unsigned j = 0; j < 2; j++) {
+			g.sigma[2 + j] = lo.sigma[j];
+			g.sbits[2 + j] = lo.sbits[j];
+			g.ulp[2 + j] = lo.ulp[j];
+		}
+	} else {
+		xgrid_init(&g, T, levels);
+	}
 	v4df sig[XL_MAX];
 	for (unsigned j = 0; j < levels; j++)
 		sig[j] = (v4df){0} + g.sigma[j];
 	v4di acc[XL_MAX][XNV];
 	memset(acc, 0, sizeof(acc));
-	v4di rest = {0}, lost = {0};
 	const v4df scale = (v4df){0} + ldexp(1.0, k);
 	const size_t ng = n / XGROUP;
 	/*
@@ -845,15 +852,19 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 	 * unsigned compare is a signed one of |x| bits - 1 + 2^(bits - 1).
 	 * f64 squares are split in two, so they check what is left instead.
 	 */
-	const bool qcheck = !(is64 && sq);
-	v4di *rp = qcheck ? NULL : &rest;
 	v8si small32 = {0}, over32 = {0};
 	v4di small64 = {0}, over64 = {0};
 	const v8si bm32 = (v8si){0} + (int32_t)(bound - 1);
 	const v4di bm64 = (v4di){0} + (int64_t)(bound - 1);
 	const int u = sq ? (g.ulp[levels - 1] + 1) >> 1 : g.ulp[levels - 1];
 	const int ef = u + (is64 ? 1075 : 150), efmax = is64 ? 0x7ff : 0xff;
-	const uint64_t th = ef <= 1 ? 1 : (uint64_t)(ef >= efmax ? efmax : ef) << (is64 ? 52 : 23);
+	uint64_t th = ef <= 1 ? 1 : (uint64_t)(ef >= efmax ? efmax : ef) << (is64 ? 52 : 23);
+	if (sq && is64) {
+		/* f64 squares: both halves of x * x fit their levels while
+		 * |x| >= 2^(M - 24) (and then neither underflows) */
+		const int e = M - 24;
+		th = e >= -1022 ? (uint64_t)(e + 1023) << 52 : e >= -1074 ? 1ull << (e + 1074) : 1;
+	}
 	const v8si th32 = (v8si){0} + (int32_t)(((uint32_t)th - 1) ^ 0x80000000u);
 	const v4di th64 = (v4di){0} + (int64_t)((th - 1) ^ 0x8000000000000000ull);
 	/* the block after a whole one is most likely next: bring it to L2
@@ -865,7 +876,7 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 		if (ahead)
 			for (size_t o = 0; o < XGROUP * es; o += 64)
 				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
-		if (qcheck && !is64) {
+		if (!is64) {
 			UNROLL
 			for (unsigned v = 0; v < XGROUP / 8; v++) {
 				v8su b;
@@ -876,7 +887,7 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 				b += INT32_MAX;
 				small32 |= th32 > (v8si)b;
 			}
-		} else if (qcheck) {
+		} else {
 			UNROLL
 			for (unsigned v = 0; v < XGROUP / 4; v++) {
 				v4du b;
@@ -896,9 +907,9 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 			else
 				ld_f32_as_f64(&x, q + v * 16);
 			if (!sq) {
-				x_cascade(x, sig, acc, v, levels, rp);
+				x_cascade(x, sig, acc, v, levels);
 			} else if (!is64) {
-				x_cascade(x * x, sig, acc, v, levels, rp);
+				x_cascade(x * x, sig, acc, v, levels);
 			} else {
 				/* Dekker: x * x = hi + lo exactly, with halves of x
 				 * of 26 bits each, while nothing underflows */
@@ -908,9 +919,8 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 				v4df xl = x - xh;
 				v4df hi = x * x;
 				v4df lo = ((xh * xh - hi) + (xh + xh) * xl) + xl * xl;
-				lost |= (hi == 0) & (x != 0);
-				x_cascade(hi, sig, acc, v, levels, &rest);
-				x_cascade(lo, sig, acc, v, levels, &rest);
+				x_cascade(hi, sig, acc, v, 2);
+				x_cascade(lo, sig + 2, acc + 2, v, 2);
 			}
 		}
 	}
@@ -931,8 +941,6 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 			return false;
 	}
 	int64_t bad = 0;
-	for (unsigned l = 0; l < 4; l++)
-		bad |= (rest[l] & INT64_MAX) | lost[l];
 	for (unsigned l = 0; l < 8; l++)
 		bad |= small32[l];
 	for (unsigned l = 0; l < 4; l++)
@@ -941,7 +949,7 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 		xsum_slow(p, n, ret, is64, sq);
 		return true;
 	}
-	const uint64_t cnt = (uint64_t)ng * (sq && is64 ? 2 : 1);
+	const uint64_t cnt = ng;
 	for (unsigned j = 0; j < levels; j++) {
 		__int128 s = 0;
 		for (unsigned v = 0; v < XNV; v++)
@@ -963,7 +971,7 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 {
 	/* One pass over the block when a sample of it, one binade wider,
 	 * bounds the rest (most data); else find the largest, then sum. */
-	if (n >= 4 * XGUESS && !(is64 && sq)) {
+	if (n >= 4 * XGUESS) {
 		uint64_t b = x_maxbits(p, XGUESS, is64);
 		b += b ? (uint64_t)1 << (is64 ? 52 : 23) : 0;
 		if (xsum_pass(p, n, ret, is64, sq, levels, b, true))

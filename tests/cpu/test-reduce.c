@@ -853,6 +853,41 @@ static void check_exact_cases(unsigned char *buf)
 	}
 }
 
+/* The exact value, not only its rounding: a block (any path) against the
+ * combination of its elements' one-element partials, which go element by
+ * element. Equal values have equal bytes. */
+static void check_exact_bits(gr_op op, gr_dtype dt, const unsigned char *p, size_t n)
+{
+	gr_partial whole, acc, one;
+	gr_reduce(op, dt, p, n, &whole);
+	gr_partial_identity(op, dt, &acc);
+	for (size_t i = 0; i < n; i++) {
+		gr_reduce(op, dt, p + i * esize(dt), 1, &one);
+		gr_partial_combine(op, dt, &acc, &one);
+	}
+	CHECK_MSG(same_bits(&whole, &acc), "%s %s n=%zu: exact value differs from its elements'",
+	          op_names[op], dt_names[dt], n);
+}
+
+/* Blocks whose exponents span a little less and a little more than the
+ * fast paths take, with full mantissas: the lowest bits of every element
+ * and square must reach the accumulator. */
+static void check_spans(unsigned char *buf)
+{
+	for (gr_dtype dt = GR_DT_F32; dt <= GR_DT_F64; dt++)
+		for (int span = 16; span <= 56; span++) {
+			size_t n = 1100 + (size_t)span;
+			for (size_t i = 0; i < n; i++) {
+				uint64_t r = rng();
+				double m = 1 + (double)(r >> 12) / (1ull << 52);
+				double x = ldexp(r & 1 ? -m : m, -(int)(rng() % (unsigned)(span + 1)));
+				put_f(dt, buf, i, i == 0 ? 1.5 : x);
+			}
+			for (gr_op op = GR_OP_SUM; op < GR_OP_N; op += GR_OP_SUMSQ - GR_OP_SUM)
+				check_exact_bits(op, dt, buf, n);
+		}
+}
+
 /* A block whose first elements are small and a later one large (or
  * special): what reduce.c guesses from the first elements must not do. */
 static void check_late_large(unsigned char *buf)
@@ -1262,6 +1297,7 @@ int main(int argc, char **argv)
 	check_exact_cases(buf);
 	check_mixed_blocks(buf);
 	check_late_large(buf);
+	check_spans(buf);
 	check_limbs(buf);
 	check_nan_inf(buf);
 	check_int_extremes(buf);
