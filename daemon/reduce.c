@@ -710,12 +710,12 @@ static void xgrid_init(xgrid *g, int T, unsigned levels)
 }
 
 /* Split y over the levels; the caller proves that nothing is left. */
-static GR_INLINE void x_cascade(v4df y, const v4df *sig, v4di (*acc)[XNV], unsigned v,
+static GR_INLINE void x_cascade(v4df y, const v4df *sig, v4du (*acc)[XNV], unsigned v,
                                 unsigned levels)
 {
 	for (unsigned j = 0; j < levels; j++) {
 		v4df t = y + sig[j];
-		v4di tb;
+		v4du tb;
 		memcpy(&tb, &t, sizeof(tb));
 		acc[j][v] += tb;
 		if (j + 1 < levels)
@@ -840,7 +840,7 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 	v4df sig[XL_MAX];
 	for (unsigned j = 0; j < levels; j++)
 		sig[j] = (v4df){0} + g.sigma[j];
-	v4di acc[XL_MAX][XNV];
+	v4du acc[XL_MAX][XNV]; /* wrapping sums */
 	memset(acc, 0, sizeof(acc));
 	const v4df scale = (v4df){0} + ldexp(1.0, k);
 	const size_t ng = n / XGROUP;
