@@ -783,16 +783,22 @@ static void xsum_slow(const unsigned char *p, size_t n, gr_partial *ret, bool is
 	xacc_elems(ret, p, n, is64, sq);
 }
 
+/* What xsum_pass() did. */
+enum {
+	XPASS_DONE,  /* ret holds the block */
+	XPASS_GUESS, /* the guess was wrong, or the block needs the full path */
+	XPASS_WIDE,  /* exponents too far apart for these levels */
+};
+
 /*
- * The second pass, for a block whose largest |element| has the bits
+ * The summing pass, for a block whose largest |element| has the bits
  * maxbits. With guess, maxbits is only an estimate: the pass also checks
- * that every element lies below the grid's bound, and returns false
- * (ret untouched) when one does not, or when the block needs more than
- * this pass (zeros only, specials, huge values).
+ * that every element lies below the grid's bound. Unless it returns
+ * XPASS_DONE, ret's value is untouched.
  */
-static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
-                                const bool sq, const unsigned levels, const uint64_t maxbits,
-                                const bool guess)
+static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
+                               const bool sq, const unsigned levels, const uint64_t maxbits,
+                               const bool guess)
 {
 	const size_t es = is64 ? 8 : 4;
 	const unsigned eb = is64 ? (unsigned)(maxbits >> 52) : (unsigned)(maxbits >> 23);
@@ -802,7 +808,7 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 	int T = sq ? 2 * M : M, k = 0;
 
 	if (guess && (maxbits == 0 || eb + 1 >= ebmax || T > 1000 || (sq && is64 && M > 499)))
-		return false;
+		return XPASS_GUESS;
 	/* |x| bits below this, or the guess was wrong */
 	const uint64_t bound = (uint64_t)(eb ? eb + 1 : 1) << (is64 ? 52 : 23);
 	ret->xflags = XF_XACC;
@@ -811,11 +817,11 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 		for (size_t i = 0; i < n && !(ret->xflags & XF_SEEN); i++)
 			if (sq || !(p[i * es + es - 1] & 0x80))
 				ret->xflags |= XF_SEEN;
-		return true;
+		return XPASS_DONE;
 	}
 	if (eb >= ebmax || T > 1000 || (sq && is64 && M > 500)) {
 		xsum_slow(p, n, ret, is64, sq);
-		return true;
+		return XPASS_DONE;
 	}
 	if (sq && is64) {
 		k = 500 - M < 1000 ? 500 - M : 1000;
@@ -938,17 +944,15 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 			o |= (b & (is64 ? INT64_MAX : INT32_MAX)) >= bound;
 		}
 		if (o)
-			return false;
+			return XPASS_GUESS;
 	}
 	int64_t bad = 0;
 	for (unsigned l = 0; l < 8; l++)
 		bad |= small32[l];
 	for (unsigned l = 0; l < 4; l++)
 		bad |= small64[l];
-	if (bad) {
-		xsum_slow(p, n, ret, is64, sq);
-		return true;
-	}
+	if (bad)
+		return XPASS_WIDE;
 	const uint64_t cnt = ng;
 	for (unsigned j = 0; j < levels; j++) {
 		__int128 s = 0;
@@ -960,7 +964,7 @@ static GR_INLINE bool xsum_pass(const unsigned char *p, size_t n, gr_partial *re
 	}
 	ret->xflags |= XF_SEEN;
 	xacc_elems(ret, p + ng * XGROUP * es, n - ng * XGROUP, is64, sq);
-	return true;
+	return XPASS_DONE;
 }
 
 /* Elements sampled for the guess of a block's largest magnitude. */
@@ -970,14 +974,25 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
                                 const bool sq, const unsigned levels)
 {
 	/* One pass over the block when a sample of it, one binade wider,
-	 * bounds the rest (most data); else find the largest, then sum. */
+	 * bounds the rest (most data); else find the largest, then sum; when
+	 * the exponents lie too far apart, sum with one more level; and when
+	 * even that is not enough, element by element. */
+	int r = XPASS_GUESS;
 	if (n >= 4 * XGUESS) {
 		uint64_t b = x_maxbits(p, XGUESS, is64);
 		b += b ? (uint64_t)1 << (is64 ? 52 : 23) : 0;
-		if (xsum_pass(p, n, ret, is64, sq, levels, b, true))
-			return;
+		r = xsum_pass(p, n, ret, is64, sq, levels, b, true);
 	}
-	xsum_pass(p, n, ret, is64, sq, levels, x_maxbits(p, n, is64), false);
+	if (r == XPASS_DONE)
+		return;
+	const uint64_t mb = x_maxbits(p, n, is64);
+	if (r == XPASS_GUESS)
+		r = xsum_pass(p, n, ret, is64, sq, levels, mb, false);
+	/* f64 squares have their levels fixed by the halves */
+	if (r == XPASS_WIDE && !(is64 && sq))
+		r = xsum_pass(p, n, ret, is64, sq, levels + 1, mb, false);
+	if (r == XPASS_WIDE)
+		xsum_slow(p, n, ret, is64, sq);
 }
 
 /* clang-format off */
