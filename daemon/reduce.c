@@ -674,9 +674,10 @@ static double xacc_round(const gr_partial *p)
  * Nothing may be left after the last level. Integer lanes prove it
  * beside the sums: every non-zero element must be at least a bound (its
  * exponent high enough for its last bit, or its square's, to land on the
- * grid). When one is not, or the block holds an infinity, a NaN or a
- * magnitude too large for the grid, the block is summed element by
- * element instead (xacc_elems), which is slower but takes any value.
+ * grid). When one is not, the block is summed again with one more level;
+ * when that is not enough either, or the block holds an infinity, a NaN
+ * or a magnitude too large for the grid, it is summed element by element
+ * (xacc_elems), which is slower but takes any value.
  * Levels: one for f32 (24 bits; exact while the block's exponents span
  * 26 or so), two for f64 (about 49) and for f32 squares (about 26); f64
  * squares are scaled by a power of two so that the largest is near 2^1000,
