@@ -130,7 +130,20 @@ static void request_reply(gr_request *req)
 	const gr_partial *res = req->result;
 	gr_err e = gr_partial_finish(req->op, req->dtype, res, &v);
 	if (e == GR_OK) {
-		if (gr_msg_write_response_value(&c->wbuf, req->msgid, &v, res->count) < 0) {
+		int w;
+		/* an exact partial, for float sums that the client will combine */
+		if (req->partial && gr_dtype_is_float(req->dtype) &&
+		    (req->op == GR_OP_SUM || req->op == GR_OP_SUMSQ)) {
+			uint64_t limbs[GR_PARTIAL_LIMBS_MAX];
+			int scale;
+			unsigned specials;
+			size_t n = gr_partial_limbs(res, limbs, GR_PARTIAL_LIMBS_MAX, &scale, &specials);
+			w = gr_msg_write_response_exact(&c->wbuf, req->msgid, &v, res->count, limbs, n,
+							scale, specials);
+		} else {
+			w = gr_msg_write_response_value(&c->wbuf, req->msgid, &v, res->count);
+		}
+		if (w < 0) {
 			gr_conn_close(c);
 			return;
 		}
@@ -266,7 +279,8 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 	/* A small request is one job, submitted whole, and so is a region's
 	 * that fits one: the backend may answer it from its own thread. */
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
-	if (whole && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
+	/* answers with an exact partial are the loop's to write */
+	if (whole && !req->partial && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
 		ch->job.early = req->direct;
 		ch->job.tag = req->msgid;
@@ -536,6 +550,7 @@ static void conn_reduce_region(gr_conn *c, const gr_req *preq)
 	}
 	req->op = preq->op;
 	req->dtype = preq->dtype;
+	req->partial = preq->partial;
 	req->received = true;
 	req->data_bytes = preq->count * size;
 	req->region = gr_region_ref(r);
@@ -611,6 +626,7 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 			c->cur = NULL;
 			req->op = preq->op;
 			req->dtype = preq->dtype;
+			req->partial = preq->partial;
 			req->received = true;
 			if (req->filling)
 				request_submit_filling(req, preq->data_done);

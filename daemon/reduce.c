@@ -711,9 +711,12 @@ static void xgrid_init(xgrid *g, int T, unsigned levels)
 }
 
 /* Split y over the levels; the caller proves that nothing is left. */
-static GR_INLINE void x_cascade(v4df y, const v4df *sig, v4du (*acc)[XNV], unsigned v,
+/* y by pointer: a vector passed by value changes the ABI between the
+ * baseline and AVX2 builds, which clang refuses under -Werror. */
+static GR_INLINE void x_cascade(const v4df *py, const v4df *sig, v4du (*acc)[XNV], unsigned v,
                                 unsigned levels)
 {
+	v4df y = *py;
 	for (unsigned j = 0; j < levels; j++) {
 		v4df t = y + sig[j];
 		v4du tb;
@@ -914,9 +917,10 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 			else
 				ld_f32_as_f64(&x, q + v * 16);
 			if (!sq) {
-				x_cascade(x, sig, acc, v, levels);
+				x_cascade(&x, sig, acc, v, levels);
 			} else if (!is64) {
-				x_cascade(x * x, sig, acc, v, levels);
+				v4df xx = x * x;
+				x_cascade(&xx, sig, acc, v, levels);
 			} else {
 				/* Dekker: x * x = hi + lo exactly, with halves of x
 				 * of 26 bits each, while nothing underflows */
@@ -926,8 +930,8 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 				v4df xl = x - xh;
 				v4df hi = x * x;
 				v4df lo = ((xh * xh - hi) + (xh + xh) * xl) + xl * xl;
-				x_cascade(hi, sig, acc, v, 2);
-				x_cascade(lo, sig + 2, acc + 2, v, 2);
+				x_cascade(&hi, sig, acc, v, 2);
+				x_cascade(&lo, sig + 2, acc + 2, v, 2);
 			}
 		}
 	}

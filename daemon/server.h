@@ -67,6 +67,7 @@ struct gr_request {
 	uint64_t start_ns;
 	uint64_t data_bytes;
 	bool small;     /* packed into a batch slot */
+	bool partial;   /* answer with the exact partial too ("partial": true) */
 	bool received;  /* the whole request was parsed */
 	bool failed;    /* answered with an error; results are dropped */
 	bool answered;  /* its reply went out directly (daemon/direct.h) */

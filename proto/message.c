@@ -73,7 +73,9 @@ int gr_msg_write_response_header(gr_buf *b, uint32_t msgid)
 	return r;
 }
 
-int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count)
+/* [1, msgid, nil, {"value": v, "count": count, ...  (npairs in all) */
+static int write_result_head(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count,
+			     uint32_t npairs)
 {
 	int r;
 
@@ -81,7 +83,7 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
 		return -EINVAL;
 	r = gr_msg_write_response_header(b, msgid);
 	if (r >= 0)
-		r = gr_mpw_map(b, 2);
+		r = gr_mpw_map(b, npairs);
 	if (r >= 0)
 		r = gr_mpw_str(b, "value", 5);
 	if (r >= 0) {
@@ -101,6 +103,43 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
 		r = gr_mpw_str(b, "count", 5);
 	if (r >= 0)
 		r = gr_mpw_uint(b, count);
+	return r;
+}
+
+int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count)
+{
+	return write_result_head(b, msgid, v, count, 2);
+}
+
+int gr_msg_write_response_exact(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count,
+				const uint64_t *limbs, size_t nlimbs, int scale, unsigned specials)
+{
+	int r = write_result_head(b, msgid, v, count, 3);
+
+	if (r >= 0 && nlimbs > UINT32_MAX / 8)
+		r = -EINVAL;
+	if (r >= 0)
+		r = gr_mpw_str(b, "exact", 5);
+	if (r >= 0)
+		r = gr_mpw_map(b, 3);
+	if (r >= 0)
+		r = gr_mpw_str(b, "limbs", 5);
+	if (r >= 0)
+		r = gr_mpw_bin_header(b, (uint32_t)(nlimbs * 8));
+	for (size_t i = 0; r >= 0 && i < nlimbs; i++) {
+		uint8_t w[8];
+		for (unsigned k = 0; k < 8; k++)
+			w[k] = (uint8_t)(limbs[i] >> (8 * k));
+		r = gr_buf_append(b, w, sizeof(w));
+	}
+	if (r >= 0)
+		r = gr_mpw_str(b, "scale", 5);
+	if (r >= 0)
+		r = gr_mpw_int(b, scale);
+	if (r >= 0)
+		r = gr_mpw_str(b, "specials", 8);
+	if (r >= 0)
+		r = gr_mpw_uint(b, specials);
 	return r;
 }
 

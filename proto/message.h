@@ -52,6 +52,15 @@ int gr_msg_write_response_header(gr_buf *b, uint32_t msgid);
 int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count);
 
 /*
+ * The same with the exact partial beside them (reduce's "partial": true,
+ * PROTOCOL.md): {"value", "count", "exact": {"limbs": bin of nlimbs
+ * little-endian 64-bit words of a two's complement integer, "scale": int,
+ * "specials": uint}}.
+ */
+int gr_msg_write_response_exact(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count,
+				const uint64_t *limbs, size_t nlimbs, int scale, unsigned specials);
+
+/*
  * [1, msgid, {"code": "<code>", "message": message}, nil]. msgid is 0 when
  * the request's msgid is unknown. message may be NULL (then the code's
  * name is used).

@@ -86,6 +86,7 @@ typedef enum req_key {
 	KEY_KIND,
 	KEY_DEVICE,
 	KEY_HANDLE,
+	KEY_PARTIAL,
 	KEY_N,
 } req_key;
 
@@ -93,14 +94,14 @@ static const char *const key_names[KEY_N] = {
 	[KEY_OP] = "op",         [KEY_DTYPE] = "dtype",   [KEY_DATA] = "data",
 	[KEY_REGION] = "region", [KEY_OFFSET] = "offset", [KEY_COUNT] = "count",
 	[KEY_BYTES] = "bytes",   [KEY_KIND] = "kind",     [KEY_DEVICE] = "device",
-	[KEY_HANDLE] = "handle",
+	[KEY_HANDLE] = "handle", [KEY_PARTIAL] = "partial",
 };
 
 #define KEYBIT(k) (1u << (k))
 /* The keys each method's map takes, and how its messages list them. */
 #define REDUCE_KEYS                                                                                \
 	(KEYBIT(KEY_OP) | KEYBIT(KEY_DTYPE) | KEYBIT(KEY_DATA) | KEYBIT(KEY_REGION) |               \
-	 KEYBIT(KEY_OFFSET) | KEYBIT(KEY_COUNT))
+	 KEYBIT(KEY_OFFSET) | KEYBIT(KEY_COUNT) | KEYBIT(KEY_PARTIAL))
 #define MAP_KEYS (KEYBIT(KEY_BYTES) | KEYBIT(KEY_KIND) | KEYBIT(KEY_DEVICE) | KEYBIT(KEY_HANDLE))
 #define UNMAP_KEYS KEYBIT(KEY_REGION)
 
@@ -315,7 +316,7 @@ static const char *method_key_list(gr_method m)
 {
 	switch (m) {
 	case GR_METHOD_REDUCE:
-		return "op, dtype, and data or region, offset, count";
+		return "op, dtype, and data or region, offset, count; partial";
 	case GR_METHOD_MAP:
 		return "bytes, kind, device, handle";
 	case GR_METHOD_UNMAP:
@@ -744,6 +745,15 @@ static void req_on_value(gr_req_parser *p, const gr_mp_token *t)
 	case KEY_BYTES:
 		req_on_uint(p, t);
 		return;
+	case KEY_PARTIAL:
+		if (t->type != GR_MP_BOOL) {
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'partial' must be true or false");
+			req_skip_value(p, t);
+		} else {
+			p->req.partial = t->u.b;
+			req_value_done(p);
+		}
+		return;
 	case KEY_HANDLE:
 		if (t->type != GR_MP_BIN || t->len != GR_REQ_HANDLE_BYTES) {
 			req_fail(p, GR_ERR_INVALID_PARAMS, "'handle' must be a bin of %u bytes",
@@ -841,6 +851,10 @@ static req_key req_match_key(const char *w, size_t n)
 			return KEY_DEVICE;
 		if (memcmp(w, "handle", 6) == 0)
 			return KEY_HANDLE;
+		break;
+	case 7:
+		if (memcmp(w, "partial", 7) == 0)
+			return KEY_PARTIAL;
 		break;
 	}
 	return KEY_NONE;

@@ -12,6 +12,7 @@ daemon, over its Unix socket.
 proto/PROTOCOL.md in the gpured sources.
 """
 
+from ._exact import Partial, combine
 from ._version import __version__
 from ._wire import DTYPE_NAMES, OPS, Result, default_socket_path
 from .client import Client
@@ -19,7 +20,7 @@ from .errors import (Busy, ConnectionError, Empty, Error, Internal, InvalidParam
                      InvalidRequest, NotSupported, Timeout, TooLarge, UnknownMethod)
 
 __all__ = [
-    "__version__", "Client", "Result", "OPS", "DTYPE_NAMES", "default_socket_path",
+    "__version__", "Client", "Result", "Partial", "combine", "OPS", "DTYPE_NAMES", "default_socket_path",
     "Error", "InvalidRequest", "UnknownMethod", "InvalidParams", "TooLarge", "Empty",
     "Busy", "Internal", "ConnectionError", "Timeout", "NotSupported",
 ]

@@ -62,6 +62,14 @@ REDUCE_MID = {
 }
 
 
+# The same with "partial": true first (PROTOCOL.md): exact partials back.
+REDUCE_MID_PARTIAL = {
+    (op, dt): _REDUCE + b"\x84" + _str("partial") + b"\xc3" + _str("op") + _str(op) +
+    _str("dtype") + _str(dt) + _str("data")
+    for op in OPS for dt in DTYPE_NAMES
+}
+
+
 def _uint(n):
     if n < 0x80:
         return bytes((n,))
@@ -74,9 +82,10 @@ def _uint(n):
     return struct.pack(">BQ", 0xcf, n)
 
 
-def region_reduce_tail(op, dt, region, offset, count):
+def region_reduce_tail(op, dt, region, offset, count, partial=False):
     """The bytes after the msgid of a reduce by region."""
-    return (_REDUCE + b"\x85" + _str("op") + _str(op) + _str("dtype") + _str(dt) +
+    head = (b"\x86" + _str("partial") + b"\xc3") if partial else b"\x85"
+    return (_REDUCE + head + _str("op") + _str(op) + _str("dtype") + _str(dt) +
             _str("region") + _uint(region) + _str("offset") + _uint(offset) +
             _str("count") + _uint(count))
 

@@ -21,7 +21,7 @@ import weakref
 import msgpack
 import numpy as np
 
-from . import _regions, _wire
+from . import _exact, _regions, _wire
 from .errors import ConnectionError, Error, InvalidParams, Timeout, TooLarge, error_from_wire
 
 SNDBUF_BYTES = 4 << 20
@@ -533,7 +533,7 @@ class Client:
             self._conn.fail(Timeout, "no answer from %s within %gs" % (self.path, self.timeout))
             self._conn.raise_dead()
 
-    def submit(self, op, x, *, full=False, allow_copy=False):
+    def submit(self, op, x, *, full=False, allow_copy=False, partial=False):
         """Send reduction ``op`` ("sum", "min", "max" or "sumsq") of x and
         return at once a :class:`concurrent.futures.Future` of its value
         (a :class:`gpured.Result` with ``full=True``). Any number may be in
@@ -545,22 +545,24 @@ class Client:
         a, name = _wire.as_array(x, allow_copy)
         conn = self._conn
         conv = _full if full else _value
+        if partial:
+            def conv(res, op=op, name=name):
+                return _exact.from_result(op, name, res)
+        mid = (_wire.REDUCE_MID_PARTIAL if partial else _wire.REDUCE_MID)[op, name]
         if conn.regions._ranges:
             where = conn.regions.find(a)
             if where is not None:
-                tail = _wire.region_reduce_tail(op, name, where[0], where[1], a.size)
+                tail = _wire.region_reduce_tail(op, name, where[0], where[1], a.size, partial)
                 return conn.request(tail, conv)
         n = a.nbytes
         if n <= _wire.SMALL_COPY_BYTES:
-            return conn.request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n) +
-                                a.tobytes(order="A"), conv)
+            return conn.request(mid + _wire.bin_header(n) + a.tobytes(order="A"), conv)
         if n > _wire.MAX_BIN:
             raise TooLarge("%d bytes do not fit in one request (at most %d); "
                                  "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
-        return conn.request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n), conv,
-                            data=_wire.data_view(a))
+        return conn.request(mid + _wire.bin_header(n), conv, data=_wire.data_view(a))
 
-    def reduce(self, op, x, *, full=False, allow_copy=False):
+    def reduce(self, op, x, *, full=False, allow_copy=False, partial=False):
         """Reduce x with op and wait for the result: an int or a float as
         PROTOCOL.md's result table says (int for sum/min/max of integers,
         float for floats and for every sumsq), or with ``full=True`` a
@@ -569,8 +571,13 @@ class Client:
         Raises TypeError for an unsupported dtype, :class:`gpured.Empty`
         for min/max of no elements, :class:`gpured.NotSupported` for GPU
         memory (unless ``allow_copy=True``: then it is copied to the host),
-        and the daemon's errors as :class:`gpured.Error` subclasses."""
-        return self._wait(self.submit(op, x, full=full, allow_copy=allow_copy))
+        and the daemon's errors as :class:`gpured.Error` subclasses.
+
+        With ``partial=True`` it returns a :class:`gpured.Partial`, which
+        :func:`gpured.combine` joins with those of other pieces of an array
+        into the value of the whole, exactly (float sums: the bits one
+        request over the whole array gives, on the CPU backend)."""
+        return self._wait(self.submit(op, x, full=full, allow_copy=allow_copy, partial=partial))
 
     def sum(self, x, **kw):
         """Sum of every element of x (see :meth:`reduce`)."""
