@@ -54,6 +54,7 @@ typedef struct gr_config {
 	bool cpu_fallback;          /* CUDA: reduce on the CPU once no GPU is in service (true) */
 	size_t route_cpu_max_bytes; /* CUDA: requests this small are reduced on the CPU (0: none) */
 	unsigned shutdown_timeout_ms;
+	char *metrics_listen;       /* HOST:PORT of GET /metrics; NULL: not served */
 	char *fault;                /* backend fault injection (tests) */
 	char *config_path;          /* NULL: GR_CONFIG_DEFAULT_PATH if it exists */
 	int verbosity;              /* -v: 1 = debug */

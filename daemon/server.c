@@ -693,6 +693,7 @@ static void server_close_handles(gr_server *s)
 		uv_close((uv_handle_t *)&s->listener, NULL);
 		s->listener_open = s->listening = false;
 	}
+	s->exporter = gr_exporter_close(s->exporter);
 	if (s->handles_open) {
 		uv_close((uv_handle_t *)&s->check, NULL);
 		/* posts wake the loop again from here on */
