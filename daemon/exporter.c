@@ -84,16 +84,28 @@ static void exporter_sample(gr_exporter *e, gr_metrics *m)
 	m->sum_s = (double)s->stats.hist_sum_ns / 1e9;
 }
 
-/* Publish: a copy under the lock, no more (the devices that are there). */
-static void exporter_publish(gr_exporter *e)
+/* A sample's bytes that matter: all but the devices that are not there. */
+static void metrics_copy(gr_metrics *dst, const gr_metrics *src)
 {
-	size_t n = offsetof(gr_metrics, devices) + e->scratch.ndevices * sizeof(gr_metrics_device);
+	memcpy(dst, src, offsetof(gr_metrics, devices) + src->ndevices * sizeof(gr_metrics_device));
+	memcpy(&dst->nbuckets, &src->nbuckets, sizeof(gr_metrics) - offsetof(gr_metrics, nbuckets));
+}
 
-	pthread_mutex_lock(&e->lock);
-	memcpy(&e->shared, &e->scratch, n);
-	memcpy(&e->shared.nbuckets, &e->scratch.nbuckets,
-	       sizeof(gr_metrics) - offsetof(gr_metrics, nbuckets));
+/*
+ * Publish the sample, unless the HTTP thread is copying the last one out
+ * right now: the loop never waits for it (that thread may be preempted
+ * while it holds the lock). It tries again in a millisecond instead.
+ * True when published.
+ */
+static bool exporter_publish(gr_exporter *e, bool wait)
+{
+	if (wait)
+		pthread_mutex_lock(&e->lock);
+	else if (pthread_mutex_trylock(&e->lock) != 0)
+		return false;
+	metrics_copy(&e->shared, &e->scratch);
 	pthread_mutex_unlock(&e->lock);
+	return true;
 }
 
 static void exporter_timer_cb(uv_timer_t *t)
@@ -101,7 +113,8 @@ static void exporter_timer_cb(uv_timer_t *t)
 	gr_exporter *e = t->data;
 
 	exporter_sample(e, &e->scratch);
-	exporter_publish(e);
+	if (!exporter_publish(e, /* wait= */ false))
+		uv_timer_start(&e->timer, exporter_timer_cb, 1, GR_EXPORTER_INTERVAL_MS);
 }
 
 /* ---- the HTTP side, on libmicrohttpd's thread ---- */
@@ -130,7 +143,7 @@ static enum MHD_Result exporter_serve(gr_exporter *e, struct MHD_Connection *con
 	gr_buf b;
 
 	pthread_mutex_lock(&e->lock);
-	e->serving = e->shared;
+	metrics_copy(&e->serving, &e->shared);
 	pthread_mutex_unlock(&e->lock);
 
 	gr_buf_init(&b);
@@ -291,7 +304,7 @@ int gr_exporter_new(gr_server *s, const char *listen_on, gr_exporter **ret, char
 	pthread_mutex_init(&e->lock, NULL);
 	/* Something to serve before the first tick. */
 	exporter_sample(e, &e->scratch);
-	exporter_publish(e);
+	exporter_publish(e, /* wait= */ true);
 
 	e->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 					  MHD_USE_ERROR_LOG,

@@ -7,8 +7,11 @@
  * devices (a copy of some numbers: no rendering, no sorting) and
  * publishes it under a mutex; the HTTP server's own thread copies the
  * latest sample out under that mutex, renders it and answers. Neither
- * side holds the mutex for more than a copy of the sample, so a scrape
- * is at most GR_EXPORTER_INTERVAL_MS old.
+ * side holds the mutex for more than a copy of the sample, and the loop
+ * only ever tries it: when a scrape holds it, the loop tries again a
+ * millisecond later rather than wait. So a scrape is at most
+ * GR_EXPORTER_INTERVAL_MS old (and a millisecond more each time a scrape
+ * was copying out at the moment of publishing).
  *
  * The HTTP side is libmicrohttpd's (exporter.c); a daemon built without
  * it has exporter-none.c, whose gr_exporter_new() says so and fails.
