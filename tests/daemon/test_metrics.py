@@ -279,6 +279,72 @@ class Metrics(unittest.TestCase):
         self.assertLess(worst, 1.0)
 
 
+@unittest.skipUnless(GPUREDCTL, "GPUREDCTL not set")
+class Output(unittest.TestCase):
+    def test_output_file(self):
+        d = Daemon("--threads", "1")
+        try:
+            with tempfile.TemporaryDirectory(prefix="gpured-test-") as tmp:
+                path = os.path.join(tmp, "gpured.prom")
+                with open(path, "w") as f:
+                    f.write("old\n")
+                p = subprocess.run([GPUREDCTL, "--socket", d.path, "metrics", "--output", path],
+                                   capture_output=True, timeout=30)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(p.stdout, b"")
+                with open(path, "rb") as f:
+                    text = f.read()
+                self.assertEqual(exposition.check(text), [], text)
+                self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
+                # nothing left beside it
+                self.assertEqual(os.listdir(tmp), ["gpured.prom"])
+                # a directory that is not there: an error, and no output
+                p = subprocess.run([GPUREDCTL, "--socket", d.path, "metrics", "--output",
+                                    os.path.join(tmp, "no", "x.prom")], capture_output=True,
+                                   timeout=30)
+                self.assertEqual(p.returncode, 1)
+                self.assertIn(b"cannot write", p.stderr)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+class Shutdown(unittest.TestCase):
+    def test_sigterm_while_scraped(self):
+        port = free_port()
+        d = Daemon("--threads", "1", "--metrics-listen", "127.0.0.1:%d" % port)
+        stop = threading.Event()
+
+        def hammer():
+            while not stop.is_set():
+                try:
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                    c.request("GET", "/metrics")
+                    c.getresponse().read()
+                    c.close()
+                except (OSError, http.client.HTTPException):
+                    pass
+
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            self.assertEqual(d.stop(timeout=10), 0)
+            self.assertLess(time.monotonic() - t0, 5)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        # the port is free again: nothing of the HTTP server is left
+        s = socket.socket()
+        try:
+            with self.assertRaises(ConnectionRefusedError):
+                s.connect(("127.0.0.1", port))
+        finally:
+            s.close()
+
+
 class Refused(unittest.TestCase):
     def run_daemon(self, *args):
         with tempfile.TemporaryDirectory(prefix="gpured-test-") as d:
