@@ -22,6 +22,9 @@ from gpured_harness import GPURED, Client, Daemon  # noqa: E402
 from test_shm import ShmClient  # noqa: E402
 
 GPUREDCTL = os.environ.get("GPUREDCTL", "")
+# A daemon built without libmicrohttpd: it must refuse --metrics-listen,
+# and gpuredctl metrics still works.
+NO_HTTP = os.environ.get("GPURED_NO_HTTP") == "1"
 PROMTOOL = shutil.which("promtool")
 # A published sample is at most this old (daemon/exporter.h), plus slack.
 STALE_S = 0.1 + 0.2
@@ -91,6 +94,7 @@ class CheckerChecks(unittest.TestCase):
             self.assertNotEqual(exposition.check(text), [], text)
 
 
+@unittest.skipIf(NO_HTTP, "built without libmicrohttpd")
 class Metrics(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -308,6 +312,7 @@ class Output(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
 
+@unittest.skipIf(NO_HTTP, "built without libmicrohttpd")
 class Shutdown(unittest.TestCase):
     def test_sigterm_while_scraped(self):
         port = free_port()
@@ -345,6 +350,7 @@ class Shutdown(unittest.TestCase):
             s.close()
 
 
+@unittest.skipIf(NO_HTTP, "built without libmicrohttpd")
 class Refused(unittest.TestCase):
     def run_daemon(self, *args):
         with tempfile.TemporaryDirectory(prefix="gpured-test-") as d:
@@ -369,6 +375,19 @@ class Refused(unittest.TestCase):
             self.assertIn("Address already in use", err)
         finally:
             s.close()
+
+
+@unittest.skipUnless(NO_HTTP, "built with libmicrohttpd")
+class WithoutHttp(unittest.TestCase):
+    def test_refused(self):
+        with tempfile.TemporaryDirectory(prefix="gpured-test-") as d:
+            sock = os.path.join(d, "s")
+            p = subprocess.run([GPURED, "--socket", sock, "--backend", "cpu", "--threads", "1",
+                                "--metrics-listen", "127.0.0.1:%d" % free_port()],
+                               capture_output=True, timeout=30)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn(b"built without libmicrohttpd", p.stderr)
+            self.assertFalse(os.path.exists(sock))
 
 
 if __name__ == "__main__":
