@@ -442,7 +442,10 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 		if (ec != GR_OK) {
 			int r = err_errno[ec];
 
-			conn_fail(g, r, "%.*s", msg ? (int)msglen : 0, msg ? msg : "");
+			if (msg && msglen)
+				conn_fail(g, r, "%.*s", (int)msglen, msg);
+			else
+				conn_fail(g, r, "%s", gpured_strerror(r));
 			snprintf(g->errcode, sizeof(g->errcode), "%.*s", (int)code->len, code->v.str);
 			return r;
 		}
@@ -492,7 +495,10 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 	/* The server closes after these: the request gets its answer, and
 	 * the connection is marked broken for everything after it. */
 	if (ec == GR_ERR_INVALID_REQUEST || ec == GR_ERR_BUSY) {
-		conn_fail(g, err_errno[ec], "%.*s", msg ? (int)msglen : 0, msg ? msg : "");
+		if (msg && msglen)
+			conn_fail(g, err_errno[ec], "%.*s", (int)msglen, msg);
+		else
+			conn_fail(g, err_errno[ec], "%s", gpured_strerror(err_errno[ec]));
 		snprintf(g->errcode, sizeof(g->errcode), "%.*s", (int)code->len, code->v.str);
 	}
 	return 0;
@@ -829,8 +835,11 @@ pending *client_wait_entry(gpured_t *g, uint32_t id, int *ret_err)
 			return NULL;
 		}
 		*ret_err = conn_wait_read(g);
-		if (*ret_err < 0)
-			return NULL;
+		if (*ret_err < 0) {
+			/* its own reply may have come in the read that failed */
+			e = pending_find(g, id);
+			return e && e->done ? e : NULL;
+		}
 	}
 }
 
@@ -957,7 +966,10 @@ static uint64_t obj_u64(const gr_obj *o)
 	case GR_MP_INT:
 		return 0;
 	case GR_MP_FLOAT:
-		return o->v.f > 0 ? (uint64_t)o->v.f : 0;
+		/* Converting a double past 2^64 (or NaN) is undefined: clamp. */
+		if (!(o->v.f > 0))
+			return 0;
+		return o->v.f < 18446744073709551616.0 ? (uint64_t)o->v.f : UINT64_MAX;
 	default:
 		return 0;
 	}

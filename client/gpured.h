@@ -224,6 +224,24 @@ int gpured_region_free(gpured_t *g, gpured_region_t *r);
  * daemon maps its own view). *ret_region is the daemon's id for it.
  */
 int gpured_map_fd(gpured_t *g, int fd, size_t bytes, uint64_t *ret_region);
+
+/*
+ * Device memory, reduced on its GPU where it lies (PROTOCOL.md, "map",
+ * kinds cuda and cuda_ipc). device names the GPU by its UUID ("GPU-...",
+ * as nvidia-smi -L and info's "uuid" say) or PCI bus id.
+ * gpured_map_cuda_fd(): fd is a CUDA virtual-memory allocation exported
+ * with cuMemExportToShareableHandle(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+ * (it stays the caller's). gpured_map_cuda_ipc(): handle is the 64 bytes
+ * of a cudaIpcMemHandle_t of cudaMalloc memory; the daemon serves it only
+ * when its operator allows (--allow-cuda-ipc). Then reduce it with
+ * gpured_reduce_region() and free it with gpured_unmap().
+ * Ordering: the daemon reads what the client's stream had finished when
+ * the request was sent: synchronise the stream that wrote the data first.
+ */
+int gpured_map_cuda_fd(gpured_t *g, int fd, size_t bytes, const char *device,
+		       uint64_t *ret_region);
+int gpured_map_cuda_ipc(gpured_t *g, const void *handle, size_t bytes, const char *device,
+			uint64_t *ret_region);
 int gpured_unmap(gpured_t *g, uint64_t region);
 int gpured_reduce_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
 			 size_t offset, size_t n, gpured_value *ret);

@@ -64,18 +64,30 @@ static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
 	return r < 0 ? r : gr_mpw_uint(b, v);
 }
 
-int gpured_map_fd(gpured_t *g, int fd, size_t bytes, uint64_t *ret_region)
+/* A map request of kind (host, cuda with fd, cuda_ipc with handle). */
+static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, size_t bytes,
+		    const char *device, uint64_t *ret_region)
 {
 	gr_obj_tree tree = { 0 };
 	pending *e;
 	int r;
 
-	if (fd < 0 || bytes == 0)
-		return client_error(g, -EINVAL, "a region needs a descriptor and at least one byte");
-	r = region_begin(g, GR_METHOD_MAP, 1, &e);
+	if (bytes == 0 || (kind != GR_MAP_CUDA_IPC && fd < 0) || (kind != GR_MAP_HOST && !device))
+		return client_error(g, -EINVAL, "a region needs at least one byte, and its "
+				    "descriptor or handle and device");
+	r = region_begin(g, GR_METHOD_MAP, kind == GR_MAP_HOST ? 1 : kind == GR_MAP_CUDA ? 3 : 4, &e);
 	if (r < 0)
 		return r;
-	if ((r = write_kv_uint(&g->wbuf, "bytes", bytes)) < 0) {
+	r = write_kv_uint(&g->wbuf, "bytes", bytes);
+	if (r >= 0 && kind != GR_MAP_HOST) {
+		if ((r = gr_mpw_cstr(&g->wbuf, "kind")) >= 0 &&
+		    (r = gr_mpw_cstr(&g->wbuf, gr_map_kind_name(kind))) >= 0 &&
+		    (r = gr_mpw_cstr(&g->wbuf, "device")) >= 0)
+			r = gr_mpw_cstr(&g->wbuf, device);
+		if (r >= 0 && kind == GR_MAP_CUDA_IPC && (r = gr_mpw_cstr(&g->wbuf, "handle")) >= 0)
+			r = gr_mpw_bin(&g->wbuf, handle, 64);
+	}
+	if (r < 0) {
 		client_pending_unadd(g, e);
 		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
 	}
@@ -94,6 +106,25 @@ int gpured_map_fd(gpured_t *g, int fd, size_t bytes, uint64_t *ret_region)
 	}
 	int c = client_collect(g, e, NULL);
 	return r < 0 ? r : c;
+}
+
+int gpured_map_fd(gpured_t *g, int fd, size_t bytes, uint64_t *ret_region)
+{
+	return map_call(g, GR_MAP_HOST, fd, NULL, bytes, NULL, ret_region);
+}
+
+int gpured_map_cuda_fd(gpured_t *g, int fd, size_t bytes, const char *device,
+		       uint64_t *ret_region)
+{
+	return map_call(g, GR_MAP_CUDA, fd, NULL, bytes, device, ret_region);
+}
+
+int gpured_map_cuda_ipc(gpured_t *g, const void *handle, size_t bytes, const char *device,
+			uint64_t *ret_region)
+{
+	if (!handle)
+		return client_error(g, -EINVAL, "no IPC handle");
+	return map_call(g, GR_MAP_CUDA_IPC, -1, handle, bytes, device, ret_region);
 }
 
 int gpured_unmap(gpured_t *g, uint64_t region)

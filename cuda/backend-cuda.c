@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/cuda-internal.h"
+#include "cuda/device-map.h"
 #include "cuda/host-register.h"
 #include "daemon/completion.h"
 #include "daemon/staging.h"
@@ -91,6 +92,11 @@ static int cuda_dev_init(cuda_dev *d, size_t chunk, char *why, size_t whylen)
 	snprintf(d->cc, sizeof(d->cc), "%d.%d", p.major, p.minor);
 	d->sms = (unsigned)p.multiProcessorCount;
 	d->mem = p.totalGlobalMem;
+	const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+	snprintf(d->uuid, sizeof(d->uuid),
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+		 u[15]);
 	if (cudaDeviceGetPCIBusId(d->pci, sizeof(d->pci), d->ordinal) != cudaSuccess)
 		d->pci[0] = '\0';
 	if (cuda_fault_hit(d, FAULT_INIT)) {
@@ -159,6 +165,7 @@ static void cuda_describe(gr_backend *b, unsigned i, gr_device_info *ret)
 	snprintf(ret->name, sizeof(ret->name), "%s", d->name);
 	snprintf(ret->compute_capability, sizeof(ret->compute_capability), "%s", d->cc);
 	snprintf(ret->pci_bus_id, sizeof(ret->pci_bus_id), "%s", d->pci);
+	snprintf(ret->uuid, sizeof(ret->uuid), "%s", d->uuid);
 	ret->units = d->sms;
 	ret->memory_bytes = d->mem;
 	ret->driver_version = be->driver_version;
@@ -275,6 +282,8 @@ static const gr_backend_ops cuda_ops = {
 	.free = cuda_free,
 	.register_host = cuda_register_host,
 	.unregister_host = cuda_unregister_host,
+	.map_device = cuda_map_device,
+	.unmap_device = cuda_unmap_device,
 };
 
 static int cuda_spin_parse(cuda_backend *be, char *errbuf, size_t errlen)

@@ -131,6 +131,7 @@ struct cuda_dev {
 	unsigned sms;
 	uint64_t mem;
 	char pci[32];
+	char uuid[48];
 
 	/*
 	 * lock guards everything below. Fields that the other side polls
@@ -204,6 +205,7 @@ typedef struct cuda_item {
 	uint32_t tag;
 	uint8_t op, dtype;
 	bool alone; /* outside staging: launched alone, never in a span with others */
+	bool on_device; /* device memory: read in place, no copy */
 } cuda_item;
 
 /*

@@ -37,6 +37,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	uint32_t nsegs = 0, nruns = 0;
 	uint64_t units = 0;
 	bool alone = false; /* the run is one item outside staging */
+	bool on_device = false; /* ... in device memory, read in place */
 
 	c->span = 0;
 
@@ -54,11 +55,12 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			if (nsegs > 0 && (it->alone || alone))
 				break;
 			alone = it->alone;
+			on_device = it->on_device;
 			if (it->n) {
 				uintptr_t s = (uintptr_t)it->data;
 				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);
 				uintptr_t nlo = s < lo ? s : lo, nhi = e > hi ? e : hi;
-				if (nhi - (nlo & ~(uintptr_t)15) > c->dbuf_bytes)
+				if (!on_device && nhi - (nlo & ~(uintptr_t)15) > c->dbuf_bytes)
 					break;
 				lo = nlo;
 				hi = nhi;
@@ -100,25 +102,30 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 		return b;
 	}
 	uintptr_t lo16 = lo & ~(uintptr_t)15;
-	c->span = hi - lo16;
 	for (uint32_t i = 0; i < nsegs; i++)
 		c->hsegs[i].offset = c->hsegs[i].n ? c->hsegs[i].offset - lo16 : 0;
 
-	CUDA_TRY("cudaMemcpyAsync (host to device)", FAULT_H2D,
-		 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16, cudaMemcpyHostToDevice,
-				 c->stream));
+	/* device memory is read where it lies; host memory is copied over */
+	const void *base = (const void *)lo16;
+	if (!on_device) {
+		c->span = hi - lo16;
+		base = c->dbuf;
+		CUDA_TRY("cudaMemcpyAsync (host to device)", FAULT_H2D,
+			 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16,
+					 cudaMemcpyHostToDevice, c->stream));
+	}
 	if (nsegs <= GR_KERNEL_PARAM_SEGS) {
 		/* the common case: the table rides in the launch itself */
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
 			 (cudaError_t)gr_kernel_launch_batch_params(
-				 c->dbuf, c->hsegs, nsegs, (uint32_t)units, c->dpartials,
+				 base, c->hsegs, nsegs, (uint32_t)units, c->dpartials,
 				 c->dtickets, c->dout, (int)d->sms, c->stream));
 	} else {
 		CUDA_TRY("cudaMemcpyAsync (segment table)", -1,
 			 cudaMemcpyAsync(c->dsegs, c->hsegs, nsegs * sizeof(gr_kseg),
 					 cudaMemcpyHostToDevice, c->stream));
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
-			 (cudaError_t)gr_kernel_launch_batch(c->dbuf, c->dsegs, nsegs, (uint32_t)units,
+			 (cudaError_t)gr_kernel_launch_batch(base, c->dsegs, nsegs, (uint32_t)units,
 							     c->dpartials, c->dtickets, c->dout,
 							     (int)d->sms, c->stream));
 	}

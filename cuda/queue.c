@@ -240,6 +240,7 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 		b->items[i] = (cuda_item){
 			.data = j->data, .n = j->n, .early = j->early, .tag = j->tag,
 			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype, .alone = j->outside_staging,
+			.on_device = j->on_device,
 		};
 		b->jobs[i] = j;
 	}

@@ -51,6 +51,9 @@ struct gr_job {
 	/* the daemon's own: reduce on its CPU route (gr_server), not the
 	 * backend it would otherwise go to */
 	bool cpu_route;
+	/* data is device memory (map_device) on the device the job is pinned
+	 * to: reduce it where it lies, with no copy */
+	bool on_device;
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */
@@ -110,8 +113,25 @@ typedef struct gr_device_info {
 	int driver_version;     /* CUDA: e.g. 13000; CPU: 0 */
 	int runtime_version;
 	char pci_bus_id[32];
+	char uuid[48];          /* CUDA: "GPU-..." as nvidia-smi writes it */
 	uint64_t jobs;          /* jobs run on this device */
 } gr_device_info;
+
+/* Device memory a client exported, to import (map kind cuda or cuda_ipc). */
+typedef struct gr_device_map {
+	gr_map_kind kind;
+	int fd;                 /* cuda: the exported allocation (the caller closes it) */
+	const uint8_t *handle;  /* cuda_ipc: a cudaIpcMemHandle_t */
+	uint64_t bytes;
+	const char *device;     /* the GPU's UUID ("GPU-...") or PCI bus id */
+} gr_device_map;
+
+/* What map_device() made: device memory jobs may read in place. */
+typedef struct gr_device_region {
+	int device;             /* the backend's device index: pin jobs to it */
+	const void *ptr;        /* device address of the first byte */
+	void *priv;             /* the backend's, for unmap_device() */
+} gr_device_region;
 
 typedef struct gr_backend_ops {
 	/* Queue a batch (non-empty list via next). Never blocks, never fails:
@@ -134,6 +154,13 @@ typedef struct gr_backend_ops {
 	int (*register_host)(gr_backend *b, const void *p, size_t bytes, void **ret_reg, char *why,
 			     size_t whylen);
 	void (*unregister_host)(gr_backend *b, void *reg);
+	/* Optional (NULL: no device memory here): import a client's device
+	 * memory for jobs with on_device set, pinned to ret->device. Returns
+	 * 0, or a negative errno and why (-ENODEV: no such device in
+	 * service; -EINVAL: the handle or size is wrong). Loop thread. */
+	int (*map_device)(gr_backend *b, const gr_device_map *m, gr_device_region *ret, char *why,
+			  size_t whylen);
+	void (*unmap_device)(gr_backend *b, gr_device_region *r);
 } gr_backend_ops;
 
 struct gr_backend {

@@ -177,6 +177,7 @@ enum {
 	OPT_DIRECT_REPLIES,
 	OPT_CPU_FALLBACK,
 	OPT_ROUTE_CPU_MAX_BYTES,
+	OPT_ALLOW_CUDA_IPC,
 	OPT_SHUTDOWN_TIMEOUT_MS,
 	OPT_METRICS_LISTEN,
 	OPT_FAULT,
@@ -216,6 +217,7 @@ static const struct option options[] = {
 	{"direct-replies", required_argument, NULL, OPT_DIRECT_REPLIES},
 	{"cpu-fallback", required_argument, NULL, OPT_CPU_FALLBACK},
 	{"route-cpu-max-bytes", required_argument, NULL, OPT_ROUTE_CPU_MAX_BYTES},
+	{"allow-cuda-ipc", required_argument, NULL, OPT_ALLOW_CUDA_IPC},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
 	{"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
 	{"fault", required_argument, NULL, OPT_FAULT},
@@ -251,6 +253,7 @@ void gr_config_usage(FILE *f)
 		"  --streams N                CUDA streams per GPU (default 4)\n"
 		"  --cpu-fallback yes|no      CUDA: reduce on the CPU once no GPU is in service (yes)\n"
 		"  --route-cpu-max-bytes N    CUDA: reduce requests this small on the CPU (1M; 0: none)\n"
+		"  --allow-cuda-ipc yes|no    map kind cuda_ipc (legacy IPC handles; no)\n"
 		"  --inline-max-bytes N       CPU: jobs this small run on the loop thread\n"
 		"  --small-max-bytes N        data this small is packed into shared batches (256K)\n"
 		"  --max-inflight-bytes N     per connection, staged but unanswered (16M)\n"
@@ -356,6 +359,8 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return parse_yes_no(arg, &c->direct_replies);
 	case OPT_CPU_FALLBACK:
 		return parse_yes_no(arg, &c->cpu_fallback);
+	case OPT_ALLOW_CUDA_IPC:
+		return parse_yes_no(arg, &c->allow_cuda_ipc);
 	case OPT_ROUTE_CPU_MAX_BYTES:
 		return set_size(arg, 1 * GiB, &c->route_cpu_max_bytes);
 	case OPT_SHUTDOWN_TIMEOUT_MS:

@@ -53,6 +53,7 @@ typedef struct gr_config {
 	bool direct_replies;        /* backend threads write small requests' replies (true) */
 	bool cpu_fallback;          /* CUDA: reduce on the CPU once no GPU is in service (true) */
 	size_t route_cpu_max_bytes; /* CUDA: requests this small are reduced on the CPU (0: none) */
+	bool allow_cuda_ipc;        /* map kind cuda_ipc, whose handle anyone may know (false) */
 	unsigned shutdown_timeout_ms;
 	char *metrics_listen;       /* HOST:PORT of GET /metrics; NULL: not served */
 	char *fault;                /* backend fault injection (tests) */

@@ -253,16 +253,20 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.op = req->op;
 	ch->job.dtype = req->dtype;
 	ch->job.n = (size_t)(data_done - req->filling_start) / gr_dtype_size(req->dtype);
-	ch->job.device = -1;
+	/* device memory: pinned to its device, read in place */
+	ch->job.device = req->region ? req->region->device : -1;
+	ch->job.on_device = req->region && req->region->device >= 0;
 	ch->job.status = 0;
 	ch->job.done = chunk_done;
 	ch->job.userdata = ch;
 	ch->job.next = NULL;
 	ch->job.early = NULL;
-	ch->job.cpu_route = req->srv->router && req->data_bytes <= req->srv->route_max;
-	/* A small request is one job, submitted whole: the backend may
-	 * answer it from its own thread. */
-	if (req->small && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
+	ch->job.cpu_route = req->srv->router && req->data_bytes <= req->srv->route_max &&
+			    !ch->job.on_device;
+	/* A small request is one job, submitted whole, and so is a region's
+	 * that fits one: the backend may answer it from its own thread. */
+	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
+	if (whole && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
 		ch->job.early = req->direct;
 		ch->job.tag = req->msgid;
@@ -283,7 +287,9 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
  */
 static void request_region_pump(gr_request *req)
 {
-	size_t slot = req->srv->staging.slot_bytes;
+	/* device memory needs no staging-sized pieces: one launch reads a
+	 * gigabyte at the memory's rate */
+	size_t slot = req->region->device >= 0 ? GR_DEVICE_CHUNK_BYTES : req->srv->staging.slot_bytes;
 
 	if (!req->conn) {
 		req->region_left = 0;
@@ -299,9 +305,10 @@ static void request_region_pump(gr_request *req)
 		ch->done = false;
 		ch->job.data = req->region_next;
 		ch->job.outside_staging = true;
-		/* counted against the connection's in-flight bytes, like staging */
-		ch->staged = (size_t)take;
-		conn_charge(req->conn, take);
+		/* counted against the connection's in-flight bytes, like
+		 * staging; device memory holds none of the host's */
+		ch->staged = req->region->device >= 0 ? 0 : (size_t)take;
+		conn_charge(req->conn, ch->staged);
 		req->filling = ch;
 		req->filling_start = start;
 		req->region_next += take;
@@ -448,7 +455,15 @@ static void conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 	char why[256];
 	int w;
 
-	if (nfd != 1 || fd < 0) {
+	if (preq->kind == GR_MAP_CUDA_IPC && nfd > 0) {
+		/* its handle comes in the request */
+		if (fd >= 0)
+			close(fd);
+		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "map of kind cuda_ipc takes no file descriptor; %u came", nfd);
+		return;
+	}
+	if (preq->kind != GR_MAP_CUDA_IPC && (nfd != 1 || fd < 0)) {
 		if (fd >= 0)
 			close(fd);
 		if (nfd == 0)

@@ -2,19 +2,26 @@
  * The CPU reduction: every op over every dtype, deterministic, and the
  * reference that every other backend is tested against.
  *
- * A reduction has a canonical shape that makes its float results
- * reproducible bit for bit however the work is split: the array is cut into
- * blocks of GR_REDUCE_BLOCK elements (the last may be shorter), each block
- * is reduced by gr_reduce_block() with a fixed set of accumulators, and the
- * block partials are combined left to right with gr_partial_combine().
- * gr_reduce() does exactly that on one thread; the CPU backend reduces the
- * blocks of a chunk on several threads and combines them in index order,
- * and the daemon cuts large requests into chunks on block boundaries
- * (chunk sizes are multiples of GR_REDUCE_BLOCK * 8 bytes), so the bits
- * depend neither on the thread count nor on the chunking. Float block
- * partials are summed exactly (see gr_partial) and rounded once, because
- * left-to-right double additions would give a chunk of blocks (b0 + b1)
- * and the whole request (acc + b0) + b1.
+ * Float sums are exact. The sum, and the sum of squares, of f32 and f64
+ * elements is the exact real sum of the elements (for sumsq, of their
+ * exact squares), rounded once to float64, to nearest with ties to even.
+ * Specials follow IEEE 754 and numpy: any NaN gives NaN, +inf and -inf
+ * together give NaN, an exact sum beyond the float64 range rounds to
+ * infinity, a sum of nothing but -0.0 is -0.0 and any other exact zero is
+ * +0.0 (sumsq is never -0.0).
+ *
+ * The array is cut into blocks of GR_REDUCE_BLOCK elements (the last may be
+ * shorter); gr_reduce_block() reduces one, and gr_partial_combine() adds
+ * the partials of neighbouring runs of elements. gr_reduce() does that on
+ * one thread, the CPU backend on several, and the daemon cuts large
+ * requests into chunks on block boundaries (multiples of
+ * GR_REDUCE_ALIGN_BYTES). Exact float sums make the result independent of
+ * all three: combining is exact and associative, and only
+ * gr_partial_finish() rounds. Integer sums wrap modulo 2^64 and min/max
+ * are exact, so they do not depend on the cut either. The sum of squares
+ * of integers still squares each element in double and adds block by
+ * block in fixed double lanes (reduce.c), so its bits follow the block
+ * shape, and the block partials are then added exactly.
  */
 #pragma once
 
@@ -27,26 +34,42 @@
 /* Chunk sizes must be multiples of this many bytes. */
 #define GR_REDUCE_ALIGN_BYTES ((size_t)GR_REDUCE_BLOCK * 8u)
 
-/* Words of the exact accumulator: fixed point, bit 0 weighs 2^-1074 (the
- * least subnormal), wide enough for 2^64 sums of the largest doubles. */
-#define GR_PARTIAL_XWORDS 34
+/*
+ * The exact accumulator: a 4352-bit two's complement fixed-point number
+ * whose bit 0 weighs 2^GR_PARTIAL_EXP_MIN. It holds every finite double,
+ * every exact square of one (down to 2^-2148) and sums of 2^64 of them
+ * (below 2^2112); values must stay below 2^GR_PARTIAL_EXP_MAX in
+ * magnitude.
+ */
+#define GR_PARTIAL_XWORDS 68
+#define GR_PARTIAL_EXP_MIN (-2176)
+#define GR_PARTIAL_EXP_MAX 2175
+
+/* Flags of gr_partial_add_special() and gr_partial_limbs(). */
+enum {
+	GR_PARTIAL_NAN = 1u << 0,     /* a NaN was folded in */
+	GR_PARTIAL_PINF = 1u << 1,    /* a +inf (for sumsq: any infinity) */
+	GR_PARTIAL_NINF = 1u << 2,    /* a -inf */
+	GR_PARTIAL_SEEN = 1u << 3,    /* add_special only: an element other than -0.0 */
+	GR_PARTIAL_NEGZERO = 1u << 4, /* limbs only: count >= 1 and every element -0.0 */
+};
 
 /*
  * A reduction's running state over some elements. Which member of v holds
  * it depends on op and dtype:
  *   sum of i32/i64/u32/u64: u, wrapping 64-bit (exact for i32/u32)
- *   sum of f32/f64, sumsq of anything: f (double), see below
+ *   sum of f32/f64, sumsq of anything: f and xacc, see below
  *   min/max of i32/i64: i; of u32/u64: u; of f32/f64: f (NaN propagates)
  *
- * Float sums and sumsq combine block partials exactly: their value is the
- * exact sum xacc + v.f, rounded to double only by gr_partial_finish(). A
- * block's partial (and any partial a backend fills in itself) has v.f set
- * and xacc zero; gr_partial_combine() folds both sides into xacc, so
- * combining is associative and the bits cannot depend on where a request
- * was cut into chunks. Start any partial with gr_partial_identity() before
- * setting count and v by hand; leave xflags and xacc alone. While xflags is
- * zero, xacc is too: a partial that was never combined into is read and
- * rounded without touching its xacc words.
+ * Float sums and sumsq: while xflags is zero the whole value is v.f (a
+ * double; -0.0 counts as "every element was -0.0") and xacc is neither
+ * read nor trusted, so a backend may fill a partial by hand: zero the
+ * whole struct (or at least xflags), then set count and v.f. Otherwise the
+ * value is the exact xacc * 2^GR_PARTIAL_EXP_MIN + v.f plus the specials
+ * in xflags, whose bits are private to reduce.c: gr_partial_identity()
+ * gives such a partial, the block kernels fill xacc, and
+ * gr_partial_combine() turns both sides into xacc and adds them. A value
+ * has one representation, so equal partials compare equal byte for byte.
  */
 typedef struct gr_partial {
 	uint64_t count;
@@ -55,8 +78,8 @@ typedef struct gr_partial {
 		uint64_t u;
 		double f;
 	} v;
-	uint64_t xflags;                    /* infinities and NaNs folded in; xacc in use */
-	uint64_t xacc[GR_PARTIAL_XWORDS];   /* two's complement, little word first */
+	uint64_t xflags;                  /* specials, "seen", xacc in use */
+	uint64_t xacc[GR_PARTIAL_XWORDS]; /* two's complement, little word first */
 } gr_partial;
 
 /* The partial of no elements. */
@@ -71,3 +94,53 @@ void gr_reduce_block(gr_op op, gr_dtype dt, const void *data, size_t n, gr_parti
 
 /* Reduce n elements in the canonical shape, on the calling thread. */
 void gr_reduce(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret);
+
+/*
+ * Folding results computed elsewhere (a device's exact kernel, a partial
+ * sent over the wire) into the partial of a float sum or sumsq: start
+ * from gr_partial_identity() and set count to the number of elements the
+ * value covers (gr_partial_combine() treats a partial of count 0 as
+ * empty); none of these functions touch count.
+ */
+
+/*
+ * Add digit * 2^exp2 exactly. exp2 must lie in [GR_PARTIAL_EXP_MIN,
+ * GR_PARTIAL_EXP_MAX - 63] (-2176 ... 2112); the running value must stay
+ * below 2^GR_PARTIAL_EXP_MAX. A non-zero digit also marks the partial as
+ * having seen an element other than -0.0 (GR_PARTIAL_SEEN). Returns 0, or
+ * -ERANGE (nothing added) when exp2 is out of range and digit is not 0.
+ */
+int gr_partial_add_scaled(gr_partial *p, int64_t digit, int exp2);
+
+/*
+ * Fold specials into p: any of GR_PARTIAL_NAN, GR_PARTIAL_PINF,
+ * GR_PARTIAL_NINF and GR_PARTIAL_SEEN. A device whose elements were not
+ * all -0.0 must pass GR_PARTIAL_SEEN even when its digits summed to zero;
+ * without it, an exact zero finishes as -0.0.
+ */
+void gr_partial_add_special(gr_partial *p, unsigned flags);
+
+/* Words gr_partial_limbs() may need, at most. */
+#define GR_PARTIAL_LIMBS_MAX GR_PARTIAL_XWORDS
+
+/*
+ * Export p's exact value as words[0..n) (a little-endian two's complement
+ * integer, n as small as it can be, 0 for zero) times 2^*ret_scale, and
+ * its specials as GR_PARTIAL_NAN, _PINF, _NINF and _NEGZERO in *ret_flags.
+ * Returns n; writes words only when n <= max (GR_PARTIAL_LIMBS_MAX is
+ * always enough), *ret_scale and *ret_flags always.
+ */
+size_t gr_partial_limbs(const gr_partial *p, uint64_t *words, size_t max, int *ret_scale,
+                        unsigned *ret_flags);
+
+/*
+ * The inverse: *ret becomes the partial of count elements whose exact
+ * value is words[0..n) * 2^scale plus flags (as gr_partial_limbs() gives
+ * them). Returns 0, or -EINVAL with *ret untouched when n exceeds
+ * GR_PARTIAL_LIMBS_MAX, scale lies outside [GR_PARTIAL_EXP_MIN,
+ * GR_PARTIAL_EXP_MAX], the value does not fit the accumulator, flags has
+ * unknown bits, GR_PARTIAL_NEGZERO comes with a non-zero value or count 0,
+ * or count is 0 and anything else is not zero.
+ */
+int gr_partial_from_limbs(gr_partial *ret, uint64_t count, const uint64_t *words, size_t n,
+                          int scale, unsigned flags);

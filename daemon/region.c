@@ -102,18 +102,89 @@ static gr_err region_check_limits(gr_server *s, const gr_regions *set, uint64_t 
 	return GR_OK;
 }
 
+static void region_add(gr_server *s, gr_regions *set, gr_region *r)
+{
+	r->next = set->head;
+	set->head = r;
+	set->n++;
+	if (r->device < 0) {
+		set->bytes += r->bytes;
+		if (set->peer)
+			set->peer->mapped += r->bytes;
+		s->mapped_bytes += r->bytes;
+	}
+	s->stats.regions++;
+}
+
+/*
+ * Device memory (kind cuda: an exported allocation in fd; cuda_ipc: a
+ * handle): imported by the backend, on the GPU that holds it. It counts
+ * against the number of regions, not the mapped bytes, which bound the
+ * host memory the daemon pins.
+ */
+static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req, int fd,
+				gr_region **ret, char *why, size_t whylen)
+{
+	gr_backend *be = s->backend;
+	gr_err e = GR_ERR_INVALID_PARAMS;
+	gr_region *r = NULL;
+
+	if (!be->ops->map_device) {
+		snprintf(why, whylen, "this daemon reduces on the %s and cannot map device memory "
+			 "(kind %s)", be->name, gr_map_kind_name(req->kind));
+		goto out;
+	}
+	if (req->kind == GR_MAP_CUDA_IPC && !s->cfg->allow_cuda_ipc) {
+		snprintf(why, whylen, "kind cuda_ipc is off: the daemon cannot tell that an IPC handle "
+			 "is the client's own; export the allocation as a file descriptor (kind "
+			 "cuda), or the operator allows IPC handles (--allow-cuda-ipc yes)");
+		goto out;
+	}
+	if (set->n >= s->cfg->max_regions) {
+		snprintf(why, whylen, "this connection has %u regions mapped, the most it may have",
+			 set->n);
+		goto out;
+	}
+	if (req->bytes > SIZE_MAX || !(r = calloc(1, sizeof(*r)))) {
+		snprintf(why, whylen, "out of memory");
+		e = GR_ERR_INTERNAL;
+		goto out;
+	}
+	gr_device_map m = {
+		.kind = req->kind,
+		.fd = fd,
+		.handle = req->handle,
+		.bytes = req->bytes,
+		.device = req->device,
+	};
+	if (be->ops->map_device(be, &m, &r->dev, why, whylen) < 0) {
+		free(r);
+		goto out;
+	}
+	r->srv = s;
+	r->id = ++s->last_region_id;
+	r->refs = 1;
+	r->kind = req->kind;
+	r->base = r->dev.ptr;
+	r->bytes = (size_t)req->bytes;
+	r->device = r->dev.device;
+	region_add(s, set, r);
+	*ret = r;
+	e = GR_OK;
+out:
+	if (fd >= 0)
+		close(fd);
+	return e;
+}
+
 gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, gr_region **ret,
 		     char *why, size_t whylen)
 {
 	gr_backend *be = s->backend;
 	gr_err e;
 
-	if (req->kind != GR_MAP_HOST) {
-		snprintf(why, whylen, "kind %s (device memory) is not served by this daemon: map host "
-			 "memory (kind host, a sealed memfd) instead", gr_map_kind_name(req->kind));
-		e = GR_ERR_INVALID_PARAMS;
-		goto fail;
-	}
+	if (req->kind != GR_MAP_HOST)
+		return region_map_device(s, set, req, fd, ret, why, whylen);
 	if ((e = region_check_memfd(fd, req->bytes, why, whylen)) != GR_OK ||
 	    (e = region_check_limits(s, set, req->bytes, why, whylen)) != GR_OK)
 		goto fail;
@@ -146,6 +217,7 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 	r->kind = req->kind;
 	r->base = p;
 	r->bytes = (size_t)req->bytes;
+	r->device = -1;
 	if (be->ops->register_host) {
 		char rwhy[192] = "";
 		if (be->ops->register_host(be, p, r->bytes, &r->reg, rwhy, sizeof(rwhy)) < 0) {
@@ -155,14 +227,7 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 			r->reg = NULL;
 		}
 	}
-	r->next = set->head;
-	set->head = r;
-	set->n++;
-	set->bytes += r->bytes;
-	if (set->peer)
-		set->peer->mapped += r->bytes;
-	s->mapped_bytes += r->bytes;
-	s->stats.regions++;
+	region_add(s, set, r);
 	*ret = r;
 	return GR_OK;
 
@@ -188,9 +253,11 @@ bool gr_region_unmap(gr_regions *set, uint64_t id)
 		*pp = r->next;
 		r->next = NULL;
 		set->n--;
-		set->bytes -= r->bytes;
-		if (set->peer)
-			set->peer->mapped -= r->bytes;
+		if (r->device < 0) {
+			set->bytes -= r->bytes;
+			if (set->peer)
+				set->peer->mapped -= r->bytes;
+		}
 		gr_region_unref(r);
 		return true;
 	}
@@ -209,6 +276,13 @@ gr_region *gr_region_unref(gr_region *r)
 		return NULL;
 	gr_server *s = r->srv;
 	gr_backend *be = s->backend;
+	if (r->device >= 0) {
+		if (be && be->ops->unmap_device)
+			be->ops->unmap_device(be, &r->dev);
+		s->stats.regions--;
+		free(r);
+		return NULL;
+	}
 	if (r->reg && be && be->ops->unregister_host)
 		be->ops->unregister_host(be, r->reg);
 	munmap((void *)r->base, r->bytes);

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/backend.h"
 #include "daemon/peer.h"
 #include "proto/request.h"
 #include "proto/types.h"
@@ -36,9 +37,11 @@ struct gr_region {
 	uint64_t id;
 	unsigned refs;
 	gr_map_kind kind;
-	const uint8_t *base; /* our read-only mapping */
+	const uint8_t *base; /* our read-only mapping, or the device address */
 	size_t bytes;
 	void *reg;           /* what the backend registered, or NULL */
+	int device;          /* -1: host memory; else the device that holds it */
+	gr_device_region dev;
 };
 
 /* A connection's regions. */
@@ -58,8 +61,8 @@ static inline void gr_regions_init(gr_regions *set, gr_peer *peer)
 }
 
 /*
- * Map what a map request (req) handed over in fd, which this takes and
- * closes whatever happens. Returns GR_OK and the new region in *ret (its
+ * Map what a map request (req) handed over in fd (-1 for kind cuda_ipc,
+ * which comes with none), which this takes and closes whatever happens. Returns GR_OK and the new region in *ret (its
  * id is what the client names it by), or the error code to answer with
  * and a message in why.
  */

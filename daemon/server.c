@@ -76,15 +76,32 @@ void gr_server_batch_flush(gr_server *s)
 	s->backend->ops->submit(s->backend, batch);
 }
 
-/* A job on the CPU route goes at once: a CPU backend batches nothing. */
+/* A job on the CPU route waits for the check phase, where the route's
+ * jobs go out in one list, as a CPU daemon's batch does: those small
+ * enough run there, on the loop thread, and their completions are drained
+ * in the same pass without waking the loop. */
 static bool server_route(gr_server *s, gr_job *job)
 {
 	if (!job->cpu_route)
 		return false;
 	job->next = NULL;
+	if (s->route_tail)
+		s->route_tail->next = job;
+	else
+		s->route_head = job;
+	s->route_tail = job;
 	s->routed++;
-	s->router->ops->submit(s->router, job);
 	return true;
+}
+
+static void server_route_flush(gr_server *s)
+{
+	gr_job *list = s->route_head;
+
+	if (!list)
+		return;
+	s->route_head = s->route_tail = NULL;
+	s->router->ops->submit(s->router, list);
 }
 
 void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot)
@@ -226,6 +243,7 @@ static void server_check_cb(uv_check_t *h)
 			gr_link_del(&c->ready_link);
 			gr_conn_pump(c);
 		}
+		server_route_flush(s);
 		if (s->batch_head) {
 			if (s->cfg->batch_delay_us > 0)
 				batch_hold(s);
@@ -469,11 +487,29 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	return write_latency_hist(b, &s->stats);
 }
 
-static int write_device(gr_buf *b, const gr_device_info *d)
+/* Device memory regions mapped on device index: how many, how large. */
+static void device_regions(gr_server *s, int index, uint64_t *ret_n, uint64_t *ret_bytes)
+{
+	*ret_n = *ret_bytes = 0;
+	for (gr_link *l = s->conns.next; l != &s->conns; l = l->next) {
+		gr_conn *c = gr_container_of(l, gr_conn, link);
+		for (gr_region *r = c->regions.head; r; r = r->next)
+			if (r->device == index) {
+				(*ret_n)++;
+				*ret_bytes += r->bytes;
+			}
+	}
+}
+
+static int write_device(gr_server *s, gr_buf *b, const gr_device_info *d)
 {
 	bool cuda = !strcmp(d->kind, "cuda");
+	uint64_t nreg, reg_bytes;
 
-	W(gr_mpw_map(b, cuda ? 12 : 8));
+	device_regions(s, d->index, &nreg, &reg_bytes);
+	W(gr_mpw_map(b, cuda ? 15 : 10));
+	W(write_kv_uint(b, "regions", nreg));
+	W(write_kv_uint(b, "region_bytes", reg_bytes));
 	W(write_kv_uint(b, "index", (uint64_t)d->index));
 	W(write_kv_str(b, "kind", d->kind));
 	W(write_kv_str(b, "name", d->name));
@@ -488,6 +524,7 @@ static int write_device(gr_buf *b, const gr_device_info *d)
 		W(write_kv_uint(b, "driver_version", (uint64_t)d->driver_version));
 		W(write_kv_uint(b, "runtime_version", (uint64_t)d->runtime_version));
 		W(write_kv_str(b, "pci_bus_id", d->pci_bus_id));
+		W(write_kv_str(b, "uuid", d->uuid));
 	}
 	return 0;
 }
@@ -507,7 +544,7 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	for (unsigned i = 0; i < ndevices; i++) {
 		gr_device_info d = {0};
 		be->ops->describe(be, i, &d);
-		W(write_device(b, &d));
+		W(write_device(s, b, &d));
 	}
 	W(gr_mpw_cstr(b, "routing"));
 	W(gr_mpw_map(b, 1));
@@ -864,6 +901,7 @@ void gr_server_free(gr_server *s)
 	 * the pending batch: they go out too, so that everything they hold
 	 * comes back. */
 	gr_server_batch_flush(s);
+	server_route_flush(s);
 	/* Wait for the backend's threads to give every job back, then run
 	 * the callbacks that release what those jobs held. */
 	s->backend->ops->free(s->backend);

@@ -32,6 +32,8 @@
 #include "proto/request.h"
 
 #define GR_CONN_RBUF_BYTES (64u * 1024u)
+/* A reduce of device memory is cut into jobs of at most this much. */
+#define GR_DEVICE_CHUNK_BYTES ((size_t)1 << 30)
 /* Chunks of one request in flight at most (--request-chunks up to this). */
 #define GR_REQUEST_CHUNKS_MAX 4u
 
@@ -143,6 +145,7 @@ struct gr_server {
 	 * request always gets the same bits. NULL, and route_max 0, else. */
 	gr_backend *router;
 	size_t route_max;
+	gr_job *route_head, *route_tail; /* its jobs, submitted together in the check phase */
 	uint64_t routed;   /* jobs reduced on the CPU route */
 	gr_completion *cq;
 	gr_staging staging;

@@ -99,6 +99,9 @@ long gr_obj_parse(const uint8_t *p, size_t n, const gr_obj_limits *lim, gr_obj_t
 	size_t off = 0;
 	long span;
 
+	/* Nothing yet (p may be NULL then: an empty buffer). */
+	if (n == 0)
+		return 0;
 	span = obj_scan(p, n, lim, &n_nodes);
 	if (span <= 0)
 		return span;

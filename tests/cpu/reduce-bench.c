@@ -1,12 +1,16 @@
 /*
  * How fast gr_reduce() runs on one core, next to a plain read of the same
  * buffer measured in the same run (the ratio is what carries from one
- * machine to another).
+ * machine to another); then the exact float sums next to a plain sum in
+ * double lanes (what the CPU backend did before they were exact), on one
+ * thread and on two (each reduces half the blocks; the partials are then
+ * combined).
  *
  *   reduce-bench [log2 n = 24] [repetitions = 10]
  *
  * Prints GB/s (10^9 bytes per second of input) of the best repetition.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +19,7 @@
 #include "daemon/reduce.h"
 
 typedef uint64_t bench_v4du __attribute__((vector_size(32)));
+typedef double bench_v4df __attribute__((vector_size(32)));
 
 static double now(void)
 {
@@ -60,7 +65,144 @@ static uint64_t bench_read(const void *data, size_t bytes)
 	return bench_read_base(data, bytes);
 }
 
+/* The plain sum: 16 double lanes, f32 converted exactly, added in order. */
+#define BENCH_PLAIN(NAME, ATTR, T)                                                                 \
+	ATTR static double NAME(const void *data, size_t n)                                        \
+	{                                                                                          \
+		const unsigned char *p = data;                                                     \
+		bench_v4df a[4] = {{0}};                                                           \
+		size_t i = 0;                                                                      \
+		for (; i + 16 <= n; i += 16)                                                       \
+			_Pragma("GCC unroll 4") for (unsigned v = 0; v < 4; v++)                   \
+			{                                                                          \
+				bench_v4df x;                                                      \
+				if (sizeof(T) == 8) {                                              \
+					memcpy(&x, p + (i + 4 * v) * 8, sizeof(x));                \
+				} else {                                                           \
+					float t[4];                                                \
+					memcpy(t, p + (i + 4 * v) * 4, sizeof(t));                 \
+					x = (bench_v4df){t[0], t[1], t[2], t[3]};                  \
+				}                                                                  \
+				a[v] += x;                                                         \
+			}                                                                          \
+		bench_v4df s = a[0] + a[1] + a[2] + a[3];                                          \
+		double r = s[0] + s[1] + s[2] + s[3];                                              \
+		for (; i < n; i++) {                                                               \
+			T t;                                                                       \
+			memcpy(&t, p + i * sizeof(T), sizeof(T));                                  \
+			r += t;                                                                    \
+		}                                                                                  \
+		return r;                                                                          \
+	}
+
+BENCH_PLAIN(bench_plain_f32_base, , float)
+BENCH_PLAIN(bench_plain_f64_base, , double)
+#if defined(__x86_64__) && defined(__GNUC__)
+BENCH_PLAIN(bench_plain_f32_avx2, __attribute__((target("avx2"))), float)
+BENCH_PLAIN(bench_plain_f64_avx2, __attribute__((target("avx2"))), double)
+#endif
+
+static double bench_plain(gr_dtype dt, const void *data, size_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	const char *e = getenv("GPURED_REDUCE_ISA");
+	if (!(e && strcmp(e, "baseline") == 0) && __builtin_cpu_supports("avx2"))
+		return dt == GR_DT_F32 ? bench_plain_f32_avx2(data, n)
+		                       : bench_plain_f64_avx2(data, n);
+#endif
+	return dt == GR_DT_F32 ? bench_plain_f32_base(data, n) : bench_plain_f64_base(data, n);
+}
+
+/* One thread's share of a two-thread run: its half of the blocks. */
+typedef struct bench_half {
+	pthread_t thread;
+	pthread_barrier_t *start, *done;
+	const unsigned char *data;
+	size_t n;
+	gr_op op; /* GR_OP_N: the plain sum */
+	gr_dtype dt;
+	int reps;
+	gr_partial part;
+	double plain;
+} bench_half;
+
+static void *bench_half_run(void *arg)
+{
+	bench_half *h = arg;
+	for (int r = 0; r < h->reps; r++) {
+		pthread_barrier_wait(h->start);
+		if (h->op == GR_OP_N)
+			h->plain = bench_plain(h->dt, h->data, h->n);
+		else
+			gr_reduce(h->op, h->dt, h->data, h->n, &h->part);
+		pthread_barrier_wait(h->done);
+	}
+	return NULL;
+}
+
 static volatile uint64_t bench_sink;
+
+/* Best time of reps runs of op (GR_OP_N: the plain sum) on threads threads. */
+static double bench_time(gr_op op, gr_dtype dt, const unsigned char *buf, size_t n, int reps,
+                         unsigned threads)
+{
+	double best = 1e30;
+	if (threads == 1) {
+		for (int r = 0; r < reps; r++) {
+			double t0 = now();
+			if (op == GR_OP_N) {
+				double s = bench_plain(dt, buf, n);
+				memcpy((void *)&bench_sink, &s, sizeof(s));
+			} else {
+				gr_partial p;
+				gr_value v;
+				gr_reduce(op, dt, buf, n, &p);
+				gr_partial_finish(op, dt, &p, &v);
+				bench_sink = v.u;
+			}
+			double t = now() - t0;
+			best = t < best ? t : best;
+		}
+		return best;
+	}
+	pthread_barrier_t start, done;
+	pthread_barrier_init(&start, NULL, 3);
+	pthread_barrier_init(&done, NULL, 3);
+	/* the first half ends on a block boundary */
+	size_t blocks = (n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK;
+	size_t first = (blocks + 1) / 2 * GR_REDUCE_BLOCK;
+	first = first < n ? first : n;
+	bench_half h[2] = {
+	    {.data = buf, .n = first},
+	    {.data = buf + first * gr_dtype_size(dt), .n = n - first},
+	};
+	for (unsigned i = 0; i < 2; i++) {
+		h[i].start = &start;
+		h[i].done = &done;
+		h[i].op = op;
+		h[i].dt = dt;
+		h[i].reps = reps;
+		pthread_create(&h[i].thread, NULL, bench_half_run, &h[i]);
+	}
+	for (int r = 0; r < reps; r++) {
+		double t0 = now();
+		pthread_barrier_wait(&start);
+		pthread_barrier_wait(&done);
+		if (op != GR_OP_N) {
+			gr_value v;
+			gr_partial_combine(op, dt, &h[0].part, &h[1].part);
+			gr_partial_finish(op, dt, &h[0].part, &v);
+			bench_sink = v.u;
+		}
+		double t = now() - t0;
+		best = t < best ? t : best;
+	}
+	for (unsigned i = 0; i < 2; i++)
+		pthread_join(h[i].thread, NULL);
+	pthread_barrier_destroy(&start);
+	pthread_barrier_destroy(&done);
+	return best;
+}
 
 int main(int argc, char **argv)
 {
@@ -113,6 +255,42 @@ int main(int argc, char **argv)
 		printf("%-10s %3s  %7.2f GB/s  (%zu bytes, best of %d: %.1f us)\n", cases[c].what,
 		       gr_dtype_name(cases[c].dt), nb / best / 1e9, nb, reps, best * 1e6);
 	}
+
+	/* exact against plain, same data, same run */
+	printf("\nexact vs plain double sum (GB/s, best of %d)\n", reps);
+	printf("%-10s %3s %7s %9s %9s %6s\n", "op", "dt", "threads", "exact", "plain", "ratio");
+	static const struct {
+		const char *what;
+		gr_op op;
+		gr_dtype dt;
+	} pairs[] = {
+	    {"sum", GR_OP_SUM, GR_DT_F32},
+	    {"sum", GR_OP_SUM, GR_DT_F64},
+	    {"sumsq", GR_OP_SUMSQ, GR_DT_F32},
+	    {"sumsq", GR_OP_SUMSQ, GR_DT_F64},
+	};
+	/* the same kind of data as doubles (above, the f64 rows read pairs
+	 * of floats: wild exponents) */
+	unsigned char *dbuf = NULL;
+	if (posix_memalign((void **)&dbuf, 64, bytes)) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)rand() / RAND_MAX - 0.5;
+		memcpy(dbuf + i * 8, &d, 8);
+	}
+	for (unsigned threads = 1; threads <= 2; threads++)
+		for (size_t c = 0; c < sizeof(pairs) / sizeof(pairs[0]); c++) {
+			gr_dtype dt = pairs[c].dt;
+			const unsigned char *data = dt == GR_DT_F64 ? dbuf : buf;
+			size_t nb = n * gr_dtype_size(dt);
+			double te = bench_time(pairs[c].op, dt, data, n, reps, threads);
+			double tp = bench_time(GR_OP_N, dt, data, n, reps, threads);
+			printf("%-10s %3s %7u %9.2f %9.2f %6.2f\n", pairs[c].what,
+			       gr_dtype_name(dt), threads, nb / te / 1e9, nb / tp / 1e9, tp / te);
+		}
+	free(dbuf);
 	free(buf);
 	return 0;
 }

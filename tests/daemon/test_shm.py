@@ -354,7 +354,8 @@ class Regions(unittest.TestCase):
         fd = memfd(4096)
         err, _ = c.map_fds(4096, [fd], kind="cuda", device="GPU-00000000-0000-0000-0000-000000000000")
         self.assertEqual(err["code"], "invalid_params")
-        self.assertIn("kind cuda", err["message"])
+        # a CPU daemon maps no device memory; a CUDA one has no such GPU
+        self.assertIn("kind cuda" if BACKEND == "cpu" else "serves no GPU", err["message"])
         os.close(fd)
         self.assertAlive(c)
 
@@ -432,6 +433,61 @@ class Faults(unittest.TestCase):
             self.assertEqual(c.call("unmap", [{"region": region}]), (None, True))
             self.assertEqual(c.call("stats")[1]["regions"], 0)
             m.close()
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+def cupy_or_skip():
+    try:
+        import cupy  # noqa: F401
+        return cupy
+    except Exception:
+        raise unittest.SkipTest("needs CuPy")
+
+
+@unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
+class DeviceFaults(unittest.TestCase):
+    """A device fault while requests on GPU memory are in flight fails them
+    with internal naming the call and the device; requests pinned to the
+    failed device fail from then on, saying so, while host data goes to
+    the CPU; mappings are still released."""
+
+    def test_fault_with_device_requests_in_flight(self):
+        cp = cupy_or_skip()
+        d = Daemon("--allow-cuda-ipc", "yes", "--fault", "launch:after=4")
+        try:
+            c = ShmClient(d.path, timeout=30)
+            uuid = [x for x in c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
+            n = 1 << 22
+            x = cp.ones(n, dtype=cp.int32)
+            cp.cuda.runtime.deviceSynchronize()
+            handle = bytes(cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
+            err, res = c.call("map", [{"bytes": 4 * n, "kind": "cuda_ipc", "device": uuid,
+                                       "handle": handle}])
+            self.assertIsNone(err, err)
+            region = res["region"]
+            ids = [c.request("reduce", [{"op": "sum", "dtype": "i32", "region": region,
+                                         "offset": 0, "count": n}]) for _ in range(10)]
+            ok = failed = 0
+            for _ in ids:
+                resp = c.recv()
+                if resp[2] is None:
+                    self.assertEqual(resp[3]["value"], n)
+                    ok += 1
+                else:
+                    self.assertEqual(resp[2]["code"], "internal", resp)
+                    self.assertIn("device 0", resp[2]["message"])
+                    failed += 1
+            self.assertGreater(ok, 0)
+            self.assertGreater(failed, 0)
+            err, _ = c.reduce_region("sum", "i32", region, 0, n)
+            self.assertEqual(err["code"], "internal")
+            self.assertIn("out of service", err["message"])
+            # host data still reduces (on the CPU now)
+            self.assertEqual(c.reduce("sum", "i32", b"\1\0\0\0" * 5)[1]["value"], 5)
+            self.assertEqual(c.call("unmap", [{"region": region}]), (None, True))
+            self.assertEqual(c.call("stats")[1]["regions"], 0)
             c.close()
         finally:
             self.assertEqual(d.stop(), 0)

@@ -17,6 +17,8 @@ skip() {
 }
 
 src=${GPURED_SOURCE_ROOT:?}
+# It builds packages of its own: the sanitizer build has nothing to add.
+[ -z "${GPURED_SANITIZED:-}" ] || skip "builds its own packages, without sanitizers"
 for tool in dpkg-buildpackage dpkg-checkbuilddeps dh dpkg-deb systemd-analyze systemd-sysusers; do
 	command -v $tool >/dev/null ||
 		skip "$tool not found (Debian packages dpkg-dev, debhelper, systemd)"

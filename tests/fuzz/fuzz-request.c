@@ -1,15 +1,15 @@
 /*
- * libFuzzer target for the request parser (built when the compiler has
- * -fsanitize=fuzzer, e.g. CC=clang). The input's first bytes choose the
- * limits, the destination size, the read style and the byte splits; the
- * rest is the stream. The run in pieces must tell the same story as the
- * run in one piece, and no destination's guard bytes may change.
+ * Fuzz target: the daemon's request parser (proto/request.c). The input's
+ * first 4 bytes choose the limits, the destination size, the read style
+ * and the byte splits; the rest is the stream. The run in pieces must
+ * tell the same story as the run in one piece, and no destination's guard
+ * bytes may change (tests/proto/harness.h).
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/proto/harness.h"
 
 int h_counting;
 unsigned h_allocs;

@@ -1,0 +1,232 @@
+/*
+ * gpured-device-bench: an f32 array in GPU memory, mapped once (a VMM
+ * allocation exported as a file descriptor) and summed many times by one
+ * client through the daemon, against the GPU's own ceilings measured in
+ * the same run: a plain float4 read-bandwidth kernel over the same array,
+ * and the daemon's kernel launched directly (single-launch latency).
+ * One JSON line per size.
+ *
+ *   gpured-device-bench SOCKET [REQUESTS [DTYPE [LOG2,...]]]
+ *       (f32, f64 or i32; sizes 2^16,2^24,2^26,2^28 f32 bytes by default; GPU 0)
+ */
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "client/gpured.h"
+#include "cuda/kernel.h"
+
+#define CK(x)                                                                                      \
+	do {                                                                                       \
+		cudaError_t e_ = (x);                                                              \
+		if (e_ != cudaSuccess) {                                                           \
+			fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                   \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+template <typename F> static F drv(const char *name)
+{
+	void *fn = nullptr;
+	cudaDriverEntryPointQueryResult q;
+	CK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q));
+	if (q != cudaDriverEntryPointSuccess || !fn) {
+		fprintf(stderr, "no %s\n", name);
+		exit(1);
+	}
+	return (F)fn;
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+template <typename T> __global__ void fill_ones(T *p, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		p[i] = (T)1;
+}
+
+/* the read ceiling: every float4 read once, a sum kept so nothing is elided */
+__global__ void read_bw(const float4 *p, size_t n4, float *out)
+{
+	float s = 0;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
+		float4 v = __ldg(p + i);
+		s += v.x + v.y + v.z + v.w;
+	}
+	if (s == -1.0f)
+		*out = s;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: gpured-device-bench SOCKET [REQUESTS]\n");
+		return 2;
+	}
+	int reqs = argc > 2 ? atoi(argv[2]) : 200;
+	gpured_dtype dt = GPURED_F32;
+	if (argc > 3 && gpured_dtype_parse(argv[3], &dt) < 0) {
+		fprintf(stderr, "unknown dtype %s\n", argv[3]);
+		return 2;
+	}
+	size_t es = gpured_dtype_size(dt);
+	CK(cudaSetDevice(0));
+	cudaDeviceProp p;
+	CK(cudaGetDeviceProperties(&p, 0));
+	char uuid[64];
+	const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+	snprintf(uuid, sizeof(uuid),
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+		 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+
+	auto create = drv<CUresult (*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long)>("cuMemCreate");
+	auto gran = drv<CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)>("cuMemGetAllocationGranularity");
+	auto reserve = drv<CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)>("cuMemAddressReserve");
+	auto map = drv<CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)>("cuMemMap");
+	auto access = drv<CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t)>("cuMemSetAccess");
+	auto exp = drv<CUresult (*)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long)>("cuMemExportToShareableHandle");
+
+	gpured_t *g;
+	if (gpured_connect(argv[1], &g) < 0) {
+		fprintf(stderr, "cannot connect to %s\n", argv[1]);
+		return 1;
+	}
+	float *dout;
+	uint64_t *partials, *out;
+	uint32_t *ticket;
+	CK(cudaMalloc(&dout, 4));
+	CK(cudaMalloc(&partials, 2 * 8192 * sizeof(uint64_t)));
+	CK(cudaMalloc(&out, sizeof(uint64_t)));
+	CK(cudaMalloc(&ticket, 8193 * sizeof(uint32_t)));
+	CK(cudaMemset(ticket, 0, 8193 * sizeof(uint32_t)));
+	cudaEvent_t a, b;
+	CK(cudaEventCreate(&a));
+	CK(cudaEventCreate(&b));
+
+	std::vector<int> sizes = { 16, 24, 26, 28 };
+	if (argc > 4) {
+		sizes.clear();
+		for (char *t = strtok(argv[4], ","); t; t = strtok(NULL, ","))
+			sizes.push_back(atoi(t));
+	}
+	for (int lg : sizes) {
+		size_t n = (size_t)1 << lg, bytes = n * es;
+		if (es == 8) {
+			/* the same bytes as f32 at this size */
+			n /= 2;
+			bytes = n * es;
+		}
+		CUmemAllocationProp prop = {};
+		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		prop.location.id = 0;
+		prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+		size_t gr = 0;
+		gran(&gr, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+		size_t size = (bytes + gr - 1) / gr * gr;
+		CUmemGenericAllocationHandle h;
+		CUdeviceptr ptr;
+		int fd = -1;
+		if (create(&h, size, &prop, 0) || reserve(&ptr, size, gr, 0, 0) || map(ptr, size, 0, h, 0)) {
+			fprintf(stderr, "allocation failed\n");
+			return 1;
+		}
+		CUmemAccessDesc acc = {};
+		acc.location = prop.location;
+		acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		access(ptr, size, &acc, 1);
+		exp(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+		void *x = (void *)ptr;
+		if (dt == GPURED_F64)
+			fill_ones<<<1024, 256>>>((double *)x, n);
+		else if (dt == GPURED_I32)
+			fill_ones<<<1024, 256>>>((int32_t *)x, n);
+		else
+			fill_ones<<<1024, 256>>>((float *)x, n);
+		CK(cudaDeviceSynchronize());
+
+		/* the ceilings */
+		std::vector<float> bw, lat;
+		for (int k = 0; k < 21; k++) {
+			CK(cudaEventRecord(a));
+			read_bw<<<p.multiProcessorCount * 8, 256>>>((const float4 *)x, bytes / 16, dout);
+			CK(cudaEventRecord(b));
+			CK(cudaEventSynchronize(b));
+			float ms;
+			CK(cudaEventElapsedTime(&ms, a, b));
+			bw.push_back((float)(bytes / (ms * 1e-3) / 1e9));
+			CK(cudaEventRecord(a));
+			CK((cudaError_t)gr_kernel_launch_single(0, (int)dt, x, n, partials, ticket, out,
+							      p.multiProcessorCount, 0));
+			CK(cudaEventRecord(b));
+			CK(cudaEventSynchronize(b));
+			CK(cudaEventElapsedTime(&ms, a, b));
+			lat.push_back(ms * 1000);
+		}
+		std::sort(bw.begin(), bw.end());
+		std::sort(lat.begin(), lat.end());
+
+		uint64_t id;
+		if (gpured_map_cuda_fd(g, fd, bytes, uuid, &id) < 0) {
+			fprintf(stderr, "map: %s\n", gpured_errmsg(g));
+			return 1;
+		}
+		gpured_value v;
+		for (int k = 0; k < 5; k++)
+			gpured_reduce_region(g, id, GPURED_OP_SUM, dt, 0, n, &v);
+		if (gpured_value_as_double(&v) != (double)n) {
+			fprintf(stderr, "wrong sum %.17g of %zu ones\n", v.v.f, n);
+			return 1;
+		}
+		/* pipeline 4 */
+		uint32_t rid;
+		double t0 = now_us();
+		int sent = 0, got = 0;
+		for (; sent < 4; sent++)
+			gpured_submit_region(g, id, GPURED_OP_SUM, dt, 0, n, &rid);
+		while (got < reqs) {
+			if (gpured_wait(g, &rid, &v) < 0 || gpured_value_as_double(&v) != (double)n) {
+				fprintf(stderr, "wait: %s\n", gpured_errmsg(g));
+				return 1;
+			}
+			got++;
+			if (sent < reqs) {
+				gpured_submit_region(g, id, GPURED_OP_SUM, dt, 0, n, &rid);
+				sent++;
+			}
+		}
+		double secs = (now_us() - t0) / 1e6;
+		/* one at a time */
+		std::vector<double> rt;
+		for (int k = 0; k < (lg <= 16 ? 2000 : 50); k++) {
+			double t = now_us();
+			gpured_reduce_region(g, id, GPURED_OP_SUM, dt, 0, n, &v);
+			rt.push_back(now_us() - t);
+		}
+		std::sort(rt.begin(), rt.end());
+		printf("{\"dtype\":\"%s\",\"elements\":%zu,\"bytes\":%zu,\"gpured_gb_per_s\":%.1f,\"gpured_req_per_s\":%.1f,"
+		       "\"read_kernel_gb_per_s\":%.1f,\"ratio_to_read\":%.3f,\"rtt_p50_us\":%.1f,"
+		       "\"kernel_launch_us\":%.1f,\"rtt_minus_kernel_us\":%.1f}\n",
+		       gpured_dtype_name(dt), n, bytes, reqs * (double)bytes / secs / 1e9, reqs / secs, bw[10],
+		       reqs * (double)bytes / secs / 1e9 / bw[10], rt[rt.size() / 2], lat[10],
+		       rt[rt.size() / 2] - lat[10]);
+		fflush(stdout);
+		gpured_unmap(g, id);
+		close(fd);
+	}
+	gpured_close(g);
+	return 0;
+}

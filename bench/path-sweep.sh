@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# GB/s against array size for every data path, with the ceilings, in one
+# run (docs/BENCHMARKS.md, docs/paths.png):
+#
+#   bench/path-sweep.sh BINDIR OUT.jsonl
+#
+# f32 sums, one client, 4 in flight, 4 KiB to 1 GiB: the socket and
+# shared-memory paths on a CPU daemon and a CUDA daemon, and arrays on the
+# GPU (gpured-device-bench, which also times the read-bandwidth kernel);
+# the raw socket (gpured-sockbw) and pinned host-to-device copies
+# (gpured-h2d-bench). bench/plot-paths.py draws OUT.jsonl.
+set -euo pipefail
+b=$1
+out=$2
+exe() {
+	local d
+	for d in "$b" "$b/daemon" "$b/bench" "$b/cuda"; do
+		[ -x "$d/$1" ] && { echo "$d/$1"; return; }
+	done
+	echo "path-sweep: no $1 in $b" >&2
+	exit 1
+}
+gpured=$(exe gpured) bench=$(exe gpured-benchmark)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpured-sweep.XXXXXX")
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+start() {
+	rm -f "$tmp/s"
+	"$gpured" --socket "$tmp/s" --backend "$1" --config /dev/null >"$tmp/log" 2>&1 &
+	pid=$!
+	for _ in $(seq 200); do [ -S "$tmp/s" ] && return; sleep 0.05; done
+	cat "$tmp/log" >&2
+	exit 1
+}
+stop() { kill "$pid"; wait "$pid" || true; pid=; }
+: >"$out"
+backends="cpu"
+[ -x "$(dirname "$gpured")/../bench/gpured-device-bench" ] || true
+command -v nvidia-smi >/dev/null && backends="cpu cuda"
+for be in $backends; do
+	start "$be"
+	for lg in 10 14 18 22 26 28; do
+		n=$((1 << lg)) bytes=$((4 << lg))
+		reqs=$((bytes >= (1 << 28) ? 12 : bytes >= (1 << 24) ? 60 : 4000))
+		for path in socket region; do
+			extra=
+			[ $path = region ] && extra=--region
+			r=$("$bench" -s "$tmp/s" -c 1 -P 4 -n $reqs -d $n $extra --json)
+			echo "{\"backend\":\"$be\",\"path\":\"$path\",\"bytes\":$bytes,\"r\":$r}" >>"$out"
+		done
+	done
+	if [ "$be" = cuda ]; then
+		"$(exe gpured-device-bench)" "$tmp/s" 200 f32 10,14,18,22,26,28 |
+			sed 's/^/{"backend":"cuda","path":"device","r":/; s/$/}/' >>"$out"
+	fi
+	stop
+done
+"$(exe gpured-sockbw)" -b 4G --json | sed 's/^/{"ceiling":"socket","r":/; s/$/}/' >>"$out"
+if [[ " $backends " == *" cuda "* ]]; then
+	"$(exe gpured-h2d-bench)" $((1 << 30)) $((8 << 20)) 4 5 | head -1 |
+		sed 's/^/{"ceiling":"h2d","r":/; s/$/}/' >>"$out"
+fi
+cat "$out"

@@ -1,0 +1,401 @@
+/*
+ * gpured-exact-bench: the exact sum next to cub::DeviceReduce::Sum and a
+ * float4 grid-stride read kernel, in one run.
+ *
+ * For f32 and f64, n = 2^16, 2^20, 2^24, 2^26, 2^28: back-to-back
+ * throughput (blocks of launches between two events, each launch on
+ * another place of a large pool so that small arrays are not L2 hits;
+ * the three kinds taken in turn, five times, medians), GB/s and the
+ * ratios exact/read and exact/CUB; single-launch latency (event, launch,
+ * event; ours and CUB's alternating, medians) for n = 2^10 .. 2^16; and
+ * the exact kernel again on data of wide exponent range, where its
+ * careful path runs: exponents over 60 binades, and over every binade of
+ * the dtype. The device result is not folded inside the timings (the
+ * host's fold is one small loop over 68 digits).
+ * Each size's exact sum is checked: the same bits twice, and near CUB's.
+ * Last, the batched form over 2^24 elements cut into equal segments.
+ *
+ *   gpured-exact-bench [--hi E]   (largest n 2^E, 16..28; default 28)
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cub/device/device_reduce.cuh>
+#include <cuda_runtime.h>
+
+#include "cuda/exact.cuh"
+
+#define CU(call)                                                                          \
+	do {                                                                              \
+		cudaError_t e_ = (call);                                                  \
+		if (e_ != cudaSuccess) {                                                  \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,     \
+				cudaGetErrorString(e_));                                  \
+			exit(1);                                                          \
+		}                                                                         \
+	} while (0)
+
+static const size_t POOL = ((size_t)1 << 31) + ((size_t)1 << 28);
+static const size_t STRIDE_MIN = (size_t)1 << 20;
+
+/* data kinds: 0 uniform [-1, 1); 1 that times 2^k, k uniform in
+ * [-30, 30) ; 2 random bits over every finite exponent */
+template <typename T> __global__ void fill_kernel(T *p, size_t n, uint64_t seed, int kind)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+		x ^= x >> 31;
+		x *= 0xbf58476d1ce4e5b9ull;
+		x ^= x >> 27;
+		x *= 0x94d049bb133111ebull;
+		x ^= x >> 31;
+		double u = (double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+		if (kind == 0) {
+			p[i] = (T)u;
+		} else if (kind == 1) {
+			p[i] = (T)ldexp(u, (int)(x % 60) - 30);
+		} else if (sizeof(T) == 4) {
+			uint32_t b = ((uint32_t)x & 0x807fffffu) | (uint32_t)((x >> 32) % 255) << 23;
+			p[i] = (T)__uint_as_float(b);
+		} else {
+			uint64_t b = (x & 0x800fffffffffffffull) | ((x >> 20) % 2047) << 52;
+			p[i] = (T)__longlong_as_double((long long)b);
+		}
+	}
+}
+
+__global__ void read_bw_kernel(const float4 *p, size_t n4, float *out)
+{
+	float acc = 0;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float4 v = __ldg(p + i);
+		acc += (v.x + v.y) + (v.z + v.w);
+	}
+	if (acc == 1.25e-30f)
+		*out = acc;
+}
+
+struct env {
+	int sms, bw_blocks;
+	unsigned char *pool;
+	void *temp;
+	size_t temp_bytes;
+	gr_exact_scratch *scratch;
+	gr_exact_sum *out;
+	void *cub_out;
+	float *sink;
+	cudaEvent_t e0, e1;
+	cudaStream_t st;
+};
+
+/* EXACT is the production form; PIPE, MINB3 and FB3 the kernel's other
+ * forms (exact.cuh: single_kernel's PIPE, MINB and FB) */
+enum impl { EXACT, CUB, BW, PIPE, MINB3, FB3, NIMPL };
+
+template <typename T> static void launch(env &E, int which, const T *in, size_t n)
+{
+	if (which == EXACT) {
+		CU((gre::launch_single<T>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == PIPE) {
+		CU((gre::launch_single<T, 2, true>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == MINB3) {
+		CU((gre::launch_single<T, 3, false>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == FB3) {
+		CU((gre::launch_single<T, 2, false, 3>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == CUB) {
+		size_t tb = E.temp_bytes;
+		CU(cub::DeviceReduce::Sum(E.temp, tb, in, (T *)E.cub_out, (int64_t)n, E.st));
+	} else {
+		size_t n4 = n * sizeof(T) / 16;
+		unsigned blocks = (unsigned)std::min<size_t>((n4 + 255) / 256, (size_t)E.bw_blocks);
+		read_bw_kernel<<<blocks ? blocks : 1, 256, 0, E.st>>>((const float4 *)in, n4, E.sink);
+		CU(cudaGetLastError());
+	}
+}
+
+struct pos {
+	size_t stride, count;
+	size_t at(size_t k) const { return (k % count) * stride; }
+};
+
+static pos positions(size_t bytes)
+{
+	pos p;
+	p.stride = std::max(bytes, STRIDE_MIN);
+	p.count = std::max<size_t>(1, std::min<size_t>(POOL / p.stride, 512));
+	return p;
+}
+
+template <typename T> static double throughput_gbs(env &E, int which, size_t n)
+{
+	size_t bytes = n * sizeof(T);
+	pos P = positions(bytes);
+	int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
+	for (int i = 0; i < 3; i++)
+		launch<T>(E, which, (const T *)(E.pool + P.at((size_t)i)), n);
+	CU(cudaEventRecord(E.e0, E.st));
+	for (int i = 0; i < k; i++)
+		launch<T>(E, which, (const T *)(E.pool + P.at((size_t)i)), n);
+	CU(cudaEventRecord(E.e1, E.st));
+	CU(cudaEventSynchronize(E.e1));
+	float ms;
+	CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+	return (double)bytes * k / (ms * 1e-3) / 1e9;
+}
+
+static const int REPS = 5;
+
+static double median(std::vector<double> v)
+{
+	std::sort(v.begin(), v.end());
+	return v[v.size() / 2];
+}
+
+/* single launches of ours (its three forms) and CUB's, taken in turn;
+ * medians in us, by impl */
+template <typename T> static void latency_us(env &E, size_t n, double (&ret)[NIMPL])
+{
+	const int order[] = { EXACT, CUB, PIPE, MINB3, FB3 };
+	pos P = positions(n * sizeof(T));
+	std::vector<double> t[NIMPL];
+	for (int i = -5; i < 300; i++) {
+		for (int k = 0; k < 5; k++) {
+			const T *in = (const T *)(E.pool + P.at((size_t)(5 * (i + 5) + k)));
+			CU(cudaEventRecord(E.e0, E.st));
+			launch<T>(E, order[k], in, n);
+			CU(cudaEventRecord(E.e1, E.st));
+			CU(cudaEventSynchronize(E.e1));
+			float ms;
+			CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+			if (i >= 0)
+				t[order[k]].push_back(ms * 1000.0);
+		}
+	}
+	for (int k : order)
+		ret[k] = median(t[k]);
+}
+
+/* the exact sum at the pool's start: the same bits twice, and within a
+ * float sum's error of CUB's */
+template <typename T> static bool verify(env &E, size_t n, bool against_cub, double *ret)
+{
+	const T *in = (const T *)E.pool;
+	gr_exact_sum s[2];
+	for (int r = 0; r < 2; r++) {
+		launch<T>(E, EXACT, in, n);
+		CU(cudaStreamSynchronize(E.st));
+		CU(cudaMemcpy(&s[r], E.out, sizeof(s[r]), cudaMemcpyDeviceToHost));
+	}
+	double a = gr_exact_fold(&s[0], n), b = gr_exact_fold(&s[1], n);
+	*ret = a;
+	if (memcmp(&a, &b, 8) != 0) {
+		fprintf(stderr, "exact sum not repeatable: n=%zu %a %a\n", n, a, b);
+		return false;
+	}
+	if (!against_cub)
+		return true;
+	launch<T>(E, CUB, in, n);
+	CU(cudaStreamSynchronize(E.st));
+	T c;
+	CU(cudaMemcpy(&c, E.cub_out, sizeof(c), cudaMemcpyDeviceToHost));
+	double tol = (sizeof(T) == 4 ? 1e-5 : 1e-12) * (double)n;
+	if (!(fabs(a - (double)c) <= tol)) {
+		fprintf(stderr, "exact sum far from CUB's: n=%zu %.17g %.17g\n", n, a, (double)c);
+		return false;
+	}
+	return true;
+}
+
+template <typename T> static void fill(env &E, int kind)
+{
+	fill_kernel<T><<<E.sms * 8, 256, 0, E.st>>>((T *)E.pool, POOL / sizeof(T), 0x1234567ull, kind);
+	CU(cudaGetLastError());
+	CU(cudaStreamSynchronize(E.st));
+}
+
+template <typename T> static bool bench(env &E, const char *dt, int hi)
+{
+	bool ok = true;
+	const int exps[] = { 16, 20, 24, 26, 28 };
+	fill<T>(E, 0);
+	printf("\n%s, uniform [-1, 1): back-to-back throughput, medians of %d "
+	       "(pipe, 3/SM, fb3: the kernel's other forms)\n", dt, REPS);
+	printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %s\n", "n", "exact GB/s", "cub GB/s",
+	       "read GB/s", "exact/read", "exact/cub", "pipe GB/s", "3/SM GB/s", "fb3 GB/s", "check");
+	for (int e : exps) {
+		if (e > hi)
+			continue;
+		size_t n = (size_t)1 << e;
+		double sum;
+		bool good = verify<T>(E, n, true, &sum);
+		ok = ok && good;
+		std::vector<double> t[NIMPL];
+		for (int r = 0; r < REPS; r++)
+			for (int w = 0; w < NIMPL; w++)
+				t[w].push_back(throughput_gbs<T>(E, w, n));
+		double x = median(t[0]), c = median(t[1]), b = median(t[2]);
+		printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %s\n", n, x,
+		       c, b, x / b, x / c, median(t[PIPE]), median(t[MINB3]), median(t[FB3]),
+		       good ? "ok" : "FAIL");
+	}
+	printf("%s single-launch latency (us, medians of 300, taken in turn)\n", dt);
+	printf("%10s | %9s %9s %7s | %9s %9s %9s\n", "n", "exact", "cub", "ratio", "pipe", "3/SM",
+	       "fb3");
+	for (int e = 10; e <= 16; e += 2) {
+		size_t n = (size_t)1 << e;
+		double l[NIMPL];
+		latency_us<T>(E, n, l);
+		printf("%10zu | %9.2f %9.2f %7.3f | %9.2f %9.2f %9.2f\n", n, l[EXACT], l[CUB],
+		       l[EXACT] / l[CUB], l[PIPE], l[MINB3], l[FB3]);
+	}
+	const char *kinds[] = { "", "exponents over 60 binades", "every finite exponent" };
+	for (int kind = 1; kind <= 2; kind++) {
+		fill<T>(E, kind);
+		printf("%s, %s: exact vs read kernel throughput\n", dt, kinds[kind]);
+		printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %s\n", "n", "exact GB/s",
+		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "pipe GB/s", "3/SM GB/s",
+		       "fb3 GB/s", "check");
+		for (int e : exps) {
+			if (e > hi)
+				continue;
+			size_t n = (size_t)1 << e;
+			double sum;
+			bool good = verify<T>(E, n, false, &sum);
+			ok = ok && good;
+			std::vector<double> t[NIMPL];
+			for (int r = 0; r < 3; r++)
+				for (int w = 0; w < NIMPL; w++)
+					t[w].push_back(throughput_gbs<T>(E, w, n));
+			double x = median(t[0]), c = median(t[1]), b = median(t[2]);
+			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %s "
+			       "(sum %.6g)\n",
+			       n, x, c, b, x / b, x / c, median(t[PIPE]), median(t[MINB3]),
+			       median(t[FB3]), good ? "ok" : "FAIL", sum);
+		}
+	}
+	return ok;
+}
+
+/* The batched form: 2^24 elements as segments of 2^k elements, one launch
+ * each time; GB/s back to back, against the read kernel over the same
+ * bytes in one piece. */
+template <typename T> static void bench_batch(env &E, const char *dt)
+{
+	fill<T>(E, 0);
+	const size_t total = (size_t)1 << 24;
+	printf("%s batched form, 2^24 elements in one launch: segments of n\n", dt);
+	printf("%10s %8s | %10s %10s %10s\n", "n", "segments", "batch GB/s", "read GB/s", "batch/read");
+	for (int k : { 10, 12, 16, 20 }) {
+		size_t n = (size_t)1 << k, ns = total / n;
+		std::vector<gr_exact_seg> segs(ns);
+		uint32_t units = 0;
+		for (size_t i = 0; i < ns; i++) {
+			segs[i] = gr_exact_seg{ i * n * sizeof(T), n, sizeof(T) == 4 ? 4u : 5u, units,
+						gr_exact_units(sizeof(T) == 4 ? 4 : 5, n), 0 };
+			units += segs[i].units;
+		}
+		gr_exact_seg *ds;
+		gr_exact_scratch *dscr;
+		gr_exact_sum *dout;
+		CU(cudaMalloc(&ds, ns * sizeof(gr_exact_seg)));
+		CU(cudaMalloc(&dscr, ns * sizeof(gr_exact_scratch)));
+		CU(cudaMalloc(&dout, ns * sizeof(gr_exact_sum)));
+		CU(cudaMemcpy(ds, segs.data(), ns * sizeof(gr_exact_seg), cudaMemcpyHostToDevice));
+		CU(cudaMemset(dscr, 0, ns * sizeof(gr_exact_scratch)));
+		std::vector<double> tb, tr;
+		for (int r = 0; r < REPS; r++) {
+			const int reps = 50;
+			for (int w = 0; w < 2; w++) {
+				CU(cudaEventRecord(E.e0, E.st));
+				for (int i = 0; i < reps; i++) {
+					const unsigned char *base = E.pool + (size_t)(i % 4) * total * sizeof(T);
+					if (w == 0)
+						CU((cudaError_t)gr_exact_launch_batch(base, ds, (uint32_t)ns, units,
+										      dscr, dout, E.sms, E.st));
+					else
+						launch<T>(E, BW, (const T *)base, total);
+				}
+				CU(cudaEventRecord(E.e1, E.st));
+				CU(cudaEventSynchronize(E.e1));
+				float ms;
+				CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+				(w == 0 ? tb : tr).push_back((double)total * sizeof(T) * reps / (ms * 1e-3) / 1e9);
+			}
+		}
+		double b = median(tb), rd = median(tr);
+		printf("%10zu %8zu | %10.1f %10.1f %10.3f\n", n, ns, b, rd, b / rd);
+		CU(cudaFree(ds));
+		CU(cudaFree(dscr));
+		CU(cudaFree(dout));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int hi = 28;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--hi") && i + 1 < argc) {
+			hi = atoi(argv[++i]);
+		} else {
+			fprintf(stderr, "usage: %s [--hi E]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (hi < 16 || hi > 28) {
+		fprintf(stderr, "need 16 <= hi <= 28\n");
+		return 2;
+	}
+	int count = 0;
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+		fprintf(stderr, "no CUDA device\n");
+		return 77;
+	}
+	env E;
+	cudaDeviceProp prop;
+	CU(cudaGetDeviceProperties(&prop, 0));
+	E.sms = prop.multiProcessorCount;
+	int per_sm = 0;
+	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, read_bw_kernel, 256, 0));
+	E.bw_blocks = per_sm * E.sms;
+	int ex_per_sm = 0;
+	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ex_per_sm, gre::single_kernel<float>, 256, 0));
+	CU(cudaMalloc(&E.pool, POOL));
+	size_t nmax = (size_t)1 << hi, tb = 0;
+	E.temp_bytes = 1 << 20;
+	CU(cub::DeviceReduce::Sum(nullptr, tb, (const float *)nullptr, (float *)nullptr, (int64_t)nmax));
+	E.temp_bytes = std::max(E.temp_bytes, tb);
+	CU(cub::DeviceReduce::Sum(nullptr, tb, (const double *)nullptr, (double *)nullptr, (int64_t)nmax));
+	E.temp_bytes = std::max(E.temp_bytes, tb);
+	CU(cudaMalloc(&E.temp, E.temp_bytes));
+	CU(cudaMalloc(&E.scratch, sizeof(gr_exact_scratch)));
+	CU(cudaMemset(E.scratch, 0, sizeof(gr_exact_scratch)));
+	CU(cudaMalloc(&E.out, sizeof(gr_exact_sum)));
+	CU(cudaMalloc(&E.cub_out, 64));
+	CU(cudaMalloc(&E.sink, 64));
+	CU(cudaEventCreate(&E.e0));
+	CU(cudaEventCreate(&E.e1));
+	CU(cudaStreamCreateWithFlags(&E.st, cudaStreamNonBlocking));
+	int drv = 0, rt = 0;
+	cudaDriverGetVersion(&drv);
+	cudaRuntimeGetVersion(&rt);
+	printf("device: %s (%d SMs), driver %d, runtime %d; exact kernel %d blocks/SM resident\n",
+	       prop.name, E.sms, drv, rt, ex_per_sm);
+	/* clocks up before anything is timed */
+	for (int i = 0; i < 1000; i++)
+		launch<float>(E, BW, (const float *)E.pool, (size_t)1 << 28);
+	CU(cudaStreamSynchronize(E.st));
+
+	bool ok = bench<float>(E, "f32", hi);
+	ok = bench<double>(E, "f64", hi) && ok;
+	printf("\n");
+	bench_batch<float>(E, "f32");
+	bench_batch<double>(E, "f64");
+	printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
+	return ok ? 0 : 1;
+}

@@ -1,0 +1,706 @@
+/*
+ * Exact f32/f64 sums on the GPU: the device code (exact.h has the host
+ * interface and the result's layout).
+ *
+ * A lane's bins. Each lane keeps four doubles a0..a3, each pinned to a
+ * binade of its own: a_j starts at 1.5 * 2^bj, with b0 = E + 18 and
+ * b(j+1) = bj - 39, where 2^E bounds every element the warp has put into
+ * its bins (E is the same across the warp). The fast path adds an element
+ * x, |x| < 2^E, into the first two by Dekker's Fast2Sum:
+ *
+ *     s = a0 + x;  d = s - a0;  r = x - d;  a0 = s;      then a1 += r
+ *
+ * Fast2Sum is error-free while |a0| >= |x| and nothing overflows: a0 + x
+ * = s + r exactly, with |r| <= ulp(a0) / 2 = 2^(b0 - 53). So the bins hold
+ * an exact share of the sum as long as (1) every a_j stays inside its
+ * binade [2^bj, 2^(bj+1)), and (2) a1 += r is exact too. The warp checks
+ * (1) after every batch of at most 32 elements per lane: a batch moves a0
+ * by at most 32 * 2^(E+1) = 2^(b0 - 12) and a deeper bin by at most
+ * 32 * 2^(b(j-1) - 52) = 2^(bj - 8), so a bin found within 2^(bj - 3) of
+ * its start cannot leave its binade in the next batch; one found farther
+ * is flushed (below) before that batch, and starts afresh. (2) holds when
+ * x is a multiple of ulp(a1) = 2^(b1 - 52): then so is r (a difference of
+ * multiples of it, as ulp(a0) is one too), and a1 + r, a multiple inside
+ * a1's binade, is representable. The batch's elements are checked for that
+ * before they take this path, with integer compares on their bits:
+ * |x| >= 2^b1 (f64: x has 53 bits from its top) or |x| >= 2^(b1 - 29)
+ * (f32: 24 bits), or x == 0: a window of 21 binades below 2^E for f64,
+ * 50 for f32. (The kernel's FB = 3 form takes a2 into the fast path too,
+ * Fast2Sum into a1 and the plain add into a2: 39 binades more for three
+ * more adds an element.)
+ *
+ * Everything else is the careful path, for the whole warp, one batch at a
+ * time: an element of |x| >= 2^E first raises E to cover it where it can
+ * (the bins are flushed and re-pinned; E stops at 1000 for f64, so that no
+ * bin can overflow, and at 128 for f32, past every finite float; then the
+ * batch is looked at again, and usually takes the fast path after all);
+ * elements at or past 2^E after that, and infinities and NaNs, go to the
+ * superaccumulator or the flags; the rest go through all four bins by
+ * Fast2Sum (|a_j| >= 2^bj > 2^(b(j-1) - 53) >= the residual that reaches
+ * it), and whatever is left below a3's ulp (never more than one double
+ * per element) to the superaccumulator. Every step is exact, so the sum is,
+ * whatever the data; only the speed depends on it.
+ *
+ * The superaccumulator: a block's 68 signed 64-bit digits in shared memory,
+ * digit i weighing 2^(32 i - 1074); a double is added as three 32-bit
+ * pieces of its significand with shared-memory atomics, so every add is
+ * exact and the order does not matter. A flush turns each lane's bins into
+ * integers (a_j - start_j is a multiple of 2^(bj - 52) below 2^(bj - 1),
+ * so 52 bits), sums them across the warp as integers, and one lane adds
+ * the sums. At the end each block flushes its warps, splits each digit
+ * once into its low 32 bits and a carry (so what each block adds to the
+ * launch's digits stays below 2^33), adds its non-zero digits into the
+ * scratch's with global atomics, and the last block to take the ticket
+ * moves them to the result, leaving the scratch zero.
+ *
+ * Signed zeros: a sum is -0 only when every element is -0; lanes keep the
+ * signed maximum of each element's (high) word, INT_MIN only for -0 (for
+ * f64: or a negative subnormal, which cannot leave an exact zero sum
+ * unless all are -0).
+ *
+ * The cost on typical data: per element a few integer operations on its
+ * bits (the window checks, the -0 check) and four double adds (f32 also
+ * one conversion to double), on units that a memory-bound loop leaves
+ * mostly idle.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/exact.h"
+
+namespace gre {
+
+constexpr unsigned FULL = 0xffffffffu;
+constexpr unsigned THREADS = 256;
+/* 16-byte vectors a lane loads before it adds them (a batch) */
+constexpr unsigned GROUP = 8;
+/* b0 = E + B0_ABOVE, b1 = b0 - B1_BELOW (see above) */
+constexpr int B0_ABOVE = 18;
+constexpr int B1_BELOW = 39;
+/* bins per lane: the fast path uses the first two, the careful path all */
+constexpr int BINS = 4;
+/* E's range: the last bin's b - 3 stays a normal double's exponent, b0 + 1
+ * below 1024 */
+constexpr int E_LO = -1022 + 3 - B0_ABOVE + (BINS - 1) * B1_BELOW;
+
+template <typename T> struct traits;
+
+template <> struct traits<float> {
+	static constexpr unsigned V = 4;
+	static constexpr int E_HI = 128;
+	static __device__ __forceinline__ uint32_t word(const uint4 &v, unsigned i)
+	{
+		return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+	}
+	/* |x|'s order as an unsigned integer */
+	static __device__ __forceinline__ uint32_t key(const uint4 &v, unsigned i)
+	{
+		return word(v, i) & 0x7fffffffu;
+	}
+	/* the same, but never 0 for x != 0 */
+	static __device__ __forceinline__ uint32_t nzkey(const uint4 &v, unsigned i)
+	{
+		return key(v, i);
+	}
+	/* the word whose signed maximum is INT_MIN only for -0 */
+	static __device__ __forceinline__ int raw(const uint4 &v, unsigned i)
+	{
+		return (int)word(v, i);
+	}
+	static __device__ __forceinline__ double value(const uint4 &v, unsigned i)
+	{
+		return (double)__uint_as_float(word(v, i));
+	}
+	/* E with |x| < 2^E for a key */
+	static __device__ __forceinline__ int bound(uint32_t k)
+	{
+		return (int)(k >> 23) - 127 + 1;
+	}
+	/* largest key of an |x| < 2^E, or 0 if only zero is */
+	static __device__ __forceinline__ uint32_t key_below(int e)
+	{
+		uint32_t b = e >= -126 ? (uint32_t)(e + 127) << 23 : e >= -149 ? 1u << (e + 149) : 0;
+		return b ? b - 1 : 0;
+	}
+	/* smallest key (x != 0) that a1 adds exactly: x a multiple of 2^(b1 - 52) */
+	static __device__ __forceinline__ uint32_t key_exact(int b1)
+	{
+		return b1 - 52 <= -149 ? 1u : (uint32_t)(b1 - 29 + 127) << 23;
+	}
+	static __device__ __forceinline__ uint4 pad()
+	{
+		return make_uint4(0x80000000u, 0x80000000u, 0x80000000u, 0x80000000u);
+	}
+};
+
+template <> struct traits<double> {
+	static constexpr unsigned V = 2;
+	static constexpr int E_HI = 1000;
+	static __device__ __forceinline__ uint32_t lo(const uint4 &v, unsigned i)
+	{
+		return i == 0 ? v.x : v.z;
+	}
+	static __device__ __forceinline__ uint32_t hi(const uint4 &v, unsigned i)
+	{
+		return i == 0 ? v.y : v.w;
+	}
+	static __device__ __forceinline__ uint32_t key(const uint4 &v, unsigned i)
+	{
+		return hi(v, i) & 0x7fffffffu;
+	}
+	/* a subnormal whose high word is 0 still gives 1; keys of powers of
+	 * two (low bit clear) compare the same either way */
+	static __device__ __forceinline__ uint32_t nzkey(const uint4 &v, unsigned i)
+	{
+		return key(v, i) | (lo(v, i) != 0);
+	}
+	/* every element whose high word is 0x80000000 and whose sum is zero
+	 * is -0 (all of them are <= -0, and they add to 0) */
+	static __device__ __forceinline__ int raw(const uint4 &v, unsigned i)
+	{
+		return (int)hi(v, i);
+	}
+	static __device__ __forceinline__ double value(const uint4 &v, unsigned i)
+	{
+		return __hiloint2double((int)hi(v, i), (int)lo(v, i));
+	}
+	static __device__ __forceinline__ int bound(uint32_t k)
+	{
+		return (int)(k >> 20) - 1023 + 1;
+	}
+	static __device__ __forceinline__ uint32_t key_below(int e)
+	{
+		return ((uint32_t)(e + 1023) << 20) - 1;
+	}
+	static __device__ __forceinline__ uint32_t key_exact(int b1)
+	{
+		return (uint32_t)(b1 + 1023) << 20;
+	}
+	static __device__ __forceinline__ uint4 pad()
+	{
+		return make_uint4(0u, 0x80000000u, 0u, 0x80000000u);
+	}
+};
+
+/* 2^e as a double, e a normal exponent */
+static __device__ __forceinline__ double pow2(int e)
+{
+	return __hiloint2double((e + 1023) << 20, 0);
+}
+
+/* |mag| * 2^(pos - 1074), with sign, into the digits: three 32-bit pieces
+ * (mag < 2^58, pos <= 2045) */
+static __device__ __forceinline__ void deposit_int(long long *digits, uint64_t mag, bool neg,
+						   unsigned pos)
+{
+	unsigned w = pos >> 5, b = pos & 31;
+	uint64_t lo = mag << b, hi = b ? mag >> (64 - b) : 0;
+	uint64_t piece[3] = { lo & 0xffffffffu, lo >> 32, hi };
+#pragma unroll
+	for (unsigned k = 0; k < 3; k++)
+		if (piece[k])
+			atomicAdd((unsigned long long *)&digits[w + k],
+				  neg ? (unsigned long long)-(long long)piece[k]
+				      : (unsigned long long)piece[k]);
+}
+
+/* a finite double x into the digits */
+static __device__ __forceinline__ void deposit_double(long long *digits, double x)
+{
+	uint64_t bits = (uint64_t)__double_as_longlong(x);
+	unsigned e = (unsigned)(bits >> 52) & 0x7ffu;
+	uint64_t m = bits & ((1ull << 52) - 1);
+	if (e)
+		m |= 1ull << 52;
+	if (m)
+		deposit_int(digits, m, bits >> 63, e ? e - 1 : 0);
+}
+
+/* a warp's bins: a[] per lane; the rest the same across the warp. The
+ * fast path adds into the first FB (2 or 3): Fast2Sum into all but the
+ * last, a plain add into that one. */
+template <typename T, int FB> struct bins {
+	double a[BINS];
+	double c0, c1, l0, l1; /* the first two bins' starts and headroom limits */
+	int e;
+	uint32_t thi, tlo1; /* largest key for the bins; smallest nzkey - 1 for the fast path */
+	uint32_t flags;     /* GR_EXACT_NAN, _PINF, _NINF */
+	int rawmax;
+	bool pending;       /* a bin is near its limit: flush before the next batch */
+
+	static __device__ __forceinline__ int bexp(int ne, int j)
+	{
+		return ne + B0_ABOVE - j * B1_BELOW;
+	}
+	__device__ __forceinline__ double start(int j) const
+	{
+		return 1.5 * pow2(bexp(e, j));
+	}
+
+	__device__ __forceinline__ void pin(int ne)
+	{
+		e = ne;
+#pragma unroll
+		for (int j = 0; j < BINS; j++)
+			a[j] = start(j);
+		c0 = a[0];
+		c1 = a[1];
+		l0 = pow2(bexp(ne, 0) - 3);
+		l1 = pow2(bexp(ne, 1) - 3);
+		thi = traits<T>::key_below(ne);
+		tlo1 = traits<T>::key_exact(bexp(ne, FB - 1)) - 1;
+	}
+
+	__device__ __forceinline__ void init()
+	{
+		flags = 0;
+		rawmax = (int)0x80000000;
+		pending = false;
+		pin(E_LO);
+	}
+
+	/* every lane of the warp: the bins into the digits as integers */
+	__device__ __forceinline__ void flush(long long *digits, unsigned lane)
+	{
+#pragma unroll
+		for (int j = 0; j < BINS; j++) {
+			/* (a_j - start_j) * 2^(52 - bj), in two exact steps */
+			int b = bexp(e, j), s = 52 - b;
+			double cj = start(j);
+			long long i = __double2ll_rn((a[j] - cj) * pow2(s / 2) * pow2(s - s / 2));
+			/* most flushes find most bins empty across the warp */
+			if (__any_sync(FULL, i != 0)) {
+#pragma unroll
+				for (int m = 16; m; m >>= 1)
+					i += __shfl_xor_sync(FULL, i, m);
+				if (lane == 0 && i)
+					deposit_int(digits, i < 0 ? -(uint64_t)i : (uint64_t)i, i < 0,
+						    (unsigned)(b - 52 - GR_EXACT_LSB_EXP));
+			}
+			a[j] = cj;
+		}
+	}
+
+	/* Has a bin reached its headroom limit? (the fast path's are checked
+	 * after every batch; the deeper ones only take the careful path's
+	 * residuals, after which they are checked too) */
+	__device__ __forceinline__ bool near_full(bool deep) const
+	{
+		bool f = fabs(a[0] - c0) > l0 || fabs(a[1] - c1) > l1;
+#pragma unroll
+		for (int j = 2; j < BINS; j++)
+			if (j < FB || deep)
+				f = f || fabs(a[j] - start(j)) > pow2(bexp(e, j) - 3);
+		return f;
+	}
+
+	__device__ __forceinline__ void fast(double x)
+	{
+#pragma unroll
+		for (int j = 0; j < FB - 1; j++) {
+			double s = a[j] + x;
+			double d = s - a[j];
+			a[j] = s;
+			x -= d;
+		}
+		a[FB - 1] += x;
+	}
+
+	__device__ __forceinline__ void careful(long long *digits, double x, uint32_t k)
+	{
+		if (k > thi) {
+			if (x != x)
+				flags |= GR_EXACT_NAN;
+			else if (__double_as_longlong(x) == 0x7ff0000000000000ll)
+				flags |= GR_EXACT_PINF;
+			else if (__double_as_longlong(x) == (long long)0xfff0000000000000ull)
+				flags |= GR_EXACT_NINF;
+			else
+				deposit_double(digits, x);
+			return;
+		}
+#pragma unroll
+		for (int j = 0; j < BINS; j++) {
+			double s = a[j] + x;
+			double d = s - a[j];
+			a[j] = s;
+			x -= d;
+		}
+		if (x != 0)
+			deposit_double(digits, x);
+	}
+
+	/*
+	 * One batch of NV vectors per lane; every lane of the warp calls it.
+	 * A bin found near its limit after a batch is flushed at the start
+	 * of the next one (or by the caller's last flush), together with a
+	 * flush that raising E needs: one place in the code for both.
+	 */
+	template <unsigned NV>
+	__device__ __forceinline__ void batch(const uint4 (&v)[NV], long long *digits, unsigned lane)
+	{
+		using TR = traits<T>;
+		uint32_t kmax = 0, kmin = 0xffffffffu;
+#pragma unroll
+		for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+			for (unsigned i = 0; i < TR::V; i++) {
+				kmax = max(kmax, TR::key(v[g], i));
+				kmin = min(kmin, TR::nzkey(v[g], i) - 1);
+				rawmax = max(rawmax, TR::raw(v[g], i));
+			}
+		bool slow = kmax > thi || kmin < tlo1;
+		int ne = e;
+		if (__any_sync(FULL, slow)) {
+			uint32_t wmax = __reduce_max_sync(FULL, kmax);
+			if (wmax > thi) {
+				ne = TR::bound(wmax);
+				ne = ne < TR::E_HI ? ne : TR::E_HI;
+			}
+		}
+		if (ne > e || pending) {
+			flush(digits, lane);
+			pending = false;
+			if (ne > e) {
+				/* raise E, then look at the batch again */
+				pin(ne);
+				slow = kmax > thi || kmin < tlo1;
+			}
+		}
+		bool deep = __any_sync(FULL, slow);
+		if (deep) {
+			/* one element at a time, rolled: this path is rare, and
+			 * its code stays small */
+			uint4 w[NV];
+#pragma unroll
+			for (unsigned g = 0; g < NV; g++)
+				w[g] = v[g];
+#pragma unroll 1
+			for (unsigned j = 0; j < NV * TR::V; j++) {
+				uint4 u = w[j / TR::V];
+				unsigned i = j % TR::V;
+				careful(digits, TR::value(u, i), TR::key(u, i));
+			}
+		} else {
+#pragma unroll
+			for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+				for (unsigned i = 0; i < TR::V; i++)
+					fast(TR::value(v[g], i));
+		}
+		pending = __any_sync(FULL, near_full(deep));
+	}
+};
+
+/* The lane's element of a segment's head and tail (lane l < head: element
+ * l; head <= l < head + tail: the tail's), in a vector padded with -0. */
+template <typename T>
+static __device__ __forceinline__ uint4 ends_vector(const unsigned char *data, uint64_t n,
+						    uint64_t head, uint64_t tail, unsigned lane)
+{
+	uint4 v = traits<T>::pad();
+	uint64_t i = lane < head ? lane : n - tail + (lane - head);
+	if (lane < head + tail) {
+		const T *p = (const T *)data + i;
+		if constexpr (sizeof(T) == 4) {
+			v.x = __float_as_uint(*p);
+		} else {
+			long long b = __double_as_longlong(*p);
+			v.x = (uint32_t)b;
+			v.y = (uint32_t)(b >> 32);
+		}
+	}
+	return v;
+}
+
+/* A warp's GROUP vectors from vw on (grid stride nt), those at or past
+ * nv as -0 padding. */
+template <typename T>
+static __device__ __forceinline__ void load_group(uint4 (&v)[GROUP], const uint4 *vb, uint64_t vw,
+						  uint64_t nt, uint64_t nv, unsigned lane)
+{
+	if (vw + 31 + (GROUP - 1) * nt < nv) {
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++)
+			v[g] = __ldg(vb + vw + lane + g * nt);
+	} else {
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++) {
+			uint64_t i = vw + lane + g * nt;
+			v[g] = i < nv ? __ldg(vb + i) : traits<T>::pad();
+		}
+	}
+}
+
+/*
+ * One array: block b's threads take 16-byte vectors grid-stride, GROUP at
+ * a time; the elements before the first 16-byte boundary and after the
+ * last whole vector go to block 0's first warp, one per lane. The last
+ * block to finish (or the only one) writes *out.
+ */
+/* The kernel's forms: MINB blocks per SM in its launch bounds (and grid),
+ * PIPE a warp's next batch loaded before it adds the one in hand, FB the
+ * bins of the fast path (3: a window 39 binades wider, three more adds an
+ * element). */
+template <typename T, unsigned MINB = 2, bool PIPE = false, int FB = 2>
+__global__ void __launch_bounds__(THREADS, MINB)
+single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, gr_exact_sum *out)
+{
+	using TR = traits<T>;
+	__shared__ long long digits[GR_EXACT_DIGITS];
+	__shared__ unsigned long long sflags;
+	__shared__ unsigned last;
+	const unsigned t = threadIdx.x, lane = t & 31;
+	if (t < GR_EXACT_DIGITS)
+		digits[t] = 0;
+	if (t == 0)
+		sflags = 0;
+	__syncthreads();
+
+	bins<T, FB> st;
+	st.init();
+	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
+	const uint64_t head = head0 < n ? head0 : n;
+	const uint64_t nv = (n - head) * sizeof(T) / 16;
+	const uint64_t tail = n - head - nv * TR::V;
+	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
+	uint64_t vw = (uint64_t)blockIdx.x * THREADS + (t - lane); /* the warp's first */
+
+	/* block 0's first warp takes the head and the tail first, one
+	 * element a lane (lane l < head: element l; head <= l < head + tail:
+	 * the tail's), the rest padded with -0; then every warp its vectors.
+	 * One call of batch() in the code, whose flushes are not small. */
+	bool ends = blockIdx.x == 0 && t < 32 && head + tail;
+	uint4 v[GROUP];
+	if (ends) {
+		v[0] = ends_vector<T>(data, n, head, tail, lane);
+#pragma unroll
+		for (unsigned g = 1; g < GROUP; g++)
+			v[g] = TR::pad();
+	} else if (vw < nv) {
+		load_group<T>(v, vb, vw, nt, nv, lane);
+	}
+	if (ends || vw < nv) {
+		for (;;) {
+			/* the warp's next vectors: PIPE loads them before it adds
+			 * these, so that a warp keeps loads in flight */
+			const uint64_t nx = ends ? vw : vw + GROUP * nt;
+			const bool more = nx < nv;
+			uint4 w[GROUP];
+			if (PIPE && more)
+				load_group<T>(w, vb, nx, nt, nv, lane);
+			st.template batch<GROUP>(v, digits, lane);
+			if (!more)
+				break;
+			if (PIPE) {
+#pragma unroll
+				for (unsigned g = 0; g < GROUP; g++)
+					v[g] = w[g];
+			} else {
+				load_group<T>(v, vb, nx, nt, nv, lane);
+			}
+			vw = nx;
+			ends = false;
+		}
+	}
+	st.flush(digits, lane);
+	uint32_t f = __reduce_or_sync(FULL, st.flags);
+	int rm = __reduce_max_sync(FULL, st.rawmax);
+	if (rm != (int)0x80000000)
+		f |= GR_EXACT_NOT_NZERO;
+	if (lane == 0 && f)
+		atomicOr(&sflags, (unsigned long long)f);
+	__syncthreads();
+
+	if (gridDim.x == 1) {
+		if (t < GR_EXACT_DIGITS)
+			out->digit[t] = digits[t];
+		if (t == 0)
+			out->flags = sflags;
+		return;
+	}
+	if (t < GR_EXACT_DIGITS) {
+		/* the digit's low 32 bits, plus the carry of the one below;
+		 * the top digit kept whole */
+		long long d = digits[t];
+		long long v = t == GR_EXACT_DIGITS - 1 ? d : (long long)(d & 0xffffffffll);
+		if (t)
+			v += digits[t - 1] >> 32;
+		if (v)
+			atomicAdd((unsigned long long *)&scratch->acc[t], (unsigned long long)v);
+		if (t == 0 && sflags)
+			atomicOr((unsigned long long *)&scratch->flags, sflags);
+		__threadfence();
+	}
+	__syncthreads();
+	if (t == 0)
+		last = atomicAdd(&scratch->ticket, 1u) == gridDim.x - 1;
+	__syncthreads();
+	if (last) {
+		__threadfence();
+		if (t < GR_EXACT_DIGITS)
+			out->digit[t] = (long long)atomicExch((unsigned long long *)&scratch->acc[t], 0ull);
+		if (t == 0) {
+			out->flags = atomicExch((unsigned long long *)&scratch->flags, 0ull);
+			scratch->ticket = 0;
+		}
+	}
+}
+
+/* Blocks for n elements of T: a batch for each thread, at most per_sm
+ * blocks per SM. */
+template <typename T>
+static inline unsigned grid_blocks(uint64_t n, int sm_count, unsigned per_sm = 2)
+{
+	uint64_t nv = n * sizeof(T) / 16;
+	uint64_t want = (nv + THREADS * GROUP - 1) / (THREADS * GROUP);
+	uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * per_sm;
+	want = want < cap ? want : cap;
+	return want ? (unsigned)want : 1u;
+}
+
+/* The production form of the kernel */
+constexpr unsigned PROD_MINB = 2;
+constexpr bool PROD_PIPE = false;
+constexpr int PROD_FB = 2;
+
+template <typename T, unsigned MINB = PROD_MINB, bool PIPE = PROD_PIPE, int FB = PROD_FB>
+static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_scratch *scratch,
+					gr_exact_sum *out, int sm_count, cudaStream_t stream,
+					unsigned blocks = 0)
+{
+	if (!blocks)
+		blocks = grid_blocks<T>(n, sm_count, MINB);
+	single_kernel<T, MINB, PIPE, FB><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n,
+								     scratch, out);
+	return cudaGetLastError();
+}
+
+/*
+ * One unit of a segment in the batch kernel, by one warp with digits of
+ * its own (shared memory): vectors [u UNIT_VECTORS, (u + 1) UNIT_VECTORS)
+ * a row of 32 at a time (unit 0 takes the head and the tail first), then
+ * the digits into the segment's scratch as the single-array kernel's
+ * blocks put theirs, and the last of the segment's units to finish moves
+ * them to out. A segment of one unit writes out directly.
+ */
+template <typename T, int FB>
+static __device__ __forceinline__ void seg_unit(const unsigned char *data, uint64_t n, uint32_t u,
+						uint32_t units, long long *digits,
+						gr_exact_scratch *scratch, gr_exact_sum *out,
+						unsigned lane)
+{
+	using TR = traits<T>;
+	for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32)
+		digits[i] = 0;
+	__syncwarp();
+	bins<T, FB> st;
+	st.init();
+	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
+	const uint64_t head = head0 < n ? head0 : n;
+	const uint64_t nv = (n - head) * sizeof(T) / 16;
+	const uint64_t tail = n - head - nv * TR::V;
+	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const uint64_t ub = (uint64_t)u * GR_EXACT_UNIT_VECTORS;
+	const uint64_t ue = ub + GR_EXACT_UNIT_VECTORS < nv ? ub + GR_EXACT_UNIT_VECTORS : nv;
+	bool ends = u == 0 && head + tail;
+	for (uint64_t r = ub; ends || r < ue;) {
+		uint4 v[GROUP];
+		if (ends) {
+			v[0] = ends_vector<T>(data, n, head, tail, lane);
+#pragma unroll
+			for (unsigned g = 1; g < GROUP; g++)
+				v[g] = TR::pad();
+		} else {
+#pragma unroll
+			for (unsigned g = 0; g < GROUP; g++) {
+				uint64_t i = r + g * 32 + lane;
+				v[g] = i < ue ? __ldg(vb + i) : TR::pad();
+			}
+		}
+		st.template batch<GROUP>(v, digits, lane);
+		if (ends)
+			ends = false;
+		else
+			r += GROUP * 32;
+	}
+	st.flush(digits, lane);
+	uint32_t f = __reduce_or_sync(FULL, st.flags);
+	if (__reduce_max_sync(FULL, st.rawmax) != (int)0x80000000)
+		f |= GR_EXACT_NOT_NZERO;
+	__syncwarp();
+	if (units == 1) {
+		for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32)
+			out->digit[i] = digits[i];
+		if (lane == 0)
+			out->flags = f;
+		__syncwarp();
+		return;
+	}
+	for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32) {
+		long long d = digits[i];
+		long long v = i == GR_EXACT_DIGITS - 1 ? d : (long long)(d & 0xffffffffll);
+		if (i)
+			v += digits[i - 1] >> 32;
+		if (v)
+			atomicAdd((unsigned long long *)&scratch->acc[i], (unsigned long long)v);
+	}
+	if (lane == 0 && f)
+		atomicOr((unsigned long long *)&scratch->flags, (unsigned long long)f);
+	__threadfence();
+	__syncwarp();
+	unsigned last = 0;
+	if (lane == 0)
+		last = atomicAdd(&scratch->ticket, 1u) == units - 1;
+	last = __shfl_sync(FULL, last, 0);
+	if (last) {
+		__threadfence();
+		for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32)
+			out->digit[i] = (long long)atomicExch((unsigned long long *)&scratch->acc[i], 0ull);
+		if (lane == 0) {
+			out->flags = atomicExch((unsigned long long *)&scratch->flags, 0ull);
+			scratch->ticket = 0;
+		}
+	}
+	__syncwarp();
+}
+
+/* Many arrays: one warp a unit, warps striding over the batch's units; a
+ * warp finds its segment by binary search over the first units. */
+template <int FB = 2>
+__global__ void __launch_bounds__(THREADS, 2)
+batch_kernel(const unsigned char *base, const gr_exact_seg *segs, uint32_t nsegs,
+	     uint32_t total_units, gr_exact_scratch *scratch, gr_exact_sum *out)
+{
+	__shared__ long long wdigits[THREADS / 32][GR_EXACT_DIGITS];
+	const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const uint32_t nw = gridDim.x * (THREADS / 32);
+	for (uint32_t w = blockIdx.x * (THREADS / 32) + warp; w < total_units; w += nw) {
+		uint32_t lo = 0, hi = nsegs - 1;
+		while (lo < hi) {
+			uint32_t mid = (lo + hi + 1) / 2;
+			if (segs[mid].first_unit <= w)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		const gr_exact_seg s = segs[lo];
+		if (s.dtype == 4)
+			seg_unit<float, FB>(base + s.offset, s.n, w - s.first_unit, s.units,
+					    wdigits[warp], scratch + lo, out + lo, lane);
+		else
+			seg_unit<double, FB>(base + s.offset, s.n, w - s.first_unit, s.units,
+					     wdigits[warp], scratch + lo, out + lo, lane);
+	}
+}
+
+static inline uint32_t units_of(int dtype, uint64_t n)
+{
+	uint64_t bytes = n * (dtype == 4 ? 4u : 8u);
+	uint64_t u = (bytes + 16ull * GR_EXACT_UNIT_VECTORS - 1) / (16ull * GR_EXACT_UNIT_VECTORS);
+	return u ? (uint32_t)u : 1u;
+}
+
+} /* namespace gre */

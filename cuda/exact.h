@@ -1,0 +1,117 @@
+/*
+ * Exact float sums on the GPU: the host interface.
+ *
+ * The kernel delivers the exact real sum of an f32 or f64 array, not a
+ * rounded one: a fixed-point number in signed 64-bit digits, digit i
+ * weighing 2^(32 i - 1074), plus flags for NaNs, infinities and whether
+ * any element was other than -0. gr_exact_fold() rounds it once, to
+ * nearest even, so the bits cannot depend on the order in which the GPU
+ * met the elements, and equal what an exact CPU sum rounds to.
+ *
+ * How the device gets there (exact.cuh has the argument): every lane keeps
+ * doubles pinned to fixed binades below the largest element its warp has
+ * seen, and adds its elements into them with error-free transforms; what
+ * cannot be kept there exactly (elements far below or above the window,
+ * infinities, NaNs, bins running out of headroom) goes to an integer
+ * superaccumulator in shared memory, whose digits meet across blocks
+ * through integer atomics.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Digits of an exact sum: 68 x 32-bit places from 2^-1074, so every
+ * finite double's bits and the carries of up to 2^64 of them fit. */
+#define GR_EXACT_DIGITS 68
+#define GR_EXACT_DIGIT_BITS 32
+#define GR_EXACT_LSB_EXP (-1074)
+
+/* gr_exact_sum.flags */
+enum {
+	GR_EXACT_NAN = 1,       /* a NaN was summed */
+	GR_EXACT_PINF = 2,      /* +inf was summed */
+	GR_EXACT_NINF = 4,      /* -inf was summed */
+	GR_EXACT_NOT_NZERO = 8, /* an element other than -0.0 was summed */
+};
+
+/*
+ * An exact sum as the kernel leaves it (device memory, written whole by
+ * every launch): the value is sum(digit[i] * 2^(32 i - 1074)) for the
+ * finite elements; the digits are not normalised, any of them may be
+ * negative.
+ */
+typedef struct gr_exact_sum {
+	int64_t digit[GR_EXACT_DIGITS];
+	uint64_t flags;
+} gr_exact_sum;
+
+/*
+ * The launch's scratch (device memory): zero before the first launch
+ * (cudaMemset), and left zero by every launch that completes, so one
+ * scratch serves launches in stream order. Launches that may run at the
+ * same time need their own.
+ */
+typedef struct gr_exact_scratch {
+	int64_t acc[GR_EXACT_DIGITS];
+	uint64_t flags;
+	uint32_t ticket;
+	uint32_t pad;
+} gr_exact_scratch;
+
+/*
+ * Sum n >= 0 elements of dtype 4 (f32) or 5 (f64) at data (aligned to the
+ * element's size) exactly into *out, in one launch on stream. sm_count
+ * caps the grid (blocks resident at once). n == 0 writes the empty sum.
+ * Returns the cudaError_t of the launch (0 on success);
+ * cudaErrorInvalidValue for another dtype or a misaligned pointer.
+ */
+int gr_exact_launch_single(int dtype, const void *data, uint64_t n, gr_exact_scratch *scratch,
+			   gr_exact_sum *out, int sm_count, void *stream);
+
+/*
+ * The batched form: many arrays (segments) in one launch, each cut into
+ * units of GR_EXACT_UNIT_VECTORS 16-byte vectors that one warp takes
+ * whole; the last warp of a segment to finish writes its result. A
+ * segment's bits are those of the single-array launch (the sum is exact).
+ */
+#define GR_EXACT_UNIT_VECTORS 2048u
+
+/* One segment, as the batch kernel reads it (device memory). */
+typedef struct gr_exact_seg {
+	uint64_t offset;     /* bytes from the batch's base, a multiple of the element's size */
+	uint64_t n;          /* elements (0 allowed: its result is the empty sum) */
+	uint32_t dtype;      /* 4 f32, 5 f64 */
+	uint32_t first_unit; /* its first unit's index in the batch */
+	uint32_t units;      /* gr_exact_units(dtype, n) */
+	uint32_t pad;
+} gr_exact_seg;
+
+/* Units of a segment of n elements of dtype: at least 1. */
+uint32_t gr_exact_units(int dtype, uint64_t n);
+
+/*
+ * Sum segs[0..nsegs) (device memory, sorted by first_unit, their units
+ * adding to total_units) of the batch at base into out[0..nsegs), one
+ * launch on stream; scratch[i] is segment i's (zero before, left zero).
+ * Returns the cudaError_t of the launch.
+ */
+int gr_exact_launch_batch(const void *base, const gr_exact_seg *segs, uint32_t nsegs,
+			  uint32_t total_units, gr_exact_scratch *scratch, gr_exact_sum *out,
+			  int sm_count, void *stream);
+
+/*
+ * Round an exact sum (read back to the host) of n elements to the nearest
+ * double, ties to even: NaN when a NaN was summed or +inf and -inf both
+ * were; +-inf for infinities of one sign, or where the exact sum rounds
+ * past DBL_MAX; -0.0 when n > 0 and every element was -0.0; otherwise
+ * +0.0 for an exact sum of zero. Returns the double.
+ */
+double gr_exact_fold(const gr_exact_sum *s, uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif

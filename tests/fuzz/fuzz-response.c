@@ -1,0 +1,216 @@
+/*
+ * Fuzz target: what a client makes of the daemon's replies (proto/obj.c,
+ * proto/message.c), the way libgpured reads them. The input's first byte
+ * chooses where to cut each message for the partial-read check; the rest
+ * is the stream of replies.
+ *
+ * Each message is parsed with the client's limits and taken apart with
+ * gr_msg_parse_response() and gr_msg_parse_reduce_result() for every
+ * result kind. Checked: a message that parses is not taken for a whole
+ * one when cut short; every string points inside the message and every
+ * container's items inside the tree; and the tree, written out again with
+ * the gr_mpw_* writers, parses back to the same tree.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "proto/message.h"
+#include "proto/obj.h"
+#include "tests/check.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Every node of t lies in t's node array, every string in p[0..n). */
+static void check_node(const gr_obj_tree *t, const gr_obj *o, const uint8_t *p, size_t n,
+		       unsigned depth)
+{
+	uint64_t kids;
+
+	CHECK(o >= t->nodes && o < t->nodes + t->n_nodes);
+	CHECK(depth <= gr_msg_response_limits.max_depth + 1);
+	switch (o->type) {
+	case GR_MP_STR:
+	case GR_MP_BIN:
+		CHECK(o->len <= gr_msg_response_limits.max_str);
+		CHECK(o->len == 0 || ((const uint8_t *)o->v.str >= p &&
+				      (const uint8_t *)o->v.str + o->len <= p + n));
+		break;
+	case GR_MP_ARRAY:
+	case GR_MP_MAP:
+		kids = o->type == GR_MP_MAP ? 2 * (uint64_t)o->len : o->len;
+		CHECK(kids <= t->n_nodes);
+		if (kids == 0)
+			break;
+		CHECK(o->v.items > t->nodes && o->v.items + kids <= t->nodes + t->n_nodes);
+		for (uint64_t i = 0; i < kids; i++)
+			check_node(t, &o->v.items[i], p, n, depth + 1);
+		break;
+	case GR_MP_NIL:
+	case GR_MP_BOOL:
+	case GR_MP_UINT:
+	case GR_MP_INT:
+	case GR_MP_FLOAT:
+		break;
+	default:
+		CHECK(!"a type the reader does not return");
+	}
+}
+
+static void write_node(gr_buf *b, const gr_obj *o)
+{
+	uint64_t kids;
+
+	switch (o->type) {
+	case GR_MP_NIL:
+		CHECK(gr_mpw_nil(b) == 0);
+		break;
+	case GR_MP_BOOL:
+		CHECK(gr_mpw_bool(b, o->v.b) == 0);
+		break;
+	case GR_MP_UINT:
+		CHECK(gr_mpw_uint(b, o->v.u) == 0);
+		break;
+	case GR_MP_INT:
+		CHECK(o->v.i < 0);
+		CHECK(gr_mpw_int(b, o->v.i) == 0);
+		break;
+	case GR_MP_FLOAT:
+		CHECK(gr_mpw_f64(b, o->v.f) == 0);
+		break;
+	case GR_MP_STR:
+		CHECK(gr_mpw_str(b, o->v.str, o->len) == 0);
+		break;
+	case GR_MP_BIN:
+		CHECK(gr_mpw_bin(b, o->v.str, o->len) == 0);
+		break;
+	case GR_MP_ARRAY:
+	case GR_MP_MAP:
+		CHECK((o->type == GR_MP_MAP ? gr_mpw_map(b, o->len) : gr_mpw_array(b, o->len)) == 0);
+		kids = o->type == GR_MP_MAP ? 2 * (uint64_t)o->len : o->len;
+		for (uint64_t i = 0; i < kids; i++)
+			write_node(b, &o->v.items[i]);
+		break;
+	default:
+		CHECK(!"a type the reader does not return");
+	}
+}
+
+static void check_same(const gr_obj *a, const gr_obj *b)
+{
+	uint64_t kids;
+
+	CHECK(a->type == b->type && a->len == b->len);
+	switch (a->type) {
+	case GR_MP_BOOL:
+		CHECK(a->v.b == b->v.b);
+		break;
+	case GR_MP_UINT:
+		CHECK(a->v.u == b->v.u);
+		break;
+	case GR_MP_INT:
+		CHECK(a->v.i == b->v.i);
+		break;
+	case GR_MP_FLOAT:
+		CHECK(memcmp(&a->v.f, &b->v.f, sizeof(double)) == 0);
+		break;
+	case GR_MP_STR:
+	case GR_MP_BIN:
+		CHECK(a->len == 0 || memcmp(a->v.str, b->v.str, a->len) == 0);
+		break;
+	case GR_MP_ARRAY:
+	case GR_MP_MAP:
+		kids = a->type == GR_MP_MAP ? 2 * (uint64_t)a->len : a->len;
+		for (uint64_t i = 0; i < kids; i++)
+			check_same(&a->v.items[i], &b->v.items[i]);
+		break;
+	default:
+		break;
+	}
+}
+
+static void check_message(const gr_obj_tree *t, const uint8_t *p, size_t n)
+{
+	static const char *const keys[] = { "code", "message", "value", "count", "uptime_s",
+					     "devices", "backend" };
+	const gr_obj *res = NULL;
+	const char *msg = NULL;
+	uint32_t msglen = 0, id = 0;
+	gr_err code = GR_OK;
+	gr_obj_tree again = { 0 };
+	gr_buf b;
+	long k;
+
+	CHECK(t->root == t->nodes && t->n_nodes >= 1);
+	CHECK(t->n_nodes <= gr_msg_response_limits.max_items);
+	check_node(t, t->root, p, n, 0);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		(void)gr_obj_get(t->root, keys[i]);
+
+	if (gr_msg_parse_response(t->root, &id, &code, &msg, &msglen, &res) == 0) {
+		if (code == GR_OK) {
+			CHECK(res && !msg && msglen == 0);
+			for (int kind = GR_KIND_I64; kind <= GR_KIND_F64; kind++) {
+				gr_value v;
+				uint64_t count;
+
+				if (gr_msg_parse_reduce_result(res, (gr_kind)kind, &v, &count) == 0)
+					CHECK(v.kind == (gr_kind)kind);
+			}
+		} else {
+			CHECK(code > GR_OK && code < GR_ERR_N && !res);
+			CHECK(msg ? (const uint8_t *)msg >= p && (const uint8_t *)msg + msglen <= p + n
+				  : msglen == 0);
+			CHECK(gr_obj_get(&t->root->v.items[2], "code"));
+		}
+	}
+
+	/* Written out again, it reads back the same. */
+	gr_buf_init(&b);
+	write_node(&b, t->root);
+	k = gr_obj_parse(b.data, b.len, &gr_msg_response_limits, &again);
+	CHECK_MSG(k > 0 && (size_t)k == b.len, "rewritten message does not parse: %ld", k);
+	CHECK(again.n_nodes == t->n_nodes);
+	check_same(t->root, again.root);
+	gr_obj_tree_deinit(&again);
+	gr_buf_deinit(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	size_t off = 1;
+	unsigned cut;
+
+	if (size < 1)
+		return 0;
+	cut = data[0];
+	while (off < size) {
+		const uint8_t *p = data + off;
+		size_t n = size - off;
+		gr_obj_tree t = { 0 };
+		long k;
+
+		k = gr_obj_parse(p, n, &gr_msg_response_limits, &t);
+		CHECK(k >= 0 || k == -E2BIG || k == -ENOMEM || k == -EBADMSG);
+		if (k <= 0) {
+			CHECK(t.nodes == NULL);
+			break;
+		}
+		CHECK((size_t)k <= n);
+		check_message(&t, p, (size_t)k);
+		gr_obj_tree_deinit(&t);
+
+		/* Cut short, it is a partial message. */
+		{
+			size_t m = (size_t)k - 1 - cut % (size_t)k;
+			gr_obj_tree part = { 0 };
+
+			CHECK_MSG(gr_obj_parse(p, m, &gr_msg_response_limits, &part) == 0,
+				  "%zu of %ld bytes read as a whole message or as an error", m, k);
+			CHECK(part.nodes == NULL);
+		}
+		off += (size_t)k;
+	}
+	return 0;
+}

@@ -1,0 +1,323 @@
+#!/usr/bin/python3
+"""Write the fuzz targets' seeds, tests/fuzz/corpus/<target>/, from real
+messages: requests as libgpured writes them, and the replies that the built
+daemon gives them (CPU backend, started here on a temporary socket).
+
+    tests/fuzz/make-corpus.py build/daemon/gpured
+
+Run it again when the protocol changes. It only adds and replaces the
+files it names; crash reproducers (crash-*) and other seeds stay. Needs
+Debian's python3-msgpack."""
+
+import fcntl
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import msgpack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def pack(obj):
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+class Daemon:
+    def __init__(self, exe):
+        self.dir = tempfile.mkdtemp(prefix="gpured-corpus-")
+        self.path = os.path.join(self.dir, "s")
+        self.proc = subprocess.Popen(
+            [exe, "--socket", self.path, "--backend", "cpu", "--threads", "1"],
+            stderr=subprocess.DEVNULL)
+        for _ in range(500):
+            if os.path.exists(self.path):
+                return
+            time.sleep(0.01)
+        raise RuntimeError("gpured did not start")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def exchange(self, requests, n_replies, fds=None, s=None):
+        """Send the request bytes (fds: {index: fd} to pass with request
+        index), return the raw bytes of the first n_replies replies (fewer
+        if the daemon closes). With s, on that connection, left open."""
+        keep = s is not None
+        if not keep:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(self.path)
+        for i, r in enumerate(requests):
+            if fds and i in fds:
+                socket.send_fds(s, [r], [fds[i]])
+            else:
+                s.sendall(r)
+        buf = b""
+        s.settimeout(5)
+        while True:
+            u = msgpack.Unpacker(raw=False)
+            u.feed(buf)
+            got = 0
+            try:
+                for _ in u:
+                    got += 1
+                    if got == n_replies:
+                        break
+            except Exception:
+                pass
+            if got >= n_replies:
+                # Nothing more was asked for: buf ends with the last reply.
+                if not keep:
+                    s.close()
+                return buf[:u.tell()]
+            try:
+                chunk = s.recv(65536 if not keep else 1)
+            except socket.timeout:
+                chunk = b""
+            if not chunk:
+                if not keep:
+                    s.close()
+                return buf
+            buf += chunk
+
+
+def memfd(size=4096):
+    fd = os.memfd_create("gpured-corpus", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    os.pwrite(fd, struct.pack("<512d", *[i * 0.5 for i in range(512)]), 0)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+    return fd
+
+
+# ---- requests, as libgpured writes them ---------------------------------
+
+def req(msgid, method, params=()):
+    return pack([0, msgid, method, list(params)])
+
+
+def reduce_bin(msgid, op, dtype, fmt, values):
+    data = struct.pack("<%d%s" % (len(values), fmt), *values)
+    return req(msgid, "reduce", [{"op": op, "dtype": dtype, "data": data}])
+
+
+I32 = [1, -2, 3, -2**31]
+I64 = [1, -2, 3, 2**63 - 1]
+U32 = [1, 2, 3, 2**32 - 1]
+F32 = [1.5, -2.0, 0.25, 1e30]
+F64 = [1.5, -2.0, 0.25, 1e300]
+
+# The calls of fuzz-client.c's scripts: the requests each one sends.
+CALLS = {
+    1: lambda i: [req(i, "ping")],
+    2: lambda i: [reduce_bin(i, "sum", "i64", "q", I64)],
+    3: lambda i: [reduce_bin(i, "sum", "u32", "I", U32)],
+    4: lambda i: [reduce_bin(i, "sum", "f32", "f", F32)],
+    5: lambda i: [reduce_bin(i, "sumsq", "i32", "i", I32)],
+    6: lambda i: [reduce_bin(i, "max", "i32", "i", I32), reduce_bin(i + 1, "min", "f64", "d", F64)],
+    7: lambda i: [reduce_bin(i, "min", "u32", "I", U32)],
+    8: lambda i: [req(i, "stats")],
+    9: lambda i: [req(i, "stats")],
+    10: lambda i: [req(i, "stats")],
+    11: lambda i: [req(i, "info")],
+    12: lambda i: [req(i, "info")],
+    13: lambda i: [req(i, "map", [{"bytes": 4096}])],
+    14: lambda i: [req(i, "reduce", [{"op": "sum", "dtype": "f64", "region": 1, "offset": 8,
+                                      "count": 16}])],
+    15: lambda i: [req(i, "unmap", [{"region": 1}])],
+}
+
+
+def script_requests(calls):
+    out, fds, msgid = [], {}, 1
+    for c in calls:
+        for r in CALLS[c](msgid):
+            if c == 13:
+                fds[len(out)] = memfd()
+            out.append(r)
+            msgid += 1
+    return out, fds
+
+
+def script_header(calls):
+    v = 0
+    for k, c in enumerate(calls):
+        v |= c << (4 * k)
+    return struct.pack("<H", v)
+
+
+SCRIPTS = [
+    [1], [2], [3], [4], [5], [6], [7], [8], [9], [10], [11], [12], [13],
+    [13, 14, 15], [13, 14, 14, 15], [1, 2, 8, 11], [6, 1], [2, 3, 4, 5], [14], [15],
+    [1, 1, 1, 1], [8, 9, 10], [11, 12], [7, 6], [13, 15, 15], [12, 10, 5, 1],
+]
+
+# Requests that fail, or end the connection, for the daemon's error replies.
+BAD = {
+    "unknown-method": [req(1, "frobnicate")],
+    "ping-params": [req(1, "ping", [1])],
+    "reduce-bad-op": [req(1, "reduce", [{"op": "avg", "dtype": "f32", "data": b""}])],
+    "reduce-bad-len": [req(1, "reduce", [{"op": "sum", "dtype": "f32", "data": b"\0" * 6}])],
+    "reduce-empty-min": [reduce_bin(1, "min", "f64", "d", [])],
+    "reduce-array-range": [req(1, "reduce", [{"op": "sum", "dtype": "i32", "data": [1, 2**40]}])],
+    "reduce-too-large": [req(1, "reduce", [{"op": "sum", "dtype": "u8", "data": b"x"}])],
+    "reduce-region-unknown": [req(1, "reduce", [{"op": "sum", "dtype": "f32", "region": 9,
+                                                  "count": 1}])],
+    "map-no-fd": [req(1, "map", [{"bytes": 4096}])],
+    "fatal-c1": [b"\xc1"],
+    "fatal-not-array": [pack({"a": 1})],
+    "fatal-response-type": [pack([1, 7, None, None])],
+    "fatal-deep": [pack([0, 3, "ping", [[[[[1]]]]]])],
+    "notification-then-ping": [pack([2, "ping", []]), req(2, "ping")],
+}
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    d = Daemon(sys.argv[1])
+    try:
+        streams = {}  # name -> (requests, replies)
+        for calls in SCRIPTS:
+            reqs, fds = script_requests(calls)
+            # Region ids count up in the daemon: map on a fresh one gets 1,
+            # what the later calls of the script name.
+            dd = Daemon(sys.argv[1]) if fds else d
+            # Call by call, as the library sends them.
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(dd.path)
+            replies, k = b"", 0
+            for c in calls:
+                n = len(CALLS[c](0))
+                part = {i - k: fd for i, fd in fds.items() if k <= i < k + n}
+                replies += dd.exchange(reqs[k:k + n], n, part, s)
+                k += n
+            s.close()
+            if dd is not d:
+                dd.stop()
+            for fd in fds.values():
+                os.close(fd)
+            name = "script-" + "-".join(str(c) for c in calls)
+            streams[name] = (reqs, replies)
+            write("fuzz-client", name, script_header(calls) + replies)
+        for name, reqs in BAD.items():
+            replies = d.exchange(reqs, len(reqs))
+            streams[name] = (reqs, replies)
+
+        # libgpured against replies out of order, cut short, or fatal.
+        reqs, _ = script_requests([6])
+        a = d.exchange(reqs[:1], 1)
+        b = d.exchange([reduce_bin(2, "min", "f64", "d", F64)], 1)
+        write("fuzz-client", "script-6-reversed", script_header([6]) + b + a)
+        r = streams["script-11"][1]
+        write("fuzz-client", "script-11-cut", script_header([11]) + r[:len(r) // 2])
+        write("fuzz-client", "script-1-fatal", script_header([1, 1]) + streams["fatal-c1"][1])
+        write("fuzz-client", "script-2-error",
+              script_header([2]) + streams["reduce-bad-op"][1])
+        write("fuzz-client", "script-13-error",
+              script_header([13, 14]) + streams["map-no-fd"][1] +
+              streams["reduce-region-unknown"][1].replace(b"\x94\x01\x01", b"\x94\x01\x02", 1))
+        write("fuzz-client", "script-8-wrong-id", script_header([8]) +
+              streams["script-8"][1].replace(b"\x94\x01\x01", b"\x94\x01\x07", 1))
+
+        # The replies on their own, each cut at a different place.
+        for k, (name, (_, replies)) in enumerate(sorted(streams.items())):
+            if replies:
+                write("fuzz-response", name, bytes([(k * 37) % 256]) + replies)
+
+        # The requests, under a few of fuzz-request.c's settings: whole
+        # buffers; small destinations fed in pieces; window()/commit()
+        # with a data limit; rejections of large data.
+        headers = [b"\x00\x00\x00\x00", b"\x00\x00\x07\x02", b"\x88\x00\x4f\x01",
+                   b"\x00\x83\x43\x03"]
+        extra = {
+            "reduce-array-i32": [req(1, "reduce", [{"op": "sum", "dtype": "i32", "data": I32}])],
+            "reduce-array-f32": [req(1, "reduce", [{"op": "max", "dtype": "f32",
+                                                    "data": [1, -0.0, 2.5, 2**24 + 1]}])],
+            "reduce-array-u64": [req(1, "reduce", [{"op": "min", "dtype": "u64",
+                                                    "data": [2**64 - 1, 0, 7]}])],
+            "reduce-data-first": [req(1, "reduce", [{"data": b"\1\0\0\0", "op": "sum",
+                                                     "dtype": "u32"}])],
+            "reduce-f64-big": [reduce_bin(1, "sum", "f64", "d", [i / 3 for i in range(200)])],
+            "reduce-dup-key": [b"\x94\x00\x01\xa6reduce\x91\x82\xa2op\xa3sum\xa2op\xa3min"],
+            "pipeline": [req(1, "ping"), reduce_bin(2, "sum", "f32", "f", F32), req(3, "stats"),
+                         pack([2, "info", []]), reduce_bin(4, "max", "i64", "q", I64)],
+            "map-unmap": [req(5, "map", [{"bytes": 4096, "kind": "host"}]),
+                          req(6, "unmap", [{"region": 1}])],
+            "map-cuda": [req(5, "map", [{"bytes": 64, "kind": "cuda_ipc", "device": "0",
+                                         "handle": b"\0" * 64}])],
+        }
+        k = 0
+        for name, (reqs, _) in sorted(streams.items()):
+            write("fuzz-request", name, headers[k % len(headers)] + b"".join(reqs))
+            k += 1
+        for name, reqs in sorted(extra.items()):
+            for h in headers[:2]:
+                write("fuzz-request", "%s-%02x%02x" % (name, h[0], h[2]), h + b"".join(reqs))
+    finally:
+        d.stop()
+
+    # gpuredctl's input: a dtype byte (i32 i64 u32 u64 f32 f64), then text.
+    texts = [
+        (0, b"1 2 3\n-4\t5\n"), (0, b"2147483647 -2147483648"), (0, b"2147483648"),
+        (1, b"9223372036854775807\n-9223372036854775808\n"), (1, b"99999999999999999999x"),
+        (2, b"0 4294967295 -0 +7"), (2, b"-1"), (3, b"18446744073709551615 18446744073709551616"),
+        (4, b"1.5 -0.0 inf -inf nan 1e-45 3.4028235e38 3.5e38"), (4, b"0x1p-149 1e-50"),
+        (5, b"0.1 2.2250738585072014e-308 4.9e-324 1.7976931348623157e308 1e309"),
+        (5, b"NaN INFINITY -Infinity 0x1.fffffffffffffp+1023"), (5, b"1,2 3"),
+        (0, b"  \n\n   \r\n"), (5, b"1e" + b"9" * 40), (3, b"1\n2\n\n3 \v 4\f5"),
+        (1, b"12" * 30 + b"x"), (4, b"\x001"), (5, b"-.5 +.5e+1 5."),
+    ]
+    for i, (dt, t) in enumerate(texts):
+        write("fuzz-ctl-input", "text-%02d" % i, bytes([dt]) + t)
+
+    # The daemon's settings: the file as shipped, each setting, and
+    # command lines after it.
+    with open(os.path.join(HERE, "..", "..", "packaging", "gpured.conf"), "rb") as f:
+        shipped = f.read()
+    write("fuzz-config", "shipped", shipped)
+    uncommented = b"\n".join(l[1:] if l.startswith(b"#") and b" = " in l else l
+                            for l in shipped.split(b"\n"))
+    write("fuzz-config", "shipped-uncommented", uncommented)
+    settings = [
+        b"socket = /run/gpured.sock", b"socket-mode = 0600", b"backend = cpu",
+        b"max-request-bytes = 64MiB", b"max-connections = 8", b"max-regions 4",
+        b"max-mapped-bytes=1g", b"max-mapped-bytes-total = 2G", b"staging-bytes = 8M",
+        b"chunk-bytes = 256K", b"threads = 2", b"streams = 4", b"inline-max-bytes = 4k",
+        b"small-max-bytes = 64KB", b"max-inflight-bytes = 1M", b"request-chunks = 3",
+        b"max-unsent-bytes = 1M", b"batch-max-bytes = 256K", b"batch-max-requests = 100",
+        b"batch-delay-us = 10", b"busy-poll-us = 0", b"direct-replies = no",
+        b"cpu-fallback = yes", b"shutdown-timeout-ms = 100", b"fault = fail:3",
+        b"verbose = yes", b"  # only a comment", b"config = /etc/other.conf",
+        b"chunk-bytes = 100", b"max-request-bytes = 5G", b"unknown-key = 1",
+    ]
+    for i, s in enumerate(settings):
+        write("fuzz-config", "setting-%02d" % i, s + b"\n")
+    cmdlines = [
+        b"threads = 2\n\0--threads\0004",
+        b"backend = cuda\n\0--backend=cpu\0-v\0-vv",
+        b"\0--socket\0/tmp/x.sock\0--socket-mode\0777",
+        b"\0--help", b"\0--version", b"\0--max-req=1K", b"\0stray",
+        b"staging-bytes = 300K\n\0--chunk-bytes\0256K",
+        b"\0--fault\0slow:10\0--direct-replies\0maybe",
+    ]
+    for i, s in enumerate(cmdlines):
+        write("fuzz-config", "cmdline-%02d" % i, s)
+
+
+if __name__ == "__main__":
+    main()

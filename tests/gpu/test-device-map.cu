@@ -1,0 +1,324 @@
+/*
+ * Arrays on the GPU reduced where they lie, through the real daemon and
+ * libgpured: memory from cudaMalloc handed over as an IPC handle, and a
+ * virtual-memory allocation exported as a file descriptor; every op and
+ * dtype at odd sizes and offsets against the same elements sent over the
+ * socket (integers and min/max exactly, float sums within 1e-12 relative);
+ * every bad input (a device the daemon does not serve, bytes beyond the
+ * allocation, 64 bytes of garbage, a handle of freed memory, a descriptor
+ * that is not a CUDA allocation, IPC handles while the option is off);
+ * and many map/unmap cycles leaving the daemon's GPU memory and descriptors
+ * flat. Exits 77 where there is no GPU.
+ *
+ *   test-device-map GPURED
+ */
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client/gpured.h"
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);   \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+#define CK(x) CHECK((x) == cudaSuccess, "%s", cudaGetErrorString(x))
+
+static const char *gpured_path;
+
+struct daemon_proc {
+	pid_t pid;
+	char dir[64], sock[96];
+};
+
+static void daemon_start(daemon_proc *d, const char *ipc)
+{
+	snprintf(d->dir, sizeof(d->dir), "/tmp/gpured-dm-XXXXXX");
+	CHECK(mkdtemp(d->dir), "mkdtemp");
+	snprintf(d->sock, sizeof(d->sock), "%s/s", d->dir);
+	d->pid = fork();
+	CHECK(d->pid >= 0, "fork");
+	if (d->pid == 0) {
+		execl(gpured_path, gpured_path, "--socket", d->sock, "--backend", "cuda",
+		      "--allow-cuda-ipc", ipc, "--config", "/dev/null", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 400; i++) {
+		if (access(d->sock, F_OK) == 0)
+			return;
+		usleep(25000);
+	}
+	CHECK(0, "daemon did not start");
+}
+
+static void daemon_stop(daemon_proc *d)
+{
+	int st;
+	kill(d->pid, SIGTERM);
+	CHECK(waitpid(d->pid, &st, 0) == d->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "daemon exit status %d", st);
+	unlink(d->sock);
+	rmdir(d->dir);
+}
+
+static int open_fds(pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
+	DIR *dir = opendir(p);
+	int n = 0;
+	if (!dir)
+		return -1;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n;
+}
+
+/* the driver's virtual-memory calls, through the runtime (no libcuda link) */
+template <typename F> static F drv(const char *name)
+{
+	void *fn = nullptr;
+	cudaDriverEntryPointQueryResult q;
+	CK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q));
+	CHECK(q == cudaDriverEntryPointSuccess && fn, "%s", name);
+	return (F)fn;
+}
+
+/* A VMM allocation of at least bytes on device 0, exported as an fd. */
+struct vmm {
+	CUmemGenericAllocationHandle h;
+	CUdeviceptr ptr;
+	size_t size;
+	int fd;
+};
+
+static vmm vmm_new(size_t bytes)
+{
+	auto create = drv<CUresult (*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long)>("cuMemCreate");
+	auto gran = drv<CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)>("cuMemGetAllocationGranularity");
+	auto reserve = drv<CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)>("cuMemAddressReserve");
+	auto map = drv<CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)>("cuMemMap");
+	auto access = drv<CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t)>("cuMemSetAccess");
+	auto exp = drv<CUresult (*)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long)>("cuMemExportToShareableHandle");
+	CUmemAllocationProp prop = {};
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	size_t g = 0;
+	CHECK(gran(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS, "granularity");
+	vmm v = {};
+	v.size = (bytes + g - 1) / g * g;
+	CHECK(create(&v.h, v.size, &prop, 0) == CUDA_SUCCESS, "cuMemCreate");
+	CHECK(reserve(&v.ptr, v.size, g, 0, 0) == CUDA_SUCCESS, "reserve");
+	CHECK(map(v.ptr, v.size, 0, v.h, 0) == CUDA_SUCCESS, "map");
+	CUmemAccessDesc a = {};
+	a.location = prop.location;
+	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	CHECK(access(v.ptr, v.size, &a, 1) == CUDA_SUCCESS, "access");
+	CHECK(exp(&v.fd, v.h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS, "export");
+	return v;
+}
+
+static void vmm_free(vmm &v)
+{
+	auto unmap = drv<CUresult (*)(CUdeviceptr, size_t)>("cuMemUnmap");
+	auto afree = drv<CUresult (*)(CUdeviceptr, size_t)>("cuMemAddressFree");
+	auto release = drv<CUresult (*)(CUmemGenericAllocationHandle)>("cuMemRelease");
+	unmap(v.ptr, v.size);
+	afree(v.ptr, v.size);
+	release(v.h);
+	close(v.fd);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void fill(std::vector<uint8_t> &h, gpured_dtype dt)
+{
+	size_t es = gpured_dtype_size(dt);
+	for (size_t i = 0; i + es <= h.size(); i += es) {
+		if (dt == GPURED_F32) {
+			float x = (float)((double)(rnd() % 2000001) / 1000.0 - 1000.0);
+			memcpy(&h[i], &x, 4);
+		} else if (dt == GPURED_F64) {
+			double x = (double)(int64_t)(rnd() % 2000000001) / 1e6 - 1000.0;
+			memcpy(&h[i], &x, 8);
+		} else {
+			uint64_t x = rnd();
+			memcpy(&h[i], &x, es);
+		}
+	}
+}
+
+/* every op x dtype at odd sizes and offsets of a device region, against
+ * the socket path */
+static void check_region(gpured_t *g, uint64_t id, const void *dptr, size_t cap)
+{
+	static const size_t sizes[] = { 1, 33, 4097, 1000003, 5000011 };
+	std::vector<uint8_t> h(cap);
+	for (int dt = 0; dt < 6; dt++) {
+		size_t es = gpured_dtype_size((gpured_dtype)dt);
+		fill(h, (gpured_dtype)dt);
+		CK(cudaMemcpy((void *)dptr, h.data(), cap, cudaMemcpyHostToDevice));
+		CK(cudaDeviceSynchronize());
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			size_t n = sizes[k], off = (k * 4 + 4) % 64;
+			if (off + n * es > cap)
+				continue;
+			for (int op = 0; op < 4; op++) {
+				gpured_value a, b;
+				int ra = gpured_reduce_region(g, id, (gpured_op)op, (gpured_dtype)dt, off, n, &a);
+				int rb = gpured_reduce(g, (gpured_op)op, (gpured_dtype)dt, &h[off], n, &b);
+				CHECK(ra == 0 && rb == 0, "op %d dt %d n %zu: %d %d %s", op, dt, n, ra, rb,
+				      gpured_errmsg(g));
+				CHECK(a.count == n && a.kind == b.kind, "count");
+				if (a.kind == GPURED_KIND_F64 && std::isnan(a.v.f))
+					CHECK(std::isnan(b.v.f), "op %d dt %d n %zu: NaN vs %.17g", op, dt, n, b.v.f);
+				else if (a.kind == GPURED_KIND_F64 && (op == GPURED_OP_SUM || op == GPURED_OP_SUMSQ))
+					CHECK(a.v.f == b.v.f || fabs(a.v.f - b.v.f) <= 1e-12 * fabs(b.v.f) + 1e-300,
+					      "op %d dt %d n %zu: %.17g vs %.17g", op, dt, n, a.v.f, b.v.f);
+				else
+					CHECK(memcmp(&a.v, &b.v, sizeof(a.v)) == 0, "op %d dt %d n %zu differ", op,
+					      dt, n);
+			}
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int ndev = 0;
+	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+		printf("no GPU: skipped\n");
+		return 77;
+	}
+	CHECK(argc == 2, "usage: test-device-map GPURED");
+	gpured_path = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	CK(cudaSetDevice(0));
+	char uuid[64], pci[32];
+	cudaDeviceProp p;
+	CK(cudaGetDeviceProperties(&p, 0));
+	const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+	snprintf(uuid, sizeof(uuid),
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+		 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	CK(cudaDeviceGetPCIBusId(pci, sizeof(pci), 0));
+
+	daemon_proc d;
+	daemon_start(&d, "yes");
+	gpured_t *g;
+	CHECK(gpured_connect(d.sock, &g) == 0, "connect");
+
+	/* IPC handle of cudaMalloc memory, named by UUID */
+	const size_t cap = 8 * 5000011 + 64;
+	void *dm;
+	CK(cudaMalloc(&dm, cap));
+	cudaIpcMemHandle_t ih;
+	CK(cudaIpcGetMemHandle(&ih, dm));
+	uint64_t id;
+	CHECK(gpured_map_cuda_ipc(g, &ih, cap, uuid, &id) == 0, "ipc map: %s", gpured_errmsg(g));
+	check_region(g, id, dm, cap);
+	CHECK(gpured_unmap(g, id) == 0, "unmap");
+	printf("ipc: ok\n");
+
+	/* a VMM allocation exported as an fd, named by PCI bus id */
+	vmm v = vmm_new(cap);
+	CHECK(gpured_map_cuda_fd(g, v.fd, cap, pci, &id) == 0, "fd map: %s", gpured_errmsg(g));
+	check_region(g, id, (void *)v.ptr, cap);
+	printf("fd: ok\n");
+
+	/* bad input: each a clear error, the connection and device in service */
+	uint64_t bad;
+	CHECK(gpured_map_cuda_fd(g, v.fd, v.size + (64u << 20), pci, &bad) == -EINVAL &&
+		      strstr(gpured_errmsg(g), "beyond the allocation"),
+	      "fd beyond: %s", gpured_errmsg(g));
+	CHECK(gpured_map_cuda_ipc(g, &ih, cap + (1u << 30), uuid, &bad) == -EINVAL &&
+		      strstr(gpured_errmsg(g), "beyond the allocation"),
+	      "ipc beyond: %s", gpured_errmsg(g));
+	CHECK(gpured_map_cuda_fd(g, v.fd, 4096, "GPU-00000000-0000-0000-0000-000000000000", &bad) == -EINVAL &&
+		      strstr(gpured_errmsg(g), "serves no GPU"),
+	      "device: %s", gpured_errmsg(g));
+	unsigned char junk[64];
+	for (int i = 0; i < 64; i++)
+		junk[i] = (unsigned char)rnd();
+	CHECK(gpured_map_cuda_ipc(g, junk, 4096, uuid, &bad) == -EINVAL, "garbage: %s", gpured_errmsg(g));
+	int mfd = memfd_create("x", MFD_CLOEXEC);
+	CHECK(ftruncate(mfd, 4096) == 0, "ftruncate");
+	CHECK(gpured_map_cuda_fd(g, mfd, 4096, uuid, &bad) == -EINVAL &&
+		      strstr(gpured_errmsg(g), "not a CUDA allocation"),
+	      "memfd: %s", gpured_errmsg(g));
+	close(mfd);
+	void *gone;
+	cudaIpcMemHandle_t gh;
+	CK(cudaMalloc(&gone, 1 << 20));
+	CK(cudaIpcGetMemHandle(&gh, gone));
+	CK(cudaFree(gone));
+	CHECK(gpured_map_cuda_ipc(g, &gh, 1 << 20, uuid, &bad) < 0, "freed memory mapped");
+	CHECK(gpured_ping(g) == 0, "ping after errors");
+	gpured_value still;
+	CHECK(gpured_reduce_region(g, id, GPURED_OP_MAX, GPURED_U32, 0, 1000, &still) == 0,
+	      "the region still reduces: %s", gpured_errmsg(g));
+	printf("errors: ok\n");
+
+	/* many cycles: the daemon's GPU memory and descriptors stay flat */
+	size_t f0, t0, f1, t1;
+	int fds0 = open_fds(d.pid);
+	CK(cudaMemGetInfo(&f0, &t0));
+	for (int i = 0; i < 200; i++) {
+		uint64_t a, b;
+		CHECK(gpured_map_cuda_fd(g, v.fd, cap, uuid, &a) == 0, "cycle fd: %s", gpured_errmsg(g));
+		CHECK(gpured_map_cuda_ipc(g, &ih, cap, pci, &b) == 0, "cycle ipc: %s", gpured_errmsg(g));
+		gpured_value val;
+		CHECK(gpured_reduce_region(g, a, GPURED_OP_SUM, GPURED_I32, 0, 1000, &val) == 0, "sum");
+		CHECK(gpured_unmap(g, a) == 0 && gpured_unmap(g, b) == 0, "unmap");
+	}
+	CK(cudaMemGetInfo(&f1, &t1));
+	int fds1 = open_fds(d.pid);
+	CHECK(fds1 == fds0, "daemon descriptors %d then %d", fds0, fds1);
+	CHECK(f0 - f1 < (64u << 20) || f1 >= f0, "GPU memory fell %zu MiB over 200 cycles",
+	      (f0 - f1) >> 20);
+	printf("cycles: ok (free GPU memory %zu -> %zu MiB, daemon fds %d -> %d)\n", f0 >> 20,
+	       f1 >> 20, fds0, fds1);
+	gpured_close(g);
+	daemon_stop(&d);
+
+	/* IPC handles while the option is off */
+	daemon_start(&d, "no");
+	CHECK(gpured_connect(d.sock, &g) == 0, "connect");
+	CHECK(gpured_map_cuda_ipc(g, &ih, cap, uuid, &bad) == -EINVAL &&
+		      strstr(gpured_errmsg(g), "cuda_ipc is off"),
+	      "ipc off: %s", gpured_errmsg(g));
+	CHECK(gpured_map_cuda_fd(g, v.fd, cap, uuid, &id) == 0, "fd with ipc off: %s", gpured_errmsg(g));
+	gpured_close(g);
+	daemon_stop(&d);
+	vmm_free(v);
+	cudaFree(dm);
+	printf("device map: ok\n");
+	return 0;
+}

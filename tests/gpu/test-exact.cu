@@ -1,0 +1,470 @@
+/*
+ * The exact-sum kernel against exact host references, bit for bit: the
+ * CPU's exact accumulator (gr_partial_combine of one-element partials,
+ * daemon/reduce.c) for every adversarial array and up to a million
+ * elements, and past that a host integer accumulator rounded through the
+ * same gr_partial; typical and wide-exponent random data at odd sizes and
+ * starts, catastrophic cancellation, running sums past DBL_MAX,
+ * subnormals, ties, infinities, NaN and signed zeros; grids of one block
+ * and of more blocks than the data has batches; the kernel's other forms;
+ * the batched form over mixed segments; the scratch left zero.
+ *
+ *   test-exact [--quick]   (--quick: sizes up to 70000, for the sanitizer)
+ *
+ * Exits 77 when there is no GPU.
+ */
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/exact.cuh"
+extern "C" {
+#include "daemon/reduce.h"
+}
+
+#define CHECK(cond, ...)                                                                 \
+	do {                                                                             \
+		if (!(cond)) {                                                           \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                    \
+			fputc('\n', stderr);                                             \
+			exit(1);                                                         \
+		}                                                                        \
+	} while (0)
+#define CU(call)                                                                         \
+	do {                                                                             \
+		cudaError_t e_ = (call);                                                 \
+		CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));       \
+	} while (0)
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+static double unit(void)
+{
+	return (double)(rng() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static bool all_negzero(const double *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(x[i] == 0 && std::signbit(x[i])))
+			return false;
+	return true;
+}
+
+/* The contract's rounding of an exact zero. */
+static double zero_rule(double v, const double *x, size_t n)
+{
+	if (v == 0)
+		return n > 0 && all_negzero(x, n) ? -0.0 : 0.0;
+	return v;
+}
+
+/* Reference 1: the CPU's exact accumulator, element by element. */
+static double ref_partial(const double *x, size_t n)
+{
+	gr_partial acc, p;
+	gr_partial_identity(GR_OP_SUM, GR_DT_F64, &acc);
+	for (size_t i = 0; i < n; i++) {
+		gr_partial_identity(GR_OP_SUM, GR_DT_F64, &p);
+		p.count = 1;
+		p.v.f = x[i];
+		gr_partial_combine(GR_OP_SUM, GR_DT_F64, &acc, &p);
+	}
+	gr_value v;
+	gr_partial_finish(GR_OP_SUM, GR_DT_F64, &acc, &v);
+	return zero_rule(v.f, x, n);
+}
+
+/*
+ * Reference 2, for large typical arrays: finite elements into 32-bit
+ * places of int64 counters (exact while n < 2^30), the counters then as
+ * doubles into the CPU's exact accumulator (their places must be doubles:
+ * true for sums below 2^900).
+ */
+static double ref_digits(const double *x, size_t n)
+{
+	int64_t d[GR_EXACT_DIGITS + 2] = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, &x[i], 8);
+		unsigned e = (unsigned)(b >> 52) & 0x7ff;
+		CHECK(e != 0x7ff, "ref_digits takes finite data");
+		uint64_t m = b & ((1ull << 52) - 1);
+		if (e)
+			m |= 1ull << 52;
+		unsigned sh = e ? e - 1 : 0, w = sh / 32, s = sh % 32;
+		unsigned __int128 v = (unsigned __int128)m << s;
+		for (unsigned k = 0; k < 3; k++) {
+			int64_t piece = (int64_t)(uint64_t)((v >> (32 * k)) & 0xffffffffu);
+			d[w + k] += b >> 63 ? -piece : piece;
+		}
+	}
+	gr_partial acc, p;
+	gr_partial_identity(GR_OP_SUM, GR_DT_F64, &acc);
+	for (int i = 0; i < GR_EXACT_DIGITS + 2; i++) {
+		if (!d[i])
+			continue;
+		CHECK(32 * i - 1074 + 64 < 1000, "ref_digits: a sum too large for it");
+		double parts[2] = { ldexp((double)(d[i] & 0xffffffffll), 32 * i - 1074),
+				    ldexp((double)(d[i] >> 32), 32 * i + 32 - 1074) };
+		for (double f : parts) {
+			gr_partial_identity(GR_OP_SUM, GR_DT_F64, &p);
+			p.count = 1;
+			p.v.f = f;
+			gr_partial_combine(GR_OP_SUM, GR_DT_F64, &acc, &p);
+		}
+	}
+	gr_value v;
+	gr_partial_finish(GR_OP_SUM, GR_DT_F64, &acc, &v);
+	return zero_rule(v.f, x, n);
+}
+
+struct gpu {
+	int sms;
+	gr_exact_scratch *scratch;
+	gr_exact_sum *out;
+};
+
+/* The kernel's sum of x[0..n) as dtype dt (4 f32, 5 f64), the data
+ * starting `off` elements into an allocation of exactly its size; blocks
+ * 0 is the launcher's grid. */
+static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned off,
+		      unsigned blocks = 0, int form = 0)
+{
+	size_t sz = dt == 4 ? 4 : 8, bytes = (n + off) * sz;
+	std::vector<unsigned char> h(bytes ? bytes : 1);
+	for (size_t i = 0; i < n; i++) {
+		if (dt == 4) {
+			float f = (float)x[i];
+			memcpy(&h[(off + i) * 4], &f, 4);
+		} else {
+			memcpy(&h[(off + i) * 8], &x[i], 8);
+		}
+	}
+	unsigned char *d;
+	CU(cudaMalloc(&d, bytes ? bytes : 1));
+	CU(cudaMemcpy(d, h.data(), bytes, cudaMemcpyHostToDevice));
+	CU(cudaMemset(G.out, 0x5a, sizeof(gr_exact_sum)));
+	if (form) {
+		/* the kernel's other forms: PIPE, three blocks per SM, three
+		 * bins in the fast path */
+		const unsigned char *p = d + off * sz;
+		if (dt == 4 && form == 1)
+			CU((gre::launch_single<float, 2, true>(p, n, G.scratch, G.out, G.sms, 0)));
+		else if (dt == 4 && form == 2)
+			CU((gre::launch_single<float, 3, false>(p, n, G.scratch, G.out, G.sms, 0)));
+		else if (dt == 4)
+			CU((gre::launch_single<float, 2, false, 3>(p, n, G.scratch, G.out, G.sms, 0)));
+		else if (form == 1)
+			CU((gre::launch_single<double, 2, true>(p, n, G.scratch, G.out, G.sms, 0)));
+		else if (form == 2)
+			CU((gre::launch_single<double, 3, false>(p, n, G.scratch, G.out, G.sms, 0)));
+		else
+			CU((gre::launch_single<double, 2, false, 3>(p, n, G.scratch, G.out, G.sms, 0)));
+	} else if (blocks) {
+		if (dt == 4)
+			CU(gre::launch_single<float>(d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks));
+		else
+			CU(gre::launch_single<double>(d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks));
+	} else {
+		CU((cudaError_t)gr_exact_launch_single(dt, d + off * sz, n, G.scratch, G.out, G.sms, 0));
+	}
+	gr_exact_sum s;
+	CU(cudaMemcpy(&s, G.out, sizeof(s), cudaMemcpyDeviceToHost));
+	CU(cudaFree(d));
+	return gr_exact_fold(&s, n);
+}
+
+static unsigned checks;
+
+static void expect(const char *what, int dt, size_t n, unsigned off, double got, double want)
+{
+	bool same = (std::isnan(got) && std::isnan(want)) || memcmp(&got, &want, 8) == 0;
+	CHECK(same, "%s %s n=%zu off=%u: got %a want %a", what, dt == 4 ? "f32" : "f64", n, off,
+	      got, want);
+	checks++;
+}
+
+/* x as the dtype will hold it (f32: rounded to float) */
+static std::vector<double> as_dtype(int dt, std::vector<double> x)
+{
+	if (dt == 4)
+		for (double &v : x)
+			v = (double)(float)v;
+	return x;
+}
+
+/* One array through the kernel, at the given element offsets, against the
+ * reference; big arrays use reference 2 and one offset. */
+static void check_array(const gpu &G, const char *what, int dt, std::vector<double> x,
+			std::initializer_list<unsigned> offs, bool big = false)
+{
+	x = as_dtype(dt, x);
+	double want = big ? ref_digits(x.data(), x.size()) : ref_partial(x.data(), x.size());
+	for (unsigned off : offs) {
+		if (dt == 5 && off % 2)
+			continue; /* f64 at an odd f32 offset: 4-byte start, not allowed */
+		unsigned eo = dt == 5 ? off / 2 : off;
+		expect(what, dt, x.size(), off, gpu_sum(G, dt, x.data(), x.size(), eo), want);
+	}
+}
+
+/* Random data of a kind: 0 uniform [-1,1); 1 every finite exponent of the
+ * dtype, random sign and significand; 2 cancelling pairs with small
+ * leftovers; 3 all ones (headroom flushes); 4 growing values (E raised
+ * often); 5 normal-ish (sum of uniforms) times 1e6 */
+static std::vector<double> make(int dt, int kind, size_t n)
+{
+	std::vector<double> x(n);
+	for (size_t i = 0; i < n; i++) {
+		switch (kind) {
+		case 0: x[i] = 2 * unit() - 1; break;
+		case 1: {
+			uint64_t r = rng();
+			if (dt == 4) {
+				uint32_t b = (uint32_t)r & 0x807fffffu;
+				b |= (uint32_t)((r >> 32) % 255) << 23; /* 0..254: no inf/NaN */
+				float f;
+				memcpy(&f, &b, 4);
+				x[i] = f;
+			} else {
+				uint64_t b = r & 0x800fffffffffffffull;
+				b |= (uint64_t)((r >> 20) % 2047) << 52;
+				memcpy(&x[i], &b, 8);
+			}
+			break;
+		}
+		case 2:
+			x[i] = i % 2 ? -x[i - 1] : ldexp(2 * unit() - 1, (int)(rng() % 60) - 30);
+			if (i % 1000 == 999)
+				x[i] = ldexp(unit(), -40);
+			break;
+		case 3: x[i] = 1.0; break;
+		case 4: x[i] = (double)i * 0.75 + 0.5; break;
+		default: x[i] = (unit() + unit() + unit() - 1.5) * 1e6; break;
+		}
+	}
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+	int count = 0;
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+		printf("no CUDA device: skipped\n");
+		return 77;
+	}
+	gpu G;
+	CU(cudaDeviceGetAttribute(&G.sms, cudaDevAttrMultiProcessorCount, 0));
+	CU(cudaMalloc(&G.scratch, sizeof(gr_exact_scratch)));
+	CU(cudaMemset(G.scratch, 0, sizeof(gr_exact_scratch)));
+	CU(cudaMalloc(&G.out, sizeof(gr_exact_sum)));
+
+	const double MAXD = DBL_MAX, MIN_SUB = 4.9406564584124654e-324;
+	for (int dt = 4; dt <= 5; dt++) {
+		const double BIG = dt == 4 ? FLT_MAX : MAXD;
+		const double TINY = dt == 4 ? 1.40129846e-45 : MIN_SUB;
+		/* the specials and small hand-made arrays, at every start */
+		const auto all = { 0u, 1u, 2u, 3u };
+		check_array(G, "empty", dt, {}, all);
+		check_array(G, "-0", dt, { -0.0 }, all);
+		check_array(G, "+0", dt, { 0.0 }, all);
+		check_array(G, "-0 x 37", dt, std::vector<double>(37, -0.0), all);
+		check_array(G, "-0 and +0", dt, { -0.0, -0.0, 0.0, -0.0 }, all);
+		check_array(G, "x - x", dt, { -1.5, 1.5 }, all);
+		check_array(G, "x - x, -0", dt, { -1.5, -0.0, 1.5, -0.0 }, all);
+		check_array(G, "NaN", dt, { 1.0, NAN, 2.0 }, all);
+		check_array(G, "-NaN", dt, { -NAN }, all);
+		check_array(G, "+inf", dt, { 1.0, INFINITY, -5.0 }, all);
+		check_array(G, "-inf", dt, { -INFINITY, 3.0, -INFINITY }, all);
+		check_array(G, "+inf -inf", dt, { INFINITY, 1.0, -INFINITY }, all);
+		check_array(G, "inf NaN", dt, { INFINITY, NAN }, all);
+		check_array(G, "big tiny", dt, { BIG, TINY, -BIG, TINY, 3 * TINY }, all);
+		check_array(G, "subnormals", dt, { TINY, 7 * TINY, -2 * TINY, 1e-310, -0.0 }, all);
+		check_array(G, "tie to even", dt, { 1.0, ldexp(1, -53) }, all);
+		check_array(G, "tie broken", dt, { 1.0, ldexp(1, -53), ldexp(1, -1074) }, all);
+		check_array(G, "tie odd", dt, { 1.0 + ldexp(1, -52), ldexp(1, -53) }, all);
+		if (dt == 5) {
+			check_array(G, "overflow", dt, { MAXD, MAXD / 2, 1.0 }, all);
+			check_array(G, "neg overflow", dt, { -MAXD, -ldexp(1, 970) }, all);
+			check_array(G, "just fits", dt, { MAXD, ldexp(1, 969), -1.0 }, all);
+			check_array(G, "rounds to max", dt, { MAXD, ldexp(1, 969) - ldexp(1, 900) }, all);
+			check_array(G, "back from past max", dt, { MAXD, MAXD, -MAXD, 1e-300 }, all);
+			std::vector<double> pat;
+			for (int i = 0; i < 50; i++)
+				pat.insert(pat.end(), { MAXD / 4, 1.0, -MAXD / 4, ldexp(1, -40) });
+			check_array(G, "DBL_MAX/4 pattern", dt, pat, all);
+			for (int i = 0; i < 200; i++)
+				pat.insert(pat.end(), { MAXD / 4, MAXD / 4, MAXD / 4, 1e-320 });
+			check_array(G, "DBL_MAX/4 running past max", dt, pat, all);
+			check_array(G, "1e308 1e-308", dt, { 1e308, 1e-308, -1e308, 5e-324, 1e308, -1e308 }, all);
+		} else {
+			check_array(G, "FLT_MAX x 1000", dt, std::vector<double>(1000, FLT_MAX), all);
+		}
+		/* a huge value among many typical ones, and tiny ones among big */
+		{
+			std::vector<double> x = make(dt, 0, 5000);
+			x[1234] = dt == 4 ? 3e38 : 1e308;
+			x[4321] = dt == 4 ? 1e-44 : 1e-315;
+			check_array(G, "one huge", dt, x, { 0, 1, 3 });
+			x[77] = dt == 4 ? -3e38 : -1e308;
+			check_array(G, "huge cancel", dt, x, { 0, 2 });
+			x[3000] = NAN;
+			check_array(G, "NaN among many", dt, x, { 0, 3 });
+		}
+		/* random kinds at odd sizes */
+		const size_t sizes[] = { 1, 2, 3, 5, 31, 33, 100, 1000, 4097, 65537, (1u << 20) + 3 };
+		for (size_t n : sizes) {
+			if (quick && n > 70000)
+				continue;
+			for (int kind = 0; kind < 6; kind++)
+				check_array(G, "random", dt, make(dt, kind, n), { 0, 1, 2, 3 });
+		}
+		/* the grid: one block for many batches, and more blocks than
+		 * there are batches */
+		for (int kind : { 0, 1, 2 }) {
+			std::vector<double> x = as_dtype(dt, make(dt, kind, quick ? 30001 : 300001));
+			double want = ref_partial(x.data(), x.size());
+			for (unsigned b : { 1u, 3u, 700u })
+				expect("grid", dt, x.size(), b, gpu_sum(G, dt, x.data(), x.size(), 1, b), want);
+		}
+		/* large arrays: typical and cancelling data */
+		if (!quick) {
+			const size_t large[] = { (1u << 24) + 5, (1u << 28) + 5 };
+			for (size_t n : large)
+				for (int kind : { 0, 2, 5 })
+					check_array(G, "large", dt, make(dt, kind, n), { 1 }, true);
+		}
+		printf("%s: %u checks so far\n", dt == 4 ? "f32" : "f64", checks);
+	}
+
+	/* the kernel's other forms give the same bits; last, and every one
+	 * of them tried even after a failure, so that a wrong form cannot
+	 * hide how the others fare */
+	unsigned failed = 0;
+	for (int dt = 4; dt <= 5; dt++) {
+		for (size_t n : { (size_t)1, (size_t)4097, (size_t)65537, (size_t)(quick ? 70001 : 2000003) })
+			for (int kind = 0; kind < 6; kind++) {
+				std::vector<double> x = as_dtype(dt, make(dt, kind, n));
+				double want = ref_partial(x.data(), x.size());
+				const char *names[] = { "", "pipe", "3/SM", "fb3" };
+				for (int form : { 1, 2, 3 })
+					for (unsigned off : { 0u, 1u }) {
+						double got = gpu_sum(G, dt, x.data(), n, off, 0, form);
+						bool same = (std::isnan(got) && std::isnan(want)) ||
+							    memcmp(&got, &want, 8) == 0;
+						if (!same && failed++ < 20)
+							fprintf(stderr, "form %s %s kind %d n=%zu off=%u: got %a want %a\n",
+								names[form], dt == 4 ? "f32" : "f64", kind, n, off,
+								got, want);
+						checks++;
+					}
+			}
+	}
+	/* the batched form: mixed segments (f32 and f64, empty to a million
+	 * elements, every kind of data, starts at any element) in one launch,
+	 * twice on the same scratch; softly too */
+	unsigned bfailed = 0;
+	{
+		const unsigned nseg = 300;
+		std::vector<gr_exact_seg> segs(nseg);
+		std::vector<unsigned char> hb;
+		std::vector<double> want(nseg);
+		uint32_t units = 0;
+		for (unsigned i = 0; i < nseg; i++) {
+			int dt = 4 + (int)(rng() % 2);
+			size_t sz = dt == 4 ? 4 : 8;
+			size_t n = i % 50 == 7 ? (quick ? 70001 : (1u << 20) + 3)
+				 : i % 9 == 0 ? rng() % 40000 : rng() % 300;
+			if (i % 17 == 0)
+				n = 0;
+			std::vector<double> x = as_dtype(dt, make(dt, (int)(rng() % 6), n));
+			if (i % 23 == 5 && n)
+				x[rng() % n] = i % 2 ? NAN : INFINITY;
+			if (i % 31 == 3)
+				for (double &v : x)
+					v = -0.0;
+			want[i] = ref_partial(x.data(), n);
+			size_t off = (hb.size() + 15) / 16 * 16 + sz * (rng() % (16 / sz));
+			hb.resize(off + n * sz);
+			for (size_t k = 0; k < n; k++) {
+				if (dt == 4) {
+					float f = (float)x[k];
+					memcpy(&hb[off + 4 * k], &f, 4);
+				} else {
+					memcpy(&hb[off + 8 * k], &x[k], 8);
+				}
+			}
+			segs[i] = gr_exact_seg{ off, n, (uint32_t)dt, units, gr_exact_units(dt, n), 0 };
+			units += segs[i].units;
+		}
+		unsigned char *db;
+		gr_exact_seg *dsegs;
+		gr_exact_scratch *dscr;
+		gr_exact_sum *dout;
+		CU(cudaMalloc(&db, hb.size()));
+		CU(cudaMalloc(&dsegs, nseg * sizeof(gr_exact_seg)));
+		CU(cudaMalloc(&dscr, nseg * sizeof(gr_exact_scratch)));
+		CU(cudaMalloc(&dout, nseg * sizeof(gr_exact_sum)));
+		CU(cudaMemcpy(db, hb.data(), hb.size(), cudaMemcpyHostToDevice));
+		CU(cudaMemcpy(dsegs, segs.data(), nseg * sizeof(gr_exact_seg), cudaMemcpyHostToDevice));
+		CU(cudaMemset(dscr, 0, nseg * sizeof(gr_exact_scratch)));
+		for (int rep = 0; rep < 2; rep++) {
+			CU(cudaMemset(dout, 0x5a, nseg * sizeof(gr_exact_sum)));
+			CU((cudaError_t)gr_exact_launch_batch(db, dsegs, nseg, units, dscr, dout, G.sms, 0));
+			std::vector<gr_exact_sum> got(nseg);
+			CU(cudaMemcpy(got.data(), dout, nseg * sizeof(gr_exact_sum), cudaMemcpyDeviceToHost));
+			for (unsigned i = 0; i < nseg; i++) {
+				double g = gr_exact_fold(&got[i], segs[i].n);
+				bool same = (std::isnan(g) && std::isnan(want[i])) ||
+					    memcmp(&g, &want[i], 8) == 0;
+				if (!same && bfailed++ < 20)
+					fprintf(stderr, "batch segment %u (%s n=%llu): got %a want %a\n", i,
+						segs[i].dtype == 4 ? "f32" : "f64",
+						(unsigned long long)segs[i].n, g, want[i]);
+				checks++;
+			}
+		}
+		std::vector<gr_exact_scratch> z(nseg);
+		CU(cudaMemcpy(z.data(), dscr, nseg * sizeof(gr_exact_scratch), cudaMemcpyDeviceToHost));
+		for (const gr_exact_scratch &c : z) {
+			bool zero = c.flags == 0 && c.ticket == 0;
+			for (int i = 0; i < GR_EXACT_DIGITS; i++)
+				zero = zero && c.acc[i] == 0;
+			if (!zero && bfailed++ < 20)
+				fprintf(stderr, "batch: a segment's scratch was left non-zero\n");
+		}
+		CU(cudaFree(db));
+		CU(cudaFree(dsegs));
+		CU(cudaFree(dscr));
+		CU(cudaFree(dout));
+	}
+	CHECK(failed == 0, "%u checks of the kernel's other forms failed", failed);
+	CHECK(bfailed == 0, "%u checks of the batched form failed", bfailed);
+
+	/* the scratch is left zero for the next launch */
+	gr_exact_scratch z;
+	CU(cudaMemcpy(&z, G.scratch, sizeof(z), cudaMemcpyDeviceToHost));
+	bool zero = z.flags == 0 && z.ticket == 0;
+	for (int i = 0; i < GR_EXACT_DIGITS; i++)
+		zero = zero && z.acc[i] == 0;
+	CHECK(zero, "the scratch was left non-zero");
+	CU(cudaFree(G.scratch));
+	CU(cudaFree(G.out));
+	printf("exact: %u checks passed\n", checks);
+	return 0;
+}
