@@ -23,9 +23,12 @@ cd "$(dirname "$0")"
 top=$PWD
 builddir=${GPURED_BUILDDIR:-build}
 
-build_deps=(gcc meson ninja-build pkg-config libuv1-dev libmsgpack-dev libsystemd-dev)
+# libmicrohttpd-dev: the daemon's --metrics-listen (optional in meson).
+build_deps=(gcc meson ninja-build pkg-config libuv1-dev libmsgpack-dev libsystemd-dev libmicrohttpd-dev)
 # The test suite also checks the systemd units, socket activation, the
-# man pages and the Debian packages.
+# man pages and the Debian packages. promtool (Debian's prometheus, ~300 MiB
+# with what it pulls in) is not among them: the metrics test checks the
+# format with a checker of its own, and runs promtool where it is installed.
 test_deps=(python3 python3-msgpack python3-numpy python3-pytest systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
 # The sanitizer and fuzz runs build with clang, its sanitizer runtimes and
 # libFuzzer.

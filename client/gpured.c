@@ -24,6 +24,7 @@
 #include "client/gpured.h"
 #include "client/gpured-private.h"
 #include "proto/message.h"
+#include "proto/metrics.h"
 #include "proto/mp.h"
 #include "proto/obj.h"
 #include "proto/types.h"
@@ -1287,6 +1288,49 @@ int gpured_stats_format(gpured_t *g, gpured_format fmt, char **ret)
 int gpured_info_format(gpured_t *g, gpured_format fmt, char **ret)
 {
 	return call_format(g, GR_METHOD_INFO, fmt, ret);
+}
+
+int gpured_metrics_format(gpured_t *g, char **ret)
+{
+	gr_obj_tree st_tree = { 0 }, in_tree = { 0 };
+	const gr_obj *st = NULL, *in = NULL;
+	uint8_t *st_bytes = NULL, *in_bytes = NULL;
+	gr_metrics *m = NULL;
+	gr_buf out;
+	int r;
+
+	gr_buf_init(&out);
+	r = call_result(g, GR_METHOD_STATS, &st_bytes, &st_tree, &st);
+	if (r < 0)
+		goto done;
+	r = call_result(g, GR_METHOD_INFO, &in_bytes, &in_tree, &in);
+	if (r < 0)
+		goto done;
+	m = malloc(sizeof(*m));
+	if (!m) {
+		r = client_error(g, -ENOMEM, "out of memory");
+		goto done;
+	}
+	if (gr_metrics_from_obj(m, st, in) < 0) {
+		r = client_error(g, -EPROTO, "stats or info is not a map");
+		goto done;
+	}
+	r = gr_metrics_render(m, &out);
+	r = r ? r : gr_buf_append(&out, "", 1);
+	if (r < 0) {
+		r = client_error(g, r, "out of memory");
+		goto done;
+	}
+	*ret = (char *)out.data;
+	gr_buf_init(&out);
+done:
+	free(m);
+	gr_buf_deinit(&out);
+	gr_obj_tree_deinit(&st_tree);
+	gr_obj_tree_deinit(&in_tree);
+	free(st_bytes);
+	free(in_bytes);
+	return r;
 }
 
 int gpured_stats_json(gpured_t *g, char **ret)

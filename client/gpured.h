@@ -287,6 +287,13 @@ typedef enum gpured_format {
  */
 int gpured_stats_format(gpured_t *g, gpured_format fmt, char **ret);
 int gpured_info_format(gpured_t *g, gpured_format fmt, char **ret);
+/*
+ * The server's stats and info as Prometheus metrics: the text exposition
+ * format 0.0.4, the same the daemon serves on --metrics-listen (gpured(8)
+ * lists the names). Two calls to the server. *ret is a NUL-terminated
+ * string the caller frees with free().
+ */
+int gpured_metrics_format(gpured_t *g, char **ret);
 /* Shorthands for GPURED_FORMAT_JSON. */
 int gpured_stats_json(gpured_t *g, char **ret);
 int gpured_info_json(gpured_t *g, char **ret);

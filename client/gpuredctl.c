@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +39,8 @@ static void usage(FILE *f)
 		"                           in service (exit 4 when any is not)\n"
 		"  info                     Show the daemon's version, backend, devices and limits\n"
 		"  stats                    Show the daemon's counters\n"
+		"  metrics                  Print the counters, devices and latency histogram as\n"
+		"                           Prometheus metrics (text format 0.0.4)\n"
 		"  sum|min|max|sumsq [FILE|-]\n"
 		"                           Reduce the numbers in FILE (default: standard input)\n"
 		"\n"
@@ -49,6 +52,8 @@ static void usage(FILE *f)
 		"  -r, --raw                Input is packed little-endian binary elements,\n"
 		"                           not whitespace-separated text\n"
 		"  -j, --json               Print JSON\n"
+		"  -o, --output FILE        metrics: replace FILE at once (a temporary file\n"
+		"                           renamed over it), not standard output\n"
 		"  -T, --timeout SECONDS    Give up when the daemon makes no progress for this\n"
 		"                           long (default: wait)\n"
 		"  -h, --help               Show this help\n"
@@ -220,6 +225,65 @@ static int cmd_show(gpured_t *g, const char *what, bool json)
 	return 0;
 }
 
+/*
+ * Write s to path whole or not at all: a temporary file beside it, then
+ * renamed over it, so a reader (node_exporter's textfile collector) never
+ * sees half of it. The file gets mode 0644: metrics are for others to read.
+ */
+static int write_atomically(const char *path, const char *s)
+{
+	size_t n = strlen(path), len = strlen(s);
+	char *tmp = malloc(n + 16);
+	int fd, r = 0;
+
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		r = -errno;
+		free(tmp);
+		return r;
+	}
+	for (size_t off = 0; off < len && r == 0;) {
+		ssize_t k = write(fd, s + off, len - off);
+		if (k < 0 && errno != EINTR)
+			r = -errno;
+		else if (k > 0)
+			off += (size_t)k;
+	}
+	if (r == 0 && fchmod(fd, 0644) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	free(tmp);
+	return r;
+}
+
+static int cmd_metrics(gpured_t *g, const char *output)
+{
+	char *s = NULL;
+	int r = gpured_metrics_format(g, &s);
+
+	if (r < 0)
+		return server_error(g, "metrics", r);
+	if (output) {
+		r = write_atomically(output, s);
+		if (r < 0)
+			fprintf(stderr, "%s: cannot write %s: %s\n", prog, output, strerror(-r));
+	} else {
+		fputs(s, stdout);
+		if (fflush(stdout) != 0)
+			r = -errno;
+	}
+	free(s);
+	return r < 0 ? EXIT_SERVER : 0;
+}
+
 /* The elements to reduce, from file (NULL or "-": stdin). */
 static int read_input(const char *file, gpured_dtype dt, bool raw, void **ret_data, size_t *ret_n)
 {
@@ -327,12 +391,13 @@ int main(int argc, char **argv)
 		{ "dtype", required_argument, NULL, 't' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	const char *socket = NULL, *cmd, *file = NULL;
+	const char *socket = NULL, *cmd, *file = NULL, *output = NULL;
 	gpured_dtype dt = GPURED_F64;
 	bool json = false, raw = false, have_dtype = false;
 	double timeout_s = 0;
@@ -342,7 +407,7 @@ int main(int argc, char **argv)
 	gpured_t *g = NULL;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:t:rjT:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:rjo:T:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			socket = optarg;
@@ -359,6 +424,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'o':
+			output = optarg;
 			break;
 		case 'T': {
 			char *end;
@@ -409,7 +477,7 @@ int main(int argc, char **argv)
 	}
 
 	if (strcmp(cmd, "ping") != 0 && strcmp(cmd, "health") != 0 && strcmp(cmd, "info") != 0 &&
-	    strcmp(cmd, "stats") != 0) {
+	    strcmp(cmd, "stats") != 0 && strcmp(cmd, "metrics") != 0) {
 		fprintf(stderr, "%s: unknown command '%s'\nTry '%s --help'.\n", prog, cmd, prog);
 		return EXIT_USAGE;
 	}
@@ -421,6 +489,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: --dtype and --raw apply to reductions only\n", prog);
 		return EXIT_USAGE;
 	}
+	if (output && strcmp(cmd, "metrics") != 0) {
+		fprintf(stderr, "%s: --output applies to metrics only\n", prog);
+		return EXIT_USAGE;
+	}
+	if (json && strcmp(cmd, "metrics") == 0) {
+		fprintf(stderr, "%s: metrics has one format; --json does not apply\n", prog);
+		return EXIT_USAGE;
+	}
 	r = connect_or_complain(socket, timeout_s, &g);
 	if (r)
 		return r;
@@ -428,6 +504,8 @@ int main(int argc, char **argv)
 		r = cmd_ping(g, json);
 	else if (strcmp(cmd, "health") == 0)
 		r = cmd_health(g, json);
+	else if (strcmp(cmd, "metrics") == 0)
+		r = cmd_metrics(g, output);
 	else
 		r = cmd_show(g, cmd, json);
 	gpured_close(g);

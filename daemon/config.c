@@ -46,10 +46,11 @@ void gr_config_deinit(gr_config *c)
 {
 	free(c->socket_path);
 	free(c->fault);
+	free(c->metrics_listen);
 	free(c->config_path);
 	free(c->allow_uids);
 	free(c->allow_gids);
-	c->socket_path = c->fault = c->config_path = NULL;
+	c->socket_path = c->fault = c->config_path = c->metrics_listen = NULL;
 	c->allow_uids = c->allow_gids = NULL;
 }
 
@@ -178,6 +179,7 @@ enum {
 	OPT_ROUTE_CPU_MAX_BYTES,
 	OPT_ALLOW_CUDA_IPC,
 	OPT_SHUTDOWN_TIMEOUT_MS,
+	OPT_METRICS_LISTEN,
 	OPT_FAULT,
 	OPT_CONFIG,
 	OPT_HELP,
@@ -217,6 +219,7 @@ static const struct option options[] = {
 	{"route-cpu-max-bytes", required_argument, NULL, OPT_ROUTE_CPU_MAX_BYTES},
 	{"allow-cuda-ipc", required_argument, NULL, OPT_ALLOW_CUDA_IPC},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
+	{"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
 	{"fault", required_argument, NULL, OPT_FAULT},
 	{"config", required_argument, NULL, OPT_CONFIG},
 	{"verbose", no_argument, NULL, OPT_VERBOSE},
@@ -262,6 +265,7 @@ void gr_config_usage(FILE *f)
 		"  --busy-poll-us N           after each event, poll N us before sleeping (50)\n"
 		"  --direct-replies yes|no    backend threads write small requests' replies (yes)\n"
 		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
+		"  --metrics-listen HOST:PORT serve Prometheus metrics at /metrics (default off)\n"
 		"  --fault SPEC               inject backend faults (testing)\n"
 		"  --config FILE              settings file (default " GR_CONFIG_DEFAULT_PATH ")\n"
 		"  -v, --verbose              log debug messages\n"
@@ -361,6 +365,9 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return set_size(arg, 1 * GiB, &c->route_cpu_max_bytes);
 	case OPT_SHUTDOWN_TIMEOUT_MS:
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
+	case OPT_METRICS_LISTEN:
+		/* HOST:PORT is checked where it is bound (daemon/exporter.c) */
+		return *arg && strchr(arg, ':') ? set_string(&c->metrics_listen, arg) : -EINVAL;
 	case OPT_FAULT:
 		return set_string(&c->fault, arg);
 	case OPT_CONFIG:

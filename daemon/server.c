@@ -418,6 +418,27 @@ static int write_kv_str(gr_buf *b, const char *k, const char *v)
 	return gr_mpw_cstr(b, v);
 }
 
+/* The cumulative latency histogram (PROTOCOL.md, stats.latency_hist). */
+static int write_latency_hist(gr_buf *b, const gr_stats *st)
+{
+	uint64_t cum[GR_STATS_HIST_BOUNDS];
+	uint64_t count = gr_stats_hist_cumulative(st, cum);
+
+	W(gr_mpw_cstr(b, "latency_hist"));
+	W(gr_mpw_map(b, 4));
+	W(gr_mpw_cstr(b, "le_us"));
+	W(gr_mpw_array(b, GR_STATS_HIST_BOUNDS));
+	for (unsigned i = 0; i < GR_STATS_HIST_BOUNDS; i++)
+		W(gr_mpw_uint(b, gr_stats_hist_le_us[i]));
+	W(gr_mpw_cstr(b, "counts"));
+	W(gr_mpw_array(b, GR_STATS_HIST_BOUNDS));
+	for (unsigned i = 0; i < GR_STATS_HIST_BOUNDS; i++)
+		W(gr_mpw_uint(b, cum[i]));
+	W(gr_mpw_cstr(b, "sum_us"));
+	W(gr_mpw_f64(b, (double)st->hist_sum_ns / 1e3));
+	return write_kv_uint(b, "count", count);
+}
+
 int gr_server_write_stats(gr_server *s, gr_buf *b)
 {
 	uint32_t p50, p99, max;
@@ -430,7 +451,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 		healthy += d.healthy;
 	}
 	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 20));
+	W(gr_mpw_map(b, 21));
 	W(gr_mpw_cstr(b, "uptime_s"));
 	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
 	W(write_kv_str(b, "backend", be->name));
@@ -463,7 +484,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "max", max));
 	W(write_kv_uint(b, "window", s->stats.lat_n < GR_STATS_WINDOW ? s->stats.lat_n
 								       : GR_STATS_WINDOW));
-	return 0;
+	return write_latency_hist(b, &s->stats);
 }
 
 /* Device memory regions mapped on device index: how many, how large. */
@@ -709,6 +730,7 @@ static void server_close_handles(gr_server *s)
 		uv_close((uv_handle_t *)&s->listener, NULL);
 		s->listener_open = s->listening = false;
 	}
+	s->exporter = gr_exporter_close(s->exporter);
 	if (s->handles_open) {
 		uv_close((uv_handle_t *)&s->check, NULL);
 		/* posts wake the loop again from here on */

@@ -22,6 +22,7 @@
 #include "daemon/backend.h"
 #include "daemon/config.h"
 #include "daemon/direct.h"
+#include "daemon/exporter.h"
 #include "daemon/fdpass.h"
 #include "daemon/peer.h"
 #include "daemon/region.h"
@@ -188,6 +189,8 @@ struct gr_server {
 	bool canary_ok;
 	void (*canary_cb)(void *userdata, bool ok);
 	void *canary_userdata;
+
+	gr_exporter *exporter;   /* --metrics-listen, or NULL */
 
 	gr_peers peers;
 	uint64_t last_region_id;

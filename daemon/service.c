@@ -129,6 +129,17 @@ int gr_service_main(int argc, char **argv)
 		goto out_server;
 	}
 
+	if (cfg.metrics_listen) {
+		char url[128] = "";
+		r = gr_exporter_new(sv.srv, cfg.metrics_listen, &sv.srv->exporter, url, sizeof(url),
+				    err, sizeof(err));
+		if (r < 0) {
+			log_error("%s", err);
+			goto out_server;
+		}
+		log_notice("metrics on %s (refreshed every %u ms)", url, GR_EXPORTER_INTERVAL_MS);
+	}
+
 	gr_backend *be = sv.srv->backend;
 	log_notice("listening on %s%s (backend %s, %u device%s, staging %zu KiB in %zu KiB chunks)",
 		   sv.srv->path, fd >= 0 ? " (socket activation)" : "", be->name, be->ndevices,

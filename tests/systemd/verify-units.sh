@@ -54,6 +54,26 @@ $out"
 [ -z "$out" ] || fail "systemd-analyze verify warned:
 $out"
 
+# The metrics examples (installed as documentation): they verify too, the
+# service runs the installed gpuredctl and the timer starts that service.
+mservice=$(find "$root" -path '*/doc/gpured/examples/gpured-metrics.service')
+mtimer=$(find "$root" -path '*/doc/gpured/examples/gpured-metrics.timer')
+[ -f "$mservice" ] && [ -f "$mtimer" ] || fail "gpured-metrics.service and .timer not installed"
+# where an administrator puts them
+mdir=$root/etc/systemd/system
+mkdir -p "$mdir"
+cp "$mservice" "$mtimer" "$mdir/"
+mexec=$(sed -n 's/^ExecStart=//p' "$mservice")
+read -r -a margv <<<"$mexec"
+[ -x "$root${margv[0]}" ] || fail "gpured-metrics.service: ExecStart=${margv[0]} is not an installed executable"
+[[ " ${margv[*]} " == *" metrics --output "* ]] || fail "gpured-metrics.service does not run 'gpuredctl metrics --output'"
+out=$(systemd-analyze verify --root="$root" --recursive-errors=no --man=no \
+	"$mdir/gpured-metrics.service" "$mdir/gpured-metrics.timer" 2>&1) ||
+	fail "systemd-analyze verify failed on the metrics units:
+$out"
+[ -z "$out" ] || fail "systemd-analyze verify warned on the metrics units:
+$out"
+
 # The socket is where the daemon and the clients look for it.
 grep -qx 'ListenStream=/run/gpured.sock' "$socket" || fail "gpured.socket does not listen on /run/gpured.sock"
 grep -qx 'Accept=no' "$socket" || fail "gpured.socket must pass its listening socket (Accept=no)"
