@@ -556,7 +556,10 @@ static void conn_reduce_region(gr_conn *c, const gr_req *preq)
 	req->region = gr_region_ref(r);
 	req->region_next = r->base + preq->offset;
 	req->region_left = req->data_bytes;
-	c->srv->stats.bytes_shm += req->data_bytes;
+	if (r->device >= 0)
+		c->srv->stats.bytes_device += req->data_bytes;
+	else
+		c->srv->stats.bytes_shm += req->data_bytes;
 	if (req->data_bytes == 0) {
 		gr_partial_identity(req->op, req->dtype, &req->acc);
 		req->result = &req->acc;

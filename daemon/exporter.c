@@ -57,7 +57,7 @@ static void exporter_sample(gr_exporter *e, gr_metrics *m)
 	m->mapped_bytes = s->mapped_bytes;
 	m->bytes_socket = s->stats.bytes_in;
 	m->bytes_shm = s->stats.bytes_shm;
-	m->bytes_device = 0; /* no device arrays yet */
+	m->bytes_device = s->stats.bytes_device;
 	m->stalls_staging = s->stats.stalls_staging;
 	m->stalls_chunks = s->stats.stalls_chunks;
 	m->stalls_limits = s->stats.stalls_limits;

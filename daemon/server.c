@@ -451,7 +451,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 		healthy += d.healthy;
 	}
 	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 21));
+	W(gr_mpw_map(b, 22));
 	W(gr_mpw_cstr(b, "uptime_s"));
 	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
 	W(write_kv_str(b, "backend", be->name));
@@ -462,6 +462,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "errors", s->stats.errors));
 	W(write_kv_uint(b, "bytes_in", s->stats.bytes_in));
 	W(write_kv_uint(b, "bytes_shm", s->stats.bytes_shm));
+	W(write_kv_uint(b, "bytes_device", s->stats.bytes_device));
 	W(write_kv_uint(b, "regions", s->stats.regions));
 	W(write_kv_uint(b, "mapped_bytes", s->mapped_bytes));
 	W(write_kv_uint(b, "elements", s->stats.elements));

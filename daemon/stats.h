@@ -22,6 +22,7 @@ typedef struct gr_stats {
 	uint64_t errors;
 	uint64_t bytes_in;
 	uint64_t bytes_shm;  /* reduced in place from shared-memory regions */
+	uint64_t bytes_device; /* reduced in place from device-memory regions */
 	uint64_t regions;    /* mapped now (until the last request on each is done) */
 	uint64_t elements;
 	uint64_t inflight;
