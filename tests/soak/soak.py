@@ -1004,12 +1004,18 @@ def main():
             time.sleep(0.1)
         st = None
         while time.monotonic() < limit:
-            st = daemon_stats(path)
+            try:
+                st = daemon_stats(path)
+            except OSError as e:
+                reasons.append("%s: stats failed: %r" % (label, e))
+                return None
             if st["connections"] <= 1 and st["regions"] == 0 and st["inflight"] == 0:
                 break
             time.sleep(0.2)
         else:
             reasons.append("%s: the daemon did not settle: %r" % (label, st))
+        if proc.poll() is not None:
+            return None
         time.sleep(1.0)
         s = proc_sample(proc.pid)
         s["t"] = round(time.monotonic() - start, 1)
