@@ -211,6 +211,7 @@ class Soak:
         self.float_inexact = 0
         self.max_ulps = 0
         self.max_of_bound = 0.0
+        self.float_by = {}
         self.wrong = []
         self.wrong_n = 0
         self.unexpected = []
@@ -278,14 +279,17 @@ class Soak:
         if not isinstance(got, float):
             self.record_wrong("%s %s: got %r (%s), a float wanted" % (kind, desc, got, type(got).__name__))
             return
+        key = "%s.%s" % (dtype, op)
         if fbits(got) == fbits(want):
             with self.lock:
                 self.float_exact += 1
+                self.float_by.setdefault(key, [0, 0])[0] += 1
             return
         if abs(got - want) <= tol:
             ulps = abs(got - want) / max(math.ulp(want), 2.0 ** -1074)
             with self.lock:
                 self.float_inexact += 1
+                self.float_by.setdefault(key, [0, 0])[1] += 1
                 self.max_ulps = max(self.max_ulps, ulps)
                 self.max_of_bound = max(self.max_of_bound, abs(got - want) / tol)
             return
@@ -1104,7 +1108,9 @@ def main():
         "daemon_exit_code": exit_code,
         "counts": dict(sorted(soak.counts.items())),
         "float_results": {"bit_exact": soak.float_exact, "within_tolerance": soak.float_inexact,
-                          "max_ulps_off": soak.max_ulps, "max_error_over_tolerance": soak.max_of_bound},
+                          "max_ulps_off": soak.max_ulps, "max_error_over_tolerance": soak.max_of_bound,
+                          "by_dtype_op": {k: {"bit_exact": v[0], "within_tolerance": v[1]}
+                                          for k, v in sorted(soak.float_by.items())}},
         "faulted": soak.faulted,
         "wrong": soak.wrong_n,
         "wrong_examples": soak.wrong,
