@@ -514,11 +514,38 @@ class Clients:
                     c.close()
             except Exception as e:  # noqa: BLE001
                 self.s.record_unexpected("prime: %r" % (e,))
-        ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        def burst(i):
+            # small requests go to the daemon's shared batches: fill those too
+            rng = random.Random(i)
+            try:
+                c = self.conn(timeout=300)
+                try:
+                    want, out = {}, []
+                    for _ in range(256):
+                        dtype = rng.choice(list(DTYPES))
+                        count = (lim["small_max_bytes"] - 64) // self.s.pools[dtype].size
+                        start = rng.randrange(POOL)
+                        msgid = c.next_id()
+                        want[msgid] = (dtype, start, count)
+                        out.append(reduce_msg(msgid, "max", dtype, self.s.pools[dtype].bytes(start, count)))
+                    c.send(b"".join(out))
+                    while want:
+                        resp = c.recv()
+                        if resp is None or resp[1] not in want:
+                            raise ConnectionError("prime: reply %r" % (resp,))
+                        dtype, start, count = want.pop(resp[1])
+                        self.s.check_reduce("small_pipelined", (dtype, "max", start, count), resp,
+                                            dtype, "max", start, count)
+                finally:
+                    c.close()
+            except Exception as e:  # noqa: BLE001
+                self.s.record_unexpected("prime: %r" % (e,))
+        for fn in (one, burst):
+            ts = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
         return n, 2 * chunk
 
     def shm(self, rng):
