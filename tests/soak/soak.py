@@ -1,0 +1,1168 @@
+#!/usr/bin/python3
+"""A long run of one gpured under a mix of clients: small requests, pipelined
+and not, large requests, shared-memory regions with map/unmap churn, clients
+that hang up mid-payload, malformed input on its own connections and
+stats/info polling. Every well-formed answer is checked against a reference
+computed here; the daemon's RSS, descriptors and threads are sampled every
+10 s and must be flat between the end of the warm-up and the end of the run.
+
+Needs Debian's python3 and python3-msgpack only. See tests/soak/README.md.
+"""
+
+import argparse
+import array
+import fcntl
+import json
+import math
+import mmap
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+import msgpack
+
+KiB = 1 << 10
+MiB = 1 << 20
+DTYPES = {"i32": "i", "i64": "q", "u32": "I", "u64": "Q", "f32": "f", "f64": "d"}
+OPS = ("sum", "min", "max", "sumsq")
+# Elements in the pool every request's data is cut from. A prime, so that
+# the pool's period never lines up with the daemon's chunks.
+POOL = 65521
+U = 2.0 ** -53
+
+
+def pack(obj):
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def memfd(size, seal=True):
+    fd = os.memfd_create("gpured-soak", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+    return fd
+
+
+def fbits(x):
+    return struct.pack("<d", x)
+
+
+# ---------------------------------------------------------------- reference
+
+class Pool:
+    """POOL elements of one dtype, and what is needed to reduce any cyclic
+    range of them exactly: prefix sums as integers (floats scaled by a power
+    of two, so that the sums are exact), the block's min and max."""
+
+    def __init__(self, dtype, rng):
+        self.dtype = dtype
+        self.code = DTYPES[dtype]
+        self.size = struct.calcsize(self.code)
+        self.is_float = dtype[0] == "f"
+        vals = [self._value(rng) for _ in range(POOL)]
+        if dtype == "f32":
+            vals = list(array.array("f", vals))
+        self.vals = vals
+        self.raw = array.array(self.code, vals).tobytes()
+        self.raw2 = self.raw + self.raw
+        # sumsq terms: each element converted to double, squared in double
+        self.sq = [float(v) * float(v) for v in vals]
+        if self.is_float:
+            self.sum_shift, self.psum = self._scaled_prefix(vals)
+        else:
+            self.sum_shift, self.psum = 0, self._prefix(vals)
+        self.sq_shift, self.psq = self._scaled_prefix(self.sq)
+        # sum |x| for the tolerance, exact as well: float prefix sums would
+        # lose a short range's magnitude in a long prefix's rounding
+        self.abs_shift, self.pabs = self._scaled_prefix([abs(float(v)) for v in vals])
+        self.bmin = self._extreme(vals, "min")
+        self.bmax = self._extreme(vals, "max")
+
+    def _value(self, rng):
+        d = self.dtype
+        if self.is_float:
+            r = rng.random()
+            if r < 0.01:
+                return -0.0
+            if r < 0.4:
+                return rng.uniform(-1e3, 1e3)
+            if r < 0.8:
+                return rng.uniform(-1, 1) * 2.0 ** rng.randint(-60, 60)
+            return float(rng.randint(-5, 5))
+        bits = int(d[1:])
+        if rng.random() < 0.5:
+            lo, hi = (-1000, 1000) if d[0] == "i" else (0, 2000)
+        elif d[0] == "i":
+            lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        else:
+            lo, hi = 0, (1 << bits) - 1
+        return rng.randint(lo, hi)
+
+    @staticmethod
+    def _prefix(xs, start=0):
+        out = [start]
+        acc = start
+        for x in xs:
+            acc += x
+            out.append(acc)
+        return out
+
+    @staticmethod
+    def _scaled_prefix(xs):
+        ratios = [x.as_integer_ratio() for x in xs]
+        shift = max(d.bit_length() - 1 for _, d in ratios)
+        out = [0]
+        acc = 0
+        for n, d in ratios:
+            acc += n << (shift - (d.bit_length() - 1))
+            out.append(acc)
+        return shift, out
+
+    @staticmethod
+    def _extreme(vals, op):
+        m = min(vals) if op == "min" else max(vals)
+        if m == 0 and isinstance(m, float):
+            # min and max order -0 below +0
+            neg = any(v == 0 and math.copysign(1, v) < 0 for v in vals)
+            pos = any(v == 0 and math.copysign(1, v) > 0 for v in vals)
+            if op == "min":
+                m = -0.0 if neg else 0.0
+            else:
+                m = 0.0 if pos else -0.0
+        return m
+
+    def bytes(self, start, count):
+        """The packed elements start .. start+count-1 of the cyclic pool."""
+        start %= POOL
+        out = []
+        while count > 0:
+            k = min(count, POOL - start)
+            out.append(self.raw[start * self.size:(start + k) * self.size])
+            count -= k
+            start = 0
+        return b"".join(out)
+
+    def elements(self, start, count):
+        start %= POOL
+        out = []
+        while count > 0:
+            k = min(count, POOL - start)
+            out.extend(self.vals[start:start + k])
+            count -= k
+            start = 0
+        return out
+
+    def _range(self, prefix, start, count):
+        """Sum of prefix-differenced values over a cyclic range: exact for
+        integer prefixes."""
+        start %= POOL
+        full, rest = divmod(count, POOL)
+        total = prefix[POOL] * full
+        end = start + rest
+        if end <= POOL:
+            total += prefix[end] - prefix[start]
+        else:
+            total += prefix[POOL] - prefix[start] + prefix[end - POOL]
+        return total
+
+    def reference(self, op, start, count):
+        """(value, tolerance) for op over the cyclic range; tolerance None
+        for results that must be exact."""
+        if op in ("min", "max"):
+            if count >= POOL:
+                return (self.bmin if op == "min" else self.bmax), None
+            return self._extreme(self.elements(start, count), op), None
+        if op == "sum" and not self.is_float:
+            s = self._range(self.psum, start, count)
+            if self.dtype in ("i64", "u64"):
+                s %= 1 << 64
+                if self.dtype == "i64" and s >= 1 << 63:
+                    s -= 1 << 64
+            return s, None
+        if op == "sum":
+            exact = self._range(self.psum, start, count) / (1 << self.sum_shift)
+            mag = self._range(self.pabs, start, count) / (1 << self.abs_shift)
+        else:
+            exact = self._range(self.psq, start, count) / (1 << self.sq_shift)
+            mag = exact
+        if count == 0:
+            exact = 0.0
+        # any order of summation in double is within (n-1) u sum|x| of the
+        # exact sum; allow twice that
+        return exact, 2.0 * count * U * abs(mag) + 2.0 ** -1074 * count
+
+
+# ---------------------------------------------------------------- bookkeeping
+
+class Soak:
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.Lock()
+        self.counts = {}
+        self.float_exact = 0
+        self.float_inexact = 0
+        self.max_ulps = 0
+        self.max_of_bound = 0.0
+        self.float_by = {}
+        self.wrong = []
+        self.wrong_n = 0
+        self.unexpected = []
+        self.unexpected_n = 0
+        self.faulted = 0
+        self.stop = threading.Event()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.idle = 0
+        self.workers = 0
+        rng = random.Random(args.seed)
+        self.pools = {dt: Pool(dt, rng) for dt in DTYPES}
+
+    def count(self, kind, n=1):
+        with self.lock:
+            self.counts[kind] = self.counts.get(kind, 0) + n
+
+    def record_wrong(self, what):
+        with self.lock:
+            self.wrong_n += 1
+            if len(self.wrong) < 50:
+                self.wrong.append(what)
+        print("WRONG:", what, flush=True)
+
+    def record_unexpected(self, what):
+        with self.lock:
+            self.unexpected_n += 1
+            if len(self.unexpected) < 50:
+                self.unexpected.append(what)
+        print("UNEXPECTED:", what, flush=True)
+
+    def check_reduce(self, kind, desc, resp, dtype, op, start, count, nan=False):
+        """Check one well-formed reduce's response against the reference."""
+        self.count(kind)
+        err, res = resp[2], resp[3]
+        pool = self.pools[dtype]
+        if count == 0 and op in ("min", "max"):
+            if err is None or err.get("code") != "empty":
+                self.record_wrong("%s %s: min/max of nothing answered %r" % (kind, desc, resp))
+            return
+        if err is not None:
+            if self.args.fault and err.get("code") == "internal":
+                with self.lock:
+                    self.faulted += 1
+                return
+            self.record_unexpected("%s %s: error %r" % (kind, desc, err))
+            return
+        if not isinstance(res, dict) or res.get("count") != count:
+            self.record_wrong("%s %s: result %r, count %d wanted" % (kind, desc, res, count))
+            return
+        got = res["value"]
+        if nan:
+            if not (isinstance(got, float) and math.isnan(got)):
+                self.record_wrong("%s %s: %r, NaN wanted" % (kind, desc, got))
+            return
+        want, tol = pool.reference(op, start, count)
+        if tol is None:
+            if pool.is_float or op == "sumsq":
+                ok = isinstance(got, float) and fbits(got) == fbits(float(want))
+            else:
+                ok = isinstance(got, int) and not isinstance(got, bool) and got == want
+            if not ok:
+                self.record_wrong("%s %s: got %r, want %r" % (kind, desc, got, want))
+            return
+        if not isinstance(got, float):
+            self.record_wrong("%s %s: got %r (%s), a float wanted" % (kind, desc, got, type(got).__name__))
+            return
+        key = "%s.%s" % (dtype, op)
+        if fbits(got) == fbits(want):
+            with self.lock:
+                self.float_exact += 1
+                self.float_by.setdefault(key, [0, 0])[0] += 1
+            return
+        if abs(got - want) <= tol:
+            ulps = abs(got - want) / max(math.ulp(want), 2.0 ** -1074)
+            with self.lock:
+                self.float_inexact += 1
+                self.float_by.setdefault(key, [0, 0])[1] += 1
+                self.max_ulps = max(self.max_ulps, ulps)
+                self.max_of_bound = max(self.max_of_bound, abs(got - want) / tol)
+            return
+        self.record_wrong("%s %s: got %r, want %r (tolerance %g)" % (kind, desc, got, want, tol))
+
+
+class Conn:
+    def __init__(self, path, timeout):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 * MiB)
+        self.msgid = 0
+
+    def close(self):
+        self.sock.close()
+
+    def next_id(self):
+        self.msgid = (self.msgid + 1) % (1 << 32)
+        return self.msgid
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def send_fds(self, data, fds):
+        self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+
+    def recv(self):
+        """The next message, or None at end of stream."""
+        while True:
+            for obj in self.unpacker:
+                return obj
+            data = self.sock.recv(1 << 16)
+            if not data:
+                return None
+            self.unpacker.feed(data)
+
+    def recv_all(self):
+        """Every message until the daemon closes; None if it did not close
+        within the timeout."""
+        out = []
+        try:
+            while True:
+                m = self.recv()
+                if m is None:
+                    return out
+                out.append(m)
+        except (ConnectionResetError, BrokenPipeError):
+            return out
+        except socket.timeout:
+            return None
+
+    def call(self, method, params=(), fds=None):
+        msgid = self.next_id()
+        data = pack([0, msgid, method, list(params)])
+        if fds:
+            self.send_fds(data, fds)
+        else:
+            self.send(data)
+        resp = self.recv()
+        if resp is None:
+            raise ConnectionError("closed while waiting for %s" % method)
+        if resp[0] != 1 or resp[1] != msgid:
+            raise ConnectionError("response %r to %s msgid %d" % (resp, method, msgid))
+        return resp
+
+
+def reduce_msg(msgid, op, dtype, data):
+    return pack([0, msgid, "reduce", [{"op": op, "dtype": dtype, "data": data}]])
+
+
+def reduce_header(msgid, op, dtype, nbytes):
+    """A reduce request up to its bin data's first byte."""
+    return (b"\x94" + pack(0) + pack(msgid) + pack("reduce") + b"\x91\x83" + pack("op") + pack(op) +
+            pack("dtype") + pack(dtype) + pack("data") + b"\xc6" + struct.pack(">I", nbytes))
+
+
+# ---------------------------------------------------------------- clients
+
+class Clients:
+    def __init__(self, soak, path):
+        self.s = soak
+        self.path = path
+
+    def conn(self, timeout=120):
+        return Conn(self.path, timeout)
+
+    def pick_small(self, rng, dtype=None, op=None):
+        dtype = dtype or rng.choice(list(DTYPES))
+        op = op or rng.choice(OPS)
+        pool = self.s.pools[dtype]
+        count = rng.randint(KiB, 64 * KiB) // pool.size
+        start = rng.randrange(POOL)
+        return dtype, op, start, count
+
+    def small_payload(self, rng, dtype, start, count):
+        """(data, nan): bin most of the time, a msgpack array sometimes, and
+        now and then a NaN in a float request."""
+        pool = self.s.pools[dtype]
+        if pool.is_float and rng.random() < 0.02:
+            raw = bytearray(pool.bytes(start, count))
+            i = rng.randrange(count)
+            raw[i * pool.size:(i + 1) * pool.size] = struct.pack("<" + pool.code, float("nan"))
+            return bytes(raw), True
+        if count <= 4096 and rng.random() < 0.1:
+            return pool.elements(start, count), False
+        return pool.bytes(start, count), False
+
+    def small(self, rng):
+        """Small requests one at a time, every op and dtype in turn."""
+        c = self.conn()
+        try:
+            combos = [(d, o) for d in DTYPES for o in OPS]
+            rng.shuffle(combos)
+            for dtype, op in combos * 4:
+                if self.s.stop.is_set():
+                    break
+                dtype, op, start, count = self.pick_small(rng, dtype, op)
+                data, nan = self.small_payload(rng, dtype, start, count)
+                msgid = c.next_id()
+                c.send(reduce_msg(msgid, op, dtype, data))
+                resp = c.recv()
+                if resp is None or resp[1] != msgid:
+                    raise ConnectionError("small: reply %r to msgid %d" % (resp, msgid))
+                self.s.check_reduce("small", (dtype, op, start, count), resp, dtype, op, start, count, nan)
+        finally:
+            c.close()
+
+    def pipelined(self, rng):
+        """Bursts of small requests in one write, answers matched by msgid."""
+        c = self.conn()
+        try:
+            for _ in range(4):
+                if self.s.stop.is_set():
+                    break
+                want = {}
+                out = []
+                for _ in range(rng.randint(8, 128)):
+                    dtype, op, start, count = self.pick_small(rng)
+                    data, nan = self.small_payload(rng, dtype, start, count)
+                    msgid = c.next_id()
+                    want[msgid] = (dtype, op, start, count, nan)
+                    out.append(reduce_msg(msgid, op, dtype, data))
+                c.send(b"".join(out))
+                while want:
+                    resp = c.recv()
+                    if resp is None or resp[1] not in want:
+                        raise ConnectionError("pipelined: reply %r" % (resp,))
+                    dtype, op, start, count, nan = want.pop(resp[1])
+                    self.s.check_reduce("small_pipelined", (dtype, op, start, count), resp,
+                                        dtype, op, start, count, nan)
+        finally:
+            c.close()
+
+    def large(self, rng):
+        """4-64 MiB requests over the socket, one or two at a time."""
+        c = self.conn(timeout=300)
+        try:
+            for _ in range(rng.randint(1, 3)):
+                if self.s.stop.is_set():
+                    break
+                want = {}
+                for _ in range(1 if rng.random() < 0.7 else 2):
+                    dtype, op = rng.choice(list(DTYPES)), rng.choice(OPS)
+                    pool = self.s.pools[dtype]
+                    count = rng.randint(4 * MiB, 64 * MiB) // pool.size
+                    start = rng.randrange(POOL)
+                    want[self.send_large(c, dtype, op, start, count)] = (dtype, op, start, count)
+                while want:
+                    resp = c.recv()
+                    if resp is None or resp[1] not in want:
+                        raise ConnectionError("large: reply %r" % (resp,))
+                    dtype, op, start, count = want.pop(resp[1])
+                    self.s.check_reduce("large", (dtype, op, start, count), resp, dtype, op, start, count)
+        finally:
+            c.close()
+
+    def send_large(self, c, dtype, op, start, count):
+        pool = self.s.pools[dtype]
+        msgid = c.next_id()
+        c.send(reduce_header(msgid, op, dtype, count * pool.size))
+        # the pool a period at a time, never the whole payload in memory
+        head = POOL - start if count > POOL - start else count
+        c.send(pool.raw[start * pool.size:(start + head) * pool.size])
+        left = count - head
+        while left >= POOL:
+            c.send(pool.raw)
+            left -= POOL
+        c.send(pool.raw[:left * pool.size])
+        return msgid
+
+    def prime(self):
+        """Touch every staging slot before the baseline sample, so that the
+        daemon's memory is warm: more connections than slots, each holding
+        a slot with most of a chunk of a larger request, then finishing it."""
+        c = self.conn()
+        try:
+            lim = c.call("info")[3]["limits"]
+        finally:
+            c.close()
+        chunk = lim["chunk_bytes"]
+        n = min(64, lim["staging_bytes"] // chunk + 2)
+
+        def one(i):
+            try:
+                c = self.conn(timeout=300)
+                try:
+                    for dtype in ("f64", "u32"):
+                        pool = self.s.pools[dtype]
+                        count = 2 * chunk // pool.size
+                        first = (chunk - 64 * KiB) // pool.size
+                        msgid = c.next_id()
+                        c.send(reduce_header(msgid, "sum", dtype, count * pool.size))
+                        c.send(pool.bytes(i, first))
+                        time.sleep(1.5)
+                        c.send(pool.bytes(i + first, count - first))
+                        resp = c.recv()
+                        if resp is None or resp[1] != msgid:
+                            raise ConnectionError("prime: reply %r" % (resp,))
+                        self.s.check_reduce("large", (dtype, "sum", i, count), resp, dtype, "sum", i, count)
+                finally:
+                    c.close()
+            except Exception as e:  # noqa: BLE001
+                self.s.record_unexpected("prime: %r" % (e,))
+        def burst(i):
+            # small requests go to the daemon's shared batches: fill those too
+            rng = random.Random(i)
+            try:
+                c = self.conn(timeout=300)
+                try:
+                    want, out = {}, []
+                    for _ in range(256):
+                        dtype = rng.choice(list(DTYPES))
+                        count = (lim["small_max_bytes"] - 64) // self.s.pools[dtype].size
+                        start = rng.randrange(POOL)
+                        msgid = c.next_id()
+                        want[msgid] = (dtype, start, count)
+                        out.append(reduce_msg(msgid, "max", dtype, self.s.pools[dtype].bytes(start, count)))
+                    c.send(b"".join(out))
+                    while want:
+                        resp = c.recv()
+                        if resp is None or resp[1] not in want:
+                            raise ConnectionError("prime: reply %r" % (resp,))
+                        dtype, start, count = want.pop(resp[1])
+                        self.s.check_reduce("small_pipelined", (dtype, "max", start, count), resp,
+                                            dtype, "max", start, count)
+                finally:
+                    c.close()
+            except Exception as e:  # noqa: BLE001
+                self.s.record_unexpected("prime: %r" % (e,))
+        for fn in (one, burst):
+            ts = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        return n, 2 * chunk
+
+    def shm(self, rng):
+        """Map sealed memfds, reduce ranges of them in place (some pipelined),
+        rewrite them between requests, unmap; churn of map/unmap; some
+        regions left for the disconnect to release."""
+        c = self.conn()
+        maps = []
+        try:
+            for _ in range(rng.randint(1, 4)):
+                if self.s.stop.is_set():
+                    break
+                if rng.random() < 0.3:
+                    self.churn(c, rng)
+                    continue
+                dtype = rng.choice(list(DTYPES))
+                pool = self.s.pools[dtype]
+                n = rng.randint(16 * KiB, 8 * MiB) // pool.size
+                off0 = rng.randrange(16)
+                size = off0 + n * pool.size + rng.randrange(9)
+                fd = memfd(size)
+                try:
+                    m = mmap.mmap(fd, size)
+                    maps.append(m)
+                    base = rng.randrange(POOL)
+                    m[off0:off0 + n * pool.size] = pool.bytes(base, n)
+                    resp = c.call("map", [{"bytes": size}], fds=[fd])
+                finally:
+                    os.close(fd)
+                self.s.count("map")
+                if resp[2] is not None or resp[3].get("bytes") != size:
+                    self.s.record_unexpected("map %d bytes: %r" % (size, resp))
+                    continue
+                region = resp[3]["region"]
+                for _ in range(rng.randint(1, 4)):
+                    want = {}
+                    out = []
+                    for _ in range(rng.randint(1, 16)):
+                        op = rng.choice(OPS)
+                        a = rng.randrange(n + 1)
+                        count = rng.randint(0, n - a) if rng.random() < 0.5 else n - a
+                        msgid = c.next_id()
+                        want[msgid] = (op, base + a, count)
+                        out.append(pack([0, msgid, "reduce", [{"op": op, "dtype": dtype, "region": region,
+                                                               "offset": off0 + a * pool.size, "count": count}]]))
+                    c.send(b"".join(out))
+                    while want:
+                        resp = c.recv()
+                        if resp is None or resp[1] not in want:
+                            raise ConnectionError("shm: reply %r" % (resp,))
+                        op, start, count = want.pop(resp[1])
+                        self.s.check_reduce("shm_reduce", (dtype, op, "region", start - base, count), resp,
+                                            dtype, op, start, count)
+                    # every answer is in: the client may write again
+                    base = rng.randrange(POOL)
+                    m[off0:off0 + n * pool.size] = pool.bytes(base, n)
+                if rng.random() < 0.8:
+                    resp = c.call("unmap", [{"region": region}])
+                    self.s.count("unmap")
+                    if resp[2] is not None or resp[3] is not True:
+                        self.s.record_unexpected("unmap: %r" % (resp,))
+        finally:
+            c.close()
+            for m in maps:
+                m.close()
+
+    def churn(self, c, rng):
+        regions = []
+        for _ in range(rng.randint(4, 32)):
+            size = rng.randint(1, 256 * KiB)
+            fd = memfd(size)
+            try:
+                resp = c.call("map", [{"bytes": size}], fds=[fd])
+            finally:
+                os.close(fd)
+            self.s.count("map")
+            if resp[2] is not None:
+                self.s.record_unexpected("churn map: %r" % (resp,))
+                continue
+            regions.append(resp[3]["region"])
+            if len(regions) > 8 or rng.random() < 0.5:
+                resp = c.call("unmap", [{"region": regions.pop(rng.randrange(len(regions)))}])
+                self.s.count("unmap")
+                if resp[3] is not True:
+                    self.s.record_unexpected("churn unmap: %r" % (resp,))
+
+    def disconnect(self, rng):
+        """Hang up mid-payload, or with answers unread."""
+        c = self.conn()
+        try:
+            what = rng.randrange(4)
+            if what == 0:
+                dtype, op, start, count = self.pick_small(rng)
+                msg = reduce_msg(c.next_id(), op, dtype, self.s.pools[dtype].bytes(start, count))
+                c.send(msg[:rng.randrange(1, len(msg))])
+            elif what == 1:
+                dtype = rng.choice(list(DTYPES))
+                pool = self.s.pools[dtype]
+                count = rng.randint(1 * MiB, 16 * MiB) // pool.size
+                c.send(reduce_header(c.next_id(), "sum", dtype, count * pool.size))
+                c.send(pool.bytes(0, rng.randrange(count)))
+            elif what == 2:
+                fd = memfd(4096)
+                try:
+                    msg = pack([0, c.next_id(), "map", [{"bytes": 4096}]])
+                    c.send_fds(msg[:rng.randrange(1, len(msg))], [fd])
+                finally:
+                    os.close(fd)
+            else:
+                out = []
+                for _ in range(rng.randint(1, 64)):
+                    dtype, op, start, count = self.pick_small(rng)
+                    out.append(reduce_msg(c.next_id(), op, dtype, self.s.pools[dtype].bytes(start, count)))
+                c.send(b"".join(out))
+            if rng.random() < 0.5:
+                # a reset rather than an orderly close
+                c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.s.count("disconnect")
+        finally:
+            c.close()
+        time.sleep(rng.uniform(0, 0.2))
+
+    def poll(self, rng):
+        """stats and info, as a monitor would."""
+        c = self.conn(timeout=30)
+        try:
+            for _ in range(20):
+                if self.s.stop.is_set():
+                    break
+                resp = c.call("stats")
+                self.s.count("stats")
+                st = resp[3]
+                if resp[2] is not None or not all(k in st for k in ("requests", "errors", "connections",
+                                                                      "regions", "inflight", "latency_us")):
+                    self.s.record_unexpected("stats: %r" % (resp,))
+                resp = c.call("info")
+                self.s.count("info")
+                info = resp[3]
+                if resp[2] is not None or info.get("backend") != self.s.args.backend or "limits" not in info:
+                    self.s.record_unexpected("info: %r" % (resp,))
+                time.sleep(rng.uniform(0.2, 1.0))
+        finally:
+            c.close()
+
+    # ---- malformed input, each case on its own connection ----
+
+    def malformed(self, rng):
+        name, fn = rng.choice(MALFORMED)
+        c = self.conn(timeout=30)
+        try:
+            problem = fn(self, c, rng)
+        except (OSError, ConnectionError) as e:
+            problem = "%s: %r" % (type(e).__name__, e)
+        finally:
+            c.close()
+        self.s.count("malformed")
+        self.s.count("malformed." + name)
+        if problem:
+            self.s.record_wrong("malformed %s: %s" % (name, problem))
+
+
+def expect_fatal(c, data, msgid=0):
+    """The stream is refused: replies end with invalid_request, then EOF."""
+    c.send(data)
+    replies = c.recv_all()
+    if replies is None:
+        return "connection not closed"
+    if not replies:
+        return "closed without a reply"
+    last = replies[-1]
+    if last[0] != 1 or last[1] != msgid or not last[2] or last[2].get("code") != "invalid_request":
+        return "last reply %r, invalid_request with msgid %d wanted" % (last, msgid)
+    return None
+
+
+def expect_error(c, data, code, fds=None, contains=""):
+    """One request fails with code and the connection stays open."""
+    msgid = c.msgid
+    if fds:
+        c.send_fds(data, fds)
+    else:
+        c.send(data)
+    resp = c.recv()
+    if resp is None:
+        return "closed instead of %s" % code
+    if resp[1] != msgid or not resp[2] or resp[2].get("code") != code or contains not in resp[2].get("message", ""):
+        return "reply %r, %s (%r) with msgid %d wanted" % (resp, code, contains, msgid)
+    resp = c.call("ping")
+    if resp[2] is not None or resp[3] != "pong":
+        return "ping after %s: %r" % (code, resp)
+    return None
+
+
+def req(c, method, params):
+    return pack([0, c.next_id(), method, params])
+
+
+def m_garbage(cl, c, rng):
+    return expect_fatal(c, rng.choice([b"\xc1garbage", b"hello world\n", pack({"not": "an array"}),
+                                       pack([0, 1, "ping"]), pack([1, 1, None, None]), pack([7, 1, "ping", []])]))
+
+
+def m_msgid(cl, c, rng):
+    return expect_fatal(c, pack([0, rng.choice([-1, 1 << 32, "1", 1.0, None]), "ping", []]))
+
+
+def m_nesting(cl, c, rng):
+    return expect_fatal(c, b"\x94\x00\x05\xa6reduce\x91\x83\xa4data" + b"\x91" * 6 + b"\x01", msgid=5)
+
+
+def m_ext(cl, c, rng):
+    return expect_fatal(c, pack([0, 6, "reduce", [{"op": "sum", "dtype": "i32", "data": msgpack.ExtType(1, b"x")}]]),
+                        msgid=6)
+
+
+def m_truncated(cl, c, rng):
+    dtype, op, start, count = cl.pick_small(rng)
+    msg = reduce_msg(1, op, dtype, cl.s.pools[dtype].bytes(start, count))
+    c.send(msg[:rng.randrange(1, len(msg))])
+    c.sock.shutdown(socket.SHUT_WR)
+    replies = c.recv_all()
+    if replies is None:
+        return "connection not closed after a truncated request and EOF"
+    if replies:
+        return "replies %r to a truncated request" % (replies,)
+    return None
+
+
+def m_bad_params(cl, c, rng):
+    bad = rng.choice([
+        {"op": "sum", "dtype": "f32", "data": b"", "bogus": 1},
+        {"op": 1, "dtype": "f32", "data": b""},
+        {"op": "avg", "dtype": "f32", "data": b""},
+        {"op": "sum", "dtype": "f16", "data": b""},
+        {"op": "sum", "dtype": "f32", "data": "text"},
+        {"op": "sum", "dtype": "f32", "data": b"\x00\x00\x00"},
+        {"op": "sum", "dtype": "i32", "data": [1, 2.5]},
+        {"op": "sum", "dtype": "u32", "data": [-1]},
+        {"op": "sum", "dtype": "i32"},
+        {"op": "sum", "dtype": "i32", "data": b"", "region": 1, "count": 0},
+        {"op": "sum", "dtype": "i32", "offset": 0, "count": 1},
+        {"op": "sum", "dtype": "i32", "data": b"", "offset": 4},
+    ])
+    return expect_error(c, req(c, "reduce", [bad]), "invalid_params")
+
+
+def m_duplicate_key(cl, c, rng):
+    msgid = c.next_id()
+    msg = (b"\x94\x00" + pack(msgid) + pack("reduce") + b"\x91\x84" + pack("op") + pack("sum") + pack("op") +
+           pack("max") + pack("dtype") + pack("i32") + pack("data") + pack(b"\1\0\0\0"))
+    return expect_error(c, msg, "invalid_params")
+
+
+def m_unknown_method(cl, c, rng):
+    return expect_error(c, req(c, "nope", []), "unknown_method")
+
+
+def m_ping_params(cl, c, rng):
+    return expect_error(c, req(c, rng.choice(["ping", "stats", "info"]), [1]), "invalid_params")
+
+
+def m_empty(cl, c, rng):
+    return expect_error(c, req(c, "reduce", [{"op": rng.choice(["min", "max"]),
+                                             "dtype": rng.choice(list(DTYPES)), "data": b""}]), "empty")
+
+
+def m_fd_wrong_request(cl, c, rng):
+    fd = memfd(4096)
+    try:
+        which = rng.randrange(3)
+        if which == 0:
+            return expect_error(c, req(c, "ping", []), "invalid_params", fds=[fd])
+        if which == 1:
+            return expect_error(c, req(c, "reduce", [{"op": "sum", "dtype": "i32", "data": b"\1\0\0\0"}]),
+                                "invalid_params", fds=[fd])
+        # with a notification: closed silently, and the next request is fine
+        c.send_fds(pack([2, "ping", []]), [fd])
+        resp = c.call("ping")
+        return None if resp[3] == "pong" else "ping after a notification with a descriptor: %r" % (resp,)
+    finally:
+        os.close(fd)
+
+
+def m_bad_map(cl, c, rng):
+    which = rng.randrange(5)
+    if which == 0:
+        return expect_error(c, req(c, "map", [{"bytes": 4096}]), "invalid_params")
+    if which == 1:
+        fd = memfd(4096, seal=False)
+        contains = "F_SEAL_SHRINK"
+    elif which == 2:
+        fd = memfd(4096)
+        try:
+            return expect_error(c, req(c, "map", [{"bytes": 4097}]), "invalid_params", fds=[fd])
+        finally:
+            os.close(fd)
+    elif which == 3:
+        r, w = os.pipe()
+        try:
+            return expect_error(c, req(c, "map", [{"bytes": 4096}]), "invalid_params", fds=[r])
+        finally:
+            os.close(r)
+            os.close(w)
+    else:
+        a, b = memfd(4096), memfd(4096)
+        try:
+            return expect_error(c, req(c, "map", [{"bytes": 4096}]), "invalid_params", fds=[a, b])
+        finally:
+            os.close(a)
+            os.close(b)
+    try:
+        return expect_error(c, req(c, "map", [{"bytes": 4096}]), "invalid_params", fds=[fd], contains=contains)
+    finally:
+        os.close(fd)
+
+
+def m_bad_region(cl, c, rng):
+    fd = memfd(4096)
+    try:
+        resp = c.call("map", [{"bytes": 4096}], fds=[fd])
+    finally:
+        os.close(fd)
+    if resp[2] is not None:
+        return "map: %r" % (resp,)
+    region = resp[3]["region"]
+    cases = [(0, 1025, "f32", region), (4096, 1, "i32", region), (4097, 0, "i32", region),
+             (0, (1 << 64) - 1, "i64", region), ((1 << 64) - 1, 1, "u32", region), (4092, 1, "f64", region),
+             (0, 1, "i32", region + 1000000)]
+    off, count, dt, rid = rng.choice(cases)
+    problem = expect_error(c, req(c, "reduce", [{"op": "sum", "dtype": dt, "region": rid, "offset": off,
+                                                 "count": count}]), "invalid_params")
+    if problem:
+        return problem
+    resp = c.call("unmap", [{"region": region}])
+    if resp[3] is not True:
+        return "unmap: %r" % (resp,)
+    return expect_error(c, req(c, "unmap", [{"region": region}]), "invalid_params", contains="unknown region")
+
+
+def m_too_large(cl, c, rng):
+    msgid = c.next_id()
+    c.send(reduce_header(msgid, "sum", "f32", 0xfffffffc))
+    resp = c.recv()
+    if resp is None or resp[1] != msgid or not resp[2] or resp[2].get("code") != "too_large":
+        return "reply %r, too_large wanted" % (resp,)
+    return None
+
+
+def m_data_before_op(cl, c, rng):
+    msgid = c.next_id()
+    big = 5 * MiB
+    msg = (b"\x94\x00" + pack(msgid) + pack("reduce") + b"\x91\x83" + pack("data") + b"\xc6" +
+           struct.pack(">I", big) + bytes(big) + pack("op") + pack("sum") + pack("dtype") + pack("i32"))
+    c.msgid = msgid
+    return expect_error(c, msg, "invalid_params")
+
+
+MALFORMED = [(f.__name__[2:], f) for f in (m_garbage, m_msgid, m_nesting, m_ext, m_truncated, m_bad_params,
+                                           m_duplicate_key, m_unknown_method, m_ping_params, m_empty,
+                                           m_fd_wrong_request, m_bad_map, m_bad_region, m_too_large,
+                                           m_data_before_op)]
+
+
+# ---------------------------------------------------------------- the run
+
+def proc_sample(pid):
+    s = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                s[k.lower() + "_kib"] = int(v.split()[0])
+            elif k == "Threads":
+                s["threads"] = int(v)
+    s["fds"] = len(os.listdir("/proc/%d/fd" % pid))
+    return s
+
+
+def daemon_stats(path):
+    c = Conn(path, 10)
+    try:
+        return c.call("stats")[3]
+    finally:
+        c.close()
+
+
+def worker(soak, name, fn, seed, pause_lock):
+    rng = random.Random(seed)
+    while not soak.stop.is_set():
+        if not soak.gate.is_set():
+            with pause_lock:
+                soak.idle += 1
+            while not soak.gate.wait(0.2) and not soak.stop.is_set():
+                pass
+            with pause_lock:
+                soak.idle -= 1
+            continue
+        try:
+            fn(rng)
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            if soak.stop.is_set() and isinstance(e, OSError):
+                break
+            soak.record_unexpected("%s: %s: %s" % (name, type(e).__name__,
+                                                   traceback.format_exception_only(type(e), e)[-1].strip()))
+            time.sleep(0.5)
+    with pause_lock:
+        soak.idle += 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Arguments after -- go to the daemon.")
+    ap.add_argument("--gpured", required=True, help="the daemon binary, e.g. build/daemon/gpured")
+    ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--fault", help="start the daemon with --fault SPEC; well-formed requests may then fail "
+                    "with internal (counted apart). On CUDA pick launch:after=N so it trips midway")
+    ap.add_argument("--warmup-minutes", type=float, default=2.0,
+                    help="baseline sample for the flatness check (at most half the run)")
+    ap.add_argument("--json", help="write the summary here")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sample-seconds", type=float, default=10.0)
+    ap.add_argument("daemon_args", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    t0 = time.monotonic()
+    soak = Soak(args)
+    print("pools ready in %.1f s" % (time.monotonic() - t0), flush=True)
+
+    tmp = tempfile.mkdtemp(prefix="gpured-soak-")
+    path = os.path.join(tmp, "gpured.sock")
+    dargs = [args.gpured, "--socket", path, "--backend", args.backend]
+    if args.backend == "cuda" and "--route-cpu-max-bytes" not in args.daemon_args:
+        dargs += ["--route-cpu-max-bytes", "0"]
+    if args.fault:
+        dargs += ["--fault", args.fault]
+    dargs += args.daemon_args
+    env = dict(os.environ)
+    env.pop("NOTIFY_SOCKET", None)
+    env.pop("LISTEN_FDS", None)
+    log = open(os.path.join(tmp, "stderr"), "w+")
+    proc = subprocess.Popen(dargs, stderr=log, env=env)
+    print("daemon pid %d: %s" % (proc.pid, " ".join(dargs)), flush=True)
+    end = time.monotonic() + 10
+    while True:
+        if proc.poll() is not None:
+            sys.exit("gpured exited with %d at start" % proc.returncode)
+        try:
+            daemon_stats(path)
+            break
+        except OSError:
+            if time.monotonic() > end:
+                sys.exit("gpured did not start listening")
+            time.sleep(0.05)
+
+    cl = Clients(soak, path)
+    t1 = time.monotonic()
+    n, nbytes = cl.prime()
+    print("primed staging with %d connections of 2 x %d MiB in %.1f s: rss %d KiB" % (
+        n, nbytes >> 20, time.monotonic() - t1, proc_sample(proc.pid)["vmrss_kib"]), flush=True)
+    kinds = [("small", cl.small, 2), ("pipelined", cl.pipelined, 2), ("large", cl.large, 1),
+             ("shm", cl.shm, 2), ("disconnect", cl.disconnect, 1), ("malformed", cl.malformed, 1),
+             ("poll", cl.poll, 1)]
+    pause_lock = threading.Lock()
+    threads = []
+    seed = args.seed * 1000
+    for name, fn, n in kinds:
+        for i in range(n):
+            seed += 1
+            t = threading.Thread(target=worker, args=(soak, "%s%d" % (name, i), fn, seed, pause_lock),
+                                 daemon=True)
+            threads.append(t)
+    soak.workers = len(threads)
+    for t in threads:
+        t.start()
+
+    samples = []
+    reasons = []
+    crashed = False
+
+    def quiesce(label):
+        """Every client idle, the daemon's connections, regions and in-flight
+        requests back to nothing: then a sample comparable with another."""
+        soak.gate.clear()
+        limit = time.monotonic() + 600
+        while soak.idle < soak.workers and time.monotonic() < limit:
+            time.sleep(0.1)
+        st = None
+        while time.monotonic() < limit:
+            try:
+                st = daemon_stats(path)
+            except OSError as e:
+                reasons.append("%s: stats failed: %r" % (label, e))
+                return None
+            if st["connections"] <= 1 and st["regions"] == 0 and st["inflight"] == 0:
+                break
+            time.sleep(0.2)
+        else:
+            reasons.append("%s: the daemon did not settle: %r" % (label, st))
+        if proc.poll() is not None:
+            return None
+        time.sleep(1.0)
+        s = proc_sample(proc.pid)
+        s["t"] = round(time.monotonic() - start, 1)
+        s["label"] = label
+        print("%s sample: %s" % (label, json.dumps(s)), flush=True)
+        return s
+
+    start = time.monotonic()
+    run_s = args.minutes * 60
+    warm_s = min(args.warmup_minutes * 60, run_s / 2)
+    baseline = None
+    next_sample = start + args.sample_seconds
+    while time.monotonic() - start < run_s:
+        time.sleep(max(0.0, min(next_sample, start + run_s) - time.monotonic()))
+        if proc.poll() is not None:
+            crashed = True
+            reasons.append("the daemon exited with %d during the run" % proc.returncode)
+            break
+        if baseline is None and time.monotonic() - start >= warm_s:
+            baseline = quiesce("baseline")
+            soak.gate.set()
+        if time.monotonic() >= next_sample:
+            next_sample += args.sample_seconds
+            s = proc_sample(proc.pid)
+            try:
+                st = daemon_stats(path)
+                s.update({k: st[k] for k in ("connections", "regions", "requests", "errors", "batches")})
+            except OSError as e:
+                s["stats_error"] = str(e)
+            s["t"] = round(time.monotonic() - start, 1)
+            samples.append(s)
+            with soak.lock:
+                done = sum(v for k, v in soak.counts.items() if "." not in k)
+                wrong, unexp = soak.wrong_n, soak.unexpected_n
+            print("[%6.0fs] rss %d KiB (anon %d shmem %d) fds %d threads %d conns %s regions %s daemon-requests "
+                  "%s batches %s | checked %d wrong %d unexpected %d" % (
+                      s["t"], s.get("vmrss_kib", 0), s.get("rssanon_kib", 0), s.get("rssshmem_kib", 0),
+                      s["fds"], s.get("threads", 0), s.get("connections"), s.get("regions"), s.get("requests"),
+                      s.get("batches"), done, wrong, unexp), flush=True)
+
+    final = None
+    if not crashed:
+        final = quiesce("final")
+    soak.stop.set()
+    soak.gate.set()
+    for t in threads:
+        t.join(60)
+
+    exit_code = None
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            exit_code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            exit_code = proc.wait()
+            reasons.append("the daemon did not exit within 30 s of SIGTERM")
+    else:
+        exit_code = proc.returncode
+    if exit_code != 0:
+        reasons.append("the daemon's exit status was %d" % exit_code)
+
+    if soak.wrong_n:
+        reasons.append("%d wrong answers" % soak.wrong_n)
+    if soak.unexpected_n:
+        reasons.append("%d well-formed requests or sessions failed" % soak.unexpected_n)
+    if baseline and final:
+        for key in ("vmrss_kib", "fds", "threads"):
+            a, b = baseline[key], final[key]
+            if b != a and (abs(b - a) > 0.05 * a):
+                reasons.append("%s went from %d to %d" % (key, a, b))
+    elif not crashed:
+        reasons.append("no baseline sample (run shorter than its warm-up)")
+
+    log.flush()
+    with open(log.name) as f:
+        stderr = f.read()
+    result = "FAIL" if reasons else "PASS"
+    summary = {
+        "result": result,
+        "reasons": reasons,
+        "minutes": args.minutes,
+        "backend": args.backend,
+        "fault": args.fault,
+        "daemon_command": dargs,
+        "daemon_exit_code": exit_code,
+        "counts": dict(sorted(soak.counts.items())),
+        "float_results": {"bit_exact": soak.float_exact, "within_tolerance": soak.float_inexact,
+                          "max_ulps_off": soak.max_ulps, "max_error_over_tolerance": soak.max_of_bound,
+                          "by_dtype_op": {k: {"bit_exact": v[0], "within_tolerance": v[1]}
+                                          for k, v in sorted(soak.float_by.items())}},
+        "faulted": soak.faulted,
+        "wrong": soak.wrong_n,
+        "wrong_examples": soak.wrong,
+        "unexpected": soak.unexpected_n,
+        "unexpected_examples": soak.unexpected,
+        "baseline": baseline,
+        "final": final,
+        "samples": samples,
+        "daemon_stderr_tail": stderr[-4000:],
+    }
+    print(json.dumps({k: summary[k] for k in ("counts", "float_results", "faulted", "wrong", "unexpected",
+                                              "baseline", "final", "daemon_exit_code")}, indent=1))
+    print("%s%s" % (result, "".join("\n  " + r for r in reasons)), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+            f.write("\n")
+    log.close()
+    try:
+        os.unlink(log.name)
+        os.rmdir(tmp)
+    except OSError:
+        pass
+    sys.exit(0 if result == "PASS" else 1)
+
+
+if __name__ == "__main__":
+    main()
