@@ -975,9 +975,79 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 /* Elements sampled for the guess of a block's largest magnitude. */
 #define XGUESS 256
 
+/*
+ * f32 sums whose elements lie within a few binades of one another, as most
+ * small arrays' do: every element is a multiple of 2^(emin - 150) (emin
+ * the least biased exponent of a non-zero one, 1 for subnormals) and below
+ * 2^(emax - 126), so every sum of up to n of them, in any order, is an
+ * integer multiple of that unit below 2^(emax - emin + 24 + ceil(log2 n))
+ * units: exact in a double while that is at most 2^53. Then the block's
+ * exact value is the plain double sum, and no accumulator is needed. The
+ * exponents are checked in integer lanes beside the sum; a special (or a
+ * sum of zeros, whose sign the exact path decides) goes the exact way.
+ */
+static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	v4df a[4] = { { 0 } };
+	v4si emax = { 0 }, emin = { 255, 255, 255, 255 };
+	const v4si one = { 1, 1, 1, 1 }, big = { 255, 255, 255, 255 };
+	size_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		UNROLL
+		for (unsigned v = 0; v < 4; v++) {
+			v4si b;
+			v4sf x;
+			memcpy(&b, p + 4 * (i + 4 * v), sizeof(b));
+			memcpy(&x, p + 4 * (i + 4 * v), sizeof(x));
+			v4si e = (b >> 23) & 0xff;
+			v4si nz = (b & 0x7fffffff) != 0;
+			v4si ee = e | (one & (e == 0)); /* subnormals count as exponent 1 */
+			v4si c = emax > ee;
+			emax = (emax & c) | (ee & ~c);
+			v4si m = (ee & nz) | (big & ~nz);
+			c = emin < m;
+			emin = (emin & c) | (m & ~c);
+			a[v] += __builtin_convertvector(x, v4df);
+		}
+	}
+	int hi = 0, lo = 255;
+	for (unsigned k = 0; k < 4; k++) {
+		hi = emax[k] > hi ? emax[k] : hi;
+		lo = emin[k] < lo ? emin[k] : lo;
+	}
+	double tail = 0;
+	for (; i < n; i++) {
+		uint32_t b;
+		float x;
+		memcpy(&b, p + 4 * i, sizeof(b));
+		memcpy(&x, p + 4 * i, sizeof(x));
+		int e = (int)((b >> 23) & 0xff);
+		int ee = e ? e : 1;
+		hi = ee > hi ? ee : hi;
+		if (b & 0x7fffffffu)
+			lo = ee < lo ? ee : lo;
+		tail += (double)x;
+	}
+	int lg = n > 1 ? 64 - __builtin_clzll((unsigned long long)n - 1) : 0;
+	if (hi == 255 || lo == 255 || hi - lo + 24 + lg > 53)
+		return false;
+	v4df t = (a[0] + a[1]) + (a[2] + a[3]);
+	double sum = ((t[0] + t[1]) + (t[2] + t[3])) + tail;
+	if (sum == 0)
+		return false;
+	/* the value is v.f, exactly; the accumulator stays as
+	 * gr_partial_identity() cleared it */
+	ret->v.f = sum;
+	ret->xflags = 0;
+	return true;
+}
+
 static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
                                 const bool sq, const unsigned levels)
 {
+	if (!is64 && !sq && xsum_f32_narrow(p, n, ret))
+		return;
 	/* One pass over the block when a sample of it, one binade wider,
 	 * bounds the rest (most data); else find the largest, then sum; when
 	 * the exponents lie too far apart, sum with one more level; and when
