@@ -26,7 +26,7 @@ builddir=${GPURED_BUILDDIR:-build}
 build_deps=(gcc meson ninja-build pkg-config libuv1-dev libmsgpack-dev libsystemd-dev)
 # The test suite also checks the systemd units, socket activation, the
 # man pages and the Debian packages.
-test_deps=(python3 python3-msgpack python3-numpy python3-pytest systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
+test_deps=(python3 python3-msgpack python3-numpy python3-pytest python3-dask python3-distributed systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
 # The sanitizer and fuzz runs build with clang, its sanitizer runtimes and
 # libFuzzer.
 clang_deps=(clang libclang-rt-14-dev)
