@@ -29,7 +29,7 @@ build_deps=(gcc meson ninja-build pkg-config libuv1-dev libmsgpack-dev libsystem
 # man pages and the Debian packages. promtool (Debian's prometheus, ~300 MiB
 # with what it pulls in) is not among them: the metrics test checks the
 # format with a checker of its own, and runs promtool where it is installed.
-test_deps=(python3 python3-msgpack python3-numpy python3-pytest systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
+test_deps=(python3 python3-msgpack python3-numpy python3-pytest python3-dask python3-distributed systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
 # The sanitizer and fuzz runs build with clang, its sanitizer runtimes and
 # libFuzzer.
 clang_deps=(clang libclang-rt-14-dev)

@@ -8,7 +8,8 @@ daemon, over its Unix socket.
         f = c.submit("max", np.ones(1000, np.float32))
         f.result()                                    # 1.0
 
-:mod:`gpured.aio` is the same on asyncio. The wire protocol is
+:mod:`gpured.aio` is the same on asyncio; :mod:`gpured.dask` reduces dask
+arrays chunk by chunk in each worker's gpured. The wire protocol is
 proto/PROTOCOL.md in the gpured sources.
 """
 

@@ -60,6 +60,8 @@ def combine(parts):
         return pick(vals)
     if parts[0].limbs is None:
         total = sum(p.value for p in parts)
+        if op != "sum":
+            return total                # sumsq of integers: floats, never wrapped
         if dtype == "u64":
             total %= 1 << 64
         elif dtype == "i64":

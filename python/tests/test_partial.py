@@ -96,3 +96,9 @@ def test_other_ops_combine(client):
     assert gpured.combine(mins) == -50
     with pytest.raises(ValueError):
         gpured.combine([parts[0], mins[0]])
+
+
+def test_integer_sumsq_combines_unwrapped(client):
+    x = np.arange(-5, 1000000, 337, dtype=np.int64)
+    parts = [client.reduce("sumsq", p, partial=True) for p in (x[:10], x[10:])]
+    assert gpured.combine(parts) == client.sumsq(x) == float(sum(int(v) ** 2 for v in x))
