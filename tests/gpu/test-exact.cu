@@ -78,7 +78,7 @@ static double ref_partial(const double *x, size_t n)
 	gr_partial acc, p;
 	gr_partial_identity(GR_OP_SUM, GR_DT_F64, &acc);
 	for (size_t i = 0; i < n; i++) {
-		gr_partial_identity(GR_OP_SUM, GR_DT_F64, &p);
+		memset(&p, 0, sizeof(p)); /* filled by hand: the value is v.f */
 		p.count = 1;
 		p.v.f = x[i];
 		gr_partial_combine(GR_OP_SUM, GR_DT_F64, &acc, &p);
@@ -121,7 +121,7 @@ static double ref_digits(const double *x, size_t n)
 		double parts[2] = { ldexp((double)(d[i] & 0xffffffffll), 32 * i - 1074),
 				    ldexp((double)(d[i] >> 32), 32 * i + 32 - 1074) };
 		for (double f : parts) {
-			gr_partial_identity(GR_OP_SUM, GR_DT_F64, &p);
+			memset(&p, 0, sizeof(p)); /* filled by hand: the value is v.f */
 			p.count = 1;
 			p.v.f = f;
 			gr_partial_combine(GR_OP_SUM, GR_DT_F64, &acc, &p);
