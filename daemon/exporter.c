@@ -178,6 +178,8 @@ static enum MHD_Result exporter_handler(void *cls, struct MHD_Connection *conn, 
 	return exporter_serve(e, conn);
 }
 
+/* libmicrohttpd's own messages: its format, whatever it is */
+__attribute__((format(printf, 2, 0)))
 static void exporter_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];
