@@ -986,6 +986,8 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
  * exponents are checked in integer lanes beside the sum; a special (or a
  * sum of zeros, whose sign the exact path decides) goes the exact way.
  */
+#define XSUM_NARROW_MAX 4096u
+
 static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret)
 {
 	v4df a[4] = { { 0 } };
@@ -1046,7 +1048,9 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
                                 const bool sq, const unsigned levels)
 {
-	if (!is64 && !sq && xsum_f32_narrow(p, n, ret))
+	/* small arrays, where it pays: a large block that misses the bound
+	 * would be read twice */
+	if (!is64 && !sq && n <= XSUM_NARROW_MAX && xsum_f32_narrow(p, n, ret))
 		return;
 	/* One pass over the block when a sample of it, one binade wider,
 	 * bounds the rest (most data); else find the largest, then sum; when
