@@ -1035,30 +1035,10 @@ out:
 
 /* ---- rendering ------------------------------------------------------ */
 
-__attribute__((format(printf, 2, 3)))
-static int buf_printf(gr_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int k, r;
-
-	va_start(ap, fmt);
-	k = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (k < 0)
-		return -EINVAL;
-	r = gr_buf_reserve(b, (size_t)k + 1);
-	if (r < 0)
-		return r;
-	va_start(ap, fmt);
-	vsnprintf((char *)b->data + b->len, (size_t)k + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)k;
-	return 0;
-}
 
 static int buf_indent(gr_buf *b, unsigned n)
 {
-	return buf_printf(b, "%*s", (int)n, "");
+	return gr_buf_printf(b, "%*s", (int)n, "");
 }
 
 static int json_string(gr_buf *b, const char *s, size_t n)
@@ -1069,9 +1049,9 @@ static int json_string(gr_buf *b, const char *s, size_t n)
 		unsigned char c = (unsigned char)s[i];
 
 		if (c == '"' || c == '\\')
-			r = buf_printf(b, "\\%c", c);
+			r = gr_buf_printf(b, "\\%c", c);
 		else if (c < 0x20 || c == 0x7f)
-			r = buf_printf(b, "\\u%04x", c);
+			r = gr_buf_printf(b, "\\u%04x", c);
 		else
 			r = gr_buf_append(b, &s[i], 1);
 	}
@@ -1082,34 +1062,34 @@ static int scalar_text(gr_buf *b, const gr_obj *o, bool json)
 {
 	switch (o->type) {
 	case GR_MP_NIL:
-		return buf_printf(b, json ? "null" : "-");
+		return gr_buf_printf(b, json ? "null" : "-");
 	case GR_MP_BOOL:
-		return buf_printf(b, "%s", o->v.b ? "true" : "false");
+		return gr_buf_printf(b, "%s", o->v.b ? "true" : "false");
 	case GR_MP_UINT:
-		return buf_printf(b, "%llu", (unsigned long long)o->v.u);
+		return gr_buf_printf(b, "%llu", (unsigned long long)o->v.u);
 	case GR_MP_INT:
-		return buf_printf(b, "%lld", (long long)o->v.i);
+		return gr_buf_printf(b, "%lld", (long long)o->v.i);
 	case GR_MP_FLOAT:
 		if (o->v.f != o->v.f || o->v.f - o->v.f != 0)
-			return buf_printf(b, json ? "null" : "%g", o->v.f);
+			return gr_buf_printf(b, json ? "null" : "%g", o->v.f);
 		if (!json)
-			return buf_printf(b, "%.15g", o->v.f);
+			return gr_buf_printf(b, "%.15g", o->v.f);
 		/* The shortest digits that read back as the same double. */
 		for (int prec = 15; prec < 17; prec++) {
 			char t[40];
 
 			snprintf(t, sizeof(t), "%.*g", prec, o->v.f);
 			if (strtod(t, NULL) == o->v.f)
-				return buf_printf(b, "%s", t);
+				return gr_buf_printf(b, "%s", t);
 		}
-		return buf_printf(b, "%.17g", o->v.f);
+		return gr_buf_printf(b, "%.17g", o->v.f);
 	case GR_MP_STR:
 		if (json)
 			return json_string(b, o->v.str, o->len);
-		return buf_printf(b, "%.*s", (int)o->len, o->v.str);
+		return gr_buf_printf(b, "%.*s", (int)o->len, o->v.str);
 	case GR_MP_BIN:
 	case GR_MP_EXT:
-		return buf_printf(b, json ? "\"<%u bytes>\"" : "<%u bytes>", o->len);
+		return gr_buf_printf(b, json ? "\"<%u bytes>\"" : "<%u bytes>", o->len);
 	default:
 		return -EINVAL;
 	}
@@ -1146,7 +1126,7 @@ static int render_json(gr_buf *b, const gr_obj *o, bool pretty, unsigned depth)
 				r = r ? r : json_string(b, (const char *)t.data, t.len);
 				gr_buf_deinit(&t);
 			}
-			r = r ? r : buf_printf(b, pretty ? ": " : ":");
+			r = r ? r : gr_buf_printf(b, pretty ? ": " : ":");
 			r = r ? r : render_json(b, &o->v.items[2 * i + 1], pretty, depth + 1);
 		} else if (r == 0) {
 			r = render_json(b, &o->v.items[i], pretty, depth + 1);
@@ -1183,23 +1163,23 @@ static int render_text_entry(gr_buf *b, const gr_obj *key, const gr_obj *val, un
 			flat = !is_container(&val->v.items[i]);
 		if (flat) {
 			/* A list of scalars fits on one line. */
-			r = buf_printf(b, "%-*.*s  ", (int)width, (int)kb.len, (const char *)kb.data);
+			r = gr_buf_printf(b, "%-*.*s  ", (int)width, (int)kb.len, (const char *)kb.data);
 			for (unsigned i = 0; i < val->len && r == 0; i++) {
-				r = i ? buf_printf(b, ", ") : 0;
+				r = i ? gr_buf_printf(b, ", ") : 0;
 				r = r ? r : scalar_text(b, &val->v.items[i], false);
 			}
-			r = r ? r : buf_printf(b, "\n");
+			r = r ? r : gr_buf_printf(b, "\n");
 		} else {
-			r = buf_printf(b, "%.*s:\n", (int)kb.len, (const char *)kb.data);
+			r = gr_buf_printf(b, "%.*s:\n", (int)kb.len, (const char *)kb.data);
 			r = r ? r : render_text(b, val, indent + 2);
 		}
 	} else if (r == 0) {
-		r = buf_printf(b, "%-*.*s  ", (int)width, (int)kb.len, (const char *)kb.data);
+		r = gr_buf_printf(b, "%-*.*s  ", (int)width, (int)kb.len, (const char *)kb.data);
 		if (r == 0 && is_container(val))
-			r = buf_printf(b, val->type == GR_MP_MAP ? "{}" : "[]");
+			r = gr_buf_printf(b, val->type == GR_MP_MAP ? "{}" : "[]");
 		else if (r == 0)
 			r = scalar_text(b, val, false);
-		r = r ? r : buf_printf(b, "\n");
+		r = r ? r : gr_buf_printf(b, "\n");
 	}
 	gr_buf_deinit(&kb);
 	return r;
@@ -1227,19 +1207,19 @@ static int render_text(gr_buf *b, const gr_obj *o, unsigned indent)
 
 			r = buf_indent(b, indent);
 			if (r == 0 && is_container(it)) {
-				r = buf_printf(b, "[%u]\n", i);
+				r = gr_buf_printf(b, "[%u]\n", i);
 				r = r ? r : render_text(b, it, indent + 2);
 			} else if (r == 0) {
-				r = buf_printf(b, "[%u]  ", i);
+				r = gr_buf_printf(b, "[%u]  ", i);
 				r = r ? r : scalar_text(b, it, false);
-				r = r ? r : buf_printf(b, "\n");
+				r = r ? r : gr_buf_printf(b, "\n");
 			}
 		}
 		return r;
 	}
 	r = buf_indent(b, indent);
 	r = r ? r : scalar_text(b, o, false);
-	return r ? r : buf_printf(b, "\n");
+	return r ? r : gr_buf_printf(b, "\n");
 }
 
 static int call_format(gpured_t *g, gr_method m, gpured_format fmt, char **ret)

@@ -122,25 +122,6 @@ int gr_metrics_from_obj(gr_metrics *m, const gr_obj *stats, const gr_obj *info)
 
 /* ---- rendering ---- */
 
-__attribute__((format(printf, 2, 3)))
-static int out(gr_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int k, r;
-
-	va_start(ap, fmt);
-	k = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (k < 0)
-		return -EINVAL;
-	if ((r = gr_buf_reserve(b, (size_t)k + 1)) < 0)
-		return r;
-	va_start(ap, fmt);
-	vsnprintf((char *)b->data + b->len, (size_t)k + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)k;
-	return 0;
-}
 
 #define O(call)                    \
 	do {                       \
@@ -194,7 +175,7 @@ static int label_value(gr_buf *b, const char *v)
 		size_t k = utf8_len(s + i, n - i);
 
 		if (s[i] == '\\' || s[i] == '"')
-			O(out(b, "\\%c", s[i]));
+			O(gr_buf_printf(b, "\\%c", s[i]));
 		else if (s[i] == '\n')
 			O(gr_buf_append(b, "\\n", 2));
 		else if (k == 0 || s[i] < 0x20 || s[i] == 0x7f)
@@ -209,13 +190,13 @@ static int label_value(gr_buf *b, const char *v)
 /* HELP and TYPE of a family (help text has no backslash or line feed). */
 static int family(gr_buf *b, const char *name, const char *type, const char *help)
 {
-	return out(b, "# HELP gpured_%s %s\n# TYPE gpured_%s %s\n", name, help, name, type);
+	return gr_buf_printf(b, "# HELP gpured_%s %s\n# TYPE gpured_%s %s\n", name, help, name, type);
 }
 
 static int one(gr_buf *b, const char *name, const char *type, const char *help, uint64_t v)
 {
 	O(family(b, name, type, help));
-	return out(b, "gpured_%s %llu\n", name, (unsigned long long)v);
+	return gr_buf_printf(b, "gpured_%s %llu\n", name, (unsigned long long)v);
 }
 
 static int histogram(gr_buf *b, const gr_metrics *m)
@@ -227,21 +208,21 @@ static int histogram(gr_buf *b, const gr_metrics *m)
 	O(family(b, name, "histogram",
 		 "Time from a reduce request's last byte to its response, since start."));
 	for (unsigned i = 0; i < m->nbuckets; i++)
-		O(out(b, "gpured_%s_bucket{le=\"%g\"} %llu\n", name, (double)m->le_us[i] / 1e6,
+		O(gr_buf_printf(b, "gpured_%s_bucket{le=\"%g\"} %llu\n", name, (double)m->le_us[i] / 1e6,
 		      (unsigned long long)m->counts[i]));
-	O(out(b, "gpured_%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)m->count));
-	O(out(b, "gpured_%s_sum %.15g\n", name, m->sum_s));
-	return out(b, "gpured_%s_count %llu\n", name, (unsigned long long)m->count);
+	O(gr_buf_printf(b, "gpured_%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)m->count));
+	O(gr_buf_printf(b, "gpured_%s_sum %.15g\n", name, m->sum_s));
+	return gr_buf_printf(b, "gpured_%s_count %llu\n", name, (unsigned long long)m->count);
 }
 
 int gr_metrics_render(const gr_metrics *m, gr_buf *b)
 {
 	O(family(b, "build_info", "gauge", "The daemon's version; the value is always 1."));
-	O(out(b, "gpured_build_info{version="));
+	O(gr_buf_printf(b, "gpured_build_info{version="));
 	O(label_value(b, m->version));
-	O(out(b, "} 1\n"));
+	O(gr_buf_printf(b, "} 1\n"));
 	O(family(b, "uptime_seconds", "gauge", "Seconds since the daemon started."));
-	O(out(b, "gpured_uptime_seconds %.3f\n", m->uptime_s));
+	O(gr_buf_printf(b, "gpured_uptime_seconds %.3f\n", m->uptime_s));
 
 	O(one(b, "requests_total", "counter", "Requests answered, errors included.", m->requests));
 	O(one(b, "errors_total", "counter", "Requests answered with an error.", m->errors));
@@ -264,34 +245,34 @@ int gr_metrics_render(const gr_metrics *m, gr_buf *b)
 	O(family(b, "bytes_in_total", "counter",
 		 "Request bytes by the path they came: read from the socket (all of a message), "
 		 "reduced in place from shared memory, or from device memory."));
-	O(out(b, "gpured_bytes_in_total{path=\"socket\"} %llu\n",
+	O(gr_buf_printf(b, "gpured_bytes_in_total{path=\"socket\"} %llu\n",
 	      (unsigned long long)m->bytes_socket));
-	O(out(b, "gpured_bytes_in_total{path=\"shm\"} %llu\n", (unsigned long long)m->bytes_shm));
-	O(out(b, "gpured_bytes_in_total{path=\"device\"} %llu\n",
+	O(gr_buf_printf(b, "gpured_bytes_in_total{path=\"shm\"} %llu\n", (unsigned long long)m->bytes_shm));
+	O(gr_buf_printf(b, "gpured_bytes_in_total{path=\"device\"} %llu\n",
 	      (unsigned long long)m->bytes_device));
 
 	O(family(b, "stalls_total", "counter",
 		 "Times a connection stopped reading: no staging slot free, its request at its "
 		 "chunks in flight, or over its in-flight or unsent bounds."));
-	O(out(b, "gpured_stalls_total{reason=\"staging\"} %llu\n",
+	O(gr_buf_printf(b, "gpured_stalls_total{reason=\"staging\"} %llu\n",
 	      (unsigned long long)m->stalls_staging));
-	O(out(b, "gpured_stalls_total{reason=\"chunks\"} %llu\n",
+	O(gr_buf_printf(b, "gpured_stalls_total{reason=\"chunks\"} %llu\n",
 	      (unsigned long long)m->stalls_chunks));
-	O(out(b, "gpured_stalls_total{reason=\"limits\"} %llu\n",
+	O(gr_buf_printf(b, "gpured_stalls_total{reason=\"limits\"} %llu\n",
 	      (unsigned long long)m->stalls_limits));
 
 	O(family(b, "device_up", "gauge", "1 while the device is in service, else 0."));
 	for (unsigned i = 0; i < m->ndevices; i++) {
 		const gr_metrics_device *d = &m->devices[i];
-		O(out(b, "gpured_device_up{index=\"%llu\",kind=", (unsigned long long)d->index));
+		O(gr_buf_printf(b, "gpured_device_up{index=\"%llu\",kind=", (unsigned long long)d->index));
 		O(label_value(b, d->kind));
-		O(out(b, ",name="));
+		O(gr_buf_printf(b, ",name="));
 		O(label_value(b, d->name));
-		O(out(b, "} %d\n", d->up ? 1 : 0));
+		O(gr_buf_printf(b, "} %d\n", d->up ? 1 : 0));
 	}
 	O(family(b, "device_jobs_total", "counter", "Jobs run on the device."));
 	for (unsigned i = 0; i < m->ndevices; i++)
-		O(out(b, "gpured_device_jobs_total{index=\"%llu\"} %llu\n",
+		O(gr_buf_printf(b, "gpured_device_jobs_total{index=\"%llu\"} %llu\n",
 		      (unsigned long long)m->devices[i].index,
 		      (unsigned long long)m->devices[i].jobs));
 

@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -353,4 +355,23 @@ int gr_mpw_map(gr_buf *b, uint32_t n)
 	static const uint8_t wide[3] = { 0, 0xde, 0xdf };
 
 	return put_len(b, 0x80, 15, wide, n);
+}
+
+int gr_buf_printf(gr_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int k, r;
+
+	va_start(ap, fmt);
+	k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return -EINVAL;
+	if ((r = gr_buf_reserve(b, (size_t)k + 1)) < 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf((char *)b->data + b->len, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)k;
+	return 0;
 }

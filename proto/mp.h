@@ -62,6 +62,9 @@ void gr_buf_deinit(gr_buf *b);
 /* Grow to hold extra more bytes: 0 or -ENOMEM (gr_buf_reserve's slow path). */
 int gr_buf_grow(gr_buf *b, size_t extra);
 
+/* Append printf-formatted text (no NUL counted in len): 0 or a negative errno. */
+int gr_buf_printf(gr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Make room for extra more bytes: 0 or -ENOMEM. Inline, since every
  * writer calls it and there is almost always room already. */
 static inline int gr_buf_reserve(gr_buf *b, size_t extra)
