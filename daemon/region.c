@@ -65,16 +65,25 @@ static gr_err region_check_memfd(int fd, uint64_t bytes, char *why, size_t whyle
 	return GR_OK;
 }
 
-static gr_err region_check_limits(gr_server *s, const gr_regions *set, uint64_t bytes, char *why,
-				  size_t whylen)
+static gr_err region_check_count(gr_server *s, const gr_regions *set, char *why, size_t whylen)
 {
-	const gr_config *cfg = s->cfg;
-
-	if (set->n >= cfg->max_regions) {
+	if (set->n >= s->cfg->max_regions) {
 		snprintf(why, whylen, "this connection has %u regions mapped, the most it may have",
 			 set->n);
 		return GR_ERR_INVALID_PARAMS;
 	}
+	return GR_OK;
+}
+
+/* Host memory: the number of regions, then the bytes mapped. */
+static gr_err region_check_limits(gr_server *s, const gr_regions *set, uint64_t bytes, char *why,
+				  size_t whylen)
+{
+	const gr_config *cfg = s->cfg;
+	gr_err e = region_check_count(s, set, why, whylen);
+
+	if (e != GR_OK)
+		return e;
 	if (bytes > cfg->max_mapped_bytes || set->bytes + bytes > cfg->max_mapped_bytes) {
 		snprintf(why, whylen,
 			 "mapping %" PRIu64 " bytes would take this connection past its limit of %" PRIu64
@@ -140,11 +149,8 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 			 "cuda), or the operator allows IPC handles (--allow-cuda-ipc yes)");
 		goto out;
 	}
-	if (set->n >= s->cfg->max_regions) {
-		snprintf(why, whylen, "this connection has %u regions mapped, the most it may have",
-			 set->n);
+	if (region_check_count(s, set, why, whylen) != GR_OK)
 		goto out;
-	}
 	if (req->bytes > SIZE_MAX || !(r = calloc(1, sizeof(*r)))) {
 		snprintf(why, whylen, "out of memory");
 		e = GR_ERR_INTERNAL;
