@@ -12,6 +12,7 @@
 
 #include "client/gpured.h"
 #include "proto/mp.h"
+#include "proto/obj.h"
 #include "proto/types.h"
 
 #define READ_CHUNK 65536u
@@ -83,3 +84,8 @@ int client_send(gpured_t *g, struct iovec *iov, int iovcnt, int fd);
 pending *client_wait_entry(gpured_t *g, uint32_t id, int *ret_err);
 /* Hand a finished entry's outcome to the caller and drop it. */
 int client_collect(gpured_t *g, pending *e, gpured_value *ret);
+/* Send a request without parameters (stats, info) and parse its reply
+ * into *tree: *ret_result is its result, *ret_bytes the bytes the tree
+ * points into (the caller frees both). */
+int client_call_result(gpured_t *g, gr_method m, uint8_t **ret_bytes, gr_obj_tree *tree,
+		       const gr_obj **ret_result);
