@@ -86,6 +86,12 @@ class RegionTable:
             self._doomed.append(region)
         on_release()
 
+    def doom(self, regions):
+        """Queue the unmaps of regions mapped by other means (GPU memory)."""
+        with self._lock:
+            if not self.closed:
+                self._doomed.extend(regions)
+
     def take_doomed(self):
         if not self._doomed:
             return ()

@@ -22,6 +22,7 @@ _DTYPES = {
     np.dtype("<f8"): "f64",
 }
 DTYPE_NAMES = tuple(_DTYPES.values())
+NUMPY_DTYPES = {v: k for k, v in _DTYPES.items()}
 SUPPORTED = "int32, int64, uint32, uint64, float32, float64"
 
 # The largest bin msgpack can carry (bin32).
@@ -143,8 +144,8 @@ def as_array(x, allow_copy=False):
         if gpu is not None:
             if not allow_copy:
                 raise NotSupported(
-                    "%s.%s lives in GPU memory (%s); gpured cannot read device memory yet. "
-                    "Pass allow_copy=True to copy it to the host first"
+                    "%s.%s lives in GPU memory (%s); gpured reads CUDA memory in place, "
+                    "not this. Pass allow_copy=True to copy it to the host first"
                     % (type(x).__module__, type(x).__name__, gpu))
             x = _to_host(x)
         elif (type(x).__module__ or "").startswith("torch"):

@@ -22,9 +22,9 @@ import socket
 import msgpack
 import numpy as np
 
-from . import _regions, _wire
+from . import _device, _regions, _wire
 from .client import SNDBUF_BYTES, _dict, _full, _ident, _value
-from .errors import ConnectionError, Error, InvalidParams, Timeout, TooLarge
+from .errors import Busy, ConnectionError, Error, Internal, InvalidParams, Timeout, TooLarge
 from .errors import error_from_wire
 
 __all__ = ["Client", "connect"]
@@ -57,6 +57,7 @@ class Client:
         self._dead = None
         self._closing = None    # why the daemon said it closes
         self._regions = _regions.RegionTable()
+        self._device_maps = _device.DeviceMaps()
         self._send_lock = asyncio.Lock()
         self._out = []                  # small requests held for one write
         self._out_bytes = 0
@@ -125,6 +126,7 @@ class Client:
             except OSError:
                 pass
         self._regions.close()
+        self._device_maps.clear()
         self._out = []
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)     # the send fails at once
@@ -358,8 +360,18 @@ class Client:
         ``await f``."""
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
-        a, name = _wire.as_array(x, allow_copy)
         conv = _full if full else _value
+        if not isinstance(x, np.ndarray):
+            sp = _device.span(x, allow_copy)
+            if sp is not None and sp.count == 0:
+                x = _device.host_empty(sp)
+            elif sp is not None:
+                where = await self._device_target(sp, allow_copy)
+                if where is not None:
+                    sp.sync()
+                    return await self._request(_wire.region_reduce_tail(
+                        op, sp.dtype, where[0], where[1], sp.count), conv)
+        a, name = _wire.as_array(x, allow_copy)
         if self._regions._ranges:
             where = self._regions.find(a)
             if where is not None:
@@ -374,6 +386,28 @@ class Client:
                                  "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
         return await self._request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n), conv,
                                    data=_wire.data_view(a))
+
+    async def _device_target(self, sp, allow_copy):
+        """As gpured.Client's: (region id, byte offset) or None."""
+        alloc = _device.allocation(sp, allow_copy)
+        if alloc is None:
+            return None
+        hit = self._device_maps.lookup(alloc)
+        if hit is None:
+            params, fd = alloc.map_params()
+            try:
+                res = await self._wait(await self._request(_device.map_tail(params), _ident,
+                                                            fds=None if fd is None else [fd]))
+            except (InvalidParams, Busy, Internal) as e:
+                return _device.map_refused(e, allow_copy)
+            finally:
+                if fd is not None:
+                    os.close(fd)
+            hit, unmap = self._device_maps.store(alloc, res)
+            if unmap:
+                self._regions.doom(unmap)
+                self._unmaps_soon()
+        return hit[0], sp.ptr - hit[1]
 
     async def reduce(self, op, x, *, full=False, allow_copy=False):
         """As :meth:`gpured.Client.reduce`."""

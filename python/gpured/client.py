@@ -21,8 +21,9 @@ import weakref
 import msgpack
 import numpy as np
 
-from . import _exact, _regions, _wire
-from .errors import ConnectionError, Error, InvalidParams, Timeout, TooLarge, error_from_wire
+from . import _device, _exact, _regions, _wire
+from .errors import (Busy, ConnectionError, Error, Internal, InvalidParams, Timeout, TooLarge,
+                     error_from_wire)
 
 SNDBUF_BYTES = 4 << 20
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
@@ -88,6 +89,7 @@ class _Conn:
         self.msgid = 0
         self.dead = None        # (class, message) once the connection is gone
         self.regions = _regions.RegionTable()
+        self.device_maps = _device.DeviceMaps()
         self.rlock = threading.Lock()       # held by whoever reads the socket
         self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
         self.poller = select.poll()
@@ -397,6 +399,7 @@ class _Conn:
         except OSError:
             pass
         self.regions.close()
+        self.device_maps.clear()
         self.out = []
         cls, message = self.dead
         while self.pending:
@@ -542,12 +545,20 @@ class Client:
         reads in place until the future is done."""
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
-        a, name = _wire.as_array(x, allow_copy)
         conn = self._conn
-        conv = _full if full else _value
-        if partial:
-            def conv(res, op=op, name=name):
-                return _exact.from_result(op, name, res)
+        if not isinstance(x, np.ndarray):
+            sp = _device.span(x, allow_copy)
+            if sp is not None and sp.count == 0:
+                x = _device.host_empty(sp)
+            elif sp is not None:
+                where = self._device_target(sp, allow_copy)
+                if where is not None:
+                    sp.sync()
+                    tail = _wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count,
+                                                    partial)
+                    return conn.request(tail, self._conv(op, sp.dtype, full, partial))
+        a, name = _wire.as_array(x, allow_copy)
+        conv = self._conv(op, name, full, partial)
         mid = (_wire.REDUCE_MID_PARTIAL if partial else _wire.REDUCE_MID)[op, name]
         if conn.regions._ranges:
             where = conn.regions.find(a)
@@ -561,6 +572,36 @@ class Client:
             raise TooLarge("%d bytes do not fit in one request (at most %d); "
                                  "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
         return conn.request(mid + _wire.bin_header(n), conv, data=_wire.data_view(a))
+
+    @staticmethod
+    def _conv(op, name, full, partial):
+        if partial:
+            return lambda res: _exact.from_result(op, name, res)
+        return _full if full else _value
+
+    def _device_target(self, sp, allow_copy):
+        """(region id, byte offset) of GPU array sp in this connection's
+        mapping of its allocation, mapping it first; None to copy it."""
+        alloc = _device.allocation(sp, allow_copy)
+        if alloc is None:
+            return None
+        conn = self._conn
+        hit = conn.device_maps.lookup(alloc)
+        if hit is None:
+            params, fd = alloc.map_params()
+            try:
+                res = self._wait(conn.request(_device.map_tail(params), _ident,
+                                              fds=None if fd is None else [fd]))
+            except (InvalidParams, Busy, Internal) as e:
+                return _device.map_refused(e, allow_copy)
+            finally:
+                if fd is not None:
+                    os.close(fd)
+            hit, unmap = conn.device_maps.store(alloc, res)
+            if unmap:
+                conn.regions.doom(unmap)
+                conn.flush_unmaps()
+        return hit[0], sp.ptr - hit[1]
 
     def reduce(self, op, x, *, full=False, allow_copy=False, partial=False):
         """Reduce x with op and wait for the result: an int or a float as

@@ -1,0 +1,376 @@
+"""Arrays in GPU memory (PyTorch tensors, CuPy arrays, anything with
+``__cuda_array_interface__``), reduced by the daemon where they lie
+(PROTOCOL.md, "map", kinds "cuda" and "cuda_ipc").
+
+The CUDA driver (libcuda.so.1, through ctypes) says which allocation an
+array lies in: memory from cudaMalloc (PyTorch's default caching allocator,
+CuPy's pool) is handed over as a legacy IPC handle, which the daemon only
+accepts when started with ``--allow-cuda-ipc yes``; memory from the
+virtual-memory API whose allocation can be exported as a POSIX file
+descriptor (PyTorch's expandable segments) goes as that descriptor. A
+connection maps each allocation once and keeps the most recently used
+mappings; a reduction then sends a region, an offset and a count.
+
+Before a reduction is sent, the stream that produced the array is
+synchronised (PyTorch: the device's current stream; otherwise the stream
+named by ``__cuda_array_interface__``, or the whole context): the daemon
+reads what that stream had finished."""
+
+import collections
+import ctypes
+import threading
+
+import msgpack
+import numpy as np
+
+from . import _wire
+from .errors import InvalidParams, NotSupported
+
+# cuda.h
+_ATTR_CONTEXT = 1
+_ATTR_BUFFER_ID = 7
+_ATTR_DEVICE_ORDINAL = 9
+_ATTR_IPC_CAPABLE = 10
+_ATTR_RANGE_START = 11
+_ATTR_RANGE_SIZE = 12
+_ATTR_HANDLE_TYPES = 14
+_ATTR_MAPPING_SIZE = 18
+_ATTR_MAPPING_BASE = 19
+_ATTR_BLOCK_ID = 20
+_ATTR_MEMORY_TYPE = 2
+_MEMORY_DEVICE = 2
+_HANDLE_POSIX_FD = 1
+
+_ALLOCATION_ATTRS = (
+    (_ATTR_MEMORY_TYPE, ctypes.c_uint), (_ATTR_DEVICE_ORDINAL, ctypes.c_int),
+    (_ATTR_IPC_CAPABLE, ctypes.c_int), (_ATTR_RANGE_START, ctypes.c_uint64),
+    (_ATTR_RANGE_SIZE, ctypes.c_size_t), (_ATTR_HANDLE_TYPES, ctypes.c_uint64),
+    (_ATTR_MAPPING_BASE, ctypes.c_uint64), (_ATTR_MAPPING_SIZE, ctypes.c_uint64),
+    (_ATTR_BUFFER_ID, ctypes.c_uint64), (_ATTR_BLOCK_ID, ctypes.c_uint64),
+)
+
+# Mappings one connection keeps (the daemon allows 64 regions by default,
+# shared with client.empty()).
+MAX_MAPS = 16
+
+_TORCH_DTYPES = {"torch.int32": "i32", "torch.int64": "i64", "torch.uint32": "u32",
+                 "torch.uint64": "u64", "torch.float32": "f32", "torch.float64": "f64"}
+
+
+class Span:
+    """A contiguous array in GPU memory: address, bytes, elements, dtype
+    wire name, and how to wait for the stream that produces it."""
+
+    __slots__ = ("ptr", "nbytes", "count", "dtype", "sync", "owner")
+
+    def __init__(self, ptr, nbytes, count, dtype, sync, owner):
+        self.ptr, self.nbytes, self.count, self.dtype = ptr, nbytes, count, dtype
+        self.sync, self.owner = sync, owner
+
+
+def host_empty(sp):
+    """A host array of no elements of sp's dtype: an empty GPU array has no
+    memory to map."""
+    return np.empty(0, dtype=_wire.NUMPY_DTYPES[sp.dtype])
+
+
+def _not_contiguous(x):
+    return NotSupported("%s.%s in GPU memory is not contiguous; gpured reads it in place "
+                        "only when it is (pass allow_copy=True to copy it)"
+                        % (type(x).__module__, type(x).__name__))
+
+
+def _torch_span(x, allow_copy):
+    import torch
+    if not x.is_contiguous():
+        if not allow_copy:
+            raise _not_contiguous(x)
+        x = x.contiguous()
+    name = _TORCH_DTYPES.get(str(x.dtype))
+    if name is None:
+        raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, x.dtype))
+    dev = x.device
+
+    def sync():
+        torch.cuda.current_stream(dev).synchronize()
+    return Span(x.data_ptr(), x.numel() * x.element_size(), x.numel(), name, sync, x)
+
+
+def _cai_span(x, cai, allow_copy):
+    dt = np.dtype(cai["typestr"])
+    name = _wire._DTYPES.get(dt)
+    if name is None:
+        raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, dt))
+    shape = tuple(cai["shape"])
+    count = 1
+    for s in shape:
+        count *= s
+    strides = cai.get("strides")
+    if strides is not None and count > 1:
+        want = dt.itemsize
+        for s, st in zip(reversed(shape), reversed(strides)):
+            if s != 1 and st != want:
+                if allow_copy:
+                    return None
+                raise _not_contiguous(x)
+            want *= s
+    stream = cai.get("stream")
+
+    def sync():
+        drv = driver()
+        if stream:
+            drv.check(drv.lib.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")
+        else:
+            drv.ctx_synchronize(cai["data"][0])
+    return Span(cai["data"][0], count * dt.itemsize, count, name, sync, x)
+
+
+def span(x, allow_copy):
+    """x's Span when it lives in CUDA memory the daemon may read in place;
+    None when it does not live on a GPU (or, with allow_copy, when it
+    should be copied instead). Raises NotSupported or TypeError when it is
+    on a GPU and cannot be read in place."""
+    mod = type(x).__module__ or ""
+    if mod.startswith("torch"):
+        if not getattr(x, "is_cuda", False):
+            return None
+        return _torch_span(x, allow_copy)
+    try:
+        cai = x.__cuda_array_interface__
+    except Exception:
+        return None
+    if not isinstance(cai, dict) or "data" not in cai:
+        return None
+    return _cai_span(x, cai, allow_copy)
+
+
+class _Driver:
+    def __init__(self):
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            raise NotSupported("the CUDA driver cannot be loaded (%s)" % e) from None
+        self.lib = lib
+        u64 = ctypes.c_uint64
+        lib.cuPointerGetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, u64]
+        lib.cuPointerGetAttributes.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
+                                               u64]
+        lib.cuIpcGetMemHandle.argtypes = [ctypes.c_void_p, u64]
+        lib.cuMemRetainAllocationHandle.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.cuMemExportToShareableHandle.argtypes = [ctypes.c_void_p, u64, ctypes.c_int,
+                                                     ctypes.c_ulonglong]
+        lib.cuMemRelease.argtypes = [u64]
+        lib.cuCtxPushCurrent_v2.argtypes = [ctypes.c_void_p]
+        lib.cuCtxPopCurrent_v2.argtypes = [ctypes.c_void_p]
+        lib.cuStreamSynchronize.argtypes = [ctypes.c_void_p]
+        lib.cuDeviceGetUuid_v2.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.cuDeviceGet.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.cuDevicePrimaryCtxRetain.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        self.check(lib.cuInit(0), "cuInit")
+        self._uuids = {}
+        self._primary = {}
+
+    def check(self, r, call):
+        if r != 0:
+            s = ctypes.c_char_p()
+            self.lib.cuGetErrorName(r, ctypes.byref(s))
+            name = s.value.decode() if s.value else "error %d" % r
+            raise NotSupported("%s failed: %s" % (call, name))
+
+    def attr(self, ptr, attr, ctype):
+        v = ctype()
+        self.check(self.lib.cuPointerGetAttribute(ctypes.byref(v), attr, ptr),
+                   "cuPointerGetAttribute(%d)" % attr)
+        return v.value
+
+    def attrs(self, ptr, spec):
+        """Several attributes of ptr in one call: spec is a tuple of
+        (attribute, ctypes type); returns their values. Where ptr is no
+        CUDA memory they read as zero."""
+        vals = [t() for _a, t in spec]
+        kinds = (ctypes.c_int * len(spec))(*(a for a, _t in spec))
+        ptrs = (ctypes.c_void_p * len(spec))(*(ctypes.addressof(v) for v in vals))
+        self.check(self.lib.cuPointerGetAttributes(len(spec), kinds, ptrs, ptr),
+                   "cuPointerGetAttributes")
+        return tuple(v.value for v in vals)
+
+    def uuid(self, ordinal):
+        u = self._uuids.get(ordinal)
+        if u is None:
+            dev = ctypes.c_int()
+            self.check(self.lib.cuDeviceGet(ctypes.byref(dev), ordinal), "cuDeviceGet")
+            raw = (ctypes.c_ubyte * 16)()
+            self.check(self.lib.cuDeviceGetUuid_v2(raw, dev.value), "cuDeviceGetUuid")
+            h = bytes(raw).hex()
+            u = "GPU-%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+            self._uuids[ordinal] = u
+        return u
+
+    def _ctx(self, ptr):
+        """The context ptr was allocated in; for memory of a device's
+        primary context (the runtime's, which the pointer does not name),
+        that one, retained once for the life of the process."""
+        ctx = self.attr(ptr, _ATTR_CONTEXT, ctypes.c_void_p)
+        if ctx:
+            return ctx
+        ordinal = self.attr(ptr, _ATTR_DEVICE_ORDINAL, ctypes.c_int)
+        ctx = self._primary.get(ordinal)
+        if ctx is None:
+            dev = ctypes.c_int()
+            self.check(self.lib.cuDeviceGet(ctypes.byref(dev), ordinal), "cuDeviceGet")
+            c = ctypes.c_void_p()
+            self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(c), dev.value),
+                       "cuDevicePrimaryCtxRetain")
+            ctx = self._primary[ordinal] = c.value
+        return ctx
+
+    def _in_ctx(self, ptr, fn):
+        ctx = self._ctx(ptr)
+        self.check(self.lib.cuCtxPushCurrent_v2(ctypes.c_void_p(ctx)), "cuCtxPushCurrent")
+        try:
+            return fn()
+        finally:
+            self.lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+
+    def ctx_synchronize(self, ptr):
+        self._in_ctx(ptr, lambda: self.check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize"))
+
+    def ipc_handle(self, base):
+        h = (ctypes.c_ubyte * 64)()
+        self._in_ctx(base, lambda: self.check(self.lib.cuIpcGetMemHandle(h, base),
+                                              "cuIpcGetMemHandle"))
+        return bytes(h)
+
+    def export_fd(self, ptr):
+        h = ctypes.c_uint64()
+        self.check(self.lib.cuMemRetainAllocationHandle(ctypes.byref(h), ctypes.c_void_p(ptr)),
+                   "cuMemRetainAllocationHandle")
+        try:
+            fd = ctypes.c_int(-1)
+            self.check(self.lib.cuMemExportToShareableHandle(ctypes.byref(fd), h.value,
+                                                             _HANDLE_POSIX_FD, 0),
+                       "cuMemExportToShareableHandle")
+            return fd.value
+        finally:
+            self.lib.cuMemRelease(h.value)
+
+
+_driver = None
+
+
+def driver():
+    global _driver
+    if _driver is None:
+        _driver = _Driver()
+    return _driver
+
+
+class Allocation:
+    """Where a Span lies: the allocation to map, and how."""
+
+    __slots__ = ("key", "base", "size", "device", "vmm")
+
+    def __init__(self, sp):
+        drv = driver()
+        ptr = sp.ptr
+        (mtype, ordinal, ipc, start, size, types, mbase, msize, buf,
+         block) = drv.attrs(ptr, _ALLOCATION_ATTRS)
+        if mtype != _MEMORY_DEVICE:
+            raise NotSupported("the CUDA driver does not know address 0x%x as device memory"
+                               % ptr)
+        self.device = drv.uuid(ordinal)
+        self.vmm = False
+        if ipc:
+            self.base, self.size = start, size
+            self.key = (ordinal, "ipc", buf)
+        elif types & _HANDLE_POSIX_FD:
+            self.vmm = True
+            self.base, self.size = mbase, msize
+            self.key = (ordinal, "vmm", block, mbase)
+        else:
+            raise NotSupported("its allocation can be handed to another process neither as "
+                               "a legacy IPC handle nor as a file descriptor")
+        if ptr + sp.nbytes > self.base + self.size:
+            raise NotSupported("it spans several allocations")
+
+    def map_params(self):
+        """(params of the map request, the fd to send or None); the caller
+        closes the fd."""
+        drv = driver()
+        if self.vmm:
+            return {"kind": "cuda", "bytes": self.size, "device": self.device}, \
+                drv.export_fd(self.base)
+        return {"kind": "cuda_ipc", "handle": drv.ipc_handle(self.base), "bytes": self.size,
+                "device": self.device}, None
+
+
+def allocation(sp, allow_copy):
+    """The Allocation that Span sp lies in; None when it cannot be handed
+    over and allow_copy says to copy it instead."""
+    try:
+        return Allocation(sp)
+    except NotSupported as e:
+        if allow_copy:
+            return None
+        t = type(sp.owner)
+        raise NotSupported("%s.%s lives in GPU memory that gpured cannot read in place: %s. "
+                           "Pass allow_copy=True to copy it to the host first"
+                           % (t.__module__, t.__name__, e.message)) from None
+
+
+def map_refused(e, allow_copy):
+    """The daemon refused to map GPU memory (e, an Error): None to copy
+    instead (allow_copy), else raise it again, saying what to do."""
+    if allow_copy:
+        return None
+    raise type(e)(e.message + " (pass allow_copy=True to copy GPU arrays through the host "
+                  "instead)", e.code) from None
+
+
+def map_tail(params):
+    """The bytes after the msgid of a map request."""
+    return _wire._str("map") + msgpack.packb([params])
+
+
+class DeviceMaps:
+    """The device allocations one connection has mapped, most recently
+    used last: key -> (region id, base address). Thread-safe."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._maps = collections.OrderedDict()
+
+    def __len__(self):
+        return len(self._maps)
+
+    def lookup(self, alloc):
+        """(region id, base address) of alloc's mapping, or None."""
+        with self._lock:
+            hit = self._maps.get(alloc.key)
+            if hit is not None:
+                self._maps.move_to_end(alloc.key)
+            return hit
+
+    def store(self, alloc, res):
+        """Remember the mapping a map request answered (res); returns
+        (region id, base address) to use and the region ids to unmap: the
+        least recently used beyond MAX_MAPS, or this one when another
+        thread mapped the same allocation meanwhile."""
+        region = res.get("region") if isinstance(res, dict) else None
+        if not isinstance(region, int):
+            raise InvalidParams("map answered %r" % (res,))
+        with self._lock:
+            hit = self._maps.get(alloc.key)
+            if hit is not None:
+                return hit, [region]
+            hit = self._maps[alloc.key] = (region, alloc.base)
+            out = []
+            while len(self._maps) > MAX_MAPS:
+                out.append(self._maps.popitem(last=False)[1][0])
+            return hit, out
+
+    def clear(self):
+        """Forget every mapping: the connection is gone."""
+        with self._lock:
+            self._maps.clear()
