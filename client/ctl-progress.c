@@ -7,6 +7,9 @@
 
 #include "client/ctl-progress.h"
 
+/* The longest name the line shows whole. */
+#define NAME_MAX_COLUMNS 40
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -33,13 +36,31 @@ char *ctl_progress_bytes(char *buf, size_t size, double n)
 	return buf;
 }
 
+/*
+ * what as the line shows it: a long name by its end, which tells files
+ * apart best, and bytes that could move the cursor as '?'.
+ */
+static void name_text(char *buf, size_t size, const char *what)
+{
+	size_t n = strlen(what), k = 0;
+
+	if (n > NAME_MAX_COLUMNS) {
+		k = (size_t)snprintf(buf, size, "...");
+		what += n - (NAME_MAX_COLUMNS - 3);
+	}
+	for (; *what && k + 1 < size; what++)
+		buf[k++] = (unsigned char)*what < 0x20 || *what == 0x7f ? '?' : *what;
+	buf[k] = '\0';
+}
+
 int ctl_progress_format(char *buf, size_t size, const char *what, uint64_t done, uint64_t total,
 			double elapsed_s, unsigned width)
 {
-	char d[16], t[16], rate[16], left[32] = "", head[160], tail[64];
+	char name[NAME_MAX_COLUMNS + 1], d[16], t[16], rate[16], left[32] = "", head[160], tail[64];
 	double bps = elapsed_s > 0 ? (double)done / elapsed_s : 0;
 	int hn, tn;
 
+	name_text(name, sizeof(name), what);
 	ctl_progress_bytes(d, sizeof(d), (double)done);
 	ctl_progress_bytes(rate, sizeof(rate), bps);
 	if (total > 0 && done <= total) {
@@ -52,13 +73,13 @@ int ctl_progress_format(char *buf, size_t size, const char *what, uint64_t done,
 			if (s < 360000)
 				snprintf(left, sizeof(left), "  %u:%02u left", (unsigned)s / 60, (unsigned)s % 60);
 		}
-		hn = snprintf(head, sizeof(head), "reading %s  %s of %s %3u%% ", what, d, t, pct);
+		hn = snprintf(head, sizeof(head), "reading %s  %s of %s %3u%% ", name, d, t, pct);
 		tn = snprintf(tail, sizeof(tail), " %s/s%s", rate, left);
 	} else {
-		hn = snprintf(head, sizeof(head), "reading %s  %s", what, d);
+		hn = snprintf(head, sizeof(head), "reading %s  %s", name, d);
 		tn = snprintf(tail, sizeof(tail), "  %s/s", rate);
 	}
-	if (hn < 0 || tn < 0)
+	if (hn < 0 || tn < 0 || (size_t)hn >= sizeof(head) || (size_t)tn >= sizeof(tail))
 		return -EINVAL;
 	if (size == 0)
 		return 0;

@@ -322,6 +322,15 @@ static void test_progress_format(void)
 	n = ctl_progress_format(buf, sizeof(buf), "standard input", 3000000, 0, 0.5, 80);
 	CHECK_MSG(strcmp(buf, "reading standard input  3.00 MB  6.00 MB/s") == 0, "'%s'", buf);
 
+	/* A long name by its end; a name's control bytes never reach the
+	 * terminal. */
+	ctl_progress_format(buf, sizeof(buf), "/very/long/path/of/many/directories/down/to/data.f32",
+			    1, 0, 1, 200);
+	CHECK_MSG(strcmp(buf, "reading .../of/many/directories/down/to/data.f32  1 B  1 B/s") == 0,
+		  "'%s'", buf);
+	ctl_progress_format(buf, sizeof(buf), "a\033[2Jb\n", 1, 0, 1, 200);
+	CHECK_MSG(strcmp(buf, "reading a?[2Jb?  1 B  1 B/s") == 0, "'%s'", buf);
+
 	/* A narrow terminal: no bar, and never its last column. */
 	n = ctl_progress_format(buf, sizeof(buf), "x.f32", 1000000000, 4000000000u, 2.0, 30);
 	CHECK_MSG(n == 29 && strlen(buf) == 29 && !strchr(buf, '['), "%d: '%s'", n, buf);
