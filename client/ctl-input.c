@@ -5,8 +5,71 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "client/ctl-input.h"
+
+/* One read() at most: the progress bar moves between reads. */
+#define READ_MAX ((size_t)1 << 20)
+
+uint64_t ctl_input_remaining(int fd)
+{
+	struct stat st;
+	off_t pos;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return 0;
+	/* stdin may be a file its parent has read part of already */
+	pos = lseek(fd, 0, SEEK_CUR);
+	if (pos < 0)
+		pos = 0;
+	return pos < st.st_size ? (uint64_t)(st.st_size - pos) : 0;
+}
+
+int ctl_input_read_all(int fd, uint64_t size_hint, ctl_progress *progress, char **ret,
+		       size_t *ret_len)
+{
+	/* One byte past the hint, so that reading the end needs no growth. */
+	size_t len = 0, cap = size_hint > 0 && size_hint < SIZE_MAX / 2 ? (size_t)size_hint + 1
+									: (size_t)1 << 16;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		size_t want;
+		ssize_t k;
+
+		if (len == cap) {
+			char *p = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+
+			if (!p) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		want = cap - len < READ_MAX ? cap - len : READ_MAX;
+		k = read(fd, buf + len, want);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			k = -errno;
+			free(buf);
+			return (int)k;
+		}
+		if (k == 0)
+			break;
+		len += (size_t)k;
+		if (progress)
+			ctl_progress_update(progress, len);
+	}
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
 
 /* Longer tokens cannot be numbers of any dtype we read (a float with
  * hundreds of digits is still refused: nobody means that). */

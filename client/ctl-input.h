@@ -1,14 +1,30 @@
 /*
- * The numbers gpuredctl reads and writes: strict parsing of text input for
- * a dtype (every token must be a number that the dtype holds exactly in
- * range), and printing results so that they read back to the same value.
- * Kept out of gpuredctl.c so the unit tests can reach it.
+ * The numbers gpuredctl reads and writes: reading an input whole, strict
+ * parsing of text input for a dtype (every token must be a number that the
+ * dtype holds exactly in range), and printing results so that they read
+ * back to the same value. Kept out of gpuredctl.c so the unit tests can
+ * reach it.
  */
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "client/ctl-progress.h"
 #include "client/gpured.h"
+
+/* The bytes left to read in fd when it is a regular file; 0 otherwise
+ * (a pipe, a terminal: unknown). */
+uint64_t ctl_input_remaining(int fd);
+
+/*
+ * Read fd to its end into a malloc'd buffer: *ret (freed with free()) holds
+ * *ret_len bytes. size_hint (the bytes expected, 0 if unknown) sizes the
+ * buffer once; progress (NULL: none) is told of every read. Returns 0 or a
+ * negative errno.
+ */
+int ctl_input_read_all(int fd, uint64_t size_hint, ctl_progress *progress, char **ret,
+		       size_t *ret_len);
 
 /*
  * Parse tok[0..len) as one element of dt and store it, packed, at out

@@ -274,6 +274,55 @@ typedef struct gpured_stats_t {
 
 int gpured_stats(gpured_t *g, gpured_stats_t *ret);
 
+/*
+ * One look at the daemon for a monitor (gpuredctl top): the counters of
+ * "stats", its request-latency histogram, and each device of "info" with
+ * its jobs and the device-memory regions mapped on it. Two calls to the
+ * server, stats first. Rates and interval percentiles come from the
+ * difference of two snapshots; the counters only grow while the daemon
+ * runs. Fields the server did not send are 0; devices and buckets past
+ * the arrays' sizes are left out.
+ */
+#define GPURED_SNAPSHOT_DEVICES 32
+#define GPURED_SNAPSHOT_BUCKETS 32
+
+typedef struct gpured_device_snapshot_t {
+	uint64_t index;
+	char kind[8];          /* "cuda" or "cpu" */
+	char name[128];
+	int healthy;           /* in service */
+	uint64_t jobs;         /* jobs run on it since start */
+	uint64_t regions;      /* device-memory regions mapped on it now */
+	uint64_t region_bytes; /* their bytes */
+} gpured_device_snapshot_t;
+
+typedef struct gpured_snapshot_t {
+	char version[32];       /* the daemon's */
+	double uptime_s;        /* the daemon's clock, for the interval */
+	uint64_t requests;      /* answered, of every method (these two
+	                         * calls count too) */
+	uint64_t errors;
+	uint64_t inflight;
+	uint64_t connections;
+	/* request bytes by the path they came: read from the socket, reduced
+	 * in place from shared memory, from device memory */
+	uint64_t bytes_socket, bytes_shm, bytes_device;
+	uint64_t regions;       /* regions mapped now, of every kind */
+	uint64_t mapped_bytes;  /* bytes of the shared-memory ones */
+	unsigned ndevices;
+	gpured_device_snapshot_t devices[GPURED_SNAPSHOT_DEVICES];
+	/* The latency of every reduction since start, a cumulative histogram:
+	 * counts[i] took at most le_us[i] microseconds; count is all of them,
+	 * sum_us their total. nbuckets 0: the daemon sent none. */
+	unsigned nbuckets;
+	uint64_t le_us[GPURED_SNAPSHOT_BUCKETS];
+	uint64_t counts[GPURED_SNAPSHOT_BUCKETS];
+	uint64_t count;
+	double sum_us;
+} gpured_snapshot_t;
+
+int gpured_snapshot(gpured_t *g, gpured_snapshot_t *ret);
+
 typedef enum gpured_format {
 	GPURED_FORMAT_JSON,        /* one line of JSON */
 	GPURED_FORMAT_JSON_PRETTY, /* indented JSON, ending in a newline */

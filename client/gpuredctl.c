@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 #include "client/ctl-input.h"
+#include "client/ctl-progress.h"
+#include "client/ctl-top.h"
 #include "client/gpured.h"
 
 enum {
@@ -41,6 +44,8 @@ static void usage(FILE *f)
 		"  stats                    Show the daemon's counters\n"
 		"  metrics                  Print the counters, devices and latency histogram as\n"
 		"                           Prometheus metrics (text format 0.0.4)\n"
+		"  top                      Show requests/s, GB/s in, latency p50/p99, jobs per\n"
+		"                           device and mapped regions, refreshed every interval\n"
 		"  sum|min|max|sumsq [FILE|-]\n"
 		"                           Reduce the numbers in FILE (default: standard input)\n"
 		"\n"
@@ -51,7 +56,10 @@ static void usage(FILE *f)
 		"  -t, --dtype TYPE         Element type: i32 i64 u32 u64 f32 f64 (default f64)\n"
 		"  -r, --raw                Input is packed little-endian binary elements,\n"
 		"                           not whitespace-separated text\n"
-		"  -j, --json               Print JSON\n"
+		"  -j, --json               Print JSON (top: one line per refresh)\n"
+		"  -q, --quiet              Reductions: no progress bar on standard error\n"
+		"  -i, --interval SECONDS   top: refresh this often (default 1)\n"
+		"  -n, --iterations N       top: stop after N refreshes (default: until Ctrl-C)\n"
 		"  -o, --output FILE        metrics: replace FILE at once (a temporary file\n"
 		"                           renamed over it), not standard output\n"
 		"  -T, --timeout SECONDS    Give up when the daemon makes no progress for this\n"
@@ -62,7 +70,8 @@ static void usage(FILE *f)
 		"Text input is numbers separated by white space; every token must be a\n"
 		"number of the element type (integers in decimal, in range).\n"
 		"Integer results print exactly; float results print with 17 significant\n"
-		"digits.\n"
+		"digits. While a reduction reads a large input, a progress bar shows on\n"
+		"standard error when that is a terminal.\n"
 		"\n"
 		"Exit status:\n"
 		"  0  success\n"
@@ -71,44 +80,6 @@ static void usage(FILE *f)
 		"  3  cannot connect to the daemon\n"
 		"  4  health: the daemon answers, but a device is out of service\n",
 		prog);
-}
-
-/* Read the whole of fd into a malloc'd buffer (doubling, so linear). */
-static int read_all(int fd, char **ret, size_t *ret_len)
-{
-	size_t len = 0, cap = 1 << 16;
-	char *buf = malloc(cap);
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t k;
-
-		if (len == cap) {
-			char *p = realloc(buf, cap * 2);
-
-			if (!p) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = p;
-			cap *= 2;
-		}
-		k = read(fd, buf + len, cap - len);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			k = -errno;
-			free(buf);
-			return (int)k;
-		}
-		if (k == 0)
-			break;
-		len += (size_t)k;
-	}
-	*ret = buf;
-	*ret_len = len;
-	return 0;
 }
 
 static int connect_or_complain(const char *socket, double timeout_s, gpured_t **ret)
@@ -284,9 +255,46 @@ static int cmd_metrics(gpured_t *g, const char *output)
 	return r < 0 ? EXIT_SERVER : 0;
 }
 
-/* The elements to reduce, from file (NULL or "-": stdin). */
-static int read_input(const char *file, gpured_dtype dt, bool raw, void **ret_data, size_t *ret_n)
+/*
+ * top until its iterations are done (0), the daemon goes away (1), or a
+ * signal stops it: then the program ends by that signal, as a shell
+ * expects of a program it interrupted.
+ */
+static int cmd_top(gpured_t *g, const char *socket, ctl_top_options *o, bool json)
 {
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int sig = 0, r;
+
+	if (gpured_socket_path(socket, path, sizeof(path)) == 0)
+		o->where = path;
+	o->json = json;
+	r = ctl_top_run(g, o, stdout, &sig);
+	if (r == CTL_TOP_WRITE_FAILED) {
+		fprintf(stderr, "%s: top: cannot write to standard output\n", prog);
+		return EXIT_SERVER;
+	}
+	if (r < 0 && r != -ENOMEM && !gpured_errcode(g)) {
+		/* not an answer: the connection is gone */
+		fprintf(stderr, "%s: top: lost the daemon: %s\n", prog,
+			gpured_errmsg(g)[0] ? gpured_errmsg(g) : gpured_strerror(r));
+		return EXIT_SERVER;
+	}
+	if (r < 0)
+		return server_error(g, "top", r);
+	if (sig) {
+		fflush(stdout);
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	return 0;
+}
+
+/* The elements to reduce, from file (NULL or "-": stdin). */
+static int read_input(const char *file, gpured_dtype dt, bool raw, bool quiet, void **ret_data,
+		      size_t *ret_n)
+{
+	ctl_progress progress;
+	uint64_t size;
 	const char *name = file && strcmp(file, "-") != 0 ? file : NULL;
 	size_t esz = gpured_dtype_size(dt), len = 0;
 	ctl_input_error e;
@@ -300,7 +308,12 @@ static int read_input(const char *file, gpured_dtype dt, bool raw, void **ret_da
 			return EXIT_USAGE;
 		}
 	}
-	r = read_all(fd, &text, &len);
+	size = ctl_input_remaining(fd);
+	/* none while someone types the numbers on the same terminal */
+	ctl_progress_init(&progress, STDERR_FILENO, !quiet && !isatty(fd),
+			  name ? name : "standard input", size);
+	r = ctl_input_read_all(fd, size, &progress, &text, &len);
+	ctl_progress_finish(&progress);
 	if (name)
 		close(fd);
 	if (r < 0) {
@@ -393,13 +406,17 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "iterations", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	const char *socket = NULL, *cmd, *file = NULL, *output = NULL;
 	gpured_dtype dt = GPURED_F64;
-	bool json = false, raw = false, have_dtype = false;
+	bool json = false, raw = false, have_dtype = false, quiet = false, have_top_opt = false;
+	ctl_top_options top = { .interval_s = 1 };
 	double timeout_s = 0;
 	void *data = NULL;
 	size_t n = 0;
@@ -407,7 +424,7 @@ int main(int argc, char **argv)
 	gpured_t *g = NULL;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:t:rjo:T:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:rjo:T:qi:n:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			socket = optarg;
@@ -439,6 +456,35 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'q':
+			quiet = true;
+			break;
+		case 'i': {
+			char *end;
+
+			errno = 0;
+			top.interval_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(top.interval_s >= 0.01) ||
+			    top.interval_s > 86400) {
+				fprintf(stderr, "%s: invalid interval '%s' (0.01 to 86400 seconds)\n", prog,
+					optarg);
+				return EXIT_USAGE;
+			}
+			have_top_opt = true;
+			break;
+		}
+		case 'n': {
+			char *end;
+
+			errno = 0;
+			top.iterations = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || top.iterations == 0) {
+				fprintf(stderr, "%s: invalid number of iterations '%s'\n", prog, optarg);
+				return EXIT_USAGE;
+			}
+			have_top_opt = true;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -455,6 +501,10 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	cmd = argv[optind++];
+	if (have_top_opt && strcmp(cmd, "top") != 0) {
+		fprintf(stderr, "%s: --interval and --iterations apply to top only\n", prog);
+		return EXIT_USAGE;
+	}
 
 	if (gpured_op_parse(cmd, &op) == 0) {
 		if (optind < argc)
@@ -465,7 +515,7 @@ int main(int argc, char **argv)
 		}
 		/* Read before connecting: a bad input should not need a
 		 * daemon to be reported. */
-		r = read_input(file, dt, raw, &data, &n);
+		r = read_input(file, dt, raw, quiet, &data, &n);
 		if (r)
 			return r;
 		r = connect_or_complain(socket, timeout_s, &g);
@@ -477,7 +527,7 @@ int main(int argc, char **argv)
 	}
 
 	if (strcmp(cmd, "ping") != 0 && strcmp(cmd, "health") != 0 && strcmp(cmd, "info") != 0 &&
-	    strcmp(cmd, "stats") != 0 && strcmp(cmd, "metrics") != 0) {
+	    strcmp(cmd, "stats") != 0 && strcmp(cmd, "metrics") != 0 && strcmp(cmd, "top") != 0) {
 		fprintf(stderr, "%s: unknown command '%s'\nTry '%s --help'.\n", prog, cmd, prog);
 		return EXIT_USAGE;
 	}
@@ -506,6 +556,8 @@ int main(int argc, char **argv)
 		r = cmd_health(g, json);
 	else if (strcmp(cmd, "metrics") == 0)
 		r = cmd_metrics(g, output);
+	else if (strcmp(cmd, "top") == 0)
+		r = cmd_top(g, socket, &top, json);
 	else
 		r = cmd_show(g, cmd, json);
 	gpured_close(g);

@@ -570,7 +570,35 @@ static void test_regions(void)
 	close(pipefd[0]);
 	close(pipefd[1]);
 	CHECK_EQ(gpured_ping(g), 0);
+
+	/* A snapshot for monitors: the region, the devices, the histogram;
+	 * what two of them differ by is what happened between them. */
+	static gpured_snapshot_t s1, s2;
+	CHECK_EQ(gpured_snapshot(g, &s1), 0);
+	CHECK_EQ(s1.regions, 1);
+	CHECK_EQ(s1.mapped_bytes, 8 * 300001 + 64);
+	CHECK(s1.version[0] && s1.uptime_s > 0 && s1.requests > 0 && s1.errors >= 4);
+	CHECK(s1.bytes_socket > 0 && s1.bytes_shm > 0 && s1.bytes_device == 0);
+	CHECK(s1.ndevices >= 1 && strcmp(s1.devices[0].kind, "cpu") == 0 && s1.devices[0].healthy);
+	CHECK(s1.devices[0].name[0] && s1.devices[0].jobs > 0 && s1.devices[0].regions == 0);
+	CHECK(s1.nbuckets > 1 && s1.count > 0 && s1.sum_us > 0);
+	for (unsigned i = 1; i < s1.nbuckets; i++)
+		CHECK(s1.le_us[i] > s1.le_us[i - 1] && s1.counts[i] >= s1.counts[i - 1]);
+	CHECK(s1.counts[s1.nbuckets - 1] <= s1.count);
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(gpured_region_reduce(g, rg, GPURED_OP_SUM, GPURED_I32, 0, 1000, &a), 0);
+	CHECK_EQ(gpured_snapshot(g, &s2), 0);
+	/* ten reductions, and the snapshot's own two requests */
+	CHECK_EQ(s2.count - s1.count, 10);
+	CHECK_EQ(s2.requests - s1.requests, 10 + 2);
+	CHECK_EQ(s2.bytes_shm - s1.bytes_shm, 10 * 4000);
+	CHECK_EQ(s2.devices[0].jobs - s1.devices[0].jobs, 10);
+	CHECK(s2.uptime_s > s1.uptime_s);
+
 	CHECK_EQ(gpured_region_free(g, rg), 0);
+	CHECK_EQ(gpured_snapshot(g, &s2), 0);
+	CHECK_EQ(s2.regions, 0);
+	CHECK_EQ(s2.mapped_bytes, 0);
 	CHECK_EQ(gpured_unmap(g, id + 1000), -EINVAL);
 
 	/* Made and freed many times over, on one connection and on many. */

@@ -1,16 +1,20 @@
 /*
  * Pieces of the client that need no daemon: socket path resolution, error
- * mapping, names, and gpuredctl's number parsing and printing.
+ * mapping, names, gpuredctl's number parsing and printing, its progress
+ * line and reading, and what top computes from two snapshots.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tests/check.h"
 #include "client/ctl-input.h"
+#include "client/ctl-progress.h"
+#include "client/ctl-top.h"
 #include "client/gpured.h"
 
 static void test_socket_path(void)
@@ -295,6 +299,198 @@ static void test_format(void)
 	CHECK(strcmp(buf, "null") == 0);
 }
 
+static void test_progress_format(void)
+{
+	char buf[256], b[32];
+	int n;
+
+	CHECK(strcmp(ctl_progress_bytes(b, sizeof(b), 0), "0 B") == 0);
+	CHECK(strcmp(ctl_progress_bytes(b, sizeof(b), 999), "999 B") == 0);
+	CHECK(strcmp(ctl_progress_bytes(b, sizeof(b), 1500), "1.50 kB") == 0);
+	CHECK(strcmp(ctl_progress_bytes(b, sizeof(b), 12.34e6), "12.3 MB") == 0);
+	CHECK(strcmp(ctl_progress_bytes(b, sizeof(b), 999.9e6), "1.00 GB") == 0);
+	CHECK(strcmp(ctl_progress_bytes(b, sizeof(b), 4e9), "4.00 GB") == 0);
+
+	/* A known total: done, total, percent, a bar, the rate, the time left. */
+	n = ctl_progress_format(buf, sizeof(buf), "x.f32", 1000000000, 4000000000u, 2.0, 100);
+	CHECK_MSG(n == 99 && (size_t)n == strlen(buf), "%d: '%s'", n, buf);
+	CHECK_MSG(strstr(buf, "reading x.f32  1.00 GB of 4.00 GB  25% [") == buf, "'%s'", buf);
+	CHECK_MSG(strstr(buf, "] 500 MB/s  0:06 left"), "'%s'", buf);
+	CHECK_MSG(strstr(buf, "=>"), "'%s'", buf);
+
+	/* Unknown total: bytes and the rate, no bar. */
+	n = ctl_progress_format(buf, sizeof(buf), "standard input", 3000000, 0, 0.5, 80);
+	CHECK_MSG(strcmp(buf, "reading standard input  3.00 MB  6.00 MB/s") == 0, "'%s'", buf);
+
+	/* A long name by its end; a name's control bytes never reach the
+	 * terminal. */
+	ctl_progress_format(buf, sizeof(buf), "/very/long/path/of/many/directories/down/to/data.f32",
+			    1, 0, 1, 200);
+	CHECK_MSG(strcmp(buf, "reading .../of/many/directories/down/to/data.f32  1 B  1 B/s") == 0,
+		  "'%s'", buf);
+	ctl_progress_format(buf, sizeof(buf), "a\033[2Jb\n", 1, 0, 1, 200);
+	CHECK_MSG(strcmp(buf, "reading a?[2Jb?  1 B  1 B/s") == 0, "'%s'", buf);
+
+	/* A narrow terminal: no bar, and never its last column. */
+	n = ctl_progress_format(buf, sizeof(buf), "x.f32", 1000000000, 4000000000u, 2.0, 30);
+	CHECK_MSG(n == 29 && strlen(buf) == 29 && !strchr(buf, '['), "%d: '%s'", n, buf);
+}
+
+static void test_read_all(void)
+{
+	char path[] = "/tmp/test-client-unit-XXXXXX", *data = NULL;
+	static char big[300000];
+	ctl_progress p;
+	size_t len = 0;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	unlink(path);
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)('0' + i % 10);
+	CHECK_EQ(write(fd, big, sizeof(big)), (long long)sizeof(big));
+	/* what is left of a file read from the middle */
+	CHECK_EQ(lseek(fd, 1000, SEEK_SET), 1000);
+	CHECK_EQ(ctl_input_remaining(fd), sizeof(big) - 1000);
+	/* off where standard error is no terminal, and with enabled false */
+	ctl_progress_init(&p, fd, true, "x", 0);
+	CHECK_EQ(p.fd, -1);
+	ctl_progress_init(&p, -1, false, "x", 0);
+	CHECK_EQ(ctl_input_read_all(fd, ctl_input_remaining(fd), &p, &data, &len), 0);
+	CHECK_EQ(len, sizeof(big) - 1000);
+	CHECK(memcmp(data, big + 1000, len) == 0);
+	free(data);
+	/* without a hint it grows */
+	CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+	CHECK_EQ(ctl_input_read_all(fd, 0, NULL, &data, &len), 0);
+	CHECK_EQ(len, sizeof(big));
+	CHECK(memcmp(data, big, len) == 0);
+	free(data);
+	close(fd);
+	/* a pipe: size unknown */
+	int pp[2];
+	CHECK(pipe(pp) == 0);
+	CHECK_EQ(ctl_input_remaining(pp[0]), 0);
+	close(pp[0]);
+	close(pp[1]);
+}
+
+/* A histogram with bounds 10, 100, 1000 us. */
+static void hist(gpured_snapshot_t *s, uint64_t c10, uint64_t c100, uint64_t c1000, uint64_t count)
+{
+	s->nbuckets = 3;
+	s->le_us[0] = 10;
+	s->le_us[1] = 100;
+	s->le_us[2] = 1000;
+	s->counts[0] = c10;
+	s->counts[1] = c100;
+	s->counts[2] = c1000;
+	s->count = count;
+}
+
+static void test_top_quantile(void)
+{
+	static gpured_snapshot_t a, b;
+	bool over;
+	double q;
+
+	/* Before: 1000 fast ones. In the interval: 100 more, 50 of them at
+	 * most 10 us, 40 in (10, 100], 10 in (100, 1000]. */
+	hist(&a, 1000, 1000, 1000, 1000);
+	hist(&b, 1050, 1090, 1100, 1100);
+	q = ctl_top_quantile(&a, &b, 0.5, &over);
+	CHECK_MSG(fabs(q - 10) < 1e-9 && !over, "%g", q);
+	/* rank 99 is the 9th of 10 in (100, 1000]: 100 + 900 * 9/10 */
+	q = ctl_top_quantile(&a, &b, 0.99, &over);
+	CHECK_MSG(fabs(q - 910) < 1e-9 && !over, "%g", q);
+	/* rank 25 is the 25th of 50 in [0, 10] */
+	q = ctl_top_quantile(&a, &b, 0.25, NULL);
+	CHECK_MSG(fabs(q - 5) < 1e-9, "%g", q);
+	/* The counts since start would have said under 100 us for p99: the
+	 * interval's own latencies are what count. */
+	static gpured_snapshot_t zero;
+	hist(&zero, 0, 0, 0, 0);
+	q = ctl_top_quantile(&zero, &b, 0.99, NULL);
+	CHECK_MSG(fabs(q - 97.75) < 1e-9, "%g", q);
+
+	/* Nothing in the interval: no value. */
+	CHECK(isnan(ctl_top_quantile(&b, &b, 0.5, NULL)));
+	/* Past the last bound: that bound, flagged. */
+	hist(&b, 1000, 1000, 1001, 1010);
+	q = ctl_top_quantile(&a, &b, 0.99, &over);
+	CHECK_MSG(q == 1000 && over, "%g %d", q, over);
+	/* Histograms that do not match, or none. */
+	b.le_us[1] = 200;
+	CHECK(isnan(ctl_top_quantile(&a, &b, 0.5, NULL)));
+	b.nbuckets = 0;
+	CHECK(isnan(ctl_top_quantile(&a, &b, 0.5, NULL)));
+}
+
+static void test_top_render(void)
+{
+	static gpured_snapshot_t a, b;
+	ctl_top_options o = { .interval_s = 1, .where = "/run/x.sock" };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(a.version, sizeof(a.version), "9.9");
+	a.uptime_s = 100;
+	a.requests = 5000;
+	a.bytes_socket = 7000000000u;
+	a.ndevices = 1;
+	a.devices[0] = (gpured_device_snapshot_t){ .index = 0, .kind = "cpu", .name = "Some CPU",
+						   .healthy = 1, .jobs = 4000 };
+	hist(&a, 1000, 1000, 1000, 1000);
+	b = a;
+	b.uptime_s = 102;
+	/* 200 requests in 2 s, top's own two besides */
+	b.requests = 5000 + 200 + CTL_TOP_OWN_REQUESTS;
+	b.errors = 4;
+	b.bytes_socket += 3000000000u; /* 1.5 GB/s */
+	b.bytes_shm = 1000000000u;     /* 0.5 GB/s */
+	b.devices[0].jobs = 4100;
+	b.devices[0].regions = 1;
+	b.devices[0].region_bytes = 2000000;
+	b.regions = 3;
+	b.mapped_bytes = 64000000;
+	hist(&b, 1050, 1090, 1100, 1100);
+
+	f = open_memstream(&text, &len);
+	CHECK(f);
+	CHECK_EQ(ctl_top_render(f, &a, &b, 2.0, &o), 0);
+	fclose(f);
+	CHECK_MSG(strstr(text, "gpured 9.9 at /run/x.sock, up 0:01:42, every 2 s\n"), "%s", text);
+	CHECK_MSG(strstr(text, "requests       100.0/s  errors 2.0/s  in flight 0  connections 0  (5202 since start)\n"), "%s", text);
+	CHECK_MSG(strstr(text, "in             2.000 GB/s  socket 1.500  shm 0.500  device 0.000\n"), "%s", text);
+	CHECK_MSG(strstr(text, "latency   p50 10 us  p99 910 us  of 100 reductions\n"), "%s", text);
+	CHECK_MSG(strstr(text, "regions   3 mapped, 64.0 MB of shared memory\n"), "%s", text);
+	CHECK_MSG(strstr(text, "\n0      cpu   up          50.0         4100        1    2.00 MB  Some CPU\n"), "%s", text);
+	free(text);
+
+	o.json = true;
+	f = open_memstream(&text, &len);
+	CHECK(f);
+	CHECK_EQ(ctl_top_render(f, &a, &b, 2.0, &o), 0);
+	fclose(f);
+	CHECK_MSG(strstr(text, "\"interval_s\":2,\"requests\":5202,\"requests_per_s\":100,"), "%s", text);
+	CHECK_MSG(strstr(text, "\"in_gb_per_s\":2,\"in_gb_per_s_by_path\":{\"socket\":1.5,\"shm\":0.5,\"device\":0}"), "%s", text);
+	CHECK_MSG(strstr(text, "\"reductions\":100,\"latency_p50_us\":10,\"latency_p99_us\":910,"), "%s", text);
+	CHECK_MSG(strstr(text, "{\"index\":0,\"kind\":\"cpu\",\"name\":\"Some CPU\",\"healthy\":true,\"jobs\":4100,\"jobs_per_s\":50,\"regions\":1,\"region_bytes\":2000000}"), "%s", text);
+	CHECK(text[len - 1] == '\n' && strchr(text, '\n') == text + len - 1);
+	free(text);
+
+	/* Nothing happened: zeros and no percentiles, whatever the totals. */
+	o.json = false;
+	f = open_memstream(&text, &len);
+	CHECK(f);
+	CHECK_EQ(ctl_top_render(f, &b, &b, 1.0, &o), 0);
+	fclose(f);
+	CHECK_MSG(strstr(text, "requests         0.0/s  errors 0.0/s"), "%s", text);
+	CHECK_MSG(strstr(text, "latency   p50 -  p99 -  of 0 reductions"), "%s", text);
+	free(text);
+}
+
 int main(void)
 {
 	test_socket_path();
@@ -304,5 +500,9 @@ int main(void)
 	test_parse_number();
 	test_parse_text();
 	test_format();
+	test_progress_format();
+	test_read_all();
+	test_top_quantile();
+	test_top_render();
 	return 0;
 }

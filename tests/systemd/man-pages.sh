@@ -43,7 +43,8 @@ for page; do
 		done
 		;;
 	gpuredctl.1)
-		for word in ping info stats metrics --output --json sum min max sumsq --dtype --raw --socket; do
+		for word in ping info stats metrics --output --json sum min max sumsq --dtype --raw --socket \
+			top --interval --iterations --quiet; do
 			grep -qF -- "$word" <<<"$text" || fail "gpuredctl.1 does not mention $word"
 		done
 		;;
