@@ -48,6 +48,12 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 	cudaFree(c->dtickets);
 	cudaFreeHost(c->hsegs);
 	cudaFreeHost(c->hout);
+	cudaFree(c->dxsegs);
+	cudaFree(c->dxscratch);
+	cudaFree(c->dxout);
+	cudaFreeHost(c->hxsegs);
+	cudaFreeHost(c->hxout);
+	free(c->xslot);
 	free(c->runs);
 	free(c->own);
 	memset(c, 0, sizeof(*c));
@@ -70,11 +76,20 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	    (e = cudaMalloc((void **)&c->dtickets, ((size_t)be->cap_segs + be->cap_units) * sizeof(uint32_t))) ||
 	    (e = cudaMemset(c->dtickets, 0, ((size_t)be->cap_segs + be->cap_units) * sizeof(uint32_t))) ||
 	    (e = cudaHostAlloc((void **)&c->hsegs, be->cap_segs * sizeof(gr_kseg), cudaHostAllocPortable)) ||
-	    (e = cudaHostAlloc((void **)&c->hout, be->cap_segs * sizeof(uint64_t), cudaHostAllocPortable)))
+	    (e = cudaHostAlloc((void **)&c->hout, be->cap_segs * sizeof(uint64_t), cudaHostAllocPortable)) ||
+	    (e = cudaMalloc((void **)&c->dxsegs, CUDA_EXACT_SEGS * sizeof(gr_exact_seg))) ||
+	    (e = cudaMalloc((void **)&c->dxscratch, CUDA_EXACT_SEGS * sizeof(gr_exact_scratch))) ||
+	    (e = cudaMemset(c->dxscratch, 0, CUDA_EXACT_SEGS * sizeof(gr_exact_scratch))) ||
+	    (e = cudaMalloc((void **)&c->dxout, CUDA_EXACT_SEGS * sizeof(gr_exact_sum))) ||
+	    (e = cudaHostAlloc((void **)&c->hxsegs, CUDA_EXACT_SEGS * sizeof(gr_exact_seg),
+			       cudaHostAllocPortable)) ||
+	    (e = cudaHostAlloc((void **)&c->hxout, CUDA_EXACT_SEGS * sizeof(gr_exact_sum),
+			       cudaHostAllocPortable)))
 		return e;
 	c->runs = malloc(be->cap_segs * sizeof(cuda_run));
+	c->xslot = malloc(be->cap_segs * sizeof(uint32_t));
 	c->own = malloc(sizeof(cuda_done));
-	if (!c->runs || !c->own)
+	if (!c->runs || !c->xslot || !c->own)
 		return cudaErrorMemoryAllocation;
 	return cudaDeviceSynchronize();
 }

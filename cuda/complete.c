@@ -17,16 +17,39 @@ static void cuda_ctx_release(cuda_ctx *c);
 
 /* ---- finishing jobs ---- */
 
+/* The partial of a float sum of n elements from the exact kernel's sum:
+ * its digits and specials folded into the exact accumulator (reduce.h),
+ * so that it rounds, and combines with other chunks' partials, as the
+ * CPU's does. */
+static void cuda_exact_partial(const gr_exact_sum *s, gr_dtype dt, uint64_t n, gr_partial *ret)
+{
+	gr_partial_identity(GR_OP_SUM, dt, ret);
+	ret->count = n;
+	for (int i = 0; i < GR_EXACT_DIGITS; i++)
+		if (s->digit[i])
+			gr_partial_add_scaled(ret, s->digit[i],
+					      GR_EXACT_LSB_EXP + GR_EXACT_DIGIT_BITS * i);
+	unsigned f = 0;
+	f |= s->flags & GR_EXACT_NAN ? GR_PARTIAL_NAN : 0;
+	f |= s->flags & GR_EXACT_PINF ? GR_PARTIAL_PINF : 0;
+	f |= s->flags & GR_EXACT_NINF ? GR_PARTIAL_NINF : 0;
+	f |= s->flags & GR_EXACT_NOT_NZERO ? GR_PARTIAL_SEEN : 0;
+	if (f)
+		gr_partial_add_special(ret, f);
+}
+
 /* One job's result from the kernel's raw value (its bits in the partial's
- * v), status 0. What is already right is only read, not written, and the
- * exact accumulator's words are not touched unless its flags say they are
- * in use (daemon/reduce.h). */
-static void cuda_fill(gr_job *j, uint64_t raw)
+ * v), or from its exact sum xs when it has one, status 0. What is already
+ * right is only read, not written, and the exact accumulator's words are
+ * not touched unless its flags say they are in use (daemon/reduce.h). */
+static void cuda_fill(gr_job *j, uint64_t raw, const gr_exact_sum *xs)
 {
 	if (j->early) {
 		/* answered already (cuda_answer): done() reads the status */
 	} else if (j->n == 0) {
 		gr_partial_identity(j->op, j->dtype, &j->result);
+	} else if (xs) {
+		cuda_exact_partial(xs, j->dtype, j->n, &j->result);
 	} else {
 		/* a partial filled by hand starts from zero: the exact
 		 * accumulator must not keep an earlier value */
@@ -54,7 +77,9 @@ static void cuda_done_run(gr_job *post)
 			if (post->status < 0)
 				cuda_job_fail(j, post->status, post->errmsg);
 			else
-				cuda_fill(j, dn->raw[k]);
+				cuda_fill(j, dn->raw[k], dn->xslot[k] == CUDA_NOT_EXACT
+								 ? NULL
+								 : &dn->xout[dn->xslot[k]]);
 			j->done(j);
 		}
 		cuda_batch_settle(run->b, run->count);
@@ -66,8 +91,10 @@ static void cuda_done_run(gr_job *post)
 }
 
 /* Answer early the jobs of a launch that ask to be (backend.h). */
-static void cuda_answer(cuda_backend *be, const cuda_run *runs, uint32_t nruns, const uint64_t *raw)
+static void cuda_answer(cuda_backend *be, const cuda_done *dn)
 {
+	const cuda_run *runs = dn->runs;
+	uint32_t nruns = dn->nruns;
 	bool any = false;
 	size_t k = 0;
 	if (!be->early)
@@ -77,12 +104,18 @@ static void cuda_answer(cuda_backend *be, const cuda_run *runs, uint32_t nruns, 
 		for (uint32_t i = 0; i < runs[r].count; i++, k++) {
 			if (!it[i].early)
 				continue;
-			/* a partial filled by hand: never combined into, so
-			 * its exact accumulator is not read (reduce.h) */
 			gr_partial p;
-			p.count = it[i].n;
-			p.v.u = raw[k];
-			p.xflags = 0;
+			if (dn->xslot[k] != CUDA_NOT_EXACT) {
+				cuda_exact_partial(&dn->xout[dn->xslot[k]], (gr_dtype)it[i].dtype,
+						   it[i].n, &p);
+			} else {
+				/* a partial filled by hand: never combined
+				 * into, so its exact accumulator is not read
+				 * (reduce.h) */
+				p.count = it[i].n;
+				p.v.u = dn->raw[k];
+				p.xflags = 0;
+			}
 			be->early->answer(it[i].early, it[i].tag, (gr_op)it[i].op,
 					  (gr_dtype)it[i].dtype, &p);
 			any = true;
@@ -93,12 +126,15 @@ static void cuda_answer(cuda_backend *be, const cuda_run *runs, uint32_t nruns, 
 }
 
 static void cuda_done_init(cuda_done *dn, cuda_ctx *own, const cuda_run *runs, uint32_t nruns,
-			   const uint64_t *raw, int status, const char *why)
+			   const uint64_t *raw, const uint32_t *xslot, const gr_exact_sum *xout,
+			   int status, const char *why)
 {
 	dn->ctx = own;
 	dn->nruns = nruns;
 	dn->runs = runs;
 	dn->raw = raw;
+	dn->xslot = xslot;
+	dn->xout = xout;
 	dn->post.status = status;
 	if (status < 0)
 		snprintf(dn->post.errmsg, sizeof(dn->post.errmsg), "%s", why);
@@ -113,7 +149,7 @@ static void cuda_done_init(cuda_done *dn, cuda_ctx *own, const cuda_run *runs, u
  */
 void cuda_ctx_post(cuda_ctx *c, int status, const char *why)
 {
-	cuda_done_init(c->own, c, c->runs, c->nruns, c->hout, status, why);
+	cuda_done_init(c->own, c, c->runs, c->nruns, c->hout, c->xslot, c->hxout, status, why);
 	gr_completion_post(c->dev->be->pub.cq, &c->own->post);
 }
 
@@ -127,20 +163,30 @@ void cuda_finish(cuda_ctx *c)
 {
 	cuda_backend *be = c->dev->be;
 	size_t runs_bytes = (size_t)c->nruns * sizeof(cuda_run);
-	cuda_done *dn = malloc(sizeof(*dn) + runs_bytes + (size_t)c->njobs * sizeof(uint64_t));
+	size_t raw_bytes = (size_t)c->njobs * sizeof(uint64_t);
+	size_t xout_bytes = (size_t)c->nx * sizeof(gr_exact_sum);
+	size_t xslot_bytes = (size_t)c->njobs * sizeof(uint32_t);
+	/* the exact sums first after the header: they want 8-byte alignment */
+	cuda_done *dn = malloc(sizeof(*dn) + xout_bytes + runs_bytes + raw_bytes + xslot_bytes);
 	if (!dn) {
-		cuda_answer(be, c->runs, c->nruns, c->hout);
-		cuda_ctx_post(c, 0, NULL);
+		/* no copy: the jobs go back through the context's own post */
+		cuda_done_init(c->own, c, c->runs, c->nruns, c->hout, c->xslot, c->hxout, 0, NULL);
+		cuda_answer(be, c->own);
+		gr_completion_post(be->pub.cq, &c->own->post);
 		return;
 	}
-	cuda_run *runs = (cuda_run *)(dn + 1);
+	gr_exact_sum *xout = (gr_exact_sum *)(dn + 1);
+	cuda_run *runs = (cuda_run *)((uint8_t *)xout + xout_bytes);
 	uint64_t *raw = (uint64_t *)((uint8_t *)runs + runs_bytes);
+	uint32_t *xslot = (uint32_t *)((uint8_t *)raw + raw_bytes);
+	memcpy(xout, c->hxout, xout_bytes);
 	memcpy(runs, c->runs, runs_bytes);
-	memcpy(raw, c->hout, (size_t)c->njobs * sizeof(uint64_t));
-	cuda_done_init(dn, NULL, runs, c->nruns, raw, 0, NULL);
+	memcpy(raw, c->hout, raw_bytes);
+	memcpy(xslot, c->xslot, xslot_bytes);
+	cuda_done_init(dn, NULL, runs, c->nruns, raw, xslot, xout, 0, NULL);
 	cuda_ctx_release(c);
 	/* the replies' sends come after the context is back */
-	cuda_answer(be, runs, dn->nruns, raw);
+	cuda_answer(be, dn);
 	gr_completion_post(be->pub.cq, &dn->post);
 }
 

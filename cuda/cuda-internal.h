@@ -74,6 +74,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda/exact.h"
 #include "cuda/kernel.h"
 #include "daemon/backend.h"
 
@@ -104,6 +105,11 @@ typedef struct cuda_ctx cuda_ctx;
  * Gen5 x16): a long launch is done no sooner than its span at this rate
  * after it could start, and the completion thread sleeps until then. */
 #define CUDA_COPY_BYTES_PER_NS 64u
+/* Float sums one launch takes to the exact kernel, at most: each has an
+ * exact sum and a scratch of about 560 bytes on the device, and its sum
+ * comes back whole. */
+#define CUDA_EXACT_SEGS 1024u
+#define CUDA_NOT_EXACT UINT32_MAX
 
 struct cuda_ctx {
 	cuda_dev *dev;
@@ -115,6 +121,14 @@ struct cuda_ctx {
 	uint64_t *hout, *dout;
 	uint64_t *dpartials;
 	uint32_t *dtickets;
+	/* Float sums go to the exact kernel (exact.h), in a table of their
+	 * own; their segments in the batch kernel's table are empty. xslot[k]
+	 * is job k's place in it, or CUDA_NOT_EXACT. */
+	gr_exact_seg *hxsegs, *dxsegs;
+	gr_exact_scratch *dxscratch; /* one per place, zero between launches */
+	gr_exact_sum *hxout, *dxout;
+	uint32_t *xslot;
+	uint32_t nx;    /* places in use */
 	cuda_run *runs; /* the launch in flight: its items, in segment order */
 	uint32_t nruns, njobs;
 	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
@@ -255,7 +269,19 @@ struct cuda_done {
 	uint32_t nruns;
 	const cuda_run *runs;
 	const uint64_t *raw;  /* each job's raw result, in run order */
+	const uint32_t *xslot; /* ... or its place in xout (CUDA_NOT_EXACT: none) */
+	const gr_exact_sum *xout;
 };
+
+/* A float sum: the exact kernel's (exact.h), not the batch kernel's. The
+ * exact kernel reads whole elements, so a float sum whose elements are not
+ * aligned to their size stays with the batch kernel, which rounds as it
+ * goes; the daemon sends none such (conn.c, request_exact_on_cpu). */
+static inline bool cuda_item_exact(const cuda_item *it)
+{
+	return it->op == GR_OP_SUM && (it->dtype == GR_DT_F32 || it->dtype == GR_DT_F64) &&
+	       (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype) == 0;
+}
 
 static inline uint64_t cuda_item_units(const cuda_item *it)
 {

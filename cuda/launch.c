@@ -34,8 +34,9 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	cuda_backend *be = d->be;
 	char why[192];
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	uint32_t nsegs = 0, nruns = 0;
-	uint64_t units = 0;
+	uint32_t nsegs = 0, nruns = 0, nx = 0;
+	uint64_t units = 0, xunits = 0;
+	bool plain = false; /* the batch kernel has elements to reduce */
 	bool alone = false; /* the run is one item outside staging */
 	bool on_device = false; /* ... in device memory, read in place */
 
@@ -46,8 +47,12 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 		uint32_t first = b->start, i;
 		for (i = first; i < b->nitems; i++) {
 			const cuda_item *it = &b->items[i];
-			uint64_t u = cuda_item_units(it);
-			if (nsegs == be->cap_segs || units + u > be->cap_units)
+			/* a float sum rides in the exact kernel's table, and
+			 * as an empty segment in the batch kernel's */
+			bool exact = it->n && cuda_item_exact(it);
+			uint64_t u = exact ? 0 : cuda_item_units(it);
+			if (nsegs == be->cap_segs || units + u > be->cap_units ||
+			    (exact && nx == CUDA_EXACT_SEGS))
 				break;
 			/* memory outside staging is copied on its own: a span
 			 * over it and anything else may cover pages mapped by
@@ -65,14 +70,26 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 				lo = nlo;
 				hi = nhi;
 			}
-			gr_kseg *sg = &c->hsegs[nsegs++];
+			gr_kseg *sg = &c->hsegs[nsegs];
+			c->xslot[nsegs++] = exact ? nx : CUDA_NOT_EXACT;
 			sg->offset = (uintptr_t)it->data;
-			sg->n = it->n;
+			sg->n = exact ? 0 : it->n;
 			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
-			sg->unit_rows = it->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
+			sg->unit_rows = sg->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
 			sg->first_unit = (uint32_t)units;
 			sg->units = (uint32_t)u;
 			units += u;
+			plain |= sg->n > 0;
+			if (exact) {
+				gr_exact_seg *xs = &c->hxsegs[nx++];
+				xs->offset = (uintptr_t)it->data;
+				xs->n = it->n;
+				xs->dtype = it->dtype;
+				xs->first_unit = (uint32_t)xunits;
+				xs->units = gr_exact_units(it->dtype, it->n);
+				xs->pad = 0;
+				xunits += xs->units;
+			}
 		}
 		if (i > first)
 			c->runs[nruns++] = (cuda_run){.b = b, .first = first, .count = i - first};
@@ -95,6 +112,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	 * thread may finish it, and the batches it took may be gone */
 	c->nruns = nruns;
 	c->njobs = nsegs;
+	c->nx = nx;
 	__atomic_add_fetch(&d->jobs, nsegs, __ATOMIC_RELAXED);
 	if (hi == 0) {
 		/* nothing but empty jobs: no GPU work */
@@ -104,6 +122,8 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	uintptr_t lo16 = lo & ~(uintptr_t)15;
 	for (uint32_t i = 0; i < nsegs; i++)
 		c->hsegs[i].offset = c->hsegs[i].n ? c->hsegs[i].offset - lo16 : 0;
+	for (uint32_t i = 0; i < nx; i++)
+		c->hxsegs[i].offset -= lo16;
 
 	/* device memory is read where it lies; host memory is copied over */
 	const void *base = (const void *)lo16;
@@ -114,13 +134,13 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16,
 					 cudaMemcpyHostToDevice, c->stream));
 	}
-	if (nsegs <= GR_KERNEL_PARAM_SEGS) {
+	if (plain && nsegs <= GR_KERNEL_PARAM_SEGS) {
 		/* the common case: the table rides in the launch itself */
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
 			 (cudaError_t)gr_kernel_launch_batch_params(
 				 base, c->hsegs, nsegs, (uint32_t)units, c->dpartials,
 				 c->dtickets, c->dout, (int)d->sms, c->stream));
-	} else {
+	} else if (plain) {
 		CUDA_TRY("cudaMemcpyAsync (segment table)", -1,
 			 cudaMemcpyAsync(c->dsegs, c->hsegs, nsegs * sizeof(gr_kseg),
 					 cudaMemcpyHostToDevice, c->stream));
@@ -129,9 +149,23 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 							     c->dpartials, c->dtickets, c->dout,
 							     (int)d->sms, c->stream));
 	}
-	CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
-		 cudaMemcpyAsync(c->hout, c->dout, nsegs * sizeof(uint64_t), cudaMemcpyDeviceToHost,
-				 c->stream));
+	if (plain)
+		CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
+			 cudaMemcpyAsync(c->hout, c->dout, nsegs * sizeof(uint64_t),
+					 cudaMemcpyDeviceToHost, c->stream));
+	if (nx) {
+		/* the float sums; a launch counts once for fault injection */
+		CUDA_TRY("cudaMemcpyAsync (exact segment table)", -1,
+			 cudaMemcpyAsync(c->dxsegs, c->hxsegs, nx * sizeof(gr_exact_seg),
+					 cudaMemcpyHostToDevice, c->stream));
+		CUDA_TRY("cudaLaunchKernel (exact sum)", plain ? -1 : FAULT_LAUNCH,
+			 (cudaError_t)gr_exact_launch_batch(base, c->dxsegs, nx, (uint32_t)xunits,
+							    c->dxscratch, c->dxout, (int)d->sms,
+							    c->stream));
+		CUDA_TRY("cudaMemcpyAsync (device to host)", plain ? -1 : FAULT_D2H,
+			 cudaMemcpyAsync(c->hxout, c->dxout, nx * sizeof(gr_exact_sum),
+					 cudaMemcpyDeviceToHost, c->stream));
+	}
 	CUDA_TRY("cudaEventRecord", -1, cudaEventRecord(c->done, c->stream));
 	c->t_launch = cuda_now_ns();
 

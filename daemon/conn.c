@@ -255,6 +255,21 @@ static void chunk_done(gr_job *job)
 	}
 }
 
+/*
+ * Host data that a GPU would not reduce exactly, and so goes to a CUDA
+ * daemon's CPU route whatever its size: the sum of squares of floats (the
+ * GPUs' exact kernel adds elements, not their squares), and a float sum
+ * whose elements do not lie on their own size's boundary in memory (the
+ * exact kernel reads whole elements), which only a region's offset can
+ * do.
+ */
+static bool request_exact_on_cpu(gr_op op, gr_dtype dt, const void *data)
+{
+	if (!gr_dtype_is_float(dt))
+		return false;
+	return op == GR_OP_SUMSQ || (op == GR_OP_SUM && (uintptr_t)data % gr_dtype_size(dt));
+}
+
 /* The chunk being filled is complete: hand it to the backend. */
 static void request_submit_filling(gr_request *req, uint64_t data_done)
 {
@@ -274,8 +289,9 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.userdata = ch;
 	ch->job.next = NULL;
 	ch->job.early = NULL;
-	ch->job.cpu_route = req->srv->router && req->data_bytes <= req->srv->route_max &&
-			    !ch->job.on_device;
+	ch->job.cpu_route = req->srv->router && !ch->job.on_device &&
+			    (req->data_bytes <= req->srv->route_max ||
+			     request_exact_on_cpu(req->op, req->dtype, ch->job.data));
 	/* A small request is one job, submitted whole, and so is a region's
 	 * that fits one: the backend may answer it from its own thread. */
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
@@ -541,6 +557,16 @@ static void conn_reduce_region(gr_conn *c, const gr_req *preq)
 				 "past the end of region %" PRIu64 " (%zu bytes)",
 				 preq->offset, preq->count, gr_dtype_name(preq->dtype), size, r->id,
 				 r->bytes);
+		return;
+	}
+	/* the GPUs' exact sum reads whole elements; host data that are not
+	 * aligned go to the CPU route instead (request_exact_on_cpu) */
+	if (r->device >= 0 && preq->op == GR_OP_SUM && gr_dtype_is_float(preq->dtype) &&
+	    ((uintptr_t)r->base + preq->offset) % size) {
+		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "the sum of %s elements in GPU memory needs an offset on a %zu-byte "
+				 "boundary of the allocation, not %" PRIu64,
+				 gr_dtype_name(preq->dtype), size, preq->offset);
 		return;
 	}
 	gr_request *req = request_new(c, preq);

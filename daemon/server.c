@@ -838,7 +838,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	}
 	s->small_max = cfg->small_max_bytes < s->staging.slot_bytes ? cfg->small_max_bytes
 								      : s->staging.slot_bytes;
-	if (strcmp(be->name, "cuda") == 0 && cfg->route_cpu_max_bytes > 0) {
+	if (strcmp(be->name, "cuda") == 0) {
 		/* no staging of its own: it reads jobs where they lie */
 		gr_backend_config rc = {
 			.staging_bytes = GR_REDUCE_ALIGN_BYTES,

@@ -140,10 +140,12 @@ struct gr_server {
 	uv_loop_t *loop;
 	const gr_config *cfg;
 	gr_backend *backend;
-	/* A CUDA daemon's CPU route: requests of up to route_max bytes are
-	 * reduced here, where a CPU core is done before a GPU could answer.
-	 * The route depends on the request alone (its size), so the same
-	 * request always gets the same bits. NULL, and route_max 0, else. */
+	/* A CUDA daemon's CPU route: requests of up to route_max bytes
+	 * (0: none for their size) are reduced here, where a CPU core is done
+	 * before a GPU could answer, and so is what the GPUs cannot reduce
+	 * exactly (conn.c, request_exact_on_cpu). The route depends on the
+	 * request alone, so the same request always gets the same bits.
+	 * NULL on a CPU daemon. */
 	gr_backend *router;
 	size_t route_max;
 	gr_job *route_head, *route_tail; /* its jobs, submitted together in the check phase */

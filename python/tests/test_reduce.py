@@ -4,12 +4,12 @@ table, and the inputs the client accepts and refuses."""
 import array
 import math
 import struct
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import gpured
-from conftest import BACKEND
 
 DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
 OPS = ["sum", "min", "max", "sumsq"]
@@ -30,6 +30,9 @@ def expected(op, a):
     if op in ("min", "max"):
         v = a.min() if op == "min" else a.max()
         return float(v) if dt.kind == "f" else int(v)
+    if op == "sumsq" and dt.kind == "f":
+        # exact squares (an f64 square needs more than a double), rounded once
+        return float(sum(Fraction(v) ** 2 for v in a.tolist()))
     if op == "sumsq":
         return math.fsum(float(v) * float(v) for v in a.tolist())
     if dt.kind == "f":
@@ -67,24 +70,21 @@ def test_op_dtype(client, op, dtype):
             assert got.value == want, (op, dtype, n)
         elif op in ("min", "max"):
             assert got.value == want
+        elif np.dtype(dtype).kind == "f":
+            # float sums and sumsq: exact, rounded once, on every backend
+            assert got.value == want, (op, dtype, n, got.value, want)
         else:
-            # The daemon's documented accuracy: accumulated in double. A
+            # sumsq of integers: squares added in double (PROTOCOL.md); a
             # few ulp of the exact answer covers any order of additions.
             assert ulps(got.value, want) <= 4 or abs(got.value - want) <= 1e-9 * abs(want), \
                 (op, dtype, n, got.value, want)
 
 
-@pytest.mark.skipif(BACKEND != "cpu", reason="exactness is a CPU backend property")
-@pytest.mark.xfail(strict=False, reason="to tighten: the CPU backend adds doubles within a "
-                   "block and only the partials exactly (daemon/reduce.c); make this strict "
-                   "once float sums are exact end to end")
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("op", ["sum", "sumsq"])
 def test_float_results_exact(client, op, dtype):
-    """Exactly math.fsum's answer, bit for bit: tighter than the ulp bound
-    of test_op_dtype, for when the backend sums exactly and rounds once."""
-    if np.dtype(dtype).kind in "iu" and op == "sum":
-        pytest.skip("integer sums are exact anyway")
+    """The exact answer rounded once, bit for bit, where a double sum
+    would cancel (every backend sums floats exactly)."""
     a = sample(dtype, 100_003, seed=7)
     if dtype == "float64":
         a[::3] *= 1e12          # cancellation a naive double sum gets wrong

@@ -85,6 +85,45 @@ class Routing(unittest.TestCase):
         finally:
             self.assertEqual(d.stop(), 0)
 
+    def test_exact_floats_whatever_the_route(self):
+        """Float sums on the GPUs give the CPU route's bits (both exact);
+        float sumsq, and float sums of a region at an offset that is not a
+        multiple of the element's size, take the CPU route whatever their
+        size, as the GPUs' exact kernel adds whole elements, not squares."""
+        gpu = Daemon("--route-cpu-max-bytes", "0")
+        cpu = Daemon("--route-cpu-max-bytes", "1G")
+        try:
+            cg, cc = ShmClient(gpu.path), ShmClient(cpu.path)
+            rng = random.Random(11)
+            vals = [rng.uniform(-1, 1) * 10.0 ** rng.randint(-30, 30) for _ in range(300001)]
+            vals += [-v for v in vals[:1000]]
+            rng.shuffle(vals)
+            for typ, dt in (("f", "f32"), ("d", "f64")):
+                data = array.array(typ, vals).tobytes()
+                for op, routed in (("sum", 0), ("sumsq", 1)):
+                    r0, g0 = cg.call("stats")[1]["routed_cpu"], gpu_jobs(cg)
+                    got = cg.reduce(op, dt, data)[1]["value"]
+                    r1, g1 = cg.call("stats")[1]["routed_cpu"], gpu_jobs(cg)
+                    self.assertEqual((r1 - r0, g1 > g0), (routed, not routed), (op, dt))
+                    self.assertEqual(bits(got), bits(cc.reduce(op, dt, data)[1]["value"]),
+                                     (op, dt))
+                # a region, aligned and not
+                size = len(data) // len(vals)
+                region, m = cg.map(len(data) + 8, b"\0\0" + data + b"\0" * 6)
+                r0 = cg.call("stats")[1]["routed_cpu"]
+                got = cg.reduce_region("sum", dt, region, 2, len(vals))[1]["value"]
+                self.assertEqual(cg.call("stats")[1]["routed_cpu"] - r0, 1, dt)
+                self.assertEqual(bits(got), bits(cc.reduce("sum", dt, data)[1]["value"]), dt)
+                part = data[size:]
+                got = cg.reduce_region("sum", dt, region, 2 + size, len(vals) - 1)[1]["value"]
+                self.assertEqual(bits(got), bits(cc.reduce("sum", dt, part)[1]["value"]), dt)
+                m.close()
+            cg.close()
+            cc.close()
+        finally:
+            self.assertEqual(gpu.stop(), 0)
+            self.assertEqual(cpu.stop(), 0)
+
     def test_route_serves_while_every_launch_fails(self):
         d = Daemon("--route-cpu-max-bytes", "64K", "--fault", "launch:after=0", "--cpu-fallback", "no")
         try:
