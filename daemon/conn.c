@@ -788,6 +788,17 @@ static void conn_on_read(gr_conn *c, ssize_t nread)
 #define CONN_BYTES_PER_POLL ((ssize_t)1 << 20)
 /* and at most this much a read, so that one read is soon over too */
 #define CONN_BYTES_PER_READ ((size_t)256 << 10)
+/*
+ * Bytes a wake-up reads from one connection when the last round of the
+ * loop read others too. Copying a client's stream into staging is most of
+ * the loop's work while one streams large arrays, and a round of the loop
+ * is what every other client waits for: with this share a round lasts
+ * some tens of microseconds, rather than the hundreds a megabyte takes,
+ * and a client alone still gets the full budget.
+ */
+#ifndef CONN_BYTES_SHARED
+#define CONN_BYTES_SHARED ((ssize_t)64 << 10)
+#endif
 
 static void conn_poll_cb(uv_poll_t *h, int status, int events)
 {
@@ -799,8 +810,9 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 		return;
 	}
 	ssize_t total = 0;
-	for (int k = 0; k < CONN_READS_PER_POLL && total < CONN_BYTES_PER_POLL && c->reading &&
-			!c->closing;
+	ssize_t budget = c->srv->polled_last > 1 ? CONN_BYTES_SHARED : CONN_BYTES_PER_POLL;
+	c->srv->polled++;
+	for (int k = 0; k < CONN_READS_PER_POLL && total < budget && c->reading && !c->closing;
 	     k++) {
 		uv_buf_t b;
 		conn_read_buf(c, &b);
@@ -810,6 +822,8 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 		}
 		if (b.len > CONN_BYTES_PER_READ)
 			b.len = CONN_BYTES_PER_READ;
+		if ((ssize_t)b.len > budget - total)
+			b.len = (size_t)(budget - total);
 		ssize_t n = gr_fdpass_recv(c->rfd, b.base, b.len, &c->fds, c->in_read);
 		if (n == -EAGAIN) {
 			c->read_staging = false;

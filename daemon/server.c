@@ -233,6 +233,8 @@ static void server_check_cb(uv_check_t *h)
 {
 	gr_server *s = h->data;
 
+	s->polled_last = s->polled;
+	s->polled = 0;
 	/* Jobs run inline by the submissions below are drained below too:
 	 * they need not wake the loop. */
 	gr_completion_defer(s->cq, true);

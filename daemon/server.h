@@ -150,6 +150,10 @@ struct gr_server {
 	size_t route_max;
 	gr_job *route_head, *route_tail; /* its jobs, submitted together in the check phase */
 	uint64_t routed;   /* jobs reduced on the CPU route */
+	/* connections read in this round of the loop so far, and in the last
+	 * one: a connection shares the loop with others when it was not alone
+	 * (conn.c, conn_poll_cb) */
+	unsigned polled, polled_last;
 	gr_completion *cq;
 	gr_staging staging;
 	gr_stats stats;
