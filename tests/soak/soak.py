@@ -373,6 +373,7 @@ class Clients:
     def __init__(self, soak, path):
         self.s = soak
         self.path = path
+        self.chunk_bytes = 4 * MiB     # the daemon's, once prime() has asked
 
     def conn(self, timeout=120):
         return Conn(self.path, timeout)
@@ -491,6 +492,7 @@ class Clients:
         finally:
             c.close()
         chunk = lim["chunk_bytes"]
+        self.chunk_bytes = chunk
         n = min(64, lim["staging_bytes"] // chunk + 2)
 
         def one(i):
@@ -896,7 +898,8 @@ def m_too_large(cl, c, rng):
 
 def m_data_before_op(cl, c, rng):
     msgid = c.next_id()
-    big = 5 * MiB
+    # past one staging chunk, the daemon's (a CUDA daemon's are larger)
+    big = cl.chunk_bytes + 1 * MiB
     msg = (b"\x94\x00" + pack(msgid) + pack("reduce") + b"\x91\x83" + pack("data") + b"\xc6" +
            struct.pack(">I", big) + bytes(big) + pack("op") + pack("sum") + pack("dtype") + pack("i32"))
     c.msgid = msgid
