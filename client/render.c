@@ -251,32 +251,47 @@ int gpured_info_format(gpured_t *g, gpured_format fmt, char **ret)
 	return call_format(g, GR_METHOD_INFO, fmt, ret);
 }
 
+int client_metrics_fetch(gpured_t *g, client_metrics *ret)
+{
+	client_metrics *cm = ret;
+	int r;
+
+	memset(cm, 0, sizeof(*cm));
+	r = client_call_result(g, GR_METHOD_STATS, &cm->st_bytes, &cm->st_tree, &cm->st);
+	if (r < 0)
+		return r;
+	r = client_call_result(g, GR_METHOD_INFO, &cm->in_bytes, &cm->in_tree, &cm->in);
+	if (r < 0)
+		return r;
+	cm->m = malloc(sizeof(*cm->m));
+	if (!cm->m)
+		return client_error(g, -ENOMEM, "out of memory");
+	if (gr_metrics_from_obj(cm->m, cm->st, cm->in) < 0)
+		return client_error(g, -EPROTO, "stats or info is not a map");
+	return 0;
+}
+
+void client_metrics_deinit(client_metrics *cm)
+{
+	free(cm->m);
+	gr_obj_tree_deinit(&cm->st_tree);
+	gr_obj_tree_deinit(&cm->in_tree);
+	free(cm->st_bytes);
+	free(cm->in_bytes);
+	memset(cm, 0, sizeof(*cm));
+}
+
 int gpured_metrics_format(gpured_t *g, char **ret)
 {
-	gr_obj_tree st_tree = { 0 }, in_tree = { 0 };
-	const gr_obj *st = NULL, *in = NULL;
-	uint8_t *st_bytes = NULL, *in_bytes = NULL;
-	gr_metrics *m = NULL;
+	client_metrics cm;
 	gr_buf out;
 	int r;
 
 	gr_buf_init(&out);
-	r = client_call_result(g, GR_METHOD_STATS, &st_bytes, &st_tree, &st);
+	r = client_metrics_fetch(g, &cm);
 	if (r < 0)
 		goto done;
-	r = client_call_result(g, GR_METHOD_INFO, &in_bytes, &in_tree, &in);
-	if (r < 0)
-		goto done;
-	m = malloc(sizeof(*m));
-	if (!m) {
-		r = client_error(g, -ENOMEM, "out of memory");
-		goto done;
-	}
-	if (gr_metrics_from_obj(m, st, in) < 0) {
-		r = client_error(g, -EPROTO, "stats or info is not a map");
-		goto done;
-	}
-	r = gr_metrics_render(m, &out);
+	r = gr_metrics_render(cm.m, &out);
 	r = r ? r : gr_buf_append(&out, "", 1);
 	if (r < 0) {
 		r = client_error(g, r, "out of memory");
@@ -285,12 +300,8 @@ int gpured_metrics_format(gpured_t *g, char **ret)
 	*ret = (char *)out.data;
 	gr_buf_init(&out);
 done:
-	free(m);
+	client_metrics_deinit(&cm);
 	gr_buf_deinit(&out);
-	gr_obj_tree_deinit(&st_tree);
-	gr_obj_tree_deinit(&in_tree);
-	free(st_bytes);
-	free(in_bytes);
 	return r;
 }
 

@@ -43,28 +43,13 @@ static void device_regions(const gr_obj *info, gpured_snapshot_t *s)
 
 int gpured_snapshot(gpured_t *g, gpured_snapshot_t *ret)
 {
-	gr_obj_tree st_tree = { 0 }, in_tree = { 0 };
-	const gr_obj *st = NULL, *in = NULL;
-	uint8_t *st_bytes = NULL, *in_bytes = NULL;
 	gpured_snapshot_t s = { 0 };
-	gr_metrics *m = NULL;
-	int r;
+	client_metrics cm;
+	int r = client_metrics_fetch(g, &cm);
+	const gr_metrics *m = cm.m;
 
-	r = client_call_result(g, GR_METHOD_STATS, &st_bytes, &st_tree, &st);
 	if (r < 0)
 		goto done;
-	r = client_call_result(g, GR_METHOD_INFO, &in_bytes, &in_tree, &in);
-	if (r < 0)
-		goto done;
-	m = malloc(sizeof(*m));
-	if (!m) {
-		r = client_error(g, -ENOMEM, "out of memory");
-		goto done;
-	}
-	if (gr_metrics_from_obj(m, st, in) < 0) {
-		r = client_error(g, -EPROTO, "stats or info is not a map");
-		goto done;
-	}
 	snprintf(s.version, sizeof(s.version), "%s", m->version);
 	s.uptime_s = m->uptime_s;
 	s.requests = m->requests;
@@ -86,7 +71,7 @@ int gpured_snapshot(gpured_t *g, gpured_snapshot_t *ret)
 		d->healthy = m->devices[i].up;
 		d->jobs = m->devices[i].jobs;
 	}
-	device_regions(in, &s);
+	device_regions(cm.in, &s);
 	s.nbuckets = m->nbuckets < GPURED_SNAPSHOT_BUCKETS ? m->nbuckets : GPURED_SNAPSHOT_BUCKETS;
 	memcpy(s.le_us, m->le_us, s.nbuckets * sizeof(s.le_us[0]));
 	memcpy(s.counts, m->counts, s.nbuckets * sizeof(s.counts[0]));
@@ -94,10 +79,6 @@ int gpured_snapshot(gpured_t *g, gpured_snapshot_t *ret)
 	s.sum_us = m->sum_s * 1e6;
 	*ret = s;
 done:
-	free(m);
-	gr_obj_tree_deinit(&st_tree);
-	gr_obj_tree_deinit(&in_tree);
-	free(st_bytes);
-	free(in_bytes);
+	client_metrics_deinit(&cm);
 	return r;
 }
