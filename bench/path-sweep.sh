@@ -2,9 +2,10 @@
 # GB/s against array size for every data path, with the ceilings, in one
 # run (docs/BENCHMARKS.md, docs/paths.png):
 #
-#   bench/path-sweep.sh BINDIR OUT.jsonl
+#   bench/path-sweep.sh BINDIR OUT.jsonl [DTYPE]
 #
-# f32 sums, one client, 4 in flight, 4 KiB to 1 GiB: the socket and
+# Sums of DTYPE (default f32), one client, 4 in flight, 4 KiB to 1 GiB
+# (the same bytes whatever the dtype): the socket and
 # shared-memory paths on a CPU daemon and a CUDA daemon, and arrays on the
 # GPU (gpured-device-bench, which also times the read-bandwidth kernel);
 # the raw socket (gpured-sockbw) and pinned host-to-device copies
@@ -12,6 +13,12 @@
 set -euo pipefail
 b=$1
 out=$2
+dtype=${3:-f32}
+case $dtype in
+i32 | u32 | f32) size=4 ;;
+i64 | u64 | f64) size=8 ;;
+*) echo "path-sweep: unknown dtype $dtype" >&2; exit 2 ;;
+esac
 exe() {
 	local d
 	for d in "$b" "$b/daemon" "$b/bench" "$b/cuda"; do
@@ -41,17 +48,17 @@ command -v nvidia-smi >/dev/null && backends="cpu cuda"
 for be in $backends; do
 	start "$be"
 	for lg in 10 14 18 22 26 28; do
-		n=$((1 << lg)) bytes=$((4 << lg))
+		bytes=$((4 << lg)) n=$(((4 << lg) / size))
 		reqs=$((bytes >= (1 << 28) ? 12 : bytes >= (1 << 24) ? 60 : 4000))
 		for path in socket region; do
 			extra=
 			[ $path = region ] && extra=--region
-			r=$("$bench" -s "$tmp/s" -c 1 -P 4 -n $reqs -d $n $extra --json)
-			echo "{\"backend\":\"$be\",\"path\":\"$path\",\"bytes\":$bytes,\"r\":$r}" >>"$out"
+			r=$("$bench" -s "$tmp/s" -c 1 -P 4 -n $reqs -d $n --dtype "$dtype" $extra --json)
+			echo "{\"backend\":\"$be\",\"path\":\"$path\",\"dtype\":\"$dtype\",\"bytes\":$bytes,\"r\":$r}" >>"$out"
 		done
 	done
 	if [ "$be" = cuda ]; then
-		"$(exe gpured-device-bench)" "$tmp/s" 200 f32 10,14,18,22,26,28 |
+		"$(exe gpured-device-bench)" "$tmp/s" 200 "$dtype" 10,14,18,22,26,28 |
 			sed 's/^/{"backend":"cuda","path":"device","r":/; s/$/}/' >>"$out"
 	fi
 	stop

@@ -3,6 +3,8 @@
 data path, with the ceilings as lines (PNG and SVG).
 
 usage: bench/plot-paths.py SWEEP.jsonl OUTBASE     (writes OUTBASE.png, .svg)
+
+The dtype in the axis label is the sweep's (f32 where it does not say).
 """
 import json
 import sys
@@ -13,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+dtype = next((r["dtype"] for r in rows if "dtype" in r), "f32")
 fig, ax = plt.subplots(figsize=(8, 5))
 series = {}
 for r in rows:
@@ -45,7 +48,7 @@ for r in rows:
         ax.text(4096, r["r"]["gb_per_s"] * 1.08, "pinned host-to-device copy", fontsize=8)
 ax.set_xscale("log", base=2)
 ax.set_yscale("log")
-ax.set_xlabel("array size, bytes (f32 sum)")
+ax.set_xlabel("array size, bytes (%s sum)" % dtype)
 ax.set_ylabel("GB/s, one client, 4 in flight")
 ax.set_title("Where each path wins")
 ax.grid(True, which="both", alpha=0.3)
