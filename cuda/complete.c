@@ -17,13 +17,14 @@ static void cuda_ctx_release(cuda_ctx *c);
 
 /* ---- finishing jobs ---- */
 
-/* The partial of a float sum of n elements from the exact kernel's sum:
- * its digits and specials folded into the exact accumulator (reduce.h),
- * so that it rounds, and combines with other chunks' partials, as the
- * CPU's does. */
-static void cuda_exact_partial(const gr_exact_sum *s, gr_dtype dt, uint64_t n, gr_partial *ret)
+/* The partial of a float sum (or f32 sum of squares) of n elements from
+ * the exact kernel's sum: its digits and specials folded into the exact
+ * accumulator (reduce.h), so that it rounds, and combines with other
+ * chunks' partials, as the CPU's does. */
+static void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n,
+			       gr_partial *ret)
 {
-	gr_partial_identity(GR_OP_SUM, dt, ret);
+	gr_partial_identity(op, dt, ret);
 	ret->count = n;
 	for (int i = 0; i < GR_EXACT_DIGITS; i++)
 		if (s->digit[i])
@@ -49,7 +50,7 @@ static void cuda_fill(gr_job *j, uint64_t raw, const gr_exact_sum *xs)
 	} else if (j->n == 0) {
 		gr_partial_identity(j->op, j->dtype, &j->result);
 	} else if (xs) {
-		cuda_exact_partial(xs, j->dtype, j->n, &j->result);
+		cuda_exact_partial(xs, j->op, j->dtype, j->n, &j->result);
 	} else {
 		/* a partial filled by hand starts from zero: the exact
 		 * accumulator must not keep an earlier value */
@@ -106,8 +107,8 @@ static void cuda_answer(cuda_backend *be, const cuda_done *dn)
 				continue;
 			gr_partial p;
 			if (dn->xslot[k] != CUDA_NOT_EXACT) {
-				cuda_exact_partial(&dn->xout[dn->xslot[k]], (gr_dtype)it[i].dtype,
-						   it[i].n, &p);
+				cuda_exact_partial(&dn->xout[dn->xslot[k]], (gr_op)it[i].op,
+						   (gr_dtype)it[i].dtype, it[i].n, &p);
 			} else {
 				/* a partial filled by hand: never combined
 				 * into, so its exact accumulator is not read

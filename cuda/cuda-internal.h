@@ -273,14 +273,24 @@ struct cuda_done {
 	const gr_exact_sum *xout;
 };
 
-/* A float sum: the exact kernel's (exact.h), not the batch kernel's. The
- * exact kernel reads whole elements, so a float sum whose elements are not
- * aligned to their size stays with the batch kernel, which rounds as it
- * goes; the daemon sends none such (conn.c, request_exact_on_cpu). */
-static inline bool cuda_item_exact(const cuda_item *it)
+/* What the exact kernel (exact.h) sums of an item, GR_EXACT_F32, _F64 or
+ * _F32_SQUARES, or 0 when the batch kernel reduces it: float sums, and
+ * the sum of squares of f32 (an f32's square is exact in a double; f64's
+ * are not, and stay with the batch kernel, which rounds as it goes). The
+ * exact kernel reads whole elements, so an item whose elements are not
+ * aligned to their size stays with the batch kernel too; the daemon sends
+ * none such (conn.c, request_exact_on_cpu). */
+static inline uint32_t cuda_item_exact(const cuda_item *it)
 {
-	return it->op == GR_OP_SUM && (it->dtype == GR_DT_F32 || it->dtype == GR_DT_F64) &&
-	       (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype) == 0;
+	if ((uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
+		return 0;
+	if (it->op == GR_OP_SUM && it->dtype == GR_DT_F32)
+		return GR_EXACT_F32;
+	if (it->op == GR_OP_SUM && it->dtype == GR_DT_F64)
+		return GR_EXACT_F64;
+	if (it->op == GR_OP_SUMSQ && it->dtype == GR_DT_F32)
+		return GR_EXACT_F32_SQUARES;
+	return 0;
 }
 
 static inline uint64_t cuda_item_units(const cuda_item *it)

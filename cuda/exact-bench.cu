@@ -336,6 +336,46 @@ template <typename T> static void bench_batch(env &E, const char *dt)
 	}
 }
 
+/* The exact sum of squares of f32 (sumsq) against the read-bandwidth
+ * kernel over the same bytes: back-to-back throughput, medians. */
+static void bench_squares(env &E, int hi)
+{
+	fill<float>(E, 0);
+	printf("\nf32 sum of squares, uniform [-1, 1): back-to-back throughput, medians of %d\n",
+	       REPS);
+	printf("%10s | %12s %10s | %10s\n", "n", "exact GB/s", "read GB/s", "exact/read");
+	for (int e : { 20, 24, 26, 28 }) {
+		if (e > hi)
+			continue;
+		size_t n = (size_t)1 << e, bytes = n * 4;
+		pos P = positions(bytes);
+		int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
+		std::vector<double> tx, tb;
+		for (int r = 0; r < REPS; r++) {
+			for (int w = 0; w < 2; w++) {
+				for (int i = -3; i < k; i++) {
+					if (i == 0)
+						CU(cudaEventRecord(E.e0, E.st));
+					const float *in = (const float *)(E.pool + P.at((size_t)(i + 3)));
+					if (w == 0)
+						CU((cudaError_t)gr_exact_launch_single(
+							GR_EXACT_F32_SQUARES, in, n, E.scratch, E.out, E.sms,
+							E.st));
+					else
+						launch<float>(E, BW, in, n);
+				}
+				CU(cudaEventRecord(E.e1, E.st));
+				CU(cudaEventSynchronize(E.e1));
+				float ms;
+				CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+				(w == 0 ? tx : tb).push_back((double)bytes * k / (ms * 1e-3) / 1e9);
+			}
+		}
+		double x = median(tx), b = median(tb);
+		printf("%10zu | %12.1f %10.1f | %10.3f\n", n, x, b, x / b);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int hi = 28;
@@ -396,6 +436,7 @@ int main(int argc, char **argv)
 	printf("\n");
 	bench_batch<float>(E, "f32");
 	bench_batch<double>(E, "f64");
+	bench_squares(E, hi);
 	printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
 	return ok ? 0 : 1;
 }

@@ -9,11 +9,16 @@ extern "C" int gr_exact_launch_single(int dtype, const void *data, uint64_t n,
 {
 	cudaStream_t st = (cudaStream_t)stream;
 	switch (dtype) {
-	case 4:
+	case GR_EXACT_F32:
 		if ((uintptr_t)data & 3u)
 			return (int)cudaErrorInvalidValue;
 		return (int)gre::launch_single<float>(data, n, scratch, out, sm_count, st);
-	case 5:
+	case GR_EXACT_F32_SQUARES:
+		if ((uintptr_t)data & 3u)
+			return (int)cudaErrorInvalidValue;
+		return (int)gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_PIPE, gre::SQ_FB>(
+			data, n, scratch, out, sm_count, st);
+	case GR_EXACT_F64:
 		if ((uintptr_t)data & 7u)
 			return (int)cudaErrorInvalidValue;
 		return (int)gre::launch_single<double>(data, n, scratch, out, sm_count, st);

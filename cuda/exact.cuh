@@ -86,6 +86,14 @@ constexpr int E_LO = -1022 + 3 - B0_ABOVE + (BINS - 1) * B1_BELOW;
 
 template <typename T> struct traits;
 
+/* An f32 element whose square is summed (sumsq): x * x is exact in a
+ * double (48 significant bits, 2^-298 to 2^256), so the square is summed
+ * as the double path sums an f64 element, keys and all. */
+struct sqf {
+	float f;
+	__device__ __forceinline__ operator float() const { return f; }
+};
+
 template <> struct traits<float> {
 	static constexpr unsigned V = 4;
 	static constexpr int E_HI = 128;
@@ -180,6 +188,54 @@ template <> struct traits<double> {
 	static __device__ __forceinline__ uint4 pad()
 	{
 		return make_uint4(0u, 0x80000000u, 0u, 0x80000000u);
+	}
+};
+
+template <> struct traits<sqf> {
+	static constexpr unsigned V = 4;
+	static constexpr int E_HI = traits<double>::E_HI;
+	static __device__ __forceinline__ double sq(const uint4 &v, unsigned i)
+	{
+		double x = (double)__uint_as_float(traits<float>::word(v, i));
+		return x * x;
+	}
+	static __device__ __forceinline__ uint32_t key(const uint4 &v, unsigned i)
+	{
+		return (uint32_t)__double2hiint(sq(v, i)) & 0x7fffffffu;
+	}
+	static __device__ __forceinline__ uint32_t nzkey(const uint4 &v, unsigned i)
+	{
+		double s = sq(v, i);
+		return ((uint32_t)__double2hiint(s) & 0x7fffffffu) | (__double2loint(s) != 0);
+	}
+	/* a square is never -0: every lane's maximum is >= 0, and the sum
+	 * of squares is never -0 either */
+	static __device__ __forceinline__ int raw(const uint4 &v, unsigned i)
+	{
+		return __double2hiint(sq(v, i));
+	}
+	static __device__ __forceinline__ double value(const uint4 &v, unsigned i)
+	{
+		return sq(v, i);
+	}
+	static __device__ __forceinline__ int bound(uint32_t k)
+	{
+		return traits<double>::bound(k);
+	}
+	static __device__ __forceinline__ uint32_t key_below(int e)
+	{
+		return traits<double>::key_below(e);
+	}
+	/* a square has at most 48 significant bits (an f32 has 24), so it
+	 * is a multiple of 2^(b1 - 52) from 2^(b1 - 5) up, where an f64 needs
+	 * 2^b1 */
+	static __device__ __forceinline__ uint32_t key_exact(int b1)
+	{
+		return traits<double>::key_exact(b1 - 5);
+	}
+	static __device__ __forceinline__ uint4 pad()
+	{
+		return make_uint4(0u, 0u, 0u, 0u);
 	}
 };
 
@@ -565,6 +621,10 @@ static inline unsigned grid_blocks(uint64_t n, int sm_count, unsigned per_sm = 2
 constexpr unsigned PROD_MINB = 2;
 constexpr bool PROD_PIPE = false;
 constexpr int PROD_FB = 2;
+/* Squares span twice the binades of their elements (uniform [-1, 1)
+ * squares below 2^-26 for one element in 8000, and a batch holds 1024):
+ * the fast path's third bin keeps them out of the careful one */
+constexpr int SQ_FB = 3;
 
 template <typename T, unsigned MINB = PROD_MINB, bool PIPE = PROD_PIPE, int FB = PROD_FB>
 static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_scratch *scratch,
@@ -687,9 +747,12 @@ batch_kernel(const unsigned char *base, const gr_exact_seg *segs, uint32_t nsegs
 				hi = mid - 1;
 		}
 		const gr_exact_seg s = segs[lo];
-		if (s.dtype == 4)
+		if (s.dtype == GR_EXACT_F32)
 			seg_unit<float, FB>(base + s.offset, s.n, w - s.first_unit, s.units,
 					    wdigits[warp], scratch + lo, out + lo, lane);
+		else if (s.dtype == GR_EXACT_F32_SQUARES)
+			seg_unit<sqf, SQ_FB>(base + s.offset, s.n, w - s.first_unit, s.units,
+					     wdigits[warp], scratch + lo, out + lo, lane);
 		else
 			seg_unit<double, FB>(base + s.offset, s.n, w - s.first_unit, s.units,
 					     wdigits[warp], scratch + lo, out + lo, lane);
@@ -698,7 +761,7 @@ batch_kernel(const unsigned char *base, const gr_exact_seg *segs, uint32_t nsegs
 
 static inline uint32_t units_of(int dtype, uint64_t n)
 {
-	uint64_t bytes = n * (dtype == 4 ? 4u : 8u);
+	uint64_t bytes = n * (dtype == GR_EXACT_F64 ? 8u : 4u);
 	uint64_t u = (bytes + 16ull * GR_EXACT_UNIT_VECTORS - 1) / (16ull * GR_EXACT_UNIT_VECTORS);
 	return u ? (uint32_t)u : 1u;
 }

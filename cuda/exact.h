@@ -30,6 +30,15 @@ extern "C" {
 #define GR_EXACT_DIGIT_BITS 32
 #define GR_EXACT_LSB_EXP (-1074)
 
+/* What is summed (the dtype arguments and gr_exact_seg.dtype): the
+ * elements of an f32 or f64 array, or the squares of an f32 array's (an
+ * f32's square is exact in a double). */
+enum {
+	GR_EXACT_F32 = 4,
+	GR_EXACT_F64 = 5,
+	GR_EXACT_F32_SQUARES = 6,
+};
+
 /* gr_exact_sum.flags */
 enum {
 	GR_EXACT_NAN = 1,       /* a NaN was summed */
@@ -63,8 +72,9 @@ typedef struct gr_exact_scratch {
 } gr_exact_scratch;
 
 /*
- * Sum n >= 0 elements of dtype 4 (f32) or 5 (f64) at data (aligned to the
- * element's size) exactly into *out, in one launch on stream. sm_count
+ * Sum n >= 0 elements of dtype (GR_EXACT_F32, _F64, or the squares of f32
+ * elements, GR_EXACT_F32_SQUARES) at data (aligned to the element's size)
+ * exactly into *out, in one launch on stream. sm_count
  * caps the grid (blocks resident at once). n == 0 writes the empty sum.
  * Returns the cudaError_t of the launch (0 on success);
  * cudaErrorInvalidValue for another dtype or a misaligned pointer.
@@ -84,7 +94,7 @@ int gr_exact_launch_single(int dtype, const void *data, uint64_t n, gr_exact_scr
 typedef struct gr_exact_seg {
 	uint64_t offset;     /* bytes from the batch's base, a multiple of the element's size */
 	uint64_t n;          /* elements (0 allowed: its result is the empty sum) */
-	uint32_t dtype;      /* 4 f32, 5 f64 */
+	uint32_t dtype;      /* GR_EXACT_F32, _F64, _F32_SQUARES */
 	uint32_t first_unit; /* its first unit's index in the batch */
 	uint32_t units;      /* gr_exact_units(dtype, n) */
 	uint32_t pad;

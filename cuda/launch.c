@@ -49,7 +49,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			const cuda_item *it = &b->items[i];
 			/* a float sum rides in the exact kernel's table, and
 			 * as an empty segment in the batch kernel's */
-			bool exact = it->n && cuda_item_exact(it);
+			uint32_t exact = it->n ? cuda_item_exact(it) : 0;
 			uint64_t u = exact ? 0 : cuda_item_units(it);
 			if (nsegs == be->cap_segs || units + u > be->cap_units ||
 			    (exact && nx == CUDA_EXACT_SEGS))
@@ -84,9 +84,9 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 				gr_exact_seg *xs = &c->hxsegs[nx++];
 				xs->offset = (uintptr_t)it->data;
 				xs->n = it->n;
-				xs->dtype = it->dtype;
+				xs->dtype = exact;
 				xs->first_unit = (uint32_t)xunits;
-				xs->units = gr_exact_units(it->dtype, it->n);
+				xs->units = gr_exact_units((int)exact, it->n);
 				xs->pad = 0;
 				xunits += xs->units;
 			}

@@ -257,17 +257,17 @@ static void chunk_done(gr_job *job)
 
 /*
  * Host data that a GPU would not reduce exactly, and so goes to a CUDA
- * daemon's CPU route whatever its size: the sum of squares of floats (the
- * GPUs' exact kernel adds elements, not their squares), and a float sum
- * whose elements do not lie on their own size's boundary in memory (the
- * exact kernel reads whole elements), which only a region's offset can
- * do.
+ * daemon's CPU route whatever its size: the sum of squares of f64 (the
+ * GPUs' exact kernel adds the exact squares of f32 elements, but an f64's
+ * square does not fit a double), and a float sum or sum of squares whose
+ * elements do not lie on their own size's boundary in memory (the exact
+ * kernel reads whole elements), which only a region's offset can do.
  */
 static bool request_exact_on_cpu(gr_op op, gr_dtype dt, const void *data)
 {
-	if (!gr_dtype_is_float(dt))
+	if (!gr_dtype_is_float(dt) || (op != GR_OP_SUM && op != GR_OP_SUMSQ))
 		return false;
-	return op == GR_OP_SUMSQ || (op == GR_OP_SUM && (uintptr_t)data % gr_dtype_size(dt));
+	return (op == GR_OP_SUMSQ && dt == GR_DT_F64) || (uintptr_t)data % gr_dtype_size(dt);
 }
 
 /* The chunk being filled is complete: hand it to the backend. */
@@ -561,12 +561,14 @@ static void conn_reduce_region(gr_conn *c, const gr_req *preq)
 	}
 	/* the GPUs' exact sum reads whole elements; host data that are not
 	 * aligned go to the CPU route instead (request_exact_on_cpu) */
-	if (r->device >= 0 && preq->op == GR_OP_SUM && gr_dtype_is_float(preq->dtype) &&
+	bool exact_op = preq->op == GR_OP_SUM ||
+			(preq->op == GR_OP_SUMSQ && preq->dtype == GR_DT_F32);
+	if (r->device >= 0 && exact_op && gr_dtype_is_float(preq->dtype) &&
 	    ((uintptr_t)r->base + preq->offset) % size) {
 		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
-				 "the sum of %s elements in GPU memory needs an offset on a %zu-byte "
+				 "the %s of %s elements in GPU memory needs an offset on a %zu-byte "
 				 "boundary of the allocation, not %" PRIu64,
-				 gr_dtype_name(preq->dtype), size, preq->offset);
+				 gr_op_name(preq->op), gr_dtype_name(preq->dtype), size, preq->offset);
 		return;
 	}
 	gr_request *req = request_new(c, preq);

@@ -143,8 +143,10 @@ static void check_job(const gr_job *j, const char *what)
 			CHECK(memcmp(&g.f, &w.f, sizeof(double)) == 0,
 			      "%s: %s %s n=%zu: got %.17g (%a), want %.17g (%a)", what, on, dn, j->n,
 			      g.f, g.f, w.f, w.f);
-		} else if (j->op == GR_OP_SUM && (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0) {
-			/* exact on the GPU too: the CPU's bits */
+		} else if ((j->op == GR_OP_SUM || (j->op == GR_OP_SUMSQ && j->dtype == GR_DT_F32)) &&
+			   (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0) {
+			/* exact on the GPU too (float sums, and f32's sum of
+			 * squares): the CPU's bits */
 			CHECK(memcmp(&g.f, &w.f, sizeof(double)) == 0,
 			      "%s: %s %s n=%zu: got %.17g (%a), want %.17g (%a): not the exact sum",
 			      what, on, dn, j->n, g.f, g.f, w.f, w.f);

@@ -138,16 +138,17 @@ struct gpu {
 	gr_exact_sum *out;
 };
 
-/* The kernel's sum of x[0..n) as dtype dt (4 f32, 5 f64), the data
+/* The kernel's sum of x[0..n) as dtype dt (4 f32, 5 f64, 6 the squares
+ * of f32: GR_EXACT_F32, _F64, _F32_SQUARES), the data
  * starting `off` elements into an allocation of exactly its size; blocks
  * 0 is the launcher's grid. */
 static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned off,
 		      unsigned blocks = 0, int form = 0)
 {
-	size_t sz = dt == 4 ? 4 : 8, bytes = (n + off) * sz;
+	size_t sz = dt == 5 ? 8 : 4, bytes = (n + off) * sz;
 	std::vector<unsigned char> h(bytes ? bytes : 1);
 	for (size_t i = 0; i < n; i++) {
-		if (dt == 4) {
+		if (dt != 5) {
 			float f = (float)x[i];
 			memcpy(&h[(off + i) * 4], &f, 4);
 		} else {
@@ -177,6 +178,9 @@ static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned 
 	} else if (blocks) {
 		if (dt == 4)
 			CU(gre::launch_single<float>(d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks));
+		else if (dt == 6)
+			CU((gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_PIPE, gre::SQ_FB>(
+				d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks)));
 		else
 			CU(gre::launch_single<double>(d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks));
 	} else {
@@ -190,20 +194,34 @@ static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned 
 
 static unsigned checks;
 
+static const char *dt_name(int dt)
+{
+	return dt == 4 ? "f32" : dt == 5 ? "f64" : "f32 squares";
+}
+
 static void expect(const char *what, int dt, size_t n, unsigned off, double got, double want)
 {
 	bool same = (std::isnan(got) && std::isnan(want)) || memcmp(&got, &want, 8) == 0;
-	CHECK(same, "%s %s n=%zu off=%u: got %a want %a", what, dt == 4 ? "f32" : "f64", n, off,
-	      got, want);
+	CHECK(same, "%s %s n=%zu off=%u: got %a want %a", what, dt_name(dt), n, off, got, want);
 	checks++;
 }
 
-/* x as the dtype will hold it (f32: rounded to float) */
+/* x as the dtype will hold it (f32 and its squares: rounded to float) */
 static std::vector<double> as_dtype(int dt, std::vector<double> x)
 {
-	if (dt == 4)
+	if (dt != 5)
 		for (double &v : x)
 			v = (double)(float)v;
+	return x;
+}
+
+/* What the kernel sums of x (as the dtype holds it): the elements, or for
+ * dtype 6 their squares, each exact in a double */
+static std::vector<double> summands(int dt, std::vector<double> x)
+{
+	if (dt == 6)
+		for (double &v : x)
+			v = v * v;
 	return x;
 }
 
@@ -213,7 +231,8 @@ static void check_array(const gpu &G, const char *what, int dt, std::vector<doub
 			std::initializer_list<unsigned> offs, bool big = false)
 {
 	x = as_dtype(dt, x);
-	double want = big ? ref_digits(x.data(), x.size()) : ref_partial(x.data(), x.size());
+	std::vector<double> s = summands(dt, x);
+	double want = big ? ref_digits(s.data(), s.size()) : ref_partial(s.data(), s.size());
 	for (unsigned off : offs) {
 		if (dt == 5 && off % 2)
 			continue; /* f64 at an odd f32 offset: 4-byte start, not allowed */
@@ -352,6 +371,43 @@ int main(int argc, char **argv)
 		printf("%s: %u checks so far\n", dt == 4 ? "f32" : "f64", checks);
 	}
 
+	/* the sum of the squares of f32 elements (sumsq): the specials, the
+	 * range's ends (squares from 2^-298 to 2^256), random kinds at odd
+	 * sizes and starts, the grid, and large arrays */
+	{
+		const int dt = 6;
+		const auto all = { 0u, 1u, 2u, 3u };
+		check_array(G, "empty", dt, {}, all);
+		check_array(G, "-0", dt, { -0.0, -0.0 }, all);
+		check_array(G, "NaN", dt, { 1.0, NAN, 2.0 }, all);
+		check_array(G, "-inf", dt, { -INFINITY, 3.0 }, all);
+		check_array(G, "+inf -inf", dt, { INFINITY, 1.0, -INFINITY }, all);
+		check_array(G, "FLT_MAX and the smallest", dt,
+			    { FLT_MAX, 1.40129846e-45, -FLT_MAX, -1.40129846e-45, 1e-40 }, all);
+		check_array(G, "FLT_MAX x 1000", dt, std::vector<double>(1000, FLT_MAX), all);
+		check_array(G, "tie to even", dt, { 1.0, ldexp(1, -27), ldexp(1, -27) }, all);
+		check_array(G, "tie broken", dt, { 1.0, ldexp(1, -27), ldexp(1, -27), ldexp(1, -60) },
+			    all);
+		const size_t sizes[] = { 1, 2, 3, 5, 31, 33, 100, 1000, 4097, 65537, (1u << 20) + 3 };
+		for (size_t n : sizes) {
+			if (quick && n > 70000)
+				continue;
+			for (int kind = 0; kind < 6; kind++)
+				check_array(G, "random", dt, make(4, kind, n), { 0, 1, 2, 3 });
+		}
+		for (int kind : { 0, 1, 2 }) {
+			std::vector<double> x = as_dtype(dt, make(4, kind, quick ? 30001 : 300001));
+			std::vector<double> s = summands(dt, x);
+			double want = ref_partial(s.data(), s.size());
+			for (unsigned b : { 1u, 3u, 700u })
+				expect("grid", dt, x.size(), b, gpu_sum(G, dt, x.data(), x.size(), 1, b), want);
+		}
+		if (!quick)
+			for (int kind : { 0, 2, 5 })
+				check_array(G, "large", dt, make(4, kind, (1u << 24) + 5), { 1 }, true);
+		printf("f32 squares: %u checks so far\n", checks);
+	}
+
 	/* the kernel's other forms give the same bits; last, and every one
 	 * of them tried even after a failure, so that a wrong form cannot
 	 * hide how the others fare */
@@ -386,8 +442,8 @@ int main(int argc, char **argv)
 		std::vector<double> want(nseg);
 		uint32_t units = 0;
 		for (unsigned i = 0; i < nseg; i++) {
-			int dt = 4 + (int)(rng() % 2);
-			size_t sz = dt == 4 ? 4 : 8;
+			int dt = 4 + (int)(rng() % 3);
+			size_t sz = dt == 5 ? 8 : 4;
 			size_t n = i % 50 == 7 ? (quick ? 70001 : (1u << 20) + 3)
 				 : i % 9 == 0 ? rng() % 40000 : rng() % 300;
 			if (i % 17 == 0)
@@ -398,11 +454,11 @@ int main(int argc, char **argv)
 			if (i % 31 == 3)
 				for (double &v : x)
 					v = -0.0;
-			want[i] = ref_partial(x.data(), n);
+			want[i] = ref_partial(summands(dt, x).data(), n);
 			size_t off = (hb.size() + 15) / 16 * 16 + sz * (rng() % (16 / sz));
 			hb.resize(off + n * sz);
 			for (size_t k = 0; k < n; k++) {
-				if (dt == 4) {
+				if (dt != 5) {
 					float f = (float)x[k];
 					memcpy(&hb[off + 4 * k], &f, 4);
 				} else {
@@ -434,7 +490,7 @@ int main(int argc, char **argv)
 					    memcmp(&g, &want[i], 8) == 0;
 				if (!same && bfailed++ < 20)
 					fprintf(stderr, "batch segment %u (%s n=%llu): got %a want %a\n", i,
-						segs[i].dtype == 4 ? "f32" : "f64",
+						dt_name((int)segs[i].dtype),
 						(unsigned long long)segs[i].n, g, want[i]);
 				checks++;
 			}
