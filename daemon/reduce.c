@@ -251,6 +251,93 @@ DEF_MINMAX(min_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, <, UINT64_MAX, 0, re
 DEF_MINMAX(max_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, >, 0, 0, ret->v.u = lane[0])
 #pragma GCC diagnostic pop
 
+/* ---- argmin and argmax ---- */
+
+/*
+ * The block's min or max comes from the kernels above; then the first
+ * element equal to it, bit for bit (which tells -0 from +0, as min and max
+ * do), or the first NaN when it is NaN. The block was just read, so the
+ * second look finds it in cache, and stops at the element it finds.
+ *
+ * NAME(p, n, want, nan): the index of the first element whose bits are
+ * want, or (nan) the first NaN; n when none is.
+ */
+#define DEF_FIND_ONE(NAME, ATTR, UT, VT, MT, W)                                                    \
+	ATTR static size_t NAME(const unsigned char *p, size_t n, UT want, bool nan)               \
+	{                                                                                          \
+		enum { es = sizeof(UT) };                                                          \
+		const UT mag = (UT)-1 >> 1, inf = (UT)(mag ^ (mag >> (es == 4 ? 8 : 11)));         \
+		size_t i = 0;                                                                      \
+		for (; i + 4 * W <= n; i += 4 * W) {                                               \
+			MT any = {0};                                                              \
+			UNROLL                                                                     \
+			for (unsigned v = 0; v < 4; v++) {                                         \
+				VT x;                                                              \
+				memcpy(&x, p + (i + v * W) * es, sizeof(x));                       \
+				any |= nan ? (MT)((x & mag) > inf) : (MT)(x == want);              \
+			}                                                                          \
+			bool hit = false;                                                          \
+			for (unsigned k = 0; k < W; k++)                                           \
+				hit |= any[k] != 0;                                                \
+			if (hit)                                                                   \
+				break;                                                             \
+		}                                                                                  \
+		for (; i < n; i++) {                                                               \
+			UT x;                                                                      \
+			memcpy(&x, p + i * es, sizeof(x));                                         \
+			if (nan ? (x & mag) > inf : x == want)                                     \
+				return i;                                                          \
+		}                                                                                  \
+		return n;                                                                          \
+	}
+
+#define DEF_FIND(NAME, UT, VT16, MT16, W16, VT32, MT32, W32)                                       \
+	DEF_FIND_ONE(NAME##_base, , UT, VT16, MT16, W16)                                           \
+	GR_AVX2_ONLY(DEF_FIND_ONE(NAME##_avx2, GR_AVX2, UT, VT32, MT32, W32))
+
+DEF_FIND(find32, uint32_t, v4su, v4si, 4, v8su, v8si, 8)
+DEF_FIND(find64, uint64_t, v2du, v2di, 2, v4du, v4di, 4)
+
+static inline uint32_t bits_f32(double d)
+{
+	float f = (float)d;
+	uint32_t b;
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+static inline uint64_t bits_f64(double d)
+{
+	uint64_t b;
+	memcpy(&b, &d, sizeof(b));
+	return b;
+}
+
+/* KERNEL fills ret->v; FIND looks for WANT (or the first NaN when NAN). */
+#define DEF_ARG_ONE(NAME, ATTR, KERNEL, FIND, WANT, NAN)                                          \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		KERNEL(p, n, ret);                                                                 \
+		ret->index = FIND(p, n, WANT, NAN);                                                \
+	}
+
+#define DEF_ARG(NAME, KERNEL, FIND, WANT, NAN)                                                     \
+	DEF_ARG_ONE(NAME##_base, , KERNEL##_base, FIND##_base, WANT, NAN)                          \
+	GR_AVX2_ONLY(DEF_ARG_ONE(NAME##_avx2, GR_AVX2, KERNEL##_avx2, FIND##_avx2, WANT, NAN))
+
+DEF_ARG(argmin_f32, min_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f))
+DEF_ARG(argmax_f32, max_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f))
+DEF_ARG(argmin_f64, min_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f))
+DEF_ARG(argmax_f64, max_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f))
+DEF_ARG(argmin_i32, min_i32, find32, (uint32_t)(int32_t)ret->v.i, false)
+DEF_ARG(argmax_i32, max_i32, find32, (uint32_t)(int32_t)ret->v.i, false)
+DEF_ARG(argmin_u32, min_u32, find32, (uint32_t)ret->v.u, false)
+DEF_ARG(argmax_u32, max_u32, find32, (uint32_t)ret->v.u, false)
+DEF_ARG(argmin_i64, min_i64, find64, (uint64_t)ret->v.i, false)
+DEF_ARG(argmax_i64, max_i64, find64, (uint64_t)ret->v.i, false)
+DEF_ARG(argmin_u64, min_u64, find64, ret->v.u, false)
+DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false)
+
 /* clang-format on */
 
 
@@ -274,10 +361,22 @@ DEF_MINMAX(max_u64, uint64_t, v2du, v2di, 2, v4du, v4di, 4, >, 0, 0, ret->v.u = 
 		        [GR_DT_U32] = max_u32##S, [GR_DT_U64] = max_u64##S,                        \
 		        [GR_DT_F32] = max_f32##S, [GR_DT_F64] = max_f64##S,                        \
 		    },                                                                             \
-		[GR_OP_SUMSQ] = {                                                                  \
-		    [GR_DT_I32] = sumsq_i32##S, [GR_DT_I64] = sumsq_i64##S,                        \
-		    [GR_DT_U32] = sumsq_u32##S, [GR_DT_U64] = sumsq_u64##S,                        \
-		    [GR_DT_F32] = xsum_sumsq_f32##S, [GR_DT_F64] = xsum_sumsq_f64##S,                        \
+		[GR_OP_SUMSQ] =                                                                    \
+		    {                                                                              \
+		        [GR_DT_I32] = sumsq_i32##S, [GR_DT_I64] = sumsq_i64##S,                    \
+		        [GR_DT_U32] = sumsq_u32##S, [GR_DT_U64] = sumsq_u64##S,                    \
+		        [GR_DT_F32] = xsum_sumsq_f32##S, [GR_DT_F64] = xsum_sumsq_f64##S,          \
+		    },                                                                             \
+		[GR_OP_ARGMIN] =                                                                   \
+		    {                                                                              \
+		        [GR_DT_I32] = argmin_i32##S, [GR_DT_I64] = argmin_i64##S,                  \
+		        [GR_DT_U32] = argmin_u32##S, [GR_DT_U64] = argmin_u64##S,                  \
+		        [GR_DT_F32] = argmin_f32##S, [GR_DT_F64] = argmin_f64##S,                  \
+		    },                                                                             \
+		[GR_OP_ARGMAX] = {                                                                 \
+		    [GR_DT_I32] = argmax_i32##S, [GR_DT_I64] = argmax_i64##S,                      \
+		    [GR_DT_U32] = argmax_u32##S, [GR_DT_U64] = argmax_u64##S,                      \
+		    [GR_DT_F32] = argmax_f32##S, [GR_DT_F64] = argmax_f64##S,                      \
 		},                                                                                 \
 	}
 
@@ -318,20 +417,47 @@ static gr_kind partial_kind(gr_op op, gr_dtype dt)
 
 void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret)
 {
+	const bool is_min = op == GR_OP_MIN || op == GR_OP_ARGMIN;
+	const bool is_max = op == GR_OP_MAX || op == GR_OP_ARGMAX;
+
 	memset(ret, 0, sizeof(*ret));
 	switch (partial_kind(op, dt)) {
 	case GR_KIND_F64:
-		ret->v.f = op == GR_OP_MIN ? INFINITY : op == GR_OP_MAX ? -INFINITY : 0.0;
+		ret->v.f = is_min ? INFINITY : is_max ? -INFINITY : 0.0;
 		if (op == GR_OP_SUM || op == GR_OP_SUMSQ)
 			xsum_identity(ret, op == GR_OP_SUMSQ);
 		break;
 	case GR_KIND_U64:
-		ret->v.u = op == GR_OP_MIN ? UINT64_MAX : 0;
+		ret->v.u = is_min ? UINT64_MAX : 0;
 		break;
 	case GR_KIND_I64:
-		ret->v.i = op == GR_OP_MIN ? INT64_MAX : INT64_MIN;
+		ret->v.i = is_min ? INT64_MAX : INT64_MIN;
 		break;
 	}
+}
+
+/*
+ * Does next's extreme replace acc's, for argmin (is_min) or argmax? Only
+ * a strictly better one does, so ties keep the first index: a NaN beats
+ * every number and no later NaN, and -0 is below +0.
+ */
+static bool arg_takes(gr_kind k, bool is_min, const gr_partial *acc, const gr_partial *next)
+{
+	switch (k) {
+	case GR_KIND_F64: {
+		double a = acc->v.f, b = next->v.f;
+		if (isnan(a) || isnan(b))
+			return !isnan(a);
+		if (a == 0 && b == 0)
+			return is_min ? signbit(b) && !signbit(a) : signbit(a) && !signbit(b);
+		return is_min ? b < a : b > a;
+	}
+	case GR_KIND_U64:
+		return is_min ? next->v.u < acc->v.u : next->v.u > acc->v.u;
+	case GR_KIND_I64:
+		return is_min ? next->v.i < acc->v.i : next->v.i > acc->v.i;
+	}
+	return false;
 }
 
 void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial *next)
@@ -344,12 +470,21 @@ void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial
 		*acc = *next;
 		return;
 	}
+	if (gr_op_has_index(op)) {
+		/* next's index counts from its own first element */
+		if (arg_takes(partial_kind(op, dt), op == GR_OP_ARGMIN, acc, next)) {
+			acc->v = next->v;
+			acc->index = acc->count + next->index;
+		}
+		acc->count += next->count;
+		return;
+	}
 	acc->count += next->count;
 	switch (partial_kind(op, dt)) {
 	case GR_KIND_F64:
-		if (op == GR_OP_SUM || op == GR_OP_SUMSQ)
+		if (op == GR_OP_SUM || op == GR_OP_SUMSQ) {
 			xsum_combine(acc, next);
-		else if (isnan(acc->v.f) || isnan(next->v.f)) {
+		} else if (isnan(acc->v.f) || isnan(next->v.f)) {
 			acc->v.f = NAN;
 		} else if (op == GR_OP_MIN ? next->v.f < acc->v.f : next->v.f > acc->v.f) {
 			acc->v.f = next->v.f;
@@ -376,7 +511,7 @@ gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *r
 {
 	ret->kind = gr_result_kind(op, dt);
 	ret->u = 0;
-	if (p->count == 0 && (op == GR_OP_MIN || op == GR_OP_MAX))
+	if (p->count == 0 && op != GR_OP_SUM && op != GR_OP_SUMSQ)
 		return GR_ERR_EMPTY;
 	switch (ret->kind) {
 	case GR_KIND_F64: {

@@ -139,6 +139,15 @@ bool params_match_op(const char *w, size_t n, gr_op *ret)
 		*ret = GR_OP_SUMSQ;
 		return true;
 	}
+	if (n == 6 && memcmp(w, "arg", 3) == 0) {
+		if (memcmp(w + 3, "min", 3) == 0)
+			*ret = GR_OP_ARGMIN;
+		else if (memcmp(w + 3, "max", 3) == 0)
+			*ret = GR_OP_ARGMAX;
+		else
+			return false;
+		return true;
+	}
 	return false;
 }
 

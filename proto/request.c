@@ -714,7 +714,7 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 				r->has_op = true;
 			else
 				req_fail(p, GR_ERR_INVALID_PARAMS,
-					 "unknown op '%s' (ops are sum, min, max, sumsq)", printable(w, n, q));
+					 "unknown op '%s' (ops are sum, min, max, sumsq, argmin, argmax)", printable(w, n, q));
 		} else {
 			if (params_match_dtype(w, n, &r->dtype))
 				r->has_dtype = true;
