@@ -856,6 +856,15 @@ static void test_ctl(void)
 	CHECK_MSG(rc == 0 && strtod(out, NULL) == 0.1 + 0.2, "rc %d out '%s'", rc, out);
 	rc = CTL("-3 4", sock, "sumsq", "-t", "i32", "-");
 	CHECK_MSG(rc == 0 && strcmp(out, "25\n") == 0, "rc %d out '%s'", rc, out);
+	rc = CTL("5 9 2 9 2", sock, "argmax", "-t", "u32");
+	CHECK_MSG(rc == 0 && strcmp(out, "9 1\n") == 0, "rc %d out '%s'", rc, out);
+	rc = CTL("5 9 2 9 2", sock, "--json", "argmin", "-t", "i64");
+	CHECK_MSG(rc == 0 && strcmp(out, "{\"value\":2,\"index\":2,\"count\":5}\n") == 0,
+		  "rc %d out '%s'", rc, out);
+	rc = CTL("1.5 -0 0 -0", sock, "argmin");
+	CHECK_MSG(rc == 0 && strcmp(out, "-0 1\n") == 0, "rc %d out '%s'", rc, out);
+	rc = CTL("", sock, "argmin", "-t", "f32");
+	CHECK_MSG(rc != 0 && strstr(err, "empty"), "rc %d err '%s'", rc, err);
 
 	/* From a file. */
 	snprintf(path, sizeof(path), "%s/numbers.txt", the_daemon.dir);
