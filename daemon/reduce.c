@@ -314,29 +314,120 @@ static inline uint64_t bits_f64(double d)
 }
 
 /* KERNEL fills ret->v; FIND looks for WANT (or the first NaN when NAN). */
-#define DEF_ARG_ONE(NAME, ATTR, KERNEL, FIND, WANT, NAN)                                          \
+#define DEF_ARG2_ONE(NAME, ATTR, KERNEL, FIND, WANT, NAN)                                         \
 	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
 	{                                                                                          \
 		KERNEL(p, n, ret);                                                                 \
 		ret->index = FIND(p, n, WANT, NAN);                                                \
 	}
 
-#define DEF_ARG(NAME, KERNEL, FIND, WANT, NAN)                                                     \
-	DEF_ARG_ONE(NAME##_base, , KERNEL##_base, FIND##_base, WANT, NAN)                          \
-	GR_AVX2_ONLY(DEF_ARG_ONE(NAME##_avx2, GR_AVX2, KERNEL##_avx2, FIND##_avx2, WANT, NAN))
+#define DEF_ARG2(NAME, KERNEL, FIND, WANT, NAN)                                                    \
+	DEF_ARG2_ONE(NAME##_base, , KERNEL##_base, FIND##_base, WANT, NAN)                         \
+	GR_AVX2_ONLY(DEF_ARG2_ONE(NAME##_avx2, GR_AVX2, KERNEL##_avx2, FIND##_avx2, WANT, NAN))
 
-DEF_ARG(argmin_f32, min_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f))
-DEF_ARG(argmax_f32, max_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f))
-DEF_ARG(argmin_f64, min_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f))
-DEF_ARG(argmax_f64, max_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f))
-DEF_ARG(argmin_i32, min_i32, find32, (uint32_t)(int32_t)ret->v.i, false)
-DEF_ARG(argmax_i32, max_i32, find32, (uint32_t)(int32_t)ret->v.i, false)
-DEF_ARG(argmin_u32, min_u32, find32, (uint32_t)ret->v.u, false)
-DEF_ARG(argmax_u32, max_u32, find32, (uint32_t)ret->v.u, false)
-DEF_ARG(argmin_i64, min_i64, find64, (uint64_t)ret->v.i, false)
-DEF_ARG(argmax_i64, max_i64, find64, (uint64_t)ret->v.i, false)
-DEF_ARG(argmin_u64, min_u64, find64, ret->v.u, false)
-DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false)
+/*
+ * The one pass that most blocks take: the lanes of the min/max kernel,
+ * each also keeping the group in which it last took a value (strictly
+ * better, so its first); the best lane, and among equal ones the least
+ * element index, gives value and index. Where that cannot tell (a NaN, a
+ * zero, whose sign the lanes do not order, or a block whose best is the
+ * lanes' starting value and so was never taken), the block goes the two
+ * passes above instead: min/max, then the first match.
+ */
+#define DEF_ARG1_ONE(NAME, ATTR, SLOW, T, VT, MT, W, CMP, INIT, IS_FLOAT, STORE)                   \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		enum { es = sizeof(T), L = GROUP_BYTES / es, NV = L / W };                         \
+		VT m[NV];                                                                          \
+		MT at[NV];                                                                         \
+		UNROLL                                                                             \
+		for (unsigned v = 0; v < NV; v++)                                                  \
+			for (unsigned k = 0; k < W; k++) {                                         \
+				m[v][k] = INIT;                                                    \
+				at[v][k] = -1;                                                     \
+			}                                                                          \
+		MT nan = {0}, g = {0};                                                             \
+		size_t i = 0;                                                                      \
+		for (; i + L <= n; i += L, g += 1) {                                               \
+			const unsigned char *q = p + i * es;                                       \
+			UNROLL                                                                     \
+			for (unsigned v = 0; v < NV; v++) {                                        \
+				VT x;                                                              \
+				memcpy(&x, q + v * W * es, sizeof(x));                             \
+				MT c = x CMP m[v];                                                 \
+				m[v] = (VT)(((MT)x & c) | ((MT)m[v] & ~c));                        \
+				at[v] = (g & c) | (at[v] & ~c);                                    \
+				if (IS_FLOAT)                                                      \
+					nan |= x != x;                                             \
+			}                                                                          \
+		}                                                                                  \
+		T lane[L];                                                                         \
+		size_t li[L];                                                                      \
+		bool anynan = false;                                                               \
+		for (unsigned v = 0; v < NV; v++)                                                  \
+			for (unsigned k = 0; k < W; k++) {                                         \
+				lane[v * W + k] = m[v][k];                                         \
+				li[v * W + k] = at[v][k] < 0 ? SIZE_MAX                            \
+				                             : (size_t)at[v][k] * L + v * W + k;   \
+				anynan |= nan[k] != 0;                                             \
+			}                                                                          \
+		for (; i < n; i++) {                                                               \
+			T x;                                                                       \
+			memcpy(&x, p + i * es, sizeof(x));                                         \
+			if (x CMP lane[i % L]) {                                                   \
+				lane[i % L] = x;                                                   \
+				li[i % L] = i;                                                     \
+			}                                                                          \
+			anynan |= x != x;                                                          \
+		}                                                                                  \
+		unsigned b = 0;                                                                    \
+		for (unsigned k = 1; k < L; k++)                                                   \
+			if (lane[k] CMP lane[b] || (lane[k] == lane[b] && li[k] < li[b]))          \
+				b = k;                                                             \
+		if ((IS_FLOAT && (anynan || lane[b] == 0)) || li[b] == SIZE_MAX) {                 \
+			SLOW(p, n, ret);                                                           \
+			return;                                                                    \
+		}                                                                                  \
+		T best = lane[b];                                                                  \
+		STORE;                                                                             \
+		ret->index = li[b];                                                                \
+	}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtautological-compare"
+#define DEF_ARG(NAME, KERNEL, FIND, WANT, NAN, T, VT16, MT16, W16, VT32, MT32, W32, CMP, INIT,     \
+                IS_FLOAT, STORE)                                                                   \
+	DEF_ARG2(NAME##_two, KERNEL, FIND, WANT, NAN)                                              \
+	DEF_ARG1_ONE(NAME##_base, , NAME##_two_base, T, VT16, MT16, W16, CMP, INIT, IS_FLOAT,     \
+	             STORE)                                                                        \
+	GR_AVX2_ONLY(DEF_ARG1_ONE(NAME##_avx2, GR_AVX2, NAME##_two_avx2, T, VT32, MT32, W32, CMP,  \
+	                          INIT, IS_FLOAT, STORE))
+
+DEF_ARG(argmin_f32, min_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f), float, v4sf, v4si, 4, v8sf, v8si, 8, <, INFINITY, 1,
+        ret->v.f = best)
+DEF_ARG(argmax_f32, max_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f), float, v4sf, v4si, 4, v8sf, v8si, 8, >, -INFINITY, 1,
+        ret->v.f = best)
+DEF_ARG(argmin_f64, min_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f), double, v2df, v2di, 2, v4df, v4di, 4, <, INFINITY, 1,
+        ret->v.f = best)
+DEF_ARG(argmax_f64, max_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f), double, v2df, v2di, 2, v4df, v4di, 4, >, -INFINITY, 1,
+        ret->v.f = best)
+DEF_ARG(argmin_i32, min_i32, find32, (uint32_t)(int32_t)ret->v.i, false, int32_t, v4si, v4si, 4,
+        v8si, v8si, 8, <, INT32_MAX, 0, ret->v.i = best)
+DEF_ARG(argmax_i32, max_i32, find32, (uint32_t)(int32_t)ret->v.i, false, int32_t, v4si, v4si, 4,
+        v8si, v8si, 8, >, INT32_MIN, 0, ret->v.i = best)
+DEF_ARG(argmin_u32, min_u32, find32, (uint32_t)ret->v.u, false, uint32_t, v4su, v4si, 4, v8su,
+        v8si, 8, <, UINT32_MAX, 0, ret->v.u = best)
+DEF_ARG(argmax_u32, max_u32, find32, (uint32_t)ret->v.u, false, uint32_t, v4su, v4si, 4, v8su,
+        v8si, 8, >, 0, 0, ret->v.u = best)
+DEF_ARG(argmin_i64, min_i64, find64, (uint64_t)ret->v.i, false, int64_t, v2di, v2di, 2, v4di,
+        v4di, 4, <, INT64_MAX, 0, ret->v.i = best)
+DEF_ARG(argmax_i64, max_i64, find64, (uint64_t)ret->v.i, false, int64_t, v2di, v2di, 2, v4di,
+        v4di, 4, >, INT64_MIN, 0, ret->v.i = best)
+DEF_ARG(argmin_u64, min_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v4du, v4di, 4, <,
+        UINT64_MAX, 0, ret->v.u = best)
+DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v4du, v4di, 4, >,
+        0, 0, ret->v.u = best)
+#pragma GCC diagnostic pop
 
 /* clang-format on */
 
