@@ -314,7 +314,7 @@ static inline uint64_t bits_f64(double d)
 }
 
 /* KERNEL fills ret->v; FIND looks for WANT (or the first NaN when NAN). */
-#define DEF_ARG2_ONE(NAME, ATTR, KERNEL, FIND, WANT, NAN)                                         \
+#define DEF_ARG2_ONE(NAME, ATTR, KERNEL, FIND, WANT, NAN)                                          \
 	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
 	{                                                                                          \
 		KERNEL(p, n, ret);                                                                 \
@@ -367,8 +367,8 @@ static inline uint64_t bits_f64(double d)
 		for (unsigned v = 0; v < NV; v++)                                                  \
 			for (unsigned k = 0; k < W; k++) {                                         \
 				lane[v * W + k] = m[v][k];                                         \
-				li[v * W + k] = at[v][k] < 0 ? SIZE_MAX                            \
-				                             : (size_t)at[v][k] * L + v * W + k;   \
+				li[v * W + k] =                                                    \
+				    at[v][k] < 0 ? SIZE_MAX : (size_t)at[v][k] * L + v * W + k;    \
 				anynan |= nan[k] != 0;                                             \
 			}                                                                          \
 		for (; i < n; i++) {                                                               \
@@ -398,47 +398,46 @@ static inline uint64_t bits_f64(double d)
 #define DEF_ARG(NAME, KERNEL, FIND, WANT, NAN, T, VT16, MT16, W16, VT32, MT32, W32, CMP, INIT,     \
                 IS_FLOAT, STORE)                                                                   \
 	DEF_ARG2(NAME##_two, KERNEL, FIND, WANT, NAN)                                              \
-	DEF_ARG1_ONE(NAME##_base, , NAME##_two_base, T, VT16, MT16, W16, CMP, INIT, IS_FLOAT,     \
+	DEF_ARG1_ONE(NAME##_base, , NAME##_two_base, T, VT16, MT16, W16, CMP, INIT, IS_FLOAT,      \
 	             STORE)                                                                        \
 	GR_AVX2_ONLY(DEF_ARG1_ONE(NAME##_avx2, GR_AVX2, NAME##_two_avx2, T, VT32, MT32, W32, CMP,  \
 	                          INIT, IS_FLOAT, STORE))
 
-DEF_ARG(argmin_f32, min_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f), float, v4sf, v4si, 4, v8sf, v8si, 8, <, INFINITY, 1,
-        ret->v.f = best)
-DEF_ARG(argmax_f32, max_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f), float, v4sf, v4si, 4, v8sf, v8si, 8, >, -INFINITY, 1,
-        ret->v.f = best)
-DEF_ARG(argmin_f64, min_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f), double, v2df, v2di, 2, v4df, v4di, 4, <, INFINITY, 1,
-        ret->v.f = best)
-DEF_ARG(argmax_f64, max_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f), double, v2df, v2di, 2, v4df, v4di, 4, >, -INFINITY, 1,
-        ret->v.f = best)
+DEF_ARG(argmin_f32, min_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f), float, v4sf, v4si, 4,
+        v8sf, v8si, 8, <, INFINITY, 1, ret->v.f = best)
+DEF_ARG(argmax_f32, max_f32, find32, bits_f32(ret->v.f), isnan(ret->v.f), float, v4sf, v4si, 4,
+        v8sf, v8si, 8, >, -INFINITY, 1, ret->v.f = best)
+DEF_ARG(argmin_f64, min_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f), double, v2df, v2di, 2,
+        v4df, v4di, 4, <, INFINITY, 1, ret->v.f = best)
+DEF_ARG(argmax_f64, max_f64, find64, bits_f64(ret->v.f), isnan(ret->v.f), double, v2df, v2di, 2,
+        v4df, v4di, 4, >, -INFINITY, 1, ret->v.f = best)
 DEF_ARG(argmin_i32, min_i32, find32, (uint32_t)(int32_t)ret->v.i, false, int32_t, v4si, v4si, 4,
         v8si, v8si, 8, <, INT32_MAX, 0, ret->v.i = best)
 DEF_ARG(argmax_i32, max_i32, find32, (uint32_t)(int32_t)ret->v.i, false, int32_t, v4si, v4si, 4,
         v8si, v8si, 8, >, INT32_MIN, 0, ret->v.i = best)
-DEF_ARG(argmin_u32, min_u32, find32, (uint32_t)ret->v.u, false, uint32_t, v4su, v4si, 4, v8su,
-        v8si, 8, <, UINT32_MAX, 0, ret->v.u = best)
-DEF_ARG(argmax_u32, max_u32, find32, (uint32_t)ret->v.u, false, uint32_t, v4su, v4si, 4, v8su,
-        v8si, 8, >, 0, 0, ret->v.u = best)
-DEF_ARG(argmin_i64, min_i64, find64, (uint64_t)ret->v.i, false, int64_t, v2di, v2di, 2, v4di,
-        v4di, 4, <, INT64_MAX, 0, ret->v.i = best)
-DEF_ARG(argmax_i64, max_i64, find64, (uint64_t)ret->v.i, false, int64_t, v2di, v2di, 2, v4di,
-        v4di, 4, >, INT64_MIN, 0, ret->v.i = best)
+DEF_ARG(argmin_u32, min_u32, find32, (uint32_t)ret->v.u, false, uint32_t, v4su, v4si, 4, v8su, v8si,
+        8, <, UINT32_MAX, 0, ret->v.u = best)
+DEF_ARG(argmax_u32, max_u32, find32, (uint32_t)ret->v.u, false, uint32_t, v4su, v4si, 4, v8su, v8si,
+        8, >, 0, 0, ret->v.u = best)
+DEF_ARG(argmin_i64, min_i64, find64, (uint64_t)ret->v.i, false, int64_t, v2di, v2di, 2, v4di, v4di,
+        4, <, INT64_MAX, 0, ret->v.i = best)
+DEF_ARG(argmax_i64, max_i64, find64, (uint64_t)ret->v.i, false, int64_t, v2di, v2di, 2, v4di, v4di,
+        4, >, INT64_MIN, 0, ret->v.i = best)
 DEF_ARG(argmin_u64, min_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v4du, v4di, 4, <,
         UINT64_MAX, 0, ret->v.u = best)
-DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v4du, v4di, 4, >,
-        0, 0, ret->v.u = best)
+DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v4du, v4di, 4, >, 0,
+        0, ret->v.u = best)
 #pragma GCC diagnostic pop
 
 /* clang-format on */
-
 
 #define BLOCK_TABLE(S)                                                                             \
 	{                                                                                          \
 		[GR_OP_SUM] =                                                                      \
 		    {                                                                              \
-		        [GR_DT_I32] = sum_i32##S, [GR_DT_I64] = sum_i64##S,                        \
-		        [GR_DT_U32] = sum_u32##S, [GR_DT_U64] = sum_u64##S,                        \
-		        [GR_DT_F32] = xsum_sum_f32##S, [GR_DT_F64] = xsum_sum_f64##S,                        \
+		        [GR_DT_I32] = sum_i32##S,      [GR_DT_I64] = sum_i64##S,                   \
+		        [GR_DT_U32] = sum_u32##S,      [GR_DT_U64] = sum_u64##S,                   \
+		        [GR_DT_F32] = xsum_sum_f32##S, [GR_DT_F64] = xsum_sum_f64##S,              \
 		    },                                                                             \
 		[GR_OP_MIN] =                                                                      \
 		    {                                                                              \
@@ -454,8 +453,8 @@ DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v
 		    },                                                                             \
 		[GR_OP_SUMSQ] =                                                                    \
 		    {                                                                              \
-		        [GR_DT_I32] = sumsq_i32##S, [GR_DT_I64] = sumsq_i64##S,                    \
-		        [GR_DT_U32] = sumsq_u32##S, [GR_DT_U64] = sumsq_u64##S,                    \
+		        [GR_DT_I32] = sumsq_i32##S,      [GR_DT_I64] = sumsq_i64##S,               \
+		        [GR_DT_U32] = sumsq_u32##S,      [GR_DT_U64] = sumsq_u64##S,               \
 		        [GR_DT_F32] = xsum_sumsq_f32##S, [GR_DT_F64] = xsum_sumsq_f64##S,          \
 		    },                                                                             \
 		[GR_OP_ARGMIN] =                                                                   \

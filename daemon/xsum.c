@@ -677,9 +677,9 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 
 static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret)
 {
-	v4df a[4] = { { 0 } };
-	v4si emax = { 0 }, emin = { 255, 255, 255, 255 };
-	const v4si one = { 1, 1, 1, 1 }, big = { 255, 255, 255, 255 };
+	v4df a[4] = {{0}};
+	v4si emax = {0}, emin = {255, 255, 255, 255};
+	const v4si one = {1, 1, 1, 1}, big = {255, 255, 255, 255};
 	size_t i = 0;
 
 	for (; i + 16 <= n; i += 16) {

@@ -27,8 +27,8 @@ double xsum_round(const gr_partial *p);
  */
 #define XSUM_DECLARE(NAME)                                                                         \
 	void xsum_##NAME##_base(const unsigned char *p, size_t n, gr_partial *ret);                \
-	GR_AVX2_ONLY(GR_AVX2 void xsum_##NAME##_avx2(const unsigned char *p, size_t n,             \
-	                                             gr_partial *ret);)
+	GR_AVX2_ONLY(                                                                              \
+	    GR_AVX2 void xsum_##NAME##_avx2(const unsigned char *p, size_t n, gr_partial *ret);)
 XSUM_DECLARE(sum_f32)
 XSUM_DECLARE(sum_f64)
 XSUM_DECLARE(sumsq_f32)
