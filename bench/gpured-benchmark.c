@@ -777,9 +777,10 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 	d->n = n;
 	d->nbytes = n * esz;
 	d->expect.kind = gr_result_kind(o->op, o->dtype);
+	/* argmin and argmax: their value is checked, not the index */
 	int64_t e = o->op == GR_OP_SUM ? sum : o->op == GR_OP_SUMSQ ? sumsq :
-		    o->op == GR_OP_MIN ? mn : mx;
-	if ((o->op == GR_OP_MIN || o->op == GR_OP_MAX) && n == 0)
+		    o->op == GR_OP_MIN || o->op == GR_OP_ARGMIN ? mn : mx;
+	if (o->op != GR_OP_SUM && o->op != GR_OP_SUMSQ && n == 0)
 		e = 0; /* the server answers "empty": counted as errors */
 	switch (d->expect.kind) {
 	case GR_KIND_I64:
@@ -830,7 +831,7 @@ static void usage(FILE *f)
 		"  -n N                 Total requests (default 100000; 0 with -t: no limit)\n"
 		"  -d N                 Elements per request (default 256)\n"
 		"      --dtype T        i32 i64 u32 u64 f32 f64 (default f32)\n"
-		"      --op OP          sum min max sumsq (default sum)\n"
+		"      --op OP          sum min max sumsq argmin argmax (default sum)\n"
 		"  -t SECONDS           Stop after this long, even if fewer than -n are done\n"
 		"      --send-buffer N  Send a larger payload out of one buffer of about N bytes,\n"
 		"                       named again and again (default 1048576; at least 4096;\n"

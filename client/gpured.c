@@ -32,7 +32,9 @@ _Static_assert((int)GPURED_OP_SUM == (int)GR_OP_SUM, "op order");
 _Static_assert((int)GPURED_OP_MIN == (int)GR_OP_MIN, "op order");
 _Static_assert((int)GPURED_OP_MAX == (int)GR_OP_MAX, "op order");
 _Static_assert((int)GPURED_OP_SUMSQ == (int)GR_OP_SUMSQ, "op order");
-_Static_assert((int)GPURED_OP_SUMSQ + 1 == (int)GR_OP_N, "op count");
+_Static_assert((int)GPURED_OP_ARGMIN == (int)GR_OP_ARGMIN, "op order");
+_Static_assert((int)GPURED_OP_ARGMAX == (int)GR_OP_ARGMAX, "op order");
+_Static_assert((int)GPURED_OP_ARGMAX + 1 == (int)GR_OP_N, "op count");
 _Static_assert((int)GPURED_I32 == (int)GR_DT_I32, "dtype order");
 _Static_assert((int)GPURED_I64 == (int)GR_DT_I64, "dtype order");
 _Static_assert((int)GPURED_U32 == (int)GR_DT_U32, "dtype order");
@@ -467,6 +469,10 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 				return conn_fail(g, -EPROTO, "malformed reduce result");
 			e->value.kind = (gpured_kind)v.kind;
 			e->value.count = count;
+			e->value.index = 0;
+			if (gr_op_has_index(e->op) &&
+			    gr_msg_parse_reduce_index(res, &e->value.index) < 0)
+				return conn_fail(g, -EPROTO, "malformed %s result", gr_op_name(e->op));
 			if (v.kind == GR_KIND_I64)
 				e->value.v.i = v.i;
 			else if (v.kind == GR_KIND_U64)

@@ -58,6 +58,8 @@ typedef enum gpured_op {
 	GPURED_OP_MIN,
 	GPURED_OP_MAX,
 	GPURED_OP_SUMSQ,
+	GPURED_OP_ARGMIN, /* the min, and the index of its first element */
+	GPURED_OP_ARGMAX, /* the max, and the index of its first element */
 } gpured_op;
 
 typedef enum gpured_dtype {
@@ -88,6 +90,10 @@ typedef struct gpured_value {
 		double f;
 	} v;
 	uint64_t count; /* elements the server reduced */
+	/* argmin, argmax: the index of the first element equal to v (the
+	 * first NaN when v is NaN), counted from the first element reduced;
+	 * 0 for the other ops */
+	uint64_t index;
 } gpured_value;
 
 /* Names as on the wire ("sum", "f32"); NULL when out of range. */

@@ -46,8 +46,9 @@ static void usage(FILE *f)
 		"                           Prometheus metrics (text format 0.0.4)\n"
 		"  top                      Show requests/s, GB/s in, latency p50/p99, jobs per\n"
 		"                           device and mapped regions, refreshed every interval\n"
-		"  sum|min|max|sumsq [FILE|-]\n"
-		"                           Reduce the numbers in FILE (default: standard input)\n"
+		"  sum|min|max|sumsq|argmin|argmax [FILE|-]\n"
+		"                           Reduce the numbers in FILE (default: standard input);\n"
+		"                           argmin and argmax print the value and its index\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH        Daemon socket (default: $GPURED_SOCKET, else\n"
@@ -390,8 +391,14 @@ static int cmd_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *da
 	if (r < 0)
 		return server_error(g, gpured_op_name(op), r);
 	ctl_input_format_value(&v, json, buf, sizeof(buf));
-	if (json)
+	bool has_index = op == GPURED_OP_ARGMIN || op == GPURED_OP_ARGMAX;
+	if (json && has_index)
+		printf("{\"value\":%s,\"index\":%llu,\"count\":%llu}\n", buf,
+		       (unsigned long long)v.index, (unsigned long long)v.count);
+	else if (json)
 		printf("{\"value\":%s,\"count\":%llu}\n", buf, (unsigned long long)v.count);
+	else if (has_index)
+		printf("%s %llu\n", buf, (unsigned long long)v.index);
 	else
 		printf("%s\n", buf);
 	return 0;

@@ -221,8 +221,24 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	cuda_backend *be = (cuda_backend *)pub;
 	uint32_t n = 0;
 	int pin = -1;
-	for (gr_job *j = list; j; j = j->next)
-		n++;
+	/* ops no kernel here reduces (argmin, argmax) fail: the daemon sends
+	 * them to its CPU route */
+	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
+	while (*link) {
+		gr_job *j = *link;
+		if (gr_op_has_index(j->op)) {
+			*link = j->next;
+			j->next = NULL;
+			*nk_tail = j;
+			nk_tail = &j->next;
+		} else {
+			link = &j->next;
+			n++;
+		}
+	}
+	if (nokernel)
+		cuda_fail_list(be, nokernel, -EINVAL,
+			       "the CUDA backend has no kernel for this op (the CPU reduces it)");
 	if (!n)
 		return;
 	cuda_batch *b = cuda_batch_get(be, n);

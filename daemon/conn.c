@@ -140,6 +140,8 @@ static void request_reply(gr_request *req)
 			size_t n = gr_partial_limbs(res, limbs, GR_PARTIAL_LIMBS_MAX, &scale, &specials);
 			w = gr_msg_write_response_exact(&c->wbuf, req->msgid, &v, res->count, limbs, n,
 							scale, specials);
+		} else if (gr_op_has_index(req->op)) {
+			w = gr_msg_write_response_index(&c->wbuf, req->msgid, &v, res->index, res->count);
 		} else {
 			w = gr_msg_write_response_value(&c->wbuf, req->msgid, &v, res->count);
 		}
@@ -257,14 +259,18 @@ static void chunk_done(gr_job *job)
 
 /*
  * Host data that a GPU would not reduce exactly, and so goes to a CUDA
- * daemon's CPU route whatever its size: the sum of squares of f64 (the
- * GPUs' exact kernel adds the exact squares of f32 elements, but an f64's
- * square does not fit a double), and a float sum or sum of squares whose
- * elements do not lie on their own size's boundary in memory (the exact
- * kernel reads whole elements), which only a region's offset can do.
+ * daemon's CPU route whatever its size: argmin and argmax (the GPUs have
+ * no kernel for them yet), the sum of squares of f64 (the GPUs' exact
+ * kernel adds the exact squares of f32 elements, but an f64's square does
+ * not fit a double), and a float sum or sum of squares whose elements do
+ * not lie on their own size's boundary in memory (the exact kernel reads
+ * whole elements), which only a region's offset can do.
  */
 static bool request_exact_on_cpu(gr_op op, gr_dtype dt, const void *data)
 {
+	/* no GPU kernel yet (conn_reduce_region refuses them on device memory) */
+	if (gr_op_has_index(op))
+		return true;
 	if (!gr_dtype_is_float(dt) || (op != GR_OP_SUM && op != GR_OP_SUMSQ))
 		return false;
 	return (op == GR_OP_SUMSQ && dt == GR_DT_F64) || (uintptr_t)data % gr_dtype_size(dt);
@@ -557,6 +563,13 @@ static void conn_reduce_region(gr_conn *c, const gr_req *preq)
 				 "past the end of region %" PRIu64 " (%zu bytes)",
 				 preq->offset, preq->count, gr_dtype_name(preq->dtype), size, r->id,
 				 r->bytes);
+		return;
+	}
+	if (r->device >= 0 && gr_op_has_index(preq->op)) {
+		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "%s is not yet available on device memory (region %" PRIu64
+				 " is GPU memory); it is on host data and shared-memory regions",
+				 gr_op_name(preq->op), r->id);
 		return;
 	}
 	/* the GPUs' exact sum reads whole elements; host data that are not

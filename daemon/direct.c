@@ -121,8 +121,9 @@ unsigned gr_direct_check(const gr_direct *d)
 
 /* ---- the backend threads' side ---- */
 
-/* Replies are at most a few dozen bytes; a run's for one connection are
- * gathered here and sent together. */
+/* Replies are at most a few dozen bytes (argmin's, the longest, 54: a
+ * 5-byte msgid, and value, count and index of 9 bytes each); a run's for
+ * one connection are gathered here and sent together. */
 #define RUN_BYTES 4096u
 #define REPLY_MAX 64u
 
@@ -190,8 +191,11 @@ static void direct_answer(void *early, uint32_t tag, gr_op op, gr_dtype dtype,
 	/* Early answers are for jobs of at least one element, whose finish
 	 * cannot fail; the reply fits what is left of the buffer. */
 	size_t before = run.buf.len;
-	if (gr_partial_finish(op, dtype, result, &v) != GR_OK ||
-	    gr_msg_write_response_value(&run.buf, tag, &v, result->count) < 0) {
+	int w = gr_partial_finish(op, dtype, result, &v) != GR_OK ? -EINVAL
+		: gr_op_has_index(op) ? gr_msg_write_response_index(&run.buf, tag, &v, result->index,
+								     result->count)
+		: gr_msg_write_response_value(&run.buf, tag, &v, result->count);
+	if (w < 0) {
 		run.buf.len = before;
 		__atomic_or_fetch(&d->flags, GR_DIRECT_BROKEN, __ATOMIC_RELAXED);
 	}

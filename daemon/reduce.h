@@ -60,6 +60,9 @@ enum {
  *   sum of i32/i64/u32/u64: u, wrapping 64-bit (exact for i32/u32)
  *   sum of f32/f64, sumsq of anything: f and xacc, see below
  *   min/max of i32/i64: i; of u32/u64: u; of f32/f64: f (NaN propagates)
+ *   argmin/argmax: v as min/max, and index, the index of the first element
+ *     (counted from the partial's own first element) whose bits equal v's
+ *     (as the dtype), or of the first NaN when v.f is NaN
  *
  * Float sums and sumsq: while xflags is zero the whole value is v.f (a
  * double; -0.0 counts as "every element was -0.0") and xacc is neither
@@ -78,6 +81,7 @@ typedef struct gr_partial {
 		uint64_t u;
 		double f;
 	} v;
+	uint64_t index;                   /* argmin, argmax: see below */
 	uint64_t xflags;                  /* specials, "seen", xacc in use */
 	uint64_t xacc[GR_PARTIAL_XWORDS]; /* two's complement, little word first */
 } gr_partial;
@@ -86,7 +90,8 @@ typedef struct gr_partial {
 void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret);
 /* acc = acc (+) next, where next covers the elements right after acc's. */
 void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial *next);
-/* The wire result: GR_OK, or GR_ERR_EMPTY for min/max of no elements. */
+/* The wire result: GR_OK, or GR_ERR_EMPTY for min/max/argmin/argmax of no
+ * elements. argmin's and argmax's index is p->index. */
 gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *ret);
 
 /* Reduce one block: n <= GR_REDUCE_BLOCK elements at data (any alignment). */

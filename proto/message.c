@@ -111,6 +111,18 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
 	return write_result_head(b, msgid, v, count, 2);
 }
 
+int gr_msg_write_response_index(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t index,
+				uint64_t count)
+{
+	int r = write_result_head(b, msgid, v, count, 3);
+
+	if (r >= 0)
+		r = gr_mpw_str(b, "index", 5);
+	if (r >= 0)
+		r = gr_mpw_uint(b, index);
+	return r;
+}
+
 int gr_msg_write_response_exact(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count,
 				const uint64_t *limbs, size_t nlimbs, int scale, unsigned specials)
 {
@@ -249,5 +261,15 @@ int gr_msg_parse_reduce_result(const gr_obj *result, gr_kind kind, gr_value *ret
 		*ret_value = out;
 	if (ret_count)
 		*ret_count = n->v.u;
+	return 0;
+}
+
+int gr_msg_parse_reduce_index(const gr_obj *result, uint64_t *ret_index)
+{
+	const gr_obj *i = gr_obj_get(result, "index");
+
+	if (!i || i->type != GR_MP_UINT)
+		return -EBADMSG;
+	*ret_index = i->v.u;
 	return 0;
 }

@@ -52,6 +52,13 @@ int gr_msg_write_response_header(gr_buf *b, uint32_t msgid);
 int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t count);
 
 /*
+ * [1, msgid, nil, {"value": v, "index": index, "count": count}]: the
+ * result of argmin and argmax.
+ */
+int gr_msg_write_response_index(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t index,
+				uint64_t count);
+
+/*
  * The same with the exact partial beside them (reduce's "partial": true,
  * PROTOCOL.md): {"value", "count", "exact": {"limbs": bin of nlimbs
  * little-endian 64-bit words of a two's complement integer, "scale": int,
@@ -93,3 +100,6 @@ int gr_msg_parse_response(const gr_obj *root, uint32_t *ret_msgid, gr_err *ret_c
  */
 int gr_msg_parse_reduce_result(const gr_obj *result, gr_kind kind, gr_value *ret_value,
 			       uint64_t *ret_count);
+
+/* argmin's and argmax's "index" in a reduce result: 0 or -EBADMSG. */
+int gr_msg_parse_reduce_index(const gr_obj *result, uint64_t *ret_index);

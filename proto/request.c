@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mp-inline.h"
 #include "mp.h"
+#include "params.h"
 #include "request.h"
 
 /*
@@ -73,37 +75,6 @@ typedef enum req_slot {
 	SLOT_ELEM,
 	SLOT_SKIP,
 } req_slot;
-
-typedef enum req_key {
-	KEY_NONE,
-	KEY_OP,
-	KEY_DTYPE,
-	KEY_DATA,
-	KEY_REGION,
-	KEY_OFFSET,
-	KEY_COUNT,
-	KEY_BYTES,
-	KEY_KIND,
-	KEY_DEVICE,
-	KEY_HANDLE,
-	KEY_PARTIAL,
-	KEY_N,
-} req_key;
-
-static const char *const key_names[KEY_N] = {
-	[KEY_OP] = "op",         [KEY_DTYPE] = "dtype",   [KEY_DATA] = "data",
-	[KEY_REGION] = "region", [KEY_OFFSET] = "offset", [KEY_COUNT] = "count",
-	[KEY_BYTES] = "bytes",   [KEY_KIND] = "kind",     [KEY_DEVICE] = "device",
-	[KEY_HANDLE] = "handle", [KEY_PARTIAL] = "partial",
-};
-
-#define KEYBIT(k) (1u << (k))
-/* The keys each method's map takes, and how its messages list them. */
-#define REDUCE_KEYS                                                                                \
-	(KEYBIT(KEY_OP) | KEYBIT(KEY_DTYPE) | KEYBIT(KEY_DATA) | KEYBIT(KEY_REGION) |               \
-	 KEYBIT(KEY_OFFSET) | KEYBIT(KEY_COUNT) | KEYBIT(KEY_PARTIAL))
-#define MAP_KEYS (KEYBIT(KEY_BYTES) | KEYBIT(KEY_KIND) | KEYBIT(KEY_DEVICE) | KEYBIT(KEY_HANDLE))
-#define UNMAP_KEYS KEYBIT(KEY_REGION)
 
 typedef struct req_frame {
 	req_role role;
@@ -300,32 +271,6 @@ static void req_skip_value(gr_req_parser *p, const gr_mp_token *t)
 	}
 }
 
-static const char *key_name(req_key k)
-{
-	return (unsigned)k < KEY_N && key_names[k] ? key_names[k] : "?";
-}
-
-static unsigned method_keys(gr_method m)
-{
-	return m == GR_METHOD_REDUCE ? REDUCE_KEYS : m == GR_METHOD_MAP ? MAP_KEYS
-		: m == GR_METHOD_UNMAP ? UNMAP_KEYS : 0;
-}
-
-/* "op, dtype, data, ..." for a method's messages. */
-static const char *method_key_list(gr_method m)
-{
-	switch (m) {
-	case GR_METHOD_REDUCE:
-		return "op, dtype, and data or region, offset, count; partial";
-	case GR_METHOD_MAP:
-		return "bytes, kind, device, handle";
-	case GR_METHOD_UNMAP:
-		return "region";
-	default:
-		return "none";
-	}
-}
-
 static void req_map_end_map(gr_req_parser *p)
 {
 	const gr_req *r = &p->req;
@@ -424,84 +369,12 @@ static void req_step_next(gr_req_parser *p)
 	p->state = ST_TOKEN;
 }
 
-/* Store an array element as dtype dt in out; NULL or why it cannot be. */
-static const char *req_convert(gr_dtype dt, const gr_mp_token *t, uint8_t out[8])
-{
-	if (t->type != GR_MP_UINT && t->type != GR_MP_INT && t->type != GR_MP_FLOAT)
-		return "is not a number";
-	if (t->type == GR_MP_FLOAT && !gr_dtype_is_float(dt))
-		return "is a float, not an integer";
-
-	switch (dt) {
-	case GR_DT_I32: {
-		int32_t v;
-
-		if (t->type == GR_MP_UINT ? t->u.u > INT32_MAX : t->u.i < INT32_MIN)
-			return "is out of range";
-		v = t->type == GR_MP_UINT ? (int32_t)t->u.u : (int32_t)t->u.i;
-		memcpy(out, &v, sizeof(v));
-		return NULL;
-	}
-	case GR_DT_I64: {
-		int64_t v;
-
-		if (t->type == GR_MP_UINT && t->u.u > INT64_MAX)
-			return "is out of range";
-		v = t->type == GR_MP_UINT ? (int64_t)t->u.u : t->u.i;
-		memcpy(out, &v, sizeof(v));
-		return NULL;
-	}
-	case GR_DT_U32: {
-		uint32_t v;
-
-		if (t->type == GR_MP_INT || t->u.u > UINT32_MAX)
-			return "is out of range";
-		v = (uint32_t)t->u.u;
-		memcpy(out, &v, sizeof(v));
-		return NULL;
-	}
-	case GR_DT_U64:
-		if (t->type == GR_MP_INT)
-			return "is out of range";
-		memcpy(out, &t->u.u, 8);
-		return NULL;
-	case GR_DT_F32: {
-		float v;
-
-		if (t->type == GR_MP_UINT)
-			v = (float)t->u.u;
-		else if (t->type == GR_MP_INT)
-			v = (float)t->u.i;
-		else if (t->is_f32 || isnan(t->u.f) || isinf(t->u.f) || fabs(t->u.f) <= FLT_MAX)
-			v = (float)t->u.f;
-		else
-			return "is out of range";
-		memcpy(out, &v, sizeof(v));
-		return NULL;
-	}
-	case GR_DT_F64: {
-		double v;
-
-		if (t->type == GR_MP_UINT)
-			v = (double)t->u.u;
-		else if (t->type == GR_MP_INT)
-			v = (double)t->u.i;
-		else
-			v = t->u.f;
-		memcpy(out, &v, sizeof(v));
-		return NULL;
-	}
-	default:
-		return "has no dtype";
-	}
-}
-
 static void req_on_elem(gr_req_parser *p, const gr_mp_token *t)
 {
 	uint64_t idx = p->stack[p->depth - 1].idx;
 	const char *why;
 
-	why = req_convert(p->req.dtype, t, p->elem);
+	why = params_convert(p->req.dtype, t, p->elem);
 	if (why) {
 		req_fail(p, GR_ERR_INVALID_PARAMS, "'data' element %" PRIu64 " %s (dtype %s)",
 			 idx, why, gr_dtype_name(p->req.dtype));
@@ -590,11 +463,11 @@ static void req_on_params(gr_req_parser *p, const gr_mp_token *t)
 		if (p->method_len <= REQ_METHOD_MAX)
 			req_fail(p, GR_ERR_UNKNOWN_METHOD, "unknown method '%s'",
 				 printable(p->method_word, p->method_len, q));
-	} else if (method_keys(p->req.method)) {
+	} else if (params_method_keys(p->req.method)) {
 		if (t->len != 1)
 			req_fail(p, GR_ERR_INVALID_PARAMS,
 				 "%s takes exactly one parameter, a map with keys %s", name,
-				 method_key_list(p->req.method));
+				 params_method_key_list(p->req.method));
 	} else if (t->len != 0) {
 		req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' takes no parameters", name);
 	}
@@ -667,7 +540,7 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 	case SLOT_PARAM:
 		if (t->type != GR_MP_MAP) {
 			req_fail(p, GR_ERR_INVALID_PARAMS, "%s's parameter must be a map with keys %s",
-				 gr_method_name(p->req.method), method_key_list(p->req.method));
+				 gr_method_name(p->req.method), params_method_key_list(p->req.method));
 			req_skip_value(p, t);
 			return;
 		}
@@ -677,7 +550,7 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 	case SLOT_KEY:
 		if (t->type != GR_MP_STR) {
 			req_fail(p, GR_ERR_INVALID_PARAMS, "map keys must be strings (%s)",
-				 method_key_list(p->req.method));
+				 params_method_key_list(p->req.method));
 			req_skip_value(p, t);
 		} else if (t->len > REQ_WORD_MAX) {
 			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key (a string of %" PRIu32 " bytes)", t->len);
@@ -708,7 +581,7 @@ static void req_on_uint(gr_req_parser *p, const gr_mp_token *t)
 
 	if (t->type != GR_MP_UINT) {
 		req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be an unsigned integer",
-			 key_name(p->key));
+			 params_key_name(p->key));
 		req_skip_value(p, t);
 		return;
 	}
@@ -777,145 +650,17 @@ static void req_on_value(gr_req_parser *p, const gr_mp_token *t)
 		return;
 	default: /* op, dtype, kind: short words */
 		if (t->type != GR_MP_STR) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be a string", key_name(p->key));
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be a string", params_key_name(p->key));
 			req_skip_value(p, t);
 		} else if (t->len > REQ_WORD_MAX) {
 			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown %s (a string of %" PRIu32 " bytes)",
-				 key_name(p->key), t->len);
+				 params_key_name(p->key), t->len);
 			req_body(p, ST_SKIP, t->len);
 		} else {
 			req_keep(p, SLOT_VALUE, t->len);
 		}
 		return;
 	}
-}
-
-/*
- * Word lookups by length, then bytes: the wire names of types.c (every
- * one of them is exercised by tests/proto/test-request.c).
- */
-static gr_method req_match_method(const char *w, size_t n)
-{
-	switch (n) {
-	case 3:
-		if (memcmp(w, "map", 3) == 0)
-			return GR_METHOD_MAP;
-		break;
-	case 4:
-		if (memcmp(w, "ping", 4) == 0)
-			return GR_METHOD_PING;
-		if (memcmp(w, "info", 4) == 0)
-			return GR_METHOD_INFO;
-		break;
-	case 5:
-		if (memcmp(w, "stats", 5) == 0)
-			return GR_METHOD_STATS;
-		if (memcmp(w, "unmap", 5) == 0)
-			return GR_METHOD_UNMAP;
-		break;
-	case 6:
-		if (memcmp(w, "reduce", 6) == 0)
-			return GR_METHOD_REDUCE;
-		break;
-	}
-	return GR_METHOD_NONE;
-}
-
-static req_key req_match_key(const char *w, size_t n)
-{
-	switch (n) {
-	case 2:
-		if (memcmp(w, "op", 2) == 0)
-			return KEY_OP;
-		break;
-	case 4:
-		if (memcmp(w, "data", 4) == 0)
-			return KEY_DATA;
-		if (memcmp(w, "kind", 4) == 0)
-			return KEY_KIND;
-		break;
-	case 5:
-		if (memcmp(w, "dtype", 5) == 0)
-			return KEY_DTYPE;
-		if (memcmp(w, "count", 5) == 0)
-			return KEY_COUNT;
-		if (memcmp(w, "bytes", 5) == 0)
-			return KEY_BYTES;
-		break;
-	case 6:
-		if (memcmp(w, "region", 6) == 0)
-			return KEY_REGION;
-		if (memcmp(w, "offset", 6) == 0)
-			return KEY_OFFSET;
-		if (memcmp(w, "device", 6) == 0)
-			return KEY_DEVICE;
-		if (memcmp(w, "handle", 6) == 0)
-			return KEY_HANDLE;
-		break;
-	case 7:
-		if (memcmp(w, "partial", 7) == 0)
-			return KEY_PARTIAL;
-		break;
-	}
-	return KEY_NONE;
-}
-
-static bool req_match_kind(const char *w, size_t n, gr_map_kind *ret)
-{
-	for (int k = 0; k < GR_MAP_N; k++) {
-		const char *name = gr_map_kind_name((gr_map_kind)k);
-		if (strlen(name) == n && memcmp(w, name, n) == 0) {
-			*ret = (gr_map_kind)k;
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool req_match_op(const char *w, size_t n, gr_op *ret)
-{
-	if (n == 3) {
-		if (memcmp(w, "sum", 3) == 0)
-			*ret = GR_OP_SUM;
-		else if (memcmp(w, "min", 3) == 0)
-			*ret = GR_OP_MIN;
-		else if (memcmp(w, "max", 3) == 0)
-			*ret = GR_OP_MAX;
-		else
-			return false;
-		return true;
-	}
-	if (n == 5 && memcmp(w, "sumsq", 5) == 0) {
-		*ret = GR_OP_SUMSQ;
-		return true;
-	}
-	return false;
-}
-
-static bool req_match_dtype(const char *w, size_t n, gr_dtype *ret)
-{
-	bool wide;
-
-	if (n != 3)
-		return false;
-	if (w[1] == '3' && w[2] == '2')
-		wide = false;
-	else if (w[1] == '6' && w[2] == '4')
-		wide = true;
-	else
-		return false;
-	switch (w[0]) {
-	case 'i':
-		*ret = wide ? GR_DT_I64 : GR_DT_I32;
-		return true;
-	case 'u':
-		*ret = wide ? GR_DT_U64 : GR_DT_U32;
-		return true;
-	case 'f':
-		*ret = wide ? GR_DT_F64 : GR_DT_F32;
-		return true;
-	}
-	return false;
 }
 
 /* A kept word w[0..n) is complete: what it means depends on its slot. */
@@ -926,7 +671,7 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 
 	switch (slot) {
 	case SLOT_METHOD:
-		r->method = req_match_method(w, n);
+		r->method = params_match_method(w, n);
 		if (r->method == GR_METHOD_NONE) {
 			p->method_unknown = true;
 			p->method_len = (uint32_t)n;
@@ -935,14 +680,14 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 		break;
 
 	case SLOT_KEY: {
-		req_key k = req_match_key(w, n);
+		req_key k = params_match_key(w, n);
 
-		if (k == KEY_NONE || !(method_keys(r->method) & KEYBIT(k)))
+		if (k == KEY_NONE || !(params_method_keys(r->method) & KEYBIT(k)))
 			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown key '%s' (%s's keys are %s)",
 				 printable(w, n, q), gr_method_name(r->method),
-				 method_key_list(r->method));
+				 params_method_key_list(r->method));
 		else if (p->keys_seen & KEYBIT(k))
-			req_fail(p, GR_ERR_INVALID_PARAMS, "duplicate key '%s'", key_name(k));
+			req_fail(p, GR_ERR_INVALID_PARAMS, "duplicate key '%s'", params_key_name(k));
 		p->keys_seen |= KEYBIT(k);
 		p->key = k;
 		break;
@@ -958,20 +703,20 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 			memcpy(r->handle, w, n);
 			r->has_handle = true;
 		} else if (p->key == KEY_KIND) {
-			if (req_match_kind(w, n, &r->kind))
+			if (params_match_kind(w, n, &r->kind))
 				r->has_kind = true;
 			else
 				req_fail(p, GR_ERR_INVALID_PARAMS,
 					 "unknown kind '%s' (kinds are host, cuda, cuda_ipc)",
 					 printable(w, n, q));
 		} else if (p->key == KEY_OP) {
-			if (req_match_op(w, n, &r->op))
+			if (params_match_op(w, n, &r->op))
 				r->has_op = true;
 			else
 				req_fail(p, GR_ERR_INVALID_PARAMS,
-					 "unknown op '%s' (ops are sum, min, max, sumsq)", printable(w, n, q));
+					 "unknown op '%s' (ops are sum, min, max, sumsq, argmin, argmax)", printable(w, n, q));
 		} else {
-			if (req_match_dtype(w, n, &r->dtype))
+			if (params_match_dtype(w, n, &r->dtype))
 				r->has_dtype = true;
 			else
 				req_fail(p, GR_ERR_INVALID_PARAMS,
@@ -984,75 +729,6 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 		break;
 	}
 	req_value_done(p);
-}
-
-static inline uint32_t req_be32(const uint8_t *b)
-{
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
-/*
- * gr_mp_next() with the headers of the common request decoded here,
- * without a call: the one-byte ones (fixint, fixmap, fixarray, fixstr),
- * a msgid past 127 and the data's bin header.
- */
-static inline int req_mp_next(const uint8_t *buf, size_t len, gr_mp_token *t)
-{
-	uint8_t c;
-
-	if (len == 0)
-		return 0;
-	c = buf[0];
-	if (c <= 0x7f) {
-		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = c };
-		return 1;
-	}
-	if (c <= 0x8f) {
-		*t = (gr_mp_token){ .type = GR_MP_MAP, .len = c & 0x0fu };
-		return 1;
-	}
-	if (c <= 0x9f) {
-		*t = (gr_mp_token){ .type = GR_MP_ARRAY, .len = c & 0x0fu };
-		return 1;
-	}
-	if (c <= 0xbf) {
-		*t = (gr_mp_token){ .type = GR_MP_STR, .len = c & 0x1fu };
-		return 1;
-	}
-	switch (c) {
-	case 0xc4: /* bin 8, 16, 32 */
-		if (len < 2)
-			return 0;
-		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = buf[1] };
-		return 2;
-	case 0xc5:
-		if (len < 3)
-			return 0;
-		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = (uint32_t)buf[1] << 8 | buf[2] };
-		return 3;
-	case 0xc6:
-		if (len < 5)
-			return 0;
-		*t = (gr_mp_token){ .type = GR_MP_BIN, .len = req_be32(buf + 1) };
-		return 5;
-	case 0xcc: /* uint 8, 16, 32 */
-		if (len < 2)
-			return 0;
-		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = buf[1] };
-		return 2;
-	case 0xcd:
-		if (len < 3)
-			return 0;
-		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = (uint32_t)buf[1] << 8 | buf[2] };
-		return 3;
-	case 0xce:
-		if (len < 5)
-			return 0;
-		*t = (gr_mp_token){ .type = GR_MP_UINT, .u.u = req_be32(buf + 1) };
-		return 5;
-	default:
-		return gr_mp_next(buf, len, t);
-	}
 }
 
 /*
@@ -1090,7 +766,7 @@ static size_t req_step_token(gr_req_parser *p, const uint8_t *buf, size_t len)
 		req_begin(p);
 
 	if (p->hdr_len == 0) {
-		r = req_mp_next(buf, len, &t);
+		r = gr_mp_next_inline(buf, len, &t);
 		if (r == 0) {
 			/* An incomplete header is shorter than the longest one (9). */
 			memcpy(p->hdr, buf, len);

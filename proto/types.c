@@ -7,6 +7,8 @@ static const char *const op_names[GR_OP_N] = {
 	[GR_OP_MIN] = "min",
 	[GR_OP_MAX] = "max",
 	[GR_OP_SUMSQ] = "sumsq",
+	[GR_OP_ARGMIN] = "argmin",
+	[GR_OP_ARGMAX] = "argmax",
 };
 
 static const char *const dtype_names[GR_DT_N] = {
@@ -136,6 +138,11 @@ bool gr_dtype_is_float(gr_dtype dt)
 bool gr_dtype_is_signed(gr_dtype dt)
 {
 	return dt == GR_DT_I32 || dt == GR_DT_I64;
+}
+
+bool gr_op_has_index(gr_op op)
+{
+	return op == GR_OP_ARGMIN || op == GR_OP_ARGMAX;
 }
 
 gr_kind gr_result_kind(gr_op op, gr_dtype dt)

@@ -15,6 +15,8 @@ typedef enum gr_op {
 	GR_OP_MIN,
 	GR_OP_MAX,
 	GR_OP_SUMSQ,
+	GR_OP_ARGMIN, /* min, and the index of its first element */
+	GR_OP_ARGMAX,
 	GR_OP_N,
 } gr_op;
 
@@ -91,6 +93,9 @@ bool gr_method_parse(const char *s, size_t len, gr_method *ret);
 size_t gr_dtype_size(gr_dtype dt);
 bool gr_dtype_is_float(gr_dtype dt);
 bool gr_dtype_is_signed(gr_dtype dt);
+
+/* argmin and argmax: the result carries an index beside its value. */
+bool gr_op_has_index(gr_op op);
 
 /* The kind of number reduce returns for op over dt (PROTOCOL.md, "reduce"). */
 gr_kind gr_result_kind(gr_op op, gr_dtype dt);

@@ -11,6 +11,8 @@ import numpy as np
 from .errors import NotSupported
 
 OPS = ("sum", "min", "max", "sumsq")
+# Ops whose result is an ArgResult: the extreme and where it is.
+ARG_OPS = ("argmin", "argmax")
 
 # NumPy dtype (native little-endian) -> wire name.
 _DTYPES = {
@@ -39,6 +41,14 @@ class Result(namedtuple("Result", "value count")):
     __slots__ = ()
 
 
+class ArgResult(namedtuple("ArgResult", "value index count")):
+    """argmin's (argmax's) result: ``value``, what min (max) returns,
+    ``index``, the index of the first element equal to it in the flattened
+    array (C order; the first NaN when value is NaN; -0.0 counts below
+    0.0), and ``count``, the elements reduced."""
+    __slots__ = ()
+
+
 def _str(s):
     b = s.encode()
     assert len(b) < 32
@@ -59,7 +69,7 @@ def bin_header(n):
 _REDUCE = _str("reduce") + b"\x91"
 REDUCE_MID = {
     (op, dt): _REDUCE + b"\x83" + _str("op") + _str(op) + _str("dtype") + _str(dt) + _str("data")
-    for op in OPS for dt in DTYPE_NAMES
+    for op in OPS + ARG_OPS for dt in DTYPE_NAMES
 }
 
 
@@ -93,10 +103,10 @@ def region_reduce_tail(op, dt, region, offset, count, partial=False):
 
 def check_op(op):
     if op not in REDUCE_OPS:
-        raise ValueError("op must be one of %s, not %r" % (", ".join(OPS), op))
+        raise ValueError("op must be one of %s, not %r" % (", ".join(OPS + ARG_OPS), op))
 
 
-REDUCE_OPS = frozenset(OPS)
+REDUCE_OPS = frozenset(OPS + ARG_OPS)
 
 
 def _gpu_kind(x):
@@ -180,6 +190,14 @@ def reduce_value(res, full):
         return value
     except (TypeError, KeyError):
         raise ValueError("malformed reduce result: %r" % (res,)) from None
+
+
+def arg_result(res):
+    """An argmin or argmax result map as an ArgResult."""
+    try:
+        return ArgResult(res["value"], res["index"], res["count"])
+    except (TypeError, KeyError):
+        raise ValueError("malformed argmin/argmax result: %r" % (res,)) from None
 
 
 def default_socket_path():

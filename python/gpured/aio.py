@@ -360,7 +360,7 @@ class Client:
         ``await f``."""
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
-        conv = _full if full else _value
+        conv = _wire.arg_result if op in _wire.ARG_OPS else _full if full else _value
         if not isinstance(x, np.ndarray):
             sp = _device.span(x, allow_copy)
             if sp is not None and sp.count == 0:
@@ -424,6 +424,14 @@ class Client:
 
     async def sumsq(self, x, **kw):
         return await self.reduce("sumsq", x, **kw)
+
+    async def argmin(self, x, **kw):
+        """As :meth:`gpured.Client.argmin`."""
+        return await self.reduce("argmin", x, **kw)
+
+    async def argmax(self, x, **kw):
+        """As :meth:`gpured.Client.argmax`."""
+        return await self.reduce("argmax", x, **kw)
 
     async def ping(self):
         return await self._wait(await self._request(_wire._str("ping") + b"\x90", _ident))

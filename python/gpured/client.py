@@ -537,9 +537,11 @@ class Client:
             self._conn.raise_dead()
 
     def submit(self, op, x, *, full=False, allow_copy=False, partial=False):
-        """Send reduction ``op`` ("sum", "min", "max" or "sumsq") of x and
-        return at once a :class:`concurrent.futures.Future` of its value
-        (a :class:`gpured.Result` with ``full=True``). Any number may be in
+        """Send reduction ``op`` ("sum", "min", "max", "sumsq", "argmin" or
+        "argmax") of x and return at once a
+        :class:`concurrent.futures.Future` of its value (a
+        :class:`gpured.Result` with ``full=True``; for argmin and argmax
+        always a :class:`gpured.ArgResult`). Any number may be in
         flight; x's memory may be reused as soon as submit() returns,
         except for an array in a region (:meth:`empty`), which the daemon
         reads in place until the future is done."""
@@ -575,6 +577,10 @@ class Client:
 
     @staticmethod
     def _conv(op, name, full, partial):
+        if op in _wire.ARG_OPS:
+            if partial:
+                raise ValueError("partial=True is for %s, not %s" % (", ".join(_wire.OPS), op))
+            return _wire.arg_result
         if partial:
             return lambda res: _exact.from_result(op, name, res)
         return _full if full else _value
@@ -635,6 +641,19 @@ class Client:
     def sumsq(self, x, **kw):
         """Sum of squares of x's elements, as a float."""
         return self.reduce("sumsq", x, **kw)
+
+    def argmin(self, x, **kw):
+        """The smallest element of x and where it is first, as a
+        :class:`gpured.ArgResult` ``(value, index, count)``: ``index`` is
+        numpy's ``argmin`` of the flattened array (the first NaN if there
+        is one), except that -0.0 counts below 0.0. :class:`gpured.Empty`
+        if x has no elements."""
+        return self.reduce("argmin", x, **kw)
+
+    def argmax(self, x, **kw):
+        """The largest element of x and where it is first (as
+        :meth:`argmin`)."""
+        return self.reduce("argmax", x, **kw)
 
     def ping(self):
         """Ask the daemon for ``"pong"``; returns it."""

@@ -77,6 +77,8 @@ def reduce(op, x, *, compute=True, **compute_kwargs):
     workers' clients raise (e.g. :class:`gpured.ConnectionError` where a
     worker's host runs no gpured)."""
     _wire.check_op(op)
+    if op not in _wire.OPS:
+        raise ValueError("gpured.dask reduces with %s, not %s" % (", ".join(_wire.OPS), op))
     _wire.as_array(np.empty(0, x.dtype))    # the client's TypeError, here and now
     chunks = x.to_delayed(optimize_graph=False).ravel().tolist()
     name = "gpured-%s-%s" % (op, x.name)

@@ -298,6 +298,7 @@ static expect reference(gpured_op op, gpured_dtype dt, const void *data, size_t 
 	long double sum = 0, sumabs = 0, sumsq = 0, mn = 0, mx = 0;
 	int64_t isum = 0, imn = INT64_MAX, imx = INT64_MIN;
 	uint64_t usum = 0, umn = UINT64_MAX, umx = 0;
+	size_t imin = 0, imax = 0; /* first indexes of mn and mx */
 
 	for (size_t i = 0; i < n; i++) {
 		long double x = element(dt, data, i);
@@ -305,10 +306,14 @@ static expect reference(gpured_op op, gpured_dtype dt, const void *data, size_t 
 		sum += x;
 		sumabs += fabsl(x);
 		sumsq += x * x;
-		if (i == 0 || x < mn)
+		if (i == 0 || x < mn) {
 			mn = x;
-		if (i == 0 || x > mx)
+			imin = i;
+		}
+		if (i == 0 || x > mx) {
 			mx = x;
+			imax = i;
+		}
 		if (dt == GPURED_I32 || dt == GPURED_I64) {
 			int64_t v = (int64_t)x;
 
@@ -322,6 +327,10 @@ static expect reference(gpured_op op, gpured_dtype dt, const void *data, size_t 
 			umn = v < umn ? v : umn;
 			umx = v > umx ? v : umx;
 		}
+	}
+	if (op == GPURED_OP_ARGMIN || op == GPURED_OP_ARGMAX) {
+		e.v.index = op == GPURED_OP_ARGMIN ? imin : imax;
+		op = op == GPURED_OP_ARGMIN ? GPURED_OP_MIN : GPURED_OP_MAX;
 	}
 	if ((op == GPURED_OP_MIN || op == GPURED_OP_MAX) && n == 0) {
 		e.err = -ENODATA;
@@ -353,6 +362,9 @@ static expect reference(gpured_op op, gpured_dtype dt, const void *data, size_t 
 		else
 			e.v.v.u = op == GPURED_OP_MIN ? umn : umx;
 		break;
+	case GPURED_OP_ARGMIN:
+	case GPURED_OP_ARGMAX:
+		break; /* made min and max above */
 	}
 	return e;
 }
@@ -368,6 +380,8 @@ static void check_result(const char *what, const expect *e, int r, const gpured_
 	CHECK_MSG(v->kind == e->v.kind, "%s: kind %d, want %d", what, v->kind, e->v.kind);
 	CHECK_MSG(v->count == e->v.count, "%s: count %llu, want %llu", what,
 		  (unsigned long long)v->count, (unsigned long long)e->v.count);
+	CHECK_MSG(v->index == e->v.index, "%s: index %llu, want %llu", what,
+		  (unsigned long long)v->index, (unsigned long long)e->v.index);
 	switch (v->kind) {
 	case GPURED_KIND_I64:
 		CHECK_MSG(v->v.i == e->v.v.i, "%s: %lld, want %lld", what, (long long)v->v.i,
@@ -414,7 +428,7 @@ static void test_reduce(void)
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
 
-			for (int op = 0; op < 4; op++)
+			for (int op = 0; op <= GPURED_OP_ARGMAX; op++)
 				reduce_and_check(g, (gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
 			free(data);
 		}
@@ -478,7 +492,7 @@ static void test_chunks(void)
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
 
-			for (int op = 0; op < 4; op++)
+			for (int op = 0; op <= GPURED_OP_ARGMAX; op++)
 				reduce_and_check(g, (gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
 			free(data);
 		}
@@ -528,7 +542,7 @@ static void test_regions(void)
 			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
 			size_t off = (k * 7 + (size_t)dt) % 17;
 			memcpy((char *)gpured_region_data(rg) + off, data, sizes[k] * esz);
-			for (int op = 0; op < 4; op++) {
+			for (int op = 0; op <= GPURED_OP_ARGMAX; op++) {
 				expect e = reference((gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
 				char what[96];
 				snprintf(what, sizeof(what), "region %s %s n=%zu @%zu", gpured_op_name(op),
@@ -537,7 +551,8 @@ static void test_regions(void)
 							      sizes[k], &a);
 				check_result(what, &e, ra, &a, g);
 				CHECK_EQ(gpured_reduce(g, (gpured_op)op, (gpured_dtype)dt, data, sizes[k], &b), 0);
-				CHECK_MSG(memcmp(&a.v, &b.v, sizeof(a.v)) == 0 && a.count == b.count,
+				CHECK_MSG(memcmp(&a.v, &b.v, sizeof(a.v)) == 0 && a.count == b.count &&
+					  a.index == b.index,
 					  "%s: in place and over the socket differ", what);
 			}
 			free(data);
@@ -841,6 +856,15 @@ static void test_ctl(void)
 	CHECK_MSG(rc == 0 && strtod(out, NULL) == 0.1 + 0.2, "rc %d out '%s'", rc, out);
 	rc = CTL("-3 4", sock, "sumsq", "-t", "i32", "-");
 	CHECK_MSG(rc == 0 && strcmp(out, "25\n") == 0, "rc %d out '%s'", rc, out);
+	rc = CTL("5 9 2 9 2", sock, "argmax", "-t", "u32");
+	CHECK_MSG(rc == 0 && strcmp(out, "9 1\n") == 0, "rc %d out '%s'", rc, out);
+	rc = CTL("5 9 2 9 2", sock, "--json", "argmin", "-t", "i64");
+	CHECK_MSG(rc == 0 && strcmp(out, "{\"value\":2,\"index\":2,\"count\":5}\n") == 0,
+		  "rc %d out '%s'", rc, out);
+	rc = CTL("1.5 -0 0 -0", sock, "argmin");
+	CHECK_MSG(rc == 0 && strcmp(out, "-0 1\n") == 0, "rc %d out '%s'", rc, out);
+	rc = CTL("", sock, "argmin", "-t", "f32");
+	CHECK_MSG(rc != 0 && strstr(err, "empty"), "rc %d err '%s'", rc, err);
 
 	/* From a file. */
 	snprintf(path, sizeof(path), "%s/numbers.txt", the_daemon.dir);

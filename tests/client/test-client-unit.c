@@ -94,13 +94,13 @@ static void test_errors(void)
 
 static void test_names(void)
 {
-	static const char *const ops[] = { "sum", "min", "max", "sumsq" };
+	static const char *const ops[] = { "sum", "min", "max", "sumsq", "argmin", "argmax" };
 	static const char *const dts[] = { "i32", "i64", "u32", "u64", "f32", "f64" };
 	static const size_t sizes[] = { 4, 8, 4, 8, 4, 8 };
 	gpured_op op;
 	gpured_dtype dt;
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 6; i++) {
 		CHECK_EQ(gpured_op_parse(ops[i], &op), 0);
 		CHECK_EQ(op, i);
 		CHECK(strcmp(gpured_op_name(op), ops[i]) == 0);
@@ -115,12 +115,16 @@ static void test_names(void)
 	CHECK_EQ(gpured_op_parse("sumsq2", &op), -EINVAL);
 	CHECK_EQ(gpured_dtype_parse("f16", &dt), -EINVAL);
 	CHECK_EQ(gpured_dtype_parse("", &dt), -EINVAL);
-	CHECK(gpured_op_name((gpured_op)4) == NULL);
+	CHECK_EQ(gpured_op_parse("argmed", &op), -EINVAL);
+	CHECK(gpured_op_name((gpured_op)6) == NULL);
 	CHECK_EQ(gpured_dtype_size((gpured_dtype)6), 0);
 
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_I32), GPURED_KIND_I64);
 	CHECK_EQ(gpured_result_kind(GPURED_OP_MIN, GPURED_I64), GPURED_KIND_I64);
 	CHECK_EQ(gpured_result_kind(GPURED_OP_MAX, GPURED_U32), GPURED_KIND_U64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_ARGMIN, GPURED_I32), GPURED_KIND_I64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_ARGMAX, GPURED_U64), GPURED_KIND_U64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_ARGMAX, GPURED_F32), GPURED_KIND_F64);
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_U64), GPURED_KIND_U64);
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_F32), GPURED_KIND_F64);
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUMSQ, GPURED_I32), GPURED_KIND_F64);

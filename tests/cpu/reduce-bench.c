@@ -234,6 +234,8 @@ int main(int argc, char **argv)
 	    {"sumsq f64", GR_OP_SUMSQ, GR_DT_F64}, {"sum i32", GR_OP_SUM, GR_DT_I32},
 	    {"min i32", GR_OP_MIN, GR_DT_I32},     {"sum u64", GR_OP_SUM, GR_DT_U64},
 	    {"min u64", GR_OP_MIN, GR_DT_U64},     {"sumsq i64", GR_OP_SUMSQ, GR_DT_I64},
+	    {"argmin f32", GR_OP_ARGMIN, GR_DT_F32}, {"argmax f64", GR_OP_ARGMAX, GR_DT_F64},
+	    {"argmin i32", GR_OP_ARGMIN, GR_DT_I32}, {"argmax u64", GR_OP_ARGMAX, GR_DT_U64},
 	};
 	printf("n = 2^%u elements\n", lg);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {

@@ -35,7 +35,7 @@ static uint64_t rng(void)
 	return check_rng(&rng_state);
 }
 
-static const char *const op_names[] = {"sum", "min", "max", "sumsq"};
+static const char *const op_names[] = {"sum", "min", "max", "sumsq", "argmin", "argmax"};
 static const char *const dt_names[] = {"i32", "i64", "u32", "u64", "f32", "f64"};
 
 static size_t esize(gr_dtype dt)
@@ -186,7 +186,7 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 	gr_partial part;
 	gr_reduce(op, dt, p, n, &part);
 	CHECK_MSG(part.count == n, "count %" PRIu64 " != %zu", part.count, n);
-	if (n == 0 && (op == GR_OP_MIN || op == GR_OP_MAX)) {
+	if (n == 0 && op != GR_OP_SUM && op != GR_OP_SUMSQ) {
 		gr_value v;
 		CHECK_MSG(gr_partial_finish(op, dt, &part, &v) == GR_ERR_EMPTY, "empty %s",
 		      op_names[op]);
@@ -241,35 +241,56 @@ static void check_against_naive(gr_op op, gr_dtype dt, const unsigned char *p, s
 		}
 		return;
 	}
-	/* min and max: exact */
-	bool mn = op == GR_OP_MIN;
+	/* min and max, argmin and argmax: exact; the first index of the best,
+	 * the first NaN's when there is one */
+	bool mn = op == GR_OP_MIN || op == GR_OP_ARGMIN;
+	size_t at = 0;
 	if (is_float(dt)) {
 		long double best = get_ld(dt, p, 0);
-		for (size_t i = 1; i < n; i++) {
+		size_t nan_at = n;
+		for (size_t i = 0; i < n; i++) {
 			long double x = get_ld(dt, p, i);
-			if (mn ? x < best || (x == best && signbit(x) && !signbit(best))
-			       : x > best || (x == best && !signbit(x) && signbit(best)))
+			if (isnan(x) && nan_at == n)
+				nan_at = i;
+			if (i && (mn ? x < best || (x == best && signbit(x) && !signbit(best))
+			             : x > best || (x == best && !signbit(x) && signbit(best)))) {
 				best = x;
+				at = i;
+			}
 		}
-		CHECK_MSG((long double)v.f == best && !signbit(v.f) == !signbit(best),
-		      "%s %s n=%zu: %.9g vs %.9Lg", on, dn, n, v.f, best);
+		if (nan_at < n) {
+			CHECK_MSG(isnan(v.f), "%s %s n=%zu: %.9g, not NaN", on, dn, n, v.f);
+			at = nan_at;
+		} else {
+			CHECK_MSG((long double)v.f == best && !signbit(v.f) == !signbit(best),
+			      "%s %s n=%zu: %.9g vs %.9Lg", on, dn, n, v.f, best);
+		}
 	} else if (gr_dtype_is_signed(dt)) {
 		int64_t best = get_i(dt, p, 0);
 		for (size_t i = 1; i < n; i++) {
 			int64_t x = get_i(dt, p, i);
-			if (mn ? x < best : x > best)
+			if (mn ? x < best : x > best) {
 				best = x;
+				at = i;
+			}
 		}
 		CHECK_MSG(v.i == best, "%s %s n=%zu: %" PRId64 " vs %" PRId64, on, dn, n, v.i, best);
 	} else {
 		uint64_t best = get_u(dt, p, 0);
 		for (size_t i = 1; i < n; i++) {
 			uint64_t x = get_u(dt, p, i);
-			if (mn ? x < best : x > best)
+			if (mn ? x < best : x > best) {
 				best = x;
+				at = i;
+			}
 		}
 		CHECK_MSG(v.u == best, "%s %s n=%zu: %" PRIu64 " vs %" PRIu64, on, dn, n, v.u, best);
 	}
+	if (gr_op_has_index(op))
+		CHECK_MSG(part.index == at, "%s %s n=%zu: index %" PRIu64 " vs %zu", on, dn, n,
+		      part.index, at);
+	else
+		CHECK_MSG(part.index == 0, "%s %s: an index", on, dn);
 }
 
 /* ---- the canonical shape, transcribed plainly from reduce.c's comment ---- */
@@ -431,7 +452,7 @@ static double canonical(gr_op op, gr_dtype dt, const unsigned char *p, size_t n)
  * exact sums rounded once for floats. */
 static void check_canonical(gr_op op, gr_dtype dt, const unsigned char *p, size_t n)
 {
-	if (!(op == GR_OP_SUMSQ || is_float(dt)) || n == 0)
+	if (!(op == GR_OP_SUMSQ || is_float(dt)) || n == 0 || gr_op_has_index(op))
 		return;
 	gr_partial got;
 	gr_reduce(op, dt, p, n, &got);
@@ -1205,6 +1226,138 @@ static void check_int_extremes(unsigned char *buf)
 	CHECK_MSG(reduce_v(GR_OP_MIN, GR_DT_I32, (void *)hl32, 35).i == INT32_MIN, "i32 min sign");
 }
 
+/* ---- argmin and argmax: where the extreme is ---- */
+
+/* Put x (small integer or special) at element i of any dtype. */
+static void put_any(gr_dtype dt, unsigned char *p, size_t i, double x)
+{
+	switch (dt) {
+	case GR_DT_I32: {
+		int32_t v = (int32_t)x;
+		memcpy(p + 4 * i, &v, 4);
+		break;
+	}
+	case GR_DT_U32: {
+		uint32_t v = (uint32_t)x;
+		memcpy(p + 4 * i, &v, 4);
+		break;
+	}
+	case GR_DT_I64: {
+		int64_t v = (int64_t)x;
+		memcpy(p + 8 * i, &v, 8);
+		break;
+	}
+	case GR_DT_U64: {
+		uint64_t v = (uint64_t)x;
+		memcpy(p + 8 * i, &v, 8);
+		break;
+	}
+	default:
+		put_f(dt, p, i, x);
+	}
+}
+
+/* op's result over p[0..n): the value as double (NaN for NaN) and index,
+ * and the same from partials of pieces cut at arbitrary places. */
+static void arg_expect(gr_op op, gr_dtype dt, const unsigned char *p, size_t n, double want,
+                       size_t at, const char *what)
+{
+	gr_partial whole;
+	gr_reduce(op, dt, p, n, &whole);
+	gr_value v = finish(op, dt, &whole);
+	double got = v.kind == GR_KIND_F64 ? v.f : v.kind == GR_KIND_I64 ? (double)v.i : (double)v.u;
+	bool same = isnan(want) ? isnan(got) : got == want && !signbit(got) == !signbit(want);
+	CHECK_MSG(same && whole.index == at, "%s %s n=%zu %s: %g at %" PRIu64 ", want %g at %zu",
+	      op_names[op], dt_names[dt], n, what, got, whole.index, want, at);
+	/* pieces of odd sizes, never on block boundaries, combine the same */
+	static const size_t cuts[] = {1, 7, 1000, GR_REDUCE_BLOCK - 3, GR_REDUCE_BLOCK + 11};
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		gr_partial acc;
+		gr_partial_identity(op, dt, &acc);
+		for (size_t i = 0; i < n; i += cuts[c]) {
+			gr_partial piece;
+			gr_reduce(op, dt, p + i * esize(dt), n - i < cuts[c] ? n - i : cuts[c], &piece);
+			gr_partial_combine(op, dt, &acc, &piece);
+		}
+		CHECK_MSG(same_bits(&acc, &whole), "%s %s n=%zu %s: pieces of %zu differ", op_names[op],
+		      dt_names[dt], n, what, cuts[c]);
+	}
+}
+
+static void check_arg(unsigned char *buf)
+{
+	static const size_t sizes[] = {1, 2, 5, 31, 32, 33, 1000, GR_REDUCE_BLOCK - 1,
+	                               GR_REDUCE_BLOCK, GR_REDUCE_BLOCK + 1, 3 * GR_REDUCE_BLOCK + 17};
+	for (gr_dtype dt = 0; dt < GR_DT_N; dt++)
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+			size_t n = sizes[s];
+			size_t where[] = {0, 1, n / 2, n - 1, n > 40 ? 37 : 0,
+			                  n > GR_REDUCE_BLOCK ? GR_REDUCE_BLOCK - 1 : 0,
+			                  n > GR_REDUCE_BLOCK ? GR_REDUCE_BLOCK : 0,
+			                  n > 2 * GR_REDUCE_BLOCK ? 2 * GR_REDUCE_BLOCK + 5 : 0};
+			/* all equal: the first */
+			for (size_t i = 0; i < n; i++)
+				put_any(dt, buf, i, 7);
+			arg_expect(GR_OP_ARGMIN, dt, buf, n, 7, 0, "all equal");
+			arg_expect(GR_OP_ARGMAX, dt, buf, n, 7, 0, "all equal");
+			for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
+				size_t k = where[w] < n ? where[w] : n - 1;
+				/* one low, one high, and ties after them */
+				for (size_t i = 0; i < n; i++)
+					put_any(dt, buf, i, 7);
+				put_any(dt, buf, k, 3);
+				put_any(dt, buf, n - 1 - k, 9);
+				if (n - 1 - k != k) {
+					/* ties later on, where nothing else is */
+					size_t t1 = k + 1, t2 = n - 1 - k + GR_REDUCE_BLOCK;
+					if (t1 < n && t1 != n - 1 - k)
+						put_any(dt, buf, t1, 3);
+					if (t2 < n && t2 != k && t2 != t1)
+						put_any(dt, buf, t2, 9);
+					arg_expect(GR_OP_ARGMIN, dt, buf, n, 3, k, "low");
+					arg_expect(GR_OP_ARGMAX, dt, buf, n, 9, n - 1 - k, "high");
+				}
+				if (!is_float(dt))
+					continue;
+				/* zeros: -0 below +0, whichever comes first */
+				for (size_t i = 0; i < n; i++)
+					put_f(dt, buf, i, 0.0);
+				put_f(dt, buf, k, -0.0);
+				arg_expect(GR_OP_ARGMIN, dt, buf, n, -0.0, k, "-0 among +0");
+				arg_expect(GR_OP_ARGMAX, dt, buf, n, n > 1 ? 0.0 : -0.0, k == 0 && n > 1,
+				           "-0 among +0");
+				for (size_t i = 0; i < n; i++)
+					put_f(dt, buf, i, -0.0);
+				put_f(dt, buf, k, 0.0);
+				arg_expect(GR_OP_ARGMIN, dt, buf, n, n > 1 ? -0.0 : 0.0, k == 0 && n > 1,
+				           "+0 among -0");
+				arg_expect(GR_OP_ARGMAX, dt, buf, n, 0.0, k, "+0 among -0");
+				/* infinities are values like any other */
+				for (size_t i = 0; i < n; i++)
+					put_f(dt, buf, i, 1.5);
+				put_f(dt, buf, k, -INFINITY);
+				put_f(dt, buf, n - 1, INFINITY);
+				if (k != n - 1) {
+					arg_expect(GR_OP_ARGMIN, dt, buf, n, -INFINITY, k, "-inf");
+					arg_expect(GR_OP_ARGMAX, dt, buf, n, INFINITY, n - 1, "+inf");
+				}
+				/* the first NaN wins, for both, after or before infinities */
+				put_f(dt, buf, k, NAN);
+				if (n - 1 - k > k)
+					put_f(dt, buf, n - 1 - k, -NAN);
+				arg_expect(GR_OP_ARGMIN, dt, buf, n, NAN, k, "NaN");
+				arg_expect(GR_OP_ARGMAX, dt, buf, n, NAN, k, "NaN");
+			}
+		}
+	/* unsigned compares stay unsigned, signed ones signed */
+	uint32_t hl32[40];
+	for (size_t i = 0; i < 40; i++)
+		hl32[i] = i == 21 ? 0x80000000u : i == 30 ? 0xffffffffu : 5;
+	arg_expect(GR_OP_ARGMAX, GR_DT_U32, (void *)hl32, 40, 0xffffffffu, 30, "u32 high bit");
+	arg_expect(GR_OP_ARGMIN, GR_DT_I32, (void *)hl32, 40, INT32_MIN, 21, "i32 sign");
+	arg_expect(GR_OP_ARGMAX, GR_DT_I32, (void *)hl32, 40, 5, 0, "i32 sign");
+}
+
 static void check_empty(void)
 {
 	for (gr_op op = 0; op < GR_OP_N; op++)
@@ -1215,7 +1368,7 @@ static void check_empty(void)
 			gr_reduce_block(op, dt, NULL, 0, &b);
 			CHECK_MSG(same_bits(&p, &b), "empty block");
 			gr_err e = gr_partial_finish(op, dt, &p, &v);
-			if (op == GR_OP_MIN || op == GR_OP_MAX) {
+			if (op != GR_OP_SUM && op != GR_OP_SUMSQ) {
 				CHECK_MSG(e == GR_ERR_EMPTY, "%s %s empty: %d", op_names[op],
 				      dt_names[dt], e);
 			} else {
@@ -1307,6 +1460,7 @@ int main(int argc, char **argv)
 	check_spans(buf);
 	check_limbs(buf);
 	check_nan_inf(buf);
+	check_arg(buf);
 	check_int_extremes(buf);
 	check_empty();
 	free(buf);

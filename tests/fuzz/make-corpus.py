@@ -253,6 +253,8 @@ def main():
             "reduce-data-first": [req(1, "reduce", [{"data": b"\1\0\0\0", "op": "sum",
                                                      "dtype": "u32"}])],
             "reduce-f64-big": [reduce_bin(1, "sum", "f64", "d", [i / 3 for i in range(200)])],
+            "reduce-argmin": [reduce_bin(1, "argmin", "f32", "f", F32),
+                              req(2, "reduce", [{"op": "argmax", "dtype": "i64", "data": I64}])],
             "reduce-dup-key": [b"\x94\x00\x01\xa6reduce\x91\x82\xa2op\xa3sum\xa2op\xa3min"],
             "pipeline": [req(1, "ping"), reduce_bin(2, "sum", "f32", "f", F32), req(3, "stats"),
                          pack([2, "info", []]), reduce_bin(4, "max", "i64", "q", I64)],

@@ -25,6 +25,11 @@
 #include "daemon/completion.h"
 #include "daemon/reduce.h"
 
+/* The ops the GPUs reduce (sum, min, max, sumsq: the first four); the
+ * rest (argmin, argmax) the CUDA backend refuses, and the daemon reduces
+ * on its CPU route. */
+#define GPU_OPS 4
+
 #define CHECK(cond, ...)                                                               \
 	do {                                                                           \
 		if (!(cond)) {                                                         \
@@ -226,7 +231,7 @@ static void test_ops(gr_backend *b)
 			for (size_t oi = 0; oi < sizeof(offsets) / sizeof(offsets[0]); oi++) {
 				uint8_t *p = b->staging + offsets[oi];
 				fill(dt, p, n);
-				for (int op = 0; op < GR_OP_N; op++) {
+				for (int op = 0; op < GPU_OPS; op++) {
 					job_init(&job, op, dt, p, n);
 					run_batch(b, &job, 1);
 					check_job(&job, "ops");
@@ -256,7 +261,7 @@ static void test_specials(gr_backend *b)
 					memcpy(p + 8 * at, &v, 8);
 				}
 			}
-			for (int op = 0; op < GR_OP_N; op++) {
+			for (int op = 0; op < GPU_OPS; op++) {
 				job_init(&job, op, dt, p, n);
 				run_batch(b, &job, 1);
 				check_job(&job, "specials");
@@ -297,7 +302,7 @@ static void test_specials(gr_backend *b)
 						memcpy(p + 8 * i, &v, 8);
 					}
 				}
-				for (int op = 0; op < GR_OP_N; op++) {
+				for (int op = 0; op < GPU_OPS; op++) {
 					job_init(&job, op, dt, p, n);
 					run_batch(b, &job, 1);
 					check_job(&job, "signed zeros");
@@ -314,7 +319,7 @@ static void test_specials(gr_backend *b)
 			int32_t a = e == 0 ? INT32_MIN : e == 1 ? INT32_MAX : (i & 1) ? INT32_MIN : INT32_MAX;
 			memcpy(p + 4 * i, &a, 4);
 		}
-		for (int op = 0; op < GR_OP_N; op++) {
+		for (int op = 0; op < GPU_OPS; op++) {
 			job_init(&job, op, GR_DT_I32, p, n);
 			run_batch(b, &job, 1);
 			check_job(&job, "i32 extremes");
@@ -326,7 +331,7 @@ static void test_specials(gr_backend *b)
 			int64_t a = (e < 2) ? i64s[e] : i64s[(i + (size_t)e) % 4];
 			memcpy(p + 8 * i, &a, 8);
 		}
-		for (int op = 0; op < GR_OP_N; op++) {
+		for (int op = 0; op < GPU_OPS; op++) {
 			job_init(&job, op, GR_DT_I64, p, n);
 			run_batch(b, &job, 1);
 			check_job(&job, "i64 extremes");
@@ -351,6 +356,25 @@ static bool same_bits(const gr_job *a, const gr_job *b)
 	       finished_bits(b->op, b->dtype, &b->result);
 }
 
+/* Ops without a GPU kernel fail, alone and among others that go on. */
+static void test_no_kernel(gr_backend *b)
+{
+	float *p = (float *)b->staging;
+	for (int i = 0; i < 100; i++)
+		p[i] = (float)i;
+	gr_job jobs[3];
+	job_init(&jobs[0], GR_OP_SUM, GR_DT_F32, p, 100);
+	job_init(&jobs[1], GR_OP_ARGMIN, GR_DT_F32, p, 100);
+	job_init(&jobs[2], GR_OP_ARGMAX, GR_DT_F32, p, 100);
+	run_batch(b, jobs, 3);
+	check_job(&jobs[0], "beside argmin and argmax");
+	for (int i = 1; i < 3; i++)
+		CHECK(jobs[i].status == -EINVAL && strstr(jobs[i].errmsg, "no kernel"),
+		      "%s on the CUDA backend: status %d (%s)", gr_op_name(jobs[i].op),
+		      jobs[i].status, jobs[i].errmsg);
+	checks++;
+}
+
 /* Same bits over 100 repeats, and alone or among thousands of jobs. */
 static void test_determinism(gr_backend *b)
 {
@@ -358,7 +382,7 @@ static void test_determinism(gr_backend *b)
 	gr_job *jobs = calloc(nsmall + 2, sizeof(*jobs));
 	CHECK(jobs, "out of memory");
 	for (int dt = GR_DT_F32; dt <= GR_DT_F64; dt++) {
-		for (int op = 0; op < GR_OP_N; op += 3) { /* sum and sumsq */
+		for (int op = 0; op < GPU_OPS; op += 3) { /* sum and sumsq */
 			uint8_t *p = b->staging + 4;
 			fill(dt, p, n);
 			size_t end = 4 + n * gr_dtype_size(dt);
@@ -383,7 +407,7 @@ static void test_determinism(gr_backend *b)
 			job_init(&jobs[k++], op, dt, p, n);
 			for (size_t i = 0; i < nsmall; i++) {
 				gr_dtype sdt = (gr_dtype)(rng() % GR_DT_N);
-				gr_op sop = (gr_op)(rng() % GR_OP_N);
+				gr_op sop = (gr_op)(rng() % GPU_OPS);
 				size_t sn = rng() % 400;
 				at += rng() % 8;
 				CHECK(at + sn * 8 < b->chunk_bytes, "slot too small for the test");
@@ -417,7 +441,7 @@ static void test_many_batches(gr_backend *b)
 	fill(GR_DT_F32, p, n);
 	for (int i = 0; i < NB; i++) {
 		for (int k = 0; k < PER; k++) {
-			job_init(&jobs[i][k], (gr_op)(k % GR_OP_N), GR_DT_F32, p + 4 * (size_t)(i * 7 + k), n - (size_t)i * 100);
+			job_init(&jobs[i][k], (gr_op)(k % GPU_OPS), GR_DT_F32, p + 4 * (size_t)(i * 7 + k), n - (size_t)i * 100);
 			jobs[i][k].next = k + 1 < PER ? &jobs[i][k + 1] : NULL;
 		}
 	}
@@ -458,7 +482,7 @@ static void test_back_to_back(gr_backend *b)
 		bstart[nb++] = nj;
 		for (unsigned k = 0; k < len && nj < NJ; k++, nj++) {
 			gr_dtype dt = (gr_dtype)(rng() % GR_DT_N);
-			gr_op op = (gr_op)(rng() % GR_OP_N);
+			gr_op op = (gr_op)(rng() % GPU_OPS);
 			size_t n = rng() % 300;
 			at[slot] += rng() % 8;
 			CHECK(at[slot] + n * 8 <= end[slot], "slot too small for the test");
@@ -543,7 +567,7 @@ static void test_free_outstanding(void)
 		uint8_t *p = b->staging + at;
 		fill(dt, p, n);
 		at += (n * gr_dtype_size(dt) + 63) / 64 * 64;
-		job_init(&jobs[i], (gr_op)(rng() % GR_OP_N), dt, p, n);
+		job_init(&jobs[i], (gr_op)(rng() % GPU_OPS), dt, p, n);
 		jobs[i].next = (i + 1) % PER ? &jobs[i + 1] : NULL;
 	}
 	/* the data, to check against once staging is gone */
@@ -672,7 +696,7 @@ static void test_fault_under_load(const char *fault, bool fallback)
 	for (unsigned i = 0; i < NB * PER; i++) {
 		size_t n = 1 + rng() % 200;
 		fill(GR_DT_I64, b->staging + at, n);
-		job_init(&jobs[i], (gr_op)(i % GR_OP_N), GR_DT_I64, b->staging + at, n);
+		job_init(&jobs[i], (gr_op)(i % GPU_OPS), GR_DT_I64, b->staging + at, n);
 		at += n * 8 + rng() % 8;
 		/* the first batch and every tenth pinned to the device that fails */
 		if ((i / PER) % 10 == 9 || i < PER)
@@ -782,7 +806,7 @@ static void test_fallback(void)
 		for (int dt = 0; dt < GR_DT_N; dt++) {
 			uint8_t *q = b->staging + 13 * (si & 1);
 			fill(dt, q, sizes[si]);
-			for (int op = 0; op < GR_OP_N; op++) {
+			for (int op = 0; op < GPU_OPS; op++) {
 				job_init(&job, op, dt, q, sizes[si]);
 				run_batch(b, &job, 1);
 				check_job_bits(&job, "on the CPU fallback");
@@ -792,7 +816,7 @@ static void test_fallback(void)
 	CHECK(gr_backend_ndevices(b) == ngpu + 1, "%u devices", gr_backend_ndevices(b));
 	b->ops->describe(b, ngpu, &info);
 	CHECK(!strcmp(info.kind, "cpu") && info.healthy && info.index == (int)ngpu &&
-		      info.units == 2 && info.jobs == 4 * GR_DT_N * GR_OP_N,
+		      info.units == 2 && info.jobs == 4 * GR_DT_N * GPU_OPS,
 	      "fallback: kind %s healthy %d index %d threads %u jobs %llu", info.kind, info.healthy,
 	      info.index, info.units, (unsigned long long)info.jobs);
 	printf("fallback: %s: %s\n", info.name, info.health);
@@ -873,6 +897,7 @@ int main(void)
 	printf("ops: ok (%lu checks)\n", checks);
 	test_specials(b);
 	printf("specials: ok (%lu checks)\n", checks);
+	test_no_kernel(b);
 	test_determinism(b);
 	printf("determinism: ok (%lu checks)\n", checks);
 	test_many_batches(b);

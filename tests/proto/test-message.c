@@ -44,6 +44,12 @@ static void test_worked_example(void)
 	CHECK(gr_msg_write_response_value(&b, 1, &v, 2) == 0);
 	expect_hex(&b, "94 01 01 c0 82 a5 76 61 6c 75 65 03 a5 63 6f 75 6e 74 02");
 	b.len = 0;
+	/* argmin of [1, 2]: the value 1 at index 0 */
+	v.i = 1;
+	CHECK(gr_msg_write_response_index(&b, 1, &v, 0, 2) == 0);
+	expect_hex(&b, "94 01 01 c0 83 a5 76 61 6c 75 65 01 a5 63 6f 75 6e 74 02"
+		       " a5 69 6e 64 65 78 00");
+	b.len = 0;
 	CHECK(gr_msg_write_error(&b, 7, GR_ERR_UNKNOWN_METHOD, "unknown method 'nope'") == 0);
 	expect_hex(&b, "94 01 07 82 a4 63 6f 64 65 ae 75 6e 6b 6e 6f 77 6e 5f 6d 65 74 68 6f 64"
 		       " a7 6d 65 73 73 61 67 65 b5 75 6e 6b 6e 6f 77 6e 20 6d 65 74 68 6f 64 20"
@@ -199,6 +205,19 @@ static void test_responses(void)
 			CHECK(gr_msg_parse_reduce_result(result, GR_KIND_U64, &got, &count) == -EBADMSG);
 			break;
 		}
+		gr_obj_tree_deinit(&t);
+		/* no index in a plain result; the one written in argmin's */
+		uint64_t index = 7;
+		b.len = 0;
+		CHECK(gr_msg_write_response_value(&b, 1, v, 3) == 0);
+		CHECK(parse(&b, &t, &msgid, &code, &msg, &msglen, &result) == 0);
+		CHECK(gr_msg_parse_reduce_index(result, &index) == -EBADMSG && index == 7);
+		gr_obj_tree_deinit(&t);
+		b.len = 0;
+		CHECK(gr_msg_write_response_index(&b, 1, v, UINT64_MAX - i, 3) == 0);
+		CHECK(parse(&b, &t, &msgid, &code, &msg, &msglen, &result) == 0);
+		CHECK(gr_msg_parse_reduce_result(result, v->kind, &got, &count) == 0 && count == 3);
+		CHECK(gr_msg_parse_reduce_index(result, &index) == 0 && index == UINT64_MAX - i);
 		gr_obj_tree_deinit(&t);
 	}
 	{

@@ -1,0 +1,109 @@
+/*
+ * What the CPU reduction kernels (reduce.c, xsum.c) share: the GCC vector
+ * types they are written in, and how each kernel is built twice on x86-64,
+ * for the baseline and for AVX2. Internal to the daemon's reduction.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define GR_INLINE inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+/*
+ * On x86-64 every kernel is compiled twice, for the baseline and for AVX2,
+ * and the AVX2 table is picked at run time when the CPU has it (or the
+ * baseline when GPURED_REDUCE_ISA=baseline, for tests). A table chosen in
+ * code, rather than target_clones' ifuncs, keeps the kernels' addresses out
+ * of load-time relocations, which sanitizer runtimes cannot survive.
+ */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GR_HAVE_AVX2 1
+#define GR_AVX2 __attribute__((target("avx2")))
+#define GR_AVX2_ONLY(...) __VA_ARGS__
+#else
+#define GR_AVX2_ONLY(...)
+#endif
+
+typedef double v4df __attribute__((vector_size(32)));
+typedef float v4sf __attribute__((vector_size(16)));
+typedef int64_t v4di __attribute__((vector_size(32)));
+typedef uint64_t v4du __attribute__((vector_size(32)));
+typedef int32_t v4si __attribute__((vector_size(16)));
+typedef uint32_t v4su __attribute__((vector_size(16)));
+typedef float v8sf __attribute__((vector_size(32)));
+typedef int32_t v8si __attribute__((vector_size(32)));
+typedef uint32_t v8su __attribute__((vector_size(32)));
+typedef double v2df __attribute__((vector_size(16)));
+typedef int64_t v2di __attribute__((vector_size(16)));
+typedef uint64_t v2du __attribute__((vector_size(16)));
+
+/* ---- loads: four elements at p, any alignment ---- */
+
+static GR_INLINE void ld_f64(v4df *ret, const unsigned char *p)
+{
+	memcpy(ret, p, sizeof(*ret));
+}
+
+static GR_INLINE void ld_f32_as_f64(v4df *ret, const unsigned char *p)
+{
+	float t[4];
+	memcpy(t, p, sizeof(t));
+	/* GCC 12 turns this form, not __builtin_convertvector, into one
+	 * vcvtps2pd ymm under AVX. */
+	*ret = (v4df){t[0], t[1], t[2], t[3]};
+}
+
+static GR_INLINE void ld_i32_as_f64(v4df *ret, const unsigned char *p)
+{
+	int32_t t[4];
+	memcpy(t, p, sizeof(t));
+	*ret = (v4df){t[0], t[1], t[2], t[3]};
+}
+
+/* No baseline instruction converts 64-bit integers in vectors; lanes. */
+static GR_INLINE void ld_i64_as_f64(v4df *ret, const unsigned char *p)
+{
+	int64_t t[4];
+	memcpy(t, p, sizeof(t));
+	*ret = (v4df){(double)t[0], (double)t[1], (double)t[2], (double)t[3]};
+}
+
+static GR_INLINE void ld_u64_as_f64(v4df *ret, const unsigned char *p)
+{
+	uint64_t t[4];
+	memcpy(t, p, sizeof(t));
+	*ret = (v4df){(double)t[0], (double)t[1], (double)t[2], (double)t[3]};
+}
+
+static GR_INLINE void ld_i32_as_u64(v4du *ret, const unsigned char *p)
+{
+	int32_t t[4];
+	memcpy(t, p, sizeof(t));
+	*ret = (v4du){(uint64_t)t[0], (uint64_t)t[1], (uint64_t)t[2], (uint64_t)t[3]};
+}
+
+static GR_INLINE void ld_u32_as_u64(v4du *ret, const unsigned char *p)
+{
+	uint32_t t[4];
+	memcpy(t, p, sizeof(t));
+	*ret = (v4du){t[0], t[1], t[2], t[3]};
+}
+
+static GR_INLINE void ld_u64(v4du *ret, const unsigned char *p)
+{
+	memcpy(ret, p, sizeof(*ret));
+}
+
+/* 2^52 + x has x in its low mantissa bits: an exact u32 -> double. */
+static GR_INLINE void ld_u32_as_f64(v4df *ret, const unsigned char *p)
+{
+	v4du w;
+	ld_u32_as_u64(&w, p);
+	w |= 0x4330000000000000ull;
+	v4df d;
+	memcpy(&d, &w, sizeof(d));
+	*ret = d - 0x1p52;
+}

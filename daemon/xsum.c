@@ -1,0 +1,877 @@
+/*
+ * The exact accumulator of float sums and sums of squares (reduce.h):
+ * adding elements, squares and partials into it exactly, rounding its
+ * value once, its limbs for the wire, and the block kernels that fill it
+ * at memory speed. reduce.c dispatches to the kernels and calls here to
+ * start, combine and finish float sum partials.
+ */
+
+/* x * x + acc must round twice, in every build and on every ISA. */
+#ifdef __clang__
+#pragma clang fp contract(off)
+#else
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "daemon/simd.h"
+#include "daemon/xsum.h"
+
+enum {
+	XF_NAN = GR_PARTIAL_NAN,
+	XF_PINF = GR_PARTIAL_PINF,
+	XF_NINF = GR_PARTIAL_NINF,
+	XF_SEEN = GR_PARTIAL_SEEN, /* an element other than -0.0 */
+	XF_XACC = 1u << 8,         /* the value is xacc + v.f: set by every exact partial */
+	XF_SPECIALS = XF_NAN | XF_PINF | XF_NINF,
+};
+
+#define XW GR_PARTIAL_XWORDS
+
+/*
+ * a += m * 2^b (or -= when neg), b counted from bit 0 of a. Bits that
+ * would land below bit 0 must be zero (callers place exact values only);
+ * carries past the top word are dropped (values stay in range).
+ */
+static void xacc_addmag(uint64_t *a, int b, unsigned __int128 m, bool neg)
+{
+	if (!m)
+		return;
+	if (b < 0) {
+		m = -b < 128 ? m >> -b : 0;
+		b = 0;
+	}
+	unsigned w = (unsigned)b / 64, s = (unsigned)b % 64;
+	if (w >= XW)
+		return;
+	uint64_t x[3] = {(uint64_t)m << s, s ? (uint64_t)(m >> (64 - s)) : (uint64_t)(m >> 64),
+	                 s ? (uint64_t)(m >> 64 >> (64 - s)) : 0};
+	uint64_t c = 0;
+	for (unsigned k = 0; w + k < XW; k++) {
+		uint64_t d = k < 3 ? x[k] : 0;
+		if (k >= 3 && !c)
+			break;
+		uint64_t o = a[w + k];
+		if (!neg) {
+			uint64_t s1 = o + d, c1 = s1 < d;
+			a[w + k] = s1 + c;
+			c = c1 | (a[w + k] < s1);
+		} else {
+			uint64_t s1 = o - d, c1 = o < d;
+			a[w + k] = s1 - c;
+			c = c1 | (s1 < c);
+		}
+	}
+}
+
+/* a += d * 2^scale, d finite; exact as long as the result's bits lie in range. */
+static void xacc_add_f64(uint64_t *a, double d, int scale)
+{
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	unsigned e = (bits >> 52) & 0x7ff;
+	uint64_t m = bits & ((1ull << 52) - 1);
+	if (e)
+		m |= 1ull << 52;
+	if (!m)
+		return;
+	int lsb = (e ? (int)e - 1075 : -1074) + scale;
+	int tz = __builtin_ctzll(m);
+	xacc_addmag(a, lsb + tz - GR_PARTIAL_EXP_MIN, m >> tz, bits >> 63);
+}
+
+/* a += b, word by word */
+static void xacc_add_words(uint64_t *a, const uint64_t *b)
+{
+	uint64_t c = 0;
+	for (unsigned k = 0; k < XW; k++) {
+		uint64_t s = a[k] + b[k], c1 = s < b[k];
+		a[k] = s + c;
+		c = c1 | (a[k] < s);
+	}
+}
+
+/* Make p an exact partial (xacc + flags), folding in a double left in v.f. */
+static void xacc_open(gr_partial *p)
+{
+	if (p->xflags & XF_XACC) {
+		if (p->v.f != 0.0) {
+			double f = p->v.f;
+			p->v.f = 0.0;
+			xacc_add_f64(p->xacc, f, 0);
+		}
+		p->v.f = 0.0;
+		return;
+	}
+	double f = p->v.f;
+	memset(p->xacc, 0, sizeof(p->xacc));
+	p->v.f = 0.0;
+	p->xflags = XF_XACC;
+	if (isnan(f))
+		p->xflags |= XF_NAN | XF_SEEN;
+	else if (isinf(f))
+		p->xflags |= (f > 0 ? XF_PINF : XF_NINF) | XF_SEEN;
+	else if (f != 0.0 || !signbit(f))
+		p->xflags |= XF_SEEN;
+	if (isfinite(f))
+		xacc_add_f64(p->xacc, f, 0);
+}
+
+/* One element, exactly, for sums (sq false) or sums of squares. */
+static void xacc_elem(gr_partial *p, double x, bool sq)
+{
+	if (isnan(x)) {
+		p->xflags |= XF_NAN | XF_SEEN;
+		return;
+	}
+	if (isinf(x)) {
+		p->xflags |= (sq || x > 0 ? XF_PINF : XF_NINF) | XF_SEEN;
+		return;
+	}
+	if (sq || !(x == 0 && signbit(x)))
+		p->xflags |= XF_SEEN;
+	if (x == 0)
+		return;
+	if (!sq) {
+		xacc_add_f64(p->xacc, x, 0);
+		return;
+	}
+	/* x * x = hi + lo exactly while neither under- nor overflows: move
+	 * |x| into [2^-400, 2^500] first and place the square back. */
+	double ax = fabs(x);
+	int s = 0;
+	if (ax < 0x1p-400) {
+		ax *= 0x1p600;
+		s = -1200;
+	} else if (ax > 0x1p500) {
+		ax *= 0x1p-600;
+		s = 1200;
+	}
+	double hi = ax * ax, lo = fma(ax, ax, -hi);
+	xacc_add_f64(p->xacc, hi, s);
+	xacc_add_f64(p->xacc, lo, s);
+}
+
+/*
+ * Elements [0, n) of p, one by one: the path every value can take. A run
+ * of elements goes first into 32-bit chunks kept in int64 (after Neal's
+ * "small superaccumulator"): a term m * 2^b, m < 2^53, adds to three
+ * neighbouring chunks without carries, each chunk takes 2^31 terms before
+ * it could overflow, and the chunks are added to xacc once at the end.
+ */
+#define XCHUNKS (XW * 2 + 4)
+
+static inline void xchunk_add(int64_t *c, double d, int scale)
+{
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	unsigned e = (bits >> 52) & 0x7ff;
+	uint64_t m = bits & ((1ull << 52) - 1);
+	if (e)
+		m |= 1ull << 52;
+	if (!m)
+		return;
+	int tz = __builtin_ctzll(m);
+	int b = (e ? (int)e - 1075 : -1074) + scale + tz - GR_PARTIAL_EXP_MIN;
+	m >>= tz;
+	unsigned i = (unsigned)b / 32, s = (unsigned)b % 32;
+	uint64_t lo = m << s, hi = (m >> 1) >> (63 - s); /* m * 2^s < 2^85 */
+	int64_t c0 = (int64_t)(lo & 0xffffffffu);
+	int64_t c1 = (int64_t)(lo >> 32);
+	int64_t c2 = (int64_t)hi;
+	/* signs are random in much data: negate without a branch */
+	int64_t neg = -(int64_t)(bits >> 63);
+	c[i] += (c0 ^ neg) - neg;
+	c[i + 1] += (c1 ^ neg) - neg;
+	c[i + 2] += (c2 ^ neg) - neg;
+}
+
+static void xacc_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64, bool sq)
+{
+	/* two sets, for even and odd elements: runs of one exponent update
+	 * the same chunks, and two chains of them overlap */
+	int64_t cc[2][XCHUNKS] = {{0}};
+	uint64_t flags = sq && n ? XF_SEEN : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double x;
+		if (is64) {
+			memcpy(&x, p + 8 * i, 8);
+		} else {
+			float f;
+			memcpy(&f, p + 4 * i, 4);
+			x = f;
+		}
+		if (!isfinite(x)) {
+			flags |= XF_SEEN | (isnan(x) ? XF_NAN : sq || x > 0 ? XF_PINF : XF_NINF);
+			continue;
+		}
+		if (x == 0) {
+			if (!signbit(x))
+				flags |= XF_SEEN;
+			continue;
+		}
+		flags |= XF_SEEN;
+		int64_t *c = cc[i & 1];
+		if (!sq) {
+			xchunk_add(c, x, 0);
+			continue;
+		}
+		/* as xacc_elem() */
+		double ax = fabs(x);
+		int sc = 0;
+		if (ax < 0x1p-400) {
+			ax *= 0x1p600;
+			sc = -1200;
+		} else if (ax > 0x1p500) {
+			ax *= 0x1p-600;
+			sc = 1200;
+		}
+		double hi = ax * ax;
+		xchunk_add(c, hi, sc);
+		xchunk_add(c, fma(ax, ax, -hi), sc);
+	}
+	ret->xflags |= flags;
+	for (unsigned i = 0; i < XCHUNKS; i++) {
+		/* |sum| < 2^(32 + 16) */
+		int64_t v = cc[0][i] + cc[1][i];
+		if (v)
+			xacc_addmag(ret->xacc, (int)i * 32,
+			            v < 0 ? -(unsigned __int128)v : (unsigned __int128)v, v < 0);
+	}
+}
+
+static bool xacc_bit(const uint64_t *a, unsigned i)
+{
+	return (a[i / 64] >> (i % 64)) & 1;
+}
+
+/* Any bit below bit i set? */
+static bool xacc_sticky(const uint64_t *a, unsigned i)
+{
+	for (unsigned k = 0; k < i / 64; k++)
+		if (a[k])
+			return true;
+	return i % 64 && (a[i / 64] & ((1ull << (i % 64)) - 1));
+}
+
+static bool xacc_negative(const uint64_t *a)
+{
+	return a[XW - 1] >> 63;
+}
+
+static void xacc_negate(uint64_t *a)
+{
+	uint64_t c = 1;
+	for (unsigned k = 0; k < XW; k++) {
+		a[k] = ~a[k] + c;
+		c = c && a[k] == 0;
+	}
+}
+
+/* Bit 0 of xacc weighs 2^EXP_MIN; the least subnormal sits at this bit. */
+#define XBIT_SUBMIN (-1074 - GR_PARTIAL_EXP_MIN)
+
+/* The exact value of a float partial, rounded to nearest, ties to even. */
+double xsum_round(const gr_partial *p)
+{
+	/* A partial filled by hand: the value is v.f. */
+	if (!(p->xflags & XF_XACC))
+		return p->v.f;
+
+	uint64_t f = p->xflags;
+	if ((f & XF_NAN) || (f & (XF_PINF | XF_NINF)) == (XF_PINF | XF_NINF))
+		return NAN;
+	if (f & XF_PINF)
+		return INFINITY;
+	if (f & XF_NINF)
+		return -INFINITY;
+
+	uint64_t a[XW];
+	memcpy(a, p->xacc, sizeof(a));
+	if (p->v.f != 0.0)
+		xacc_add_f64(a, p->v.f, 0);
+	bool neg = xacc_negative(a);
+	if (neg)
+		xacc_negate(a);
+	int top = XW - 1;
+	while (top >= 0 && !a[top])
+		top--;
+	if (top < 0)
+		/* an exact zero: -0 only when every element was -0 */
+		return p->count && !(f & XF_SEEN) ? -0.0 : 0.0;
+	unsigned h = (unsigned)top * 64 + 63 - (unsigned)__builtin_clzll(a[top]);
+	/* the result's last bit: 53 bits below h, but never below 2^-1074 */
+	unsigned lo = h >= XBIT_SUBMIN + 52 ? h - 52 : XBIT_SUBMIN;
+	unsigned w = lo / 64, b = lo % 64;
+	uint64_t m = a[w] >> b;
+	if (b && w + 1 < XW)
+		m |= a[w + 1] << (64 - b);
+	m &= (1ull << 53) - 1;
+	/* lo >= XBIT_SUBMIN > 0; this holds for values below 2^-1074 too */
+	if (xacc_bit(a, lo - 1) && ((m & 1) || xacc_sticky(a, lo - 1)))
+		m++;
+	/* exact, or infinity when it rounds to 2^1024 or beyond */
+	double v = ldexp((double)m, (int)lo + GR_PARTIAL_EXP_MIN);
+	return neg ? -v : v;
+}
+
+void xsum_identity(gr_partial *ret, bool sq)
+{
+	/* exact and empty; squares are never -0 */
+	ret->xflags = XF_XACC | (sq ? XF_SEEN : 0);
+}
+
+void xsum_combine(gr_partial *acc, const gr_partial *next)
+{
+	xacc_open(acc);
+	if (next->xflags & XF_XACC) {
+		xacc_add_words(acc->xacc, next->xacc);
+		acc->xflags |= next->xflags;
+		if (next->v.f != 0.0)
+			xacc_add_f64(acc->xacc, next->v.f, 0);
+	} else {
+		/* filled by hand: its value is v.f, an element */
+		xacc_elem(acc, next->v.f, false);
+	}
+}
+
+/*
+ * ---- exact float sums: the block kernels ----
+ *
+ * Every term of a block (the element, its square, or the two halves of
+ * an f64 square) must lie below 2^T, from the block's largest magnitude.
+ * Sums guess it from the first XGUESS elements, one binade wider, and
+ * check the guess as they go (one pass over memory); when it was wrong,
+ * and for f64 squares, a first pass finds the largest magnitude and a
+ * second sums. The summing pass splits each term over a few
+ * levels of a fixed grid: level j adds sigma_j = 1.5 * 2^K_j, K_1 = T + 2
+ * and K_j+1 = K_j - 51, so t = y + sigma_j stays in sigma_j's binade, its
+ * bits are those of sigma_j plus y rounded to a multiple of 2^(K_j - 52),
+ * and y - (t - sigma_j) is the exact rest, which goes on to the next
+ * level. The bits of t are summed in 64-bit integer lanes (each term's
+ * part is below 2^50 units, a lane takes at most 2^12 of them); at the end
+ * of the block each lane, less its count times the bits of sigma_j, is
+ * an exact integer number of units, added to the exact accumulator once.
+ *
+ * Nothing may be left after the last level. Integer lanes prove it
+ * beside the sums: every non-zero element must be at least a bound (its
+ * exponent high enough for its last bit, or its square's, to land on the
+ * grid). When one is not, the block is summed again with one more level;
+ * when that is not enough either, or the block holds an infinity, a NaN
+ * or a magnitude too large for the grid, it is summed element by element
+ * (xacc_elems), which is slower but takes any value.
+ * Levels: one for f32 (24 bits; exact while the block's exponents span
+ * 26 or so), two for f64 (about 49) and for f32 squares (about 26); f64
+ * squares are scaled by a power of two so that the largest is near 2^1000,
+ * split exactly into a high and a low double (Dekker), and the halves get
+ * two levels each, 53 bits apart (exponents spanning 24).
+ *
+ * Whatever path a block takes, its partial holds the exact value, so the
+ * paths (and the ISA) can never show in the result.
+ */
+#define XL_MAX 4
+#define XNV 4
+#define XGROUP (4 * XNV)
+
+typedef struct xgrid {
+	double sigma[XL_MAX];
+	uint64_t sbits[XL_MAX];
+	int ulp[XL_MAX]; /* log2 of the level's unit */
+} xgrid;
+
+/* The levels for terms below 2^T (T <= 1020) in magnitude. */
+static void xgrid_init(xgrid *g, int T, unsigned levels)
+{
+	int K = T + 2;
+	for (unsigned j = 0; j < levels; j++, K -= 51) {
+		/* sigma must stay normal; 2^-1074 units leave no rest */
+		int k = K < -1022 ? -1022 : K;
+		g->sigma[j] = ldexp(1.5, k);
+		memcpy(&g->sbits[j], &g->sigma[j], sizeof(g->sbits[j]));
+		g->ulp[j] = k - 52;
+	}
+}
+
+/* Split y over the levels; the caller proves that nothing is left. */
+/* y by pointer: a vector passed by value changes the ABI between the
+ * baseline and AVX2 builds, which clang refuses under -Werror. */
+static GR_INLINE void x_cascade(const v4df *py, const v4df *sig, v4du (*acc)[XNV], unsigned v,
+                                unsigned levels)
+{
+	v4df y = *py;
+	for (unsigned j = 0; j < levels; j++) {
+		v4df t = y + sig[j];
+		v4du tb;
+		memcpy(&tb, &t, sizeof(tb));
+		acc[j][v] += tb;
+		if (j + 1 < levels)
+			y = y - (t - sig[j]);
+	}
+}
+
+/* Bits of the largest |element| (NaN above infinity). Four independent
+ * maxima, so that the compare-and-blend chains overlap. */
+static GR_INLINE uint64_t x_maxbits(const unsigned char *p, size_t n, bool is64)
+{
+	uint64_t best = 0;
+	size_t i = 0;
+	if (is64) {
+		v4di mx[4] = {{0}};
+		for (const size_t nv = n & ~(size_t)15; i < nv; i += 16) {
+			UNROLL
+			for (unsigned v = 0; v < 4; v++) {
+				v4di x;
+				memcpy(&x, p + 8 * (i + 4 * v), sizeof(x));
+				x &= INT64_MAX;
+				v4di c = x > mx[v];
+				mx[v] = (x & c) | (mx[v] & ~c);
+			}
+		}
+		for (unsigned v = 0; v < 4; v++)
+			for (unsigned k = 0; k < 4; k++)
+				best = (uint64_t)mx[v][k] > best ? (uint64_t)mx[v][k] : best;
+		for (; i < n; i++) {
+			uint64_t x;
+			memcpy(&x, p + 8 * i, sizeof(x));
+			x &= INT64_MAX;
+			best = x > best ? x : best;
+		}
+	} else {
+		v8si mx[4] = {{0}};
+		for (const size_t nv = n & ~(size_t)31; i < nv; i += 32) {
+			UNROLL
+			for (unsigned v = 0; v < 4; v++) {
+				v8si x;
+				memcpy(&x, p + 4 * (i + 8 * v), sizeof(x));
+				x &= INT32_MAX;
+				v8si c = x > mx[v];
+				mx[v] = (x & c) | (mx[v] & ~c);
+			}
+		}
+		for (unsigned v = 0; v < 4; v++)
+			for (unsigned k = 0; k < 8; k++)
+				best = (uint64_t)mx[v][k] > best ? (uint64_t)mx[v][k] : best;
+		for (; i < n; i++) {
+			uint32_t x;
+			memcpy(&x, p + 4 * i, sizeof(x));
+			x &= INT32_MAX;
+			best = x > best ? x : best;
+		}
+	}
+	return best;
+}
+
+/* The element path for a whole block, after the fast one gave up. */
+static void xsum_slow(const unsigned char *p, size_t n, gr_partial *ret, bool is64, bool sq)
+{
+	memset(ret->xacc, 0, sizeof(ret->xacc));
+	ret->xflags = XF_XACC;
+	xacc_elems(ret, p, n, is64, sq);
+}
+
+/* What xsum_pass() did. */
+enum {
+	XPASS_DONE,  /* ret holds the block */
+	XPASS_GUESS, /* the guess was wrong, or the block needs the full path */
+	XPASS_WIDE,  /* exponents too far apart for these levels */
+};
+
+/*
+ * The summing pass, for a block whose largest |element| has the bits
+ * maxbits. With guess, maxbits is only an estimate: the pass also checks
+ * that every element lies below the grid's bound. Unless it returns
+ * XPASS_DONE, ret's value is untouched.
+ */
+static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
+                               const bool sq, const unsigned levels, const uint64_t maxbits,
+                               const bool guess)
+{
+	const size_t es = is64 ? 8 : 4;
+	const unsigned eb = is64 ? (unsigned)(maxbits >> 52) : (unsigned)(maxbits >> 23);
+	const unsigned ebmax = is64 ? 0x7ff : 0xff;
+	/* |element| < 2^M */
+	const int M = (eb ? (int)eb : 1) - (is64 ? 1023 : 127) + 1;
+	int T = sq ? 2 * M : M, k = 0;
+
+	if (guess && (maxbits == 0 || eb + 1 >= ebmax || T > 1000 || (sq && is64 && M > 499)))
+		return XPASS_GUESS;
+	/* |x| bits below this, or the guess was wrong */
+	const uint64_t bound = (uint64_t)(eb ? eb + 1 : 1) << (is64 ? 52 : 23);
+	ret->xflags = XF_XACC;
+	if (maxbits == 0) {
+		/* nothing but zeros: "seen" unless they are all -0 */
+		for (size_t i = 0; i < n && !(ret->xflags & XF_SEEN); i++)
+			if (sq || !(p[i * es + es - 1] & 0x80))
+				ret->xflags |= XF_SEEN;
+		return XPASS_DONE;
+	}
+	if (eb >= ebmax || T > 1000 || (sq && is64 && M > 500)) {
+		xsum_slow(p, n, ret, is64, sq);
+		return XPASS_DONE;
+	}
+	if (sq && is64) {
+		k = 500 - M < 1000 ? 500 - M : 1000;
+		T = 2 * (M + k);
+	}
+
+	xgrid g;
+	if (sq && is64) {
+		/* two levels for the high halves of the squares, two more from
+		 * 53 bits further down for the low halves */
+		xgrid lo;
+		xgrid_init(&g, T, 2);
+		xgrid_init(&lo, T - 53, 2);
+		for (unsigned j = 0; j < 2; j++) {
+			g.sigma[2 + j] = lo.sigma[j];
+			g.sbits[2 + j] = lo.sbits[j];
+			g.ulp[2 + j] = lo.ulp[j];
+		}
+	} else {
+		xgrid_init(&g, T, levels);
+	}
+	v4df sig[XL_MAX];
+	for (unsigned j = 0; j < levels; j++)
+		sig[j] = (v4df){0} + g.sigma[j];
+	v4du acc[XL_MAX][XNV]; /* wrapping sums */
+	memset(acc, 0, sizeof(acc));
+	const v4df scale = (v4df){0} + ldexp(1.0, k);
+	const size_t ng = n / XGROUP;
+	/*
+	 * Sums prove in integer lanes, rather than with what the last level
+	 * leaves (fewer float operations), that every non-zero element (or
+	 * f32 square) is a multiple of the last level's unit: its exponent
+	 * field is at least ef, that is 0 < |x| bits < th never holds. The
+	 * unsigned compare is a signed one of |x| bits - 1 + 2^(bits - 1).
+	 * f64 squares are split in two, so they check what is left instead.
+	 */
+	v8si small32 = {0}, over32 = {0};
+	v4di small64 = {0}, over64 = {0};
+	const v8si bm32 = (v8si){0} + (int32_t)(bound - 1);
+	const v4di bm64 = (v4di){0} + (int64_t)(bound - 1);
+	const int u = sq ? (g.ulp[levels - 1] + 1) >> 1 : g.ulp[levels - 1];
+	const int ef = u + (is64 ? 1075 : 150), efmax = is64 ? 0x7ff : 0xff;
+	uint64_t th = ef <= 1 ? 1 : (uint64_t)(ef >= efmax ? efmax : ef) << (is64 ? 52 : 23);
+	if (sq && is64) {
+		/* f64 squares: both halves of x * x fit their levels while
+		 * |x| >= 2^(M - 24) (and then neither underflows) */
+		const int e = M - 24;
+		th = e >= -1022 ? (uint64_t)(e + 1023) << 52 : e >= -1074 ? 1ull << (e + 1074) : 1;
+	}
+	const v8si th32 = (v8si){0} + (int32_t)(((uint32_t)th - 1) ^ 0x80000000u);
+	const v4di th64 = (v4di){0} + (int64_t)((th - 1) ^ 0x8000000000000000ull);
+	/* the block after a whole one is most likely next: bring it to L2
+	 * while this one is summed, so that the first pass does not wait */
+	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * es : 0;
+
+	for (size_t gi = 0; gi < ng; gi++) {
+		const unsigned char *q = p + gi * XGROUP * es;
+		if (ahead)
+			for (size_t o = 0; o < XGROUP * es; o += 64)
+				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
+		if (!is64) {
+			UNROLL
+			for (unsigned v = 0; v < XGROUP / 8; v++) {
+				v8su b;
+				memcpy(&b, q + v * 32, sizeof(b));
+				b &= INT32_MAX;
+				if (guess)
+					over32 |= (v8si)b > bm32;
+				b += INT32_MAX;
+				small32 |= th32 > (v8si)b;
+			}
+		} else {
+			UNROLL
+			for (unsigned v = 0; v < XGROUP / 4; v++) {
+				v4du b;
+				memcpy(&b, q + v * 32, sizeof(b));
+				b &= INT64_MAX;
+				if (guess)
+					over64 |= (v4di)b > bm64;
+				b += INT64_MAX;
+				small64 |= th64 > (v4di)b;
+			}
+		}
+		UNROLL
+		for (unsigned v = 0; v < XNV; v++) {
+			v4df x;
+			if (is64)
+				ld_f64(&x, q + v * 32);
+			else
+				ld_f32_as_f64(&x, q + v * 16);
+			if (!sq) {
+				x_cascade(&x, sig, acc, v, levels);
+			} else if (!is64) {
+				v4df xx = x * x;
+				x_cascade(&xx, sig, acc, v, levels);
+			} else {
+				/* Dekker: x * x = hi + lo exactly, with halves of x
+				 * of 26 bits each, while nothing underflows */
+				x = x * scale;
+				v4df c = x * 134217729.0;
+				v4df xh = c - (c - x);
+				v4df xl = x - xh;
+				v4df hi = x * x;
+				v4df lo = ((xh * xh - hi) + (xh + xh) * xl) + xl * xl;
+				x_cascade(&hi, sig, acc, v, 2);
+				x_cascade(&lo, sig + 2, acc + 2, v, 2);
+			}
+		}
+	}
+
+	if (guess) {
+		int64_t o = 0;
+		for (unsigned l = 0; l < 8; l++)
+			o |= over32[l];
+		for (unsigned l = 0; l < 4; l++)
+			o |= over64[l];
+		/* and the tail, which the groups did not see */
+		for (size_t i = ng * XGROUP; i < n; i++) {
+			uint64_t b = 0;
+			memcpy(&b, p + i * es, es);
+			o |= (b & (is64 ? INT64_MAX : INT32_MAX)) >= bound;
+		}
+		if (o)
+			return XPASS_GUESS;
+	}
+	int64_t bad = 0;
+	for (unsigned l = 0; l < 8; l++)
+		bad |= small32[l];
+	for (unsigned l = 0; l < 4; l++)
+		bad |= small64[l];
+	if (bad)
+		return XPASS_WIDE;
+	const uint64_t cnt = ng;
+	for (unsigned j = 0; j < levels; j++) {
+		__int128 s = 0;
+		for (unsigned v = 0; v < XNV; v++)
+			for (unsigned l = 0; l < 4; l++)
+				s += (int64_t)((uint64_t)acc[j][v][l] - cnt * g.sbits[j]);
+		xacc_addmag(ret->xacc, g.ulp[j] - 2 * k - GR_PARTIAL_EXP_MIN,
+		            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
+	}
+	ret->xflags |= XF_SEEN;
+	xacc_elems(ret, p + ng * XGROUP * es, n - ng * XGROUP, is64, sq);
+	return XPASS_DONE;
+}
+
+/* Elements sampled for the guess of a block's largest magnitude. */
+#define XGUESS 256
+
+/*
+ * f32 sums whose elements lie within a few binades of one another, as most
+ * small arrays' do: every element is a multiple of 2^(emin - 150) (emin
+ * the least biased exponent of a non-zero one, 1 for subnormals) and below
+ * 2^(emax - 126), so every sum of up to n of them, in any order, is an
+ * integer multiple of that unit below 2^(emax - emin + 24 + ceil(log2 n))
+ * units: exact in a double while that is at most 2^53. Then the block's
+ * exact value is the plain double sum, and no accumulator is needed. The
+ * exponents are checked in integer lanes beside the sum; a special (or a
+ * sum of zeros, whose sign the exact path decides) goes the exact way.
+ */
+#define XSUM_NARROW_MAX 4096u
+
+static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	v4df a[4] = {{0}};
+	v4si emax = {0}, emin = {255, 255, 255, 255};
+	const v4si one = {1, 1, 1, 1}, big = {255, 255, 255, 255};
+	size_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		UNROLL
+		for (unsigned v = 0; v < 4; v++) {
+			v4si b;
+			v4sf x;
+			memcpy(&b, p + 4 * (i + 4 * v), sizeof(b));
+			memcpy(&x, p + 4 * (i + 4 * v), sizeof(x));
+			v4si e = (b >> 23) & 0xff;
+			v4si nz = (b & 0x7fffffff) != 0;
+			v4si ee = e | (one & (e == 0)); /* subnormals count as exponent 1 */
+			v4si c = emax > ee;
+			emax = (emax & c) | (ee & ~c);
+			v4si m = (ee & nz) | (big & ~nz);
+			c = emin < m;
+			emin = (emin & c) | (m & ~c);
+			a[v] += __builtin_convertvector(x, v4df);
+		}
+	}
+	int hi = 0, lo = 255;
+	for (unsigned k = 0; k < 4; k++) {
+		hi = emax[k] > hi ? emax[k] : hi;
+		lo = emin[k] < lo ? emin[k] : lo;
+	}
+	double tail = 0;
+	for (; i < n; i++) {
+		uint32_t b;
+		float x;
+		memcpy(&b, p + 4 * i, sizeof(b));
+		memcpy(&x, p + 4 * i, sizeof(x));
+		int e = (int)((b >> 23) & 0xff);
+		int ee = e ? e : 1;
+		hi = ee > hi ? ee : hi;
+		if (b & 0x7fffffffu)
+			lo = ee < lo ? ee : lo;
+		tail += (double)x;
+	}
+	int lg = n > 1 ? 64 - __builtin_clzll((unsigned long long)n - 1) : 0;
+	if (hi == 255 || lo == 255 || hi - lo + 24 + lg > 53)
+		return false;
+	v4df t = (a[0] + a[1]) + (a[2] + a[3]);
+	double sum = ((t[0] + t[1]) + (t[2] + t[3])) + tail;
+	if (sum == 0)
+		return false;
+	/* the value is v.f, exactly; the accumulator stays as
+	 * gr_partial_identity() cleared it */
+	ret->v.f = sum;
+	ret->xflags = 0;
+	return true;
+}
+
+static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
+                                const bool sq, const unsigned levels)
+{
+	/* small arrays, where it pays: a large block that misses the bound
+	 * would be read twice */
+	if (!is64 && !sq && n <= XSUM_NARROW_MAX && xsum_f32_narrow(p, n, ret))
+		return;
+	/* One pass over the block when a sample of it, one binade wider,
+	 * bounds the rest (most data); else find the largest, then sum; when
+	 * the exponents lie too far apart, sum with one more level; and when
+	 * even that is not enough, element by element. */
+	int r = XPASS_GUESS;
+	if (n >= 4 * XGUESS) {
+		uint64_t b = x_maxbits(p, XGUESS, is64);
+		b += b ? (uint64_t)1 << (is64 ? 52 : 23) : 0;
+		r = xsum_pass(p, n, ret, is64, sq, levels, b, true);
+	}
+	if (r == XPASS_DONE)
+		return;
+	const uint64_t mb = x_maxbits(p, n, is64);
+	if (r == XPASS_GUESS)
+		r = xsum_pass(p, n, ret, is64, sq, levels, mb, false);
+	/* f64 squares have their levels fixed by the halves */
+	if (r == XPASS_WIDE && !(is64 && sq))
+		r = xsum_pass(p, n, ret, is64, sq, levels + 1, mb, false);
+	if (r == XPASS_WIDE)
+		xsum_slow(p, n, ret, is64, sq);
+}
+
+/* clang-format off */
+#define DEF_XSUM(NAME, IS64, SQ, LEVELS)                                                           \
+	void xsum_##NAME##_base(const unsigned char *p, size_t n, gr_partial *ret)                 \
+	{                                                                                          \
+		xsum_body(p, n, ret, IS64, SQ, LEVELS);                                            \
+	}                                                                                          \
+	GR_AVX2_ONLY(GR_AVX2 void xsum_##NAME##_avx2(const unsigned char *p, size_t n,             \
+	                                             gr_partial *ret)                              \
+	             { xsum_body(p, n, ret, IS64, SQ, LEVELS); })
+
+DEF_XSUM(sum_f32, false, false, 1)
+DEF_XSUM(sum_f64, true, false, 2)
+DEF_XSUM(sumsq_f32, false, true, 2)
+DEF_XSUM(sumsq_f64, true, true, 4)
+/* clang-format on */
+
+/* ---- folding in values from elsewhere ---- */
+
+int gr_partial_add_scaled(gr_partial *p, int64_t digit, int exp2)
+{
+	if (!digit)
+		return 0;
+	if (exp2 < GR_PARTIAL_EXP_MIN || exp2 > GR_PARTIAL_EXP_MAX - 63)
+		return -ERANGE;
+	xacc_open(p);
+	unsigned __int128 m = digit < 0 ? -(unsigned __int128)digit : (unsigned __int128)digit;
+	xacc_addmag(p->xacc, exp2 - GR_PARTIAL_EXP_MIN, m, digit < 0);
+	p->xflags |= XF_SEEN;
+	return 0;
+}
+
+void gr_partial_add_special(gr_partial *p, unsigned flags)
+{
+	xacc_open(p);
+	p->xflags |= flags & (XF_SPECIALS | XF_SEEN);
+}
+
+size_t gr_partial_limbs(const gr_partial *p, uint64_t *words, size_t max, int *ret_scale,
+                        unsigned *ret_flags)
+{
+	gr_partial t;
+	const gr_partial *x = p;
+	if (!(p->xflags & XF_XACC) || p->v.f != 0.0) {
+		t = *p;
+		xacc_open(&t);
+		x = &t;
+	}
+	unsigned flags = x->xflags & XF_SPECIALS;
+	size_t lo = 0, hi = XW;
+	while (lo < XW && !x->xacc[lo])
+		lo++;
+	if (lo == XW) {
+		if (x->count && !(x->xflags & XF_SEEN))
+			flags |= GR_PARTIAL_NEGZERO;
+		*ret_flags = flags;
+		*ret_scale = 0;
+		return 0;
+	}
+	/* drop top words that only repeat the sign of the word below */
+	uint64_t sign = xacc_negative(x->xacc) ? UINT64_MAX : 0;
+	while (hi - lo > 1 && x->xacc[hi - 1] == sign && (x->xacc[hi - 2] >> 63) == (sign & 1))
+		hi--;
+	*ret_flags = flags;
+	*ret_scale = GR_PARTIAL_EXP_MIN + (int)lo * 64;
+	if (hi - lo <= max)
+		memcpy(words, x->xacc + lo, (hi - lo) * sizeof(*words));
+	return hi - lo;
+}
+
+int gr_partial_from_limbs(gr_partial *ret, uint64_t count, const uint64_t *words, size_t n,
+                          int scale, unsigned flags)
+{
+	const unsigned known =
+	    GR_PARTIAL_NAN | GR_PARTIAL_PINF | GR_PARTIAL_NINF | GR_PARTIAL_NEGZERO;
+	if (n > GR_PARTIAL_LIMBS_MAX || scale < GR_PARTIAL_EXP_MIN || scale > GR_PARTIAL_EXP_MAX ||
+	    (flags & ~known))
+		return -EINVAL;
+	bool zero = true;
+	for (size_t k = 0; k < n; k++)
+		zero &= words[k] == 0;
+	if ((flags & GR_PARTIAL_NEGZERO) && (!zero || count == 0))
+		return -EINVAL;
+	if (count == 0 && (!zero || flags))
+		return -EINVAL;
+
+	/* Place the words at bit o; every word of the shifted value above
+	 * the accumulator must be sign only, and the accumulator's top bit
+	 * must be the sign. */
+	uint64_t a[XW] = {0};
+	unsigned o = (unsigned)(scale - GR_PARTIAL_EXP_MIN), w = o / 64, b = o % 64;
+	uint64_t sign = n && words[n - 1] >> 63 ? UINT64_MAX : 0;
+	for (size_t k = w; k <= w + n; k++) {
+		size_t i = k - w;
+		uint64_t cur = i < n ? words[i] : sign;
+		uint64_t prev = i == 0 ? 0 : words[i - 1];
+		uint64_t x = b ? cur << b | prev >> (64 - b) : cur;
+		if (k < XW)
+			a[k] = x;
+		else if (x != sign)
+			return -EINVAL;
+	}
+	for (size_t k = w + n + 1; k < XW; k++)
+		a[k] = sign;
+	if ((a[XW - 1] >> 63) != (sign & 1))
+		return -EINVAL;
+
+	gr_partial_identity(GR_OP_SUM, GR_DT_F64, ret);
+	ret->count = count;
+	ret->xflags = XF_XACC | (flags & XF_SPECIALS);
+	if (count && !(flags & GR_PARTIAL_NEGZERO))
+		ret->xflags |= XF_SEEN;
+	memcpy(ret->xacc, a, sizeof(ret->xacc));
+	return 0;
+}

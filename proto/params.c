@@ -1,0 +1,250 @@
+/*
+ * A request's params, apart from the parser's states (params.h).
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "params.h"
+
+static const char *const key_names[KEY_N] = {
+	[KEY_OP] = "op",         [KEY_DTYPE] = "dtype",   [KEY_DATA] = "data",
+	[KEY_REGION] = "region", [KEY_OFFSET] = "offset", [KEY_COUNT] = "count",
+	[KEY_BYTES] = "bytes",   [KEY_KIND] = "kind",     [KEY_DEVICE] = "device",
+	[KEY_HANDLE] = "handle", [KEY_PARTIAL] = "partial",
+};
+
+const char *params_key_name(req_key k)
+{
+	return (unsigned)k < KEY_N && key_names[k] ? key_names[k] : "?";
+}
+
+unsigned params_method_keys(gr_method m)
+{
+	return m == GR_METHOD_REDUCE ? REDUCE_KEYS : m == GR_METHOD_MAP ? MAP_KEYS
+		: m == GR_METHOD_UNMAP ? UNMAP_KEYS : 0;
+}
+
+/* "op, dtype, data, ..." for a method's messages. */
+const char *params_method_key_list(gr_method m)
+{
+	switch (m) {
+	case GR_METHOD_REDUCE:
+		return "op, dtype, and data or region, offset, count; partial";
+	case GR_METHOD_MAP:
+		return "bytes, kind, device, handle";
+	case GR_METHOD_UNMAP:
+		return "region";
+	default:
+		return "none";
+	}
+}
+
+/*
+ * Word lookups by length, then bytes: the wire names of types.c (every
+ * one of them is exercised by tests/proto/test-request.c).
+ */
+gr_method params_match_method(const char *w, size_t n)
+{
+	switch (n) {
+	case 3:
+		if (memcmp(w, "map", 3) == 0)
+			return GR_METHOD_MAP;
+		break;
+	case 4:
+		if (memcmp(w, "ping", 4) == 0)
+			return GR_METHOD_PING;
+		if (memcmp(w, "info", 4) == 0)
+			return GR_METHOD_INFO;
+		break;
+	case 5:
+		if (memcmp(w, "stats", 5) == 0)
+			return GR_METHOD_STATS;
+		if (memcmp(w, "unmap", 5) == 0)
+			return GR_METHOD_UNMAP;
+		break;
+	case 6:
+		if (memcmp(w, "reduce", 6) == 0)
+			return GR_METHOD_REDUCE;
+		break;
+	}
+	return GR_METHOD_NONE;
+}
+
+req_key params_match_key(const char *w, size_t n)
+{
+	switch (n) {
+	case 2:
+		if (memcmp(w, "op", 2) == 0)
+			return KEY_OP;
+		break;
+	case 4:
+		if (memcmp(w, "data", 4) == 0)
+			return KEY_DATA;
+		if (memcmp(w, "kind", 4) == 0)
+			return KEY_KIND;
+		break;
+	case 5:
+		if (memcmp(w, "dtype", 5) == 0)
+			return KEY_DTYPE;
+		if (memcmp(w, "count", 5) == 0)
+			return KEY_COUNT;
+		if (memcmp(w, "bytes", 5) == 0)
+			return KEY_BYTES;
+		break;
+	case 6:
+		if (memcmp(w, "region", 6) == 0)
+			return KEY_REGION;
+		if (memcmp(w, "offset", 6) == 0)
+			return KEY_OFFSET;
+		if (memcmp(w, "device", 6) == 0)
+			return KEY_DEVICE;
+		if (memcmp(w, "handle", 6) == 0)
+			return KEY_HANDLE;
+		break;
+	case 7:
+		if (memcmp(w, "partial", 7) == 0)
+			return KEY_PARTIAL;
+		break;
+	}
+	return KEY_NONE;
+}
+
+bool params_match_kind(const char *w, size_t n, gr_map_kind *ret)
+{
+	for (int k = 0; k < GR_MAP_N; k++) {
+		const char *name = gr_map_kind_name((gr_map_kind)k);
+		if (strlen(name) == n && memcmp(w, name, n) == 0) {
+			*ret = (gr_map_kind)k;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool params_match_op(const char *w, size_t n, gr_op *ret)
+{
+	if (n == 3) {
+		if (memcmp(w, "sum", 3) == 0)
+			*ret = GR_OP_SUM;
+		else if (memcmp(w, "min", 3) == 0)
+			*ret = GR_OP_MIN;
+		else if (memcmp(w, "max", 3) == 0)
+			*ret = GR_OP_MAX;
+		else
+			return false;
+		return true;
+	}
+	if (n == 5 && memcmp(w, "sumsq", 5) == 0) {
+		*ret = GR_OP_SUMSQ;
+		return true;
+	}
+	if (n == 6 && memcmp(w, "arg", 3) == 0) {
+		if (memcmp(w + 3, "min", 3) == 0)
+			*ret = GR_OP_ARGMIN;
+		else if (memcmp(w + 3, "max", 3) == 0)
+			*ret = GR_OP_ARGMAX;
+		else
+			return false;
+		return true;
+	}
+	return false;
+}
+
+bool params_match_dtype(const char *w, size_t n, gr_dtype *ret)
+{
+	bool wide;
+
+	if (n != 3)
+		return false;
+	if (w[1] == '3' && w[2] == '2')
+		wide = false;
+	else if (w[1] == '6' && w[2] == '4')
+		wide = true;
+	else
+		return false;
+	switch (w[0]) {
+	case 'i':
+		*ret = wide ? GR_DT_I64 : GR_DT_I32;
+		return true;
+	case 'u':
+		*ret = wide ? GR_DT_U64 : GR_DT_U32;
+		return true;
+	case 'f':
+		*ret = wide ? GR_DT_F64 : GR_DT_F32;
+		return true;
+	}
+	return false;
+}
+
+/* Store an array element as dtype dt in out; NULL or why it cannot be. */
+const char *params_convert(gr_dtype dt, const gr_mp_token *t, uint8_t out[8])
+{
+	if (t->type != GR_MP_UINT && t->type != GR_MP_INT && t->type != GR_MP_FLOAT)
+		return "is not a number";
+	if (t->type == GR_MP_FLOAT && !gr_dtype_is_float(dt))
+		return "is a float, not an integer";
+
+	switch (dt) {
+	case GR_DT_I32: {
+		int32_t v;
+
+		if (t->type == GR_MP_UINT ? t->u.u > INT32_MAX : t->u.i < INT32_MIN)
+			return "is out of range";
+		v = t->type == GR_MP_UINT ? (int32_t)t->u.u : (int32_t)t->u.i;
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	case GR_DT_I64: {
+		int64_t v;
+
+		if (t->type == GR_MP_UINT && t->u.u > INT64_MAX)
+			return "is out of range";
+		v = t->type == GR_MP_UINT ? (int64_t)t->u.u : t->u.i;
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	case GR_DT_U32: {
+		uint32_t v;
+
+		if (t->type == GR_MP_INT || t->u.u > UINT32_MAX)
+			return "is out of range";
+		v = (uint32_t)t->u.u;
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	case GR_DT_U64:
+		if (t->type == GR_MP_INT)
+			return "is out of range";
+		memcpy(out, &t->u.u, 8);
+		return NULL;
+	case GR_DT_F32: {
+		float v;
+
+		if (t->type == GR_MP_UINT)
+			v = (float)t->u.u;
+		else if (t->type == GR_MP_INT)
+			v = (float)t->u.i;
+		else if (t->is_f32 || isnan(t->u.f) || isinf(t->u.f) || fabs(t->u.f) <= FLT_MAX)
+			v = (float)t->u.f;
+		else
+			return "is out of range";
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	case GR_DT_F64: {
+		double v;
+
+		if (t->type == GR_MP_UINT)
+			v = (double)t->u.u;
+		else if (t->type == GR_MP_INT)
+			v = (double)t->u.i;
+		else
+			v = t->u.f;
+		memcpy(out, &v, sizeof(v));
+		return NULL;
+	}
+	default:
+		return "has no dtype";
+	}
+}
