@@ -304,8 +304,10 @@ static void pending_clear(pending *p)
 	free(p->errmsg);
 	free(p->errcode);
 	free(p->reply);
+	free(p->exact);
 	p->errmsg = p->errcode = NULL;
 	p->reply = NULL;
+	p->exact = NULL;
 }
 
 void gpured_close(gpured_t *g)
@@ -362,6 +364,11 @@ static pending *pending_find(gpured_t *g, uint32_t id)
 		return NULL;
 	e = pending_slot(g, off);
 	return e->id == id && e->live ? e : NULL;
+}
+
+pending *client_pending_find(gpured_t *g, uint32_t id)
+{
+	return pending_find(g, id);
 }
 
 static int doneq_push(gpured_t *g, uint32_t id)
@@ -488,6 +495,13 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 			break;
 		}
 	}
+	if (ec == GR_OK && e->partial) {
+		char why[160];
+		int r = client_partial_reply(e, res, why, sizeof(why));
+
+		if (r < 0)
+			return conn_fail(g, r, "%s", why);
+	}
 	e->done = true;
 	if (e->method == GR_METHOD_REDUCE && doneq_push(g, id) < 0)
 		return conn_fail(g, -ENOMEM, "out of memory");
@@ -594,6 +608,11 @@ static int conn_wait_read(gpured_t *g)
 	if (r < 0)
 		return r;
 	return conn_read(g);
+}
+
+int client_wait_read(gpured_t *g)
+{
+	return conn_wait_read(g);
 }
 
 /*
@@ -710,6 +729,8 @@ static void pending_remove(gpured_t *g, pending *e)
 	g->n_live--;
 	if (e->method == GR_METHOD_REDUCE)
 		g->n_live_reduce--;
+	if (e->partial)
+		g->n_live_partial--;
 	/* Nothing left to client_collect: what the queue holds is stale. */
 	if (g->n_live_reduce == 0) {
 		g->doneq_head = 0;
@@ -734,6 +755,12 @@ void client_pending_unadd(gpured_t *g, pending *e)
 int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
 		  uint32_t *ret_id)
 {
+	return client_submit_data(g, op, dt, data, n, /* partial= */ false, ret_id);
+}
+
+int client_submit_data(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		       bool partial, uint32_t *ret_id)
+{
 	struct iovec iov[2];
 	pending *e;
 	size_t esz;
@@ -755,9 +782,14 @@ int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, 
 	if (r < 0)
 		return r;
 	id = e->id;
+	if (partial) {
+		e->partial = true;
+		g->n_live_partial++;
+	}
 
 	g->wbuf.len = 0;
-	r = gr_msg_write_reduce_header(&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
+	r = (partial ? gr_msg_write_reduce_partial_header : gr_msg_write_reduce_header)(
+		&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
 	if (r < 0) {
 		client_pending_unadd(g, e);
 		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
