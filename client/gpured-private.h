@@ -12,7 +12,7 @@
 #include <sys/uio.h>
 
 #include "client/gpured.h"
-#include "proto/exact.h"
+#include "proto/fsum.h"
 #include "proto/mp.h"
 #include "proto/obj.h"
 #include "proto/types.h"
@@ -102,7 +102,7 @@ int client_partial_reply(pending *e, const gr_obj *result, char *why, size_t siz
 /* Whether op and dt have exact partials: sum and sumsq of f32 and f64. */
 bool client_partial_kind(gpured_op op, gpured_dtype dt);
 /* x as the partial of op and dt. */
-void client_partial_from_exact(const gr_exact *x, gpured_op op, gpured_dtype dt,
+void client_partial_from_exact(const gr_fsum *x, gpured_op op, gpured_dtype dt,
 			       gpured_partial *ret);
 /* Wait until entry id has its reply (NULL and *ret_err on failure). */
 pending *client_wait_entry(gpured_t *g, uint32_t id, int *ret_err);

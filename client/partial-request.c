@@ -10,21 +10,21 @@
 #include <string.h>
 
 #include "client/gpured-private.h"
-#include "proto/exact.h"
+#include "proto/fsum.h"
 
 int client_partial_reply(pending *e, const gr_obj *result, char *why, size_t size)
 {
 	char what[128];
-	gr_exact x;
+	gr_fsum x;
 	double v;
 
-	if (gr_exact_parse(result, e->value.count, &x, what, sizeof(what)) < 0) {
+	if (gr_fsum_parse(result, e->value.count, &x, what, sizeof(what)) < 0) {
 		snprintf(why, size, "malformed exact partial: %s", what);
 		return -EPROTO;
 	}
 	/* The daemon rounds the same exact value: a partial that rounds to
 	 * other bits than the value beside it would combine to a wrong sum. */
-	v = gr_exact_round(&x);
+	v = gr_fsum_round(&x);
 	if (e->value.kind != GPURED_KIND_F64 ||
 	    (memcmp(&v, &e->value.v.f, sizeof(v)) != 0 && !(isnan(v) && isnan(e->value.v.f)))) {
 		snprintf(why, size, "exact partial rounds to %a, not to the value %a", v,

@@ -1,6 +1,6 @@
 /*
  * libgpured's exact partials as values (gpured.h, "Exact partials"):
- * gpured_partial carries proto/exact.h's partial with the op and dtype it
+ * gpured_partial carries proto/fsum.h's partial with the op and dtype it
  * belongs to, and the arithmetic is proto's, so that what the library
  * reads off the wire and what it combines obey one set of rules.
  */
@@ -9,15 +9,15 @@
 #include <string.h>
 
 #include "client/gpured-private.h"
-#include "proto/exact.h"
+#include "proto/fsum.h"
 
-_Static_assert(GPURED_PARTIAL_LIMBS_MAX == GR_EXACT_LIMBS_MAX, "limbs");
-_Static_assert(GPURED_PARTIAL_SCALE_MIN == GR_EXACT_SCALE_MIN, "scale");
-_Static_assert(GPURED_PARTIAL_SCALE_MAX == GR_EXACT_SCALE_MAX, "scale");
-_Static_assert((int)GPURED_PARTIAL_NAN == (int)GR_EXACT_NAN, "specials");
-_Static_assert((int)GPURED_PARTIAL_PINF == (int)GR_EXACT_PINF, "specials");
-_Static_assert((int)GPURED_PARTIAL_NINF == (int)GR_EXACT_NINF, "specials");
-_Static_assert((int)GPURED_PARTIAL_NEGZERO == (int)GR_EXACT_NEGZERO, "specials");
+_Static_assert(GPURED_PARTIAL_LIMBS_MAX == GR_FSUM_LIMBS_MAX, "limbs");
+_Static_assert(GPURED_PARTIAL_SCALE_MIN == GR_FSUM_SCALE_MIN, "scale");
+_Static_assert(GPURED_PARTIAL_SCALE_MAX == GR_FSUM_SCALE_MAX, "scale");
+_Static_assert((int)GPURED_PARTIAL_NAN == (int)GR_FSUM_NAN, "specials");
+_Static_assert((int)GPURED_PARTIAL_PINF == (int)GR_FSUM_PINF, "specials");
+_Static_assert((int)GPURED_PARTIAL_NINF == (int)GR_FSUM_NINF, "specials");
+_Static_assert((int)GPURED_PARTIAL_NEGZERO == (int)GR_FSUM_NEGZERO, "specials");
 
 bool client_partial_kind(gpured_op op, gpured_dtype dt)
 {
@@ -25,7 +25,7 @@ bool client_partial_kind(gpured_op op, gpured_dtype dt)
 	       (dt == GPURED_F32 || dt == GPURED_F64);
 }
 
-static void to_exact(const gpured_partial *p, gr_exact *ret)
+static void to_exact(const gpured_partial *p, gr_fsum *ret)
 {
 	ret->count = p->count;
 	ret->scale = p->scale;
@@ -34,7 +34,7 @@ static void to_exact(const gpured_partial *p, gr_exact *ret)
 	memcpy(ret->limbs, p->limbs, sizeof(ret->limbs));
 }
 
-void client_partial_from_exact(const gr_exact *x, gpured_op op, gpured_dtype dt,
+void client_partial_from_exact(const gr_fsum *x, gpured_op op, gpured_dtype dt,
 			       gpured_partial *ret)
 {
 	ret->op = op;
@@ -58,7 +58,7 @@ int gpured_partial_init(gpured_partial *ret, gpured_op op, gpured_dtype dt)
 
 int gpured_partial_combine(gpured_partial *acc, const gpured_partial *next)
 {
-	gr_exact a, b;
+	gr_fsum a, b;
 	int r;
 
 	if (!client_partial_kind(acc->op, acc->dtype) || acc->op != next->op ||
@@ -66,7 +66,7 @@ int gpured_partial_combine(gpured_partial *acc, const gpured_partial *next)
 		return -EINVAL;
 	to_exact(acc, &a);
 	to_exact(next, &b);
-	r = gr_exact_combine(&a, &b);
+	r = gr_fsum_combine(&a, &b);
 	if (r < 0)
 		return r;
 	client_partial_from_exact(&a, acc->op, acc->dtype, acc);
@@ -75,13 +75,13 @@ int gpured_partial_combine(gpured_partial *acc, const gpured_partial *next)
 
 int gpured_partial_round(const gpured_partial *p, double *ret)
 {
-	gr_exact x;
+	gr_fsum x;
 
 	if (!client_partial_kind(p->op, p->dtype))
 		return -EINVAL;
 	to_exact(p, &x);
-	if (gr_exact_check(&x, NULL, 0) < 0)
+	if (gr_fsum_check(&x, NULL, 0) < 0)
 		return -EINVAL;
-	*ret = gr_exact_round(&x);
+	*ret = gr_fsum_round(&x);
 	return 0;
 }

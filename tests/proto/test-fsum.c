@@ -1,5 +1,5 @@
 /*
- * Exact partials (proto/exact.h): what the daemon writes, the client reads
+ * Exact partials (proto/fsum.h): what the daemon writes, the client reads
  * back; every malformed "exact" map is refused with a reason; and the
  * arithmetic on random partials, at any scales, agrees with an
  * independent big-integer sum here, rounded by the C library's strtod()
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "proto/exact.h"
+#include "proto/fsum.h"
 #include "proto/message.h"
 #include "proto/obj.h"
 
@@ -52,7 +52,7 @@ static void test_request_bytes(void)
 
 /* Write the daemon's response with these limbs, read it as a client. */
 static int read_back(const uint64_t *limbs, size_t n, int scale, unsigned specials, double value,
-		     uint64_t count, gr_exact *ret, char *why, size_t size)
+		     uint64_t count, gr_fsum *ret, char *why, size_t size)
 {
 	gr_value v = { .kind = GR_KIND_F64, .f = value };
 	gr_obj_tree t = { 0 };
@@ -65,7 +65,7 @@ static int read_back(const uint64_t *limbs, size_t n, int scale, unsigned specia
 	CHECK(gr_msg_write_response_exact(&b, 5, &v, count, limbs, n, scale, specials) == 0);
 	CHECK(gr_obj_parse(b.data, b.len, &gr_msg_response_limits, &t) == (long)b.len);
 	CHECK(gr_msg_parse_response(t.root, NULL, &code, NULL, NULL, &res) == 0 && code == GR_OK);
-	r = gr_exact_parse(res, count, ret, why, size);
+	r = gr_fsum_parse(res, count, ret, why, size);
 	gr_obj_tree_deinit(&t);
 	gr_buf_deinit(&b);
 	return r;
@@ -73,7 +73,7 @@ static int read_back(const uint64_t *limbs, size_t n, int scale, unsigned specia
 
 static void test_read_back(void)
 {
-	gr_exact x;
+	gr_fsum x;
 	char why[128];
 
 	/* The daemon's grid: scale -2176 + 64k, low zero bits, a top word of
@@ -85,26 +85,26 @@ static void test_read_back(void)
 	uint64_t m[2] = { 0, UINT64_MAX };
 	CHECK(read_back(m, 2, -2176, 0, 0.0, 1, &x, why, sizeof(why)) == 0);
 	CHECK(x.nlimbs == 1 && x.limbs[0] == UINT64_MAX && x.scale == -2112);
-	CHECK(same(gr_exact_round(&x), -0.0));
+	CHECK(same(gr_fsum_round(&x), -0.0));
 	/* words are little-endian on the wire */
 	uint64_t one = 0x0807060504030201ull;
 	CHECK(read_back(&one, 1, 0, 0, 0x0807060504030201p0, 9, &x, why, sizeof(why)) == 0);
 	CHECK(x.nlimbs == 1 && x.limbs[0] == one && x.scale == 0);
 	uint8_t le[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-	CHECK(gr_exact_from_wire(&x, 9, le, 8, 0, 0, why, sizeof(why)) == 0);
+	CHECK(gr_fsum_from_wire(&x, 9, le, 8, 0, 0, why, sizeof(why)) == 0);
 	CHECK(x.limbs[0] == one);
 	/* nothing at all; and -0 */
 	CHECK(read_back(NULL, 0, 0, 0, 0.0, 0, &x, why, sizeof(why)) == 0);
 	CHECK(x.count == 0 && x.nlimbs == 0 && x.scale == 0 && x.specials == 0);
-	CHECK(read_back(NULL, 0, 0, GR_EXACT_NEGZERO, -0.0, 4, &x, why, sizeof(why)) == 0);
-	CHECK(same(gr_exact_round(&x), -0.0));
+	CHECK(read_back(NULL, 0, 0, GR_FSUM_NEGZERO, -0.0, 4, &x, why, sizeof(why)) == 0);
+	CHECK(same(gr_fsum_round(&x), -0.0));
 	/* the widest: 68 words at -2176, just below 2^2175 */
 	uint64_t wide[68];
 	memset(wide, 0xff, sizeof(wide));
 	wide[67] = INT64_MAX;
 	CHECK(read_back(wide, 68, -2176, 0, INFINITY, 1, &x, why, sizeof(why)) == 0);
 	CHECK(x.nlimbs == 68 && x.scale == -2176);
-	CHECK(gr_exact_round(&x) == INFINITY);
+	CHECK(gr_fsum_round(&x) == INFINITY);
 	/* twice that is out of range, as is any 69th word */
 	uint64_t w69[69] = { 1 };
 	CHECK(read_back(wide, 68, -2175, 0, 0.0, 1, &x, why, sizeof(why)) == -EBADMSG);
@@ -117,7 +117,7 @@ static void test_read_back(void)
 static int parse_with(void (*fn)(gr_buf *), uint64_t count, char *why, size_t size)
 {
 	gr_obj_tree t = { 0 };
-	gr_exact x;
+	gr_fsum x;
 	gr_buf b;
 	int r;
 
@@ -127,7 +127,7 @@ static int parse_with(void (*fn)(gr_buf *), uint64_t count, char *why, size_t si
 	fn(&b);
 	CHECK(gr_obj_parse(b.data, b.len, &gr_msg_response_limits, &t) == (long)b.len);
 	memset(why, 0, size);
-	r = gr_exact_parse(t.root, count, &x, why, size);
+	r = gr_fsum_parse(t.root, count, &x, why, size);
 	gr_obj_tree_deinit(&t);
 	gr_buf_deinit(&b);
 	return r;
@@ -264,36 +264,36 @@ static void test_malformed(void)
 	CHECK(parse_with(ex_extra_key, 1, why, sizeof(why)) == 0);
 
 	/* The rules on a well-formed map. */
-	gr_exact x;
+	gr_fsum x;
 	uint8_t one[8] = { 1 }, neg[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	CHECK(gr_exact_from_wire(&x, 1, one, 8, -2177, 0, why, sizeof(why)) == -EINVAL);
+	CHECK(gr_fsum_from_wire(&x, 1, one, 8, -2177, 0, why, sizeof(why)) == -EINVAL);
 	CHECK(strstr(why, "scale -2177 outside -2176..2175"));
-	CHECK(gr_exact_from_wire(&x, 1, one, 8, 2176, 0, why, sizeof(why)) == -EINVAL);
-	CHECK(gr_exact_from_wire(&x, 1, one, 8, 2175, 0, why, sizeof(why)) == -EINVAL);
+	CHECK(gr_fsum_from_wire(&x, 1, one, 8, 2176, 0, why, sizeof(why)) == -EINVAL);
+	CHECK(gr_fsum_from_wire(&x, 1, one, 8, 2175, 0, why, sizeof(why)) == -EINVAL);
 	CHECK_MSG(strstr(why, "out of range"), "%s", why);
-	CHECK(gr_exact_from_wire(&x, 1, neg, 8, 2175, 0, why, sizeof(why)) == 0); /* -2^2175 */
-	CHECK(gr_exact_round(&x) == -INFINITY);
-	CHECK(gr_exact_from_wire(&x, 1, one, 8, 2174, 0, why, sizeof(why)) == 0);
+	CHECK(gr_fsum_from_wire(&x, 1, neg, 8, 2175, 0, why, sizeof(why)) == 0); /* -2^2175 */
+	CHECK(gr_fsum_round(&x) == -INFINITY);
+	CHECK(gr_fsum_from_wire(&x, 1, one, 8, 2174, 0, why, sizeof(why)) == 0);
 	for (unsigned bit = 3; bit < 64; bit++) {
 		if (bit == 4)
 			continue;
-		CHECK(gr_exact_from_wire(&x, 1, NULL, 0, 0, 1ull << bit, why, sizeof(why)) == -EINVAL);
+		CHECK(gr_fsum_from_wire(&x, 1, NULL, 0, 0, 1ull << bit, why, sizeof(why)) == -EINVAL);
 		CHECK(strstr(why, "unknown specials bits"));
 	}
-	CHECK(gr_exact_from_wire(&x, 0, one, 8, 0, 0, why, sizeof(why)) == -EINVAL);
+	CHECK(gr_fsum_from_wire(&x, 0, one, 8, 0, 0, why, sizeof(why)) == -EINVAL);
 	CHECK(strstr(why, "no elements"));
-	CHECK(gr_exact_from_wire(&x, 0, NULL, 0, 0, GR_EXACT_NAN, why, sizeof(why)) == -EINVAL);
-	CHECK(gr_exact_from_wire(&x, 0, NULL, 0, 0, GR_EXACT_NEGZERO, why, sizeof(why)) == -EINVAL);
-	CHECK(gr_exact_from_wire(&x, 2, one, 8, 0, GR_EXACT_NEGZERO, why, sizeof(why)) == -EINVAL);
+	CHECK(gr_fsum_from_wire(&x, 0, NULL, 0, 0, GR_FSUM_NAN, why, sizeof(why)) == -EINVAL);
+	CHECK(gr_fsum_from_wire(&x, 0, NULL, 0, 0, GR_FSUM_NEGZERO, why, sizeof(why)) == -EINVAL);
+	CHECK(gr_fsum_from_wire(&x, 2, one, 8, 0, GR_FSUM_NEGZERO, why, sizeof(why)) == -EINVAL);
 	CHECK(strstr(why, "every element -0"));
-	CHECK(gr_exact_from_wire(&x, 2, NULL, 0, 0, GR_EXACT_NEGZERO | GR_EXACT_NAN, why,
+	CHECK(gr_fsum_from_wire(&x, 2, NULL, 0, 0, GR_FSUM_NEGZERO | GR_FSUM_NAN, why,
 				 sizeof(why)) == -EINVAL);
 	/* zero limbs are zero, whatever their number and scale */
 	uint8_t zeros[16] = { 0 };
-	CHECK(gr_exact_from_wire(&x, 2, zeros, 16, 77, GR_EXACT_NEGZERO, why, sizeof(why)) == 0);
-	CHECK(x.nlimbs == 0 && x.scale == 0 && same(gr_exact_round(&x), -0.0));
+	CHECK(gr_fsum_from_wire(&x, 2, zeros, 16, 77, GR_FSUM_NEGZERO, why, sizeof(why)) == 0);
+	CHECK(x.nlimbs == 0 && x.scale == 0 && same(gr_fsum_round(&x), -0.0));
 	/* why may be NULL */
-	CHECK(gr_exact_from_wire(&x, 1, one, 7, 0, 0, NULL, 0) == -EINVAL);
+	CHECK(gr_fsum_from_wire(&x, 1, one, 7, 0, 0, NULL, 0) == -EINVAL);
 }
 
 /* ---- random partials against an independent sum -------------------------- */
@@ -328,7 +328,7 @@ static void t_add_word(uint64_t *a, unsigned __int128 v, unsigned w, bool neg)
 /* a += w[0..n) x 2^scale, w two's complement */
 static void t_add(uint64_t *a, const uint64_t *w, size_t n, int scale)
 {
-	uint64_t mag[GR_EXACT_LIMBS_MAX];
+	uint64_t mag[GR_FSUM_LIMBS_MAX];
 	bool neg = n && w[n - 1] >> 63;
 	unsigned off = (unsigned)(scale + TBASE);
 
@@ -377,12 +377,12 @@ static uint64_t rnd(uint64_t *s)
 
 /* A random valid partial: few or many words of random patterns at a
  * random scale, sometimes specials. */
-static void random_partial(uint64_t *s, gr_exact *x)
+static void random_partial(uint64_t *s, gr_fsum *x)
 {
 	for (;;) {
 		unsigned n = rnd(s) % 8 == 0 ? (unsigned)(rnd(s) % 69) : (unsigned)(rnd(s) % 4);
 
-		gr_exact_init(x);
+		gr_fsum_init(x);
 		x->count = 1 + rnd(s) % 1000;
 		x->nlimbs = n;
 		for (unsigned k = 0; k < n; k++) {
@@ -395,30 +395,30 @@ static void random_partial(uint64_t *s, gr_exact *x)
 		}
 		/* scales near the ends of the range and near a double's */
 		switch (rnd(s) % 4) {
-		case 0: x->scale = GR_EXACT_SCALE_MIN + (int32_t)(rnd(s) % 130); break;
+		case 0: x->scale = GR_FSUM_SCALE_MIN + (int32_t)(rnd(s) % 130); break;
 		case 1: x->scale = (int32_t)(rnd(s) % 2200) - 1150; break;
-		case 2: x->scale = GR_EXACT_SCALE_MAX + 1 - 64 * (int32_t)n - (int32_t)(rnd(s) % 3); break;
+		case 2: x->scale = GR_FSUM_SCALE_MAX + 1 - 64 * (int32_t)n - (int32_t)(rnd(s) % 3); break;
 		default:
-			x->scale = GR_EXACT_SCALE_MIN + (int32_t)(rnd(s) % (GR_EXACT_SCALE_MAX -
-									    GR_EXACT_SCALE_MIN + 1));
+			x->scale = GR_FSUM_SCALE_MIN + (int32_t)(rnd(s) % (GR_FSUM_SCALE_MAX -
+									    GR_FSUM_SCALE_MIN + 1));
 		}
 		if (rnd(s) % 16 == 0)
 			x->specials = (uint32_t)(rnd(s) % 8);
-		if (gr_exact_check(x, NULL, 0) == 0)
+		if (gr_fsum_check(x, NULL, 0) == 0)
 			return;
 	}
 }
 
-static bool exact_equal(const gr_exact *a, const gr_exact *b)
+static bool exact_equal(const gr_fsum *a, const gr_fsum *b)
 {
 	return a->count == b->count && a->scale == b->scale && a->specials == b->specials &&
 	       a->nlimbs == b->nlimbs && memcmp(a->limbs, b->limbs, sizeof(a->limbs)) == 0;
 }
 
-static void check_canonical(const gr_exact *x)
+static void check_canonical(const gr_fsum *x)
 {
-	CHECK(gr_exact_check(x, NULL, 0) == 0);
-	for (unsigned k = x->nlimbs; k < GR_EXACT_LIMBS_MAX; k++)
+	CHECK(gr_fsum_check(x, NULL, 0) == 0);
+	for (unsigned k = x->nlimbs; k < GR_FSUM_LIMBS_MAX; k++)
 		CHECK(x->limbs[k] == 0);
 	if (x->nlimbs == 0) {
 		CHECK(x->scale == 0);
@@ -437,7 +437,7 @@ static void test_random(void)
 	unsigned ranged = 0, rounded = 0;
 
 	for (unsigned it = 0; it < 20000; it++) {
-		gr_exact a, b, c, ab, ba, abc1, abc2;
+		gr_fsum a, b, c, ab, ba, abc1, abc2;
 		uint64_t sum[TW] = { 0 }, got[TW] = { 0 };
 
 		random_partial(&s, &a);
@@ -448,16 +448,16 @@ static void test_random(void)
 
 		/* canonical form keeps the value */
 		ab = a;
-		CHECK(gr_exact_canonical(&ab, NULL, 0) == 0);
+		CHECK(gr_fsum_canonical(&ab, NULL, 0) == 0);
 		check_canonical(&ab);
 		t_add(sum, a.limbs, a.nlimbs, a.scale);
 		t_add(got, ab.limbs, ab.nlimbs, ab.scale);
 		CHECK(memcmp(sum, got, sizeof(sum)) == 0);
-		CHECK(same(gr_exact_round(&a), gr_exact_round(&ab)));
+		CHECK(same(gr_fsum_round(&a), gr_fsum_round(&ab)));
 
 		ab = a;
 		ba = b;
-		int r1 = gr_exact_combine(&ab, &b), r2 = gr_exact_combine(&ba, &a);
+		int r1 = gr_fsum_combine(&ab, &b), r2 = gr_fsum_combine(&ba, &a);
 		CHECK(r1 == r2);
 		if (r1 == -ERANGE) {
 			ranged++;
@@ -475,49 +475,49 @@ static void test_random(void)
 		t_add(got, ab.limbs, ab.nlimbs, ab.scale);
 		CHECK_MSG(memcmp(sum, got, sizeof(sum)) == 0, "iteration %u", it);
 		CHECK(ab.count == a.count + b.count);
-		if (!(ab.specials & (GR_EXACT_NAN | GR_EXACT_PINF | GR_EXACT_NINF))) {
-			double want = t_round(sum), have = gr_exact_round(&ab);
+		if (!(ab.specials & (GR_FSUM_NAN | GR_FSUM_PINF | GR_FSUM_NINF))) {
+			double want = t_round(sum), have = gr_fsum_round(&ab);
 			/* an exact zero: -0 only when both pieces were all -0 */
-			CHECK((ab.specials & GR_EXACT_NEGZERO) ==
-			      (a.specials & b.specials & GR_EXACT_NEGZERO));
+			CHECK((ab.specials & GR_FSUM_NEGZERO) ==
+			      (a.specials & b.specials & GR_FSUM_NEGZERO));
 			if (ab.nlimbs == 0)
-				want = ab.specials & GR_EXACT_NEGZERO ? -0.0 : 0.0;
+				want = ab.specials & GR_FSUM_NEGZERO ? -0.0 : 0.0;
 			CHECK_MSG(same(have, want), "iteration %u: %a, strtod says %a", it, have, want);
 			rounded++;
 		}
 
 		/* associative */
 		abc1 = ab;
-		if (gr_exact_combine(&abc1, &c) != 0)
+		if (gr_fsum_combine(&abc1, &c) != 0)
 			continue;
-		gr_exact bc = b;
-		if (gr_exact_combine(&bc, &c) != 0)
+		gr_fsum bc = b;
+		if (gr_fsum_combine(&bc, &c) != 0)
 			continue;
 		abc2 = a;
-		CHECK(gr_exact_combine(&abc2, &bc) == 0);
+		CHECK(gr_fsum_combine(&abc2, &bc) == 0);
 		CHECK(exact_equal(&abc1, &abc2));
 	}
 	printf("%u rounded against strtod, %u combinations out of range\n", rounded, ranged);
 	CHECK(rounded > 10000 && ranged > 0);
 
 	/* the empty partial is the identity; an invalid one changes nothing */
-	gr_exact e, a, keep;
-	gr_exact_init(&e);
+	gr_fsum e, a, keep;
+	gr_fsum_init(&e);
 	random_partial(&s, &a);
 	keep = a;
-	CHECK(gr_exact_canonical(&keep, NULL, 0) == 0);
-	CHECK(gr_exact_combine(&a, &e) == 0 && exact_equal(&a, &keep));
-	CHECK(gr_exact_combine(&e, &a) == 0 && exact_equal(&e, &keep));
-	gr_exact bad = keep;
+	CHECK(gr_fsum_canonical(&keep, NULL, 0) == 0);
+	CHECK(gr_fsum_combine(&a, &e) == 0 && exact_equal(&a, &keep));
+	CHECK(gr_fsum_combine(&e, &a) == 0 && exact_equal(&e, &keep));
+	gr_fsum bad = keep;
 	bad.specials |= 32;
-	CHECK(gr_exact_combine(&a, &bad) == -EINVAL && exact_equal(&a, &keep));
+	CHECK(gr_fsum_combine(&a, &bad) == -EINVAL && exact_equal(&a, &keep));
 	bad = keep;
-	bad.nlimbs = GR_EXACT_LIMBS_MAX + 1;
-	CHECK(gr_exact_combine(&bad, &a) == -EINVAL);
+	bad.nlimbs = GR_FSUM_LIMBS_MAX + 1;
+	CHECK(gr_fsum_combine(&bad, &a) == -EINVAL);
 	/* counts past 2^64 - 1 */
 	bad = keep;
 	bad.count = UINT64_MAX;
-	CHECK(gr_exact_combine(&bad, &a) == -ERANGE && bad.count == UINT64_MAX);
+	CHECK(gr_fsum_combine(&bad, &a) == -ERANGE && bad.count == UINT64_MAX);
 }
 
 int main(void)

@@ -1,7 +1,7 @@
 /*
  * Exact partials: the limb arithmetic. Values are added and rounded on a
  * fixed grid, a two's complement integer of XW words whose bit 0 weighs
- * 2^GR_EXACT_SCALE_MIN: one word more than the range needs, so that the
+ * 2^GR_FSUM_SCALE_MIN: one word more than the range needs, so that the
  * sum of two values in range cannot wrap, and the range check comes after
  * the addition.
  */
@@ -13,13 +13,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exact.h"
+#include "fsum.h"
 
-#define XW (GR_EXACT_LIMBS_MAX + 1)
+#define XW (GR_FSUM_LIMBS_MAX + 1)
 /* Bits a value in range takes, sign included, on the grid. */
-#define RANGE_BITS (64L * GR_EXACT_LIMBS_MAX)
+#define RANGE_BITS (64L * GR_FSUM_LIMBS_MAX)
 /* The grid bit of the least subnormal double, 2^-1074. */
-#define BIT_SUBMIN (-1074L - GR_EXACT_SCALE_MIN)
+#define BIT_SUBMIN (-1074L - GR_FSUM_SCALE_MIN)
 
 __attribute__((format(printf, 3, 4)))
 static int fail(char *why, size_t size, const char *fmt, ...)
@@ -91,40 +91,40 @@ static long low_bit(const uint64_t *w, size_t n)
 	return 64L * (long)i + __builtin_ctzll(w[i]);
 }
 
-void gr_exact_init(gr_exact *ret)
+void gr_fsum_init(gr_fsum *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 }
 
-int gr_exact_check(const gr_exact *x, char *why, size_t size)
+int gr_fsum_check(const gr_fsum *x, char *why, size_t size)
 {
 	bool zero;
 
-	if (x->nlimbs > GR_EXACT_LIMBS_MAX)
+	if (x->nlimbs > GR_FSUM_LIMBS_MAX)
 		return fail(why, size, "%" PRIu32 " limbs, more than %d", x->nlimbs,
-			    GR_EXACT_LIMBS_MAX);
-	if (x->scale < GR_EXACT_SCALE_MIN || x->scale > GR_EXACT_SCALE_MAX)
+			    GR_FSUM_LIMBS_MAX);
+	if (x->scale < GR_FSUM_SCALE_MIN || x->scale > GR_FSUM_SCALE_MAX)
 		return fail(why, size, "scale %" PRId32 " outside %d..%d", x->scale,
-			    GR_EXACT_SCALE_MIN, GR_EXACT_SCALE_MAX);
-	if (x->specials & ~(uint32_t)GR_EXACT_SPECIALS)
+			    GR_FSUM_SCALE_MIN, GR_FSUM_SCALE_MAX);
+	if (x->specials & ~(uint32_t)GR_FSUM_SPECIALS)
 		return fail(why, size, "unknown specials bits 0x%" PRIx32,
-			    x->specials & ~(uint32_t)GR_EXACT_SPECIALS);
+			    x->specials & ~(uint32_t)GR_FSUM_SPECIALS);
 	zero = is_zero(x->limbs, x->nlimbs);
-	if (!zero && (x->scale - GR_EXACT_SCALE_MIN) + tc_bits(x->limbs, x->nlimbs) > RANGE_BITS)
+	if (!zero && (x->scale - GR_FSUM_SCALE_MIN) + tc_bits(x->limbs, x->nlimbs) > RANGE_BITS)
 		return fail(why, size, "value out of range: at least 2^%d in magnitude",
-			    GR_EXACT_SCALE_MAX);
+			    GR_FSUM_SCALE_MAX);
 	if (x->count == 0 && (!zero || x->specials))
 		return fail(why, size, "no elements, yet a non-zero value or specials");
-	if ((x->specials & GR_EXACT_NEGZERO) && (x->specials != GR_EXACT_NEGZERO || !zero))
+	if ((x->specials & GR_FSUM_NEGZERO) && (x->specials != GR_FSUM_NEGZERO || !zero))
 		return fail(why, size, "every element -0, yet a non-zero value, a NaN or an infinity");
 	return 0;
 }
 
 /* The value of a valid x on the grid. */
-static void grid_place(uint64_t *a, const gr_exact *x)
+static void grid_place(uint64_t *a, const gr_fsum *x)
 {
 	uint64_t sign = sign_word(x->limbs, x->nlimbs);
-	long o = x->scale - GR_EXACT_SCALE_MIN;
+	long o = x->scale - GR_FSUM_SCALE_MIN;
 
 	for (long k = 0; k < XW; k++)
 		a[k] = bits_at(x->limbs, x->nlimbs, sign, 64 * k - o);
@@ -154,7 +154,7 @@ static void grid_negate(uint64_t *a)
 
 /* The value on the grid as x's canonical limbs and scale; -ERANGE when it
  * is out of range (x untouched). */
-static int grid_export(const uint64_t *a, gr_exact *x)
+static int grid_export(const uint64_t *a, gr_fsum *x)
 {
 	uint64_t sign = sign_word(a, XW);
 	long len, low;
@@ -171,17 +171,17 @@ static int grid_export(const uint64_t *a, gr_exact *x)
 		return -ERANGE;
 	low = low_bit(a, XW);
 	n = (size_t)(len - low + 63) / 64;
-	for (size_t k = 0; k < GR_EXACT_LIMBS_MAX; k++)
+	for (size_t k = 0; k < GR_FSUM_LIMBS_MAX; k++)
 		x->limbs[k] = k < n ? bits_at(a, XW, sign, low + 64 * (long)k) : 0;
 	x->nlimbs = (uint32_t)n;
-	x->scale = (int32_t)(GR_EXACT_SCALE_MIN + low);
+	x->scale = (int32_t)(GR_FSUM_SCALE_MIN + low);
 	return 0;
 }
 
-int gr_exact_canonical(gr_exact *x, char *why, size_t size)
+int gr_fsum_canonical(gr_fsum *x, char *why, size_t size)
 {
 	uint64_t a[XW];
-	int r = gr_exact_check(x, why, size);
+	int r = gr_fsum_check(x, why, size);
 
 	if (r < 0)
 		return r;
@@ -190,23 +190,23 @@ int gr_exact_canonical(gr_exact *x, char *why, size_t size)
 	return grid_export(a, x);
 }
 
-int gr_exact_from_wire(gr_exact *ret, uint64_t count, const uint8_t *limbs, size_t nbytes,
+int gr_fsum_from_wire(gr_fsum *ret, uint64_t count, const uint8_t *limbs, size_t nbytes,
 		       int64_t scale, uint64_t specials, char *why, size_t size)
 {
-	gr_exact x = { .count = count };
+	gr_fsum x = { .count = count };
 	int r;
 
 	if (nbytes % 8)
 		return fail(why, size, "limbs of %zu bytes, not a multiple of 8", nbytes);
-	if (nbytes / 8 > GR_EXACT_LIMBS_MAX)
+	if (nbytes / 8 > GR_FSUM_LIMBS_MAX)
 		return fail(why, size, "limbs of %zu words, more than %d", nbytes / 8,
-			    GR_EXACT_LIMBS_MAX);
-	if (scale < GR_EXACT_SCALE_MIN || scale > GR_EXACT_SCALE_MAX)
-		return fail(why, size, "scale %" PRId64 " outside %d..%d", scale, GR_EXACT_SCALE_MIN,
-			    GR_EXACT_SCALE_MAX);
-	if (specials & ~(uint64_t)GR_EXACT_SPECIALS)
+			    GR_FSUM_LIMBS_MAX);
+	if (scale < GR_FSUM_SCALE_MIN || scale > GR_FSUM_SCALE_MAX)
+		return fail(why, size, "scale %" PRId64 " outside %d..%d", scale, GR_FSUM_SCALE_MIN,
+			    GR_FSUM_SCALE_MAX);
+	if (specials & ~(uint64_t)GR_FSUM_SPECIALS)
 		return fail(why, size, "unknown specials bits 0x%" PRIx64,
-			    specials & ~(uint64_t)GR_EXACT_SPECIALS);
+			    specials & ~(uint64_t)GR_FSUM_SPECIALS);
 	x.nlimbs = (uint32_t)(nbytes / 8);
 	x.scale = (int32_t)scale;
 	x.specials = (uint32_t)specials;
@@ -217,14 +217,14 @@ int gr_exact_from_wire(gr_exact *ret, uint64_t count, const uint8_t *limbs, size
 			w |= (uint64_t)limbs[8 * i + k] << (8 * k);
 		x.limbs[i] = w;
 	}
-	r = gr_exact_canonical(&x, why, size);
+	r = gr_fsum_canonical(&x, why, size);
 	if (r < 0)
 		return r;
 	*ret = x;
 	return 0;
 }
 
-int gr_exact_parse(const gr_obj *result, uint64_t count, gr_exact *ret, char *why, size_t size)
+int gr_fsum_parse(const gr_obj *result, uint64_t count, gr_fsum *ret, char *why, size_t size)
 {
 	const gr_obj *ex = gr_obj_get(result, "exact"), *limbs, *scale, *specials;
 	int64_t s;
@@ -258,23 +258,23 @@ int gr_exact_parse(const gr_obj *result, uint64_t count, gr_exact *ret, char *wh
 		fail(why, size, "\"specials\" is not an unsigned integer");
 		return -EBADMSG;
 	}
-	if (gr_exact_from_wire(ret, count, (const uint8_t *)limbs->v.str, limbs->len, s,
+	if (gr_fsum_from_wire(ret, count, (const uint8_t *)limbs->v.str, limbs->len, s,
 			       specials->v.u, why, size) < 0)
 		return -EBADMSG;
 	return 0;
 }
 
-int gr_exact_combine(gr_exact *acc, const gr_exact *next)
+int gr_fsum_combine(gr_fsum *acc, const gr_fsum *next)
 {
 	uint64_t a[XW], b[XW];
-	gr_exact t;
+	gr_fsum t;
 	int r;
 
-	if (gr_exact_check(acc, NULL, 0) < 0 || gr_exact_check(next, NULL, 0) < 0)
+	if (gr_fsum_check(acc, NULL, 0) < 0 || gr_fsum_check(next, NULL, 0) < 0)
 		return -EINVAL;
 	if (next->count == 0 || acc->count == 0) {
 		t = next->count == 0 ? *acc : *next;
-		r = gr_exact_canonical(&t, NULL, 0);
+		r = gr_fsum_canonical(&t, NULL, 0);
 		if (r < 0)
 			return r;
 		*acc = t;
@@ -286,9 +286,9 @@ int gr_exact_combine(gr_exact *acc, const gr_exact *next)
 	grid_place(b, next);
 	grid_add(a, b);
 	t.count = acc->count + next->count;
-	t.specials = (acc->specials | next->specials) & (GR_EXACT_NAN | GR_EXACT_PINF | GR_EXACT_NINF);
+	t.specials = (acc->specials | next->specials) & (GR_FSUM_NAN | GR_FSUM_PINF | GR_FSUM_NINF);
 	/* both have elements */
-	t.specials |= acc->specials & next->specials & GR_EXACT_NEGZERO;
+	t.specials |= acc->specials & next->specials & GR_FSUM_NEGZERO;
 	r = grid_export(a, &t);
 	if (r < 0)
 		return r;
@@ -296,22 +296,22 @@ int gr_exact_combine(gr_exact *acc, const gr_exact *next)
 	return 0;
 }
 
-double gr_exact_round(const gr_exact *x)
+double gr_fsum_round(const gr_fsum *x)
 {
 	uint64_t a[XW], m;
 	long h, lo;
 	bool neg, half, sticky;
 
-	if ((x->specials & GR_EXACT_NAN) ||
-	    (x->specials & (GR_EXACT_PINF | GR_EXACT_NINF)) == (GR_EXACT_PINF | GR_EXACT_NINF))
+	if ((x->specials & GR_FSUM_NAN) ||
+	    (x->specials & (GR_FSUM_PINF | GR_FSUM_NINF)) == (GR_FSUM_PINF | GR_FSUM_NINF))
 		return NAN;
-	if (x->specials & GR_EXACT_PINF)
+	if (x->specials & GR_FSUM_PINF)
 		return INFINITY;
-	if (x->specials & GR_EXACT_NINF)
+	if (x->specials & GR_FSUM_NINF)
 		return -INFINITY;
 	grid_place(a, x);
 	if (is_zero(a, XW))
-		return x->specials & GR_EXACT_NEGZERO ? -0.0 : 0.0;
+		return x->specials & GR_FSUM_NEGZERO ? -0.0 : 0.0;
 	neg = a[XW - 1] >> 63;
 	if (neg)
 		grid_negate(a);
@@ -325,6 +325,6 @@ double gr_exact_round(const gr_exact *x)
 		m++;
 	/* exact (m <= 2^53, its last bit at least 2^-1074), or +inf when
 	 * the value rounds to 2^1024 or past it */
-	double v = ldexp((double)m, (int)(lo + GR_EXACT_SCALE_MIN));
+	double v = ldexp((double)m, (int)(lo + GR_FSUM_SCALE_MIN));
 	return neg ? -v : v;
 }
