@@ -1,6 +1,7 @@
 /*
  * libgpured's internals, shared by its files (gpured.c: the connection,
- * its requests and replies; region.c: shared-memory regions). Nothing
+ * its requests and replies; region.c: shared-memory regions;
+ * partial-request.c: requests for exact partials). Nothing
  * here is exported: libgpured.sym keeps the library's ABI to gpured_*.
  */
 #pragma once
@@ -11,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "client/gpured.h"
+#include "proto/fsum.h"
 #include "proto/mp.h"
 #include "proto/obj.h"
 #include "proto/types.h"
@@ -24,12 +26,14 @@ typedef struct pending {
 	gr_dtype dtype;
 	bool live;        /* outstanding: not yet collected */
 	bool done;        /* its reply arrived */
+	bool partial;     /* reduce with "partial": true */
 	int err;          /* when done: 0 or the request's error */
 	char *errmsg;     /* server message, when err */
 	char *errcode;    /* server code name, when err */
 	gpured_value value;
 	uint8_t *reply;   /* stats/info: the whole reply message */
 	size_t reply_len;
+	gpured_partial *exact; /* partial, when done: the reply's exact partial */
 } pending;
 
 struct gpured {
@@ -50,6 +54,7 @@ struct gpured {
 	size_t n_slots;
 	size_t n_live;
 	size_t n_live_reduce;
+	size_t n_live_partial;
 
 	/* Ids of reduce entries whose replies arrived, in arrival order,
 	 * for gpured_wait(); ids collected meanwhile are skipped there. */
@@ -80,6 +85,25 @@ void client_pending_unadd(gpured_t *g, pending *e);
  * SCM_RIGHTS with the first bytes that leave.
  */
 int client_send(gpured_t *g, struct iovec *iov, int iovcnt, int fd);
+/* The live entry of request id, or NULL. */
+pending *client_pending_find(gpured_t *g, uint32_t id);
+/* Block until the socket is readable, then read and handle the replies. */
+int client_wait_read(gpured_t *g);
+/* gpured_submit() and gpured_submit_region(), with "partial": true when asked. */
+int client_submit_data(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		       bool partial, uint32_t *ret_id);
+int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
+			 size_t offset, size_t n, bool partial, uint32_t *ret_id);
+/*
+ * Read the exact partial of e's reduce result into e->exact and check it
+ * against the value already read: 0, -ENOMEM, or -EPROTO with why.
+ */
+int client_partial_reply(pending *e, const gr_obj *result, char *why, size_t size);
+/* Whether op and dt have exact partials: sum and sumsq of f32 and f64. */
+bool client_partial_kind(gpured_op op, gpured_dtype dt);
+/* x as the partial of op and dt. */
+void client_partial_from_exact(const gr_fsum *x, gpured_op op, gpured_dtype dt,
+			       gpured_partial *ret);
 /* Wait until entry id has its reply (NULL and *ret_err on failure). */
 pending *client_wait_entry(gpured_t *g, uint32_t id, int *ret_err);
 /* Hand a finished entry's outcome to the caller and drop it. */

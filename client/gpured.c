@@ -306,8 +306,10 @@ static void pending_clear(pending *p)
 	free(p->errmsg);
 	free(p->errcode);
 	free(p->reply);
+	free(p->exact);
 	p->errmsg = p->errcode = NULL;
 	p->reply = NULL;
+	p->exact = NULL;
 }
 
 void gpured_close(gpured_t *g)
@@ -364,6 +366,11 @@ static pending *pending_find(gpured_t *g, uint32_t id)
 		return NULL;
 	e = pending_slot(g, off);
 	return e->id == id && e->live ? e : NULL;
+}
+
+pending *client_pending_find(gpured_t *g, uint32_t id)
+{
+	return pending_find(g, id);
 }
 
 static int doneq_push(gpured_t *g, uint32_t id)
@@ -494,6 +501,13 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 			break;
 		}
 	}
+	if (ec == GR_OK && e->partial) {
+		char why[160];
+		int r = client_partial_reply(e, res, why, sizeof(why));
+
+		if (r < 0)
+			return conn_fail(g, r, "%s", why);
+	}
 	e->done = true;
 	if (e->method == GR_METHOD_REDUCE && doneq_push(g, id) < 0)
 		return conn_fail(g, -ENOMEM, "out of memory");
@@ -600,6 +614,11 @@ static int conn_wait_read(gpured_t *g)
 	if (r < 0)
 		return r;
 	return conn_read(g);
+}
+
+int client_wait_read(gpured_t *g)
+{
+	return conn_wait_read(g);
 }
 
 /*
@@ -716,6 +735,8 @@ static void pending_remove(gpured_t *g, pending *e)
 	g->n_live--;
 	if (e->method == GR_METHOD_REDUCE)
 		g->n_live_reduce--;
+	if (e->partial)
+		g->n_live_partial--;
 	/* Nothing left to client_collect: what the queue holds is stale. */
 	if (g->n_live_reduce == 0) {
 		g->doneq_head = 0;
@@ -740,6 +761,12 @@ void client_pending_unadd(gpured_t *g, pending *e)
 int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
 		  uint32_t *ret_id)
 {
+	return client_submit_data(g, op, dt, data, n, /* partial= */ false, ret_id);
+}
+
+int client_submit_data(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		       bool partial, uint32_t *ret_id)
+{
 	struct iovec iov[2];
 	pending *e;
 	size_t esz;
@@ -761,9 +788,14 @@ int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, 
 	if (r < 0)
 		return r;
 	id = e->id;
+	if (partial) {
+		e->partial = true;
+		g->n_live_partial++;
+	}
 
 	g->wbuf.len = 0;
-	r = gr_msg_write_reduce_header(&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
+	r = (partial ? gr_msg_write_reduce_partial_header : gr_msg_write_reduce_header)(
+		&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
 	if (r < 0) {
 		client_pending_unadd(g, e);
 		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
@@ -959,81 +991,4 @@ int client_call_result(gpured_t *g, gr_method m, uint8_t **ret_bytes, gr_obj_tre
 	*ret_bytes = bytes;
 	*ret_result = &tree->root->v.items[3];
 	return 0;
-}
-
-static uint64_t obj_u64(const gr_obj *o)
-{
-	if (!o)
-		return 0;
-	switch (o->type) {
-	case GR_MP_UINT:
-		return o->v.u;
-	case GR_MP_INT:
-		return 0;
-	case GR_MP_FLOAT:
-		/* Converting a double past 2^64 (or NaN) is undefined: clamp. */
-		if (!(o->v.f > 0))
-			return 0;
-		return o->v.f < 18446744073709551616.0 ? (uint64_t)o->v.f : UINT64_MAX;
-	default:
-		return 0;
-	}
-}
-
-static double obj_f64(const gr_obj *o)
-{
-	if (!o)
-		return 0;
-	switch (o->type) {
-	case GR_MP_UINT:
-		return (double)o->v.u;
-	case GR_MP_INT:
-		return (double)o->v.i;
-	case GR_MP_FLOAT:
-		return o->v.f;
-	default:
-		return 0;
-	}
-}
-
-int gpured_stats(gpured_t *g, gpured_stats_t *ret)
-{
-	gr_obj_tree tree = { 0 };
-	const gr_obj *res = NULL, *o, *lat;
-	uint8_t *bytes = NULL;
-	gpured_stats_t s = { 0 };
-	int r;
-
-	r = client_call_result(g, GR_METHOD_STATS, &bytes, &tree, &res);
-	if (r < 0)
-		return r;
-	if (res->type != GR_MP_MAP) {
-		r = client_error(g, -EPROTO, "stats reply is not a map");
-		goto out;
-	}
-	s.uptime_s = obj_f64(gr_obj_get(res, "uptime_s"));
-	o = gr_obj_get(res, "backend");
-	if (o && o->type == GR_MP_STR)
-		snprintf(s.backend, sizeof(s.backend), "%.*s", (int)o->len, o->v.str);
-	s.connections = obj_u64(gr_obj_get(res, "connections"));
-	s.connections_total = obj_u64(gr_obj_get(res, "connections_total"));
-	s.connections_refused = obj_u64(gr_obj_get(res, "connections_refused"));
-	s.devices = obj_u64(gr_obj_get(res, "devices"));
-	s.devices_healthy = obj_u64(gr_obj_get(res, "devices_healthy"));
-	s.requests = obj_u64(gr_obj_get(res, "requests"));
-	s.errors = obj_u64(gr_obj_get(res, "errors"));
-	s.bytes_in = obj_u64(gr_obj_get(res, "bytes_in"));
-	s.elements = obj_u64(gr_obj_get(res, "elements"));
-	s.batches = obj_u64(gr_obj_get(res, "batches"));
-	s.batch_mean = obj_f64(gr_obj_get(res, "batch_mean"));
-	s.inflight = obj_u64(gr_obj_get(res, "inflight"));
-	lat = gr_obj_get(res, "latency_us");
-	s.latency_p50_us = obj_f64(gr_obj_get(lat, "p50"));
-	s.latency_p99_us = obj_f64(gr_obj_get(lat, "p99"));
-	s.latency_max_us = obj_f64(gr_obj_get(lat, "max"));
-	*ret = s;
-out:
-	gr_obj_tree_deinit(&tree);
-	free(bytes);
-	return r;
 }

@@ -255,6 +255,123 @@ int gpured_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
 			 size_t offset, size_t n, uint32_t *ret_id);
 
 /*
+ * Exact partials (PROTOCOL.md, "Exact partials"). A float sum or sumsq
+ * is the exact sum of the elements (of their exact squares) rounded once;
+ * its partial is that exact sum before rounding, so that an array split
+ * into pieces, reduced by separate requests, daemons or hosts, comes to
+ * the bits one request over the whole array gives:
+ *
+ *     gpured_partial acc, p;
+ *     gpured_partial_init(&acc, GPURED_OP_SUM, GPURED_F32);
+ *     for each piece:   gpured_reduce_partial(g, GPURED_OP_SUM, GPURED_F32,
+ *                                             piece, n, &p);
+ *                       gpured_partial_combine(&acc, &p);
+ *     gpured_partial_round(&acc, &sum);
+ *
+ * in any order of the pieces. A gpured_partial is a plain value: copy it,
+ * keep it, send its fields elsewhere and fill one by hand from them.
+ *
+ * Its value is limbs[0..nlimbs) x 2^scale: limbs a two's complement
+ * integer of 64-bit words, least significant word first (each word a
+ * native uint64_t; on the wire they are little-endian). specials are
+ * GPURED_PARTIAL_NAN (a NaN was among the elements), _PINF (a +inf; for
+ * sumsq any infinity), _NINF (a -inf) and _NEGZERO (there was an element
+ * and every one was -0). count is the number of elements.
+ *
+ * A partial is valid when nlimbs <= GPURED_PARTIAL_LIMBS_MAX (68), scale
+ * lies in [GPURED_PARTIAL_SCALE_MIN, GPURED_PARTIAL_SCALE_MAX] (-2176 ..
+ * 2175), the value fits 68 words at scale -2176 (a multiple of 2^-2176
+ * with -2^2175 <= value < 2^2175), specials has no other bits, a partial
+ * of count 0 is zero with no specials, and _NEGZERO comes alone with a
+ * zero value. The exact sum or sumsq of any f32 or f64 elements, up to
+ * 2^64 - 1 of them, is always in range (a multiple of 2^-2148 below
+ * 2^2112), and so is any combination of such partials.
+ */
+#define GPURED_PARTIAL_LIMBS_MAX 68
+#define GPURED_PARTIAL_SCALE_MIN (-2176)
+#define GPURED_PARTIAL_SCALE_MAX 2175
+
+enum {
+	GPURED_PARTIAL_NAN = 1,
+	GPURED_PARTIAL_PINF = 2,
+	GPURED_PARTIAL_NINF = 4,
+	GPURED_PARTIAL_NEGZERO = 16,
+};
+
+typedef struct gpured_partial {
+	gpured_op op;       /* GPURED_OP_SUM or GPURED_OP_SUMSQ */
+	gpured_dtype dtype; /* GPURED_F32 or GPURED_F64 */
+	uint64_t count;     /* elements */
+	int32_t scale;
+	uint32_t specials;
+	uint32_t nlimbs;
+	uint64_t limbs[GPURED_PARTIAL_LIMBS_MAX];
+} gpured_partial;
+
+/* The partial of no elements, for a float (f32, f64) sum or sumsq:
+ * 0, or -EINVAL for any other op and dtype. */
+int gpured_partial_init(gpured_partial *ret, gpured_op op, gpured_dtype dt);
+
+/*
+ * acc becomes the partial of acc's elements and next's, exactly: the
+ * values added at a common scale, the specials joined. Either order gives
+ * the same partial. The result is canonical: zero has nlimbs 0 and scale
+ * 0; any other value an odd limbs[0], the fewest words, and 0 in the
+ * words past nlimbs, so equal values have equal limbs and scale.
+ * Returns 0; -EINVAL when either is not valid or their op or dtype
+ * differ; -ERANGE when the count would pass 2^64 - 1 or the value leave
+ * the range (more than 2^64 elements' worth). acc is untouched on failure.
+ */
+int gpured_partial_combine(gpured_partial *acc, const gpured_partial *next);
+
+/*
+ * Round p's value once to a double in *ret, as the daemon rounds the
+ * whole array: NaN if a NaN was among the elements or both +inf and
+ * -inf were; else +inf or -inf if one was; else the exact value rounded
+ * to nearest, ties to even (+-inf past the largest finite double). A zero
+ * value is -0.0 only with GPURED_PARTIAL_NEGZERO (every element of every
+ * piece with elements was -0), else +0.0. Returns 0 or -EINVAL when p is
+ * not valid.
+ */
+int gpured_partial_round(const gpured_partial *p, double *ret);
+
+/*
+ * Requests with "partial": true, of a float sum or sumsq, as
+ * gpured_reduce(), gpured_submit(), gpured_reduce_region() and
+ * gpured_submit_region() but for the partial; other ops and dtypes
+ * return -EINVAL without sending anything. The daemon's rounded value is
+ * gpured_partial_round() of it (the library checks that they agree).
+ * A reply whose partial is malformed or out of range ends the connection
+ * with -EPROTO, and gpured_errmsg() says what was wrong.
+ */
+int gpured_reduce_partial(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+			  gpured_partial *ret);
+int gpured_submit_partial(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+			  uint32_t *ret_id);
+int gpured_reduce_region_partial(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
+				 size_t offset, size_t n, gpured_partial *ret);
+int gpured_submit_region_partial(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
+				 size_t offset, size_t n, uint32_t *ret_id);
+int gpured_region_reduce_partial(gpured_t *g, const gpured_region_t *r, gpured_op op,
+				 gpured_dtype dt, size_t offset, size_t n, gpured_partial *ret);
+int gpured_region_submit_partial(gpured_t *g, const gpured_region_t *r, gpured_op op,
+				 gpured_dtype dt, size_t offset, size_t n, uint32_t *ret_id);
+
+/*
+ * Collect a request submitted by a *_submit_partial() function, with its
+ * partial. gpured_wait_partial() takes any one of them whose reply came
+ * (in the order they came), waiting for one if none has, and leaves the
+ * other requests outstanding; -ECHILD when no partial request is
+ * outstanding. gpured_wait_id_partial() takes request id; -ESRCH if it is
+ * not outstanding, -EINVAL (left outstanding) if it was not submitted for
+ * a partial. Errors as gpured_wait() and gpured_wait_id(). gpured_wait()
+ * and gpured_wait_id() collect partial requests too, with the rounded
+ * value only.
+ */
+int gpured_wait_partial(gpured_t *g, uint32_t *ret_id, gpured_partial *ret);
+int gpured_wait_id_partial(gpured_t *g, uint32_t id, gpured_partial *ret);
+
+/*
  * The server's counters ("stats"; PROTOCOL.md says what each means).
  * Fields the server did not send are 0 (backend: empty).
  */

@@ -148,6 +148,12 @@ int gpured_unmap(gpured_t *g, uint64_t region)
 int gpured_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
 			 size_t offset, size_t n, uint32_t *ret_id)
 {
+	return client_submit_region(g, region, op, dt, offset, n, /* partial= */ false, ret_id);
+}
+
+int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
+			 size_t offset, size_t n, bool partial, uint32_t *ret_id)
+{
 	pending *e;
 	int r;
 
@@ -158,9 +164,16 @@ int gpured_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
 	r = client_pending_add(g, GR_METHOD_REDUCE, (gr_op)op, (gr_dtype)dt, &e);
 	if (r < 0)
 		return r;
+	if (partial) {
+		e->partial = true;
+		g->n_live_partial++;
+	}
 	g->wbuf.len = 0;
 	if ((r = gr_msg_write_request_header(&g->wbuf, e->id, GR_METHOD_REDUCE, 1)) < 0 ||
-	    (r = gr_mpw_map(&g->wbuf, 5)) < 0 || (r = gr_mpw_cstr(&g->wbuf, "op")) < 0 ||
+	    (r = gr_mpw_map(&g->wbuf, partial ? 6 : 5)) < 0 ||
+	    (partial && ((r = gr_mpw_cstr(&g->wbuf, "partial")) < 0 ||
+			 (r = gr_mpw_bool(&g->wbuf, true)) < 0)) ||
+	    (r = gr_mpw_cstr(&g->wbuf, "op")) < 0 ||
 	    (r = gr_mpw_cstr(&g->wbuf, gr_op_name((gr_op)op))) < 0 ||
 	    (r = gr_mpw_cstr(&g->wbuf, "dtype")) < 0 ||
 	    (r = gr_mpw_cstr(&g->wbuf, gr_dtype_name((gr_dtype)dt))) < 0 ||

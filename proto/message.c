@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "message.h"
@@ -33,7 +34,10 @@ int gr_msg_write_request(gr_buf *b, uint32_t msgid, gr_method m)
 	return gr_msg_write_request_header(b, msgid, m, 0);
 }
 
-int gr_msg_write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt, uint32_t nbytes)
+/* The reduce request up to its data's bin header, with "partial": true
+ * after op and dtype when asked. */
+static int write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt, bool partial,
+			       uint32_t nbytes)
 {
 	const char *opname = gr_op_name(op), *dtname = gr_dtype_name(dt);
 	int r;
@@ -42,7 +46,7 @@ int gr_msg_write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt,
 		return -EINVAL;
 	r = gr_msg_write_request_header(b, msgid, GR_METHOD_REDUCE, 1);
 	if (r >= 0)
-		r = gr_mpw_map(b, 3);
+		r = gr_mpw_map(b, partial ? 4 : 3);
 	/* op and dtype first: the daemon reduces data as it arrives. */
 	if (r >= 0)
 		r = gr_mpw_cstr(b, "op");
@@ -52,11 +56,27 @@ int gr_msg_write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt,
 		r = gr_mpw_cstr(b, "dtype");
 	if (r >= 0)
 		r = gr_mpw_cstr(b, dtname);
+	if (r >= 0 && partial) {
+		r = gr_mpw_cstr(b, "partial");
+		if (r >= 0)
+			r = gr_mpw_bool(b, true);
+	}
 	if (r >= 0)
 		r = gr_mpw_cstr(b, "data");
 	if (r >= 0)
 		r = gr_mpw_bin_header(b, nbytes);
 	return r;
+}
+
+int gr_msg_write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt, uint32_t nbytes)
+{
+	return write_reduce_header(b, msgid, op, dt, /* partial= */ false, nbytes);
+}
+
+int gr_msg_write_reduce_partial_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt,
+				       uint32_t nbytes)
+{
+	return write_reduce_header(b, msgid, op, dt, /* partial= */ true, nbytes);
 }
 
 int gr_msg_write_response_header(gr_buf *b, uint32_t msgid)

@@ -39,6 +39,14 @@ int gr_msg_write_request(gr_buf *b, uint32_t msgid, gr_method m);
 int gr_msg_write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt, uint32_t nbytes);
 
 /*
+ * The same with "partial": true after op and dtype: the response then
+ * carries the exact partial of a float sum or sumsq (PROTOCOL.md, "Exact
+ * partials"; proto/fsum.h reads it).
+ */
+int gr_msg_write_reduce_partial_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt,
+				       uint32_t nbytes);
+
+/*
  * [1, msgid, nil,  the start of a successful response: the caller appends
  * exactly one result object (a map of stats, a string...).
  */

@@ -6,16 +6,22 @@
  *
  * Each message is parsed with the client's limits and taken apart with
  * gr_msg_parse_response() and gr_msg_parse_reduce_result() for every
- * result kind. Checked: a message that parses is not taken for a whole
- * one when cut short; every string points inside the message and every
- * container's items inside the tree; and the tree, written out again with
- * the gr_mpw_* writers, parses back to the same tree.
+ * result kind, and its exact partial read with gr_fsum_parse() (proto/
+ * fsum.h), then combined and rounded. Checked: a message that parses is
+ * not taken for a whole one when cut short; every string points inside
+ * the message and every container's items inside the tree; the tree,
+ * written out again with the gr_mpw_* writers, parses back to the same
+ * tree; a partial that reads is canonical and valid, combines with
+ * itself and with the empty partial as the rules say, and a refused one
+ * says why.
  */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "proto/fsum.h"
 #include "proto/message.h"
 #include "proto/obj.h"
 #include "tests/check.h"
@@ -130,6 +136,58 @@ static void check_same(const gr_obj *a, const gr_obj *b)
 	}
 }
 
+/* The exact partial of a result of count elements, if it has one. */
+static void check_exact(const gr_obj *res, uint64_t count)
+{
+	char why[128];
+	gr_fsum x, y, e;
+	double v;
+
+	memset(why, 0, sizeof(why));
+	if (gr_fsum_parse(res, count, &x, why, sizeof(why)) < 0) {
+		/* a reason, NUL-terminated */
+		CHECK(why[0] && memchr(why, '\0', sizeof(why)));
+		return;
+	}
+	CHECK(x.count == count);
+	CHECK(gr_fsum_check(&x, NULL, 0) == 0);
+	CHECK(x.nlimbs <= GR_FSUM_LIMBS_MAX);
+	for (unsigned k = x.nlimbs; k < GR_FSUM_LIMBS_MAX; k++)
+		CHECK(x.limbs[k] == 0);
+	CHECK(x.nlimbs == 0 ? x.scale == 0 : (x.limbs[0] & 1) != 0);
+	v = gr_fsum_round(&x);
+	if (x.specials & GR_FSUM_NAN)
+		CHECK(isnan(v));
+	if (x.nlimbs == 0 && !(x.specials & (GR_FSUM_NAN | GR_FSUM_PINF | GR_FSUM_NINF)))
+		CHECK(v == 0 && !signbit(v) == !(x.specials & GR_FSUM_NEGZERO));
+
+	/* the empty partial changes nothing, either side */
+	gr_fsum_init(&e);
+	y = x;
+	CHECK(gr_fsum_combine(&y, &e) == 0 && memcmp(&y, &x, sizeof(x)) == 0);
+	CHECK(gr_fsum_combine(&e, &x) == 0 && memcmp(&e, &x, sizeof(x)) == 0);
+	/* twice: the same specials, the value doubled (one more trailing
+	 * zero: the same limbs one scale up), or out of range */
+	y = x;
+	int r = gr_fsum_combine(&y, &x);
+	if (count > UINT64_MAX / 2) {
+		CHECK(r == -ERANGE);
+	} else if (r == 0) {
+		CHECK(y.count == 2 * count);
+		CHECK(y.nlimbs == x.nlimbs && memcmp(y.limbs, x.limbs, sizeof(x.limbs)) == 0);
+		CHECK(x.nlimbs == 0 ? y.scale == 0 : y.scale == x.scale + 1);
+		CHECK(y.specials == x.specials);
+		double w = gr_fsum_round(&y);
+		/* below the normals, twice the value may round otherwise */
+		if (isnan(v))
+			CHECK(isnan(w));
+		else if (!(fabs(v) < 0x1p-1021))
+			CHECK(w == 2 * v || (isinf(w) && signbit(w) == signbit(v)));
+	} else {
+		CHECK(r == -ERANGE && x.scale >= GR_FSUM_SCALE_MAX - 64 * (int)x.nlimbs);
+	}
+}
+
 static void check_message(const gr_obj_tree *t, const uint8_t *p, size_t n)
 {
 	static const char *const keys[] = { "code", "message", "value", "count", "uptime_s",
@@ -158,6 +216,8 @@ static void check_message(const gr_obj_tree *t, const uint8_t *p, size_t n)
 				if (gr_msg_parse_reduce_result(res, (gr_kind)kind, &v, &count) == 0)
 					CHECK(v.kind == (gr_kind)kind);
 			}
+			const gr_obj *c = gr_obj_get(res, "count");
+			check_exact(res, c && c->type == GR_MP_UINT ? c->v.u : 0);
 		} else {
 			CHECK(code > GR_OK && code < GR_ERR_N && !res);
 			CHECK(msg ? (const uint8_t *)msg >= p && (const uint8_t *)msg + msglen <= p + n

@@ -115,6 +115,11 @@ def reduce_bin(msgid, op, dtype, fmt, values):
     return req(msgid, "reduce", [{"op": op, "dtype": dtype, "data": data}])
 
 
+def reduce_partial(msgid, op, dtype, fmt, values):
+    data = struct.pack("<%d%s" % (len(values), fmt), *values)
+    return req(msgid, "reduce", [{"op": op, "dtype": dtype, "partial": True, "data": data}])
+
+
 I32 = [1, -2, 3, -2**31]
 I64 = [1, -2, 3, 2**63 - 1]
 U32 = [1, 2, 3, 2**32 - 1]
@@ -185,6 +190,51 @@ BAD = {
     "notification-then-ping": [pack([2, "ping", []]), req(2, "ping")],
 }
 
+# Exact partials (PROTOCOL.md): the daemon's "exact" maps, of float sums
+# and sumsq across the whole range, cancelling, -0, specials and nothing.
+PARTIAL = {
+    "partial-f64-sum": [reduce_partial(1, "sum", "f64", "d",
+                                       [1.7976931348623157e308 / 4, 1, -1.7976931348623157e308 / 4,
+                                        2**-40, 5e-324, -0.1])],
+    "partial-f64-sumsq": [reduce_partial(1, "sumsq", "f64", "d", [1e300, 5e-324, -3.0])],
+    "partial-f32-sum": [reduce_partial(1, "sum", "f32", "f", F32),
+                        reduce_partial(2, "sum", "f32", "f", [1.5, -1.5])],
+    "partial-f32-sumsq": [reduce_partial(1, "sumsq", "f32", "f", [1e-45, 3e38])],
+    "partial-negzero": [reduce_partial(1, "sum", "f64", "d", [-0.0, -0.0]),
+                        reduce_partial(2, "sum", "f64", "d", [])],
+    "partial-specials": [reduce_partial(1, "sum", "f64", "d", [float("inf"), 1.0]),
+                         reduce_partial(2, "sum", "f32", "f", [float("-inf"), float("inf")]),
+                         reduce_partial(3, "sum", "f64", "d", [float("nan")]),
+                         reduce_partial(4, "sum", "f64", "d", [1.7976931348623157e308] * 3)],
+}
+
+
+def exact_reply(limbs, scale, specials, value=0.0, count=1, extra=None):
+    ex = {"limbs": limbs, "scale": scale, "specials": specials}
+    ex.update(extra or {})
+    return pack([1, 1, None, {"value": value, "count": count, "exact": ex}])
+
+
+# Replies no daemon sends: "exact" maps that a client must refuse, and
+# the extremes it must take.
+EXACT_REPLIES = {
+    "exact-limbs-12-bytes": exact_reply(b"\1" * 12, 0, 0),
+    "exact-limbs-69-words": exact_reply(b"\1" * 552, -2176, 0),
+    "exact-limbs-68-words": exact_reply(b"\xff" * 543 + b"\x7f", -2176, 0, float("inf")),
+    "exact-scale-low": exact_reply(b"\1" + b"\0" * 7, -2177, 0),
+    "exact-scale-high": exact_reply(b"", 2**63, 0),
+    "exact-out-of-range": exact_reply(b"\1" * 8, 2170, 0, float("inf")),
+    "exact-specials-unknown": exact_reply(b"", 0, 8),
+    "exact-specials-big": exact_reply(b"", 0, 2**40),
+    "exact-negzero-value": exact_reply(b"\1" + b"\0" * 7, 0, 16),
+    "exact-empty-value": exact_reply(b"\3" + b"\0" * 7, -1, 0, 1.5, 0),
+    "exact-types": pack([1, 1, None, {"value": 1.0, "count": 1,
+                                      "exact": {"limbs": "x", "scale": 1.5, "specials": -1}}]),
+    "exact-not-map": pack([1, 1, None, {"value": 1.0, "count": 1, "exact": [1, 2, 3]}]),
+    "exact-extra-key": exact_reply(b"\3" + b"\0" * 7, -1, 0, 1.5, 2, {"later": None}),
+    "exact-count-huge": exact_reply(b"\xff" * 8, 2100, 4, float("-inf"), 2**64 - 1),
+}
+
 
 def main():
     if len(sys.argv) != 2:
@@ -217,6 +267,9 @@ def main():
         for name, reqs in BAD.items():
             replies = d.exchange(reqs, len(reqs))
             streams[name] = (reqs, replies)
+        for name, reqs in PARTIAL.items():
+            replies = d.exchange(reqs, len(reqs))
+            streams[name] = (reqs, replies)
 
         # libgpured against replies out of order, cut short, or fatal.
         reqs, _ = script_requests([6])
@@ -238,6 +291,8 @@ def main():
         for k, (name, (_, replies)) in enumerate(sorted(streams.items())):
             if replies:
                 write("fuzz-response", name, bytes([(k * 37) % 256]) + replies)
+        for k, (name, reply) in enumerate(sorted(EXACT_REPLIES.items())):
+            write("fuzz-response", name, bytes([(k * 53) % 256]) + reply)
 
         # The requests, under a few of fuzz-request.c's settings: whole
         # buffers; small destinations fed in pieces; window()/commit()

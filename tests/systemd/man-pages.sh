@@ -55,7 +55,8 @@ for page; do
 		;;
 	libgpured.3)
 		for fn in gpured_connect gpured_close gpured_sum_f32 gpured_sum_i64 gpured_reduce \
-			gpured_submit gpured_wait 'pkg-config --cflags --libs gpured'; do
+			gpured_submit gpured_wait gpured_reduce_partial gpured_partial_combine \
+			gpured_partial_round gpured_wait_partial 'pkg-config --cflags --libs gpured'; do
 			grep -qF -- "$fn" <<<"$text" || fail "libgpured.3 does not mention $fn"
 		done
 		;;
