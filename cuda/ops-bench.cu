@@ -29,8 +29,8 @@
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_runtime.h>
 
-#include "cuda/scan.h"
-#include "cuda/segmented.h"
+#include "cuda/scan.cuh"
+#include "cuda/segmented.cuh"
 
 #define CU(call)                                                                          \
 	do {                                                                              \
@@ -127,7 +127,7 @@ static void time_pair(F ours, G theirs, int reps, int warm, double *ours_us, dou
 
 /* ---- segmented sums ---- */
 
-template <typename T>
+template <typename T, unsigned U = grseg::tuning<T>::U, unsigned MINB = grseg::tuning<T>::MINB>
 static void seg_row(const char *name, const std::vector<uint64_t> &len, int reps)
 {
 	using O = typename wide<T>::type;
@@ -156,7 +156,7 @@ static void seg_row(const char *name, const std::vector<uint64_t> &len, int reps
 	CU(cudaDeviceSynchronize());
 
 	double us_ours, us_cub;
-	time_pair([&](int) { CU(gr_segsum_launch(dtype_of<T>(), x, count, doff, k, o1, ws, st)); },
+	time_pair([&](int) { CU((grseg::launch<T, U, MINB>(x, count, doff, k, o1, ws, wb, st))); },
 		  [&](int) {
 			  size_t t = tb;
 			  CU(cub::DeviceSegmentedReduce::Sum(temp, t, x, o2, (int64_t)k, doff, doff + 1, st));
@@ -178,14 +178,17 @@ static void seg_row(const char *name, const std::vector<uint64_t> &len, int reps
 	}
 	double gb = count * sizeof(T) / 1e9;
 	double ratio = us_cub / us_ours;
-	printf("segsum  %-14s %s %8llu segs %11llu elems | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | ratio %.3f | %s\n",
-	       name, dtype_name<T>(), (unsigned long long)k, (unsigned long long)count, us_ours,
+	char vname[64];
+	snprintf(vname, sizeof vname, "%s%s", name,
+		 U == grseg::tuning<T>::U && MINB == grseg::tuning<T>::MINB ? "" : " (variant)");
+	printf("segsum  %-14s U=%-2u MINB=%u %s %8llu segs %11llu elems | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | ratio %.3f | %s\n",
+	       name, U, MINB, dtype_name<T>(), (unsigned long long)k, (unsigned long long)count, us_ours,
 	       gb / (us_ours * 1e-6), us_cub, gb / (us_cub * 1e-6), ratio, bad ? "FAIL" : "PASS");
 	char line[512];
 	snprintf(line, sizeof line,
-		 "{\"bench\":\"segsum\",\"case\":\"%s\",\"dtype\":\"%s\",\"segments\":%llu,\"elements\":%llu,"
+		 "{\"bench\":\"segsum\",\"case\":\"%s\",\"u\":%u,\"minb\":%u,\"dtype\":\"%s\",\"segments\":%llu,\"elements\":%llu,"
 		 "\"ours_us\":%.3f,\"cub_us\":%.3f,\"ours_gbs\":%.1f,\"cub_gbs\":%.1f,\"ratio\":%.4f,\"check\":\"%s\"}",
-		 name, dtype_name<T>(), (unsigned long long)k, (unsigned long long)count, us_ours, us_cub,
+		 vname, U, MINB, dtype_name<T>(), (unsigned long long)k, (unsigned long long)count, us_ours, us_cub,
 		 gb / (us_ours * 1e-6), gb / (us_cub * 1e-6), ratio, bad ? "FAIL" : "PASS");
 	json.push_back(line);
 	CU(cudaFree(x));
@@ -218,6 +221,12 @@ static void seg_all(int reps)
 	lrng = 0x2545f4914f6cdd1dull;
 	auto target = lengths(100000, 1, 4096);
 	seg_row<float>("rand 1-4096", target, reps);
+	/* the tuning knobs, on the target case */
+	seg_row<float, 8, 1>("rand 1-4096", target, reps);
+	seg_row<float, 8, 4>("rand 1-4096", target, reps);
+	seg_row<float, 16, 5>("rand 1-4096", target, reps);
+	seg_row<float, 32, 4>("rand 1-4096", target, reps);
+	seg_row<float, 32, 2>("rand 1-4096", target, reps);
 	seg_row<int32_t>("rand 1-4096", target, reps);
 	seg_row<double>("rand 1-4096", target, reps);
 	seg_row<float>("rows of 256", std::vector<uint64_t>(100000, 256), reps);
@@ -234,7 +243,7 @@ static void seg_all(int reps)
 static const size_t IN_POOL = (size_t)2 << 30, OUT_POOL = (size_t)2 << 30;
 static unsigned char *in_pool, *out_pool, *cub_pool;
 
-template <typename T> static void scan_row(uint64_t n, int reps)
+template <typename T, unsigned MINB = grscan::tuning<T>::MINB> static void scan_row(uint64_t n, int reps)
 {
 	using O = typename wide<T>::type;
 	const size_t ib = n * sizeof(T), ob = n * 8;
@@ -256,7 +265,7 @@ template <typename T> static void scan_row(uint64_t n, int reps)
 	auto out_at = [&](int r) { return (O *)(out_pool + (size_t)(r % slots) * ob); };
 
 	double us_ours, us_cub, us_copy, dummy;
-	time_pair([&](int r) { CU(gr_scan_launch(dtype_of<T>(), in_at(r), n, out_at(r), ws, ++epoch, st)); },
+	time_pair([&](int r) { CU((grscan::launch<T, MINB>(in_at(r), n, out_at(r), ws, ++epoch, st))); },
 		  [&](int r) {
 			  size_t t = tb;
 			  CU(cub::DeviceScan::InclusiveSum(temp, t, in_at(r), (O *)cub_pool, (int64_t)n, st));
@@ -265,7 +274,7 @@ template <typename T> static void scan_row(uint64_t n, int reps)
 	time_pair([&](int r) { copy_kernel<T, O><<<sms * 8, 256, 0, st>>>(in_at(r), out_at(r + 1), n); },
 		  [&](int) {}, reps, 2, &us_copy, &dummy);
 	/* the check: slot 0 through both */
-	CU(gr_scan_launch(dtype_of<T>(), in_at(0), n, out_at(0), ws, ++epoch, st));
+	CU((grscan::launch<T, MINB>(in_at(0), n, out_at(0), ws, ++epoch, st)));
 	size_t t = tb;
 	CU(cub::DeviceScan::InclusiveSum(temp, t, in_at(0), (O *)cub_pool, (int64_t)n, st));
 	CU(cudaDeviceSynchronize());
@@ -290,15 +299,15 @@ template <typename T> static void scan_row(uint64_t n, int reps)
 	}
 	double gb = (ib + ob) / 1e9;
 	double ratio = us_cub / us_ours;
-	printf("scan    %s->%s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | copy %9.2f us %7.1f GB/s | ratio %.3f | ours/copy %.3f | %s\n",
-	       dtype_name<T>(), std::is_floating_point<O>::value ? "f64" : "i64", (int)log2((double)n), us_ours,
+	printf("scan    MINB=%u %s->%s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | copy %9.2f us %7.1f GB/s | ratio %.3f | ours/copy %.3f | %s\n",
+	       MINB, dtype_name<T>(), std::is_floating_point<O>::value ? "f64" : "i64", (int)log2((double)n), us_ours,
 	       gb / (us_ours * 1e-6), us_cub, gb / (us_cub * 1e-6), us_copy, gb / (us_copy * 1e-6), ratio,
 	       us_copy / us_ours, bad ? "FAIL" : "PASS");
 	char line[512];
 	snprintf(line, sizeof line,
-		 "{\"bench\":\"scan\",\"dtype\":\"%s\",\"n\":%llu,\"ours_us\":%.3f,\"cub_us\":%.3f,\"copy_us\":%.3f,"
+		 "{\"bench\":\"scan\",\"minb\":%u,\"dtype\":\"%s\",\"n\":%llu,\"ours_us\":%.3f,\"cub_us\":%.3f,\"copy_us\":%.3f,"
 		 "\"ours_gbs\":%.1f,\"cub_gbs\":%.1f,\"copy_gbs\":%.1f,\"ratio\":%.4f,\"slots\":%zu,\"check\":\"%s\"}",
-		 dtype_name<T>(), (unsigned long long)n, us_ours, us_cub, us_copy, gb / (us_ours * 1e-6),
+		 MINB, dtype_name<T>(), (unsigned long long)n, us_ours, us_cub, us_copy, gb / (us_ours * 1e-6),
 		 gb / (us_cub * 1e-6), gb / (us_copy * 1e-6), ratio, slots, bad ? "FAIL" : "PASS");
 	json.push_back(line);
 	CU(cudaFree(ws));
@@ -316,6 +325,12 @@ static void scan_all(int reps)
 		scan_row<int32_t>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
 	for (int e = 20; e <= 26; e += 2)
 		scan_row<double>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+	/* the tuning knob */
+	for (int e : { 20, 24, 28 }) {
+		scan_row<float, 3>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		scan_row<float, 5>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		scan_row<float, 6>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+	}
 	CU(cudaFree(in_pool));
 	CU(cudaFree(out_pool));
 	CU(cudaFree(cub_pool));

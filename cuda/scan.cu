@@ -12,14 +12,7 @@ template <typename T>
 static cudaError_t scan_run(const void *in, uint64_t n, void *out, void *workspace, uint32_t epoch,
 			    cudaStream_t st)
 {
-	uint64_t ntiles = grscan::tiles_of(n);
-	unsigned char *w = (unsigned char *)workspace;
-	uint32_t *counter = (uint32_t *)w;
-	uint32_t *flags = (uint32_t *)(w + 16);
-	uint64_t *vals = (uint64_t *)(w + 16 + grscan::align16(ntiles * sizeof(uint32_t)));
-	grscan::scan_kernel<T><<<(unsigned)ntiles, grscan::THREADS, 0, st>>>(
-		(const T *)in, n, (uint64_t *)out, ntiles, counter, flags, vals, epoch);
-	return cudaGetLastError();
+	return grscan::launch<T>(in, n, out, workspace, epoch, st);
 }
 
 extern "C" int gr_scan_launch(int dtype, const void *in, uint64_t n, void *out, void *workspace,

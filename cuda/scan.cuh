@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cuda_runtime.h>
+
 #include "cuda/scan.h"
 
 namespace grscan {
@@ -52,45 +54,41 @@ template <typename T> struct acc {
 	}
 };
 
-/* The workspace: the tile counter, then a flag and a value per tile. */
-static inline size_t align16(size_t b)
-{
-	return (b + 15) & ~(size_t)15;
-}
+/*
+ * The workspace: the tile counter, then two 16-byte entries a tile,
+ * {A_j, epoch} and {F_j, epoch}, each written and read whole (one
+ * 16-byte access each way, as the look-back of single-pass scans
+ * commonly relies on), so that a reader
+ * that sees this launch's epoch sees the value stored with it, and needs
+ * no fence. Entries sit at fixed places whatever n is: a smaller launch
+ * never reads a larger one's leftovers as its own.
+ */
+struct alignas(16) entry {
+	uint64_t value;
+	uint64_t epoch;
+};
 static inline uint64_t tiles_of(uint64_t n)
 {
 	return (n + TILE - 1) / TILE;
 }
 static inline size_t workspace_bytes(uint64_t n)
 {
-	uint64_t t = tiles_of(n);
-	return 16 + align16(t * sizeof(uint32_t)) + t * sizeof(uint64_t);
+	return 16 + tiles_of(n) * 2 * sizeof(entry);
 }
 
-static __device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p)
+static __device__ __forceinline__ entry ld_entry(const entry *p)
 {
-	uint32_t v;
-	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-	return v;
+	entry e;
+	asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+		     : "=l"(e.value), "=l"(e.epoch)
+		     : "l"(p)
+		     : "memory");
+	return e;
 }
-static __device__ __forceinline__ void st_release(uint32_t *p, uint32_t v)
+static __device__ __forceinline__ void st_entry(entry *p, uint64_t value, uint64_t epoch)
 {
-	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-static __device__ __forceinline__ uint64_t ld_relaxed(const uint64_t *p)
-{
-	uint64_t v;
-	asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-	return v;
-}
-
-/* F of tile e, once its flag says this launch published it. */
-static __device__ __forceinline__ uint64_t wait_value(const uint32_t *flags, const uint64_t *vals,
-						      uint64_t e, uint32_t epoch)
-{
-	while (ld_acquire(flags + e) != epoch)
-		;
-	return ld_relaxed(vals + e);
+	asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(value), "l"(epoch)
+		     : "memory");
 }
 
 /* Shared memory rows of 16 elements padded to 17: a thread's row and a
@@ -100,10 +98,15 @@ static __device__ __forceinline__ unsigned pad(unsigned i)
 	return i + i / IPT;
 }
 
-template <typename T>
-__global__ void __launch_bounds__(THREADS)
+/* Blocks per SM asked of the compiler: changes no result. */
+template <typename T> struct tuning {
+	static constexpr unsigned MINB = sizeof(T) == 4 ? 4 : 3;
+};
+
+template <typename T, unsigned MINB = tuning<T>::MINB>
+__global__ void __launch_bounds__(THREADS, MINB)
 scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *counter,
-	    uint32_t *flags, uint64_t *vals, uint32_t epoch)
+	    entry *ents, uint32_t epoch)
 {
 	using S = acc<T>;
 	using A = typename S::A;
@@ -177,26 +180,78 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	}
 	const A E = P + wl;
 
-	/* 6, 7: one warp publishes F_j, then gathers X_j */
+	/*
+	 * 6, 7: one warp. Ranges of fewer than 32 tiles are summed here from
+	 * the tiles' totals A (each published as soon as its tile has read
+	 * its data), as the pairwise tree that step 6 amounts to: F of an
+	 * aligned range is F of its left half plus F of its right half. Only
+	 * the ends of aligned ranges of 32 tiles or more publish F. So a tile
+	 * never waits on a chain of recent tiles' waits: lane l waits, all
+	 * lanes at once, for A of tile l of this block of 32 (l below this
+	 * tile's place in it), for F of the range of bit l >= 5 of j (X_j),
+	 * and for F_{j - 2^l}, 5 <= l < z (F_j).
+	 */
 	if (warp == 0) {
-		if (lane == 0 && j + 1 < ntiles) {
-			A F = agg;
-			for (uint64_t L = 1; ((j + 1) & ((1ull << L) - 1)) == 0; L++)
-				F = S::unbits(wait_value(flags, vals, j - (1ull << (L - 1)), epoch)) + F;
-			vals[j] = S::bits(F);
-			st_release(flags + j, epoch);
+		const uint64_t blk = j & ~31ull;
+		const unsigned jl = (unsigned)(j & 31);
+		const bool later = j + 1 < ntiles;
+		if (lane == 0 && later && jl != 31)
+			st_entry(ents + 2 * j, S::bits(agg), epoch);
+		const unsigned z = later ? __ffsll((long long)(j + 1)) - 1 : 0;
+		bool needa = lane < jl;
+		bool needx = lane >= 5 && ((j >> lane) & 1);
+		bool needf = lane >= 5 && lane < z;
+		const entry *ea = ents + 2 * (needa ? blk + lane : 0);
+		const entry *ex = ents + 2 * (needx ? (j & ~((2ull << lane) - 1)) + (1ull << lane) - 1 : 0) + 1;
+		const entry *ef = ents + 2 * (needf ? j - (1ull << lane) : 0) + 1;
+		A v = lane == jl ? agg : S::ident(), vx = S::ident(), vf = S::ident();
+		while (__any_sync(FULL, needa || needx || needf)) {
+			entry ra = {}, rx = {}, rf = {};
+			if (needa)
+				ra = ld_entry(ea);
+			if (needx)
+				rx = ld_entry(ex);
+			if (needf)
+				rf = ld_entry(ef);
+			if (needa && ra.epoch == epoch) {
+				v = S::unbits(ra.value);
+				needa = false;
+			}
+			if (needx && rx.epoch == epoch) {
+				vx = S::unbits(rx.value);
+				needx = false;
+			}
+			if (needf && rf.epoch == epoch) {
+				vf = S::unbits(rf.value);
+				needf = false;
+			}
 		}
-		A v = S::ident();
-		if ((j >> lane) & 1) {
-			uint64_t q = j & ~((2ull << lane) - 1);
-			v = S::unbits(wait_value(flags, vals, q + (1ull << lane) - 1, epoch));
+		/* the pairwise tree over the block; low[b]: the range of bit b < 5 of j */
+		A low[5];
+		low[0] = __shfl_sync(FULL, v, jl & ~1u);
+#pragma unroll
+		for (unsigned L = 1; L <= 5; L++) {
+			A w = __shfl_down_sync(FULL, v, 1u << (L - 1));
+			if ((lane & ((1u << L) - 1)) == 0)
+				v = v + w;
+			if (L < 5)
+				low[L] = __shfl_sync(FULL, v, jl & ~((2u << L) - 1));
+		}
+		if (z >= 5) {
+			A F = __shfl_sync(FULL, v, 0);
+			for (unsigned L = 6; L <= z; L++)
+				F = __shfl_sync(FULL, vf, L - 1) + F;
+			if (lane == 0)
+				st_entry(ents + 2 * j + 1, S::bits(F), epoch);
 		}
 		A X = S::ident();
-		for (unsigned m = (unsigned)j; m;) {
-			int b = 31 - __clz(m);
-			m &= ~(1u << b);
-			X = X + __shfl_sync(FULL, v, b);
-		}
+		for (int b = 30; b >= 5; b--)
+			if ((j >> b) & 1)
+				X = X + __shfl_sync(FULL, vx, b);
+#pragma unroll
+		for (int b = 4; b >= 0; b--)
+			if ((j >> b) & 1)
+				X = X + low[b];
 		if (lane == 0)
 			carry = X;
 	}
@@ -221,6 +276,18 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 			if (base + k * THREADS + t < n)
 				out[base + k * THREADS + t] = buf[pad(k * THREADS + t)];
 	}
+}
+
+/* gr_scan_launch for n > 0 and a dtype T, with the tuning knob. */
+template <typename T, unsigned MINB = tuning<T>::MINB>
+static inline cudaError_t launch(const void *in, uint64_t n, void *out, void *workspace,
+				 uint32_t epoch, cudaStream_t st)
+{
+	uint64_t ntiles = tiles_of(n);
+	unsigned char *w = (unsigned char *)workspace;
+	scan_kernel<T, MINB><<<(unsigned)ntiles, THREADS, 0, st>>>(
+		(const T *)in, n, (uint64_t *)out, ntiles, (uint32_t *)w, (entry *)(w + 16), epoch);
+	return cudaGetLastError();
 }
 
 } /* namespace grscan */

@@ -41,11 +41,14 @@
  * each output is a sum along a path of at most 16 + 8 + 5 + 16 + 2
  * additions of partial sums, not a sequential running sum.
  *
- * The pass: each block takes the next tile from a counter, scans it,
- * publishes F_j (waiting only for the F of the tiles that step 6 names,
- * all earlier), then waits for the F of step 7 (earlier tiles too), adds
- * X_j and writes its tile. Since a tile waits only on tiles that were
- * handed out before it, the pass cannot deadlock.
+ * The pass: each block takes the next tile from a counter and reads it;
+ * it publishes A_j at once, and computes what it needs of step 6 for
+ * ranges of fewer than 32 tiles from the A of its neighbours (F of an
+ * aligned range is F of its left half plus F of its right half: the same
+ * pairwise tree, so the same bits); only tiles that end an aligned range
+ * of 32 tiles or more publish F_j. It then adds X_j and writes its tile.
+ * A tile waits only on tiles handed out before it, so the pass cannot
+ * deadlock, and never on a chain of other tiles' waits for recent tiles.
  */
 #pragma once
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cuda_runtime.h>
+
 #include "cuda/segmented.h"
 
 namespace grseg {
@@ -64,37 +66,33 @@ template <typename T> __host__ __device__ constexpr uint64_t tile_elems()
 	return GR_SEGSUM_TILE_BYTES / sizeof(T);
 }
 
-/* The workspace: pieces a tile leaves for segments that cross it, group
- * sums, and the tickets (zero between launches). */
+/* The workspace, laid out by its capacity (not by the launch's count),
+ * so that what one launch leaves in it never lands on another's
+ * tickets: the tickets first (zero between launches), two a tile, then
+ * the pieces a tile leaves for segments that cross it, and group sums. */
+constexpr size_t WS_TILE_BYTES = 32;
 struct workspace {
+	uint32_t *tickets;  /* [2 tile]: group ticket, segment ticket */
 	uint64_t *first;    /* [tile] piece of the segment that started before the tile */
 	uint64_t *last;     /* [tile] piece of a segment that starts in the tile and goes on */
 	uint64_t *group;    /* [tile] sum of the group of pieces that ends in the tile */
-	uint32_t *gticket;  /* [tile] */
-	uint32_t *sticket;  /* [tile] */
 };
 
-static inline size_t align16(size_t b)
-{
-	return (b + 15) & ~(size_t)15;
-}
-
-static inline workspace workspace_of(void *base, uint64_t ntiles)
+static inline workspace workspace_of(void *base, size_t bytes)
 {
 	unsigned char *p = (unsigned char *)base;
+	size_t cap = bytes / WS_TILE_BYTES;
 	workspace w;
-	size_t v = align16(ntiles * sizeof(uint64_t)), t = align16(ntiles * sizeof(uint32_t));
-	w.first = (uint64_t *)p;
-	w.last = (uint64_t *)(p + v);
-	w.group = (uint64_t *)(p + 2 * v);
-	w.gticket = (uint32_t *)(p + 3 * v);
-	w.sticket = (uint32_t *)(p + 3 * v + t);
+	w.tickets = (uint32_t *)p;
+	w.first = (uint64_t *)(p + 8 * cap);
+	w.last = (uint64_t *)(p + 16 * cap);
+	w.group = (uint64_t *)(p + 24 * cap);
 	return w;
 }
 
 static inline size_t workspace_bytes(uint64_t ntiles)
 {
-	return 3 * align16(ntiles * sizeof(uint64_t)) + 2 * align16(ntiles * sizeof(uint32_t));
+	return WS_TILE_BYTES * ntiles;
 }
 
 /*
@@ -132,12 +130,11 @@ static __device__ __forceinline__ uint64_t first_segment(const uint64_t *off, ui
 }
 
 /* One piece [lo, hi) of x summed by the warp; every lane has the sum. */
-template <typename T>
+template <typename T, unsigned U>
 static __device__ __forceinline__ typename acc<T>::A warp_piece(const T *x, uint64_t lo,
 								 uint64_t hi, unsigned lane)
 {
 	using S = acc<T>;
-	constexpr unsigned U = 32 / sizeof(T);
 	typename S::A s = S::ident();
 	uint64_t i = lo + lane;
 	for (; i + 32 * (U - 1) < hi; i += 32 * U) {
@@ -227,12 +224,12 @@ static __device__ __forceinline__ void cross_piece(const workspace &W, uint64_t 
 	}
 	auto piece = [&](uint32_t i) -> uint64_t { return i == 0 ? ldcg(W.last + t0) : ldcg(W.first + t0 + i); };
 	if (np <= GR_SEGSUM_GROUP) {
-		if (!arrive_last(W.sticket + t1, np, lane))
+		if (!arrive_last(W.tickets + 2 * t1 + 1, np, lane))
 			return;
 		typename S::A c = fold_items<T>(piece, np, lane);
 		if (lane == 0) {
 			*out = S::bits(c);
-			W.sticket[t1] = 0;
+			W.tickets[2 * t1 + 1] = 0;
 		}
 		return;
 	}
@@ -240,14 +237,14 @@ static __device__ __forceinline__ void cross_piece(const workspace &W, uint64_t 
 	const uint32_t gfirst = g * GR_SEGSUM_GROUP;
 	const uint32_t gn = np - gfirst < GR_SEGSUM_GROUP ? np - gfirst : GR_SEGSUM_GROUP;
 	const uint64_t gend = t0 + gfirst + gn - 1;
-	if (!arrive_last(W.gticket + gend, gn, lane))
+	if (!arrive_last(W.tickets + 2 * gend, gn, lane))
 		return;
 	typename S::A c = fold_items<T>([&](uint32_t i) { return piece(gfirst + i); }, gn, lane);
 	if (lane == 0) {
 		W.group[gend] = S::bits(c);
-		W.gticket[gend] = 0;
+		W.tickets[2 * gend] = 0;
 	}
-	if (!arrive_last(W.sticket + t1, ng, lane))
+	if (!arrive_last(W.tickets + 2 * t1 + 1, ng, lane))
 		return;
 	c = fold_items<T>(
 		[&](uint32_t i) {
@@ -257,13 +254,20 @@ static __device__ __forceinline__ void cross_piece(const workspace &W, uint64_t 
 		ng, lane);
 	if (lane == 0) {
 		*out = S::bits(c);
-		W.sticket[t1] = 0;
+		W.tickets[2 * t1 + 1] = 0;
 	}
 }
 
+/* Loads in flight per lane in a piece's loop (U) and blocks per SM asked
+ * of the compiler (MINB): neither changes a result, only the speed. */
+template <typename T> struct tuning {
+	static constexpr unsigned U = 64 / sizeof(T);
+	static constexpr unsigned MINB = 4;
+};
+
 /* One warp a tile of TE elements. */
-template <typename T>
-__global__ void __launch_bounds__(256)
+template <typename T, unsigned U = tuning<T>::U, unsigned MINB = tuning<T>::MINB>
+__global__ void __launch_bounds__(256, MINB)
 segsum_kernel(const T *x, uint64_t count, const uint64_t *off, uint64_t k, uint64_t ntiles,
 	      uint64_t *out, workspace W)
 {
@@ -307,7 +311,7 @@ segsum_kernel(const T *x, uint64_t count, const uint64_t *off, uint64_t k, uint6
 			jobs &= jobs - 1;
 			const uint64_t jlo = __shfl_sync(FULL, lo, src), jhi = __shfl_sync(FULL, hi, src);
 			const uint64_t plo = jlo > ta ? jlo : ta, phi = jhi < tb ? jhi : tb;
-			typename S::A v = warp_piece<T>(x, plo, phi, lane);
+			typename S::A v = warp_piece<T, U>(x, plo, phi, lane);
 			if (jlo >= ta && jhi <= tb) {
 				if (lane == 0)
 					out[s + src] = S::bits(v);
@@ -318,6 +322,30 @@ segsum_kernel(const T *x, uint64_t count, const uint64_t *off, uint64_t k, uint6
 		if (__ballot_sync(FULL, in) != FULL)
 			break;
 	}
+}
+
+static inline uint64_t tiles_of(uint64_t count, size_t size)
+{
+	uint64_t te = GR_SEGSUM_TILE_BYTES / size;
+	return (count + te - 1) / te;
+}
+
+/* gr_segsum_launch for count > 0 and a dtype T, with the tuning knobs. */
+template <typename T, unsigned U = tuning<T>::U, unsigned MINB = tuning<T>::MINB>
+static inline cudaError_t launch(const void *data, uint64_t count, const uint64_t *offsets,
+				 uint64_t nsegs, void *out, void *workspace, size_t wbytes,
+				 cudaStream_t st)
+{
+	uint64_t ntiles = tiles_of(count, sizeof(T));
+	if (wbytes < workspace_bytes(ntiles))
+		return cudaErrorInvalidValue;
+	uint64_t blocks = (ntiles + WARPS - 1) / WARPS;
+	if (blocks > 0x7fffffffu)
+		return cudaErrorInvalidValue;
+	segsum_kernel<T, U, MINB><<<(unsigned)blocks, 32 * WARPS, 0, st>>>(
+		(const T *)data, count, offsets, nsegs, ntiles, (uint64_t *)out,
+		workspace_of(workspace, wbytes));
+	return cudaGetLastError();
 }
 
 } /* namespace grseg */

@@ -45,8 +45,11 @@ extern "C" {
 
 /*
  * Bytes of device workspace a segmented sum of `count` elements of
- * `size` bytes needs. The workspace must be zero before its first use;
- * every launch leaves it zero again. One launch at a time per workspace.
+ * `size` bytes needs (32 bytes a tile). The workspace must be zero before
+ * its first use; every launch leaves the part that must be zero (its
+ * tickets) zero again, so one workspace serves any number of launches of
+ * any size up to the one it was sized for. One launch at a time per
+ * workspace.
  */
 size_t gr_segsum_workspace_bytes(uint64_t count, size_t size);
 
@@ -56,11 +59,14 @@ size_t gr_segsum_workspace_bytes(uint64_t count, size_t size);
  * values: 0 i32, 1 i64, 2 u32, 3 u64, 4 f32, 5 f64); offsets nsegs + 1
  * u64 values, 0 first, count last and never decreasing (not checked
  * here: the caller validates them); out nsegs 8-byte results. All of
- * them device memory; workspace as gr_segsum_workspace_bytes() says.
- * Returns the cudaError_t of the launch (0 on success).
+ * them device memory; workspace_bytes the workspace's size (at least
+ * gr_segsum_workspace_bytes(count, its element size), and the same for
+ * every launch on that workspace). Returns the cudaError_t of the launch
+ * (0 on success; cudaErrorInvalidValue for a workspace too small).
  */
 int gr_segsum_launch(int dtype, const void *data, uint64_t count, const uint64_t *offsets,
-		     uint64_t nsegs, void *out, void *workspace, void *stream);
+		     uint64_t nsegs, void *out, void *workspace, size_t workspace_bytes,
+		     void *stream);
 
 #ifdef __cplusplus
 }
