@@ -37,9 +37,13 @@
  *  8. Thread carry Q_t = X_j + E_t, output out[16 t + e] = Q_t + r[e]
  *     (missing terms left out, as above).
  * "Left out" is the same as adding -0.0, which is what the kernel does.
- * The carry tree has depth log2 of the tile count (16 at 2^28 elements):
- * each output is a sum along a path of at most 16 + 8 + 5 + 16 + 2
- * additions of partial sums, not a sequential running sum.
+ * Accuracy: input k reaches output i through at most
+ * d = 30 + 2 ceil(log2(tiles)) additions (15 in its thread, 5 in the warp
+ * scan, 8 across warps, up to log2(tiles) in the carry tree and as many in
+ * X_j, 2 at the end), so |out_i - exact_i| <= gamma_d * sum_{k<=i} |x_k|,
+ * gamma_d = d u / (1 - d u), u = 2^-53: about 62 u sum |x_k| at 2^28
+ * elements (65536 tiles), whatever the magnitudes. Not the exact prefix
+ * sums, and not a sequential running sum either.
  *
  * The pass: each block takes the next tile from a counter and reads it;
  * it publishes A_j at once, and computes what it needs of step 6 for
