@@ -1,0 +1,293 @@
+/*
+ * The inclusive prefix sum kernel's device code; scan.h gives the order
+ * of its additions, which everything here keeps to. Included by scan.cu
+ * and by the benchmark and tests.
+ */
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_runtime.h>
+
+#include "cuda/scan.h"
+
+namespace grscan {
+
+constexpr unsigned FULL = 0xffffffffu;
+constexpr unsigned THREADS = 256, IPT = 16, TILE = THREADS * IPT, WARPS = THREADS / 32;
+static_assert(TILE == GR_SCAN_TILE, "tile size");
+
+template <typename T> struct acc {
+	static constexpr bool fp = std::is_floating_point<T>::value;
+	using A = typename std::conditional<fp, double, unsigned long long>::type;
+	/* -0.0: adding it changes nothing, so "left out" costs no branch */
+	static __device__ __forceinline__ A ident()
+	{
+		if constexpr (fp)
+			return -0.0;
+		else
+			return 0;
+	}
+	static __device__ __forceinline__ A of(T x)
+	{
+		if constexpr (fp)
+			return (double)x;
+		else if constexpr (std::is_signed<T>::value)
+			return (A)(long long)x;
+		else
+			return (A)x;
+	}
+	static __device__ __forceinline__ uint64_t bits(A a)
+	{
+		if constexpr (fp)
+			return (uint64_t)__double_as_longlong(a);
+		else
+			return (uint64_t)a;
+	}
+	static __device__ __forceinline__ A unbits(uint64_t u)
+	{
+		if constexpr (fp)
+			return __longlong_as_double((long long)u);
+		else
+			return (A)u;
+	}
+};
+
+/*
+ * The workspace: the tile counter, then two 16-byte entries a tile,
+ * {A_j, epoch} and {F_j, epoch}, each written and read whole (one
+ * 16-byte access each way, as the look-back of single-pass scans
+ * commonly relies on), so that a reader
+ * that sees this launch's epoch sees the value stored with it, and needs
+ * no fence. Entries sit at fixed places whatever n is: a smaller launch
+ * never reads a larger one's leftovers as its own.
+ */
+struct alignas(16) entry {
+	uint64_t value;
+	uint64_t epoch;
+};
+static inline uint64_t tiles_of(uint64_t n)
+{
+	return (n + TILE - 1) / TILE;
+}
+static inline size_t workspace_bytes(uint64_t n)
+{
+	return 16 + tiles_of(n) * 2 * sizeof(entry);
+}
+
+static __device__ __forceinline__ entry ld_entry(const entry *p)
+{
+	entry e;
+	asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+		     : "=l"(e.value), "=l"(e.epoch)
+		     : "l"(p)
+		     : "memory");
+	return e;
+}
+static __device__ __forceinline__ void st_entry(entry *p, uint64_t value, uint64_t epoch)
+{
+	asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(value), "l"(epoch)
+		     : "memory");
+}
+
+/* Shared memory rows of 16 elements padded to 17: a thread's row and a
+ * warp's stripe both meet every bank once. */
+static __device__ __forceinline__ unsigned pad(unsigned i)
+{
+	return i + i / IPT;
+}
+
+/* Blocks per SM asked of the compiler: changes no result. */
+template <typename T> struct tuning {
+	static constexpr unsigned MINB = sizeof(T) == 4 ? 4 : 3;
+};
+
+template <typename T, unsigned MINB = tuning<T>::MINB>
+__global__ void __launch_bounds__(THREADS, MINB)
+scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *counter,
+	    entry *ents, uint32_t epoch)
+{
+	using S = acc<T>;
+	using A = typename S::A;
+	__shared__ uint64_t buf[TILE + TILE / IPT];
+	__shared__ A wsum[WARPS];
+	__shared__ A carry;
+	__shared__ uint64_t tile_sh;
+	const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
+
+	if (t == 0) {
+		uint32_t j = atomicAdd(counter, 1u);
+		/* the last ticket handed out: the counter is free again */
+		if (j == ntiles - 1)
+			*counter = 0;
+		tile_sh = j;
+	}
+	__syncthreads();
+	const uint64_t j = tile_sh;
+	const uint64_t base = j * TILE;
+	const bool full = base + TILE <= n;
+
+	/* stripes in, rows out of shared memory */
+	T *sb = (T *)buf;
+	{
+		T v[IPT];
+		if (full) {
+#pragma unroll
+			for (unsigned k = 0; k < IPT; k++)
+				v[k] = in[base + k * THREADS + t];
+		} else {
+#pragma unroll
+			for (unsigned k = 0; k < IPT; k++)
+				v[k] = base + k * THREADS + t < n ? in[base + k * THREADS + t] : T(0);
+		}
+#pragma unroll
+		for (unsigned k = 0; k < IPT; k++)
+			sb[pad(k * THREADS + t)] = v[k];
+	}
+	__syncthreads();
+	T x[IPT];
+#pragma unroll
+	for (unsigned e = 0; e < IPT; e++)
+		x[e] = sb[pad(t * IPT + e)];
+
+	/* 2: the thread's total */
+	A r = S::ident();
+#pragma unroll
+	for (unsigned e = 0; e < IPT; e++)
+		r = r + S::of(x[e]);
+	/* 3: the warp's scan */
+	A w = r;
+#pragma unroll
+	for (unsigned d = 1; d < 32; d <<= 1) {
+		A y = __shfl_up_sync(FULL, w, d);
+		if (lane >= d)
+			w = y + w;
+	}
+	A wl = __shfl_up_sync(FULL, w, 1);
+	if (lane == 0)
+		wl = S::ident();
+	if (lane == 31)
+		wsum[warp] = w;
+	__syncthreads();
+	/* 4, 5 */
+	A P = S::ident(), agg = S::ident();
+#pragma unroll
+	for (unsigned q = 0; q < WARPS; q++) {
+		if (q == warp)
+			P = agg;
+		agg = agg + wsum[q];
+	}
+	const A E = P + wl;
+
+	/*
+	 * 6, 7: one warp. Ranges of fewer than 32 tiles are summed here from
+	 * the tiles' totals A (each published as soon as its tile has read
+	 * its data), as the pairwise tree that step 6 amounts to: F of an
+	 * aligned range is F of its left half plus F of its right half. Only
+	 * the ends of aligned ranges of 32 tiles or more publish F. So a tile
+	 * never waits on a chain of recent tiles' waits: lane l waits, all
+	 * lanes at once, for A of tile l of this block of 32 (l below this
+	 * tile's place in it), for F of the range of bit l >= 5 of j (X_j),
+	 * and for F_{j - 2^l}, 5 <= l < z (F_j).
+	 */
+	if (warp == 0) {
+		const uint64_t blk = j & ~31ull;
+		const unsigned jl = (unsigned)(j & 31);
+		const bool later = j + 1 < ntiles;
+		if (lane == 0 && later && jl != 31)
+			st_entry(ents + 2 * j, S::bits(agg), epoch);
+		const unsigned z = later ? __ffsll((long long)(j + 1)) - 1 : 0;
+		bool needa = lane < jl;
+		bool needx = lane >= 5 && ((j >> lane) & 1);
+		bool needf = lane >= 5 && lane < z;
+		const entry *ea = ents + 2 * (needa ? blk + lane : 0);
+		const entry *ex = ents + 2 * (needx ? (j & ~((2ull << lane) - 1)) + (1ull << lane) - 1 : 0) + 1;
+		const entry *ef = ents + 2 * (needf ? j - (1ull << lane) : 0) + 1;
+		A v = lane == jl ? agg : S::ident(), vx = S::ident(), vf = S::ident();
+		while (__any_sync(FULL, needa || needx || needf)) {
+			entry ra = {}, rx = {}, rf = {};
+			if (needa)
+				ra = ld_entry(ea);
+			if (needx)
+				rx = ld_entry(ex);
+			if (needf)
+				rf = ld_entry(ef);
+			if (needa && ra.epoch == epoch) {
+				v = S::unbits(ra.value);
+				needa = false;
+			}
+			if (needx && rx.epoch == epoch) {
+				vx = S::unbits(rx.value);
+				needx = false;
+			}
+			if (needf && rf.epoch == epoch) {
+				vf = S::unbits(rf.value);
+				needf = false;
+			}
+		}
+		/* the pairwise tree over the block; low[b]: the range of bit b < 5 of j */
+		A low[5];
+		low[0] = __shfl_sync(FULL, v, jl & ~1u);
+#pragma unroll
+		for (unsigned L = 1; L <= 5; L++) {
+			A w = __shfl_down_sync(FULL, v, 1u << (L - 1));
+			if ((lane & ((1u << L) - 1)) == 0)
+				v = v + w;
+			if (L < 5)
+				low[L] = __shfl_sync(FULL, v, jl & ~((2u << L) - 1));
+		}
+		if (z >= 5) {
+			A F = __shfl_sync(FULL, v, 0);
+			for (unsigned L = 6; L <= z; L++)
+				F = __shfl_sync(FULL, vf, L - 1) + F;
+			if (lane == 0)
+				st_entry(ents + 2 * j + 1, S::bits(F), epoch);
+		}
+		A X = S::ident();
+		for (int b = 30; b >= 5; b--)
+			if ((j >> b) & 1)
+				X = X + __shfl_sync(FULL, vx, b);
+#pragma unroll
+		for (int b = 4; b >= 0; b--)
+			if ((j >> b) & 1)
+				X = X + low[b];
+		if (lane == 0)
+			carry = X;
+	}
+	__syncthreads();
+
+	/* 8: the outputs, rows into shared memory, stripes out */
+	const A Q = carry + E;
+	A rr = S::ident();
+#pragma unroll
+	for (unsigned e = 0; e < IPT; e++) {
+		rr = rr + S::of(x[e]);
+		buf[pad(t * IPT + e)] = S::bits(Q + rr);
+	}
+	__syncthreads();
+	if (full) {
+#pragma unroll
+		for (unsigned k = 0; k < IPT; k++)
+			out[base + k * THREADS + t] = buf[pad(k * THREADS + t)];
+	} else {
+#pragma unroll
+		for (unsigned k = 0; k < IPT; k++)
+			if (base + k * THREADS + t < n)
+				out[base + k * THREADS + t] = buf[pad(k * THREADS + t)];
+	}
+}
+
+/* gr_scan_launch for n > 0 and a dtype T, with the tuning knob. */
+template <typename T, unsigned MINB = tuning<T>::MINB>
+static inline cudaError_t launch(const void *in, uint64_t n, void *out, void *workspace,
+				 uint32_t epoch, cudaStream_t st)
+{
+	uint64_t ntiles = tiles_of(n);
+	unsigned char *w = (unsigned char *)workspace;
+	scan_kernel<T, MINB><<<(unsigned)ntiles, THREADS, 0, st>>>(
+		(const T *)in, n, (uint64_t *)out, ntiles, (uint32_t *)w, (entry *)(w + 16), epoch);
+	return cudaGetLastError();
+}
+
+} /* namespace grscan */
