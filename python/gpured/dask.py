@@ -12,8 +12,8 @@ gpured of the process that runs the task: a :class:`gpured.Client` per
 process, on ``$GPURED_SOCKET`` of that process, else the default socket
 (:func:`gpured.default_socket_path`), made at its first chunk and kept. One
 last task joins the partials with :func:`gpured.combine`. A float sum is
-exact on the CPU backend, so the result does not depend on the chunking,
-on the number of workers or on which host reduced which chunk.
+exact on every backend, so the result does not depend on the chunking, on
+the number of workers or on which host reduced which chunk.
 """
 
 import os
