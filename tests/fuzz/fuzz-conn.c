@@ -275,7 +275,7 @@ static void settings_argv(uint8_t s, char **argv, int *argc)
 	/* staging: the chunks and the canary's 4 KiB */
 	if (s & 0x80) {
 		argv[n++] = "--request-chunks=1";
-		argv[n++] = "--staging-bytes=772K"; /* 3 slots */
+		argv[n++] = "--staging-bytes=516K"; /* 2 slots */
 	} else {
 		argv[n++] = "--staging-bytes=1028K"; /* 4 slots */
 	}

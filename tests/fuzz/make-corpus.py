@@ -264,6 +264,10 @@ def conn_corpus(streams, extra):
     seeds["reduce-cut-by-eof"] = b"\0" + rec(head, flags=0) + rec(body, flags=OP_SHUT)
     seeds["fd-mid-reduce"] = b"\x01" + rec(head, flags=0) + rec(body, [fd(FD_SEALED)], 0,
                                                                  rep=9)
+    # two staging slots: a small request leaves the batch slot open, and a
+    # large one still needs a chunk (it used to wait for ever)
+    seeds["staging-2-slots-small-then-large"] = b"\x80" + \
+        rec(reduce_bin(1, "sum", "i32", "i", I32)) + rec(head, flags=0) + rec(body, rep=9)
     for i, (name, (reqs, _)) in enumerate(sorted(streams.items())):
         seeds["req-" + name] = bytes([(i * 37) & 0xff]) + rec(b"".join(reqs))
     for i, (name, reqs) in enumerate(sorted(extra.items())):
