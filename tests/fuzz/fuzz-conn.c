@@ -654,6 +654,8 @@ static void run(const uint8_t *data, size_t size)
 	h.eof = true;
 	settle(&h, "after the client closed");
 	gr_server *s = h.srv;
+	if (s->nconns)
+		describe(&h);
 	CHECK_EQ(s->nconns, 0);
 	CHECK_EQ(s->stats.connections, 0);
 	CHECK_EQ(s->stats.inflight, 0);
