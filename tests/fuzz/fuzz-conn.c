@@ -24,14 +24,15 @@
  *                 the rest of the input is ignored, no ping is sent;
  *   LAST   (0x80) the payload's last byte goes in a sendmsg() of its own,
  *                 after the daemon read the rest, and the descriptors with it.
- * A descriptor's kind byte: the low 5 bits choose what it is (fd_kinds[]:
- * memfds sealed and not, read-only, write-only and O_PATH reopenings of
- * one, pipes, /dev/null, a socket, the connection itself, a regular file,
- * a directory, an eventfd, a closed descriptor, which sendmsg() refuses:
- * the bytes then go without any), the top 3 a shift: a memfd's size is
- * size << shift bytes, at most MEMFD_BYTES_MAX. Its first bytes are a
- * pattern (floats, NaNs and all); what the input sends beyond
- * INPUT_BYTES_MAX, and memfds beyond MEMFD_TOTAL_MAX, are left out.
+ * A descriptor's kind byte: the low 5 bits choose what it is, modulo
+ * FD_KINDS (the FD_ list below: memfds sealed and not, read-only,
+ * write-only and O_PATH reopenings of one, pipes, /dev/null, a socket,
+ * the connection itself, a regular file, a directory, an eventfd, a
+ * closed descriptor, which sendmsg() refuses: the bytes then go without
+ * any), the top 3 a shift: a memfd's size is size << shift bytes, at most
+ * MEMFD_BYTES_MAX, and 0 once the input's memfds add up to
+ * MEMFD_TOTAL_MAX. Its first bytes are a pattern (floats, NaNs and all).
+ * What the input sends beyond INPUT_BYTES_MAX is left out.
  *
  * After the records the daemon is run until it is quiet (nothing unread,
  * in flight or unsent). Checked then:
@@ -49,7 +50,10 @@
  * left, the loop closes with no handle open (uv_loop_close() == 0), the
  * process has as many descriptors open as before the input and no memfd
  * mapped, and ASan's leak check finds nothing.
+ *
+ * GPURED_FUZZ_VERBOSE=1 prints the daemon's log and each reply.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -59,7 +63,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
