@@ -231,6 +231,12 @@ def conn_corpus(streams, extra):
         rec(req(2, "map", [{"bytes": 1 << 20}]), [fd(FD_SEALED, 1 << 20)]) + \
         rec(req(3, "reduce", [{"op": "sum", "dtype": "f32", "region": 1, "offset": 3,
                                "count": 200000, "partial": True}]))
+    m1m = req(2, "map", [{"bytes": 1 << 20}])
+    red1m = req(3, "reduce", [{"op": "sumsq", "dtype": "f32", "region": 1, "count": 1 << 18}])
+    seeds["map-reduce-unmap-in-flight"] = b"\x06" + rec(m1m, [fd(FD_SEALED, 1 << 20)]) + \
+        rec(red1m + unmap, flags=0)
+    seeds["map-reduce-eof-in-flight"] = b"\x06" + rec(m1m, [fd(FD_SEALED, 1 << 20)]) + \
+        rec(red1m, flags=OP_SHUT)
     seeds["map-without-fd"] = b"\0" + rec(m4k) + rec(ping)
     seeds["fd-without-map"] = b"\0" + rec(ping, [fd(FD_SEALED)]) + rec(req(2, "ping"))
     seeds["map-two-fds"] = b"\0" + rec(m4k, [fd(FD_SEALED), fd(FD_SEALED)])
