@@ -117,6 +117,9 @@ typedef struct harness {
 } harness;
 
 static bool verbose;
+/* libFuzzer's handlers, as they are when the first input runs */
+static struct sigaction fuzzer_sigint, fuzzer_sigterm;
+static bool have_handlers;
 
 /* ---- descriptors ---- */
 
@@ -590,6 +593,14 @@ static void run(const uint8_t *data, size_t size)
 	CHECK_MSG(gr_config_parse(&h.cfg, argc, argv, err, sizeof(err)) == 0, "%s", err);
 	CHECK(uv_loop_init(&h.loop) == 0);
 	CHECK_MSG(gr_server_new(&h.loop, &h.cfg, &h.srv, err, sizeof(err)) == 0, "%s", err);
+	/* SIGINT and SIGTERM stay libFuzzer's (they end a run, with its
+	 * statistics), not a shutdown of this input's daemon */
+	uv_signal_stop(&h.srv->sigint);
+	uv_signal_stop(&h.srv->sigterm);
+	if (have_handlers) {
+		CHECK(sigaction(SIGINT, &fuzzer_sigint, NULL) == 0);
+		CHECK(sigaction(SIGTERM, &fuzzer_sigterm, NULL) == 0);
+	}
 	gr_buf_init(&h.rx);
 
 	/* a listening socket under an abstract name of the kernel's choice */
@@ -688,6 +699,12 @@ static void run(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned before = count_fds();
+
+	if (!have_handlers) {
+		CHECK(sigaction(SIGINT, NULL, &fuzzer_sigint) == 0);
+		CHECK(sigaction(SIGTERM, NULL, &fuzzer_sigterm) == 0);
+		have_handlers = true;
+	}
 
 	run(data, size);
 	CHECK_EQ(count_fds(), before);
