@@ -269,6 +269,7 @@ static void settings_argv(uint8_t s, char **argv, int *argc)
 	if (s & 0x10) {
 		argv[n++] = "--max-unsent-bytes=4K";
 		argv[n++] = "--max-inflight-bytes=256K";
+		argv[n++] = "--request-chunks=1";
 	}
 	if (s & 0x20) {
 		argv[n++] = "--batch-delay-us=200";
@@ -280,7 +281,6 @@ static void settings_argv(uint8_t s, char **argv, int *argc)
 	}
 	/* staging: the chunks and the canary's 4 KiB */
 	if (s & 0x80) {
-		argv[n++] = "--request-chunks=1";
 		argv[n++] = "--staging-bytes=516K"; /* 2 slots */
 	} else {
 		argv[n++] = "--staging-bytes=1028K"; /* 4 slots */

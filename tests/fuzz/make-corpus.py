@@ -274,6 +274,16 @@ def conn_corpus(streams, extra):
     # large one still needs a chunk (it used to wait for ever)
     seeds["staging-2-slots-small-then-large"] = b"\x80" + \
         rec(reduce_bin(1, "sum", "i32", "i", I32)) + rec(head, flags=0) + rec(body, rep=9)
+    # two slots, every job on a worker: the second chunk waits for staging
+    seeds["staging-2-slots-chunks-wait"] = b"\x86" + rec(head, flags=0) + rec(body, rep=9)
+    # 'data' larger than a chunk before 'op': refused, and its bytes skipped
+    first = b"\x94\x00\x06\xa6reduce\x91\x83\xa4data\xc6" + struct.pack(">I", big)
+    seeds["reduce-large-data-before-op"] = b"\0" + rec(first, flags=0) + \
+        rec(body, flags=0, rep=9) + rec(b"\xa2op\xa3sum\xa5dtype\xa3u32")
+    # replies faster than a socket takes them: written by libuv, and, with
+    # the tight budgets, reading stops until the client reads
+    seeds["stats-flood"] = b"\0" + rec(req(2, "stats"), flags=0, rep=80)
+    seeds["stats-flood-tight"] = b"\x10" + rec(req(2, "stats"), flags=0, rep=20)
     for i, (name, (reqs, _)) in enumerate(sorted(streams.items())):
         seeds["req-" + name] = bytes([(i * 37) & 0xff]) + rec(b"".join(reqs))
     for i, (name, reqs) in enumerate(sorted(extra.items())):
