@@ -278,6 +278,10 @@ class Regions(unittest.TestCase):
             os.close(fd)
         fd = memfd(4096)
         self.assertError(c.map_fds(4097, [fd]), "invalid_params", "larger than the memfd")
+        # sealed, but open for writing only: the client's mistake
+        wo = os.open("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_CLOEXEC)
+        self.assertError(c.map_fds(4096, [wo]), "invalid_params", "writing only")
+        os.close(wo)
         os.close(fd)
         self.assertAlive(c)
         c.close()
