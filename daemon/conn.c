@@ -499,6 +499,13 @@ static void conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 				 "map of kind cuda_ipc takes no file descriptor; %u came", nfd);
 		return;
 	}
+	if (nfd == 1 && fd == GR_FDQ_SOCKET) {
+		/* closed as it came (fdpass.h) */
+		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "the file descriptor is a socket, not a memfd (memfd_create with "
+				 "MFD_ALLOW_SEALING)");
+		return;
+	}
 	if (preq->kind != GR_MAP_CUDA_IPC && (nfd != 1 || fd < 0)) {
 		if (fd >= 0)
 			close(fd);

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/fdpass.h"
@@ -33,6 +34,19 @@ unsigned gr_fdq_take(gr_fdq *q, uint64_t end, int *ret_fd)
 		q->n--;
 	}
 	return got;
+}
+
+/* What to queue for a descriptor that arrived (fdpass.h: sockets are
+ * closed at once). */
+static int fdpass_keep(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		close(fd);
+		return GR_FDQ_SOCKET;
+	}
+	return fd;
 }
 
 static bool fdq_push(gr_fdq *q, int fd, uint64_t pos)
@@ -78,13 +92,15 @@ ssize_t gr_fdpass_recv(int fd, void *buf, size_t len, gr_fdq *q, uint64_t pos)
 		for (size_t i = 0; i < k; i++) {
 			int f;
 			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(f));
+			f = fdpass_keep(f);
 			if (full || !fdq_push(q, f, at)) {
 				full = true;
-				close(f);
+				if (f >= 0)
+					close(f);
 			}
 		}
 	}
-	if ((mh.msg_flags & MSG_CTRUNC) && !full && !fdq_push(q, -1, at))
+	if ((mh.msg_flags & MSG_CTRUNC) && !full && !fdq_push(q, GR_FDQ_DROPPED, at))
 		full = true;
 	return full ? -EMFILE : n;
 }

@@ -12,6 +12,11 @@
  * positions before its end are that request's (gr_fdq_take). A map
  * request takes exactly one; any other request that finds one fails, and
  * the descriptor is closed.
+ *
+ * A socket is closed as it arrives, and only its place is queued: no
+ * request can use one, and the one a client sends may be its own end of
+ * the connection (or hold it, in flight in its queue), which the daemon
+ * would then keep open: the connection would never see the client go.
  */
 #pragma once
 
@@ -26,8 +31,13 @@
  * (MSG_CTRUNC) and recorded as lost. */
 #define GR_FDPASS_PER_READ 8u
 
+/* Queued in place of descriptors the kernel dropped (too many at once),
+ * and of a socket, closed on arrival. */
+#define GR_FDQ_DROPPED (-1)
+#define GR_FDQ_SOCKET (-2)
+
 typedef struct gr_fdq_entry {
-	int fd;       /* -1: descriptors the kernel dropped (too many at once) */
+	int fd;       /* or GR_FDQ_DROPPED, GR_FDQ_SOCKET */
 	uint64_t pos; /* stream position of the last byte read with it */
 } gr_fdq_entry;
 
@@ -47,7 +57,8 @@ void gr_fdq_clear(gr_fdq *q);
 /*
  * Take the descriptors queued before stream position end (every byte
  * before it has been parsed): the first one stays open in *ret_fd (-1 if
- * none came, or if the kernel dropped it), every other one is closed.
+ * none came, or if the kernel dropped it; GR_FDQ_SOCKET for a socket),
+ * every other one is closed.
  * Returns how many came, a note of dropped ones counted as one more: a
  * request that takes one descriptor got exactly that when this returns 1
  * and *ret_fd >= 0.

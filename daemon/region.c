@@ -56,6 +56,13 @@ static gr_err region_check_memfd(int fd, uint64_t bytes, char *why, size_t whyle
 			 "the memfd is not sealed against shrinking (add F_SEAL_SHRINK with F_ADD_SEALS)");
 		return GR_ERR_INVALID_PARAMS;
 	}
+	/* the daemon maps it for reading: a descriptor opened for writing
+	 * only is the client's mistake, not the daemon's failure */
+	int flags = fcntl(fd, F_GETFL);
+	if (flags >= 0 && (flags & O_ACCMODE) == O_WRONLY) {
+		snprintf(why, whylen, "the memfd is open for writing only; the daemon must read it");
+		return GR_ERR_INVALID_PARAMS;
+	}
 	/* Sealed: from here on it can only grow. */
 	if (st.st_size < 0 || (uint64_t)st.st_size < bytes) {
 		snprintf(why, whylen, "'bytes' (%" PRIu64 ") is larger than the memfd (%lld bytes)",

@@ -110,6 +110,15 @@ void *gr_staging_alloc_piece(gr_staging *s, size_t n, gr_slot **ret_slot, gr_slo
 
 gr_slot *gr_staging_alloc_chunk(gr_staging *s)
 {
+	/* An open batch slot with no piece in it holds a slot that no small
+	 * request uses now: it gives way to the chunk. Otherwise, with one or
+	 * two slots, where the reserve is all that is left beside it, a large
+	 * request after a small one would wait for ever. */
+	if (s->nfree <= s->reserve && s->batch && s->batch->refs == 1) {
+		gr_slot *idle = s->batch;
+		s->batch = NULL;
+		gr_staging_release(s, idle);
+	}
 	if (s->nfree <= s->reserve)
 		return NULL;
 	return slot_take(s);
@@ -117,8 +126,13 @@ gr_slot *gr_staging_alloc_chunk(gr_staging *s)
 
 void gr_staging_release(gr_staging *s, gr_slot *sl)
 {
-	if (--sl->refs > 0)
+	if (--sl->refs > 0) {
+		/* the open batch slot's last piece: a chunk waiting may take
+		 * the slot now (gr_staging_alloc_chunk) */
+		if (sl == s->batch && sl->refs == 1 && s->waiters.next != &s->waiters)
+			s->wake_pending = true;
 		return;
+	}
 	sl->next_free = s->free_list;
 	s->free_list = sl;
 	s->nfree++;

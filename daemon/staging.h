@@ -68,7 +68,8 @@ void gr_staging_deinit(gr_staging *s);
  * (its batch should go out now). */
 void *gr_staging_alloc_piece(gr_staging *s, size_t n, gr_slot **ret_slot, gr_slot **ret_closed);
 
-/* A whole slot for one chunk; NULL when none is free beyond the reserve. */
+/* A whole slot for one chunk; NULL when none is free beyond the reserve.
+ * An open batch slot with no piece in use is closed for it first. */
 gr_slot *gr_staging_alloc_chunk(gr_staging *s);
 
 void gr_staging_release(gr_staging *s, gr_slot *slot);

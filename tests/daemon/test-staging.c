@@ -2,7 +2,8 @@
  * Staging slots: pieces for small requests packed into the open batch
  * slot (64-byte aligned, never overlapping, never past the slot), a fresh
  * slot once the batch span is used, the slot freed last taken first, the
- * reserve that chunks leave for batches, and waiters woken on release.
+ * reserve that chunks leave for batches, an idle batch slot that gives
+ * way to a chunk, and waiters woken on release.
  * Staging memory: 2 MiB aligned, all of it usable, nothing else mapped.
  */
 #include <errno.h>
@@ -134,6 +135,40 @@ static void check_reserve_and_waiters(void)
 	gr_staging_deinit(&s);
 }
 
+/* With one or two slots the reserve is all that a chunk would find beside
+ * the open batch slot: once no piece is left in that, the chunk gets it,
+ * and a chunk that waited for the last piece is woken for it. */
+static void check_idle_batch_gives_way(void)
+{
+	for (unsigned nslots = 1; nslots <= 2; nslots++) {
+		gr_staging s;
+		gr_slot *sl, *closed, *ch;
+		CHECK_EQ(gr_staging_init(&s, mem, SLOT * nslots, SLOT), 0);
+		/* a small request comes and goes: its batch slot stays open */
+		CHECK(gr_staging_alloc_piece(&s, 100, &sl, &closed));
+		gr_staging_release(&s, sl);
+		CHECK(s.batch == sl);
+		CHECK((ch = gr_staging_alloc_chunk(&s)));
+		CHECK(!s.batch);
+		gr_staging_release(&s, ch);
+
+		/* a piece still in use: the chunk waits, and is woken when
+		 * the piece is released */
+		CHECK(gr_staging_alloc_piece(&s, 100, &sl, &closed));
+		CHECK(!gr_staging_alloc_chunk(&s));
+		gr_staging_waiter w = {.wake = wake};
+		unsigned before = woken;
+		gr_staging_wait(&s, &w);
+		gr_staging_release(&s, sl);
+		gr_staging_run_waiters(&s);
+		CHECK_EQ(woken, before + 1);
+		CHECK((ch = gr_staging_alloc_chunk(&s)));
+		gr_staging_release(&s, ch);
+		CHECK_EQ(s.nfree, nslots);
+		gr_staging_deinit(&s);
+	}
+}
+
 /* The process's virtual size in KiB, read without allocating. */
 static long vm_kib(void)
 {
@@ -179,6 +214,7 @@ int main(void)
 	check_pieces();
 	check_span_and_reuse();
 	check_reserve_and_waiters();
+	check_idle_batch_gives_way();
 	printf("staging: ok\n");
 	return 0;
 }

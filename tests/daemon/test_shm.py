@@ -278,6 +278,10 @@ class Regions(unittest.TestCase):
             os.close(fd)
         fd = memfd(4096)
         self.assertError(c.map_fds(4097, [fd]), "invalid_params", "larger than the memfd")
+        # sealed, but open for writing only: the client's mistake
+        wo = os.open("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_CLOEXEC)
+        self.assertError(c.map_fds(4096, [wo]), "invalid_params", "writing only")
+        os.close(wo)
         os.close(fd)
         self.assertAlive(c)
         c.close()
@@ -327,6 +331,23 @@ class Regions(unittest.TestCase):
         self.assertTrue(c.closed())
         c.close()
         os.close(fd)
+        self.settle(fds0, maps0)
+
+    def test_own_socket_sent_mid_message_then_gone(self):
+        # the client's own end of the connection, sent with the start of a
+        # message the daemon is still skipping (a 4 GiB string), and then
+        # the client goes: the daemon must see it go all the same
+        fds0, maps0 = self.baseline()
+        c = ShmClient(self.d.path, timeout=10)
+        c.send_fds(b"\x94\x00\x01\xdb\xff\xff\xff\xf0abc", [c.sock.fileno()])
+        time.sleep(0.1)  # read by the daemon, descriptor and all
+        c.close()
+        probe = self.client()
+        end = time.monotonic() + 5
+        while probe.call("stats")[1]["connections"] > 1 and time.monotonic() < end:
+            time.sleep(0.01)
+        self.assertEqual(probe.call("stats")[1]["connections"], 1)
+        probe.close()
         self.settle(fds0, maps0)
 
     # ---- regions that are not there, or not ours ----

@@ -236,6 +236,114 @@ EXACT_REPLIES = {
 }
 
 
+# ---- fuzz-conn.c's records ------------------------------------------------
+
+OP_SYNC, OP_REPEAT, OP_SHUT, OP_LAST = 0x10, 0x20, 0x40, 0x80
+FD_SEALED, FD_UNSEALED, FD_NO_SEALING, FD_ALL_SEALS, FD_GROW_ONLY = 0, 2, 3, 4, 5
+FD_RDONLY, FD_WRONLY, FD_PATH, FD_PIPE_R, FD_PIPE_W, FD_NULL = 6, 7, 8, 9, 10, 11
+FD_SOCKET, FD_SELF, FD_REGULAR, FD_DIR, FD_EVENTFD, FD_CLOSED = 12, 13, 14, 15, 16, 17
+
+
+def fd(kind, size=4096):
+    """A descriptor spec: kind, and a memfd's size as u16 << shift."""
+    shift = 0
+    while size >> shift > 0xffff:
+        shift += 1
+    return struct.pack("<BH", kind | shift << 5, size >> shift)
+
+
+def rec(payload, fds=(), flags=OP_SYNC, rep=None):
+    out = struct.pack("<BH", len(fds) | flags | (OP_REPEAT if rep is not None else 0),
+                      len(payload))
+    if rep is not None:
+        out += bytes([rep])
+    return out + b"".join(fds) + payload
+
+
+def conn_corpus(streams, extra):
+    """Seeds for fuzz-conn: a settings byte, then records."""
+    seeds = {}
+    ping = req(1, "ping")
+    m4k = req(2, "map", [{"bytes": 4096}])
+    red = req(3, "reduce", [{"op": "sum", "dtype": "f64", "region": 1, "offset": 8,
+                             "count": 16}])
+    unmap = req(4, "unmap", [{"region": 1}])
+    seeds["ping"] = b"\0" + rec(ping)
+    seeds["pings-pipelined"] = b"\0" + rec(ping * 4, flags=0) + rec(req(2, "stats") +
+                                                                     req(3, "info"))
+    seeds["map-reduce-unmap"] = b"\0" + rec(m4k, [fd(FD_SEALED)]) + rec(red) + rec(unmap)
+    seeds["map-reduce-unmap-tight"] = b"\x5e" + rec(m4k, [fd(FD_SEALED)]) + rec(red + red) + \
+        rec(unmap)
+    seeds["map-fd-on-last-byte"] = b"\x01" + rec(m4k, [fd(FD_SEALED)], OP_LAST | OP_SYNC) + \
+        rec(red + unmap)
+    seeds["map-no-unmap"] = b"\x02" + rec(m4k, [fd(FD_SEALED)]) + rec(red, flags=0)
+    seeds["map-1m-reduce-partial"] = b"\x06" + \
+        rec(req(2, "map", [{"bytes": 1 << 20}]), [fd(FD_SEALED, 1 << 20)]) + \
+        rec(req(3, "reduce", [{"op": "sum", "dtype": "f32", "region": 1, "offset": 3,
+                               "count": 200000, "partial": True}]))
+    m1m = req(2, "map", [{"bytes": 1 << 20}])
+    red1m = req(3, "reduce", [{"op": "sumsq", "dtype": "f32", "region": 1, "count": 1 << 18}])
+    seeds["map-reduce-unmap-in-flight"] = b"\x06" + rec(m1m, [fd(FD_SEALED, 1 << 20)]) + \
+        rec(red1m + unmap, flags=0)
+    seeds["map-reduce-eof-in-flight"] = b"\x06" + rec(m1m, [fd(FD_SEALED, 1 << 20)]) + \
+        rec(red1m, flags=OP_SHUT)
+    seeds["map-without-fd"] = b"\0" + rec(m4k) + rec(ping)
+    seeds["fd-without-map"] = b"\0" + rec(ping, [fd(FD_SEALED)]) + rec(req(2, "ping"))
+    seeds["map-two-fds"] = b"\0" + rec(m4k, [fd(FD_SEALED), fd(FD_SEALED)])
+    seeds["map-nine-fds"] = b"\0" + rec(m4k, [fd(FD_SEALED)] * 9)
+    seeds["fds-unclaimed"] = b"\0" + b"".join(rec(pack([2, "ping", []]), [fd(FD_PIPE_R)] * 3,
+                                                   flags=0) for _ in range(7))
+    for name, kind in [("unsealed", FD_UNSEALED), ("no-sealing", FD_NO_SEALING),
+                       ("all-seals", FD_ALL_SEALS), ("grow-only", FD_GROW_ONLY),
+                       ("rdonly", FD_RDONLY), ("wronly", FD_WRONLY), ("opath", FD_PATH),
+                       ("pipe", FD_PIPE_R), ("pipe-w", FD_PIPE_W), ("devnull", FD_NULL),
+                       ("socket", FD_SOCKET), ("self", FD_SELF), ("regular", FD_REGULAR),
+                       ("directory", FD_DIR), ("eventfd", FD_EVENTFD), ("closed", FD_CLOSED)]:
+        seeds["map-" + name] = bytes([kind]) + rec(m4k, [fd(kind)]) + rec(red)
+    seeds["map-small-memfd"] = b"\0" + rec(m4k, [fd(FD_SEALED, 100)])
+    seeds["map-empty-memfd"] = b"\0" + rec(req(2, "map", [{"bytes": 0}]), [fd(FD_SEALED, 0)])
+    seeds["map-too-many"] = b"\x40" + b"".join(
+        rec(req(i, "map", [{"bytes": 600000}]), [fd(FD_SEALED, 600000)]) for i in range(2, 6))
+    seeds["unmap-twice"] = b"\0" + rec(m4k, [fd(FD_SEALED)]) + rec(unmap + unmap + red)
+    seeds["map-cuda-kind"] = b"\0" + rec(req(2, "map", [{"bytes": 64, "kind": "cuda",
+                                                          "device": "GPU-0"}]), [fd(FD_SEALED)])
+    seeds["map-then-eof"] = b"\0" + rec(m4k, [fd(FD_SEALED)], OP_SHUT)
+    # large data: a bin32 header, then its bytes repeated, chunked by the daemon
+    big = 145 * 4096  # 1 + 16 * 9 repeats of body
+    head = b"\x94\x00\x05\xa6reduce\x91\x83\xa2op\xa3max\xa5dtype\xa3i32\xa4data" + \
+        b"\xc6" + struct.pack(">I", big)
+    body = bytes(range(256)) * 16
+    seeds["reduce-580k"] = b"\x80" + rec(head, flags=0) + rec(body, flags=OP_SYNC,
+                                                               rep=9)
+    seeds["reduce-580k-then-ping-tight"] = b"\x9c" + rec(head, flags=0) + \
+        rec(body, flags=0, rep=9) + rec(ping)
+    seeds["reduce-cut-by-eof"] = b"\0" + rec(head, flags=0) + rec(body, flags=OP_SHUT)
+    seeds["fd-mid-reduce"] = b"\x01" + rec(head, flags=0) + rec(body, [fd(FD_SEALED)], 0,
+                                                                 rep=9)
+    # two staging slots: a small request leaves the batch slot open, and a
+    # large one still needs a chunk (it used to wait for ever)
+    seeds["staging-2-slots-small-then-large"] = b"\x80" + \
+        rec(reduce_bin(1, "sum", "i32", "i", I32)) + rec(head, flags=0) + rec(body, rep=9)
+    # two slots, every job on a worker: the second chunk waits for staging
+    seeds["staging-2-slots-chunks-wait"] = b"\x86" + rec(head, flags=0) + rec(body, rep=9)
+    # 'data' larger than a chunk before 'op': refused, and its bytes skipped
+    first = b"\x94\x00\x06\xa6reduce\x91\x83\xa4data\xc6" + struct.pack(">I", big)
+    seeds["reduce-large-data-before-op"] = b"\0" + rec(first, flags=0) + \
+        rec(body, flags=0, rep=9) + rec(b"\xa2op\xa3sum\xa5dtype\xa3u32")
+    # replies faster than a socket takes them: written by libuv, and, with
+    # the tight budgets, reading stops until the client reads
+    seeds["stats-flood"] = b"\0" + rec(req(2, "stats"), flags=0, rep=80)
+    seeds["stats-flood-tight"] = b"\x10" + rec(req(2, "stats"), flags=0, rep=20)
+    for i, (name, (reqs, _)) in enumerate(sorted(streams.items())):
+        seeds["req-" + name] = bytes([(i * 37) & 0xff]) + rec(b"".join(reqs))
+    for i, (name, reqs) in enumerate(sorted(extra.items())):
+        if name.startswith("map"):
+            continue
+        seeds["req-" + name] = bytes([(i * 53) & 0xff]) + rec(b"".join(reqs), flags=0)
+    for name, data in seeds.items():
+        write("fuzz-conn", name, data)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -327,6 +435,8 @@ def main():
                 write("fuzz-request", "%s-%02x%02x" % (name, h[0], h[2]), h + b"".join(reqs))
     finally:
         d.stop()
+
+    conn_corpus(streams, extra)
 
     # gpuredctl's input: a dtype byte (i32 i64 u32 u64 f32 f64), then text.
     texts = [
