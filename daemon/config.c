@@ -39,6 +39,7 @@ void gr_config_init(gr_config *c)
 		.cpu_fallback = true,
 		.route_cpu_max_bytes = GR_CONFIG_ROUTE_CPU_MAX_BYTES,
 		.shutdown_timeout_ms = 5000,
+		.write_timeout_ms = 60000,
 	};
 }
 
@@ -179,6 +180,7 @@ enum {
 	OPT_ROUTE_CPU_MAX_BYTES,
 	OPT_ALLOW_CUDA_IPC,
 	OPT_SHUTDOWN_TIMEOUT_MS,
+	OPT_WRITE_TIMEOUT_MS,
 	OPT_METRICS_LISTEN,
 	OPT_FAULT,
 	OPT_CONFIG,
@@ -219,6 +221,7 @@ static const struct option options[] = {
 	{"route-cpu-max-bytes", required_argument, NULL, OPT_ROUTE_CPU_MAX_BYTES},
 	{"allow-cuda-ipc", required_argument, NULL, OPT_ALLOW_CUDA_IPC},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
+	{"write-timeout-ms", required_argument, NULL, OPT_WRITE_TIMEOUT_MS},
 	{"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
 	{"fault", required_argument, NULL, OPT_FAULT},
 	{"config", required_argument, NULL, OPT_CONFIG},
@@ -265,6 +268,7 @@ void gr_config_usage(FILE *f)
 		"  --busy-poll-us N           after each event, poll N us before sleeping (50)\n"
 		"  --direct-replies yes|no    backend threads write small requests' replies (yes)\n"
 		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
+		"  --write-timeout-ms N       close a client that reads no reply this long (60000; 0: never)\n"
 		"  --metrics-listen HOST:PORT serve Prometheus metrics at /metrics (default off)\n"
 		"  --fault SPEC               inject backend faults (testing)\n"
 		"  --config FILE              settings file (default " GR_CONFIG_DEFAULT_PATH ")\n"
@@ -365,6 +369,8 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return set_size(arg, 1 * GiB, &c->route_cpu_max_bytes);
 	case OPT_SHUTDOWN_TIMEOUT_MS:
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
+	case OPT_WRITE_TIMEOUT_MS:
+		return parse_uint(arg, 10, 86400000, &c->write_timeout_ms);
 	case OPT_METRICS_LISTEN:
 		/* HOST:PORT is checked where it is bound (daemon/exporter.c) */
 		return *arg && strchr(arg, ':') ? set_string(&c->metrics_listen, arg) : -EINVAL;

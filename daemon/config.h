@@ -55,6 +55,7 @@ typedef struct gr_config {
 	size_t route_cpu_max_bytes; /* CUDA: requests this small are reduced on the CPU (0: none) */
 	bool allow_cuda_ipc;        /* map kind cuda_ipc, whose handle anyone may know (false) */
 	unsigned shutdown_timeout_ms;
+	unsigned write_timeout_ms;  /* close a peer that takes none of a pending reply this long (0: never) */
 	char *metrics_listen;       /* HOST:PORT of GET /metrics; NULL: not served */
 	char *fault;                /* backend fault injection (tests) */
 	char *config_path;          /* NULL: GR_CONFIG_DEFAULT_PATH if it exists */

@@ -955,6 +955,7 @@ static void conn_write_cb(uv_write_t *wr, int status)
 	gr_conn *c = w->conn;
 
 	c->writing_bytes -= w->buf.len;
+	c->writes_done++;
 	gr_buf_deinit(&w->buf);
 	free(w);
 	if (status < 0) {

@@ -49,6 +49,7 @@ static void exporter_sample(gr_exporter *e, gr_metrics *m)
 	m->connections = s->stats.connections;
 	m->connections_total = s->stats.connections_total;
 	m->connections_refused = s->stats.connections_refused;
+	m->connections_timed_out = s->stats.write_timeouts;
 	m->inflight = s->stats.inflight;
 	m->elements = s->stats.elements;
 	m->batches = be->batches;

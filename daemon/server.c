@@ -453,13 +453,14 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 		healthy += d.healthy;
 	}
 	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 22));
+	W(gr_mpw_map(b, 23));
 	W(gr_mpw_cstr(b, "uptime_s"));
 	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
 	W(write_kv_str(b, "backend", be->name));
 	W(write_kv_uint(b, "connections", s->stats.connections));
 	W(write_kv_uint(b, "connections_total", s->stats.connections_total));
 	W(write_kv_uint(b, "connections_refused", s->stats.connections_refused));
+	W(write_kv_uint(b, "connections_timed_out", s->stats.write_timeouts));
 	W(write_kv_uint(b, "requests", s->stats.requests));
 	W(write_kv_uint(b, "errors", s->stats.errors));
 	W(write_kv_uint(b, "bytes_in", s->stats.bytes_in));
@@ -553,7 +554,7 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	W(gr_mpw_map(b, 1));
 	W(write_kv_uint(b, "cpu_max_bytes", s->route_max));
 	W(gr_mpw_cstr(b, "limits"));
-	W(gr_mpw_map(b, 15));
+	W(gr_mpw_map(b, 16));
 	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
 	W(write_kv_uint(b, "max_connections_per_uid", cfg->max_connections_per_uid));
 	W(write_kv_uint(b, "max_inflight_bytes_per_uid", cfg->max_inflight_bytes_per_uid));
@@ -575,6 +576,7 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "small_max_bytes", s->small_max));
 	W(write_kv_uint(b, "max_inflight_bytes", cfg->max_inflight_bytes));
 	W(write_kv_uint(b, "max_unsent_bytes", cfg->max_unsent_bytes));
+	W(write_kv_uint(b, "write_timeout_ms", cfg->write_timeout_ms));
 	return 0;
 }
 
@@ -743,6 +745,7 @@ static void server_close_handles(gr_server *s)
 		uv_close((uv_handle_t *)&s->batch_timer, NULL);
 		uv_close((uv_handle_t *)&s->batch_hold, NULL);
 		uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
+		uv_close((uv_handle_t *)&s->write_sweep, NULL);
 		uv_close((uv_handle_t *)&s->sigterm, NULL);
 		uv_close((uv_handle_t *)&s->sigint, NULL);
 		s->handles_open = false;
@@ -869,6 +872,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	uv_unref((uv_handle_t *)&s->batch_hold);
 	uv_timer_init(loop, &s->shutdown_timer);
 	s->shutdown_timer.data = s;
+	gr_write_timeout_start(s);
 	uv_signal_init(loop, &s->sigterm);
 	uv_signal_init(loop, &s->sigint);
 	s->sigterm.data = s->sigint.data = s;

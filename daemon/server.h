@@ -133,6 +133,10 @@ struct gr_conn {
 	uint64_t staged_bytes;  /* staging held by this connection's requests */
 	gr_buf wbuf;
 	size_t writing_bytes;   /* handed to uv_write, not yet written */
+	uint64_t writes_done;   /* uv_writes finished: the peer is taking replies */
+	uint64_t writes_seen;   /* writes_done at the last write-timeout sweep */
+	size_t queue_seen;      /* and the pipe's write queue then */
+	unsigned write_stuck;   /* sweeps since, with bytes waiting and none taken */
 	gr_direct *direct;      /* NULL: the loop writes every reply */
 };
 
@@ -172,6 +176,7 @@ struct gr_server {
 	uv_timer_t batch_timer;  /* --batch-delay-us: the whole milliseconds left */
 	uv_idle_t batch_hold;    /* ... and the last one, polled without sleeping */
 	uv_timer_t shutdown_timer;
+	uv_timer_t write_sweep;  /* write-timeout.c */
 	uv_signal_t sigterm, sigint;
 
 	gr_link conns, ready, dirty;
@@ -247,6 +252,9 @@ void gr_conn_pump(gr_conn *c);
 void gr_conn_flush(gr_conn *c);
 void gr_conn_drain(gr_conn *c);
 void gr_conn_close(gr_conn *c);
+
+/* write-timeout.c: close clients that take no reply (--write-timeout-ms) */
+void gr_write_timeout_start(gr_server *s);
 
 /* list helpers */
 static inline void gr_link_init(gr_link *l)

@@ -18,6 +18,7 @@ typedef struct gr_stats {
 	uint64_t connections;
 	uint64_t connections_total;
 	uint64_t connections_refused;
+	uint64_t write_timeouts;  /* closed by --write-timeout-ms */
 	uint64_t requests;
 	uint64_t errors;
 	uint64_t bytes_in;

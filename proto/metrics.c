@@ -68,6 +68,7 @@ int gr_metrics_from_obj(gr_metrics *m, const gr_obj *stats, const gr_obj *info)
 	m->connections = obj_uint(stats, "connections");
 	m->connections_total = obj_uint(stats, "connections_total");
 	m->connections_refused = obj_uint(stats, "connections_refused");
+	m->connections_timed_out = obj_uint(stats, "connections_timed_out");
 	m->inflight = obj_uint(stats, "inflight");
 	m->elements = obj_uint(stats, "elements");
 	m->batches = obj_uint(stats, "batches");
@@ -233,6 +234,9 @@ int gr_metrics_render(const gr_metrics *m, gr_buf *b)
 	O(one(b, "connections_refused_total", "counter",
 	      "Client connections refused with busy (at the connection limit, or stopping).",
 	      m->connections_refused));
+	O(one(b, "connections_timed_out_total", "counter",
+	      "Client connections closed because they took no reply for the write timeout.",
+	      m->connections_timed_out));
 	O(one(b, "elements_total", "counter", "Array elements reduced.", m->elements));
 	O(one(b, "batches_total", "counter",
 	      "Backend submissions; several small requests may share one.", m->batches));

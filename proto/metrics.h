@@ -31,7 +31,7 @@ typedef struct gr_metrics {
 	char version[32];
 	double uptime_s;
 	uint64_t requests, errors;
-	uint64_t connections, connections_total, connections_refused;
+	uint64_t connections, connections_total, connections_refused, connections_timed_out;
 	uint64_t inflight;
 	uint64_t elements, batches, routed_cpu;
 	uint64_t regions, mapped_bytes;

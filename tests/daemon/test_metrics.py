@@ -33,6 +33,7 @@ NAMES = [
     "gpured_build_info", "gpured_uptime_seconds", "gpured_requests_total",
     "gpured_errors_total", "gpured_inflight_requests", "gpured_connections",
     "gpured_connections_total", "gpured_connections_refused_total",
+    "gpured_connections_timed_out_total",
     "gpured_elements_total", "gpured_batches_total", "gpured_regions",
     "gpured_mapped_bytes", "gpured_bytes_in_total", "gpured_device_up",
     "gpured_device_jobs_total", "gpured_request_duration_seconds_bucket",

@@ -350,6 +350,51 @@ class Regions(unittest.TestCase):
         probe.close()
         self.settle(fds0, maps0)
 
+    def test_client_that_takes_no_reply_is_closed(self):
+        # a client floods pings and reads no reply until the daemon stops
+        # reading it, then sends its own socket (which stays in flight in
+        # the unread input, keeping the client's end open) and goes: no
+        # EOF ever comes, so only --write-timeout-ms lets the daemon see it
+        # go
+        for timeout_ms in (300, 0):
+            d = Daemon("--write-timeout-ms", str(timeout_ms), "--max-unsent-bytes", "4K",
+                       "--shutdown-timeout-ms", "200")
+            try:
+                probe = ShmClient(d.path, timeout=10)
+                c = ShmClient(d.path, timeout=10)
+                c.sock.setblocking(False)
+                pings = b"".join(pack([0, i, "ping", []]) for i in range(1500))
+                # flood until the daemon, whose replies wait, has stopped
+                # reading for good: no request answered over 100 ms
+                end = time.monotonic() + 10
+                answered = probe.call("stats")[1]["requests"]
+                while True:
+                    self.assertLess(time.monotonic(), end, "the daemon never stopped reading")
+                    c.sock.send(pings)
+                    time.sleep(0.1)
+                    now = probe.call("stats")[1]["requests"]
+                    if now - answered <= 1:
+                        break
+                    answered = now
+                c.send_fds(pack([0, 1, "ping", []]), [c.sock.fileno()])
+                c.close()
+                end = time.monotonic() + 2
+                while probe.call("stats")[1]["connections"] > 1 and time.monotonic() < end:
+                    time.sleep(0.02)
+                stats = probe.call("stats")[1]
+                if timeout_ms:
+                    self.assertEqual(stats["connections"], 1)
+                    self.assertEqual(stats["connections_timed_out"], 1)
+                    self.assertEqual(probe.call("info")[1]["limits"]["write_timeout_ms"], timeout_ms)
+                    self.assertIn("took none of", d.stderr())
+                else:
+                    # without the timeout it is never seen to go
+                    self.assertEqual(stats["connections"], 2)
+                    self.assertEqual(stats["connections_timed_out"], 0)
+                probe.close()
+            finally:
+                d.stop()
+
     # ---- regions that are not there, or not ours ----
 
     def test_bad_ranges_and_ids(self):
