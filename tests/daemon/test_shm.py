@@ -362,6 +362,9 @@ class Regions(unittest.TestCase):
             try:
                 probe = ShmClient(d.path, timeout=10)
                 c = ShmClient(d.path, timeout=10)
+                # room for what the daemon leaves unread, and the message
+                # after it
+                c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
                 c.sock.setblocking(False)
                 pings = b"".join(pack([0, i, "ping", []]) for i in range(1500))
                 # flood until the daemon, whose replies wait, has stopped
@@ -370,7 +373,11 @@ class Regions(unittest.TestCase):
                 answered = probe.call("stats")[1]["requests"]
                 while True:
                     self.assertLess(time.monotonic(), end, "the daemon never stopped reading")
-                    c.sock.send(pings)
+                    try:
+                        c.sock.send(pings)
+                    except BlockingIOError:
+                        self.fail("the client's socket filled before the daemon was seen to "
+                                  "stop reading: %s" % (probe.call("stats")[1],))
                     time.sleep(0.1)
                     now = probe.call("stats")[1]["requests"]
                     if now - answered <= 1:
