@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t reject;
 	size_t chunk;
 
-	if (size < 4)
+	if (size < 4 || size - 4 > H_MAX_INPUT)
 		return 0;
 	lim.max_data_bytes = data[0] & 0x80 ? 1 + (data[0] & 0x7f) : 0;
 	reject = data[1] & 0x80 ? 1 + (data[1] & 0x1f) : 0;

@@ -19,7 +19,11 @@
 
 #define GUARD 32u
 #define GUARD_BYTE 0xa5
-#define H_MAX_EVENTS 256
+/* A run records each event but DEST_FULL: every one of them takes at
+ * least a byte of the stream, except a DONE right after an empty DATA,
+ * so H_MAX_INPUT bytes make fewer than H_MAX_EVENTS. */
+#define H_MAX_INPUT 4096u
+#define H_MAX_EVENTS (2 * H_MAX_INPUT + 8)
 
 extern int h_counting;
 extern unsigned h_allocs;
