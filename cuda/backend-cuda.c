@@ -234,6 +234,10 @@ static void cuda_free(gr_backend *b)
 		pthread_join(d->cthread, NULL);
 	}
 	/* No device thread is left to hand it jobs; it posts all it has. */
+	if (be->cpu && be->cpu == be->cpu_pool) {
+		gr_backend_cpu_wait_idle(be->cpu);
+		be->cpu = NULL;
+	}
 	be->cpu = gr_backend_free(be->cpu);
 	/* What is posted still refers to batches and contexts: finish it
 	 * while they are here. */
@@ -346,6 +350,7 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	be->pub.cq = cq;
 	pthread_mutex_init(&be->fb_lock, NULL);
 	be->fallback = cfg && cfg->cpu_fallback;
+	be->cpu_pool = cfg ? cfg->cpu_pool : NULL;
 	if (be->fallback)
 		/* no staging of its own: it reads jobs in ours */
 		be->fbcfg = (gr_backend_config){

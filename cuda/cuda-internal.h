@@ -198,6 +198,7 @@ struct cuda_backend {
 	gr_backend_config fbcfg;
 	pthread_mutex_t fb_lock;
 	gr_backend *cpu;  /* written once, before pub.ndevices grows */
+	gr_backend *cpu_pool; /* the daemon's, to be cpu rather than one of ours (not freed) */
 	char fb_why[192]; /* why it did not start, when it did not */
 	bool staging_registered; /* gr_staging_map's memory, registered; else cudaHostAlloc's */
 	cuda_batch *spare; /* batches kept for reuse (the loop thread's) */

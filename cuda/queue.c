@@ -129,7 +129,9 @@ void cuda_fallback_start(cuda_backend *be)
 
 	if (be->cpu || be->fb_why[0])
 		return;
-	if (gr_backend_cpu_new(&be->fbcfg, be->pub.cq, &cpu, why, sizeof(why)) < 0) {
+	if (be->cpu_pool) {
+		cpu = be->cpu_pool; /* the daemon's CPU route: no threads of our own */
+	} else if (gr_backend_cpu_new(&be->fbcfg, be->pub.cq, &cpu, why, sizeof(why)) < 0) {
 		cuda_fmt(be->fb_why, sizeof(be->fb_why),
 			 "no healthy CUDA device left, and the CPU fallback did not start: %s", why);
 		log_error("%s", be->fb_why);

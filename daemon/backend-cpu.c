@@ -14,6 +14,10 @@
  * gr_completion_post(). A worker takes whole jobs in runs, and answers
  * those that ask to be answered early (backend.h) together; the loop
  * thread answers the inline ones itself, with the rest of what it writes.
+ *
+ * A CUDA daemon's CPU route is also its CUDA backend's fallback, so jobs
+ * may come from the loop thread and from a GPU's submission thread at
+ * once: submit() touches nothing shared outside the lock but atomics.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -86,6 +90,8 @@ typedef struct cpu_backend {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	pthread_cond_t idle;   /* head empty and no worker busy: gr_backend_cpu_wait_idle */
+	unsigned busy;         /* workers running work taken from the FIFO */
 	bool lock_ready;
 	cpu_work *head, *tail; /* the FIFO of work */
 	cpu_work *spare;       /* whole-job records to reuse */
@@ -183,6 +189,25 @@ static size_t cpu_job_bytes(const gr_job *job)
 	return job->n * gr_dtype_size(job->dtype);
 }
 
+/* A worker is done with what it took; lock held. */
+static void cpu_unbusy(cpu_backend *cb)
+{
+	if (--cb->busy == 0 && !cb->head)
+		pthread_cond_broadcast(&cb->idle);
+}
+
+void gr_backend_cpu_wait_idle(gr_backend *b)
+{
+	cpu_backend *cb = (cpu_backend *)b;
+
+	if (!cb->nstarted)
+		return; /* every job ran inline */
+	pthread_mutex_lock(&cb->lock);
+	while (cb->head || cb->busy)
+		pthread_cond_wait(&cb->idle, &cb->lock);
+	pthread_mutex_unlock(&cb->lock);
+}
+
 static void *cpu_worker(void *arg)
 {
 	cpu_backend *cb = arg;
@@ -200,6 +225,7 @@ static void *cpu_worker(void *arg)
 		cpu_work *w = cb->head;
 		if (!w)
 			break; /* stopping, and nothing left to do */
+		cb->busy++;
 		if (!w->part) {
 			/* whole jobs: a run of them from the head */
 			cpu_work *last = w;
@@ -220,6 +246,7 @@ static void *cpu_worker(void *arg)
 			finished = w;
 			finished_last = last;
 			pthread_mutex_lock(&cb->lock);
+			cpu_unbusy(cb);
 			continue;
 		}
 		unsigned u = w->claimed++;
@@ -233,6 +260,7 @@ static void *cpu_worker(void *arg)
 		if (cpu_run_unit(cb, w, u))
 			free(w); /* split records are allocated whole */
 		pthread_mutex_lock(&cb->lock);
+		cpu_unbusy(cb);
 	}
 	pthread_mutex_unlock(&cb->lock);
 	return NULL;
@@ -276,11 +304,11 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 	cpu_work *split = NULL, **split_tail = &split; /* ready records */
 	unsigned units = 0;
 
-	b->batches++;
+	uint64_t njobs = 0;
 	for (gr_job *job = batch, *next; job; job = next) {
 		next = job->next;
 		job->next = NULL;
-		b->batched_jobs++;
+		njobs++;
 		if (!cpu_job_valid(job)) {
 			cpu_post(cb, job, -EINVAL, "invalid job (op, dtype or data)");
 			continue;
@@ -352,6 +380,8 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 		*inl_tail = whole; /* jobs that got no record, if any */
 	}
 
+	__atomic_fetch_add(&b->batches, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->batched_jobs, njobs, __ATOMIC_RELAXED);
 	for (gr_job *job = inl, *next; job; job = next) {
 		next = job->next;
 		job->next = NULL;
@@ -397,6 +427,7 @@ static void cpu_free(gr_backend *b)
 	}
 	if (cb->lock_ready) {
 		pthread_cond_destroy(&cb->cond);
+		pthread_cond_destroy(&cb->idle);
 		pthread_mutex_destroy(&cb->lock);
 	}
 	gr_staging_unmap(cb->base.staging, cb->base.staging_bytes);
@@ -491,6 +522,7 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	cpu_read_model(cb->model, sizeof(cb->model));
 	pthread_mutex_init(&cb->lock, NULL);
 	pthread_cond_init(&cb->cond, NULL);
+	pthread_cond_init(&cb->idle, NULL);
 	cb->lock_ready = true;
 
 	uint8_t *mem = gr_staging_map(staging);

@@ -99,6 +99,10 @@ typedef struct gr_backend_config {
 	 * backend started then, with threads and inline_max_bytes above)
 	 * rather than failing them */
 	bool cpu_fallback;
+	/* CUDA: ... on this CPU backend rather than one of its own (the
+	 * daemon's CPU route), which it shares and does not free, but waits
+	 * idle (gr_backend_cpu_wait_idle) before it frees what its jobs read */
+	gr_backend *cpu_pool;
 } gr_backend_config;
 
 typedef struct gr_device_info {
@@ -193,6 +197,11 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 		       char *errbuf, size_t errlen);
 int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_backend **ret,
 			char *errbuf, size_t errlen);
+
+/* A CPU backend's submit() may be called from several threads at once.
+ * This returns once every job submitted before it was posted; no other
+ * thread may submit meanwhile. */
+void gr_backend_cpu_wait_idle(gr_backend *b);
 
 static inline unsigned gr_backend_ndevices(const gr_backend *b)
 {

@@ -802,13 +802,30 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	char why[256] = "";
 	r = -ENODEV;
 	if (cfg->backend != GR_BACKEND_CPU) {
+		/* A CUDA daemon's CPU route, which is also where its jobs go
+		 * once no GPU is left: no staging of its own, it reads jobs
+		 * where they lie. */
+		gr_backend_config rc = {
+			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
+			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
+			.threads = cfg->threads,
+			.inline_max_bytes = cfg->inline_max_bytes,
+			.early = bc.early,
+		};
+		if ((r = gr_backend_cpu_new(&rc, s->cq, &s->router, why, sizeof(why))) < 0) {
+			snprintf(errbuf, errlen, "the CPU route: %s", why);
+			goto fail;
+		}
+		bc.cpu_pool = s->router;
 		r = gr_backend_cuda_new(&bc, s->cq, &s->backend, why, sizeof(why));
 		if (r < 0 && cfg->backend == GR_BACKEND_CUDA) {
 			snprintf(errbuf, errlen, "CUDA backend unavailable: %s", why);
 			goto fail;
 		}
-		if (r < 0)
+		if (r < 0) {
 			log_info("no CUDA backend (%s); using the CPU", why);
+			s->router = gr_backend_free(s->router);
+		}
 	}
 	if (r < 0 && (r = gr_backend_cpu_new(&bc, s->cq, &s->backend, why, sizeof(why))) < 0) {
 		snprintf(errbuf, errlen, "CPU backend: %s", why);
@@ -843,21 +860,8 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	}
 	s->small_max = cfg->small_max_bytes < s->staging.slot_bytes ? cfg->small_max_bytes
 								      : s->staging.slot_bytes;
-	if (strcmp(be->name, "cuda") == 0) {
-		/* no staging of its own: it reads jobs where they lie */
-		gr_backend_config rc = {
-			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
-			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
-			.threads = cfg->threads,
-			.inline_max_bytes = cfg->inline_max_bytes,
-			.early = bc.early,
-		};
-		if ((r = gr_backend_cpu_new(&rc, s->cq, &s->router, why, sizeof(why))) < 0) {
-			snprintf(errbuf, errlen, "the CPU route: %s", why);
-			goto fail;
-		}
+	if (s->router)
 		s->route_max = cfg->route_cpu_max_bytes;
-	}
 
 	uv_check_init(loop, &s->check);
 	s->check.data = s;
@@ -888,8 +892,8 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	return 0;
 
 fail:
+	s->backend = gr_backend_free(s->backend); /* it may share the router */
 	s->router = gr_backend_free(s->router);
-	s->backend = gr_backend_free(s->backend);
 	gr_staging_deinit(&s->staging);
 	gr_completion_close(s->cq);
 	uv_run(loop, UV_RUN_NOWAIT);

@@ -149,7 +149,8 @@ struct gr_server {
 	 * before a GPU could answer, and so is what the GPUs cannot reduce
 	 * exactly (conn.c, request_exact_on_cpu). The route depends on the
 	 * request alone, so the same request always gets the same bits.
-	 * NULL on a CPU daemon. */
+	 * Its workers are also the CUDA backend's fallback once no GPU is
+	 * left (gr_backend_config.cpu_pool). NULL on a CPU daemon. */
 	gr_backend *router;
 	size_t route_max;
 	gr_job *route_head, *route_tail; /* its jobs, submitted together in the check phase */

@@ -792,6 +792,7 @@ class Faults(unittest.TestCase):
         try:
             c = Client(d.path, timeout=30)
             ngpu = len(c.call("info")[1]["devices"])
+            threads = len(os.listdir("/proc/%d/task" % d.proc.pid))
             info = self.run_until_all_failed(c, ngpu)
             # every op and dtype now runs on the CPU, a chunked one too
             rng = random.Random(3)
@@ -811,6 +812,8 @@ class Faults(unittest.TestCase):
             cpu = info["devices"][ngpu]
             self.assertEqual((cpu["kind"], cpu["index"], cpu["healthy"]), ("cpu", ngpu, True))
             self.assertGreaterEqual(cpu["jobs"], 17)
+            # on the workers of the CPU route: no thread started
+            self.assertEqual(len(os.listdir("/proc/%d/task" % d.proc.pid)), threads)
             err, st = c.call("stats")
             self.assertEqual((st["devices"], st["devices_healthy"]), (ngpu + 1, 1))
             c.close()
