@@ -927,6 +927,22 @@ static void test_ctl(void)
 	CHECK_MSG(rc == 0 && strcmp(out, "-0 1\n") == 0, "rc %d out '%s'", rc, out);
 	rc = CTL("", sock, "argmin", "-t", "f32");
 	CHECK_MSG(rc != 0 && strstr(err, "empty"), "rc %d err '%s'", rc, err);
+	rc = CTL("1 2 3 6", sock, "moments", "--dtype", "i32", "--ddof", "1");
+	CHECK_MSG(rc == 0 && strcmp(out, "count 4\nsum 12\nmin 1\nmax 6\nmean 3\n"
+				 "var 4.666666666666667\n") == 0,
+		  "rc %d out '%s'", rc, out);
+	rc = CTL("1e15 1e15 -inf", sock, "--json", "moments");
+	CHECK_MSG(rc == 0 && strcmp(out, "{\"count\":3,\"sum\":null,\"min\":null,\"max\":1000000000000000,"
+				 "\"mean\":null,\"var\":null}\n") == 0,
+		  "rc %d out '%s'", rc, out);
+	rc = CTL("1 2", sock, "moments", "-d", "2");
+	CHECK_MSG(rc != 0 && strstr(err, "ddof"), "rc %d err '%s'", rc, err);
+	rc = CTL("1 2", sock, "moments", "--ddof", "-1");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+	rc = CTL("1 2", sock, "sum", "--ddof", "0");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+	rc = CTL("", sock, "moments");
+	CHECK_MSG(rc != 0 && strstr(err, "empty"), "rc %d err '%s'", rc, err);
 
 	/* From a file. */
 	snprintf(path, sizeof(path), "%s/numbers.txt", the_daemon.dir);
@@ -951,6 +967,16 @@ static void test_ctl(void)
 		const char *a[] = { "sum", "--raw", "--dtype", "f32", NULL };
 		rc = run_ctl(a, raw, sizeof(raw), sock, &out, &err);
 		CHECK_MSG(rc == 0 && strcmp(out, "3.75\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	}
+	free(out);
+	free(err);
+	{
+		/* through a shared-memory region */
+		const char *a[] = { "moments", "--raw", "--dtype", "f32", "--ddof", "2", NULL };
+		rc = run_ctl(a, raw, sizeof(raw), sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "count 3\nsum 3.75\nmin -0.25\nmax 2.5\n"
+					 "mean 1.25\nvar 3.875\n") == 0,
+			  "rc %d out '%s' err '%s'", rc, out, err);
 	}
 	rc = CTL("abcde", sock, "sum", "--raw", "--dtype", "f32");
 	CHECK_MSG(rc == 2, "rc %d", rc);
