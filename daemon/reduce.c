@@ -432,6 +432,16 @@ DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v
 
 /* ---- moments ---- */
 
+/* An integer block's exact sum s1 and sum of squares s2 + s2hi * 2^128
+ * into the accumulators. */
+static inline void moments_int_store(gr_partial *ret, __int128 s1, unsigned __int128 s2,
+                                     uint64_t s2hi)
+{
+	xsum_add_int(ret->xacc, 0, s1 < 0 ? -(unsigned __int128)s1 : (unsigned __int128)s1, s1 < 0);
+	xsum_add_int(ret->x2acc, 0, s2, false);
+	xsum_add_int(ret->x2acc, 128, s2hi, false);
+}
+
 /*
  * A block's four answers, one after the other: the block is in cache
  * after the first pass. Float sums and sums of squares are the exact
@@ -454,9 +464,9 @@ DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v
 	}
 
 /*
- * Integers: the block's sum (|x| < 2^64, at most 2^15 of them) and the
- * sum of squares (each below 2^128) in exact 128- and 192-bit integers,
- * added to the accumulators once.
+ * 64-bit integers: the block's sum (|x| < 2^64, at most 2^15 of them) and
+ * the sum of squares (each below 2^128) in exact 128- and 192-bit
+ * integers, added to the accumulators once.
  */
 #define DEF_MOMI_ONE(NAME, ATTR, T, MIN, MAX)                                                      \
 	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
@@ -474,10 +484,54 @@ DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v
 			s2 += q;                                                                   \
 			s2hi += s2 < q;                                                            \
 		}                                                                                  \
-		xsum_add_int(ret->xacc, 0,                                                         \
-		             s1 < 0 ? -(unsigned __int128)s1 : (unsigned __int128)s1, s1 < 0);     \
-		xsum_add_int(ret->x2acc, 0, s2, false);                                            \
-		xsum_add_int(ret->x2acc, 128, s2hi, false);                                        \
+		moments_int_store(ret, s1, s2, s2hi);                                              \
+		gr_partial t;                                                                      \
+		MIN(p, n, &t);                                                                     \
+		ret->lo = t.v;                                                                     \
+		MAX(p, n, &t);                                                                     \
+		ret->hi = t.v;                                                                     \
+	}
+
+/*
+ * 32-bit integers, in 64-bit lanes: the sum wraps in them but is exact
+ * (a block's is below 2^47); |x| < 2^32, so x * x is exact in 64 bits, and
+ * its halves are summed apart (each sum below 2^47).
+ */
+#define DEF_MOMI32_ONE(NAME, ATTR, T, LOAD4, MIN, MAX)                                             \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		v4du s1[2] = {{0}}, lo[2] = {{0}}, hi[2] = {{0}};                                  \
+		const v4du m32 = (v4du){0} + 0xffffffffu;                                          \
+		size_t i = 0;                                                                      \
+		for (; i + 8 <= n; i += 8) {                                                       \
+			UNROLL                                                                     \
+			for (unsigned v = 0; v < 2; v++) {                                         \
+				v4du x;                                                            \
+				LOAD4(&x, p + (i + 4 * v) * sizeof(T));                            \
+				s1[v] += x;                                                        \
+				v4du sg = (v4du)((v4di)x >> 63);                                   \
+				v4du a = ((x ^ sg) - sg) & m32;                                    \
+				v4du q = a * a;                                                    \
+				lo[v] += q & m32;                                                  \
+				hi[v] += q >> 32;                                                  \
+			}                                                                          \
+		}                                                                                  \
+		int64_t ss = 0;                                                                    \
+		uint64_t sl = 0, sh = 0;                                                           \
+		for (unsigned k = 0; k < 4; k++) {                                                 \
+			ss += (int64_t)(s1[0][k] + s1[1][k]);                                      \
+			sl += lo[0][k] + lo[1][k];                                                 \
+			sh += hi[0][k] + hi[1][k];                                                 \
+		}                                                                                  \
+		unsigned __int128 s2 = ((unsigned __int128)sh << 32) + sl;                         \
+		for (; i < n; i++) {                                                               \
+			T x;                                                                       \
+			memcpy(&x, p + i * sizeof(T), sizeof(T));                                  \
+			ss += x;                                                                   \
+			uint64_t a = x < 0 ? -(uint64_t)(int64_t)x : (uint64_t)x;                  \
+			s2 += a * a;                                                               \
+		}                                                                                  \
+		moments_int_store(ret, ss, s2, 0);                                                 \
 		gr_partial t;                                                                      \
 		MIN(p, n, &t);                                                                     \
 		ret->lo = t.v;                                                                     \
@@ -492,14 +546,17 @@ DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v
 #define DEF_MOMI(NAME, T, MIN, MAX)                                                                \
 	DEF_MOMI_ONE(NAME##_base, , T, MIN##_base, MAX##_base)                                     \
 	GR_AVX2_ONLY(DEF_MOMI_ONE(NAME##_avx2, GR_AVX2, T, MIN##_avx2, MAX##_avx2))
+#define DEF_MOMI32(NAME, T, LOAD4, MIN, MAX)                                                       \
+	DEF_MOMI32_ONE(NAME##_base, , T, LOAD4, MIN##_base, MAX##_base)                            \
+	GR_AVX2_ONLY(DEF_MOMI32_ONE(NAME##_avx2, GR_AVX2, T, LOAD4, MIN##_avx2, MAX##_avx2))
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtype-limits"
 DEF_MOMF(moments_f32, xsum_sum_f32, xsum_sumsq_f32, min_f32, max_f32)
 DEF_MOMF(moments_f64, xsum_sum_f64, xsum_sumsq_f64, min_f64, max_f64)
-DEF_MOMI(moments_i32, int32_t, min_i32, max_i32)
+DEF_MOMI32(moments_i32, int32_t, ld_i32_as_u64, min_i32, max_i32)
 DEF_MOMI(moments_i64, int64_t, min_i64, max_i64)
-DEF_MOMI(moments_u32, uint32_t, min_u32, max_u32)
+DEF_MOMI32(moments_u32, uint32_t, ld_u32_as_u64, min_u32, max_u32)
 DEF_MOMI(moments_u64, uint64_t, min_u64, max_u64)
 #pragma GCC diagnostic pop
 
