@@ -278,9 +278,9 @@ static void chunk_done(gr_job *job)
 /*
  * Host data that a GPU would not reduce exactly, and so goes to a CUDA
  * daemon's CPU route whatever its size: argmin, argmax and moments (the
- * GPUs have no kernel for them yet), the sum of squares of f64 (the GPUs' exact
- * kernel adds the exact squares of f32 elements, but an f64's square does
- * not fit a double), and a float sum or sum of squares whose elements do
+ * GPUs have no kernel for them yet), the sum of squares of f64 (the GPUs'
+ * exact kernel adds the exact squares of f32 elements, but an f64's square
+ * does not fit a double), and a float sum or sum of squares whose elements do
  * not lie on their own size's boundary in memory (the exact kernel reads
  * whole elements), which only a region's offset can do.
  */
@@ -320,7 +320,8 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 	 * that fits one: the backend may answer it from its own thread. */
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
 	/* answers with an exact partial, and moments', are the loop's to write */
-	if (whole && !req->partial && req->op != GR_OP_MOMENTS && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
+	if (whole && !req->partial && req->op != GR_OP_MOMENTS && req->received && ch->job.n > 0 &&
+	    req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
 		ch->job.early = req->direct;
 		ch->job.tag = req->msgid;
