@@ -1436,6 +1436,32 @@ static void check_moments(unsigned char *buf)
 	CHECK_BITS(m.var, 0x3p124, "u64 var of 4"); /* 3 (2^64 - 1)^2 / 16 */
 	CHECK_BITS(m.mean, 0x3p62, "u64 mean of 4"); /* 3 (2^64 - 1) / 4 */
 
+	/* ties: {0, 2a}, ddof 1, has var 2a^2, which is 2 mod 4 for odd a and
+	 * so halfway between doubles in [2^54, 2^55): to even, either way */
+	for (int64_t a = 100000001; a <= 100000007; a += 2) {
+		int64_t t2[] = {0, 2 * a};
+		m = moments_of(GR_DT_I64, (unsigned char *)t2, 2, 1);
+		CHECK_BITS(m.mean, (double)a, "tie mean");
+		CHECK_BITS(m.var, (double)(2 * a * a), "tie var, a = %" PRId64, a);
+	}
+	/* and up: {0, 10^8, -(10^8 + 45)}, ddof 2, has var 20000009000001350,
+	 * 6 mod 8 */
+	int64_t t3[] = {0, 100000000, -100000045};
+	m = moments_of(GR_DT_I64, (unsigned char *)t3, 3, 2);
+	CHECK_BITS(m.var, 20000009000001352.0, "tie var, up");
+	/* counts near 2^64 leave the quotient few bits below its guard bit:
+	 * there the division's remainders decide (one element x, its count
+	 * made n by hand: var = x^2 / n for ddof 1, just above a tie) */
+	{
+		int64_t x = 32160099459;
+		gr_partial part;
+		gr_reduce(GR_OP_MOMENTS, GR_DT_I64, &x, 1, &part);
+		part.count = UINT64_C(18446744073709551519);
+		CHECK_MSG(gr_moments_finish(GR_DT_I64, &part, 1, &m) == GR_OK, "huge count");
+		CHECK_BITS(m.var, 0x1.c08b422d41c8bp+5, "var, the remainders' sticky bit");
+		CHECK_BITS(m.mean, 0x1.df390b20cp-30, "mean of a huge count");
+	}
+
 	double d[1000];
 	for (size_t i = 0; i < 1000; i++)
 		d[i] = 0.1;
