@@ -228,6 +228,22 @@ static bool time_up(uint64_t now)
 	return false;
 }
 
+static bool value_ok(const bench_data *d, const gr_value *v, uint64_t count);
+
+/* A reduce result as expected: its value, or for moments its sum. */
+static bool reply_ok(gr_op op, const bench_data *d, const gr_obj *result)
+{
+	gr_moments m;
+	gr_value v;
+	uint64_t count;
+
+	if (op == GR_OP_MOMENTS)
+		return gr_msg_parse_moments_result(result, d->expect.kind, &m) == 0 &&
+		       value_ok(d, &m.sum, m.count);
+	return gr_msg_parse_reduce_result(result, d->expect.kind, &v, &count) == 0 &&
+	       value_ok(d, &v, count);
+}
+
 static bool value_ok(const bench_data *d, const gr_value *v, uint64_t count)
 {
 	if (count != d->n || v->kind != d->expect.kind)
@@ -374,8 +390,6 @@ static int conn_reply(worker *w, conn *c, const gr_obj *root, uint64_t now)
 	const char *msg;
 	uint32_t id, s, msglen;
 	gr_err code;
-	gr_value v;
-	uint64_t count;
 
 	if (gr_msg_parse_response(root, &id, &code, &msg, &msglen, &result) < 0)
 		return -EBADMSG;
@@ -396,8 +410,7 @@ static int conn_reply(worker *w, conn *c, const gr_obj *root, uint64_t now)
 	c->answered++;
 	if (code != GR_OK) {
 		w->errors++;
-	} else if (gr_msg_parse_reduce_result(result, w->d->expect.kind, &v, &count) < 0 ||
-		   !value_ok(w->d, &v, count)) {
+	} else if (!reply_ok(w->o->op, w->d, result)) {
 		w->errors++;
 		w->mismatches++;
 	} else {
@@ -777,8 +790,9 @@ static int bench_data_fill(const bench_opts *o, bench_data *d)
 	d->n = n;
 	d->nbytes = n * esz;
 	d->expect.kind = gr_result_kind(o->op, o->dtype);
-	/* argmin and argmax: their value is checked, not the index */
-	int64_t e = o->op == GR_OP_SUM ? sum : o->op == GR_OP_SUMSQ ? sumsq :
+	/* argmin and argmax: their value is checked, not the index; moments:
+	 * its sum, not its other fields */
+	int64_t e = o->op == GR_OP_SUM || o->op == GR_OP_MOMENTS ? sum : o->op == GR_OP_SUMSQ ? sumsq :
 		    o->op == GR_OP_MIN || o->op == GR_OP_ARGMIN ? mn : mx;
 	if (o->op != GR_OP_SUM && o->op != GR_OP_SUMSQ && n == 0)
 		e = 0; /* the server answers "empty": counted as errors */
@@ -831,7 +845,7 @@ static void usage(FILE *f)
 		"  -n N                 Total requests (default 100000; 0 with -t: no limit)\n"
 		"  -d N                 Elements per request (default 256)\n"
 		"      --dtype T        i32 i64 u32 u64 f32 f64 (default f32)\n"
-		"      --op OP          sum min max sumsq argmin argmax (default sum)\n"
+		"      --op OP          sum min max sumsq argmin argmax moments (default sum)\n"
 		"  -t SECONDS           Stop after this long, even if fewer than -n are done\n"
 		"      --send-buffer N  Send a larger payload out of one buffer of about N bytes,\n"
 		"                       named again and again (default 1048576; at least 4096;\n"

@@ -31,6 +31,7 @@ typedef struct pending {
 	char *errmsg;     /* server message, when err */
 	char *errcode;    /* server code name, when err */
 	gpured_value value;
+	gr_moments moments; /* moments: the whole result (value holds its sum) */
 	uint8_t *reply;   /* stats/info: the whole reply message */
 	size_t reply_len;
 	gpured_partial *exact; /* partial, when done: the reply's exact partial */
@@ -89,11 +90,12 @@ int client_send(gpured_t *g, struct iovec *iov, int iovcnt, int fd);
 pending *client_pending_find(gpured_t *g, uint32_t id);
 /* Block until the socket is readable, then read and handle the replies. */
 int client_wait_read(gpured_t *g);
-/* gpured_submit() and gpured_submit_region(), with "partial": true when asked. */
+/* gpured_submit() and gpured_submit_region(), with "partial": true when
+ * asked, and moments' "ddof" (for moments only). */
 int client_submit_data(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
-		       bool partial, uint32_t *ret_id);
+		       bool partial, uint64_t ddof, uint32_t *ret_id);
 int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
-			 size_t offset, size_t n, bool partial, uint32_t *ret_id);
+			 size_t offset, size_t n, bool partial, uint64_t ddof, uint32_t *ret_id);
 /*
  * Read the exact partial of e's reduce result into e->exact and check it
  * against the value already read: 0, -ENOMEM, or -EPROTO with why.

@@ -34,7 +34,8 @@ _Static_assert((int)GPURED_OP_MAX == (int)GR_OP_MAX, "op order");
 _Static_assert((int)GPURED_OP_SUMSQ == (int)GR_OP_SUMSQ, "op order");
 _Static_assert((int)GPURED_OP_ARGMIN == (int)GR_OP_ARGMIN, "op order");
 _Static_assert((int)GPURED_OP_ARGMAX == (int)GR_OP_ARGMAX, "op order");
-_Static_assert((int)GPURED_OP_ARGMAX + 1 == (int)GR_OP_N, "op count");
+_Static_assert((int)GPURED_OP_MOMENTS == (int)GR_OP_MOMENTS, "op order");
+_Static_assert((int)GPURED_OP_MOMENTS + 1 == (int)GR_OP_N, "op count");
 _Static_assert((int)GPURED_I32 == (int)GR_DT_I32, "dtype order");
 _Static_assert((int)GPURED_I64 == (int)GR_DT_I64, "dtype order");
 _Static_assert((int)GPURED_U32 == (int)GR_DT_U32, "dtype order");
@@ -472,8 +473,17 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 			gr_value v;
 			uint64_t count;
 
-			if (gr_msg_parse_reduce_result(res, gr_result_kind(e->op, e->dtype), &v, &count) < 0)
+			if (e->op == GR_OP_MOMENTS) {
+				/* the whole result kept; the value is its sum */
+				if (gr_msg_parse_moments_result(res, gr_result_kind(e->op, e->dtype),
+								&e->moments) < 0)
+					return conn_fail(g, -EPROTO, "malformed moments result");
+				v = e->moments.sum;
+				count = e->moments.count;
+			} else if (gr_msg_parse_reduce_result(res, gr_result_kind(e->op, e->dtype), &v,
+							      &count) < 0) {
 				return conn_fail(g, -EPROTO, "malformed reduce result");
+			}
 			e->value.kind = (gpured_kind)v.kind;
 			e->value.count = count;
 			e->value.index = 0;
@@ -761,11 +771,11 @@ void client_pending_unadd(gpured_t *g, pending *e)
 int gpured_submit(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
 		  uint32_t *ret_id)
 {
-	return client_submit_data(g, op, dt, data, n, /* partial= */ false, ret_id);
+	return client_submit_data(g, op, dt, data, n, /* partial= */ false, /* ddof= */ 0, ret_id);
 }
 
 int client_submit_data(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
-		       bool partial, uint32_t *ret_id)
+		       bool partial, uint64_t ddof, uint32_t *ret_id)
 {
 	struct iovec iov[2];
 	pending *e;
@@ -794,8 +804,12 @@ int client_submit_data(gpured_t *g, gpured_op op, gpured_dtype dt, const void *d
 	}
 
 	g->wbuf.len = 0;
-	r = (partial ? gr_msg_write_reduce_partial_header : gr_msg_write_reduce_header)(
-		&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
+	if (op == GPURED_OP_MOMENTS && !partial)
+		r = gr_msg_write_reduce_moments_header(&g->wbuf, id, (gr_dtype)dt, ddof,
+						       (uint32_t)(n * esz));
+	else
+		r = (partial ? gr_msg_write_reduce_partial_header : gr_msg_write_reduce_header)(
+			&g->wbuf, id, (gr_op)op, (gr_dtype)dt, (uint32_t)(n * esz));
 	if (r < 0) {
 		client_pending_unadd(g, e);
 		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));

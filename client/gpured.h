@@ -60,6 +60,7 @@ typedef enum gpured_op {
 	GPURED_OP_SUMSQ,
 	GPURED_OP_ARGMIN, /* the min, and the index of its first element */
 	GPURED_OP_ARGMAX, /* the max, and the index of its first element */
+	GPURED_OP_MOMENTS, /* count, sum, min, max, mean, var: gpured_reduce_moments() */
 } gpured_op;
 
 typedef enum gpured_dtype {
@@ -253,6 +254,43 @@ int gpured_reduce_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
 			 size_t offset, size_t n, gpured_value *ret);
 int gpured_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
 			 size_t offset, size_t n, uint32_t *ret_id);
+
+/*
+ * moments (PROTOCOL.md, "moments"): count, sum, min, max, mean and
+ * variance in one pass. sum, min and max are exactly what GPURED_OP_SUM,
+ * _MIN and _MAX give for the same elements (of gpured_result_kind()'s
+ * kind, count set); mean and var are doubles for every dtype: the exact
+ * mean S1 / n and variance (S2 - S1^2 / n) / (n - ddof) of the elements
+ * (S1, S2 the exact sums of the elements and of their squares), each
+ * rounded once to nearest. A NaN element makes both NaN; infinities make
+ * mean what sum is and var NaN.
+ *
+ * Returns 0 or a negative errno: -ENODATA (empty) for no elements,
+ * -EINVAL when ddof is not less than n. gpured_submit_moments() and
+ * gpured_submit_region_moments() pipeline like gpured_submit(); collect
+ * the result with gpured_wait_id_moments() (gpured_wait() and
+ * gpured_wait_id() give only its sum). gpured_reduce(GPURED_OP_MOMENTS)
+ * likewise gives its sum, with ddof 0.
+ */
+typedef struct gpured_moments {
+	uint64_t count;
+	gpured_value sum, min, max;
+	double mean, var;
+} gpured_moments;
+
+int gpured_reduce_moments(gpured_t *g, gpured_dtype dt, const void *data, size_t n,
+			  uint64_t ddof, gpured_moments *ret);
+int gpured_submit_moments(gpured_t *g, gpured_dtype dt, const void *data, size_t n,
+			  uint64_t ddof, uint32_t *ret_id);
+int gpured_reduce_region_moments(gpured_t *g, uint64_t region, gpured_dtype dt, size_t offset,
+				 size_t n, uint64_t ddof, gpured_moments *ret);
+int gpured_submit_region_moments(gpured_t *g, uint64_t region, gpured_dtype dt, size_t offset,
+				 size_t n, uint64_t ddof, uint32_t *ret_id);
+int gpured_region_reduce_moments(gpured_t *g, const gpured_region_t *r, gpured_dtype dt,
+				 size_t offset, size_t n, uint64_t ddof, gpured_moments *ret);
+/* The result of moments request id (waiting for it); -ESRCH if id is not
+ * an outstanding moments request. */
+int gpured_wait_id_moments(gpured_t *g, uint32_t id, gpured_moments *ret);
 
 /*
  * Exact partials (PROTOCOL.md, "Exact partials"). A float sum or sumsq

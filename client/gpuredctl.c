@@ -2,6 +2,7 @@
  * gpuredctl: talk to the gpured daemon from the command line. A thin main
  * over libgpured: parse arguments, read the input, make one call, print.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -46,9 +47,10 @@ static void usage(FILE *f)
 		"                           Prometheus metrics (text format 0.0.4)\n"
 		"  top                      Show requests/s, GB/s in, latency p50/p99, jobs per\n"
 		"                           device and mapped regions, refreshed every interval\n"
-		"  sum|min|max|sumsq|argmin|argmax [FILE|-]\n"
+		"  sum|min|max|sumsq|argmin|argmax|moments [FILE|-]\n"
 		"                           Reduce the numbers in FILE (default: standard input);\n"
-		"                           argmin and argmax print the value and its index\n"
+		"                           argmin and argmax print the value and its index,\n"
+		"                           moments the count, sum, min, max, mean and variance\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH        Daemon socket (default: $GPURED_SOCKET, else\n"
@@ -59,6 +61,7 @@ static void usage(FILE *f)
 		"                           not whitespace-separated text\n"
 		"  -j, --json               Print JSON (top: one line per refresh)\n"
 		"  -q, --quiet              Reductions: no progress bar on standard error\n"
+		"  -d, --ddof N             moments: the variance divides by count - N (default 0)\n"
 		"  -i, --interval SECONDS   top: refresh this often (default 1)\n"
 		"  -n, --iterations N       top: stop after N refreshes (default: until Ctrl-C)\n"
 		"  -o, --output FILE        metrics: replace FILE at once (a temporary file\n"
@@ -360,7 +363,7 @@ static int read_input(const char *file, gpured_dtype dt, bool raw, bool quiet, v
  * its limits) leaves the caller to send them instead.
  */
 static int reduce_in_region(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data,
-			    size_t n, gpured_value *ret)
+			    size_t n, uint64_t ddof, gpured_value *ret, gpured_moments *ret_m)
 {
 	size_t bytes = n * gpured_dtype_size(dt);
 	gpured_region_t *rg;
@@ -369,27 +372,58 @@ static int reduce_in_region(gpured_t *g, gpured_op op, gpured_dtype dt, const vo
 	if (r < 0)
 		return r;
 	memcpy(gpured_region_data(rg), data, bytes);
-	r = gpured_region_reduce(g, rg, op, dt, 0, n, ret);
+	if (op == GPURED_OP_MOMENTS)
+		r = gpured_region_reduce_moments(g, rg, dt, 0, n, ddof, ret_m);
+	else
+		r = gpured_region_reduce(g, rg, op, dt, 0, n, ret);
 	int f = gpured_region_free(g, rg);
 	return r < 0 ? r : f < 0 ? f : 0;
 }
 
-static int cmd_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
-		      bool raw, bool json)
+/* moments' six numbers, one "name value" a line, or one JSON object. */
+static void print_moments(const gpured_moments *m, bool json)
 {
+	char sum[64], mn[64], mx[64], mean[64], var[64];
+	gpured_value f = { .kind = GPURED_KIND_F64 };
+
+	ctl_input_format_value(&m->sum, json, sum, sizeof(sum));
+	ctl_input_format_value(&m->min, json, mn, sizeof(mn));
+	ctl_input_format_value(&m->max, json, mx, sizeof(mx));
+	f.v.f = m->mean;
+	ctl_input_format_value(&f, json, mean, sizeof(mean));
+	f.v.f = m->var;
+	ctl_input_format_value(&f, json, var, sizeof(var));
+	if (json)
+		printf("{\"count\":%llu,\"sum\":%s,\"min\":%s,\"max\":%s,\"mean\":%s,\"var\":%s}\n",
+		       (unsigned long long)m->count, sum, mn, mx, mean, var);
+	else
+		printf("count %llu\nsum %s\nmin %s\nmax %s\nmean %s\nvar %s\n",
+		       (unsigned long long)m->count, sum, mn, mx, mean, var);
+}
+
+static int cmd_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+		      uint64_t ddof, bool raw, bool json)
+{
+	gpured_moments m;
 	gpured_value v;
 	char buf[64];
 	int r = -ENOSYS;
 
 	if (raw && n > 0) {
-		r = reduce_in_region(g, op, dt, data, n, &v);
+		r = reduce_in_region(g, op, dt, data, n, ddof, &v, &m);
 		if (r == -ENODATA)
 			return server_error(g, gpured_op_name(op), r);
 	}
-	if (r == -ENOSYS || r == -EINVAL || r == -E2BIG)
+	if ((r == -ENOSYS || r == -EINVAL || r == -E2BIG) && op == GPURED_OP_MOMENTS)
+		r = gpured_reduce_moments(g, dt, data, n, ddof, &m);
+	else if (r == -ENOSYS || r == -EINVAL || r == -E2BIG)
 		r = gpured_reduce(g, op, dt, data, n, &v);
 	if (r < 0)
 		return server_error(g, gpured_op_name(op), r);
+	if (op == GPURED_OP_MOMENTS) {
+		print_moments(&m, json);
+		return 0;
+	}
 	ctl_input_format_value(&v, json, buf, sizeof(buf));
 	bool has_index = op == GPURED_OP_ARGMIN || op == GPURED_OP_ARGMAX;
 	if (json && has_index)
@@ -414,6 +448,7 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "ddof", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
@@ -423,6 +458,8 @@ int main(int argc, char **argv)
 	const char *socket = NULL, *cmd, *file = NULL, *output = NULL;
 	gpured_dtype dt = GPURED_F64;
 	bool json = false, raw = false, have_dtype = false, quiet = false, have_top_opt = false;
+	bool have_ddof = false;
+	uint64_t ddof = 0;
 	ctl_top_options top = { .interval_s = 1 };
 	double timeout_s = 0;
 	void *data = NULL;
@@ -431,7 +468,7 @@ int main(int argc, char **argv)
 	gpured_t *g = NULL;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:t:rjo:T:qi:n:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:rjo:T:qd:i:n:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			socket = optarg;
@@ -466,6 +503,19 @@ int main(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'd': {
+			char *end;
+
+			errno = 0;
+			ddof = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || !isdigit((unsigned char)optarg[0])) {
+				fprintf(stderr, "%s: invalid ddof '%s' (a non-negative integer)\n", prog,
+					optarg);
+				return EXIT_USAGE;
+			}
+			have_ddof = true;
+			break;
+		}
 		case 'i': {
 			char *end;
 
@@ -513,6 +563,10 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
+	if (have_ddof && strcmp(cmd, "moments") != 0) {
+		fprintf(stderr, "%s: --ddof applies to moments only\n", prog);
+		return EXIT_USAGE;
+	}
 	if (gpured_op_parse(cmd, &op) == 0) {
 		if (optind < argc)
 			file = argv[optind++];
@@ -527,7 +581,7 @@ int main(int argc, char **argv)
 			return r;
 		r = connect_or_complain(socket, timeout_s, &g);
 		if (r == 0)
-			r = cmd_reduce(g, op, dt, data, n, raw, json);
+			r = cmd_reduce(g, op, dt, data, n, ddof, raw, json);
 		free(data);
 		gpured_close(g);
 		return r;

@@ -66,7 +66,7 @@ int gpured_submit_partial(gpured_t *g, gpured_op op, gpured_dtype dt, const void
 		return client_dead(g);
 	if (!client_partial_kind(op, dt))
 		return refuse_kind(g, op, dt);
-	return client_submit_data(g, op, dt, data, n, /* partial= */ true, ret_id);
+	return client_submit_data(g, op, dt, data, n, /* partial= */ true, /* ddof= */ 0, ret_id);
 }
 
 int gpured_submit_region_partial(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
@@ -76,7 +76,8 @@ int gpured_submit_region_partial(gpured_t *g, uint64_t region, gpured_op op, gpu
 		return client_dead(g);
 	if (!client_partial_kind(op, dt))
 		return refuse_kind(g, op, dt);
-	return client_submit_region(g, region, op, dt, offset, n, /* partial= */ true, ret_id);
+	return client_submit_region(g, region, op, dt, offset, n, /* partial= */ true, /* ddof= */ 0,
+				    ret_id);
 }
 
 int gpured_region_submit_partial(gpured_t *g, const gpured_region_t *r, gpured_op op,

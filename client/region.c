@@ -148,12 +148,14 @@ int gpured_unmap(gpured_t *g, uint64_t region)
 int gpured_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
 			 size_t offset, size_t n, uint32_t *ret_id)
 {
-	return client_submit_region(g, region, op, dt, offset, n, /* partial= */ false, ret_id);
+	return client_submit_region(g, region, op, dt, offset, n, /* partial= */ false, /* ddof= */ 0,
+				    ret_id);
 }
 
 int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
-			 size_t offset, size_t n, bool partial, uint32_t *ret_id)
+			 size_t offset, size_t n, bool partial, uint64_t ddof, uint32_t *ret_id)
 {
+	const bool moments = op == GPURED_OP_MOMENTS;
 	pending *e;
 	int r;
 
@@ -170,7 +172,7 @@ int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
 	}
 	g->wbuf.len = 0;
 	if ((r = gr_msg_write_request_header(&g->wbuf, e->id, GR_METHOD_REDUCE, 1)) < 0 ||
-	    (r = gr_mpw_map(&g->wbuf, partial ? 6 : 5)) < 0 ||
+	    (r = gr_mpw_map(&g->wbuf, 5 + partial + moments)) < 0 ||
 	    (partial && ((r = gr_mpw_cstr(&g->wbuf, "partial")) < 0 ||
 			 (r = gr_mpw_bool(&g->wbuf, true)) < 0)) ||
 	    (r = gr_mpw_cstr(&g->wbuf, "op")) < 0 ||
@@ -179,7 +181,8 @@ int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
 	    (r = gr_mpw_cstr(&g->wbuf, gr_dtype_name((gr_dtype)dt))) < 0 ||
 	    (r = write_kv_uint(&g->wbuf, "region", region)) < 0 ||
 	    (r = write_kv_uint(&g->wbuf, "offset", offset)) < 0 ||
-	    (r = write_kv_uint(&g->wbuf, "count", n)) < 0) {
+	    (r = write_kv_uint(&g->wbuf, "count", n)) < 0 ||
+	    (moments && (r = write_kv_uint(&g->wbuf, "ddof", ddof)) < 0)) {
 		client_pending_unadd(g, e);
 		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
 	}

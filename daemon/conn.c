@@ -128,6 +128,24 @@ static void request_reply(gr_request *req)
 	gr_value v;
 
 	const gr_partial *res = req->result;
+	if (req->op == GR_OP_MOMENTS) {
+		gr_moments m;
+		gr_err e = gr_moments_finish(req->dtype, res, req->ddof, &m);
+		if (e == GR_OK) {
+			if (gr_msg_write_response_moments(&c->wbuf, req->msgid, &m) < 0) {
+				gr_conn_close(c);
+				return;
+			}
+			gr_server_mark_dirty(c->srv, c);
+		} else if (e == GR_ERR_EMPTY) {
+			conn_reply_error(c, req->msgid, e, "moments of no elements");
+		} else {
+			/* the parser refuses these first */
+			conn_reply_error(c, req->msgid, e, "'ddof' is not less than the elements");
+		}
+		request_answered(req, e == GR_OK ? res->count : 0);
+		return;
+	}
 	gr_err e = gr_partial_finish(req->op, req->dtype, res, &v);
 	if (e == GR_OK) {
 		int w;
@@ -259,17 +277,17 @@ static void chunk_done(gr_job *job)
 
 /*
  * Host data that a GPU would not reduce exactly, and so goes to a CUDA
- * daemon's CPU route whatever its size: argmin and argmax (the GPUs have
- * no kernel for them yet), the sum of squares of f64 (the GPUs' exact
- * kernel adds the exact squares of f32 elements, but an f64's square does
- * not fit a double), and a float sum or sum of squares whose elements do
+ * daemon's CPU route whatever its size: argmin, argmax and moments (the
+ * GPUs have no kernel for them yet), the sum of squares of f64 (the GPUs'
+ * exact kernel adds the exact squares of f32 elements, but an f64's square
+ * does not fit a double), and a float sum or sum of squares whose elements do
  * not lie on their own size's boundary in memory (the exact kernel reads
  * whole elements), which only a region's offset can do.
  */
 static bool request_exact_on_cpu(gr_op op, gr_dtype dt, const void *data)
 {
 	/* no GPU kernel yet (conn_reduce_region refuses them on device memory) */
-	if (gr_op_has_index(op))
+	if (gr_op_cpu_only(op))
 		return true;
 	if (!gr_dtype_is_float(dt) || (op != GR_OP_SUM && op != GR_OP_SUMSQ))
 		return false;
@@ -301,8 +319,9 @@ static void request_submit_filling(gr_request *req, uint64_t data_done)
 	/* A small request is one job, submitted whole, and so is a region's
 	 * that fits one: the backend may answer it from its own thread. */
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
-	/* answers with an exact partial are the loop's to write */
-	if (whole && !req->partial && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
+	/* answers with an exact partial, and moments', are the loop's to write */
+	if (whole && !req->partial && req->op != GR_OP_MOMENTS && req->received && ch->job.n > 0 &&
+	    req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
 		ch->job.early = req->direct;
 		ch->job.tag = req->msgid;
@@ -572,7 +591,7 @@ static void conn_reduce_region(gr_conn *c, const gr_req *preq)
 				 r->bytes);
 		return;
 	}
-	if (r->device >= 0 && gr_op_has_index(preq->op)) {
+	if (r->device >= 0 && gr_op_cpu_only(preq->op)) {
 		conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "%s is not yet available on device memory (region %" PRIu64
 				 " is GPU memory); it is on host data and shared-memory regions",
@@ -599,6 +618,7 @@ static void conn_reduce_region(gr_conn *c, const gr_req *preq)
 	req->op = preq->op;
 	req->dtype = preq->dtype;
 	req->partial = preq->partial;
+	req->ddof = preq->ddof;
 	req->received = true;
 	req->data_bytes = preq->count * size;
 	req->region = gr_region_ref(r);
@@ -678,6 +698,7 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 			req->op = preq->op;
 			req->dtype = preq->dtype;
 			req->partial = preq->partial;
+			req->ddof = preq->ddof;
 			req->received = true;
 			if (req->filling)
 				request_submit_filling(req, preq->data_done);

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/moments.h"
 #include "daemon/reduce.h"
 #include "daemon/simd.h"
 #include "daemon/xsum.h"
@@ -429,6 +430,136 @@ DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v
         0, ret->v.u = best)
 #pragma GCC diagnostic pop
 
+/* ---- moments ---- */
+
+/* An integer block's exact sum s1 and sum of squares s2 + s2hi * 2^128
+ * into the accumulators. */
+static inline void moments_int_store(gr_partial *ret, __int128 s1, unsigned __int128 s2,
+                                     uint64_t s2hi)
+{
+	xsum_add_int(ret->xacc, 0, s1 < 0 ? -(unsigned __int128)s1 : (unsigned __int128)s1, s1 < 0);
+	xsum_add_int(ret->x2acc, 0, s2, false);
+	xsum_add_int(ret->x2acc, 128, s2hi, false);
+}
+
+/*
+ * A block's four answers, one after the other: the block is in cache
+ * after the first pass. Float sums and sums of squares are the exact
+ * kernels of sum and sumsq, min and max those of min and max, so every
+ * field holds what that op's partial would.
+ */
+#define DEF_MOMF_ONE(NAME, ATTR, SUM, SQ, MIN, MAX)                                                \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		gr_partial t;                                                                      \
+		SUM(p, n, ret);                                                                    \
+		memset(&t, 0, sizeof(t));                                                          \
+		xsum_identity(&t, /* sq= */ true);                                                 \
+		SQ(p, n, &t);                                                                      \
+		xsum_sq_take(ret, &t);                                                             \
+		MIN(p, n, &t);                                                                     \
+		ret->lo = t.v;                                                                     \
+		MAX(p, n, &t);                                                                     \
+		ret->hi = t.v;                                                                     \
+	}
+
+/*
+ * 64-bit integers: the block's sum (|x| < 2^64, at most 2^15 of them) and
+ * the sum of squares (each below 2^128) in exact 128- and 192-bit
+ * integers, added to the accumulators once.
+ */
+#define DEF_MOMI_ONE(NAME, ATTR, T, MIN, MAX)                                                      \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		__int128 s1 = 0;                                                                   \
+		unsigned __int128 s2 = 0;                                                          \
+		uint64_t s2hi = 0;                                                                 \
+		for (size_t i = 0; i < n; i++) {                                                   \
+			T x;                                                                       \
+			memcpy(&x, p + i * sizeof(T), sizeof(T));                                  \
+			s1 += x;                                                                   \
+			unsigned __int128 a =                                                      \
+			    x < 0 ? -(unsigned __int128)x : (unsigned __int128)x;                  \
+			unsigned __int128 q = a * a;                                               \
+			s2 += q;                                                                   \
+			s2hi += s2 < q;                                                            \
+		}                                                                                  \
+		moments_int_store(ret, s1, s2, s2hi);                                              \
+		gr_partial t;                                                                      \
+		MIN(p, n, &t);                                                                     \
+		ret->lo = t.v;                                                                     \
+		MAX(p, n, &t);                                                                     \
+		ret->hi = t.v;                                                                     \
+	}
+
+/*
+ * 32-bit integers, in 64-bit lanes: the sum wraps in them but is exact
+ * (a block's is below 2^47); |x| < 2^32, so x * x is exact in 64 bits, and
+ * its halves are summed apart (each sum below 2^47).
+ */
+#define DEF_MOMI32_ONE(NAME, ATTR, T, LOAD4, MIN, MAX)                                             \
+	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
+	{                                                                                          \
+		v4du s1[2] = {{0}}, lo[2] = {{0}}, hi[2] = {{0}};                                  \
+		const v4du m32 = (v4du){0} + 0xffffffffu;                                          \
+		size_t i = 0;                                                                      \
+		for (; i + 8 <= n; i += 8) {                                                       \
+			UNROLL                                                                     \
+			for (unsigned v = 0; v < 2; v++) {                                         \
+				v4du x;                                                            \
+				LOAD4(&x, p + (i + 4 * v) * sizeof(T));                            \
+				s1[v] += x;                                                        \
+				v4du sg = (v4du)((v4di)x >> 63);                                   \
+				v4du a = ((x ^ sg) - sg) & m32;                                    \
+				v4du q = a * a;                                                    \
+				lo[v] += q & m32;                                                  \
+				hi[v] += q >> 32;                                                  \
+			}                                                                          \
+		}                                                                                  \
+		int64_t ss = 0;                                                                    \
+		uint64_t sl = 0, sh = 0;                                                           \
+		for (unsigned k = 0; k < 4; k++) {                                                 \
+			ss += (int64_t)(s1[0][k] + s1[1][k]);                                      \
+			sl += lo[0][k] + lo[1][k];                                                 \
+			sh += hi[0][k] + hi[1][k];                                                 \
+		}                                                                                  \
+		unsigned __int128 s2 = ((unsigned __int128)sh << 32) + sl;                         \
+		for (; i < n; i++) {                                                               \
+			T x;                                                                       \
+			memcpy(&x, p + i * sizeof(T), sizeof(T));                                  \
+			ss += x;                                                                   \
+			uint64_t a = x < 0 ? -(uint64_t)(int64_t)x : (uint64_t)x;                  \
+			s2 += a * a;                                                               \
+		}                                                                                  \
+		moments_int_store(ret, ss, s2, 0);                                                 \
+		gr_partial t;                                                                      \
+		MIN(p, n, &t);                                                                     \
+		ret->lo = t.v;                                                                     \
+		MAX(p, n, &t);                                                                     \
+		ret->hi = t.v;                                                                     \
+	}
+
+#define DEF_MOMF(NAME, SUM, SQ, MIN, MAX)                                                          \
+	DEF_MOMF_ONE(NAME##_base, , SUM##_base, SQ##_base, MIN##_base, MAX##_base)                 \
+	GR_AVX2_ONLY(                                                                              \
+	    DEF_MOMF_ONE(NAME##_avx2, GR_AVX2, SUM##_avx2, SQ##_avx2, MIN##_avx2, MAX##_avx2))
+#define DEF_MOMI(NAME, T, MIN, MAX)                                                                \
+	DEF_MOMI_ONE(NAME##_base, , T, MIN##_base, MAX##_base)                                     \
+	GR_AVX2_ONLY(DEF_MOMI_ONE(NAME##_avx2, GR_AVX2, T, MIN##_avx2, MAX##_avx2))
+#define DEF_MOMI32(NAME, T, LOAD4, MIN, MAX)                                                       \
+	DEF_MOMI32_ONE(NAME##_base, , T, LOAD4, MIN##_base, MAX##_base)                            \
+	GR_AVX2_ONLY(DEF_MOMI32_ONE(NAME##_avx2, GR_AVX2, T, LOAD4, MIN##_avx2, MAX##_avx2))
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"
+DEF_MOMF(moments_f32, xsum_sum_f32, xsum_sumsq_f32, min_f32, max_f32)
+DEF_MOMF(moments_f64, xsum_sum_f64, xsum_sumsq_f64, min_f64, max_f64)
+DEF_MOMI32(moments_i32, int32_t, ld_i32_as_u64, min_i32, max_i32)
+DEF_MOMI(moments_i64, int64_t, min_i64, max_i64)
+DEF_MOMI32(moments_u32, uint32_t, ld_u32_as_u64, min_u32, max_u32)
+DEF_MOMI(moments_u64, uint64_t, min_u64, max_u64)
+#pragma GCC diagnostic pop
+
 /* clang-format on */
 
 #define BLOCK_TABLE(S)                                                                             \
@@ -463,10 +594,16 @@ DEF_ARG(argmax_u64, max_u64, find64, ret->v.u, false, uint64_t, v2du, v2di, 2, v
 		        [GR_DT_U32] = argmin_u32##S, [GR_DT_U64] = argmin_u64##S,                  \
 		        [GR_DT_F32] = argmin_f32##S, [GR_DT_F64] = argmin_f64##S,                  \
 		    },                                                                             \
-		[GR_OP_ARGMAX] = {                                                                 \
-		    [GR_DT_I32] = argmax_i32##S, [GR_DT_I64] = argmax_i64##S,                      \
-		    [GR_DT_U32] = argmax_u32##S, [GR_DT_U64] = argmax_u64##S,                      \
-		    [GR_DT_F32] = argmax_f32##S, [GR_DT_F64] = argmax_f64##S,                      \
+		[GR_OP_ARGMAX] =                                                                   \
+		    {                                                                              \
+		        [GR_DT_I32] = argmax_i32##S, [GR_DT_I64] = argmax_i64##S,                  \
+		        [GR_DT_U32] = argmax_u32##S, [GR_DT_U64] = argmax_u64##S,                  \
+		        [GR_DT_F32] = argmax_f32##S, [GR_DT_F64] = argmax_f64##S,                  \
+		    },                                                                             \
+		[GR_OP_MOMENTS] = {                                                                \
+		    [GR_DT_I32] = moments_i32##S, [GR_DT_I64] = moments_i64##S,                    \
+		    [GR_DT_U32] = moments_u32##S, [GR_DT_U64] = moments_u64##S,                    \
+		    [GR_DT_F32] = moments_f32##S, [GR_DT_F64] = moments_f64##S,                    \
 		},                                                                                 \
 	}
 
@@ -495,10 +632,11 @@ static gr_block_table *block_table(void)
 	return &block_fns_base;
 }
 
-/* Which member of gr_partial.v an (op, dtype) keeps its state in. */
+/* Which member of gr_partial.v an (op, dtype) keeps its state in (for
+ * moments: its sum's; its min and max are min's and max's kind). */
 static gr_kind partial_kind(gr_op op, gr_dtype dt)
 {
-	if (op == GR_OP_SUMSQ || gr_dtype_is_float(dt))
+	if (op == GR_OP_SUMSQ || op == GR_OP_MOMENTS || gr_dtype_is_float(dt))
 		return GR_KIND_F64;
 	if (op == GR_OP_SUM || !gr_dtype_is_signed(dt))
 		return GR_KIND_U64;
@@ -511,6 +649,15 @@ void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret)
 	const bool is_max = op == GR_OP_MAX || op == GR_OP_ARGMAX;
 
 	memset(ret, 0, sizeof(*ret));
+	if (op == GR_OP_MOMENTS) {
+		gr_partial lo, hi;
+		xsum_moments_identity(ret, !gr_dtype_is_float(dt));
+		gr_partial_identity(GR_OP_MIN, dt, &lo);
+		gr_partial_identity(GR_OP_MAX, dt, &hi);
+		ret->lo = lo.v;
+		ret->hi = hi.v;
+		return;
+	}
 	switch (partial_kind(op, dt)) {
 	case GR_KIND_F64:
 		ret->v.f = is_min ? INFINITY : is_max ? -INFINITY : 0.0;
@@ -550,6 +697,32 @@ static bool arg_takes(gr_kind k, bool is_min, const gr_partial *acc, const gr_pa
 	return false;
 }
 
+/* *a = min(*a, *b) (is_min) or max, for min's and max's kind k. */
+static void extreme_combine(gr_kind k, bool is_min, gr_pvalue *a, const gr_pvalue *b)
+{
+	switch (k) {
+	case GR_KIND_F64:
+		if (isnan(a->f) || isnan(b->f)) {
+			a->f = NAN;
+		} else if (is_min ? b->f < a->f : b->f > a->f) {
+			a->f = b->f;
+		} else if (b->f == 0 && a->f == 0) {
+			/* -0 is below +0 */
+			bool sa = signbit(a->f), sb = signbit(b->f);
+			a->f = (is_min ? sa || sb : sa && sb) ? -0.0 : 0.0;
+		}
+		break;
+	case GR_KIND_U64:
+		if (is_min ? b->u < a->u : b->u > a->u)
+			a->u = b->u;
+		break;
+	case GR_KIND_I64:
+		if (is_min ? b->i < a->i : b->i > a->i)
+			a->i = b->i;
+		break;
+	}
+}
+
 void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial *next)
 {
 	/* A partial of no elements is the identity, whatever its history:
@@ -570,31 +743,23 @@ void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial
 		return;
 	}
 	acc->count += next->count;
-	switch (partial_kind(op, dt)) {
-	case GR_KIND_F64:
-		if (op == GR_OP_SUM || op == GR_OP_SUMSQ) {
-			xsum_combine(acc, next);
-		} else if (isnan(acc->v.f) || isnan(next->v.f)) {
-			acc->v.f = NAN;
-		} else if (op == GR_OP_MIN ? next->v.f < acc->v.f : next->v.f > acc->v.f) {
-			acc->v.f = next->v.f;
-		} else if (next->v.f == 0 && acc->v.f == 0) {
-			/* -0 is below +0 */
-			bool a = signbit(acc->v.f), b = signbit(next->v.f);
-			acc->v.f = (op == GR_OP_MIN ? a || b : a && b) ? -0.0 : 0.0;
-		}
-		break;
-	case GR_KIND_U64:
-		if (op == GR_OP_SUM)
-			acc->v.u += next->v.u;
-		else if (op == GR_OP_MIN ? next->v.u < acc->v.u : next->v.u > acc->v.u)
-			acc->v.u = next->v.u;
-		break;
-	case GR_KIND_I64:
-		if (op == GR_OP_MIN ? next->v.i < acc->v.i : next->v.i > acc->v.i)
-			acc->v.i = next->v.i;
-		break;
+	if (op == GR_OP_MOMENTS) {
+		const gr_kind k = partial_kind(GR_OP_MIN, dt);
+		xsum_combine(acc, next);
+		xsum_sq_combine(acc, next);
+		extreme_combine(k, /* is_min= */ true, &acc->lo, &next->lo);
+		extreme_combine(k, /* is_min= */ false, &acc->hi, &next->hi);
+		return;
 	}
+	if (op == GR_OP_SUM && partial_kind(op, dt) == GR_KIND_U64) {
+		acc->v.u += next->v.u;
+		return;
+	}
+	if ((op == GR_OP_SUM || op == GR_OP_SUMSQ) && partial_kind(op, dt) == GR_KIND_F64) {
+		xsum_combine(acc, next);
+		return;
+	}
+	extreme_combine(partial_kind(op, dt), op == GR_OP_MIN, &acc->v, &next->v);
 }
 
 gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *ret)
@@ -603,9 +768,17 @@ gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *r
 	ret->u = 0;
 	if (p->count == 0 && op != GR_OP_SUM && op != GR_OP_SUMSQ)
 		return GR_ERR_EMPTY;
+	if (op == GR_OP_MOMENTS && ret->kind != GR_KIND_F64) {
+		/* the exact integer sum's low 64 bits: what sum's wrapping gives */
+		_Static_assert(GR_PARTIAL_EXP_MIN % 64 == 0, "units on a word boundary");
+		ret->u = p->xacc[-GR_PARTIAL_EXP_MIN / 64];
+		return GR_OK;
+	}
 	switch (ret->kind) {
 	case GR_KIND_F64: {
-		double f = op == GR_OP_SUM || op == GR_OP_SUMSQ ? xsum_round(p) : p->v.f;
+		double f = op == GR_OP_SUM || op == GR_OP_SUMSQ || op == GR_OP_MOMENTS
+		               ? xsum_round(p)
+		               : p->v.f;
 		/* One NaN on the wire, whatever payload the arithmetic left. */
 		ret->f = isnan(f) ? NAN : f;
 		break;
@@ -618,6 +791,27 @@ gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *r
 		ret->i = op == GR_OP_SUM ? (int64_t)p->v.u : p->v.i;
 		break;
 	}
+	return GR_OK;
+}
+
+gr_err gr_moments_finish(gr_dtype dt, const gr_partial *p, uint64_t ddof, gr_moments *ret)
+{
+	const gr_kind k = gr_result_kind(GR_OP_MOMENTS, dt);
+	gr_err e = gr_partial_finish(GR_OP_MOMENTS, dt, p, &ret->sum);
+
+	if (e != GR_OK)
+		return e;
+	if (ddof >= p->count)
+		return GR_ERR_INVALID_PARAMS;
+	ret->count = p->count;
+	ret->min = (gr_value){.kind = k, .u = p->lo.u};
+	ret->max = (gr_value){.kind = k, .u = p->hi.u};
+	if (k == GR_KIND_F64) {
+		/* One NaN on the wire, as gr_partial_finish() */
+		ret->min.f = isnan(ret->min.f) ? NAN : ret->min.f;
+		ret->max.f = isnan(ret->max.f) ? NAN : ret->max.f;
+	}
+	moments_round(p, ddof, &ret->mean, &ret->var);
 	return GR_OK;
 }
 

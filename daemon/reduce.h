@@ -63,6 +63,12 @@ enum {
  *   argmin/argmax: v as min/max, and index, the index of the first element
  *     (counted from the partial's own first element) whose bits equal v's
  *     (as the dtype), or of the first NaN when v.f is NaN
+ *   moments: the exact sum of the elements in f, xflags and xacc as a float
+ *     sum's, for every dtype (integers are exact fixed-point values there
+ *     too, never specials, and always "seen"); the exact sum of their
+ *     squares in x2acc and x2flags, always an exact partial (no double
+ *     beside it) with a float sumsq's specials; lo and hi as min's and
+ *     max's v
  *
  * Float sums and sumsq: while xflags is zero the whole value is v.f (a
  * double; -0.0 counts as "every element was -0.0") and xacc is neither
@@ -74,25 +80,41 @@ enum {
  * gr_partial_combine() turns both sides into xacc and adds them. A value
  * has one representation, so equal partials compare equal byte for byte.
  */
+typedef union gr_pvalue {
+	int64_t i;
+	uint64_t u;
+	double f;
+} gr_pvalue;
+
 typedef struct gr_partial {
 	uint64_t count;
-	union {
-		int64_t i;
-		uint64_t u;
-		double f;
-	} v;
+	gr_pvalue v;
 	uint64_t index;                   /* argmin, argmax: see below */
 	uint64_t xflags;                  /* specials, "seen", xacc in use */
 	uint64_t xacc[GR_PARTIAL_XWORDS]; /* two's complement, little word first */
+	/* moments only (zero for the other ops): see above */
+	gr_pvalue lo, hi;
+	uint64_t x2flags;
+	uint64_t x2acc[GR_PARTIAL_XWORDS];
 } gr_partial;
 
 /* The partial of no elements. */
 void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret);
 /* acc = acc (+) next, where next covers the elements right after acc's. */
 void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial *next);
-/* The wire result: GR_OK, or GR_ERR_EMPTY for min/max/argmin/argmax of no
- * elements. argmin's and argmax's index is p->index. */
+/* The wire result: GR_OK, or GR_ERR_EMPTY for min/max/argmin/argmax/moments
+ * of no elements. argmin's and argmax's index is p->index; moments' value
+ * is its sum (gr_moments_finish() gives the whole result). */
 gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *ret);
+
+/*
+ * moments' result (PROTOCOL.md, "moments") from its partial, with ddof
+ * delta degrees of freedom: GR_OK; GR_ERR_EMPTY when p counts no
+ * elements; GR_ERR_INVALID_PARAMS when ddof is not below the count (the
+ * request parser refuses those already). mean and var are the exact
+ * values rounded once (daemon/moments.c).
+ */
+gr_err gr_moments_finish(gr_dtype dt, const gr_partial *p, uint64_t ddof, gr_moments *ret);
 
 /* Reduce one block: n <= GR_REDUCE_BLOCK elements at data (any alignment). */
 void gr_reduce_block(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret);

@@ -69,6 +69,7 @@ struct gr_request {
 	uint64_t data_bytes;
 	bool small;     /* packed into a batch slot */
 	bool partial;   /* answer with the exact partial too ("partial": true) */
+	uint64_t ddof;  /* moments: delta degrees of freedom */
 	bool received;  /* the whole request was parsed */
 	bool failed;    /* answered with an error; results are dropped */
 	bool answered;  /* its reply went out directly (daemon/direct.h) */

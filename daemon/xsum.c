@@ -777,6 +777,35 @@ DEF_XSUM(sumsq_f32, false, true, 2)
 DEF_XSUM(sumsq_f64, true, true, 4)
 /* clang-format on */
 
+/* ---- moments: its sum of squares, beside the sum ---- */
+
+void xsum_sq_take(gr_partial *ret, const gr_partial *sq)
+{
+	gr_partial t = *sq;
+
+	xacc_open(&t);
+	memcpy(ret->x2acc, t.xacc, sizeof(ret->x2acc));
+	ret->x2flags = t.xflags;
+}
+
+void xsum_sq_combine(gr_partial *acc, const gr_partial *next)
+{
+	xacc_add_words(acc->x2acc, next->x2acc);
+	acc->x2flags |= next->x2flags;
+}
+
+void xsum_moments_identity(gr_partial *ret, bool is_int)
+{
+	/* integers are never -0: their sum is "seen" from the start */
+	ret->xflags = XF_XACC | (is_int ? XF_SEEN : 0);
+	ret->x2flags = XF_XACC | XF_SEEN;
+}
+
+void xsum_add_int(uint64_t *a, unsigned bit, unsigned __int128 m, bool neg)
+{
+	xacc_addmag(a, (int)bit - GR_PARTIAL_EXP_MIN, m, neg);
+}
+
 /* ---- folding in values from elsewhere ---- */
 
 int gr_partial_add_scaled(gr_partial *p, int64_t digit, int exp2)

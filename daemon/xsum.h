@@ -22,6 +22,18 @@ void xsum_combine(gr_partial *acc, const gr_partial *next);
 double xsum_round(const gr_partial *p);
 
 /*
+ * moments: ret's sum of squares (x2acc, x2flags) becomes sq's exact value,
+ * sq a sumsq partial as its block kernel left it; add next's to acc's.
+ */
+void xsum_sq_take(gr_partial *ret, const gr_partial *sq);
+void xsum_sq_combine(gr_partial *acc, const gr_partial *next);
+/* The identity of moments' two sums (S1 as a float sum's, S2 exact). */
+void xsum_moments_identity(gr_partial *ret, bool is_int);
+/* a += m * 2^bit exactly (or -= when neg), bit >= 0 counted from 2^0:
+ * integer sums into an accumulator (xacc or x2acc). */
+void xsum_add_int(uint64_t *a, unsigned bit, unsigned __int128 m, bool neg);
+
+/*
  * The block kernels of gr_reduce_block(): ret holds the identity, n >= 1
  * elements at p (any alignment).
  */

@@ -68,6 +68,36 @@ static int write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt,
 	return r;
 }
 
+int gr_msg_write_reduce_moments_header(gr_buf *b, uint32_t msgid, gr_dtype dt, uint64_t ddof,
+				       uint32_t nbytes)
+{
+	const char *dtname = gr_dtype_name(dt);
+	int r;
+
+	if (!dtname)
+		return -EINVAL;
+	r = gr_msg_write_request_header(b, msgid, GR_METHOD_REDUCE, 1);
+	if (r >= 0)
+		r = gr_mpw_map(b, 4);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "op");
+	if (r >= 0)
+		r = gr_mpw_cstr(b, gr_op_name(GR_OP_MOMENTS));
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "dtype");
+	if (r >= 0)
+		r = gr_mpw_cstr(b, dtname);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "ddof");
+	if (r >= 0)
+		r = gr_mpw_uint(b, ddof);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "data");
+	if (r >= 0)
+		r = gr_mpw_bin_header(b, nbytes);
+	return r;
+}
+
 int gr_msg_write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt, uint32_t nbytes)
 {
 	return write_reduce_header(b, msgid, op, dt, /* partial= */ false, nbytes);
@@ -90,6 +120,57 @@ int gr_msg_write_response_header(gr_buf *b, uint32_t msgid)
 		r = gr_mpw_uint(b, msgid);
 	if (r >= 0)
 		r = gr_mpw_nil(b);
+	return r;
+}
+
+static int write_value(gr_buf *b, const gr_value *v)
+{
+	switch (v->kind) {
+	case GR_KIND_I64:
+		return gr_mpw_int(b, v->i);
+	case GR_KIND_U64:
+		return gr_mpw_uint(b, v->u);
+	case GR_KIND_F64:
+		return gr_mpw_f64(b, v->f);
+	}
+	return -EINVAL;
+}
+
+int gr_msg_write_response_moments(gr_buf *b, uint32_t msgid, const gr_moments *m)
+{
+	int r;
+
+	if (m->sum.kind != m->min.kind || m->sum.kind != m->max.kind ||
+	    (m->sum.kind != GR_KIND_I64 && m->sum.kind != GR_KIND_U64 &&
+	     m->sum.kind != GR_KIND_F64))
+		return -EINVAL;
+	r = gr_msg_write_response_header(b, msgid);
+	if (r >= 0)
+		r = gr_mpw_map(b, 6);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "count");
+	if (r >= 0)
+		r = gr_mpw_uint(b, m->count);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "sum");
+	if (r >= 0)
+		r = write_value(b, &m->sum);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "min");
+	if (r >= 0)
+		r = write_value(b, &m->min);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "max");
+	if (r >= 0)
+		r = write_value(b, &m->max);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "mean");
+	if (r >= 0)
+		r = gr_mpw_f64(b, m->mean);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "var");
+	if (r >= 0)
+		r = gr_mpw_f64(b, m->var);
 	return r;
 }
 
@@ -247,14 +328,13 @@ int gr_msg_parse_response(const gr_obj *root, uint32_t *ret_msgid, gr_err *ret_c
 	return 0;
 }
 
-int gr_msg_parse_reduce_result(const gr_obj *result, gr_kind kind, gr_value *ret_value,
-			       uint64_t *ret_count)
+/* A result number of the given kind; false when it is not one. */
+static bool parse_value(const gr_obj *v, gr_kind kind, gr_value *ret)
 {
-	const gr_obj *v = gr_obj_get(result, "value"), *n = gr_obj_get(result, "count");
 	gr_value out = { .kind = kind };
 
-	if (!v || !n || n->type != GR_MP_UINT)
-		return -EBADMSG;
+	if (!v)
+		return false;
 	switch (kind) {
 	case GR_KIND_I64:
 		if (v->type == GR_MP_INT)
@@ -262,25 +342,56 @@ int gr_msg_parse_reduce_result(const gr_obj *result, gr_kind kind, gr_value *ret
 		else if (v->type == GR_MP_UINT && v->v.u <= INT64_MAX)
 			out.i = (int64_t)v->v.u;
 		else
-			return -EBADMSG;
+			return false;
 		break;
 	case GR_KIND_U64:
 		if (v->type != GR_MP_UINT)
-			return -EBADMSG;
+			return false;
 		out.u = v->v.u;
 		break;
 	case GR_KIND_F64:
 		if (v->type != GR_MP_FLOAT)
-			return -EBADMSG;
+			return false;
 		out.f = v->v.f;
 		break;
 	default:
-		return -EBADMSG;
+		return false;
 	}
+	*ret = out;
+	return true;
+}
+
+int gr_msg_parse_reduce_result(const gr_obj *result, gr_kind kind, gr_value *ret_value,
+			       uint64_t *ret_count)
+{
+	const gr_obj *n = gr_obj_get(result, "count");
+	gr_value out;
+
+	if (!n || n->type != GR_MP_UINT || !parse_value(gr_obj_get(result, "value"), kind, &out))
+		return -EBADMSG;
 	if (ret_value)
 		*ret_value = out;
 	if (ret_count)
 		*ret_count = n->v.u;
+	return 0;
+}
+
+int gr_msg_parse_moments_result(const gr_obj *result, gr_kind kind, gr_moments *ret)
+{
+	const gr_obj *n = gr_obj_get(result, "count");
+	gr_value mean, var;
+	gr_moments m;
+
+	if (!n || n->type != GR_MP_UINT || !parse_value(gr_obj_get(result, "sum"), kind, &m.sum) ||
+	    !parse_value(gr_obj_get(result, "min"), kind, &m.min) ||
+	    !parse_value(gr_obj_get(result, "max"), kind, &m.max) ||
+	    !parse_value(gr_obj_get(result, "mean"), GR_KIND_F64, &mean) ||
+	    !parse_value(gr_obj_get(result, "var"), GR_KIND_F64, &var))
+		return -EBADMSG;
+	m.count = n->v.u;
+	m.mean = mean.f;
+	m.var = var.f;
+	*ret = m;
 	return 0;
 }
 

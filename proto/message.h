@@ -39,6 +39,13 @@ int gr_msg_write_request(gr_buf *b, uint32_t msgid, gr_method m);
 int gr_msg_write_reduce_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt, uint32_t nbytes);
 
 /*
+ * A moments request up to its data's bin header: {"op": "moments",
+ * "dtype": dt, "ddof": ddof, "data": <bin header of nbytes>.
+ */
+int gr_msg_write_reduce_moments_header(gr_buf *b, uint32_t msgid, gr_dtype dt, uint64_t ddof,
+				       uint32_t nbytes);
+
+/*
  * The same with "partial": true after op and dtype: the response then
  * carries the exact partial of a float sum or sumsq (PROTOCOL.md, "Exact
  * partials"; proto/fsum.h reads it).
@@ -65,6 +72,12 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
  */
 int gr_msg_write_response_index(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t index,
 				uint64_t count);
+
+/*
+ * [1, msgid, nil, {"count", "sum", "min", "max", "mean", "var"}]: the
+ * result of moments. sum, min and max must be of one kind.
+ */
+int gr_msg_write_response_moments(gr_buf *b, uint32_t msgid, const gr_moments *m);
 
 /*
  * The same with the exact partial beside them (reduce's "partial": true,
@@ -108,6 +121,12 @@ int gr_msg_parse_response(const gr_obj *root, uint32_t *ret_msgid, gr_err *ret_c
  */
 int gr_msg_parse_reduce_result(const gr_obj *result, gr_kind kind, gr_value *ret_value,
 			       uint64_t *ret_count);
+
+/*
+ * A moments result, its sum, min and max of the given kind (mean and var
+ * are always float64): 0 or -EBADMSG.
+ */
+int gr_msg_parse_moments_result(const gr_obj *result, gr_kind kind, gr_moments *ret);
 
 /* argmin's and argmax's "index" in a reduce result: 0 or -EBADMSG. */
 int gr_msg_parse_reduce_index(const gr_obj *result, uint64_t *ret_index);

@@ -12,6 +12,7 @@ static const char *const key_names[KEY_N] = {
 	[KEY_REGION] = "region", [KEY_OFFSET] = "offset", [KEY_COUNT] = "count",
 	[KEY_BYTES] = "bytes",   [KEY_KIND] = "kind",     [KEY_DEVICE] = "device",
 	[KEY_HANDLE] = "handle", [KEY_PARTIAL] = "partial",
+	[KEY_DDOF] = "ddof",
 };
 
 const char *params_key_name(req_key k)
@@ -30,7 +31,7 @@ const char *params_method_key_list(gr_method m)
 {
 	switch (m) {
 	case GR_METHOD_REDUCE:
-		return "op, dtype, and data or region, offset, count; partial";
+		return "op, dtype, and data or region, offset, count; partial, ddof";
 	case GR_METHOD_MAP:
 		return "bytes, kind, device, handle";
 	case GR_METHOD_UNMAP:
@@ -83,6 +84,8 @@ req_key params_match_key(const char *w, size_t n)
 			return KEY_DATA;
 		if (memcmp(w, "kind", 4) == 0)
 			return KEY_KIND;
+		if (memcmp(w, "ddof", 4) == 0)
+			return KEY_DDOF;
 		break;
 	case 5:
 		if (memcmp(w, "dtype", 5) == 0)
@@ -137,6 +140,10 @@ bool params_match_op(const char *w, size_t n, gr_op *ret)
 	}
 	if (n == 5 && memcmp(w, "sumsq", 5) == 0) {
 		*ret = GR_OP_SUMSQ;
+		return true;
+	}
+	if (n == 7 && memcmp(w, "moments", 7) == 0) {
+		*ret = GR_OP_MOMENTS;
 		return true;
 	}
 	if (n == 6 && memcmp(w, "arg", 3) == 0) {

@@ -293,6 +293,26 @@ static void req_map_end_map(gr_req_parser *p)
 			 "kind cuda takes its handle as a file descriptor, not 'handle'");
 }
 
+/*
+ * moments' ddof: on moments only, and below the element count. With no
+ * elements at all moments fails with empty when it is answered, whatever
+ * the ddof.
+ */
+static void req_check_ddof(gr_req_parser *p, uint64_t count)
+{
+	const gr_req *r = &p->req;
+
+	if (!r->has_ddof)
+		return;
+	if (r->op != GR_OP_MOMENTS)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'ddof' is only for op moments, not %s",
+			 gr_op_name(r->op));
+	else if (count > 0 && r->ddof >= count)
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'ddof' is %" PRIu64 ", not less than the %" PRIu64 " elements", r->ddof,
+			 count);
+}
+
 static void req_map_end(gr_req_parser *p)
 {
 	const gr_req *r = &p->req;
@@ -318,6 +338,8 @@ static void req_map_end(gr_req_parser *p)
 				 r->has_offset ? "offset" : "count");
 		else if (!r->has_count)
 			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'count' (elements to reduce)");
+		else
+			req_check_ddof(p, r->count);
 		return;
 	}
 	if (!r->has_op)
@@ -330,6 +352,8 @@ static void req_map_end(gr_req_parser *p)
 		req_fail(p, GR_ERR_INVALID_PARAMS,
 			 "'data' is %" PRIu64 " bytes, not a multiple of the %s element size (%zu bytes)",
 			 r->data_bytes, gr_dtype_name(r->dtype), gr_dtype_size(r->dtype));
+	else
+		req_check_ddof(p, r->data_bytes / gr_dtype_size(r->dtype));
 }
 
 static void req_end(gr_req_parser *p)
@@ -598,6 +622,10 @@ static void req_on_uint(gr_req_parser *p, const gr_mp_token *t)
 		r->count = t->u.u;
 		r->has_count = true;
 		break;
+	case KEY_DDOF:
+		r->ddof = t->u.u;
+		r->has_ddof = true;
+		break;
 	default:
 		r->bytes = t->u.u;
 		r->has_bytes = true;
@@ -616,6 +644,7 @@ static void req_on_value(gr_req_parser *p, const gr_mp_token *t)
 	case KEY_OFFSET:
 	case KEY_COUNT:
 	case KEY_BYTES:
+	case KEY_DDOF:
 		req_on_uint(p, t);
 		return;
 	case KEY_PARTIAL:
@@ -714,7 +743,8 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 				r->has_op = true;
 			else
 				req_fail(p, GR_ERR_INVALID_PARAMS,
-					 "unknown op '%s' (ops are sum, min, max, sumsq, argmin, argmax)", printable(w, n, q));
+					 "unknown op '%s' (ops are sum, min, max, sumsq, argmin, argmax, moments)",
+					 printable(w, n, q));
 		} else {
 			if (params_match_dtype(w, n, &r->dtype))
 				r->has_dtype = true;

@@ -53,6 +53,8 @@ typedef struct gr_req {
 	/* reduce by region (in place of data), map, unmap */
 	bool has_region, has_offset, has_count, has_bytes, has_kind, has_device, has_handle;
 	bool partial;        /* reduce: also return the exact partial ("partial": true) */
+	bool has_ddof;
+	uint64_t ddof;       /* reduce, moments: delta degrees of freedom (0 unless given) */
 	gr_map_kind kind;    /* GR_MAP_HOST unless given */
 	uint64_t region;     /* reduce, unmap */
 	uint64_t offset;     /* reduce: bytes into the region (0 unless given) */

@@ -9,6 +9,7 @@ static const char *const op_names[GR_OP_N] = {
 	[GR_OP_SUMSQ] = "sumsq",
 	[GR_OP_ARGMIN] = "argmin",
 	[GR_OP_ARGMAX] = "argmax",
+	[GR_OP_MOMENTS] = "moments",
 };
 
 static const char *const dtype_names[GR_DT_N] = {
@@ -143,6 +144,11 @@ bool gr_dtype_is_signed(gr_dtype dt)
 bool gr_op_has_index(gr_op op)
 {
 	return op == GR_OP_ARGMIN || op == GR_OP_ARGMAX;
+}
+
+bool gr_op_cpu_only(gr_op op)
+{
+	return gr_op_has_index(op) || op == GR_OP_MOMENTS;
 }
 
 gr_kind gr_result_kind(gr_op op, gr_dtype dt)

@@ -17,6 +17,7 @@ typedef enum gr_op {
 	GR_OP_SUMSQ,
 	GR_OP_ARGMIN, /* min, and the index of its first element */
 	GR_OP_ARGMAX,
+	GR_OP_MOMENTS, /* count, sum, min, max, mean and variance in one pass */
 	GR_OP_N,
 } gr_op;
 
@@ -77,6 +78,17 @@ typedef struct gr_value {
 	};
 } gr_value;
 
+/*
+ * The result of moments (PROTOCOL.md, "moments"): sum, min and max are
+ * what those ops give for the same data (of the kind gr_result_kind()
+ * names), mean and var float64 for every dtype.
+ */
+typedef struct gr_moments {
+	uint64_t count;
+	gr_value sum, min, max;
+	double mean, var;
+} gr_moments;
+
 /* Wire names ("sum", "f32", "too_large", "reduce"); NULL when out of range. */
 const char *gr_op_name(gr_op op);
 const char *gr_dtype_name(gr_dtype dt);
@@ -97,5 +109,11 @@ bool gr_dtype_is_signed(gr_dtype dt);
 /* argmin and argmax: the result carries an index beside its value. */
 bool gr_op_has_index(gr_op op);
 
-/* The kind of number reduce returns for op over dt (PROTOCOL.md, "reduce"). */
+/* Ops that only the CPU reduces (argmin, argmax, moments): no GPU kernel. */
+bool gr_op_cpu_only(gr_op op);
+
+/*
+ * The kind of number reduce returns for op over dt (PROTOCOL.md, "reduce");
+ * for moments, the kind of its sum, min and max.
+ */
 gr_kind gr_result_kind(gr_op op, gr_dtype dt);

@@ -1,4 +1,5 @@
-"""gpured: reduce arrays (sum, min, max, sum of squares, argmin, argmax) in the gpured
+"""gpured: reduce arrays (sum, min, max, sum of squares, argmin, argmax,
+moments: count, sum, min, max, exact mean and variance) in the gpured
 daemon, over its Unix socket.
 
     import numpy as np, gpured
@@ -15,13 +16,13 @@ proto/PROTOCOL.md in the gpured sources.
 
 from ._exact import Partial, combine
 from ._version import __version__
-from ._wire import ARG_OPS, DTYPE_NAMES, OPS, ArgResult, Result, default_socket_path
+from ._wire import ARG_OPS, DTYPE_NAMES, OPS, ArgResult, Moments, Result, default_socket_path
 from .client import Client
 from .errors import (Busy, ConnectionError, Empty, Error, Internal, InvalidParams,
                      InvalidRequest, NotSupported, Timeout, TooLarge, UnknownMethod)
 
 __all__ = [
-    "__version__", "Client", "Result", "ArgResult", "Partial", "combine", "OPS", "ARG_OPS",
+    "__version__", "Client", "Result", "ArgResult", "Moments", "Partial", "combine", "OPS", "ARG_OPS",
     "DTYPE_NAMES", "default_socket_path",
     "Error", "InvalidRequest", "UnknownMethod", "InvalidParams", "TooLarge", "Empty",
     "Busy", "Internal", "ConnectionError", "Timeout", "NotSupported",

@@ -2,6 +2,7 @@
 bytes are sent from its own memory), dtypes, and turning inputs into
 contiguous NumPy arrays. No I/O here."""
 
+import operator
 import os
 import struct
 from collections import namedtuple
@@ -13,6 +14,8 @@ from .errors import NotSupported
 OPS = ("sum", "min", "max", "sumsq")
 # Ops whose result is an ArgResult: the extreme and where it is.
 ARG_OPS = ("argmin", "argmax")
+# count, sum, min, max, mean and variance in one pass: a Moments.
+MOMENTS = "moments"
 
 # NumPy dtype (native little-endian) -> wire name.
 _DTYPES = {
@@ -38,6 +41,15 @@ SMALL_COPY_BYTES = 16 << 10
 class Result(namedtuple("Result", "value count")):
     """A reduction's full result: ``value`` (int or float, see
     PROTOCOL.md's result table) and ``count``, the elements reduced."""
+    __slots__ = ()
+
+
+class Moments(namedtuple("Moments", "count sum min max mean var")):
+    """moments' result: ``count``, the elements reduced; ``sum``, ``min``
+    and ``max``, exactly what those ops return for the same array; ``mean``
+    and ``var``, floats for every dtype: the exact mean and variance
+    (``ddof`` delta degrees of freedom) of the elements, each rounded once,
+    so that no cancellation can creep in (PROTOCOL.md, "moments")."""
     __slots__ = ()
 
 
@@ -93,20 +105,47 @@ def _uint(n):
     return struct.pack(">BQ", 0xcf, n)
 
 
-def region_reduce_tail(op, dt, region, offset, count, partial=False):
-    """The bytes after the msgid of a reduce by region."""
-    head = (b"\x86" + _str("partial") + b"\xc3") if partial else b"\x85"
+def region_reduce_tail(op, dt, region, offset, count, partial=False, ddof=None):
+    """The bytes after the msgid of a reduce by region (moments: with its
+    ddof)."""
+    keys = 5 + bool(partial) + (ddof is not None)
+    head = bytes((0x80 | keys,)) + (_str("partial") + b"\xc3" if partial else b"")
+    tail = b"" if ddof is None else _str("ddof") + _uint(ddof)
     return (_REDUCE + head + _str("op") + _str(op) + _str("dtype") + _str(dt) +
             _str("region") + _uint(region) + _str("offset") + _uint(offset) +
-            _str("count") + _uint(count))
+            _str("count") + _uint(count) + tail)
+
+
+def moments_mid(dt, ddof):
+    """REDUCE_MID of moments, with its ddof before the data."""
+    return (_REDUCE + b"\x84" + _str("op") + _str(MOMENTS) + _str("dtype") + _str(dt) +
+            _str("ddof") + _uint(ddof) + _str("data"))
+
+
+def check_ddof(op, ddof):
+    """ddof as an int for moments (0 when None); None for the other ops,
+    which take none (ValueError)."""
+    if op != MOMENTS:
+        if ddof is not None:
+            raise ValueError("ddof is for moments, not %s" % op)
+        return None
+    if ddof is None:
+        return 0
+    if isinstance(ddof, bool):
+        raise TypeError("ddof must be an integer, not bool")
+    ddof = operator.index(ddof)
+    if not 0 <= ddof < 1 << 64:
+        raise ValueError("ddof must be a non-negative integer below 2**64, not %d" % ddof)
+    return ddof
 
 
 def check_op(op):
     if op not in REDUCE_OPS:
-        raise ValueError("op must be one of %s, not %r" % (", ".join(OPS + ARG_OPS), op))
+        raise ValueError("op must be one of %s, not %r" %
+                         (", ".join(OPS + ARG_OPS + (MOMENTS,)), op))
 
 
-REDUCE_OPS = frozenset(OPS + ARG_OPS)
+REDUCE_OPS = frozenset(OPS + ARG_OPS + (MOMENTS,))
 
 
 def _gpu_kind(x):
@@ -198,6 +237,14 @@ def arg_result(res):
         return ArgResult(res["value"], res["index"], res["count"])
     except (TypeError, KeyError):
         raise ValueError("malformed argmin/argmax result: %r" % (res,)) from None
+
+
+def moments_result(res):
+    """A moments result map as a Moments."""
+    try:
+        return Moments(res["count"], res["sum"], res["min"], res["max"], res["mean"], res["var"])
+    except (TypeError, KeyError):
+        raise ValueError("malformed moments result: %r" % (res,)) from None
 
 
 def default_socket_path():

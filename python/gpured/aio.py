@@ -353,14 +353,17 @@ class Client:
 
     # ---- the API ----
 
-    async def submit(self, op, x, *, full=False, allow_copy=False):
+    async def submit(self, op, x, *, full=False, allow_copy=False, ddof=None):
         """Send reduction op of x; once it is sent, return an
         :class:`asyncio.Future` of its value (or :class:`gpured.Result`
-        with ``full=True``). ``f = await c.submit("sum", x)``, later
-        ``await f``."""
+        with ``full=True``; :class:`gpured.ArgResult` for argmin and
+        argmax, :class:`gpured.Moments` for moments, which alone takes
+        ``ddof``). ``f = await c.submit("sum", x)``, later ``await f``."""
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
-        conv = _wire.arg_result if op in _wire.ARG_OPS else _full if full else _value
+        ddof = _wire.check_ddof(op, ddof)
+        conv = (_wire.arg_result if op in _wire.ARG_OPS else
+                _wire.moments_result if op == _wire.MOMENTS else _full if full else _value)
         if not isinstance(x, np.ndarray):
             sp = _device.span(x, allow_copy)
             if sp is not None and sp.count == 0:
@@ -370,22 +373,22 @@ class Client:
                 if where is not None:
                     sp.sync()
                     return await self._request(_wire.region_reduce_tail(
-                        op, sp.dtype, where[0], where[1], sp.count), conv)
+                        op, sp.dtype, where[0], where[1], sp.count, ddof=ddof), conv)
         a, name = _wire.as_array(x, allow_copy)
         if self._regions._ranges:
             where = self._regions.find(a)
             if where is not None:
                 return await self._request(
-                    _wire.region_reduce_tail(op, name, where[0], where[1], a.size), conv)
+                    _wire.region_reduce_tail(op, name, where[0], where[1], a.size, ddof=ddof),
+                    conv)
+        mid = _wire.REDUCE_MID[op, name] if ddof is None else _wire.moments_mid(name, ddof)
         n = a.nbytes
         if n <= _wire.SMALL_COPY_BYTES:
-            return await self._request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n) +
-                                       a.tobytes(order="A"), conv)
+            return await self._request(mid + _wire.bin_header(n) + a.tobytes(order="A"), conv)
         if n > _wire.MAX_BIN:
             raise TooLarge("%d bytes do not fit in one request (at most %d); "
                                  "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
-        return await self._request(_wire.REDUCE_MID[op, name] + _wire.bin_header(n), conv,
-                                   data=_wire.data_view(a))
+        return await self._request(mid + _wire.bin_header(n), conv, data=_wire.data_view(a))
 
     async def _device_target(self, sp, allow_copy):
         """As gpured.Client's: (region id, byte offset) or None."""
@@ -409,9 +412,10 @@ class Client:
                 self._unmaps_soon()
         return hit[0], sp.ptr - hit[1]
 
-    async def reduce(self, op, x, *, full=False, allow_copy=False):
+    async def reduce(self, op, x, *, full=False, allow_copy=False, ddof=None):
         """As :meth:`gpured.Client.reduce`."""
-        return await self._wait(await self.submit(op, x, full=full, allow_copy=allow_copy))
+        return await self._wait(await self.submit(op, x, full=full, allow_copy=allow_copy,
+                                                  ddof=ddof))
 
     async def sum(self, x, **kw):
         return await self.reduce("sum", x, **kw)
@@ -432,6 +436,10 @@ class Client:
     async def argmax(self, x, **kw):
         """As :meth:`gpured.Client.argmax`."""
         return await self.reduce("argmax", x, **kw)
+
+    async def moments(self, x, ddof=0, **kw):
+        """As :meth:`gpured.Client.moments`: a :class:`gpured.Moments`."""
+        return await self.reduce("moments", x, ddof=ddof, **kw)
 
     async def ping(self):
         return await self._wait(await self._request(_wire._str("ping") + b"\x90", _ident))

@@ -536,17 +536,20 @@ class Client:
             self._conn.fail(Timeout, "no answer from %s within %gs" % (self.path, self.timeout))
             self._conn.raise_dead()
 
-    def submit(self, op, x, *, full=False, allow_copy=False, partial=False):
-        """Send reduction ``op`` ("sum", "min", "max", "sumsq", "argmin" or
-        "argmax") of x and return at once a
+    def submit(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None):
+        """Send reduction ``op`` ("sum", "min", "max", "sumsq", "argmin",
+        "argmax" or "moments") of x and return at once a
         :class:`concurrent.futures.Future` of its value (a
         :class:`gpured.Result` with ``full=True``; for argmin and argmax
-        always a :class:`gpured.ArgResult`). Any number may be in
+        always a :class:`gpured.ArgResult`, for moments a
+        :class:`gpured.Moments`, whose variance takes ``ddof``, 0 unless
+        given; other ops take no ddof). Any number may be in
         flight; x's memory may be reused as soon as submit() returns,
         except for an array in a region (:meth:`empty`), which the daemon
         reads in place until the future is done."""
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
+        ddof = _wire.check_ddof(op, ddof)
         conn = self._conn
         if not isinstance(x, np.ndarray):
             sp = _device.span(x, allow_copy)
@@ -557,15 +560,19 @@ class Client:
                 if where is not None:
                     sp.sync()
                     tail = _wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count,
-                                                    partial)
+                                                    partial, ddof)
                     return conn.request(tail, self._conv(op, sp.dtype, full, partial))
         a, name = _wire.as_array(x, allow_copy)
         conv = self._conv(op, name, full, partial)
-        mid = (_wire.REDUCE_MID_PARTIAL if partial else _wire.REDUCE_MID)[op, name]
+        if ddof is not None:
+            mid = _wire.moments_mid(name, ddof)
+        else:
+            mid = (_wire.REDUCE_MID_PARTIAL if partial else _wire.REDUCE_MID)[op, name]
         if conn.regions._ranges:
             where = conn.regions.find(a)
             if where is not None:
-                tail = _wire.region_reduce_tail(op, name, where[0], where[1], a.size, partial)
+                tail = _wire.region_reduce_tail(op, name, where[0], where[1], a.size, partial,
+                                                ddof)
                 return conn.request(tail, conv)
         n = a.nbytes
         if n <= _wire.SMALL_COPY_BYTES:
@@ -577,10 +584,10 @@ class Client:
 
     @staticmethod
     def _conv(op, name, full, partial):
-        if op in _wire.ARG_OPS:
+        if op in _wire.ARG_OPS or op == _wire.MOMENTS:
             if partial:
                 raise ValueError("partial=True is for %s, not %s" % (", ".join(_wire.OPS), op))
-            return _wire.arg_result
+            return _wire.arg_result if op in _wire.ARG_OPS else _wire.moments_result
         if partial:
             return lambda res: _exact.from_result(op, name, res)
         return _full if full else _value
@@ -609,7 +616,7 @@ class Client:
                 conn.flush_unmaps()
         return hit[0], sp.ptr - hit[1]
 
-    def reduce(self, op, x, *, full=False, allow_copy=False, partial=False):
+    def reduce(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None):
         """Reduce x with op and wait for the result: an int or a float as
         PROTOCOL.md's result table says (int for sum/min/max of integers,
         float for floats and for every sumsq), or with ``full=True`` a
@@ -624,7 +631,8 @@ class Client:
         :func:`gpured.combine` joins with those of other pieces of an array
         into the value of the whole, exactly (float sums: the bits one
         request over the whole array gives, on the CPU backend)."""
-        return self._wait(self.submit(op, x, full=full, allow_copy=allow_copy, partial=partial))
+        return self._wait(self.submit(op, x, full=full, allow_copy=allow_copy, partial=partial,
+                                      ddof=ddof))
 
     def sum(self, x, **kw):
         """Sum of every element of x (see :meth:`reduce`)."""
@@ -654,6 +662,20 @@ class Client:
         """The largest element of x and where it is first (as
         :meth:`argmin`)."""
         return self.reduce("argmax", x, **kw)
+
+    def moments(self, x, ddof=0, **kw):
+        """Count, sum, min, max, mean and variance of x's elements in one
+        pass, as a :class:`gpured.Moments` ``(count, sum, min, max, mean,
+        var)``. ``sum``, ``min`` and ``max`` are what :meth:`sum`,
+        :meth:`min` and :meth:`max` return; ``mean`` and ``var`` are floats
+        for every dtype, the exact mean and variance (``var`` divides by
+        ``count - ddof``, as numpy's ``var(ddof=...)``) rounded once, so
+        they never suffer cancellation, as numpy's can. A NaN makes both
+        NaN; infinities make ``mean`` what ``sum`` is and ``var`` NaN.
+        :class:`gpured.Empty` if x has no elements,
+        :class:`gpured.InvalidParams` if ``ddof`` is not below their
+        number."""
+        return self.reduce("moments", x, ddof=ddof, **kw)
 
     def ping(self):
         """Ask the daemon for ``"pong"``; returns it."""

@@ -151,13 +151,14 @@ def test_torch_cuda_argmin_refused_in_place(make_daemon):
     torch = _torch_cuda()
     with _gpu_daemon(make_daemon) as c:
         t = torch.tensor([3.0, -1.0, 7.0, -1.0], dtype=torch.float32, device="cuda")
-        for op in gpured.ARG_OPS:
+        for op in gpured.ARG_OPS + ("moments",):
             with pytest.raises(gpured.InvalidParams, match="not yet available on device memory"):
                 c.reduce(op, t)
         assert c.min(t) == -1.0
         host = t.cpu().numpy()
         assert c.argmin(host) == (-1.0, 1, 4)
         assert c.argmax(host) == (7.0, 2, 4)
+        assert c.moments(host, ddof=1) == (4, 8.0, -1.0, 7.0, 2.0, 44 / 3)
         big = np.arange(1 << 22, dtype=np.float32)[::-1].copy()
         assert c.argmin(big) == (0.0, (1 << 22) - 1, 1 << 22)
 

@@ -332,6 +332,9 @@ static expect reference(gpured_op op, gpured_dtype dt, const void *data, size_t 
 		e.v.index = op == GPURED_OP_ARGMIN ? imin : imax;
 		op = op == GPURED_OP_ARGMIN ? GPURED_OP_MIN : GPURED_OP_MAX;
 	}
+	/* gpured_reduce() gives moments' sum; it has none of no elements */
+	if (op == GPURED_OP_MOMENTS)
+		op = n == 0 ? GPURED_OP_MIN : GPURED_OP_SUM;
 	if ((op == GPURED_OP_MIN || op == GPURED_OP_MAX) && n == 0) {
 		e.err = -ENODATA;
 		return e;
@@ -364,7 +367,8 @@ static expect reference(gpured_op op, gpured_dtype dt, const void *data, size_t 
 		break;
 	case GPURED_OP_ARGMIN:
 	case GPURED_OP_ARGMAX:
-		break; /* made min and max above */
+	case GPURED_OP_MOMENTS:
+		break; /* made min, max and sum above */
 	}
 	return e;
 }
@@ -428,7 +432,7 @@ static void test_reduce(void)
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
 
-			for (int op = 0; op <= GPURED_OP_ARGMAX; op++)
+			for (int op = 0; op <= GPURED_OP_MOMENTS; op++)
 				reduce_and_check(g, (gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
 			free(data);
 		}
@@ -492,7 +496,7 @@ static void test_chunks(void)
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
 
-			for (int op = 0; op <= GPURED_OP_ARGMAX; op++)
+			for (int op = 0; op <= GPURED_OP_MOMENTS; op++)
 				reduce_and_check(g, (gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
 			free(data);
 		}
@@ -520,6 +524,42 @@ static void test_chunks(void)
 	CHECK_EQ(daemon_stop(&the_daemon), 0);
 }
 
+/* moments of the same elements in place (region rg at off) and over the
+ * socket: every field the same bits; sum, min and max those of the ops. */
+static void check_moments(gpured_t *g, gpured_region_t *rg, gpured_dtype dt, const void *data,
+			  size_t n, size_t off, const char *what)
+{
+	gpured_moments a, b;
+	gpured_value v;
+	uint64_t ddof = n > 1 ? 1 : 0;
+
+	CHECK_MSG(gpured_region_reduce_moments(g, rg, dt, off, n, ddof, &a) == 0, "%s: %s", what,
+		  gpured_errmsg(g));
+	CHECK_MSG(gpured_reduce_moments(g, dt, data, n, ddof, &b) == 0, "%s: %s", what,
+		  gpured_errmsg(g));
+	CHECK_MSG(memcmp(&a.mean, &b.mean, sizeof(double)) == 0 &&
+		  memcmp(&a.var, &b.var, sizeof(double)) == 0 && a.count == n && b.count == n,
+		  "%s: moments in place and over the socket differ", what);
+	const struct {
+		gpured_op op;
+		const gpured_value *got;
+	} ops[] = { { GPURED_OP_SUM, &a.sum }, { GPURED_OP_MIN, &a.min }, { GPURED_OP_MAX, &a.max } };
+	for (size_t i = 0; i < 3; i++) {
+		CHECK_EQ(gpured_reduce(g, ops[i].op, dt, data, n, &v), 0);
+		CHECK_MSG(v.kind == ops[i].got->kind && memcmp(&v.v, &ops[i].got->v, sizeof(v.v)) == 0 &&
+			  ops[i].got->count == n,
+			  "%s: moments' %s differs from the op's", what, gpured_op_name(ops[i].op));
+	}
+	/* the mean, by hand, as a sanity check of the field order */
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += dt == GPURED_F64 ? ((const double *)data)[i] : dt == GPURED_F32 ? ((const float *)data)[i]
+		     : dt == GPURED_I32 ? ((const int32_t *)data)[i] : dt == GPURED_U32 ? ((const uint32_t *)data)[i]
+		     : dt == GPURED_I64 ? (double)((const int64_t *)data)[i] : (double)((const uint64_t *)data)[i];
+	CHECK_MSG(!isfinite(sum) || fabs(a.mean - sum / (double)n) <= 1e-6 * fabs(sum / (double)n) + 1e-300 ||
+		  !(a.mean == a.mean), "%s: mean %g, about %g", what, a.mean, sum / (double)n);
+}
+
 /* Shared-memory regions through the library: every op and dtype at odd
  * sizes and offsets, equal bit for bit to the same elements sent as data;
  * pipelined; the errors; and many regions made and freed. */
@@ -542,7 +582,7 @@ static void test_regions(void)
 			void *data = random_array(&r, (gpured_dtype)dt, sizes[k]);
 			size_t off = (k * 7 + (size_t)dt) % 17;
 			memcpy((char *)gpured_region_data(rg) + off, data, sizes[k] * esz);
-			for (int op = 0; op <= GPURED_OP_ARGMAX; op++) {
+			for (int op = 0; op <= GPURED_OP_MOMENTS; op++) {
 				expect e = reference((gpured_op)op, (gpured_dtype)dt, data, sizes[k]);
 				char what[96];
 				snprintf(what, sizeof(what), "region %s %s n=%zu @%zu", gpured_op_name(op),
@@ -555,6 +595,10 @@ static void test_regions(void)
 					  a.index == b.index,
 					  "%s: in place and over the socket differ", what);
 			}
+			char what[96];
+			snprintf(what, sizeof(what), "moments %s n=%zu @%zu", gpured_dtype_name(dt),
+				 sizes[k], off);
+			check_moments(g, rg, (gpured_dtype)dt, data, sizes[k], off, what);
 			free(data);
 		}
 	}
@@ -570,6 +614,24 @@ static void test_regions(void)
 		CHECK_EQ(gpured_wait_id(g, ids[i], &a), 0);
 		CHECK_MSG(a.v.i == 10 * i + 45, "pipelined %d: %lld", i, (long long)a.v.i);
 	}
+
+	/* moments pipelined: [i, i + 10) has mean i + 4.5, variance 55/6 (ddof 1) */
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(gpured_submit_region_moments(g, gpured_region_id(rg), GPURED_I32, 4 * (size_t)i,
+						      10, 1, &ids[i]), 0);
+	CHECK_EQ(gpured_wait_id_moments(g, 12345, NULL), -ESRCH);
+	for (int i = 99; i >= 0; i--) {
+		gpured_moments m;
+		CHECK_EQ(gpured_wait_id_moments(g, ids[i], &m), 0);
+		CHECK_MSG(m.mean == i + 4.5 && m.var == 55.0 / 6.0 && m.sum.v.i == 10 * i + 45 &&
+			  m.min.v.i == i && m.max.v.i == i + 9 && m.count == 10,
+			  "moments pipelined %d: %g %g", i, m.mean, m.var);
+	}
+	CHECK_EQ(gpured_region_reduce_moments(g, rg, GPURED_I32, 0, 10, 10, NULL), -EINVAL);
+	CHECK_MSG(strstr(gpured_errmsg(g), "ddof"), "%s", gpured_errmsg(g));
+	CHECK_EQ(gpured_region_reduce_moments(g, rg, GPURED_I32, 0, 0, 0, NULL), -ENODATA);
+	CHECK_EQ(gpured_reduce_moments(g, GPURED_I32, x, 0, 0, NULL), -ENODATA);
+	CHECK_EQ(gpured_reduce_moments(g, GPURED_I32, x, 3, 3, NULL), -EINVAL);
 
 	/* Errors leave the connection usable. */
 	CHECK_EQ(gpured_region_reduce(g, rg, GPURED_OP_SUM, GPURED_F64, 8, 300009, &a), -EINVAL);
@@ -865,6 +927,22 @@ static void test_ctl(void)
 	CHECK_MSG(rc == 0 && strcmp(out, "-0 1\n") == 0, "rc %d out '%s'", rc, out);
 	rc = CTL("", sock, "argmin", "-t", "f32");
 	CHECK_MSG(rc != 0 && strstr(err, "empty"), "rc %d err '%s'", rc, err);
+	rc = CTL("1 2 3 6", sock, "moments", "--dtype", "i32", "--ddof", "1");
+	CHECK_MSG(rc == 0 && strcmp(out, "count 4\nsum 12\nmin 1\nmax 6\nmean 3\n"
+				 "var 4.666666666666667\n") == 0,
+		  "rc %d out '%s'", rc, out);
+	rc = CTL("1e15 1e15 -inf", sock, "--json", "moments");
+	CHECK_MSG(rc == 0 && strcmp(out, "{\"count\":3,\"sum\":null,\"min\":null,\"max\":1000000000000000,"
+				 "\"mean\":null,\"var\":null}\n") == 0,
+		  "rc %d out '%s'", rc, out);
+	rc = CTL("1 2", sock, "moments", "-d", "2");
+	CHECK_MSG(rc != 0 && strstr(err, "ddof"), "rc %d err '%s'", rc, err);
+	rc = CTL("1 2", sock, "moments", "--ddof", "-1");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+	rc = CTL("1 2", sock, "sum", "--ddof", "0");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+	rc = CTL("", sock, "moments");
+	CHECK_MSG(rc != 0 && strstr(err, "empty"), "rc %d err '%s'", rc, err);
 
 	/* From a file. */
 	snprintf(path, sizeof(path), "%s/numbers.txt", the_daemon.dir);
@@ -889,6 +967,16 @@ static void test_ctl(void)
 		const char *a[] = { "sum", "--raw", "--dtype", "f32", NULL };
 		rc = run_ctl(a, raw, sizeof(raw), sock, &out, &err);
 		CHECK_MSG(rc == 0 && strcmp(out, "3.75\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	}
+	free(out);
+	free(err);
+	{
+		/* through a shared-memory region */
+		const char *a[] = { "moments", "--raw", "--dtype", "f32", "--ddof", "2", NULL };
+		rc = run_ctl(a, raw, sizeof(raw), sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "count 3\nsum 3.75\nmin -0.25\nmax 2.5\n"
+					 "mean 1.25\nvar 3.875\n") == 0,
+			  "rc %d out '%s' err '%s'", rc, out, err);
 	}
 	rc = CTL("abcde", sock, "sum", "--raw", "--dtype", "f32");
 	CHECK_MSG(rc == 2, "rc %d", rc);

@@ -116,7 +116,7 @@ static void test_names(void)
 	CHECK_EQ(gpured_dtype_parse("f16", &dt), -EINVAL);
 	CHECK_EQ(gpured_dtype_parse("", &dt), -EINVAL);
 	CHECK_EQ(gpured_op_parse("argmed", &op), -EINVAL);
-	CHECK(gpured_op_name((gpured_op)6) == NULL);
+	CHECK(gpured_op_name((gpured_op)7) == NULL);
 	CHECK_EQ(gpured_dtype_size((gpured_dtype)6), 0);
 
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_I32), GPURED_KIND_I64);

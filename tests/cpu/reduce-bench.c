@@ -4,7 +4,8 @@
  * machine to another); then the exact float sums next to a plain sum in
  * double lanes (what the CPU backend did before they were exact), on one
  * thread and on two (each reduces half the blocks; the partials are then
- * combined).
+ * combined), and moments (sum, sum of squares, min and max, exact) beside
+ * them.
  *
  *   reduce-bench [log2 n = 24] [repetitions = 10]
  *
@@ -142,6 +143,20 @@ static void *bench_half_run(void *arg)
 
 static volatile uint64_t bench_sink;
 
+/* The answer, rounded as the daemon rounds it (moments: mean and var too). */
+static void bench_finish(gr_op op, gr_dtype dt, const gr_partial *p)
+{
+	gr_value v;
+	if (op == GR_OP_MOMENTS) {
+		gr_moments m;
+		gr_moments_finish(dt, p, 0, &m);
+		memcpy((void *)&bench_sink, &m.var, sizeof(m.var));
+		return;
+	}
+	gr_partial_finish(op, dt, p, &v);
+	bench_sink = v.u;
+}
+
 /* Best time of reps runs of op (GR_OP_N: the plain sum) on threads threads. */
 static double bench_time(gr_op op, gr_dtype dt, const unsigned char *buf, size_t n, int reps,
                          unsigned threads)
@@ -155,10 +170,8 @@ static double bench_time(gr_op op, gr_dtype dt, const unsigned char *buf, size_t
 				memcpy((void *)&bench_sink, &s, sizeof(s));
 			} else {
 				gr_partial p;
-				gr_value v;
 				gr_reduce(op, dt, buf, n, &p);
-				gr_partial_finish(op, dt, &p, &v);
-				bench_sink = v.u;
+				bench_finish(op, dt, &p);
 			}
 			double t = now() - t0;
 			best = t < best ? t : best;
@@ -189,10 +202,8 @@ static double bench_time(gr_op op, gr_dtype dt, const unsigned char *buf, size_t
 		pthread_barrier_wait(&start);
 		pthread_barrier_wait(&done);
 		if (op != GR_OP_N) {
-			gr_value v;
 			gr_partial_combine(op, dt, &h[0].part, &h[1].part);
-			gr_partial_finish(op, dt, &h[0].part, &v);
-			bench_sink = v.u;
+			bench_finish(op, dt, &h[0].part);
 		}
 		double t = now() - t0;
 		best = t < best ? t : best;
@@ -236,6 +247,9 @@ int main(int argc, char **argv)
 	    {"min u64", GR_OP_MIN, GR_DT_U64},     {"sumsq i64", GR_OP_SUMSQ, GR_DT_I64},
 	    {"argmin f32", GR_OP_ARGMIN, GR_DT_F32}, {"argmax f64", GR_OP_ARGMAX, GR_DT_F64},
 	    {"argmin i32", GR_OP_ARGMIN, GR_DT_I32}, {"argmax u64", GR_OP_ARGMAX, GR_DT_U64},
+	    {"moments", GR_OP_MOMENTS, GR_DT_F32},   {"moments", GR_OP_MOMENTS, GR_DT_F64},
+	    {"moments", GR_OP_MOMENTS, GR_DT_I32},   {"moments", GR_OP_MOMENTS, GR_DT_U32},
+	    {"moments", GR_OP_MOMENTS, GR_DT_I64},   {"moments", GR_OP_MOMENTS, GR_DT_U64},
 	};
 	printf("n = 2^%u elements\n", lg);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -270,6 +284,8 @@ int main(int argc, char **argv)
 	    {"sum", GR_OP_SUM, GR_DT_F64},
 	    {"sumsq", GR_OP_SUMSQ, GR_DT_F32},
 	    {"sumsq", GR_OP_SUMSQ, GR_DT_F64},
+	    {"moments", GR_OP_MOMENTS, GR_DT_F32},
+	    {"moments", GR_OP_MOMENTS, GR_DT_F64},
 	};
 	/* the same kind of data as doubles (above, the f64 rows read pairs
 	 * of floats: wild exponents) */

@@ -26,8 +26,8 @@
 #include "daemon/reduce.h"
 
 /* The ops the GPUs reduce (sum, min, max, sumsq: the first four); the
- * rest (argmin, argmax) the CUDA backend refuses, and the daemon reduces
- * on its CPU route. */
+ * rest (argmin, argmax, moments) the CUDA backend refuses, and the daemon
+ * reduces on its CPU route. */
 #define GPU_OPS 4
 
 #define CHECK(cond, ...)                                                               \
@@ -362,13 +362,14 @@ static void test_no_kernel(gr_backend *b)
 	float *p = (float *)b->staging;
 	for (int i = 0; i < 100; i++)
 		p[i] = (float)i;
-	gr_job jobs[3];
+	gr_job jobs[4];
 	job_init(&jobs[0], GR_OP_SUM, GR_DT_F32, p, 100);
 	job_init(&jobs[1], GR_OP_ARGMIN, GR_DT_F32, p, 100);
 	job_init(&jobs[2], GR_OP_ARGMAX, GR_DT_F32, p, 100);
-	run_batch(b, jobs, 3);
-	check_job(&jobs[0], "beside argmin and argmax");
-	for (int i = 1; i < 3; i++)
+	job_init(&jobs[3], GR_OP_MOMENTS, GR_DT_F32, p, 100);
+	run_batch(b, jobs, 4);
+	check_job(&jobs[0], "beside argmin, argmax and moments");
+	for (int i = 1; i < 4; i++)
 		CHECK(jobs[i].status == -EINVAL && strstr(jobs[i].errmsg, "no kernel"),
 		      "%s on the CUDA backend: status %d (%s)", gr_op_name(jobs[i].op),
 		      jobs[i].status, jobs[i].errmsg);

@@ -158,10 +158,13 @@ static void h_log_request(harness *h, const char *what)
 		h_log(h, "%s %" PRIu32 " %s", what, r->msgid, gr_method_name(r->method));
 		return;
 	}
+	char ddof[32] = "";
+	if (r->has_ddof)
+		snprintf(ddof, sizeof(ddof), " ddof %" PRIu64, r->ddof);
 	if (r->has_region) {
-		h_log(h, "%s %" PRIu32 " reduce %s %s region %" PRIu64 " @%" PRIu64 " #%" PRIu64,
+		h_log(h, "%s %" PRIu32 " reduce %s %s region %" PRIu64 " @%" PRIu64 " #%" PRIu64 "%s",
 		      what, r->msgid, gr_op_name(r->op), gr_dtype_name(r->dtype), r->region,
-		      r->offset, r->count);
+		      r->offset, r->count, ddof);
 		return;
 	}
 	CHECK(r->data_done == h->data_len);
@@ -171,9 +174,9 @@ static void h_log_request(harness *h, const char *what)
 	} else {
 		sprintf(data, "h=%08" PRIx32, h_fnv(h->data, h->data_len));
 	}
-	h_log(h, "%s %" PRIu32 " reduce %s %s %s %" PRIu64 ":%s", what, r->msgid,
+	h_log(h, "%s %" PRIu32 " reduce %s %s %s %" PRIu64 ":%s%s", what, r->msgid,
 	      r->has_op ? gr_op_name(r->op) : "-", r->has_dtype ? gr_dtype_name(r->dtype) : "-",
-	      r->data_is_array ? "arr" : "bin", r->data_bytes, data);
+	      r->data_is_array ? "arr" : "bin", r->data_bytes, data, ddof);
 }
 
 static void h_event(harness *h, gr_req_event ev)

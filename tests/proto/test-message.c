@@ -321,11 +321,57 @@ static void test_bad_responses(void)
 	gr_buf_deinit(&b);
 }
 
+/* moments: PROTOCOL.md's example, and its result read back. */
+static void test_moments(void)
+{
+	static const int32_t data[4] = { 1, 2, 3, 6 };
+	gr_moments m = {
+		.count = 4,
+		.sum = { .kind = GR_KIND_I64, .i = 12 },
+		.min = { .kind = GR_KIND_I64, .i = 1 },
+		.max = { .kind = GR_KIND_I64, .i = 6 },
+		.mean = 3.0,
+		.var = 14.0 / 3.0,
+	}, got;
+	gr_obj_tree t;
+	const gr_obj *result;
+	const char *msg;
+	uint32_t msgid, msglen;
+	gr_err code;
+	gr_buf b;
+
+	gr_buf_init(&b);
+	CHECK(gr_msg_write_reduce_moments_header(&b, 7, GR_DT_I32, 1, sizeof(data)) == 0);
+	CHECK(gr_buf_append(&b, data, sizeof(data)) == 0);
+	expect_hex(&b, "94 00 07 a6 72 65 64 75 63 65 91 84 a2 6f 70 a7 6d 6f 6d 65 6e 74 73"
+		       " a5 64 74 79 70 65 a3 69 33 32 a4 64 64 6f 66 01 a4 64 61 74 61 c4 10"
+		       " 01 00 00 00 02 00 00 00 03 00 00 00 06 00 00 00");
+	b.len = 0;
+	CHECK(gr_msg_write_response_moments(&b, 7, &m) == 0);
+	expect_hex(&b, "94 01 07 c0 86 a5 63 6f 75 6e 74 04 a3 73 75 6d 0c a3 6d 69 6e 01"
+		       " a3 6d 61 78 06 a4 6d 65 61 6e cb 40 08 00 00 00 00 00 00"
+		       " a3 76 61 72 cb 40 12 aa aa aa aa aa ab");
+	CHECK(parse(&b, &t, &msgid, &code, &msg, &msglen, &result) == 0 && msgid == 7);
+	CHECK(gr_msg_parse_moments_result(result, GR_KIND_I64, &got) == 0);
+	CHECK(got.count == 4 && got.sum.kind == GR_KIND_I64 && got.sum.i == 12 && got.min.i == 1 &&
+	      got.max.i == 6 && got.mean == 3.0 && got.var == 14.0 / 3.0);
+	/* the kinds are checked, and every key is needed */
+	CHECK(gr_msg_parse_moments_result(result, GR_KIND_F64, &got) == -EBADMSG);
+	CHECK(gr_msg_parse_reduce_result(result, GR_KIND_I64, NULL, NULL) == -EBADMSG);
+	gr_obj_tree_deinit(&t);
+	m.max.kind = GR_KIND_U64;
+	b.len = 0;
+	CHECK(gr_msg_write_response_moments(&b, 7, &m) == -EINVAL && b.len == 0);
+	CHECK(gr_msg_write_reduce_moments_header(&b, 7, GR_DT_N, 0, 0) == -EINVAL);
+	gr_buf_deinit(&b);
+}
+
 int main(void)
 {
 	test_worked_example();
 	test_requests_parse();
 	test_responses();
 	test_bad_responses();
+	test_moments();
 	return 0;
 }
