@@ -42,6 +42,13 @@ static void conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char
 /* ---- requests and their chunks ---- */
 
 static void conn_maybe_close(gr_conn *c);
+static void conn_charge(gr_conn *c, uint64_t bytes);
+static void conn_discharge(gr_conn *c, uint64_t bytes);
+
+/* What a request's own bookkeeping costs, counted against its
+ * connection's in-flight bytes with its data: a client pipelining many
+ * tiny requests is bounded by the memory they hold, not by their data. */
+#define REQUEST_COST sizeof(gr_request)
 
 static void request_free(gr_request *req)
 {
@@ -50,6 +57,7 @@ static void request_free(gr_request *req)
 	if (c) {
 		gr_link_del(&req->link);
 		c->nrequests--;
+		conn_discharge(c, REQUEST_COST);
 	}
 	req->srv->stats.inflight--;
 	req->direct = gr_direct_unref(req->direct);
@@ -69,6 +77,7 @@ static gr_request *request_new(gr_conn *c, const gr_req *preq)
 	req->data_bytes = preq->data_bytes;
 	gr_link_add_tail(&c->requests, &req->link);
 	c->nrequests++;
+	conn_charge(c, REQUEST_COST);
 	c->srv->stats.inflight++;
 	return req;
 }
