@@ -1,0 +1,147 @@
+/*
+ * The region methods of a connection: map (a descriptor that came with
+ * the request, daemon/fdpass.h), unmap, and reduce by region, whose chunks
+ * are cut from the mapping in place (daemon/request.c).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "proto/message.h"
+
+void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
+{
+	gr_server *s = c->srv;
+	gr_region *r;
+	char why[256];
+	int w;
+
+	if (preq->kind == GR_MAP_CUDA_IPC && nfd > 0) {
+		/* its handle comes in the request */
+		if (fd >= 0)
+			close(fd);
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "map of kind cuda_ipc takes no file descriptor; %u came", nfd);
+		return;
+	}
+	if (nfd == 1 && fd == GR_FDQ_SOCKET) {
+		/* closed as it came (fdpass.h) */
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "the file descriptor is a socket, not a memfd (memfd_create with "
+				 "MFD_ALLOW_SEALING)");
+		return;
+	}
+	if (preq->kind != GR_MAP_CUDA_IPC && (nfd != 1 || fd < 0)) {
+		if (fd >= 0)
+			close(fd);
+		if (nfd == 0)
+			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+					 "map needs one file descriptor, sent in SCM_RIGHTS with the "
+					 "request's bytes");
+		else
+			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+					 "map takes exactly one file descriptor; %u came", nfd);
+		return;
+	}
+	gr_err e = gr_region_map(s, &c->regions, preq, fd, &r, why, sizeof(why));
+	if (e != GR_OK) {
+		gr_conn_reply_error(c, preq->msgid, e, "%s", why);
+		return;
+	}
+	if ((w = gr_msg_write_response_header(&c->wbuf, preq->msgid)) >= 0 &&
+	    (w = gr_mpw_map(&c->wbuf, 2)) >= 0 && (w = gr_mpw_cstr(&c->wbuf, "region")) >= 0 &&
+	    (w = gr_mpw_uint(&c->wbuf, r->id)) >= 0 && (w = gr_mpw_cstr(&c->wbuf, "bytes")) >= 0)
+		w = gr_mpw_uint(&c->wbuf, r->bytes);
+	if (w < 0) {
+		gr_conn_close(c);
+		return;
+	}
+	s->stats.requests++;
+	gr_server_mark_dirty(s, c);
+}
+
+void gr_conn_unmap(gr_conn *c, const gr_req *preq)
+{
+	if (!gr_region_unmap(&c->regions, preq->region)) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "unknown region %" PRIu64 " (none such is mapped on this connection)",
+				 preq->region);
+		return;
+	}
+	if (gr_msg_write_response_header(&c->wbuf, preq->msgid) < 0 ||
+	    gr_mpw_bool(&c->wbuf, true) < 0) {
+		gr_conn_close(c);
+		return;
+	}
+	c->srv->stats.requests++;
+	gr_server_mark_dirty(c->srv, c);
+}
+
+void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
+{
+	gr_region *r = gr_region_find(&c->regions, preq->region);
+	size_t size = gr_dtype_size(preq->dtype);
+
+	if (!r) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "unknown region %" PRIu64 " (none such is mapped on this connection)",
+				 preq->region);
+		return;
+	}
+	/* offset + count * size <= bytes, with nothing allowed to wrap */
+	if (preq->offset > r->bytes || preq->count > (r->bytes - preq->offset) / size) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "offset %" PRIu64 " and count %" PRIu64 " (%s, %zu bytes each) reach "
+				 "past the end of region %" PRIu64 " (%zu bytes)",
+				 preq->offset, preq->count, gr_dtype_name(preq->dtype), size, r->id,
+				 r->bytes);
+		return;
+	}
+	if (r->device >= 0 && gr_op_cpu_only(preq->op)) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "%s is not yet available on device memory (region %" PRIu64
+				 " is GPU memory); it is on host data and shared-memory regions",
+				 gr_op_name(preq->op), r->id);
+		return;
+	}
+	/* the GPUs' exact sum reads whole elements; host data that are not
+	 * aligned go to the CPU route instead (request_exact_on_cpu) */
+	bool exact_op = preq->op == GR_OP_SUM ||
+			(preq->op == GR_OP_SUMSQ && preq->dtype == GR_DT_F32);
+	if (r->device >= 0 && exact_op && gr_dtype_is_float(preq->dtype) &&
+	    ((uintptr_t)r->base + preq->offset) % size) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "the %s of %s elements in GPU memory needs an offset on a %zu-byte "
+				 "boundary of the allocation, not %" PRIu64,
+				 gr_op_name(preq->op), gr_dtype_name(preq->dtype), size, preq->offset);
+		return;
+	}
+	gr_request *req = gr_request_new(c, preq);
+	if (!req) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INTERNAL, "out of memory");
+		return;
+	}
+	req->op = preq->op;
+	req->dtype = preq->dtype;
+	req->partial = preq->partial;
+	req->ddof = preq->ddof;
+	req->received = true;
+	req->data_bytes = preq->count * size;
+	req->region = gr_region_ref(r);
+	req->region_next = r->base + preq->offset;
+	req->region_left = req->data_bytes;
+	if (r->device >= 0)
+		c->srv->stats.bytes_device += req->data_bytes;
+	else
+		c->srv->stats.bytes_shm += req->data_bytes;
+	if (req->data_bytes == 0) {
+		gr_partial_identity(req->op, req->dtype, &req->acc);
+		req->result = &req->acc;
+	} else {
+		gr_request_region_pump(req);
+	}
+	gr_request_settle(req);
+}
+

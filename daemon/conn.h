@@ -1,0 +1,40 @@
+/*
+ * What the parts of a connection share (daemon/conn.c, daemon/request.c,
+ * daemon/conn-region.c); the daemon's other files see daemon/server.h.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/server.h"
+#include "proto/request.h"
+
+/* conn.c */
+void gr_conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Close c if nothing of it is left to write and it is to close: told to,
+ * or draining or at EOF with no request left. */
+void gr_conn_maybe_close(gr_conn *c);
+
+/* request.c: a reduce request, from its data to its reply */
+gr_request *gr_request_new(gr_conn *c, const gr_req *preq);
+/* Reply once every chunk is in, and free it. */
+void gr_request_settle(gr_request *req);
+/* Fail it (with an error reply, or none when the connection is gone). */
+void gr_request_fail(gr_request *req, bool reply, gr_err code, const char *msg);
+/* The filling chunk holds data up to data_done: to the backend with it. */
+void gr_request_submit_filling(gr_request *req, uint64_t data_done);
+/* Cut a region's next chunks while the request may have more in flight. */
+void gr_request_region_pump(gr_request *req);
+/* Staging for the next part of the current request's data; -EAGAIN: the
+ * connection waits (its stall says for what). */
+int gr_conn_set_dest(gr_conn *c);
+/* Bytes a connection's requests hold, for the connection and its user. */
+void gr_conn_charge(gr_conn *c, uint64_t bytes);
+void gr_conn_discharge(gr_conn *c, uint64_t bytes);
+
+/* conn-region.c: map, unmap, reduce by region */
+void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd);
+void gr_conn_unmap(gr_conn *c, const gr_req *preq);
+void gr_conn_reduce_region(gr_conn *c, const gr_req *preq);

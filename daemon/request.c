@@ -1,0 +1,402 @@
+/*
+ * A reduce request on a connection, from its first data to its reply: the
+ * staging each part of its data goes to (gr_conn_set_dest), its chunks
+ * handed to the backend (or its CPU route) as they fill, or cut from a
+ * mapped region; their partials combined in order as they complete; the
+ * reply, or the error, queued on the connection. What a connection's
+ * requests hold is charged to it and to its user.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "proto/message.h"
+
+/* What a request's own bookkeeping costs, counted against its
+ * connection's in-flight bytes with its data: a client pipelining many
+ * tiny requests is bounded by the memory they hold, not by their data. */
+#define REQUEST_COST sizeof(gr_request)
+
+static void request_free(gr_request *req)
+{
+	gr_conn *c = req->conn;
+
+	if (c) {
+		gr_link_del(&req->link);
+		c->nrequests--;
+		gr_conn_discharge(c, REQUEST_COST);
+	}
+	req->srv->stats.inflight--;
+	req->direct = gr_direct_unref(req->direct);
+	req->region = gr_region_unref(req->region);
+	gr_server_request_put(req->srv, req);
+}
+
+gr_request *gr_request_new(gr_conn *c, const gr_req *preq)
+{
+	gr_request *req = gr_server_request_get(c->srv);
+	if (!req)
+		return NULL;
+	req->srv = c->srv;
+	req->conn = c;
+	req->msgid = preq->msgid;
+	req->start_ns = c->srv->now_ns;
+	req->data_bytes = preq->data_bytes;
+	gr_link_add_tail(&c->requests, &req->link);
+	c->nrequests++;
+	gr_conn_charge(c, REQUEST_COST);
+	c->srv->stats.inflight++;
+	return req;
+}
+
+/*
+ * Bytes a connection's requests hold (staging, or a region's chunks in
+ * flight), counted for the connection and its user. Connections waiting
+ * on their user's bound go on once the user is back under it.
+ */
+void gr_conn_charge(gr_conn *c, uint64_t bytes)
+{
+	c->staged_bytes += bytes;
+	c->peer->inflight += bytes;
+}
+
+void gr_conn_discharge(gr_conn *c, uint64_t bytes)
+{
+	gr_server *s = c->srv;
+	gr_peer *p = c->peer;
+
+	c->staged_bytes -= bytes;
+	p->inflight -= bytes;
+	if (p->stalled && p->inflight <= s->cfg->max_inflight_bytes_per_uid) {
+		p->stalled = 0;
+		for (gr_link *l = s->conns.next; l != &s->conns; l = l->next) {
+			gr_conn *o = gr_container_of(l, gr_conn, link);
+			if (o->peer == p && o->stall == GR_STALL_LIMITS)
+				gr_server_mark_ready(s, o);
+		}
+	}
+}
+
+static void chunk_release(gr_request *req, gr_chunk *ch)
+{
+	if (ch->slot) {
+		gr_staging_release(&req->srv->staging, ch->slot);
+		ch->slot = NULL;
+	}
+	if (req->conn)
+		gr_conn_discharge(req->conn, ch->staged);
+	ch->staged = 0;
+}
+
+/* Count an answered request. */
+static void request_answered(gr_request *req, uint64_t elements)
+{
+	gr_server *s = req->srv;
+
+	s->stats.requests++;
+	s->stats.elements += elements;
+	gr_stats_latency(&s->stats, s->now_ns - req->start_ns);
+}
+
+static void request_reply(gr_request *req)
+{
+	gr_conn *c = req->conn;
+	gr_value v;
+
+	const gr_partial *res = req->result;
+	if (req->op == GR_OP_MOMENTS) {
+		gr_moments m;
+		gr_err e = gr_moments_finish(req->dtype, res, req->ddof, &m);
+		if (e == GR_OK) {
+			if (gr_msg_write_response_moments(&c->wbuf, req->msgid, &m) < 0) {
+				gr_conn_close(c);
+				return;
+			}
+			gr_server_mark_dirty(c->srv, c);
+		} else if (e == GR_ERR_EMPTY) {
+			gr_conn_reply_error(c, req->msgid, e, "moments of no elements");
+		} else {
+			/* the parser refuses these first */
+			gr_conn_reply_error(c, req->msgid, e, "'ddof' is not less than the elements");
+		}
+		request_answered(req, e == GR_OK ? res->count : 0);
+		return;
+	}
+	gr_err e = gr_partial_finish(req->op, req->dtype, res, &v);
+	if (e == GR_OK) {
+		int w;
+		/* an exact partial, for float sums that the client will combine */
+		if (req->partial && gr_dtype_is_float(req->dtype) &&
+		    (req->op == GR_OP_SUM || req->op == GR_OP_SUMSQ)) {
+			uint64_t limbs[GR_PARTIAL_LIMBS_MAX];
+			int scale;
+			unsigned specials;
+			size_t n = gr_partial_limbs(res, limbs, GR_PARTIAL_LIMBS_MAX, &scale, &specials);
+			w = gr_msg_write_response_exact(&c->wbuf, req->msgid, &v, res->count, limbs, n,
+							scale, specials);
+		} else if (gr_op_has_index(req->op)) {
+			w = gr_msg_write_response_index(&c->wbuf, req->msgid, &v, res->index, res->count);
+		} else {
+			w = gr_msg_write_response_value(&c->wbuf, req->msgid, &v, res->count);
+		}
+		if (w < 0) {
+			gr_conn_close(c);
+			return;
+		}
+		gr_server_mark_dirty(c->srv, c);
+	} else {
+		gr_conn_reply_error(c, req->msgid, e, "%s of no elements", gr_op_name(req->op));
+	}
+	request_answered(req, e == GR_OK ? res->count : 0);
+}
+
+/* Free the request once nothing of it is left in the backend; answer it
+ * first if it succeeded. */
+void gr_request_settle(gr_request *req)
+{
+	gr_conn *c = req->conn;
+
+	if (!(req->received || req->failed) || req->filling || req->ncombined != req->nsubmitted ||
+	    (req->region_left > 0 && !req->failed))
+		return;
+	if (c && !req->failed) {
+		if (req->answered)
+			request_answered(req, req->data_bytes / gr_dtype_size(req->dtype));
+		else
+			request_reply(req);
+	}
+	request_free(req);
+	if (c) {
+		if (c->stall == GR_STALL_LIMITS)
+			gr_server_mark_ready(c->srv, c);
+		gr_conn_maybe_close(c);
+	}
+}
+
+/* Fail the request: answer now (if reply), drop the chunk being filled;
+ * chunks already in the backend are dropped as they come back. */
+void gr_request_fail(gr_request *req, bool reply, gr_err code, const char *msg)
+{
+	gr_conn *c = req->conn;
+
+	if (req->failed)
+		return;
+	req->failed = true;
+	if (c && reply)
+		gr_conn_reply_error(c, req->msgid, code, "%s", msg);
+	if (req->filling) {
+		chunk_release(req, req->filling);
+		req->filling = NULL;
+	}
+	gr_request_settle(req);
+}
+
+
+static void chunk_done(gr_job *job)
+{
+	gr_chunk *ch = job->userdata;
+	gr_request *req = ch->req;
+	gr_conn *c = req->conn;
+	bool broken = false;
+
+	if (req->direct) {
+		/* a small request: its only chunk */
+		unsigned f = gr_direct_check(req->direct);
+		req->answered = job->status == 0 && job->early;
+		req->direct = gr_direct_unref(req->direct);
+		if (c && (f & GR_DIRECT_BROKEN))
+			broken = true;
+		else if (c && (f & GR_DIRECT_HELD))
+			gr_server_mark_dirty(c->srv, c);
+	}
+	ch->done = true;
+	if (job->status < 0 && !req->failed) {
+		log_warning("reduce failed: %s", job->errmsg);
+		gr_request_fail(req, /* reply= */ true, GR_ERR_INTERNAL, job->errmsg);
+		/* gr_request_fail may have freed req if this was its last chunk:
+		 * it cannot have, since this chunk is not combined yet. */
+	}
+	while (req->ncombined < req->nsubmitted) {
+		gr_chunk *next = &req->chunks[req->ncombined % GR_REQUEST_CHUNKS_MAX];
+		if (!next->done)
+			break;
+		if (req->failed) {
+		} else if (req->ncombined == 0 && req->received && req->nsubmitted == 1) {
+			/* the only chunk: its slot in the ring is never reused */
+			req->result = &next->job.result;
+		} else if (req->ncombined == 0) {
+			req->acc = next->job.result;
+			req->result = &req->acc;
+		} else {
+			if (req->result != &req->acc) {
+				req->acc = *req->result;
+				req->result = &req->acc;
+			}
+			gr_partial_combine(req->op, req->dtype, &req->acc, &next->job.result);
+		}
+		next->done = false;
+		chunk_release(req, next);
+		req->ncombined++;
+	}
+	if (c && c->stall == GR_STALL_CHUNKS)
+		gr_server_mark_ready(c->srv, c);
+	if (req->region_left > 0 && !req->failed)
+		gr_request_region_pump(req);
+	gr_request_settle(req);
+	if (broken) {
+		/* c is freed only from its close callback, a later phase */
+		log_debug("closing a connection: a direct reply could not be written");
+		gr_conn_close(c);
+	}
+}
+
+/*
+ * Host data that a GPU would not reduce exactly, and so goes to a CUDA
+ * daemon's CPU route whatever its size: argmin, argmax and moments (the
+ * GPUs have no kernel for them yet), the sum of squares of f64 (the GPUs'
+ * exact kernel adds the exact squares of f32 elements, but an f64's square
+ * does not fit a double), and a float sum or sum of squares whose elements do
+ * not lie on their own size's boundary in memory (the exact kernel reads
+ * whole elements), which only a region's offset can do.
+ */
+static bool request_exact_on_cpu(gr_op op, gr_dtype dt, const void *data)
+{
+	/* no GPU kernel yet (gr_conn_reduce_region refuses them on device memory) */
+	if (gr_op_cpu_only(op))
+		return true;
+	if (!gr_dtype_is_float(dt) || (op != GR_OP_SUM && op != GR_OP_SUMSQ))
+		return false;
+	return (op == GR_OP_SUMSQ && dt == GR_DT_F64) || (uintptr_t)data % gr_dtype_size(dt);
+}
+
+/* The chunk being filled is complete: hand it to the backend. */
+void gr_request_submit_filling(gr_request *req, uint64_t data_done)
+{
+	gr_chunk *ch = req->filling;
+
+	req->filling = NULL;
+	ch->req = req;
+	ch->done = false;
+	ch->job.op = req->op;
+	ch->job.dtype = req->dtype;
+	ch->job.n = (size_t)(data_done - req->filling_start) / gr_dtype_size(req->dtype);
+	/* device memory: pinned to its device, read in place */
+	ch->job.device = req->region ? req->region->device : -1;
+	ch->job.on_device = req->region && req->region->device >= 0;
+	ch->job.status = 0;
+	ch->job.done = chunk_done;
+	ch->job.userdata = ch;
+	ch->job.next = NULL;
+	ch->job.early = NULL;
+	ch->job.cpu_route = req->srv->router && !ch->job.on_device &&
+			    (req->data_bytes <= req->srv->route_max ||
+			     request_exact_on_cpu(req->op, req->dtype, ch->job.data));
+	/* A small request is one job, submitted whole, and so is a region's
+	 * that fits one: the backend may answer it from its own thread. */
+	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
+	/* answers with an exact partial, and moments', are the loop's to write */
+	if (whole && !req->partial && req->op != GR_OP_MOMENTS && req->received && ch->job.n > 0 &&
+	    req->conn && req->conn->direct) {
+		req->direct = gr_direct_ref(req->conn->direct);
+		ch->job.early = req->direct;
+		ch->job.tag = req->msgid;
+	}
+	req->nsubmitted++;
+	if (req->small)
+		gr_server_batch_add(req->srv, &ch->job, ch->slot);
+	else
+		gr_server_submit(req->srv, &ch->job);
+}
+
+/*
+ * Submit the next chunks of a reduce of a mapped region. They are cut
+ * where a socket request's of the same size would be (staging slots), so
+ * the bits are the same, and its data are all there already, so as many
+ * go out as one request may have in flight; each one back sends the
+ * next. A request whose connection is gone submits no more.
+ */
+void gr_request_region_pump(gr_request *req)
+{
+	/* device memory needs no staging-sized pieces: one launch reads a
+	 * gigabyte at the memory's rate */
+	size_t slot = req->region->device >= 0 ? GR_DEVICE_CHUNK_BYTES : req->srv->staging.slot_bytes;
+
+	if (!req->conn) {
+		req->region_left = 0;
+		req->failed = true;
+		return;
+	}
+	while (req->region_left > 0 && req->nsubmitted - req->ncombined < GR_REQUEST_CHUNKS_MAX) {
+		gr_chunk *ch = &req->chunks[req->nsubmitted % GR_REQUEST_CHUNKS_MAX];
+		uint64_t take = req->region_left < slot ? req->region_left : slot;
+		uint64_t start = req->data_bytes - req->region_left;
+
+		ch->slot = NULL;
+		ch->done = false;
+		ch->job.data = req->region_next;
+		ch->job.outside_staging = true;
+		/* counted against the connection's in-flight bytes, like
+		 * staging; device memory holds none of the host's */
+		ch->staged = req->region->device >= 0 ? 0 : (size_t)take;
+		gr_conn_charge(req->conn, ch->staged);
+		req->filling = ch;
+		req->filling_start = start;
+		req->region_next += take;
+		req->region_left -= take;
+		gr_request_submit_filling(req, start + take);
+	}
+}
+
+/* Find staging for the next part of the current request's data and point
+ * the parser at it. -EAGAIN: none now, the connection waits. */
+int gr_conn_set_dest(gr_conn *c)
+{
+	gr_server *s = c->srv;
+	gr_request *req = c->cur;
+	const gr_req *preq = gr_req_parser_req(c->parser);
+	uint64_t left = req->data_bytes - preq->data_done;
+
+	if (req->nsubmitted - req->ncombined >= s->cfg->request_chunks) {
+		c->stall = GR_STALL_CHUNKS;
+		s->stats.stalls_chunks++;
+		return -EAGAIN;
+	}
+	gr_chunk *ch = &req->chunks[req->nsubmitted % GR_REQUEST_CHUNKS_MAX];
+	gr_slot *slot, *closed = NULL;
+	void *dst;
+	size_t cap;
+
+	ch->job.outside_staging = false;
+
+	if (req->small) {
+		dst = gr_staging_alloc_piece(&s->staging, (size_t)left, &slot, &closed);
+		cap = (size_t)left;
+	} else {
+		slot = gr_staging_alloc_chunk(&s->staging);
+		dst = slot ? slot->base : NULL;
+		cap = s->staging.slot_bytes;
+	}
+	if (closed && closed == s->batch_slot)
+		gr_server_batch_flush(s); /* a full slot's batch goes out now */
+	if (!dst) {
+		c->stall = GR_STALL_STAGING;
+		s->stats.stalls_staging++;
+		gr_staging_wait(&s->staging, &c->waiter);
+		return -EAGAIN;
+	}
+	ch->slot = slot;
+	ch->done = false;
+	ch->job.data = dst;
+	ch->staged = cap;
+	gr_conn_charge(c, cap);
+	req->filling = ch;
+	req->filling_start = preq->data_done;
+	gr_req_parser_set_dest(c->parser, dst, cap);
+	c->need_dest = false;
+	c->stall = GR_STALL_NONE;
+	return 0;
+}
+
