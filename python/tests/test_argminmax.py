@@ -11,17 +11,7 @@ import pytest
 
 import gpured
 import gpured.aio
-
-DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
-
-
-def sample(dtype, n, seed=1):
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return (rng.standard_normal(n) * 1000).astype(dt)
-    info = np.iinfo(dt)
-    return rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+from samples import DTYPES, sample
 
 
 def expected(op, a):

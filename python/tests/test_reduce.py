@@ -10,18 +10,9 @@ import numpy as np
 import pytest
 
 import gpured
+from samples import DTYPES, sample
 
-DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
 OPS = ["sum", "min", "max", "sumsq"]
-
-
-def sample(dtype, n, seed=1):
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return (rng.standard_normal(n) * 1000).astype(dt)
-    info = np.iinfo(dt)
-    return rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
 
 
 def expected(op, a):

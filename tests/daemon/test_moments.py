@@ -18,8 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpured_harness import Daemon  # noqa: E402
-from test_shm import ShmClient  # noqa: E402
+from test_shm import ShmCase  # noqa: E402
 
 DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 NP = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
@@ -105,20 +104,8 @@ def adversarial(rng, dt, n):
     yield "NaN", v
 
 
-class Moments(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon("--chunk-bytes", "256K", "--staging-bytes", "2M", "--threads", "2")
-
-    @classmethod
-    def tearDownClass(cls):
-        rc = cls.d.stop()
-        assert rc == 0, rc
-
-    def client(self):
-        c = ShmClient(self.d.path, timeout=30)
-        self.addCleanup(c.close)
-        return c
+class Moments(ShmCase):
+    TIMEOUT = 30
 
     def moments(self, c, dt, data, ddof=None, **where):
         p = {"op": "moments", "dtype": dt}

@@ -94,13 +94,18 @@ def values(dtype, n, rng):
     return [rng.randint(0, (1 << bits) - 1) for _ in range(n)]
 
 
-class Regions(unittest.TestCase):
+class ShmCase(unittest.TestCase):
+    """One daemon for the whole class, with small slots so that a few
+    hundred KiB already take several chunks (and DAEMON_ARGS); client()
+    gives a connection closed after the test."""
+
+    DAEMON_ARGS = ()
+    TIMEOUT = 10
+
     @classmethod
     def setUpClass(cls):
-        # small slots, so that a few hundred KiB already take several chunks
         cls.d = Daemon("--chunk-bytes", "256K", "--staging-bytes", "2M", "--threads", "2",
-                       "--max-regions", "4", "--max-mapped-bytes", "8M",
-                       "--max-mapped-bytes-total", "12M")
+                       *cls.DAEMON_ARGS)
         cls.pid = cls.d.proc.pid
 
     @classmethod
@@ -109,9 +114,14 @@ class Regions(unittest.TestCase):
         assert rc == 0, rc
 
     def client(self):
-        c = ShmClient(self.d.path, timeout=10)
+        c = ShmClient(self.d.path, timeout=self.TIMEOUT)
         self.addCleanup(c.close)
         return c
+
+
+class Regions(ShmCase):
+    DAEMON_ARGS = ("--max-regions", "4", "--max-mapped-bytes", "8M",
+                   "--max-mapped-bytes-total", "12M")
 
     def assertError(self, reply, code, contains=""):
         err, res = reply
