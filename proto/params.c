@@ -12,7 +12,7 @@ static const char *const key_names[KEY_N] = {
 	[KEY_REGION] = "region", [KEY_OFFSET] = "offset", [KEY_COUNT] = "count",
 	[KEY_BYTES] = "bytes",   [KEY_KIND] = "kind",     [KEY_DEVICE] = "device",
 	[KEY_HANDLE] = "handle", [KEY_PARTIAL] = "partial",
-	[KEY_DDOF] = "ddof",
+	[KEY_DDOF] = "ddof",     [KEY_OFFSETS] = "offsets",
 };
 
 const char *params_key_name(req_key k)
@@ -31,7 +31,7 @@ const char *params_method_key_list(gr_method m)
 {
 	switch (m) {
 	case GR_METHOD_REDUCE:
-		return "op, dtype, and data or region, offset, count; partial, ddof";
+		return "op, dtype, and data or region, offset, count; partial, ddof, offsets";
 	case GR_METHOD_MAP:
 		return "bytes, kind, device, handle";
 	case GR_METHOD_UNMAP:
@@ -108,6 +108,8 @@ req_key params_match_key(const char *w, size_t n)
 	case 7:
 		if (memcmp(w, "partial", 7) == 0)
 			return KEY_PARTIAL;
+		if (memcmp(w, "offsets", 7) == 0)
+			return KEY_OFFSETS;
 		break;
 	}
 	return KEY_NONE;

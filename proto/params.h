@@ -27,6 +27,7 @@ typedef enum req_key {
 	KEY_HANDLE,
 	KEY_PARTIAL,
 	KEY_DDOF,
+	KEY_OFFSETS,
 	KEY_N,
 } req_key;
 
@@ -34,7 +35,8 @@ typedef enum req_key {
 /* The keys each method's map takes, and how its messages list them. */
 #define REDUCE_KEYS                                                                                \
 	(KEYBIT(KEY_OP) | KEYBIT(KEY_DTYPE) | KEYBIT(KEY_DATA) | KEYBIT(KEY_REGION) |               \
-	 KEYBIT(KEY_OFFSET) | KEYBIT(KEY_COUNT) | KEYBIT(KEY_PARTIAL) | KEYBIT(KEY_DDOF))
+	 KEYBIT(KEY_OFFSET) | KEYBIT(KEY_COUNT) | KEYBIT(KEY_PARTIAL) | KEYBIT(KEY_DDOF) |  \
+	 KEYBIT(KEY_OFFSETS))
 #define MAP_KEYS (KEYBIT(KEY_BYTES) | KEYBIT(KEY_KIND) | KEYBIT(KEY_DEVICE) | KEYBIT(KEY_HANDLE))
 #define UNMAP_KEYS KEYBIT(KEY_REGION)
 

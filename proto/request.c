@@ -10,6 +10,7 @@
 
 #include "mp-inline.h"
 #include "mp.h"
+#include "offsets.h"
 #include "params.h"
 #include "request.h"
 
@@ -60,6 +61,7 @@ typedef enum req_state {
 	ST_SKIP,    /* discarding a str/bin body */
 	ST_PAYLOAD, /* copying a bin payload into the destination */
 	ST_ELEM,    /* a converted array element waits for room (no bytes) */
+	ST_OFFSETS, /* collecting the offsets bin (offsets.h) */
 	ST_FATAL,
 } req_state;
 
@@ -109,6 +111,7 @@ struct gr_req_parser {
 	uint8_t *dst;
 	size_t cap, off;
 	uint8_t elem[8];
+	gr_offsets offs; /* the current request's offsets */
 };
 
 __attribute__((format(printf, 3, 0)))
@@ -174,6 +177,7 @@ static void req_begin(gr_req_parser *p)
 	p->dst = NULL;
 	p->cap = 0;
 	p->off = 0;
+	gr_offsets_clear(&p->offs);
 }
 
 static req_slot req_cur_slot(const gr_req_parser *p)
@@ -313,6 +317,21 @@ static void req_check_ddof(gr_req_parser *p, uint64_t count)
 			 count);
 }
 
+/* What a reduce's segments rule out, once the map is whole. */
+static void req_check_offsets(gr_req_parser *p, uint64_t count)
+{
+	const gr_req *r = &p->req;
+
+	if (!r->has_offsets)
+		return;
+	if (r->partial)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'partial' is not available with 'offsets'");
+	else if (r->offsets_end != count)
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'offsets' ends at %" PRIu64 ", not at the %" PRIu64 " elements to reduce",
+			 r->offsets_end, count);
+}
+
 static void req_map_end(gr_req_parser *p)
 {
 	const gr_req *r = &p->req;
@@ -340,6 +359,7 @@ static void req_map_end(gr_req_parser *p)
 			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'count' (elements to reduce)");
 		else
 			req_check_ddof(p, r->count);
+		req_check_offsets(p, r->count);
 		return;
 	}
 	if (!r->has_op)
@@ -354,6 +374,8 @@ static void req_map_end(gr_req_parser *p)
 			 r->data_bytes, gr_dtype_name(r->dtype), gr_dtype_size(r->dtype));
 	else
 		req_check_ddof(p, r->data_bytes / gr_dtype_size(r->dtype));
+	if (r->has_data && r->has_dtype && !p->skipping)
+		req_check_offsets(p, r->data_bytes / gr_dtype_size(r->dtype));
 }
 
 static void req_end(gr_req_parser *p)
@@ -423,12 +445,44 @@ static void req_step_elem(gr_req_parser *p)
 	req_value_done(p);
 }
 
+/*
+ * Data after offsets: the segments must cover exactly its elements, and
+ * their jobs need op and dtype from the first chunk on. True when fine.
+ */
+static bool req_data_fits_offsets(gr_req_parser *p, const gr_mp_token *t)
+{
+	gr_req *r = &p->req;
+
+	if (!r->has_offsets)
+		return true;
+	if (!r->has_op || !r->has_dtype) {
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'op' and 'dtype' must come before 'data' in a request with 'offsets'");
+		return false;
+	}
+	size_t sz = gr_dtype_size(r->dtype);
+	uint64_t count = t->type == GR_MP_BIN ? t->len / sz : t->len;
+	if (t->type == GR_MP_BIN && t->len % sz != 0)
+		return true; /* refused below */
+	if (r->offsets_end != count) {
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'offsets' ends at %" PRIu64 ", not at the %" PRIu64 " elements of 'data'",
+			 r->offsets_end, count);
+		return false;
+	}
+	return true;
+}
+
 static void req_on_data(gr_req_parser *p, const gr_mp_token *t)
 {
 	gr_req *r = &p->req;
 	size_t sz = gr_dtype_size(r->dtype);
 
 	r->has_data = true;
+	if ((t->type == GR_MP_BIN || t->type == GR_MP_ARRAY) && !req_data_fits_offsets(p, t)) {
+		req_skip_value(p, t);
+		return;
+	}
 	if (t->type == GR_MP_BIN) {
 		r->data_bytes = t->len;
 		if (r->has_dtype && t->len % sz != 0) {
@@ -467,6 +521,54 @@ static void req_on_data(gr_req_parser *p, const gr_mp_token *t)
 	}
 	req_fail(p, GR_ERR_INVALID_PARAMS, "'data' must be a bin of packed elements or an array of numbers");
 	req_skip_value(p, t);
+}
+
+static void req_on_offsets(gr_req_parser *p, const gr_mp_token *t)
+{
+	const gr_req *r = &p->req;
+	uint64_t max = p->lim.max_segments;
+
+	if (t->type != GR_MP_BIN) {
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'offsets' must be a bin of little-endian u64 element offsets");
+		req_skip_value(p, t);
+		return;
+	}
+	if (r->has_data) {
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'offsets' must come before 'data'");
+	} else if (t->len % 8 != 0 || t->len < 16) {
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'offsets' is %" PRIu32 " bytes: it must be 8 bytes for each of k + 1 "
+			 "offsets, k >= 1 segments",
+			 t->len);
+	} else if (t->len / 8 - 1 > max) {
+		req_fail(p, GR_ERR_TOO_LARGE,
+			 "'offsets' has %" PRIu32 " segments, over the limit of %" PRIu64,
+			 t->len / 8 - 1, max);
+	} else if (gr_offsets_begin(&p->offs, t->len) < 0) {
+		req_fail(p, GR_ERR_INTERNAL, "out of memory for 'offsets'");
+	} else {
+		req_body(p, ST_OFFSETS, t->len);
+		return;
+	}
+	req_body(p, ST_SKIP, t->len);
+}
+
+/* ST_OFFSETS ended: the bin is whole. */
+static void req_offsets_done(gr_req_parser *p)
+{
+	gr_req *r = &p->req;
+	char why[sizeof(r->errmsg)];
+
+	if (gr_offsets_finish(&p->offs, why, sizeof(why))) {
+		req_fail(p, GR_ERR_INVALID_PARAMS, "%s", why);
+	} else {
+		r->has_offsets = true;
+		r->nsegments = gr_offsets_segments(&p->offs);
+		r->offsets_end = gr_offsets_last(&p->offs);
+		r->offsets = p->offs.v;
+	}
+	req_value_done(p);
 }
 
 static void req_on_params(gr_req_parser *p, const gr_mp_token *t)
@@ -639,6 +741,9 @@ static void req_on_value(gr_req_parser *p, const gr_mp_token *t)
 	switch (p->key) {
 	case KEY_DATA:
 		req_on_data(p, t);
+		return;
+	case KEY_OFFSETS:
+		req_on_offsets(p, t);
 		return;
 	case KEY_REGION:
 	case KEY_OFFSET:
@@ -888,6 +993,15 @@ size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_r
 			if (p->body_left == 0)
 				req_value_done(p);
 			break;
+		case ST_OFFSETS:
+			if (p->body_left > 0 && used == len)
+				goto need_more;
+			n = gr_offsets_feed(&p->offs, buf + used, len - used);
+			p->body_left -= n;
+			used += n;
+			if (p->body_left == 0)
+				req_offsets_done(p);
+			break;
 		case ST_PAYLOAD:
 			if (p->body_left > 0 && p->cap > p->off && used == len)
 				goto need_more;
@@ -929,6 +1043,8 @@ int gr_req_parser_new(const gr_req_limits *lim, gr_req_parser **ret)
 		return -ENOMEM;
 	p->lim.max_data_bytes = lim && lim->max_data_bytes ? lim->max_data_bytes
 							   : GR_REQ_DEFAULT_MAX_DATA_BYTES;
+	p->lim.max_segments = lim && lim->max_segments ? lim->max_segments
+						       : GR_OFFSETS_DEFAULT_MAX_SEGMENTS;
 	p->state = ST_TOKEN;
 	p->ev = GR_REQ_NEED_MORE;
 	req_begin(p);
@@ -938,8 +1054,18 @@ int gr_req_parser_new(const gr_req_limits *lim, gr_req_parser **ret)
 
 gr_req_parser *gr_req_parser_free(gr_req_parser *p)
 {
+	if (p)
+		gr_offsets_clear(&p->offs);
 	free(p);
 	return NULL;
+}
+
+uint64_t *gr_req_parser_take_offsets(gr_req_parser *p)
+{
+	if (!p->req.has_offsets)
+		return NULL;
+	p->req.offsets = NULL;
+	return gr_offsets_take(&p->offs);
 }
 
 const gr_req *gr_req_parser_req(const gr_req_parser *p)
@@ -966,7 +1092,7 @@ void gr_req_parser_reject(gr_req_parser *p, gr_err err, const char *fmt, ...)
 	va_start(ap, fmt);
 	req_vset(p, err, fmt, ap);
 	va_end(ap);
-	if (p->state == ST_PAYLOAD)
+	if (p->state == ST_PAYLOAD || p->state == ST_OFFSETS)
 		p->state = ST_SKIP;
 	else if (p->state == ST_ELEM)
 		req_value_done(p);

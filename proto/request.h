@@ -55,6 +55,14 @@ typedef struct gr_req {
 	bool partial;        /* reduce: also return the exact partial ("partial": true) */
 	bool has_ddof;
 	uint64_t ddof;       /* reduce, moments: delta degrees of freedom (0 unless given) */
+	/* reduce: segments ("offsets"), checked whole: offsets[0] is 0, none
+	 * decreases, and offsets[nsegments] is the element count. The parser
+	 * owns the array until gr_req_parser_take_offsets(), and frees it when
+	 * the next message begins. */
+	bool has_offsets;
+	uint64_t nsegments;
+	uint64_t offsets_end;  /* offsets[nsegments], kept when they are taken */
+	const uint64_t *offsets;
 	gr_map_kind kind;    /* GR_MAP_HOST unless given */
 	uint64_t region;     /* reduce, unmap */
 	uint64_t offset;     /* reduce: bytes into the region (0 unless given) */
@@ -72,6 +80,7 @@ typedef struct gr_req {
 
 typedef struct gr_req_limits {
 	uint64_t max_data_bytes; /* larger data: too_large; 0 means the default */
+	uint64_t max_segments;   /* more segments in "offsets": too_large; 0: the default */
 } gr_req_limits;
 
 #define GR_REQ_DEFAULT_MAX_DATA_BYTES (UINT64_C(1) << 30)
@@ -125,6 +134,12 @@ void gr_req_parser_reject(gr_req_parser *p, gr_err err, const char *fmt, ...)
  */
 size_t gr_req_parser_window(gr_req_parser *p, void **ret_ptr);
 gr_req_event gr_req_parser_commit(gr_req_parser *p, size_t k);
+
+/*
+ * The current request's offsets (gr_req.offsets), to keep beyond the next
+ * message: the caller frees them. NULL when it has none.
+ */
+uint64_t *gr_req_parser_take_offsets(gr_req_parser *p);
 
 /* Bytes of skipped payload still to come (bytes a read can discard). */
 uint64_t gr_req_parser_skip_remaining(const gr_req_parser *p);

@@ -158,9 +158,18 @@ static void h_log_request(harness *h, const char *what)
 		h_log(h, "%s %" PRIu32 " %s", what, r->msgid, gr_method_name(r->method));
 		return;
 	}
-	char ddof[32] = "";
+	char ddof[96] = "";
+	size_t dl = 0;
 	if (r->has_ddof)
-		snprintf(ddof, sizeof(ddof), " ddof %" PRIu64, r->ddof);
+		dl += (size_t)snprintf(ddof, sizeof(ddof), " ddof %" PRIu64, r->ddof);
+	if (r->has_offsets) {
+		/* " segs K:o0,o1,..." (the first few offsets) */
+		dl += (size_t)snprintf(ddof + dl, sizeof(ddof) - dl, " segs %" PRIu64 ":",
+				       r->nsegments);
+		for (uint64_t i = 0; i <= r->nsegments && i < 5 && dl < sizeof(ddof); i++)
+			dl += (size_t)snprintf(ddof + dl, sizeof(ddof) - dl, "%s%" PRIu64,
+					       i ? "," : "", r->offsets[i]);
+	}
 	if (r->has_region) {
 		h_log(h, "%s %" PRIu32 " reduce %s %s region %" PRIu64 " @%" PRIu64 " #%" PRIu64 "%s",
 		      what, r->msgid, gr_op_name(r->op), gr_dtype_name(r->dtype), r->region,
