@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "daemon/backend.h"
+#include "daemon/segments.h"
 #include "daemon/staging.h"
 
 #define CPU_DEFAULT_STAGING ((size_t)64 << 20)
@@ -127,9 +128,18 @@ static bool cpu_answer(cpu_backend *cb, gr_job *job)
 }
 
 /* On the loop thread: the loop answers it itself. */
+/* Reduce a whole job on the calling thread. */
+static void cpu_reduce(gr_job *job)
+{
+	if (job->seg)
+		gr_segs_reduce(job->seg, job->op, job->dtype, job->data, job->n, &job->result);
+	else
+		gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
+}
+
 static void cpu_run_inline(cpu_backend *cb, gr_job *job)
 {
-	gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
+	cpu_reduce(job);
 	job->early = NULL;
 	cpu_post(cb, job, 0, NULL);
 }
@@ -147,7 +157,7 @@ static void cpu_run_whole(cpu_backend *cb, cpu_work *list)
 
 	for (cpu_work *w = list; w; w = w->next) {
 		gr_job *job = w->job;
-		gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
+		cpu_reduce(job);
 		job->status = 0;
 		any |= cpu_answer(cb, job);
 		*tail = job;
@@ -276,7 +286,8 @@ static bool cpu_job_valid(const gr_job *job)
 static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 {
 	size_t nblocks = (job->n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK;
-	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX)
+	/* a segmented job runs whole: its request's chunks share the workers */
+	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX || job->seg)
 		return NULL;
 	cpu_work *w = malloc(sizeof(*w) + nblocks * sizeof(gr_partial));
 	if (!w)

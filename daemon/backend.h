@@ -54,6 +54,10 @@ struct gr_job {
 	/* data is device memory (map_device) on the device the job is pinned
 	 * to: reduce it where it lies, with no copy */
 	bool on_device;
+	/* NULL, or the segments this job's elements belong to: result is
+	 * then the head's partial (daemon/segments.h). Only the CPU backend
+	 * reduces such jobs. */
+	struct gr_segjob *seg;
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */

@@ -99,6 +99,13 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 				 r->bytes);
 		return;
 	}
+	if (r->device >= 0 && preq->has_offsets) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "'offsets' is not yet available on device memory (region %" PRIu64
+				 " is GPU memory); it is on host data and shared-memory regions",
+				 r->id);
+		return;
+	}
 	if (r->device >= 0 && gr_op_cpu_only(preq->op)) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "%s is not yet available on device memory (region %" PRIu64
@@ -129,6 +136,11 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 	req->ddof = preq->ddof;
 	req->received = true;
 	req->data_bytes = preq->count * size;
+	if (preq->has_offsets && !gr_request_take_segments(req, c->parser, preq)) {
+		req->data_bytes = 0;
+		gr_request_fail(req, /* reply= */ true, GR_ERR_INTERNAL, "out of memory");
+		return;
+	}
 	req->region = gr_region_ref(r);
 	req->region_next = r->base + preq->offset;
 	req->region_left = req->data_bytes;

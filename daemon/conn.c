@@ -97,6 +97,12 @@ static void conn_begin_data(gr_conn *c, const gr_req *preq)
 	req->dtype = preq->dtype;
 	req->small = preq->data_bytes <= s->small_max;
 	c->cur = req;
+	if (preq->has_offsets && !gr_request_take_segments(req, c->parser, preq)) {
+		gr_req_parser_reject(c->parser, GR_ERR_INTERNAL, "out of memory");
+		c->cur = NULL;
+		gr_request_fail(req, /* reply= */ true, GR_ERR_INTERNAL, "out of memory");
+		return;
+	}
 	if (!req->small && !(preq->has_op && preq->has_dtype) &&
 	    preq->data_bytes > s->staging.slot_bytes) {
 		char msg[160];

@@ -19,6 +19,7 @@ void gr_conn_maybe_close(gr_conn *c);
 
 /* request.c: a reduce request, from its data to its reply */
 gr_request *gr_request_new(gr_conn *c, const gr_req *preq);
+bool gr_request_take_segments(gr_request *req, gr_req_parser *parser, const gr_req *preq);
 /* Reply once every chunk is in, and free it. */
 void gr_request_settle(gr_request *req);
 /* Fail it (with an error reply, or none when the connection is gone). */

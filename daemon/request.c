@@ -30,6 +30,9 @@ static void request_free(gr_request *req)
 		gr_conn_discharge(c, REQUEST_COST);
 	}
 	req->srv->stats.inflight--;
+	if (c && req->segs_bytes)
+		gr_conn_discharge(c, req->segs_bytes);
+	req->segs = gr_segs_free(req->segs);
 	req->direct = gr_direct_unref(req->direct);
 	req->region = gr_region_unref(req->region);
 	gr_server_request_put(req->srv, req);
@@ -50,6 +53,25 @@ gr_request *gr_request_new(gr_conn *c, const gr_req *preq)
 	gr_conn_charge(c, REQUEST_COST);
 	c->srv->stats.inflight++;
 	return req;
+}
+
+/*
+ * Take the current request's offsets from the parser: req then answers
+ * one result per segment. False when out of memory.
+ */
+bool gr_request_take_segments(gr_request *req, gr_req_parser *parser, const gr_req *preq)
+{
+	uint64_t *offsets = gr_req_parser_take_offsets(parser);
+
+	if (!offsets)
+		return false;
+	req->segs = gr_segs_new(offsets, preq->nsegments, preq->op, preq->ddof,
+				GR_REQUEST_CHUNKS_MAX);
+	if (!req->segs)
+		return false;
+	req->segs_bytes = gr_segs_bytes(req->segs);
+	gr_conn_charge(req->conn, req->segs_bytes);
+	return true;
 }
 
 /*
@@ -101,11 +123,32 @@ static void request_answered(gr_request *req, uint64_t elements)
 	gr_stats_latency(&s->stats, s->now_ns - req->start_ns);
 }
 
+static void request_reply_segments(gr_request *req)
+{
+	gr_conn *c = req->conn;
+	gr_segs *sg = req->segs;
+	uint64_t count = req->data_bytes / gr_dtype_size(req->dtype);
+
+	if (count == 0)
+		gr_segs_all_empty(sg, req->op, req->dtype);
+	if (gr_msg_write_response_segments(&c->wbuf, req->msgid, count, sg->nseg, sg->records,
+					   (size_t)(sg->nseg * sg->record_bytes)) < 0) {
+		gr_conn_close(c);
+		return;
+	}
+	gr_server_mark_dirty(c->srv, c);
+	request_answered(req, count);
+}
+
 static void request_reply(gr_request *req)
 {
 	gr_conn *c = req->conn;
 	gr_value v;
 
+	if (req->segs) {
+		request_reply_segments(req);
+		return;
+	}
 	const gr_partial *res = req->result;
 	if (req->op == GR_OP_MOMENTS) {
 		gr_moments m;
@@ -224,6 +267,8 @@ static void chunk_done(gr_job *job)
 		if (!next->done)
 			break;
 		if (req->failed) {
+		} else if (req->segs) {
+			gr_segs_join(req->segs, req->op, req->dtype, next->job.seg, &next->job.result);
 		} else if (req->ncombined == 0 && req->received && req->nsubmitted == 1) {
 			/* the only chunk: its slot in the ring is never reused */
 			req->result = &next->job.result;
@@ -291,14 +336,19 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.userdata = ch;
 	ch->job.next = NULL;
 	ch->job.early = NULL;
+	ch->job.seg = req->segs ? gr_segs_job(req->segs, req->nsubmitted,
+					      req->filling_start / gr_dtype_size(req->dtype))
+				: NULL;
+	/* segments: no GPU kernel yet (refused on device memory) */
 	ch->job.cpu_route = req->srv->router && !ch->job.on_device &&
-			    (req->data_bytes <= req->srv->route_max ||
+			    (req->data_bytes <= req->srv->route_max || req->segs ||
 			     request_exact_on_cpu(req->op, req->dtype, ch->job.data));
 	/* A small request is one job, submitted whole, and so is a region's
 	 * that fits one: the backend may answer it from its own thread. */
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
 	/* answers with an exact partial, and moments', are the loop's to write */
-	if (whole && !req->partial && req->op != GR_OP_MOMENTS && req->received && ch->job.n > 0 &&
+	if (whole && !req->partial && req->op != GR_OP_MOMENTS && !req->segs && req->received &&
+	    ch->job.n > 0 &&
 	    req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
 		ch->job.early = req->direct;

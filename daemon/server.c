@@ -12,6 +12,7 @@
 #include "daemon/completion.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "proto/offsets.h"
 
 #define CANARY_N 256u
 #define CANARY_BYTES 4096u
@@ -554,8 +555,9 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	W(gr_mpw_map(b, 1));
 	W(write_kv_uint(b, "cpu_max_bytes", s->route_max));
 	W(gr_mpw_cstr(b, "limits"));
-	W(gr_mpw_map(b, 16));
+	W(gr_mpw_map(b, 17));
 	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
+	W(write_kv_uint(b, "max_segments", GR_OFFSETS_DEFAULT_MAX_SEGMENTS));
 	W(write_kv_uint(b, "max_connections_per_uid", cfg->max_connections_per_uid));
 	W(write_kv_uint(b, "max_inflight_bytes_per_uid", cfg->max_inflight_bytes_per_uid));
 	W(write_kv_uint(b, "max_mapped_bytes_per_uid", cfg->max_mapped_bytes_per_uid));

@@ -26,6 +26,7 @@
 #include "daemon/fdpass.h"
 #include "daemon/peer.h"
 #include "daemon/region.h"
+#include "daemon/segments.h"
 #include "daemon/staging.h"
 #include "daemon/stats.h"
 #include "proto/mp.h"
@@ -79,6 +80,10 @@ struct gr_request {
 	gr_region *region;
 	const uint8_t *region_next;
 	uint64_t region_left;
+	/* Segments ("offsets"), or NULL: one result each (daemon/segments.h),
+	 * and the bytes they hold, charged to the connection. */
+	gr_segs *segs;
+	uint64_t segs_bytes;
 
 	/* The chunk pipeline: chunk k lives in chunks[k % GR_REQUEST_CHUNKS_MAX]. */
 	gr_chunk chunks[GR_REQUEST_CHUNKS_MAX];

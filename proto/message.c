@@ -212,6 +212,31 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
 	return write_result_head(b, msgid, v, count, 2);
 }
 
+int gr_msg_write_response_segments(gr_buf *b, uint32_t msgid, uint64_t count, uint64_t nseg,
+				   const void *records, size_t bytes)
+{
+	int r;
+
+	if (bytes > UINT32_MAX)
+		return -E2BIG;
+	r = gr_msg_write_response_header(b, msgid);
+	if (r >= 0)
+		r = gr_mpw_map(b, 3);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "count");
+	if (r >= 0)
+		r = gr_mpw_uint(b, count);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "segments");
+	if (r >= 0)
+		r = gr_mpw_uint(b, nseg);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "values");
+	if (r >= 0)
+		r = gr_mpw_bin(b, records, bytes);
+	return r;
+}
+
 int gr_msg_write_response_index(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t index,
 				uint64_t count)
 {

@@ -73,6 +73,11 @@ int gr_msg_write_response_value(gr_buf *b, uint32_t msgid, const gr_value *v, ui
 int gr_msg_write_response_index(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t index,
 				uint64_t count);
 
+/* A segmented reduce's result: {"count": count, "segments": nseg,
+ * "values": bin of the records}. -E2BIG when they pass a bin's 4 GiB. */
+int gr_msg_write_response_segments(gr_buf *b, uint32_t msgid, uint64_t count, uint64_t nseg,
+				   const void *records, size_t bytes);
+
 /*
  * [1, msgid, nil, {"count", "sum", "min", "max", "mean", "var"}]: the
  * result of moments. sum, min and max must be of one kind.

@@ -727,6 +727,11 @@ static void req_on_uint(gr_req_parser *p, const gr_mp_token *t)
 	case KEY_DDOF:
 		r->ddof = t->u.u;
 		r->has_ddof = true;
+		/* a segment's variance is written as its chunk is reduced */
+		if (r->has_offsets && r->has_data) {
+			req_fail(p, GR_ERR_INVALID_PARAMS,
+				 "'ddof' must come before 'data' in a request with 'offsets'");
+		}
 		break;
 	default:
 		r->bytes = t->u.u;

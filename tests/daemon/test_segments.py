@@ -1,0 +1,383 @@
+"""Segmented reduces ("offsets") at the socket level: one result per
+segment, for every op and dtype, through bin and array data, requests cut
+into chunks (segments that cross chunk boundaries, one that spans them
+all), batched small requests and shared-memory regions at odd offsets.
+Each segment's record is checked against NumPy, math.fsum and exact
+Fractions where they define the answer, and bit for bit against a reduce
+of that segment alone (which the other daemon tests check against NumPy);
+empty segments give the documented identities; bad offsets get clear
+errors on a connection that goes on."""
+
+import math
+import os
+import random
+import struct
+import sys
+import unittest
+from fractions import Fraction
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_shm import ShmCase  # noqa: E402
+
+DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
+OPS = ("sum", "sumsq", "min", "max", "argmin", "argmax", "moments")
+NP = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
+      "f32": np.float32, "f64": np.float64}
+# the class daemon's chunks: 256 KiB
+CHUNK = 256 << 10
+
+
+def kind(op, dt):
+    """struct code of a record's value field."""
+    if op == "sumsq" or dt[0] == "f":
+        return "d"
+    return "q" if dt[0] == "i" else "Q"
+
+
+def record_bytes(op):
+    return 16 if op.startswith("arg") else 40 if op == "moments" else 8
+
+
+def decode(op, dt, values, k):
+    """The k records of values as dicts shaped like single replies."""
+    rb = record_bytes(op)
+    assert len(values) == k * rb, (len(values), k, rb)
+    v = kind(op, dt)
+    out = []
+    for i in range(k):
+        r = values[i * rb:(i + 1) * rb]
+        if op == "moments":
+            s, lo, hi = struct.unpack_from("<" + v * 3, r)
+            mean, var = struct.unpack_from("<dd", r, 24)
+            out.append({"sum": s, "min": lo, "max": hi, "mean": mean, "var": var})
+        elif op.startswith("arg"):
+            val, idx = struct.unpack("<" + v + "Q", r)
+            out.append({"value": val, "index": idx})
+        else:
+            out.append({"value": struct.unpack("<" + v, r)[0]})
+    return out
+
+
+def bits(x):
+    if isinstance(x, float):
+        return ("f", struct.pack("<d", x))
+    return ("i", x)
+
+
+def offsets_bin(offs):
+    return struct.pack("<%dQ" % len(offs), *offs)
+
+
+def random_lengths(rng, k, hi, zeros=0.1):
+    return [0 if rng.random() < zeros else rng.randint(1, hi) for _ in range(k)]
+
+
+def to_offsets(lengths):
+    offs = [0]
+    for n in lengths:
+        offs.append(offs[-1] + n)
+    return offs
+
+
+def sample(rng, dt, n):
+    t = NP[dt]
+    if dt[0] == "f":
+        x = np.array([rng.choice((rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 2.0 ** rng.randint(-60, 60),
+                                  float(rng.randint(-5, 5)))) for _ in range(n)], dtype=t)
+        return x
+    info = np.iinfo(t)
+    if rng.random() < 0.5:
+        return np.array([rng.randint(-9 if info.min else 0, 9) for _ in range(n)], dtype=t)
+    return np.array([rng.randint(int(info.min), int(info.max)) for _ in range(n)], dtype=t)
+
+
+def empty_record(op, dt):
+    """What an empty segment's record holds (PROTOCOL.md, "Segments")."""
+    if dt[0] == "f":
+        lo, hi = math.inf, -math.inf
+    else:
+        info = np.iinfo(NP[dt])
+        lo, hi = int(info.max), int(info.min)
+    zero = 0.0 if (dt[0] == "f") else 0
+    if op == "sum":
+        return {"value": zero}
+    if op == "sumsq":
+        return {"value": 0.0}
+    if op in ("min", "max"):
+        return {"value": lo if op == "min" else hi}
+    if op.startswith("arg"):
+        return {"value": lo if op == "argmin" else hi, "index": (1 << 64) - 1}
+    return {"sum": zero, "min": lo, "max": hi, "mean": math.nan, "var": math.nan}
+
+
+def single_to_record(op, reply):
+    if op == "moments":
+        return {k: reply[k] for k in ("sum", "min", "max", "mean", "var")}
+    if op.startswith("arg"):
+        return {"value": reply["value"], "index": reply["index"]}
+    return {"value": reply["value"]}
+
+
+class Segments(ShmCase):
+
+    def seg_reduce(self, c, op, dt, offs, data, **extra):
+        p = {"op": op, "dtype": dt, **extra, "offsets": offsets_bin(offs), "data": data}
+        return c.call("reduce", [p])
+
+    def singles(self, c, op, dt, x, offs, ddof=None):
+        """Each segment reduced alone, pipelined: a reply or an error each."""
+        ids = []
+        for i in range(len(offs) - 1):
+            seg = x[offs[i]:offs[i + 1]]
+            p = {"op": op, "dtype": dt, "data": seg.tobytes()}
+            if ddof is not None and len(seg) > ddof:
+                p["ddof"] = ddof
+            ids.append(c.request("reduce", [p]))
+        # replies may come in any order
+        got = {}
+        for _ in ids:
+            resp = c.recv()
+            got[resp[1]] = resp
+        return [got[msgid] for msgid in ids]
+
+    def check_against_singles(self, c, op, dt, x, offs, got, ddof=None, int_sumsq_approx=False):
+        singles = self.singles(c, op, dt, x, offs, ddof)
+        for i, resp in enumerate(singles):
+            err, res = resp[2], resp[3]
+            want = empty_record(op, dt) if err is not None else single_to_record(op, res)
+            if err is not None:
+                self.assertEqual(err["code"], "empty", (op, dt, i, err))
+            if op == "moments" and err is None and ddof is not None and offs[i + 1] - offs[i] <= ddof:
+                want["var"] = math.nan
+            g = got[i]
+            for key in want:
+                if int_sumsq_approx and op == "sumsq" and dt[0] != "f":
+                    self.assertTrue(math.isclose(g[key], want[key], rel_tol=1e-12), (i, g, want))
+                    continue
+                if isinstance(want[key], float) and math.isnan(want[key]):
+                    self.assertTrue(math.isnan(g[key]), (op, dt, i, key, g, want))
+                else:
+                    self.assertEqual(bits(g[key]), bits(want[key]), (op, dt, i, key, g, want))
+
+    def test_every_op_and_dtype_equals_each_segment_alone(self):
+        rng = random.Random(20261125)
+        c = self.client()
+        for dt in DTYPES:
+            size = 4 if dt[1:] == "32" else 8
+            # about 3 chunks, in segments of up to a fifth of a chunk and
+            # a few longer than a chunk
+            lengths = random_lengths(rng, 40, CHUNK // size // 5)
+            lengths[7] = 0
+            lengths[8] = CHUNK // size + 3
+            lengths[20] = 2 * CHUNK // size + 1
+            offs = to_offsets(lengths)
+            x = sample(rng, dt, offs[-1])
+            for op in OPS:
+                with self.subTest(dt=dt, op=op):
+                    err, res = self.seg_reduce(c, op, dt, offs, x.tobytes())
+                    self.assertIsNone(err)
+                    self.assertEqual(res["count"], offs[-1])
+                    self.assertEqual(res["segments"], len(offs) - 1)
+                    got = decode(op, dt, res["values"], len(offs) - 1)
+                    # integer sumsq adds squares in double lanes whose
+                    # blocks restart at chunk boundaries
+                    self.check_against_singles(c, op, dt, x, offs, got, int_sumsq_approx=True)
+
+    def test_against_numpy_and_exact_references(self):
+        rng = random.Random(7)
+        c = self.client()
+        for dt in ("i32", "i64", "u64", "f32", "f64"):
+            lengths = random_lengths(rng, 60, 9000)
+            offs = to_offsets(lengths)
+            x = sample(rng, dt, offs[-1])
+            for op in ("sum", "min", "max", "argmin", "argmax", "sumsq"):
+                err, res = self.seg_reduce(c, op, dt, offs, x.tobytes())
+                self.assertIsNone(err)
+                got = decode(op, dt, res["values"], len(lengths))
+                for i in range(len(lengths)):
+                    seg = x[offs[i]:offs[i + 1]]
+                    if len(seg) == 0:
+                        continue
+                    g = got[i]
+                    if op == "sum" and dt[0] == "f":
+                        self.assertEqual(bits(g["value"]), bits(math.fsum(float(v) for v in seg)))
+                    elif op == "sum":
+                        wrap = 1 << 64
+                        s = sum(int(v) for v in seg) % wrap
+                        if dt[0] == "i" and s >= wrap // 2:
+                            s -= wrap
+                        self.assertEqual(g["value"], s)
+                    elif op == "sumsq" and dt[0] == "f":
+                        q = sum((Fraction(float(v)) ** 2 for v in seg), Fraction(0))
+                        self.assertEqual(bits(g["value"]), bits(q.numerator / q.denominator))
+                    elif op == "sumsq":
+                        ref = float(np.sum(seg.astype(np.float64) ** 2))
+                        self.assertTrue(math.isclose(g["value"], ref, rel_tol=1e-12))
+                    elif op in ("min", "max"):
+                        ref = seg.min() if op == "min" else seg.max()
+                        self.assertEqual(g["value"], ref.item())
+                    else:
+                        ref = int(seg.argmin() if op == "argmin" else seg.argmax())
+                        self.assertEqual(g["index"], ref, (op, dt, i))
+                        self.assertEqual(g["value"], seg[ref].item())
+
+    def test_moments_with_ddof_and_short_segments(self):
+        rng = random.Random(3)
+        c = self.client()
+        for dt in ("i64", "f32", "f64"):
+            lengths = [0, 1, 2, 3] + random_lengths(rng, 30, 70000)
+            offs = to_offsets(lengths)
+            x = sample(rng, dt, offs[-1])
+            err, res = self.seg_reduce(c, "moments", dt, offs, x.tobytes(), ddof=2)
+            self.assertIsNone(err)
+            got = decode("moments", dt, res["values"], len(lengths))
+            self.check_against_singles(c, "moments", dt, x, offs, got, ddof=2)
+            # segments of 1 and 2 elements: var NaN (ddof 2), mean defined
+            self.assertTrue(math.isnan(got[1]["var"]) and math.isnan(got[2]["var"]))
+            self.assertFalse(math.isnan(got[1]["mean"]))
+
+    def test_array_data_and_small_batched_requests(self):
+        c = self.client()
+        # many small segmented requests in flight at once ride the batch
+        rng = random.Random(11)
+        reqs = []
+        for j in range(200):
+            dt = rng.choice(DTYPES)
+            op = rng.choice(OPS)
+            lengths = random_lengths(rng, rng.randint(1, 6), 5, zeros=0.3)
+            offs = to_offsets(lengths)
+            x = sample(rng, dt, offs[-1])
+            data = [v.item() for v in x] if j % 2 else x.tobytes()
+            msgid = c.request("reduce", [{"op": op, "dtype": dt, "offsets": offsets_bin(offs), "data": data}])
+            reqs.append((msgid, op, dt, x, offs))
+        replies = {}
+        for _ in reqs:
+            resp = c.recv()
+            replies[resp[1]] = resp
+        for msgid, op, dt, x, offs in reqs:
+            resp = replies[msgid]
+            self.assertIsNone(resp[2], resp)
+            got = decode(op, dt, resp[3]["values"], len(offs) - 1)
+            self.check_against_singles(c, op, dt, x, offs, got)
+
+    def test_empty_segments_and_no_elements(self):
+        c = self.client()
+        for dt in DTYPES:
+            for op in OPS:
+                err, res = self.seg_reduce(c, op, dt, [0, 0, 0, 0], b"")
+                self.assertIsNone(err)
+                self.assertEqual((res["count"], res["segments"]), (0, 3))
+                got = decode(op, dt, res["values"], 3)
+                for g in got:
+                    want = empty_record(op, dt)
+                    for key in want:
+                        if isinstance(want[key], float) and math.isnan(want[key]):
+                            self.assertTrue(math.isnan(g[key]))
+                        else:
+                            self.assertEqual(bits(g[key]), bits(want[key]), (op, dt, g, want))
+        # empties first, between and last, around data crossing chunks
+        x = np.arange(200000, dtype=np.int32)
+        offs = [0, 0, 0, 70000, 70000, 140000, 200000, 200000, 200000]
+        err, res = self.seg_reduce(c, "sum", "i32", offs, x.tobytes())
+        self.assertIsNone(err)
+        got = [g["value"] for g in decode("sum", "i32", res["values"], len(offs) - 1)]
+        want = [int(x[offs[i]:offs[i + 1]].sum(dtype=np.int64)) for i in range(len(offs) - 1)]
+        self.assertEqual(got, want)
+
+    def test_one_segment_spanning_every_chunk_and_a_million_rows(self):
+        c = self.client()
+        x = np.random.default_rng(5).standard_normal(300000).astype(np.float64)
+        err, res = self.seg_reduce(c, "sum", "f64", [0, len(x)], x.tobytes())
+        self.assertIsNone(err)
+        self.assertEqual(bits(decode("sum", "f64", res["values"], 1)[0]["value"]),
+                         bits(math.fsum(x.tolist())))
+        # a million rows of one to three elements
+        rng = np.random.default_rng(9)
+        lengths = rng.integers(0, 4, size=1000000)
+        offs = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint64)
+        y = rng.integers(-1000, 1000, size=int(offs[-1])).astype(np.int32)
+        err, res = c.call("reduce", [{"op": "max", "dtype": "i32", "offsets": offs.astype("<u8").tobytes(),
+                                      "data": y.tobytes()}])
+        self.assertIsNone(err)
+        got = np.frombuffer(res["values"], dtype="<i8")
+        want = np.full(len(lengths), np.iinfo(np.int32).min, dtype=np.int64)
+        nz = lengths > 0
+        want[nz] = np.maximum.reduceat(y, offs[:-1][nz].astype(np.int64))
+        self.assertTrue(np.array_equal(got, want))
+
+    def test_regions_at_odd_offsets(self):
+        rng = random.Random(13)
+        c = self.client()
+        for dt in ("i32", "u64", "f32", "f64"):
+            size = 4 if dt[1:] == "32" else 8
+            lengths = random_lengths(rng, 25, CHUNK // size // 3)
+            offs = to_offsets(lengths)
+            x = sample(rng, dt, offs[-1])
+            pad = 3 * size + 1
+            region, m = c.map(pad + x.nbytes + 5, fill=b"\x7f" * pad + x.tobytes())
+            for op in OPS:
+                err, res = c.call("reduce", [{"op": op, "dtype": dt, "offsets": offsets_bin(offs),
+                                              "region": region, "offset": pad, "count": len(x)}])
+                self.assertIsNone(err, err)
+                got = decode(op, dt, res["values"], len(lengths))
+                self.check_against_singles(c, op, dt, x, offs, got, int_sumsq_approx=True)
+                # the same request on the socket gives the same bytes
+                err, res2 = self.seg_reduce(c, op, dt, offs, x.tobytes())
+                self.assertEqual(res2["values"], res["values"])
+            m.close()
+
+    def assertError(self, reply, code, contains):
+        err, res = reply
+        self.assertIsNotNone(err, res)
+        self.assertEqual(err["code"], code, err)
+        self.assertIn(contains, err["message"])
+
+    def test_bad_offsets(self):
+        c = self.client()
+        x = np.arange(10, dtype=np.int32).tobytes()
+        red = lambda **p: c.call("reduce", [p])  # noqa: E731
+        ob = offsets_bin
+        self.assertError(red(op="sum", dtype="i32", offsets=ob([0, 5, 4, 10]), data=x),
+                         "invalid_params", "must not decrease")
+        self.assertError(red(op="sum", dtype="i32", offsets=ob([1, 10]), data=x),
+                         "invalid_params", "must start at 0")
+        self.assertError(red(op="sum", dtype="i32", offsets=ob([0, 11]), data=x),
+                         "invalid_params", "ends at 11, not at the 10 elements")
+        self.assertError(red(op="sum", dtype="i32", offsets=ob([0, 9]), data=x),
+                         "invalid_params", "ends at 9")
+        self.assertError(red(op="sum", dtype="i32", offsets=ob([0, 10])[:12], data=x),
+                         "invalid_params", "8 bytes for each")
+        self.assertError(red(op="sum", dtype="i32", offsets=ob([0]), data=x),
+                         "invalid_params", "k >= 1 segments")
+        self.assertError(red(op="sum", dtype="i32", offsets=[0, 10], data=x),
+                         "invalid_params", "must be a bin")
+        self.assertError(red(op="sum", dtype="i32", data=x, offsets=ob([0, 10])),
+                         "invalid_params", "'offsets' must come before 'data'")
+        self.assertError(red(op="sum", offsets=ob([0, 10]), data=x, dtype="i32"),
+                         "invalid_params", "'op' and 'dtype' must come before 'data'")
+        self.assertError(red(op="moments", dtype="i32", offsets=ob([0, 10]), data=x, ddof=1),
+                         "invalid_params", "'ddof' must come before 'data'")
+        self.assertError(red(op="moments", dtype="i32", ddof=10, offsets=ob([0, 10]), data=x),
+                         "invalid_params", "'ddof' is 10, not less than the 10 elements")
+        self.assertError(red(op="sum", dtype="f32", partial=True, offsets=ob([0, 10]), data=x),
+                         "invalid_params", "'partial' is not available with 'offsets'")
+        region, m = c.map(4096)
+        self.assertError(red(op="sum", dtype="i32", offsets=ob([0, 3]), region=region, count=4),
+                         "invalid_params", "ends at 3, not at the 4 elements")
+        m.close()
+        # too many segments: refused as its header is read, the bin skipped
+        n = (1 << 21) + 1
+        self.assertError(red(op="sum", dtype="i32", offsets=bytes(8 * (n + 1)), data=b""),
+                         "too_large", "over the limit of 2097152")
+        _, info = c.call("info")
+        self.assertEqual(info["limits"]["max_segments"], 1 << 21)
+        # the connection goes on
+        err, res = self.seg_reduce(c, "sum", "i32", [0, 4, 10], x)
+        self.assertIsNone(err)
+        self.assertEqual([g["value"] for g in decode("sum", "i32", res["values"], 2)], [6, 39])
+
+
+if __name__ == "__main__":
+    unittest.main()
