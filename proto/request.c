@@ -9,10 +9,7 @@
 #include <string.h>
 
 #include "mp-inline.h"
-#include "mp.h"
-#include "offsets.h"
-#include "params.h"
-#include "request.h"
+#include "request-internal.h"
 
 /*
  * The parser is a loop over explicit states; nothing recurses. Containers
@@ -37,83 +34,6 @@
  * the events and their byte offsets are the same.
  */
 
-/* The envelope needs array -> array -> map -> array, and nothing deeper. */
-#define REQ_MAX_DEPTH 4u
-/* Method names up to this long are looked up; longer ones are unknown. */
-#define REQ_METHOD_MAX 32u
-/* Keys and op/dtype/kind values up to this long are looked up. */
-#define REQ_WORD_MAX 16u
-/* The longest body kept whole: map's device name and handle. */
-#define REQ_KEEP_MAX 64u
-
-typedef enum req_role {
-	ROLE_ENVELOPE, /* [0, msgid, method, params] or [2, method, params] */
-	ROLE_PARAMS,   /* params of a method we accept */
-	ROLE_MAP,      /* the params map: keys at even indexes, values at odd */
-	ROLE_DATA,     /* reduce's data as an array of numbers */
-	ROLE_SKIP,     /* anything read only to get past it */
-} req_role;
-
-typedef enum req_state {
-	ST_TOKEN,   /* reading a msgpack header */
-	ST_NEXT,    /* a value was accounted: close containers it completed (no bytes) */
-	ST_KEEP,    /* reading a short str or bin body into word[] (split across feeds) */
-	ST_SKIP,    /* discarding a str/bin body */
-	ST_PAYLOAD, /* copying a bin payload into the destination */
-	ST_ELEM,    /* a converted array element waits for room (no bytes) */
-	ST_OFFSETS, /* collecting the offsets bin (offsets.h) */
-	ST_FATAL,
-} req_state;
-
-typedef enum req_slot {
-	SLOT_TOP,
-	SLOT_TYPE,
-	SLOT_MSGID,
-	SLOT_METHOD,
-	SLOT_PARAMS,
-	SLOT_PARAM,
-	SLOT_KEY,
-	SLOT_VALUE,
-	SLOT_ELEM,
-	SLOT_SKIP,
-} req_slot;
-
-typedef struct req_frame {
-	req_role role;
-	uint64_t idx; /* children read */
-	uint64_t n;   /* children announced (a map's keys and values) */
-} req_frame;
-
-struct gr_req_parser {
-	gr_req_limits lim;
-	gr_req req;
-	req_state state;
-	gr_req_event ev; /* pending event; NEED_MORE when none */
-
-	req_frame stack[REQ_MAX_DEPTH];
-	unsigned depth;
-	uint8_t hdr[9]; /* a header split across feeds */
-	unsigned hdr_len;
-	uint64_t body_left; /* ST_KEEP, ST_SKIP, ST_PAYLOAD */
-	char word[REQ_KEEP_MAX];
-	uint32_t word_len;
-	req_slot word_slot; /* where the word being kept goes */
-
-	bool notification;
-	bool skipping; /* the rest of this message is read and ignored */
-	bool silent;   /* this message produces no event: notification or rejected */
-	bool method_unknown;
-	uint32_t method_len;
-	char method_word[REQ_METHOD_MAX];
-	req_key key;
-	unsigned keys_seen; /* KEYBITs of the params map's keys so far */
-
-	uint8_t *dst;
-	size_t cap, off;
-	uint8_t elem[8];
-	gr_offsets offs; /* the current request's offsets */
-};
-
 __attribute__((format(printf, 3, 0)))
 static void req_vset(gr_req_parser *p, gr_err err, const char *fmt, va_list ap)
 {
@@ -135,7 +55,7 @@ static void req_fatal(gr_req_parser *p, const char *fmt, ...)
 
 /* Fail the current request: one ERROR event unless it is silent, then skip. */
 __attribute__((format(printf, 3, 4)))
-static void req_fail(gr_req_parser *p, gr_err err, const char *fmt, ...)
+void req_fail(gr_req_parser *p, gr_err err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -207,56 +127,7 @@ static req_slot req_cur_slot(const gr_req_parser *p)
 	}
 }
 
-/*
- * Where req_step_next() would go from f: straight to ST_TOKEN when f wants
- * another child and nothing can stop it there; ST_NEXT otherwise. The
- * shortcut is the same whether or not an event is pending, since nothing
- * the caller may do in between (set_dest, reject) changes what a frame
- * other than a live ROLE_DATA one leads to.
- */
-static req_state req_after(const gr_req_parser *p, const req_frame *f)
-{
-	if (f->idx < f->n && (f->role != ROLE_DATA || p->skipping))
-		return ST_TOKEN;
-	return ST_NEXT;
-}
-
-static void req_value_done(gr_req_parser *p)
-{
-	if (p->depth > 0) {
-		req_frame *f = &p->stack[p->depth - 1];
-
-		f->idx++;
-		p->state = req_after(p, f);
-		return;
-	}
-	p->state = ST_NEXT;
-}
-
-/* The depth was checked when the header was read. */
-static void req_push(gr_req_parser *p, req_role role, uint64_t n)
-{
-	req_frame *f = &p->stack[p->depth++];
-
-	*f = (req_frame){ .role = role, .idx = 0, .n = n };
-	p->state = req_after(p, f);
-}
-
-static void req_body(gr_req_parser *p, req_state st, uint64_t len)
-{
-	p->state = st;
-	p->body_left = len;
-	p->word_len = 0;
-}
-
-/* A short str body to read as a word that goes to slot. */
-static void req_keep(gr_req_parser *p, req_slot slot, uint64_t len)
-{
-	req_body(p, ST_KEEP, len);
-	p->word_slot = slot;
-}
-
-static void req_skip_value(gr_req_parser *p, const gr_mp_token *t)
+void req_skip_value(gr_req_parser *p, const gr_mp_token *t)
 {
 	switch (t->type) {
 	case GR_MP_ARRAY:
@@ -273,109 +144,6 @@ static void req_skip_value(gr_req_parser *p, const gr_mp_token *t)
 		req_value_done(p);
 		break;
 	}
-}
-
-static void req_map_end_map(gr_req_parser *p)
-{
-	const gr_req *r = &p->req;
-
-	if (!r->has_bytes)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'bytes'");
-	else if (r->bytes == 0)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "'bytes' must be at least 1");
-	else if (r->kind == GR_MAP_HOST && (r->has_device || r->has_handle))
-		req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' is only for kind cuda or cuda_ipc",
-			 r->has_device ? "device" : "handle");
-	else if (r->kind != GR_MAP_HOST && !r->has_device)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "kind %s needs 'device' (a GPU's UUID or PCI bus id)",
-			 gr_map_kind_name(r->kind));
-	else if (r->kind == GR_MAP_CUDA_IPC && !r->has_handle)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "kind cuda_ipc needs 'handle' (%u bytes)",
-			 GR_REQ_HANDLE_BYTES);
-	else if (r->kind == GR_MAP_CUDA && r->has_handle)
-		req_fail(p, GR_ERR_INVALID_PARAMS,
-			 "kind cuda takes its handle as a file descriptor, not 'handle'");
-}
-
-/*
- * moments' ddof: on moments only, and below the element count. With no
- * elements at all moments fails with empty when it is answered, whatever
- * the ddof.
- */
-static void req_check_ddof(gr_req_parser *p, uint64_t count)
-{
-	const gr_req *r = &p->req;
-
-	if (!r->has_ddof)
-		return;
-	if (r->op != GR_OP_MOMENTS)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "'ddof' is only for op moments, not %s",
-			 gr_op_name(r->op));
-	else if (count > 0 && r->ddof >= count)
-		req_fail(p, GR_ERR_INVALID_PARAMS,
-			 "'ddof' is %" PRIu64 ", not less than the %" PRIu64 " elements", r->ddof,
-			 count);
-}
-
-/* What a reduce's segments rule out, once the map is whole. */
-static void req_check_offsets(gr_req_parser *p, uint64_t count)
-{
-	const gr_req *r = &p->req;
-
-	if (!r->has_offsets)
-		return;
-	if (r->partial)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "'partial' is not available with 'offsets'");
-	else if (r->offsets_end != count)
-		req_fail(p, GR_ERR_INVALID_PARAMS,
-			 "'offsets' ends at %" PRIu64 ", not at the %" PRIu64 " elements to reduce",
-			 r->offsets_end, count);
-}
-
-static void req_map_end(gr_req_parser *p)
-{
-	const gr_req *r = &p->req;
-
-	if (r->method == GR_METHOD_MAP) {
-		req_map_end_map(p);
-		return;
-	}
-	if (r->method == GR_METHOD_UNMAP) {
-		if (!r->has_region)
-			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'region'");
-		return;
-	}
-	if (r->has_region || r->has_offset || r->has_count) {
-		if (!r->has_op)
-			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'op'");
-		else if (!r->has_dtype)
-			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'dtype'");
-		else if (r->has_data)
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'data' and 'region' exclude each other");
-		else if (!r->has_region)
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' needs 'region'",
-				 r->has_offset ? "offset" : "count");
-		else if (!r->has_count)
-			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'count' (elements to reduce)");
-		else
-			req_check_ddof(p, r->count);
-		req_check_offsets(p, r->count);
-		return;
-	}
-	if (!r->has_op)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'op'");
-	else if (!r->has_dtype)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'dtype'");
-	else if (!r->has_data)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'data'");
-	else if (!r->data_is_array && r->data_bytes % gr_dtype_size(r->dtype) != 0)
-		req_fail(p, GR_ERR_INVALID_PARAMS,
-			 "'data' is %" PRIu64 " bytes, not a multiple of the %s element size (%zu bytes)",
-			 r->data_bytes, gr_dtype_name(r->dtype), gr_dtype_size(r->dtype));
-	else
-		req_check_ddof(p, r->data_bytes / gr_dtype_size(r->dtype));
-	if (r->has_data && r->has_dtype && !p->skipping)
-		req_check_offsets(p, r->data_bytes / gr_dtype_size(r->dtype));
 }
 
 static void req_end(gr_req_parser *p)
@@ -445,132 +213,6 @@ static void req_step_elem(gr_req_parser *p)
 	req_value_done(p);
 }
 
-/*
- * Data after offsets: the segments must cover exactly its elements, and
- * their jobs need op and dtype from the first chunk on. True when fine.
- */
-static bool req_data_fits_offsets(gr_req_parser *p, const gr_mp_token *t)
-{
-	gr_req *r = &p->req;
-
-	if (!r->has_offsets)
-		return true;
-	if (!r->has_op || !r->has_dtype) {
-		req_fail(p, GR_ERR_INVALID_PARAMS,
-			 "'op' and 'dtype' must come before 'data' in a request with 'offsets'");
-		return false;
-	}
-	size_t sz = gr_dtype_size(r->dtype);
-	uint64_t count = t->type == GR_MP_BIN ? t->len / sz : t->len;
-	if (t->type == GR_MP_BIN && t->len % sz != 0)
-		return true; /* refused below */
-	if (r->offsets_end != count) {
-		req_fail(p, GR_ERR_INVALID_PARAMS,
-			 "'offsets' ends at %" PRIu64 ", not at the %" PRIu64 " elements of 'data'",
-			 r->offsets_end, count);
-		return false;
-	}
-	return true;
-}
-
-static void req_on_data(gr_req_parser *p, const gr_mp_token *t)
-{
-	gr_req *r = &p->req;
-	size_t sz = gr_dtype_size(r->dtype);
-
-	r->has_data = true;
-	if ((t->type == GR_MP_BIN || t->type == GR_MP_ARRAY) && !req_data_fits_offsets(p, t)) {
-		req_skip_value(p, t);
-		return;
-	}
-	if (t->type == GR_MP_BIN) {
-		r->data_bytes = t->len;
-		if (r->has_dtype && t->len % sz != 0) {
-			req_fail(p, GR_ERR_INVALID_PARAMS,
-				 "'data' is %" PRIu32 " bytes, not a multiple of the %s element size (%zu bytes)",
-				 t->len, gr_dtype_name(r->dtype), sz);
-		} else if (t->len > p->lim.max_data_bytes) {
-			req_fail(p, GR_ERR_TOO_LARGE, "'data' is %" PRIu32 " bytes, over the limit of %" PRIu64,
-				 t->len, p->lim.max_data_bytes);
-		} else {
-			p->ev = GR_REQ_DATA;
-			req_body(p, ST_PAYLOAD, t->len);
-			return;
-		}
-		req_body(p, ST_SKIP, t->len);
-		return;
-	}
-	if (t->type == GR_MP_ARRAY) {
-		r->data_is_array = true;
-		if (!r->has_dtype) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'dtype' must come before an array 'data'");
-		} else {
-			r->data_bytes = (uint64_t)t->len * sz;
-			if (r->data_bytes > p->lim.max_data_bytes) {
-				req_fail(p, GR_ERR_TOO_LARGE,
-					 "'data' is %" PRIu32 " elements (%" PRIu64 " bytes), over the limit of %" PRIu64 " bytes",
-					 t->len, r->data_bytes, p->lim.max_data_bytes);
-			} else {
-				p->ev = GR_REQ_DATA;
-				req_push(p, ROLE_DATA, t->len);
-				return;
-			}
-		}
-		req_push(p, ROLE_SKIP, t->len);
-		return;
-	}
-	req_fail(p, GR_ERR_INVALID_PARAMS, "'data' must be a bin of packed elements or an array of numbers");
-	req_skip_value(p, t);
-}
-
-static void req_on_offsets(gr_req_parser *p, const gr_mp_token *t)
-{
-	const gr_req *r = &p->req;
-	uint64_t max = p->lim.max_segments;
-
-	if (t->type != GR_MP_BIN) {
-		req_fail(p, GR_ERR_INVALID_PARAMS,
-			 "'offsets' must be a bin of little-endian u64 element offsets");
-		req_skip_value(p, t);
-		return;
-	}
-	if (r->has_data) {
-		req_fail(p, GR_ERR_INVALID_PARAMS, "'offsets' must come before 'data'");
-	} else if (t->len % 8 != 0 || t->len < 16) {
-		req_fail(p, GR_ERR_INVALID_PARAMS,
-			 "'offsets' is %" PRIu32 " bytes: it must be 8 bytes for each of k + 1 "
-			 "offsets, k >= 1 segments",
-			 t->len);
-	} else if (t->len / 8 - 1 > max) {
-		req_fail(p, GR_ERR_TOO_LARGE,
-			 "'offsets' has %" PRIu32 " segments, over the limit of %" PRIu64,
-			 t->len / 8 - 1, max);
-	} else if (gr_offsets_begin(&p->offs, t->len) < 0) {
-		req_fail(p, GR_ERR_INTERNAL, "out of memory for 'offsets'");
-	} else {
-		req_body(p, ST_OFFSETS, t->len);
-		return;
-	}
-	req_body(p, ST_SKIP, t->len);
-}
-
-/* ST_OFFSETS ended: the bin is whole. */
-static void req_offsets_done(gr_req_parser *p)
-{
-	gr_req *r = &p->req;
-	char why[sizeof(r->errmsg)];
-
-	if (gr_offsets_finish(&p->offs, why, sizeof(why))) {
-		req_fail(p, GR_ERR_INVALID_PARAMS, "%s", why);
-	} else {
-		r->has_offsets = true;
-		r->nsegments = gr_offsets_segments(&p->offs);
-		r->offsets_end = gr_offsets_last(&p->offs);
-		r->offsets = p->offs.v;
-	}
-	req_value_done(p);
-}
-
 static void req_on_params(gr_req_parser *p, const gr_mp_token *t)
 {
 	char q[REQ_METHOD_MAX + 1];
@@ -599,8 +241,6 @@ static void req_on_params(gr_req_parser *p, const gr_mp_token *t)
 	}
 	req_push(p, p->skipping ? ROLE_SKIP : ROLE_PARAMS, t->len);
 }
-
-static void req_on_value(gr_req_parser *p, const gr_mp_token *t);
 
 static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 {
@@ -696,108 +336,6 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 
 	case SLOT_SKIP:
 		req_skip_value(p, t);
-		return;
-	}
-}
-
-/* An unsigned integer value (region, offset, count, bytes). */
-static void req_on_uint(gr_req_parser *p, const gr_mp_token *t)
-{
-	gr_req *r = &p->req;
-
-	if (t->type != GR_MP_UINT) {
-		req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be an unsigned integer",
-			 params_key_name(p->key));
-		req_skip_value(p, t);
-		return;
-	}
-	switch (p->key) {
-	case KEY_REGION:
-		r->region = t->u.u;
-		r->has_region = true;
-		break;
-	case KEY_OFFSET:
-		r->offset = t->u.u;
-		r->has_offset = true;
-		break;
-	case KEY_COUNT:
-		r->count = t->u.u;
-		r->has_count = true;
-		break;
-	case KEY_DDOF:
-		r->ddof = t->u.u;
-		r->has_ddof = true;
-		/* a segment's variance is written as its chunk is reduced */
-		if (r->has_offsets && r->has_data) {
-			req_fail(p, GR_ERR_INVALID_PARAMS,
-				 "'ddof' must come before 'data' in a request with 'offsets'");
-		}
-		break;
-	default:
-		r->bytes = t->u.u;
-		r->has_bytes = true;
-		break;
-	}
-	req_value_done(p);
-}
-
-static void req_on_value(gr_req_parser *p, const gr_mp_token *t)
-{
-	switch (p->key) {
-	case KEY_DATA:
-		req_on_data(p, t);
-		return;
-	case KEY_OFFSETS:
-		req_on_offsets(p, t);
-		return;
-	case KEY_REGION:
-	case KEY_OFFSET:
-	case KEY_COUNT:
-	case KEY_BYTES:
-	case KEY_DDOF:
-		req_on_uint(p, t);
-		return;
-	case KEY_PARTIAL:
-		if (t->type != GR_MP_BOOL) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'partial' must be true or false");
-			req_skip_value(p, t);
-		} else {
-			p->req.partial = t->u.b;
-			req_value_done(p);
-		}
-		return;
-	case KEY_HANDLE:
-		if (t->type != GR_MP_BIN || t->len != GR_REQ_HANDLE_BYTES) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'handle' must be a bin of %u bytes",
-				 GR_REQ_HANDLE_BYTES);
-			req_skip_value(p, t);
-		} else {
-			req_keep(p, SLOT_VALUE, t->len);
-		}
-		return;
-	case KEY_DEVICE:
-		if (t->type != GR_MP_STR) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'device' must be a string");
-			req_skip_value(p, t);
-		} else if (t->len > GR_REQ_DEVICE_MAX) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'device' is longer than %u bytes",
-				 GR_REQ_DEVICE_MAX);
-			req_body(p, ST_SKIP, t->len);
-		} else {
-			req_keep(p, SLOT_VALUE, t->len);
-		}
-		return;
-	default: /* op, dtype, kind: short words */
-		if (t->type != GR_MP_STR) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be a string", params_key_name(p->key));
-			req_skip_value(p, t);
-		} else if (t->len > REQ_WORD_MAX) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "unknown %s (a string of %" PRIu32 " bytes)",
-				 params_key_name(p->key), t->len);
-			req_body(p, ST_SKIP, t->len);
-		} else {
-			req_keep(p, SLOT_VALUE, t->len);
-		}
 		return;
 	}
 }
