@@ -217,6 +217,31 @@ def exact_reply(limbs, scale, specials, value=0.0, count=1, extra=None):
 
 # Replies no daemon sends: "exact" maps that a client must refuse, and
 # the extremes it must take.
+def offsets(*o):
+    return struct.pack("<%dQ" % len(o), *o)
+
+
+def reduce_segments(msgid, op, dtype, fmt, values, offs, **extra):
+    return req(msgid, "reduce", [{"op": op, "dtype": dtype, **extra, "offsets": offsets(*offs),
+                                  "data": struct.pack("<%d%s" % (len(values), fmt), *values)}])
+
+
+# Segmented reduces ("offsets"), good and bad, with the daemon's replies.
+SEGMENTS = {
+    "segments-sum": [reduce_segments(1, "sum", "i32", "i", I32, (0, 1, 1, 4)),
+                     reduce_segments(2, "sumsq", "f64", "d", F64, (0, 2, 4))],
+    "segments-arg-moments": [reduce_segments(1, "argmax", "f32", "f", F32, (0, 3, 4)),
+                             reduce_segments(2, "moments", "i64", "q", I64, (0, 0, 2, 4), ddof=1),
+                             reduce_segments(3, "min", "u32", "I", [], (0, 0))],
+    "segments-bad": [reduce_segments(1, "sum", "i32", "i", I32, (0, 3, 2, 4)),
+                     reduce_segments(2, "sum", "i32", "i", I32, (0, 5)),
+                     reduce_segments(3, "sum", "f32", "f", F32, (1, 4)),
+                     req(4, "reduce", [{"op": "sum", "dtype": "i32", "data": b"\1\0\0\0",
+                                        "offsets": offsets(0, 1)}]),
+                     req(5, "reduce", [{"op": "max", "dtype": "i32", "offsets": b"\0" * 12,
+                                        "data": b""}])],
+}
+
 EXACT_REPLIES = {
     "exact-limbs-12-bytes": exact_reply(b"\1" * 12, 0, 0),
     "exact-limbs-69-words": exact_reply(b"\1" * 552, -2176, 0),
@@ -376,6 +401,9 @@ def main():
             replies = d.exchange(reqs, len(reqs))
             streams[name] = (reqs, replies)
         for name, reqs in PARTIAL.items():
+            replies = d.exchange(reqs, len(reqs))
+            streams[name] = (reqs, replies)
+        for name, reqs in SEGMENTS.items():
             replies = d.exchange(reqs, len(reqs))
             streams[name] = (reqs, replies)
 
