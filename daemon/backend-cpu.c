@@ -81,7 +81,10 @@ struct cpu_work {
 	unsigned per_unit;
 	unsigned claimed; /* units handed out (under the lock) */
 	atomic_uint left; /* units not finished yet */
-	gr_partial *part; /* NULL for a whole job; else nunits partials */
+	gr_partial *part; /* NULL for a whole job; else nblocks partials */
+	/* a segmented job's split: one part per unit, whose heads are in
+	 * part[0..nunits) (daemon/segments.h) */
+	gr_segjob *segs;
 };
 
 typedef struct cpu_backend {
@@ -176,6 +179,21 @@ static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
 	gr_job *job = w->job;
 	const unsigned char *p = job->data;
 	unsigned end = (u + 1) * w->per_unit < w->nblocks ? (u + 1) * w->per_unit : w->nblocks;
+	if (w->segs) {
+		/* this unit's blocks as one part of the segmented job */
+		size_t first = (size_t)u * w->per_unit * GR_REDUCE_BLOCK;
+		size_t last = end == w->nblocks ? job->n : (size_t)end * GR_REDUCE_BLOCK;
+		w->segs[u] = *job->seg;
+		w->segs[u].first += first;
+		gr_segs_reduce(&w->segs[u], job->op, job->dtype,
+			       p + first * gr_dtype_size(job->dtype), last - first, &w->part[u]);
+		if (atomic_fetch_sub(&w->left, 1) != 1)
+			return false;
+		gr_segs_merge(job->seg, &job->result, job->op, job->dtype, w->segs, w->part,
+			      w->nunits);
+		cpu_post(cb, job, 0, NULL);
+		return true;
+	}
 	for (unsigned blk = u * w->per_unit; blk < end; blk++) {
 		size_t first = (size_t)blk * GR_REDUCE_BLOCK;
 		size_t n = job->n - first < GR_REDUCE_BLOCK ? job->n - first : GR_REDUCE_BLOCK;
@@ -286,23 +304,31 @@ static bool cpu_job_valid(const gr_job *job)
 static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 {
 	size_t nblocks = (job->n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK;
-	/* a segmented job runs whole: its request's chunks share the workers */
-	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX || job->seg)
-		return NULL;
-	cpu_work *w = malloc(sizeof(*w) + nblocks * sizeof(gr_partial));
-	if (!w)
+	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX)
 		return NULL;
 	unsigned per = (unsigned)((nblocks + cb->nthreads - 1) / cb->nthreads);
 	if (per < CPU_SPLIT_MIN_BLOCKS)
 		per = CPU_SPLIT_MIN_BLOCKS;
+	unsigned nunits = (unsigned)((nblocks + per - 1) / per);
+	/* a segmented job: a head and a part for each unit; else a partial
+	 * for each block */
+	if (job->seg && nunits < 2)
+		return NULL;
+	size_t nparts = job->seg ? nunits : nblocks;
+	cpu_work *w = malloc(sizeof(*w) + nparts * sizeof(gr_partial) +
+			     (job->seg ? nunits * sizeof(gr_segjob) : 0));
+	if (!w)
+		return NULL;
 	w->job = job;
 	w->nblocks = (unsigned)nblocks;
 	w->per_unit = per;
-	w->nunits = (unsigned)((nblocks + per - 1) / per);
+	w->nunits = nunits;
 	w->claimed = 0;
 	atomic_init(&w->left, w->nunits);
-	/* gr_partial is 8-byte aligned, and so is what follows *w */
+	/* gr_partial and gr_segjob are 8-byte aligned, and so is what
+	 * follows *w */
 	w->part = (gr_partial *)(void *)(w + 1);
+	w->segs = job->seg ? (gr_segjob *)(void *)(w->part + nparts) : NULL;
 	w->next = NULL;
 	return w;
 }
@@ -362,6 +388,7 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 			w->claimed = 0;
 			atomic_init(&w->left, 1);
 			w->part = NULL;
+			w->segs = NULL;
 			w->next = NULL;
 			if (last)
 				last->next = w;

@@ -212,6 +212,57 @@ void gr_segs_reduce(gr_segjob *sj, gr_op op, gr_dtype dt, const void *data, size
 	}
 }
 
+void gr_segs_merge(gr_segjob *sj, gr_partial *head, gr_op op, gr_dtype dt,
+		   const gr_segjob *parts, const gr_partial *heads, unsigned n)
+{
+	const size_t rb = gr_segs_record_bytes(op);
+	uint64_t cseg = GR_SEG_NONE; /* the segment carried from part to part */
+	bool before = false;         /* ... which began before the job */
+	gr_partial carry;
+
+	sj->head_seg = sj->tail_seg = GR_SEG_NONE;
+	sj->head_open = false;
+	for (unsigned i = 0; i < n; i++) {
+		const gr_segjob *p = &parts[i];
+		if (p->head_seg != GR_SEG_NONE) {
+			if (cseg == p->head_seg) {
+				gr_partial_combine(op, dt, &carry, &heads[i]);
+			} else {
+				/* only the first part begins inside a segment that
+				 * no earlier part carries */
+				carry = heads[i];
+				cseg = p->head_seg;
+				before = true;
+			}
+			if (p->head_open)
+				continue;
+			if (before) {
+				*head = carry;
+				sj->head_seg = cseg;
+			} else {
+				gr_segs_record(op, dt, sj->ddof, &carry, sj->records + cseg * rb);
+			}
+			cseg = GR_SEG_NONE;
+			before = false;
+		}
+		if (p->tail_seg != GR_SEG_NONE) {
+			carry = p->tail;
+			cseg = p->tail_seg;
+			before = false;
+		}
+	}
+	if (cseg != GR_SEG_NONE && before) {
+		*head = carry;
+		sj->head_seg = cseg;
+		sj->head_open = true;
+	} else if (cseg != GR_SEG_NONE) {
+		sj->tail = carry;
+		sj->tail_seg = cseg;
+	}
+	if (sj->head_seg == GR_SEG_NONE)
+		gr_partial_identity(op, dt, head);
+}
+
 void gr_segs_join(gr_segs *s, gr_op op, gr_dtype dt, const gr_segjob *sj,
 		  const gr_partial *head)
 {

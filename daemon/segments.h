@@ -76,6 +76,17 @@ gr_segjob *gr_segs_job(gr_segs *s, unsigned i, uint64_t first);
 void gr_segs_reduce(gr_segjob *sj, gr_op op, gr_dtype dt, const void *data, size_t n,
 		    gr_partial *head);
 
+/*
+ * A job cut into n parts run apart (on several threads): part i covers the
+ * job's elements from parts[i].first on, up to the next part's first, and
+ * was reduced by gr_segs_reduce() into heads[i] and parts[i]. Join them in
+ * order into what one gr_segs_reduce() of the whole job leaves in *sj and
+ * *head, writing the records of the segments the parts complete between
+ * them.
+ */
+void gr_segs_merge(gr_segjob *sj, gr_partial *head, gr_op op, gr_dtype dt,
+		   const gr_segjob *parts, const gr_partial *heads, unsigned n);
+
 /* On the loop thread, chunk by chunk in order: join a finished job's
  * head and tail to what came before, writing the records they complete. */
 void gr_segs_join(gr_segs *s, gr_op op, gr_dtype dt, const gr_segjob *sj,

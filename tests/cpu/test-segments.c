@@ -2,7 +2,8 @@
  * Segmented reduces (daemon/segments.c) cut into jobs anywhere: every
  * op and dtype, random segment lengths (empty ones, and ones longer than
  * a block), the request cut into jobs at random elements (not only at
- * block boundaries, as the daemon's chunks are) and joined in order. Each
+ * block boundaries, as the daemon's chunks are), some jobs cut again into
+ * parts merged as the CPU backend's workers do, and joined in order. Each
  * record must equal the record of that segment reduced alone, byte for
  * byte, except integer sums of squares, whose double lanes follow the
  * pieces' blocks: those must agree to a relative 1e-12. Records of empty
@@ -103,7 +104,27 @@ static void check_case(gr_op op, gr_dtype dt, uint64_t nseg, uint64_t maxlen, un
 				len = n - first;
 			gr_segjob *sj = gr_segs_job(s, j++, first);
 			gr_partial head;
-			gr_segs_reduce(sj, op, dt, data + first * size, (size_t)len, &head);
+			unsigned nparts = 1 + (unsigned)(rnd() % 5);
+			if (nparts > len)
+				nparts = (unsigned)len;
+			if (nparts == 1) {
+				gr_segs_reduce(sj, op, dt, data + first * size, (size_t)len, &head);
+			} else {
+				/* the job cut into parts, as the CPU backend's
+				 * workers share a large one, then merged */
+				gr_segjob parts[5];
+				gr_partial heads[5];
+				uint64_t per = (len + nparts - 1) / nparts;
+				unsigned np = 0;
+				for (uint64_t a = 0; a < len; a += per, np++) {
+					uint64_t b = a + per < len ? a + per : len;
+					parts[np] = *sj;
+					parts[np].first = first + a;
+					gr_segs_reduce(&parts[np], op, dt, data + (first + a) * size,
+						       (size_t)(b - a), &heads[np]);
+				}
+				gr_segs_merge(sj, &head, op, dt, parts, heads, np);
+			}
 			gr_segs_join(s, op, dt, sj, &head);
 			first += len;
 		}

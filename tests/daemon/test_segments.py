@@ -27,7 +27,6 @@ OPS = ("sum", "sumsq", "min", "max", "argmin", "argmax", "moments")
 NP = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
       "f32": np.float32, "f64": np.float64}
 # the class daemon's chunks: 256 KiB
-CHUNK = 256 << 10
 
 
 def kind(op, dt):
@@ -83,15 +82,20 @@ def to_offsets(lengths):
 
 
 def sample(rng, dt, n):
+    """n elements of dt: mixed magnitudes and small integers for floats;
+    small or full-range values for integers (rng: random.Random)."""
+    g = np.random.default_rng(rng.getrandbits(64))
     t = NP[dt]
     if dt[0] == "f":
-        x = np.array([rng.choice((rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 2.0 ** rng.randint(-60, 60),
-                                  float(rng.randint(-5, 5)))) for _ in range(n)], dtype=t)
-        return x
+        kind = g.integers(0, 3, size=n)
+        wide = g.uniform(-1, 1, size=n) * np.exp2(g.integers(-60, 61, size=n).astype(np.float64))
+        x = np.where(kind == 0, g.uniform(-1e3, 1e3, size=n),
+                     np.where(kind == 1, wide, g.integers(-5, 6, size=n).astype(np.float64)))
+        return x.astype(t)
     info = np.iinfo(t)
     if rng.random() < 0.5:
-        return np.array([rng.randint(-9 if info.min else 0, 9) for _ in range(n)], dtype=t)
-    return np.array([rng.randint(int(info.min), int(info.max)) for _ in range(n)], dtype=t)
+        return g.integers(-9 if info.min else 0, 10, size=n).astype(t)
+    return g.integers(info.min, info.max, size=n, dtype=t, endpoint=True)
 
 
 def empty_record(op, dt):
@@ -122,6 +126,8 @@ def single_to_record(op, reply):
 
 
 class Segments(ShmCase):
+
+    CHUNK = 256 << 10  # the class daemon's chunks
 
     def seg_reduce(self, c, op, dt, offs, data, **extra):
         p = {"op": op, "dtype": dt, **extra, "offsets": offsets_bin(offs), "data": data}
@@ -172,10 +178,10 @@ class Segments(ShmCase):
             size = 4 if dt[1:] == "32" else 8
             # about 3 chunks, in segments of up to a fifth of a chunk and
             # a few longer than a chunk
-            lengths = random_lengths(rng, 40, CHUNK // size // 5)
+            lengths = random_lengths(rng, 40, self.CHUNK // size // 5)
             lengths[7] = 0
-            lengths[8] = CHUNK // size + 3
-            lengths[20] = 2 * CHUNK // size + 1
+            lengths[8] = self.CHUNK // size + 3
+            lengths[20] = 2 * self.CHUNK // size + 1
             offs = to_offsets(lengths)
             x = sample(rng, dt, offs[-1])
             for op in OPS:
@@ -314,7 +320,7 @@ class Segments(ShmCase):
         c = self.client()
         for dt in ("i32", "u64", "f32", "f64"):
             size = 4 if dt[1:] == "32" else 8
-            lengths = random_lengths(rng, 25, CHUNK // size // 3)
+            lengths = random_lengths(rng, 25, self.CHUNK // size // 3)
             offs = to_offsets(lengths)
             x = sample(rng, dt, offs[-1])
             pad = 3 * size + 1
@@ -379,6 +385,14 @@ class Segments(ShmCase):
         err, res = self.seg_reduce(c, "sum", "i32", [0, 4, 10], x)
         self.assertIsNone(err)
         self.assertEqual([g["value"] for g in decode("sum", "i32", res["values"], 2)], [6, 39])
+
+
+class SegmentsSplitAcrossWorkers(Segments):
+    """The same on 4 MiB chunks and four workers: each chunk's job is cut
+    into parts that workers reduce apart and then merge."""
+
+    CHUNK = 4 << 20
+    DAEMON_ARGS = ("--chunk-bytes", "4M", "--staging-bytes", "32M", "--threads", "4")
 
 
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
