@@ -977,6 +977,19 @@ static void check_mixed_blocks(unsigned char *buf)
 
 /* ---- the seam: limbs out and in, digits and specials ---- */
 
+/* Does q export limbs (w, k, scale, flags)? A partial that holds its value
+ * as a double in v.f (xflags 0: what the f32 narrow path leaves) comes back
+ * from its limbs in the exact form, with other bytes; an exact partial
+ * comes back byte for byte. */
+static bool same_limbs(const gr_partial *q, const uint64_t *w, size_t k, int scale, unsigned flags)
+{
+	uint64_t w2[GR_PARTIAL_LIMBS_MAX];
+	int s2;
+	unsigned f2;
+	size_t k2 = gr_partial_limbs(q, w2, GR_PARTIAL_LIMBS_MAX, &s2, &f2);
+	return k2 == k && s2 == scale && f2 == flags && memcmp(w, w2, k * sizeof(*w)) == 0;
+}
+
 static void check_limbs(unsigned char *buf)
 {
 	uint64_t w[GR_PARTIAL_LIMBS_MAX];
@@ -1002,8 +1015,9 @@ static void check_limbs(unsigned char *buf)
 				CHECK_MSG(k <= GR_PARTIAL_LIMBS_MAX, "limbs %zu", k);
 				CHECK_MSG(gr_partial_from_limbs(&q, p.count, w, k, scale, flags) == 0,
 				          "from_limbs");
-				CHECK_MSG(same_bits(&p, &q), "%s %s kind %d: round trip", op_names[op],
-				          dt_names[dt], kind);
+				CHECK_MSG(same_limbs(&q, w, k, scale, flags) &&
+				              (p.xflags == 0 || same_bits(&p, &q)),
+				          "%s %s kind %d: round trip", op_names[op], dt_names[dt], kind);
 				CHECK_MSG(k == 0 || (w[k - 1] != 0 && w[k - 1] != UINT64_MAX) ||
 				              (k > 1 && (w[k - 1] >> 63) != (w[k - 2] >> 63)),
 				          "limbs not minimal");
@@ -1014,10 +1028,21 @@ static void check_limbs(unsigned char *buf)
 			}
 		}
 
+	/* a few f32 elements close together: their sum is a double, in v.f */
+	float few[3] = {1.5f, 0.25f, -0.125f};
+	gr_reduce(GR_OP_SUM, GR_DT_F32, few, 3, &p);
+	size_t k = gr_partial_limbs(&p, w, GR_PARTIAL_LIMBS_MAX, &scale, &flags);
+	CHECK_MSG(gr_partial_from_limbs(&q, p.count, w, k, scale, flags) == 0 &&
+	              same_limbs(&q, w, k, scale, flags),
+	          "f32 narrow round trip");
+	gr_value v;
+	CHECK_MSG(gr_partial_finish(GR_OP_SUM, GR_DT_F64, &q, &v) == GR_OK && v.f == 1.625,
+	          "f32 narrow value");
+
 	/* a value known exactly: 2^-1080 * 3 from three tiny squares */
 	double tiny[3] = {0x1p-540, -0x1p-540, 0x1p-540};
 	gr_reduce(GR_OP_SUMSQ, GR_DT_F64, tiny, 3, &p);
-	size_t k = gr_partial_limbs(&p, w, GR_PARTIAL_LIMBS_MAX, &scale, &flags);
+	k = gr_partial_limbs(&p, w, GR_PARTIAL_LIMBS_MAX, &scale, &flags);
 	CHECK_MSG(k == 1 && flags == 0, "tiny limbs %zu flags %u", k, flags);
 	CHECK_MSG(scale <= -1080 && w[0] == 3ull << (-1080 - scale), "tiny value");
 	/* 5e-324 squared is 2^-2148, the least bit a square can have */
@@ -1057,7 +1082,6 @@ static void check_limbs(unsigned char *buf)
 	CHECK_MSG(gr_partial_from_limbs(&p, 2, m3, 3, -10, 0) == 0, "from -3");
 	CHECK_MSG(gr_partial_from_limbs(&q, 2, m3, 1, -10, 0) == 0, "from -3 short");
 	CHECK_MSG(same_bits(&p, &q), "sign extension");
-	gr_value v;
 	CHECK_MSG(gr_partial_finish(GR_OP_SUM, GR_DT_F64, &p, &v) == GR_OK && v.f == -3 * 0x1p-10,
 	          "-3 * 2^-10: %g", v.f);
 	/* an unaligned scale */
