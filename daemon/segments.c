@@ -179,7 +179,7 @@ void gr_segs_reduce(gr_segjob *sj, gr_op op, gr_dtype dt, const void *data, size
 	const uint64_t *off = sj->offsets;
 	const uint64_t k = sj->nseg, first = sj->first, end = first + n;
 	const size_t size = gr_dtype_size(dt), rb = gr_segs_record_bytes(op);
-	const uint8_t *base = (const uint8_t *)data - first * size;
+	const uint8_t *at = data; /* element first */
 	/* the job after the request's last element writes the empty
 	 * segments that begin at its end */
 	const bool last = end == off[k];
@@ -192,7 +192,7 @@ void gr_segs_reduce(gr_segjob *sj, gr_op op, gr_dtype dt, const void *data, size
 	if (s > k || off[s] > first) {
 		/* segment s - 1 began before this job: its piece is the head */
 		uint64_t stop = s <= k && off[s] < end ? off[s] : end;
-		gr_reduce(op, dt, base + first * size, (size_t)(stop - first), head);
+		gr_reduce(op, dt, at, (size_t)(stop - first), head);
 		sj->head_seg = s - 1;
 		sj->head_open = s > k || off[s] > end;
 		if (sj->head_open)
@@ -203,11 +203,11 @@ void gr_segs_reduce(gr_segjob *sj, gr_op op, gr_dtype dt, const void *data, size
 	for (; s < k && (off[s] < end || (last && off[s] == end)); s++) {
 		uint64_t a = off[s], b = off[s + 1];
 		if (b > end) {
-			gr_reduce(op, dt, base + a * size, (size_t)(end - a), &sj->tail);
+			gr_reduce(op, dt, at + (a - first) * size, (size_t)(end - a), &sj->tail);
 			sj->tail_seg = s;
 			return;
 		}
-		gr_reduce(op, dt, base + a * size, (size_t)(b - a), &tmp);
+		gr_reduce(op, dt, at + (a - first) * size, (size_t)(b - a), &tmp);
 		gr_segs_record(op, dt, sj->ddof, &tmp, sj->records + s * rb);
 	}
 }
