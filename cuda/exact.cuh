@@ -81,8 +81,12 @@
  * p and e are exact, and both put into the digits 1200 places lower or
  * higher (squares reach from 2^-2148 to nearly 2^2048, past what a double
  * holds, but not past the digits); the rest as two doubles, each the way
- * an f64 element goes. A square is never -0, so every element counts as
- * "not -0".
+ * an f64 element goes, through six bins, not four: with a window this
+ * narrow, data of a few dozen binades takes the careful path in most
+ * batches, and the two deeper bins (down to 2^(E - 229)) keep the low
+ * halves of their squares out of the digits, whose atomics lanes that
+ * hold similar values contend for. A square is never -0, so every
+ * element counts as "not -0".
  */
 #pragma once
 
@@ -100,11 +104,12 @@ constexpr unsigned GROUP = 8;
 /* b0 = E + B0_ABOVE, b1 = b0 - B1_BELOW (see above) */
 constexpr int B0_ABOVE = 18;
 constexpr int B1_BELOW = 39;
-/* bins per lane: the fast path uses the first two, the careful path all */
+/* bins per lane (traits<T>::BINS): the fast path uses the first FB, the
+ * careful path all */
 constexpr int BINS = 4;
-/* E's range: the last bin's b - 3 stays a normal double's exponent, b0 + 1
- * below 1024 */
-constexpr int E_LO = -1022 + 3 - B0_ABOVE + (BINS - 1) * B1_BELOW;
+/* E's lower end for nb bins: the last bin's b - 3 stays a normal double's
+ * exponent (b0 + 1 stays below 1024 by E_HI) */
+template <int NB> constexpr int E_LO = -1022 + 3 - B0_ABOVE + (NB - 1) * B1_BELOW;
 /* digits between the digits' place of 2^-1074 (a double's bit 0) and
  * their bottom place */
 constexpr int LSB_OFF = -1074 - GR_EXACT_LSB_EXP;
@@ -124,6 +129,7 @@ template <> struct traits<float> {
 	static constexpr int E_HI = 128;
 	/* an element is one double to add (SPLIT: a square, two) */
 	static constexpr bool SPLIT = false;
+	static constexpr int BINS = gre::BINS;
 	static __device__ __forceinline__ uint32_t word(const uint4 &v, unsigned i)
 	{
 		return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
@@ -173,6 +179,7 @@ template <> struct traits<double> {
 	static constexpr unsigned V = 2;
 	static constexpr int E_HI = 1000;
 	static constexpr bool SPLIT = false;
+	static constexpr int BINS = gre::BINS;
 	static __device__ __forceinline__ uint32_t lo(const uint4 &v, unsigned i)
 	{
 		return i == 0 ? v.x : v.z;
@@ -223,6 +230,7 @@ template <> struct traits<sqf> {
 	static constexpr unsigned V = 4;
 	static constexpr int E_HI = traits<double>::E_HI;
 	static constexpr bool SPLIT = false;
+	static constexpr int BINS = gre::BINS;
 	static __device__ __forceinline__ double sq(const uint4 &v, unsigned i)
 	{
 		double x = (double)__uint_as_float(traits<float>::word(v, i));
@@ -279,6 +287,8 @@ template <> struct traits<sqd> {
 	static constexpr unsigned V = 2;
 	static constexpr int E_HI = traits<double>::E_HI;
 	static constexpr bool SPLIT = true;
+	/* two more for the careful path (see above) */
+	static constexpr int BINS = 6;
 	/* p, never contracted into an add that follows */
 	static __device__ __forceinline__ double sq(const uint4 &v, unsigned i)
 	{
@@ -369,6 +379,7 @@ static __device__ __forceinline__ void deposit_double(long long *digits, double 
  * fast path adds into the first FB (2 or 3): Fast2Sum into all but the
  * last, a plain add into that one. */
 template <typename T, int FB> struct bins {
+	static constexpr int BINS = traits<T>::BINS;
 	double a[BINS];
 	double c0, c1, l0, l1; /* the first two bins' starts and headroom limits */
 	int e;
@@ -405,7 +416,7 @@ template <typename T, int FB> struct bins {
 		flags = 0;
 		rawmax = (int)0x80000000;
 		pending = false;
-		pin(E_LO);
+		pin(E_LO<BINS>);
 	}
 
 	/* every lane of the warp: the bins into the digits as integers */
@@ -458,7 +469,7 @@ template <typename T, int FB> struct bins {
 	/* an f64's square on the fast path: x * x = p + e (see above) */
 	__device__ __forceinline__ void fast_split(double x)
 	{
-		static_assert(FB == BINS, "a square's two parts take all four bins");
+		static_assert(FB == 4, "a square's two parts take the first four bins");
 		double p = __dmul_rn(x, x), e = fma(x, x, -p);
 		double s = a[0] + p, d = s - a[0];
 		a[0] = s;
