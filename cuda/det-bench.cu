@@ -17,9 +17,10 @@
  * array reversed are reported (an order-free sum gives the same); the
  * three sums agree within a float sum's error.
  *
- * gpu_to_gpu needs CUB headers newer than the toolkit's (CCCL 3.1 and
- * later): meson builds this only with -Dcccl_include=PATH, the include/cccl
- * folder of such headers (docs/BENCHMARKS.md says which were used).
+ * gpu_to_gpu needs CUB headers newer than the toolkit's (its CUB 3.0.1 has
+ * no such determinism; 3.5.0 was used): meson builds this only with
+ * -Dcccl_include=PATH, the include/cccl folder of such headers
+ * (docs/BENCHMARKS.md says where they came from).
  *
  *   gpured-det-bench [--hi E] [--reps R]   (largest n 2^E, 16..28, default
  *   28; rounds, default 5)
@@ -42,7 +43,7 @@ using grb::median;
 using grb::pos;
 
 #if CUB_VERSION < 300100
-#error "gpured-det-bench needs CUB 3.1 or later (gpu_to_gpu determinism)"
+#error "gpured-det-bench needs a CUB newer than 3.0 (gpu_to_gpu determinism)"
 #endif
 
 /*
