@@ -55,7 +55,7 @@ enum {
 
 /*
  * An exact sum as the kernel leaves it (device memory, written whole by
- * every launch): the value is sum(digit[i] * 2^(32 i - 1074)) for the
+ * every launch): the value is sum(digit[i] * 2^(32 i - 2176)) for the
  * finite elements; the digits are not normalised, any of them may be
  * negative.
  */
