@@ -17,7 +17,7 @@ static void cuda_ctx_release(cuda_ctx *c);
 
 /* ---- finishing jobs ---- */
 
-/* The partial of a float sum (or f32 sum of squares) of n elements from
+/* The partial of a float sum (or sum of squares) of n elements from
  * the exact kernel's sum: its digits and specials folded into the exact
  * accumulator (reduce.h), so that it rounds, and combines with other
  * chunks' partials, as the CPU's does. */

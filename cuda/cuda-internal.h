@@ -106,7 +106,7 @@ typedef struct cuda_ctx cuda_ctx;
  * after it could start, and the completion thread sleeps until then. */
 #define CUDA_COPY_BYTES_PER_NS 64u
 /* Float sums one launch takes to the exact kernel, at most: each has an
- * exact sum and a scratch of about 560 bytes on the device, and its sum
+ * exact sum and a scratch of about 1.1 KiB on the device, and its sum
  * comes back whole. */
 #define CUDA_EXACT_SEGS 1024u
 #define CUDA_NOT_EXACT UINT32_MAX
@@ -274,13 +274,13 @@ struct cuda_done {
 	const gr_exact_sum *xout;
 };
 
-/* What the exact kernel (exact.h) sums of an item, GR_EXACT_F32, _F64 or
- * _F32_SQUARES, or 0 when the batch kernel reduces it: float sums, and
- * the sum of squares of f32 (an f32's square is exact in a double; f64's
- * are not, and stay with the batch kernel, which rounds as it goes). The
- * exact kernel reads whole elements, so an item whose elements are not
- * aligned to their size stays with the batch kernel too; the daemon sends
- * none such (conn.c, request_exact_on_cpu). */
+/* What the exact kernel (exact.h) sums of an item, GR_EXACT_F32, _F64,
+ * _F32_SQUARES or _F64_SQUARES, or 0 when the batch kernel reduces it:
+ * float sums and float sums of squares (each element's exact square).
+ * The exact kernel reads whole elements, so an item whose elements are
+ * not aligned to their size stays with the batch kernel, which rounds as
+ * it goes; the daemon sends none such (request.c, request_exact_on_cpu,
+ * and conn-region.c, gr_conn_reduce_region). */
 static inline uint32_t cuda_item_exact(const cuda_item *it)
 {
 	if ((uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
@@ -291,6 +291,8 @@ static inline uint32_t cuda_item_exact(const cuda_item *it)
 		return GR_EXACT_F64;
 	if (it->op == GR_OP_SUMSQ && it->dtype == GR_DT_F32)
 		return GR_EXACT_F32_SQUARES;
+	if (it->op == GR_OP_SUMSQ && it->dtype == GR_DT_F64)
+		return GR_EXACT_F64_SQUARES;
 	return 0;
 }
 

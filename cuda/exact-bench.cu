@@ -11,9 +11,11 @@
  * the exact kernel again on data of wide exponent range, where its
  * careful path runs: exponents over 60 binades, and over every binade of
  * the dtype. The device result is not folded inside the timings (the
- * host's fold is one small loop over 68 digits).
+ * host's fold is one small loop over 134 digits).
  * Each size's exact sum is checked: the same bits twice, and near CUB's.
- * Last, the batched form over 2^24 elements cut into equal segments.
+ * Then the batched form over 2^24 elements cut into equal segments. Last,
+ * the exact sums of squares of f32 and f64 (sumsq) against the read kernel
+ * and CUB's TransformReduce of x * x, n = 2^20 .. 2^28, and on wide data.
  *
  *   gpured-exact-bench [--hi E]   (largest n 2^E, 16..28; default 28)
  */
@@ -27,59 +29,12 @@
 #include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>
 
+#include "cuda/bench-common.cuh"
 #include "cuda/exact.cuh"
 
-#define CU(call)                                                                          \
-	do {                                                                              \
-		cudaError_t e_ = (call);                                                  \
-		if (e_ != cudaSuccess) {                                                  \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,     \
-				cudaGetErrorString(e_));                                  \
-			exit(1);                                                          \
-		}                                                                         \
-	} while (0)
-
-static const size_t POOL = ((size_t)1 << 31) + ((size_t)1 << 28);
-static const size_t STRIDE_MIN = (size_t)1 << 20;
-
-/* data kinds: 0 uniform [-1, 1); 1 that times 2^k, k uniform in
- * [-30, 30) ; 2 random bits over every finite exponent */
-template <typename T> __global__ void fill_kernel(T *p, size_t n, uint64_t seed, int kind)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-		x ^= x >> 31;
-		x *= 0xbf58476d1ce4e5b9ull;
-		x ^= x >> 27;
-		x *= 0x94d049bb133111ebull;
-		x ^= x >> 31;
-		double u = (double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-		if (kind == 0) {
-			p[i] = (T)u;
-		} else if (kind == 1) {
-			p[i] = (T)ldexp(u, (int)(x % 60) - 30);
-		} else if (sizeof(T) == 4) {
-			uint32_t b = ((uint32_t)x & 0x807fffffu) | (uint32_t)((x >> 32) % 255) << 23;
-			p[i] = (T)__uint_as_float(b);
-		} else {
-			uint64_t b = (x & 0x800fffffffffffffull) | ((x >> 20) % 2047) << 52;
-			p[i] = (T)__longlong_as_double((long long)b);
-		}
-	}
-}
-
-__global__ void read_bw_kernel(const float4 *p, size_t n4, float *out)
-{
-	float acc = 0;
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		float4 v = __ldg(p + i);
-		acc += (v.x + v.y) + (v.z + v.w);
-	}
-	if (acc == 1.25e-30f)
-		*out = acc;
-}
+using grb::median;
+using grb::pos;
+using grb::POOL;
 
 struct env {
 	int sms, bw_blocks;
@@ -95,8 +50,14 @@ struct env {
 };
 
 /* EXACT is the production form; PIPE, MINB3 and FB3 the kernel's other
- * forms (exact.cuh: single_kernel's PIPE, MINB and FB) */
-enum impl { EXACT, CUB, BW, PIPE, MINB3, FB3, NIMPL };
+ * forms (exact.cuh: single_kernel's PIPE, MINB and FB); for sums of
+ * squares, SQ_EXACT ours and SQ_CUB cub::DeviceReduce::TransformReduce
+ * of x * x in the element's type */
+enum impl { EXACT, CUB, BW, PIPE, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB };
+
+template <typename T> struct square {
+	__device__ __forceinline__ T operator()(T x) const { return x * x; }
+};
 
 template <typename T> static void launch(env &E, int which, const T *in, size_t n)
 {
@@ -111,26 +72,19 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 	} else if (which == CUB) {
 		size_t tb = E.temp_bytes;
 		CU(cub::DeviceReduce::Sum(E.temp, tb, in, (T *)E.cub_out, (int64_t)n, E.st));
+	} else if (which == SQ_EXACT) {
+		int dt = sizeof(T) == 4 ? GR_EXACT_F32_SQUARES : GR_EXACT_F64_SQUARES;
+		CU((cudaError_t)gr_exact_launch_single(dt, in, n, E.scratch, E.out, E.sms, E.st));
+	} else if (which == SQ_CUB) {
+		size_t tb = E.temp_bytes;
+		CU(cub::DeviceReduce::TransformReduce(E.temp, tb, in, (T *)E.cub_out, (int64_t)n,
+						      cuda::std::plus<T>(), square<T>(), (T)0, E.st));
 	} else {
-		size_t n4 = n * sizeof(T) / 16;
-		unsigned blocks = (unsigned)std::min<size_t>((n4 + 255) / 256, (size_t)E.bw_blocks);
-		read_bw_kernel<<<blocks ? blocks : 1, 256, 0, E.st>>>((const float4 *)in, n4, E.sink);
-		CU(cudaGetLastError());
+		grb::read_bw(in, n * sizeof(T), E.bw_blocks, E.sink, E.st);
 	}
 }
 
-struct pos {
-	size_t stride, count;
-	size_t at(size_t k) const { return (k % count) * stride; }
-};
-
-static pos positions(size_t bytes)
-{
-	pos p;
-	p.stride = std::max(bytes, STRIDE_MIN);
-	p.count = std::max<size_t>(1, std::min<size_t>(POOL / p.stride, 512));
-	return p;
-}
+using grb::positions;
 
 template <typename T> static double throughput_gbs(env &E, int which, size_t n)
 {
@@ -150,12 +104,6 @@ template <typename T> static double throughput_gbs(env &E, int which, size_t n)
 }
 
 static const int REPS = 5;
-
-static double median(std::vector<double> v)
-{
-	std::sort(v.begin(), v.end());
-	return v[v.size() / 2];
-}
 
 /* single launches of ours (its three forms) and CUB's, taken in turn;
  * medians in us, by impl */
@@ -214,7 +162,7 @@ template <typename T> static bool verify(env &E, size_t n, bool against_cub, dou
 
 template <typename T> static void fill(env &E, int kind)
 {
-	fill_kernel<T><<<E.sms * 8, 256, 0, E.st>>>((T *)E.pool, POOL / sizeof(T), 0x1234567ull, kind);
+	grb::fill_kernel<T><<<E.sms * 8, 256, 0, E.st>>>((T *)E.pool, POOL / sizeof(T), 0x1234567ull, kind);
 	CU(cudaGetLastError());
 	CU(cudaStreamSynchronize(E.st));
 }
@@ -336,44 +284,77 @@ template <typename T> static void bench_batch(env &E, const char *dt)
 	}
 }
 
-/* The exact sum of squares of f32 (sumsq) against the read-bandwidth
- * kernel over the same bytes: back-to-back throughput, medians. */
-static void bench_squares(env &E, int hi)
+/*
+ * The exact sums of squares (sumsq of f32 and f64) against the read
+ * kernel over the same bytes and CUB's TransformReduce of x * x (rounded
+ * squares added in the element's type): back-to-back throughput in blocks
+ * as the sums' (1 GiB's worth, 20 to 2000 launches, after three warm-up
+ * launches), medians of REPS; the exact sum checked as in verify(). Then
+ * the exact kernel alone, beside the read kernel, on data of wide
+ * exponent range.
+ */
+template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 {
-	fill<float>(E, 0);
-	printf("\nf32 sum of squares, uniform [-1, 1): back-to-back throughput, medians of %d\n",
-	       REPS);
-	printf("%10s | %12s %10s | %10s\n", "n", "exact GB/s", "read GB/s", "exact/read");
-	for (int e : { 20, 24, 26, 28 }) {
-		if (e > hi)
-			continue;
-		size_t n = (size_t)1 << e, bytes = n * 4;
-		pos P = positions(bytes);
-		int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
-		std::vector<double> tx, tb;
-		for (int r = 0; r < REPS; r++) {
-			for (int w = 0; w < 2; w++) {
-				for (int i = -3; i < k; i++) {
-					if (i == 0)
-						CU(cudaEventRecord(E.e0, E.st));
-					const float *in = (const float *)(E.pool + P.at((size_t)(i + 3)));
-					if (w == 0)
-						CU((cudaError_t)gr_exact_launch_single(
-							GR_EXACT_F32_SQUARES, in, n, E.scratch, E.out, E.sms,
-							E.st));
-					else
-						launch<float>(E, BW, in, n);
-				}
-				CU(cudaEventRecord(E.e1, E.st));
-				CU(cudaEventSynchronize(E.e1));
-				float ms;
-				CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
-				(w == 0 ? tx : tb).push_back((double)bytes * k / (ms * 1e-3) / 1e9);
+	const int reps = REPS;
+	bool ok = true;
+	const int exps[] = { 20, 24, 26, 28 };
+	const int impls[] = { SQ_EXACT, SQ_CUB, BW };
+	const char *kinds[] = { "uniform [-1, 1)", "exponents over 60 binades",
+				"every finite exponent" };
+	for (int kind = 0; kind <= 2; kind++) {
+		fill<T>(E, kind);
+		printf("\n%s sum of squares, %s: back-to-back throughput, medians of %d\n", dt,
+		       kinds[kind], reps);
+		printf("%10s | %10s %10s %10s | %10s %10s | %s\n", "n", "exact GB/s", "cub GB/s",
+		       "read GB/s", "exact/read", "exact/cub", "check");
+		for (int e : exps) {
+			if (e > hi || (kind > 0 && e != 24 && e != 28))
+				continue;
+			size_t n = (size_t)1 << e, bytes = n * sizeof(T);
+			/* the same bits twice; near CUB's on typical data */
+			gr_exact_sum s[2];
+			for (int r = 0; r < 2; r++) {
+				launch<T>(E, SQ_EXACT, (const T *)E.pool, n);
+				CU(cudaStreamSynchronize(E.st));
+				CU(cudaMemcpy(&s[r], E.out, sizeof(s[r]), cudaMemcpyDeviceToHost));
 			}
+			double a = gr_exact_fold(&s[0], n), b = gr_exact_fold(&s[1], n);
+			bool good = memcmp(&a, &b, 8) == 0;
+			if (kind == 0) {
+				launch<T>(E, SQ_CUB, (const T *)E.pool, n);
+				CU(cudaStreamSynchronize(E.st));
+				T c;
+				CU(cudaMemcpy(&c, E.cub_out, sizeof(c), cudaMemcpyDeviceToHost));
+				good = good && fabs(a - (double)c) <= (sizeof(T) == 4 ? 1e-5 : 1e-12) * (double)n;
+			}
+			ok = ok && good;
+			pos P = positions(bytes);
+			int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
+			std::vector<double> t[3];
+			for (int r = 0; r < reps; r++) {
+				for (int w = 0; w < 3; w++) {
+					if (kind > 0 && impls[w] == SQ_CUB)
+						continue;
+					for (int i = -3; i < k; i++) {
+						if (i == 0)
+							CU(cudaEventRecord(E.e0, E.st));
+						launch<T>(E, impls[w], (const T *)(E.pool + P.at((size_t)(i + 3))),
+							  n);
+					}
+					CU(cudaEventRecord(E.e1, E.st));
+					CU(cudaEventSynchronize(E.e1));
+					float ms;
+					CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
+					t[w].push_back((double)bytes * k / (ms * 1e-3) / 1e9);
+				}
+			}
+			double x = median(t[0]), rd = median(t[2]);
+			double c = t[1].empty() ? 0 : median(t[1]);
+			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %s (sum %.6g)\n", n, x, c,
+			       rd, x / rd, c > 0 ? x / c : 0.0, good ? "ok" : "FAIL", a);
 		}
-		double x = median(tx), b = median(tb);
-		printf("%10zu | %12.1f %10.1f | %10.3f\n", n, x, b, x / b);
 	}
+	return ok;
 }
 
 int main(int argc, char **argv)
@@ -401,7 +382,7 @@ int main(int argc, char **argv)
 	CU(cudaGetDeviceProperties(&prop, 0));
 	E.sms = prop.multiProcessorCount;
 	int per_sm = 0;
-	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, read_bw_kernel, 256, 0));
+	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grb::read_bw_kernel, 256, 0));
 	E.bw_blocks = per_sm * E.sms;
 	int ex_per_sm = 0;
 	CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ex_per_sm, gre::single_kernel<float>, 256, 0));
@@ -411,6 +392,12 @@ int main(int argc, char **argv)
 	CU(cub::DeviceReduce::Sum(nullptr, tb, (const float *)nullptr, (float *)nullptr, (int64_t)nmax));
 	E.temp_bytes = std::max(E.temp_bytes, tb);
 	CU(cub::DeviceReduce::Sum(nullptr, tb, (const double *)nullptr, (double *)nullptr, (int64_t)nmax));
+	E.temp_bytes = std::max(E.temp_bytes, tb);
+	CU(cub::DeviceReduce::TransformReduce(nullptr, tb, (const float *)nullptr, (float *)nullptr,
+					      (int64_t)nmax, cuda::std::plus<float>(), square<float>(), 0.0f));
+	E.temp_bytes = std::max(E.temp_bytes, tb);
+	CU(cub::DeviceReduce::TransformReduce(nullptr, tb, (const double *)nullptr, (double *)nullptr,
+					      (int64_t)nmax, cuda::std::plus<double>(), square<double>(), 0.0));
 	E.temp_bytes = std::max(E.temp_bytes, tb);
 	CU(cudaMalloc(&E.temp, E.temp_bytes));
 	CU(cudaMalloc(&E.scratch, sizeof(gr_exact_scratch)));
@@ -436,7 +423,8 @@ int main(int argc, char **argv)
 	printf("\n");
 	bench_batch<float>(E, "f32");
 	bench_batch<double>(E, "f64");
-	bench_squares(E, hi);
+	ok = bench_squares<float>(E, "f32", hi) && ok;
+	ok = bench_squares<double>(E, "f64", hi) && ok;
 	printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
 	return ok ? 0 : 1;
 }

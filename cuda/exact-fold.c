@@ -13,15 +13,17 @@
 
 #include "cuda/exact.h"
 
-/* 36 words from 2^-1074: the digits' top place (2^1070) plus 64 bits of
+/* 68 words from 2^-2176: the digits' top place (2^2080) plus 64 bits of
  * the digit and carries, with the sign above. */
-#define FOLD_WORDS 36
+#define FOLD_WORDS 68
+/* the bit that weighs 2^-1074, a double's least place */
+#define FOLD_DBL_LSB (-1074 - GR_EXACT_LSB_EXP)
 
 typedef struct fold_acc {
 	uint64_t w[FOLD_WORDS];
 } fold_acc;
 
-/* acc += digit * 2^exp2, exactly (exp2 >= -1074, modulo 2^(64 FOLD_WORDS)). */
+/* acc += digit * 2^exp2, exactly (exp2 >= -2176, modulo 2^(64 FOLD_WORDS)). */
 static void fold_add_scaled(fold_acc *acc, int64_t digit, int exp2)
 {
 	unsigned pos = (unsigned)(exp2 - GR_EXACT_LSB_EXP), k = pos / 64, b = pos % 64;
@@ -70,9 +72,10 @@ static double fold_round(fold_acc *a, bool *ret_neg)
 	if (top < 0)
 		return 0.0;
 	unsigned h = (unsigned)top * 64 + 63 - (unsigned)__builtin_clzll(a->w[top]);
-	if (h < 53) /* below 2^-1021: exact */
-		return ldexp((double)a->w[0], GR_EXACT_LSB_EXP);
-	unsigned lo = h - 52, k = lo / 64, b = lo % 64;
+	/* the result's last place: 53 bits down from the top, but not below
+	 * 2^-1074 (subnormal results, and sums of squares that round to
+	 * zero, where h < lo) */
+	unsigned lo = h >= FOLD_DBL_LSB + 52 ? h - 52 : FOLD_DBL_LSB, k = lo / 64, b = lo % 64;
 	uint64_t m = a->w[k] >> b;
 	if (b && k + 1 < FOLD_WORDS)
 		m |= a->w[k + 1] << (64 - b);

@@ -22,6 +22,11 @@ extern "C" int gr_exact_launch_single(int dtype, const void *data, uint64_t n,
 		if ((uintptr_t)data & 7u)
 			return (int)cudaErrorInvalidValue;
 		return (int)gre::launch_single<double>(data, n, scratch, out, sm_count, st);
+	case GR_EXACT_F64_SQUARES:
+		if ((uintptr_t)data & 7u)
+			return (int)cudaErrorInvalidValue;
+		return (int)gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_PIPE, gre::SQD_FB>(
+			data, n, scratch, out, sm_count, st);
 	}
 	return (int)cudaErrorInvalidValue;
 }

@@ -1,6 +1,6 @@
 /*
- * Exact f32/f64 sums on the GPU: the device code (exact.h has the host
- * interface and the result's layout).
+ * Exact f32/f64 sums, and sums of exact squares, on the GPU: the device
+ * code (exact.h has the host interface and the result's layout).
  *
  * A lane's bins. Each lane keeps four doubles a0..a3, each pinned to a
  * binade of its own: a_j starts at 1.5 * 2^bj, with b0 = E + 18 and
@@ -41,8 +41,8 @@
  * per element) to the superaccumulator. Every step is exact, so the sum is,
  * whatever the data; only the speed depends on it.
  *
- * The superaccumulator: a block's 68 signed 64-bit digits in shared memory,
- * digit i weighing 2^(32 i - 1074); a double is added as three 32-bit
+ * The superaccumulator: a block's 134 signed 64-bit digits in shared
+ * memory, digit i weighing 2^(32 i - 2176); a double is added as three 32-bit
  * pieces of its significand with shared-memory atomics, so every add is
  * exact and the order does not matter. A flush turns each lane's bins into
  * integers (a_j - start_j is a multiple of 2^(bj - 52) below 2^(bj - 1),
@@ -62,9 +62,35 @@
  * bits (the window checks, the -0 check) and four double adds (f32 also
  * one conversion to double), on units that a memory-bound loop leaves
  * mostly idle.
+ *
+ * Squares of f64 (traits<sqd>): x * x = p + e exactly, p = x * x rounded
+ * and e = fma(x, x, -p), while p neither overflows nor e loses bits below
+ * 2^-1074, that is for 2^-400 <= |x| <= 2^500 (with room to spare). On the
+ * fast path (FB = 4, all four bins) p goes through a0 and a1 by Fast2Sum
+ * and its rest into a2 by a plain add; e (|e| <= ulp(p) / 2 < 2^(E - 53),
+ * below a1's start) through a1 and a2 by Fast2Sum and its rest into a3.
+ * Both plain adds are exact when p >= 2^(b3 + 53) = 2^(E - 46): p's rest
+ * is then a multiple of ulp(p) >= 2^(E - 98), above ulp(a2) = 2^(E - 112),
+ * and e's a multiple of the square's last place, 2^(2 ex - 104) with
+ * 2 ex >= E - 47 (x = m 2^(ex - 52)), which is ulp(a3) = 2^(E - 151) or
+ * above. So the window is 46 binades of squares (23 of elements), checked
+ * with the same integer compares on p's bits; the bins' growth per batch
+ * is that of 32 doubles a lane, as for f32. The careful path takes a
+ * square whole: NaN and infinities (any infinity squares to +inf) to the
+ * flags; |x| < 2^-400 or > 2^500 scaled by 2^600 or 2^-600 first, so that
+ * p and e are exact, and both put into the digits 1200 places lower or
+ * higher (squares reach from 2^-2148 to nearly 2^2048, past what a double
+ * holds, but not past the digits); the rest as two doubles, each the way
+ * an f64 element goes, through six bins, not four: with a window this
+ * narrow, data of a few dozen binades takes the careful path in most
+ * batches, and the two deeper bins (down to 2^(E - 229)) keep the low
+ * halves of their squares out of the digits, whose atomics lanes that
+ * hold similar values contend for. A square is never -0, so every
+ * element counts as "not -0".
  */
 #pragma once
 
+#include <cfloat>
 #include <cstdint>
 
 #include "cuda/exact.h"
@@ -78,11 +104,15 @@ constexpr unsigned GROUP = 8;
 /* b0 = E + B0_ABOVE, b1 = b0 - B1_BELOW (see above) */
 constexpr int B0_ABOVE = 18;
 constexpr int B1_BELOW = 39;
-/* bins per lane: the fast path uses the first two, the careful path all */
+/* bins per lane (traits<T>::BINS): the fast path uses the first FB, the
+ * careful path all */
 constexpr int BINS = 4;
-/* E's range: the last bin's b - 3 stays a normal double's exponent, b0 + 1
- * below 1024 */
-constexpr int E_LO = -1022 + 3 - B0_ABOVE + (BINS - 1) * B1_BELOW;
+/* E's lower end for nb bins: the last bin's b - 3 stays a normal double's
+ * exponent (b0 + 1 stays below 1024 by E_HI) */
+template <int NB> constexpr int E_LO = -1022 + 3 - B0_ABOVE + (NB - 1) * B1_BELOW;
+/* digits between the digits' place of 2^-1074 (a double's bit 0) and
+ * their bottom place */
+constexpr int LSB_OFF = -1074 - GR_EXACT_LSB_EXP;
 
 template <typename T> struct traits;
 
@@ -97,6 +127,9 @@ struct sqf {
 template <> struct traits<float> {
 	static constexpr unsigned V = 4;
 	static constexpr int E_HI = 128;
+	/* an element is one double to add (SPLIT: a square, two) */
+	static constexpr bool SPLIT = false;
+	static constexpr int BINS = gre::BINS;
 	static __device__ __forceinline__ uint32_t word(const uint4 &v, unsigned i)
 	{
 		return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
@@ -145,6 +178,8 @@ template <> struct traits<float> {
 template <> struct traits<double> {
 	static constexpr unsigned V = 2;
 	static constexpr int E_HI = 1000;
+	static constexpr bool SPLIT = false;
+	static constexpr int BINS = gre::BINS;
 	static __device__ __forceinline__ uint32_t lo(const uint4 &v, unsigned i)
 	{
 		return i == 0 ? v.x : v.z;
@@ -194,6 +229,8 @@ template <> struct traits<double> {
 template <> struct traits<sqf> {
 	static constexpr unsigned V = 4;
 	static constexpr int E_HI = traits<double>::E_HI;
+	static constexpr bool SPLIT = false;
+	static constexpr int BINS = gre::BINS;
 	static __device__ __forceinline__ double sq(const uint4 &v, unsigned i)
 	{
 		double x = (double)__uint_as_float(traits<float>::word(v, i));
@@ -239,14 +276,71 @@ template <> struct traits<sqf> {
 	}
 };
 
+/* An f64 element whose square is summed (sumsq): its square is p + e,
+ * two doubles (see above); the keys are p's. */
+struct sqd {
+	double d;
+	__device__ __forceinline__ operator double() const { return d; }
+};
+
+template <> struct traits<sqd> {
+	static constexpr unsigned V = 2;
+	static constexpr int E_HI = traits<double>::E_HI;
+	static constexpr bool SPLIT = true;
+	/* two more for the careful path (see above) */
+	static constexpr int BINS = 6;
+	/* p, never contracted into an add that follows */
+	static __device__ __forceinline__ double sq(const uint4 &v, unsigned i)
+	{
+		double x = traits<double>::value(v, i);
+		return __dmul_rn(x, x);
+	}
+	static __device__ __forceinline__ uint32_t key(const uint4 &v, unsigned i)
+	{
+		return (uint32_t)__double2hiint(sq(v, i)) & 0x7fffffffu;
+	}
+	/* 0 only for x = +-0: an x whose square underflows is not 0 here */
+	static __device__ __forceinline__ uint32_t nzkey(const uint4 &v, unsigned i)
+	{
+		return key(v, i) | (traits<double>::nzkey(v, i) != 0);
+	}
+	/* a square is never -0 */
+	static __device__ __forceinline__ int raw(const uint4 &, unsigned)
+	{
+		return 0;
+	}
+	/* the element itself: SPLIT's paths square it */
+	static __device__ __forceinline__ double value(const uint4 &v, unsigned i)
+	{
+		return traits<double>::value(v, i);
+	}
+	static __device__ __forceinline__ int bound(uint32_t k)
+	{
+		return traits<double>::bound(k);
+	}
+	static __device__ __forceinline__ uint32_t key_below(int e)
+	{
+		return traits<double>::key_below(e);
+	}
+	/* b is the last fast bin's, b3: squares from 2^(b3 + 53) (above) */
+	static __device__ __forceinline__ uint32_t key_exact(int b)
+	{
+		return traits<double>::key_exact(b + 53);
+	}
+	static __device__ __forceinline__ uint4 pad()
+	{
+		return make_uint4(0u, 0u, 0u, 0u);
+	}
+};
+
 /* 2^e as a double, e a normal exponent */
 static __device__ __forceinline__ double pow2(int e)
 {
 	return __hiloint2double((e + 1023) << 20, 0);
 }
 
-/* |mag| * 2^(pos - 1074), with sign, into the digits: three 32-bit pieces
- * (mag < 2^58, pos <= 2045) */
+/* |mag| * 2^(pos - 2176), with sign, into the digits: three 32-bit pieces
+ * (mag < 2^58, pos < 32 (GR_EXACT_DIGITS - 2)) */
 static __device__ __forceinline__ void deposit_int(long long *digits, uint64_t mag, bool neg,
 						   unsigned pos)
 {
@@ -261,22 +355,31 @@ static __device__ __forceinline__ void deposit_int(long long *digits, uint64_t m
 				      : (unsigned long long)piece[k]);
 }
 
-/* a finite double x into the digits */
-static __device__ __forceinline__ void deposit_double(long long *digits, double x)
+/* a finite double x times 2^scale into the digits; x 2^scale must be a
+ * multiple of 2^-2176 (true of every double for scale >= -1102, and of
+ * the scaled parts of an f64's square, multiples of 2^-2148) */
+static __device__ __forceinline__ void deposit_double(long long *digits, double x, int scale = 0)
 {
 	uint64_t bits = (uint64_t)__double_as_longlong(x);
 	unsigned e = (unsigned)(bits >> 52) & 0x7ffu;
 	uint64_t m = bits & ((1ull << 52) - 1);
 	if (e)
 		m |= 1ull << 52;
+	int pos = (e ? (int)e - 1 : 0) + LSB_OFF + scale;
+	if (pos < 0) {
+		/* only zero bits go */
+		m >>= -pos;
+		pos = 0;
+	}
 	if (m)
-		deposit_int(digits, m, bits >> 63, e ? e - 1 : 0);
+		deposit_int(digits, m, bits >> 63, (unsigned)pos);
 }
 
 /* a warp's bins: a[] per lane; the rest the same across the warp. The
  * fast path adds into the first FB (2 or 3): Fast2Sum into all but the
  * last, a plain add into that one. */
 template <typename T, int FB> struct bins {
+	static constexpr int BINS = traits<T>::BINS;
 	double a[BINS];
 	double c0, c1, l0, l1; /* the first two bins' starts and headroom limits */
 	int e;
@@ -313,7 +416,7 @@ template <typename T, int FB> struct bins {
 		flags = 0;
 		rawmax = (int)0x80000000;
 		pending = false;
-		pin(E_LO);
+		pin(E_LO<BINS>);
 	}
 
 	/* every lane of the warp: the bins into the digits as integers */
@@ -361,6 +464,53 @@ template <typename T, int FB> struct bins {
 			x -= d;
 		}
 		a[FB - 1] += x;
+	}
+
+	/* an f64's square on the fast path: x * x = p + e (see above) */
+	__device__ __forceinline__ void fast_split(double x)
+	{
+		static_assert(FB == 4, "a square's two parts take the first four bins");
+		double p = __dmul_rn(x, x), e = fma(x, x, -p);
+		double s = a[0] + p, d = s - a[0];
+		a[0] = s;
+		p -= d;
+		s = a[1] + p;
+		d = s - a[1];
+		a[1] = s;
+		p -= d;
+		a[2] += p;
+		s = a[1] + e;
+		d = s - a[1];
+		a[1] = s;
+		e -= d;
+		s = a[2] + e;
+		d = s - a[2];
+		a[2] = s;
+		e -= d;
+		a[3] += e;
+	}
+
+	/* an f64's square on the careful path (see above) */
+	__device__ __forceinline__ void careful_split(long long *digits, double x)
+	{
+		double ax = fabs(x);
+		if (!(ax <= DBL_MAX)) {
+			flags |= ax != ax ? GR_EXACT_NAN : GR_EXACT_PINF;
+			return;
+		}
+		if (ax == 0)
+			return;
+		if (ax < 0x1p-400 || ax > 0x1p500) {
+			int scale = ax < 0x1p-400 ? -1200 : 1200;
+			double y = __dmul_rn(ax, ax < 0x1p-400 ? 0x1p600 : 0x1p-600);
+			double p = __dmul_rn(y, y), e = fma(y, y, -p);
+			deposit_double(digits, p, scale);
+			deposit_double(digits, e, scale);
+			return;
+		}
+		double p = __dmul_rn(ax, ax), e = fma(ax, ax, -p);
+		careful(digits, p, (uint32_t)__double2hiint(p) & 0x7fffffffu);
+		careful(digits, e, (uint32_t)__double2hiint(e) & 0x7fffffffu);
 	}
 
 	__device__ __forceinline__ void careful(long long *digits, double x, uint32_t k)
@@ -436,14 +586,21 @@ template <typename T, int FB> struct bins {
 			for (unsigned j = 0; j < NV * TR::V; j++) {
 				uint4 u = w[j / TR::V];
 				unsigned i = j % TR::V;
-				careful(digits, TR::value(u, i), TR::key(u, i));
+				if constexpr (TR::SPLIT)
+					careful_split(digits, TR::value(u, i));
+				else
+					careful(digits, TR::value(u, i), TR::key(u, i));
 			}
 		} else {
 #pragma unroll
 			for (unsigned g = 0; g < NV; g++)
 #pragma unroll
-				for (unsigned i = 0; i < TR::V; i++)
-					fast(TR::value(v[g], i));
+				for (unsigned i = 0; i < TR::V; i++) {
+					if constexpr (TR::SPLIT)
+						fast_split(TR::value(v[g], i));
+					else
+						fast(TR::value(v[g], i));
+				}
 		}
 		pending = __any_sync(FULL, near_full(deep));
 	}
@@ -625,6 +782,8 @@ constexpr int PROD_FB = 2;
  * squares below 2^-26 for one element in 8000, and a batch holds 1024):
  * the fast path's third bin keeps them out of the careful one */
 constexpr int SQ_FB = 3;
+/* An f64's square takes all four bins on the fast path (see above) */
+constexpr int SQD_FB = 4;
 
 template <typename T, unsigned MINB = PROD_MINB, bool PIPE = PROD_PIPE, int FB = PROD_FB>
 static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_scratch *scratch,
@@ -753,6 +912,9 @@ batch_kernel(const unsigned char *base, const gr_exact_seg *segs, uint32_t nsegs
 		else if (s.dtype == GR_EXACT_F32_SQUARES)
 			seg_unit<sqf, SQ_FB>(base + s.offset, s.n, w - s.first_unit, s.units,
 					     wdigits[warp], scratch + lo, out + lo, lane);
+		else if (s.dtype == GR_EXACT_F64_SQUARES)
+			seg_unit<sqd, SQD_FB>(base + s.offset, s.n, w - s.first_unit, s.units,
+					      wdigits[warp], scratch + lo, out + lo, lane);
 		else
 			seg_unit<double, FB>(base + s.offset, s.n, w - s.first_unit, s.units,
 					     wdigits[warp], scratch + lo, out + lo, lane);
@@ -761,7 +923,7 @@ batch_kernel(const unsigned char *base, const gr_exact_seg *segs, uint32_t nsegs
 
 static inline uint32_t units_of(int dtype, uint64_t n)
 {
-	uint64_t bytes = n * (dtype == GR_EXACT_F64 ? 8u : 4u);
+	uint64_t bytes = n * (dtype == GR_EXACT_F64 || dtype == GR_EXACT_F64_SQUARES ? 8u : 4u);
 	uint64_t u = (bytes + 16ull * GR_EXACT_UNIT_VECTORS - 1) / (16ull * GR_EXACT_UNIT_VECTORS);
 	return u ? (uint32_t)u : 1u;
 }

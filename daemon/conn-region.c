@@ -115,8 +115,7 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 	}
 	/* the GPUs' exact sum reads whole elements; host data that are not
 	 * aligned go to the CPU route instead (request_exact_on_cpu) */
-	bool exact_op = preq->op == GR_OP_SUM ||
-			(preq->op == GR_OP_SUMSQ && preq->dtype == GR_DT_F32);
+	bool exact_op = preq->op == GR_OP_SUM || preq->op == GR_OP_SUMSQ;
 	if (r->device >= 0 && exact_op && gr_dtype_is_float(preq->dtype) &&
 	    ((uintptr_t)r->base + preq->offset) % size) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,

@@ -301,11 +301,9 @@ static void chunk_done(gr_job *job)
 /*
  * Host data that a GPU would not reduce exactly, and so goes to a CUDA
  * daemon's CPU route whatever its size: argmin, argmax and moments (the
- * GPUs have no kernel for them yet), the sum of squares of f64 (the GPUs'
- * exact kernel adds the exact squares of f32 elements, but an f64's square
- * does not fit a double), and a float sum or sum of squares whose elements do
- * not lie on their own size's boundary in memory (the exact kernel reads
- * whole elements), which only a region's offset can do.
+ * GPUs have no kernel for them yet), and a float sum or sum of squares
+ * whose elements do not lie on their own size's boundary in memory (the
+ * exact kernel reads whole elements), which only a region's offset can do.
  */
 static bool request_exact_on_cpu(gr_op op, gr_dtype dt, const void *data)
 {
@@ -314,7 +312,7 @@ static bool request_exact_on_cpu(gr_op op, gr_dtype dt, const void *data)
 		return true;
 	if (!gr_dtype_is_float(dt) || (op != GR_OP_SUM && op != GR_OP_SUMSQ))
 		return false;
-	return (op == GR_OP_SUMSQ && dt == GR_DT_F64) || (uintptr_t)data % gr_dtype_size(dt);
+	return (uintptr_t)data % gr_dtype_size(dt);
 }
 
 /* The chunk being filled is complete: hand it to the backend. */

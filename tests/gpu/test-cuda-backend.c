@@ -2,8 +2,10 @@
  * The CUDA backend through the seam (daemon/backend.h), on a libuv loop
  * with the daemon's completion queue: every op and dtype against the CPU
  * reduction gr_reduce() at sizes 0 to a million, misaligned starts, NaN,
- * infinities and integer extremes; floats bit for bit the same over
- * repeats and whether a job rides alone or among thousands; many batches
+ * infinities, integer extremes and f64 squares at the ends of their
+ * range; float sums and sums of squares bit for bit the CPU's where their
+ * elements are aligned; floats bit for bit the same over repeats and
+ * whether a job rides alone or among thousands; many batches
  * in flight at once; thousands of small batches back to back, which the
  * engine may merge, against the same jobs one by one; a 2^28 + 5 element
  * job; the injected-fault path; and the CPU fallback once no device is
@@ -148,9 +150,10 @@ static void check_job(const gr_job *j, const char *what)
 			CHECK(memcmp(&g.f, &w.f, sizeof(double)) == 0,
 			      "%s: %s %s n=%zu: got %.17g (%a), want %.17g (%a)", what, on, dn, j->n,
 			      g.f, g.f, w.f, w.f);
-		} else if ((j->op == GR_OP_SUM || (j->op == GR_OP_SUMSQ && j->dtype == GR_DT_F32)) &&
+		} else if ((j->op == GR_OP_SUM || j->op == GR_OP_SUMSQ) &&
+			   (j->dtype == GR_DT_F32 || j->dtype == GR_DT_F64) &&
 			   (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0) {
-			/* exact on the GPU too (float sums, and f32's sum of
+			/* exact on the GPU too (float sums and sums of
 			 * squares): the CPU's bits */
 			CHECK(memcmp(&g.f, &w.f, sizeof(double)) == 0,
 			      "%s: %s %s n=%zu: got %.17g (%a), want %.17g (%a): not the exact sum",
@@ -309,6 +312,25 @@ static void test_specials(gr_backend *b)
 				}
 			}
 		}
+	}
+	/* f64 sums of squares at the ends of their range: squares below
+	 * 2^-1074 that decide a tie, the low half of a square that does,
+	 * squares past DBL_MAX and sums of them that get there */
+	static const double sq[][5] = {
+		{ 1.0, 0x1p-27, 0x1p-27, 5e-324, 0 },
+		{ 1 + 0x1p-52, 0x1p-27, -0x1p-27, 0, 0 },
+		{ 0x1p-538, 0x1p-538, 0x1p-538, 0, 0 },
+		{ 0x1p-538, -0x1p-538, 5e-324, 0, 0 },
+		{ 0x1p511, 0x1p511, 0x1p511, 0x1p511 * (1 - 0x1p-52), 0 },
+		{ 0x1p511, 0x1p511, 0x1p511, 0x1p511 * (1 - 0x1p-53), 0 },
+		{ 1e300, 1e-300, 3e-310, 0x1p501, -1.0 },
+	};
+	for (size_t k = 0; k < sizeof(sq) / sizeof(sq[0]); k++) {
+		uint8_t *p = b->staging + 8 * (k + 1);
+		memcpy(p, sq[k], sizeof(sq[k]));
+		job_init(&job, GR_OP_SUMSQ, GR_DT_F64, p, 5);
+		run_batch(b, &job, 1);
+		check_job(&job, "f64 squares at the ends of their range");
 	}
 	/* integer extremes: sums that wrap, exact i32 sums past 2^31 */
 	static const int64_t i64s[] = { INT64_MIN, INT64_MAX, -1, 0 };

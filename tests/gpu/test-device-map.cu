@@ -3,8 +3,8 @@
  * libgpured: memory from cudaMalloc handed over as an IPC handle, and a
  * virtual-memory allocation exported as a file descriptor; every op and
  * dtype at odd sizes and offsets against the same elements sent over the
- * socket (all exactly but f64 sums of squares, within 1e-12 relative; an
- * exact float sum at an offset that splits an element is refused);
+ * socket (all bit for bit, float sums and sums of squares too; a float
+ * sum or sum of squares at an offset that splits an element is refused);
  * every bad input (a device the daemon does not serve, bytes beyond the
  * allocation, 64 bytes of garbage, a handle of freed memory, a descriptor
  * that is not a CUDA allocation, IPC handles while the option is off);
@@ -187,7 +187,7 @@ static void fill(std::vector<uint8_t> &h, gpured_dtype dt)
 }
 
 /* every op x dtype at odd sizes and offsets of a device region, against
- * the socket path: float sums (and f32 sums of squares) exactly, as both
+ * the socket path: float sums and sums of squares bit for bit, as they
  * are exact on every route; an exact sum at an offset that splits an
  * element is a clear invalid_params */
 static void check_region(gpured_t *g, uint64_t id, const void *dptr, size_t cap)
@@ -205,8 +205,7 @@ static void check_region(gpured_t *g, uint64_t id, const void *dptr, size_t cap)
 			if (off + n * es > cap)
 				continue;
 			for (int op = 0; op < 4; op++) {
-				bool exact = flt && (op == GPURED_OP_SUM ||
-						     (op == GPURED_OP_SUMSQ && dt == GPURED_F32));
+				bool exact = flt && (op == GPURED_OP_SUM || op == GPURED_OP_SUMSQ);
 				size_t o = off;
 				gpured_value a, b;
 				if (exact && o % es) {
@@ -224,6 +223,7 @@ static void check_region(gpured_t *g, uint64_t id, const void *dptr, size_t cap)
 				if (a.kind == GPURED_KIND_F64 && std::isnan(a.v.f))
 					CHECK(std::isnan(b.v.f), "op %d dt %d n %zu: NaN vs %.17g", op, dt, n, b.v.f);
 				else if (a.kind == GPURED_KIND_F64 && op == GPURED_OP_SUMSQ && !exact)
+					/* integers: squares added in double */
 					CHECK(a.v.f == b.v.f || fabs(a.v.f - b.v.f) <= 1e-12 * fabs(b.v.f) + 1e-300,
 					      "op %d dt %d n %zu: %.17g vs %.17g", op, dt, n, a.v.f, b.v.f);
 				else

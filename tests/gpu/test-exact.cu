@@ -7,7 +7,11 @@
  * starts, catastrophic cancellation, running sums past DBL_MAX,
  * subnormals, ties, infinities, NaN and signed zeros; grids of one block
  * and of more blocks than the data has batches; the kernel's other forms;
- * the batched form over mixed segments; the scratch left zero.
+ * the batched form over mixed segments; the scratch left zero. The sums
+ * of squares of f64 against the CPU's gr_reduce (which must agree with a
+ * host integer accumulator of the squares): squares from 2^-2148 to past
+ * DBL_MAX, ties decided by the low half of a square or by a square far
+ * below 2^-1074, and the scaling edges of the kernel's careful path.
  *
  *   test-exact [--quick]   (--quick: sizes up to 70000, for the sanitizer)
  *
@@ -138,17 +142,25 @@ struct gpu {
 	gr_exact_sum *out;
 };
 
-/* The kernel's sum of x[0..n) as dtype dt (4 f32, 5 f64, 6 the squares
- * of f32: GR_EXACT_F32, _F64, _F32_SQUARES), the data
+/* The elements of dtype dt are doubles (f64, and f64 whose squares are
+ * summed), or floats */
+static bool is_f64(int dt)
+{
+	return dt == GR_EXACT_F64 || dt == GR_EXACT_F64_SQUARES;
+}
+
+/* The kernel's sum of x[0..n) as dtype dt (4 f32, 5 f64, 6 and 7 the
+ * squares of f32 and f64: GR_EXACT_F32, _F64, _F32_SQUARES,
+ * _F64_SQUARES), the data
  * starting `off` elements into an allocation of exactly its size; blocks
  * 0 is the launcher's grid. */
 static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned off,
 		      unsigned blocks = 0, int form = 0)
 {
-	size_t sz = dt == 5 ? 8 : 4, bytes = (n + off) * sz;
+	size_t sz = is_f64(dt) ? 8 : 4, bytes = (n + off) * sz;
 	std::vector<unsigned char> h(bytes ? bytes : 1);
 	for (size_t i = 0; i < n; i++) {
-		if (dt != 5) {
+		if (!is_f64(dt)) {
 			float f = (float)x[i];
 			memcpy(&h[(off + i) * 4], &f, 4);
 		} else {
@@ -181,6 +193,9 @@ static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned 
 		else if (dt == 6)
 			CU((gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_PIPE, gre::SQ_FB>(
 				d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks)));
+		else if (dt == 7)
+			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_PIPE, gre::SQD_FB>(
+				d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks)));
 		else
 			CU(gre::launch_single<double>(d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks));
 	} else {
@@ -196,7 +211,7 @@ static unsigned checks;
 
 static const char *dt_name(int dt)
 {
-	return dt == 4 ? "f32" : dt == 5 ? "f64" : "f32 squares";
+	return dt == 4 ? "f32" : dt == 5 ? "f64" : dt == 6 ? "f32 squares" : "f64 squares";
 }
 
 static void expect(const char *what, int dt, size_t n, unsigned off, double got, double want)
@@ -209,7 +224,7 @@ static void expect(const char *what, int dt, size_t n, unsigned off, double got,
 /* x as the dtype will hold it (f32 and its squares: rounded to float) */
 static std::vector<double> as_dtype(int dt, std::vector<double> x)
 {
-	if (dt != 5)
+	if (!is_f64(dt))
 		for (double &v : x)
 			v = (double)(float)v;
 	return x;
@@ -225,18 +240,75 @@ static std::vector<double> summands(int dt, std::vector<double> x)
 	return x;
 }
 
+/*
+ * Reference 3, for the squares of f64 (which no double holds): the CPU's
+ * gr_reduce, required to agree with a host integer accumulator of the
+ * exact squares. x = m 2^(s - 1074), so x^2 = m^2 2^(2 s - 2148), m^2 below
+ * 2^106: into 32-bit places from 2^-2148 of int64 counters (exact while
+ * n < 2^31), then into a gr_partial with gr_partial_add_scaled.
+ */
+static double ref_squares(const double *x, size_t n)
+{
+	int64_t d[136] = { 0 };
+	unsigned specials = n ? GR_PARTIAL_SEEN : 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, &x[i], 8);
+		unsigned e = (unsigned)(b >> 52) & 0x7ff;
+		uint64_t m = b & ((1ull << 52) - 1);
+		if (e == 0x7ff) {
+			specials |= m ? GR_PARTIAL_NAN : GR_PARTIAL_PINF;
+			continue;
+		}
+		if (e)
+			m |= 1ull << 52;
+		unsigned sh = 2 * (e ? e - 1 : 0), w = sh / 32, s = sh % 32;
+		unsigned __int128 sq = (unsigned __int128)m * m;
+		unsigned __int128 lo = sq << s, hi = s ? sq >> (128 - s) : 0;
+		for (unsigned k = 0; k < 4; k++)
+			d[w + k] += (int64_t)(uint64_t)((lo >> (32 * k)) & 0xffffffffu);
+		d[w + 4] += (int64_t)(uint64_t)hi;
+	}
+	gr_partial acc;
+	gr_partial_identity(GR_OP_SUMSQ, GR_DT_F64, &acc);
+	acc.count = n;
+	for (int k = 0; k < 136; k++)
+		if (d[k])
+			CHECK(gr_partial_add_scaled(&acc, d[k], 32 * k - 2148) == 0, "place %d", k);
+	gr_partial_add_special(&acc, specials);
+	gr_value v, c;
+	gr_partial_finish(GR_OP_SUMSQ, GR_DT_F64, &acc, &v);
+
+	gr_partial cpu;
+	gr_reduce(GR_OP_SUMSQ, GR_DT_F64, x, n, &cpu);
+	gr_partial_finish(GR_OP_SUMSQ, GR_DT_F64, &cpu, &c);
+	CHECK((std::isnan(v.f) && std::isnan(c.f)) || memcmp(&v.f, &c.f, 8) == 0,
+	      "the references disagree on f64 squares, n=%zu: gr_reduce %a, integers %a", n, c.f,
+	      v.f);
+	return c.f;
+}
+
+/* The reference for dt's sum of x (as the dtype holds it); big arrays of
+ * sums use reference 2 */
+static double reference(int dt, const std::vector<double> &x, bool big = false)
+{
+	if (dt == GR_EXACT_F64_SQUARES)
+		return ref_squares(x.data(), x.size());
+	std::vector<double> s = summands(dt, x);
+	return big ? ref_digits(s.data(), s.size()) : ref_partial(s.data(), s.size());
+}
+
 /* One array through the kernel, at the given element offsets, against the
  * reference; big arrays use reference 2 and one offset. */
 static void check_array(const gpu &G, const char *what, int dt, std::vector<double> x,
 			std::initializer_list<unsigned> offs, bool big = false)
 {
 	x = as_dtype(dt, x);
-	std::vector<double> s = summands(dt, x);
-	double want = big ? ref_digits(s.data(), s.size()) : ref_partial(s.data(), s.size());
+	double want = reference(dt, x, big);
 	for (unsigned off : offs) {
-		if (dt == 5 && off % 2)
+		if (is_f64(dt) && off % 2)
 			continue; /* f64 at an odd f32 offset: 4-byte start, not allowed */
-		unsigned eo = dt == 5 ? off / 2 : off;
+		unsigned eo = is_f64(dt) ? off / 2 : off;
 		expect(what, dt, x.size(), off, gpu_sum(G, dt, x.data(), x.size(), eo), want);
 	}
 }
@@ -244,7 +316,10 @@ static void check_array(const gpu &G, const char *what, int dt, std::vector<doub
 /* Random data of a kind: 0 uniform [-1,1); 1 every finite exponent of the
  * dtype, random sign and significand; 2 cancelling pairs with small
  * leftovers; 3 all ones (headroom flushes); 4 growing values (E raised
- * often); 5 normal-ish (sum of uniforms) times 1e6 */
+ * often); 5 normal-ish (sum of uniforms) times 1e6; for f64 only: 6 near
+ * the edges of the squares' scaling (2^-400, 2^500) and of their range
+ * (subnormals, 2^512), mixed; 7 subnormals and tiny values, whose squares
+ * lie below 2^-1074, with a few around 1 */
 static std::vector<double> make(int dt, int kind, size_t n)
 {
 	std::vector<double> x(n);
@@ -273,6 +348,23 @@ static std::vector<double> make(int dt, int kind, size_t n)
 			break;
 		case 3: x[i] = 1.0; break;
 		case 4: x[i] = (double)i * 0.75 + 0.5; break;
+		case 6: {
+			static const int edge[] = { -1074, -1060, -1023, -540, -401, -400, -399,
+						    -300, 0, 400, 499, 500, 501, 510, 511 };
+			int e = edge[rng() % (sizeof(edge) / sizeof(edge[0]))];
+			x[i] = ldexp(1 + unit(), e) * (rng() & 1 ? -1 : 1);
+			break;
+		}
+		case 7: {
+			uint64_t r = rng(), b = r & 0x800fffffffffffffull;
+			if (r % 64 == 0)
+				x[i] = 2 * unit() - 1;
+			else if (r % 2)
+				memcpy(&x[i], &b, 8); /* a subnormal */
+			else
+				x[i] = ldexp(2 * unit() - 1, -(int)(r >> 50) % 500 - 540);
+			break;
+		}
 		default: x[i] = (unit() + unit() + unit() - 1.5) * 1e6; break;
 		}
 	}
@@ -408,6 +500,98 @@ int main(int argc, char **argv)
 		printf("f32 squares: %u checks so far\n", checks);
 	}
 
+	/* the sum of the squares of f64 elements: squares from 2^-2148 to
+	 * 2^2048, the careful path's scaling at both ends, ties decided by a
+	 * square's low half or by squares below 2^-1074, running sums past
+	 * DBL_MAX; random kinds, the grid, large arrays */
+	{
+		const int dt = GR_EXACT_F64_SQUARES;
+		const auto all = { 0u, 2u };
+		const double S511 = ldexp(1, 511);
+		check_array(G, "empty", dt, {}, all);
+		check_array(G, "-0", dt, { -0.0 }, all);
+		check_array(G, "-0 x 37", dt, std::vector<double>(37, -0.0), all);
+		check_array(G, "+0 and -0", dt, { 0.0, -0.0, -0.0 }, all);
+		check_array(G, "NaN", dt, { 1.0, NAN, 2.0 }, all);
+		check_array(G, "-NaN", dt, { -NAN }, all);
+		check_array(G, "+inf", dt, { 1.0, INFINITY }, all);
+		check_array(G, "-inf", dt, { -INFINITY, 3.0 }, all);
+		check_array(G, "+inf -inf", dt, { INFINITY, 1.0, -INFINITY }, all);
+		check_array(G, "inf NaN", dt, { -INFINITY, NAN }, all);
+		check_array(G, "DBL_MAX", dt, { MAXD }, all);
+		check_array(G, "square past DBL_MAX", dt, { ldexp(1, 512), 1.0 }, all);
+		check_array(G, "1e300 1e-300", dt, { 1e300, 1e-300 }, all);
+		check_array(G, "2^511 twice", dt, { S511, -S511 }, all);
+		check_array(G, "1.25 2^511 twice", dt, { 1.25 * S511, 1.25 * S511 }, all);
+		check_array(G, "1.25 2^511 thrice: past max", dt, { 1.25 * S511, 1.25 * S511, -1.25 * S511 },
+			    all);
+		check_array(G, "rounds to DBL_MAX", dt,
+			    { S511, S511, S511, S511 * (1 - ldexp(1, -52)) }, all);
+		check_array(G, "rounds past DBL_MAX", dt,
+			    { S511, S511, S511, S511 * (1 - ldexp(1, -53)) }, all);
+		check_array(G, "1e153 x 100", dt, std::vector<double>(100, 1e153), all);
+		check_array(G, "1e153 x 1000: past max in sum", dt, std::vector<double>(1000, 1e153), all);
+		check_array(G, "least subnormal", dt, { MIN_SUB }, all);
+		check_array(G, "subnormals", dt, { MIN_SUB, 7 * MIN_SUB, -3e-310, 1e-320, -0.0 }, all);
+		check_array(G, "2^-537 twice", dt, { ldexp(1, -537), ldexp(1, -537) }, all);
+		check_array(G, "bottom tie to even", dt, { ldexp(1, -538), ldexp(1, -538) }, all);
+		check_array(G, "bottom tie broken", dt, { ldexp(1, -538), -ldexp(1, -538), MIN_SUB }, all);
+		check_array(G, "bottom tie up", dt,
+			    { ldexp(1, -538), ldexp(1, -538), ldexp(1, -538), ldexp(1, -538),
+			      ldexp(1, -538), ldexp(1, -538) },
+			    all);
+		check_array(G, "3 x 2^-1076", dt, { ldexp(1, -538), ldexp(1, -538), ldexp(1, -538) }, all);
+		check_array(G, "tie to even", dt, { 1.0, ldexp(1, -27), ldexp(1, -27) }, all);
+		check_array(G, "tie broken below 2^-1074", dt, { 1.0, ldexp(1, -27), ldexp(1, -27), MIN_SUB },
+			    all);
+		check_array(G, "tie broken by a square's low half", dt,
+			    { 1 + ldexp(1, -52), ldexp(1, -27), -ldexp(1, -27) }, all);
+		check_array(G, "low halves", dt, { 1 + ldexp(1, -52), 1 - ldexp(1, -53), 3 + ldexp(1, -51) },
+			    all);
+		check_array(G, "ends of the range at once", dt,
+			    { 1e300, MIN_SUB, ldexp(1, -401), ldexp(1, 501), 1.0, -1e-300 }, all);
+		check_array(G, "many least subnormals", dt,
+			    std::vector<double>(quick ? 70001 : 1000000, MIN_SUB), { 0 });
+		{
+			/* a tie at 1 + 2^-53 whose sticky bit is a million squares
+			 * of 2^-600 (2^-1200 each) */
+			std::vector<double> x(quick ? 70001 : 1000003, ldexp(1, -600));
+			x[500] = 1.0;
+			x[501] = ldexp(1, -27);
+			x[502] = ldexp(1, -27);
+			check_array(G, "tie broken by many tiny squares", dt, x, { 0, 2 });
+		}
+		{
+			std::vector<double> x = make(5, 0, 5000);
+			x[1234] = 1e200;
+			x[4321] = 1e-200;
+			check_array(G, "one huge", dt, x, { 0, 2 });
+			x[3000] = NAN;
+			check_array(G, "NaN among many", dt, x, { 0 });
+			x[3000] = -INFINITY;
+			check_array(G, "-inf among many", dt, x, { 2 });
+		}
+		const size_t sizes[] = { 1, 2, 3, 5, 31, 33, 100, 1000, 4097, 65537, (1u << 20) + 3 };
+		for (size_t n : sizes) {
+			if (quick && n > 70000)
+				continue;
+			for (int kind = 0; kind < 8; kind++)
+				check_array(G, "random", dt, make(5, kind, n), all);
+		}
+		for (int kind : { 0, 1, 6 }) {
+			std::vector<double> x = make(5, kind, quick ? 30001 : 300001);
+			double want = reference(dt, x);
+			for (unsigned b : { 1u, 3u, 700u })
+				expect("grid", dt, x.size(), b, gpu_sum(G, dt, x.data(), x.size(), 1, b), want);
+		}
+		if (!quick) {
+			for (int kind : { 0, 2, 5, 6 })
+				check_array(G, "large", dt, make(5, kind, (1u << 24) + 5), { 2 });
+			check_array(G, "large", dt, make(5, 0, (1u << 28) + 5), { 2 });
+		}
+		printf("f64 squares: %u checks so far\n", checks);
+	}
+
 	/* the kernel's other forms give the same bits; last, and every one
 	 * of them tried even after a failure, so that a wrong form cannot
 	 * hide how the others fare */
@@ -442,8 +626,8 @@ int main(int argc, char **argv)
 		std::vector<double> want(nseg);
 		uint32_t units = 0;
 		for (unsigned i = 0; i < nseg; i++) {
-			int dt = 4 + (int)(rng() % 3);
-			size_t sz = dt == 5 ? 8 : 4;
+			int dt = 4 + (int)(rng() % 4);
+			size_t sz = is_f64(dt) ? 8 : 4;
 			size_t n = i % 50 == 7 ? (quick ? 70001 : (1u << 20) + 3)
 				 : i % 9 == 0 ? rng() % 40000 : rng() % 300;
 			if (i % 17 == 0)
@@ -454,11 +638,11 @@ int main(int argc, char **argv)
 			if (i % 31 == 3)
 				for (double &v : x)
 					v = -0.0;
-			want[i] = ref_partial(summands(dt, x).data(), n);
+			want[i] = reference(dt, x);
 			size_t off = (hb.size() + 15) / 16 * 16 + sz * (rng() % (16 / sz));
 			hb.resize(off + n * sz);
 			for (size_t k = 0; k < n; k++) {
-				if (dt != 5) {
+				if (!is_f64(dt)) {
 					float f = (float)x[k];
 					memcpy(&hb[off + 4 * k], &f, 4);
 				} else {
