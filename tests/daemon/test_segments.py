@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpured_harness import BACKEND, Daemon  # noqa: E402
-from test_shm import ShmCase, ShmClient, cupy_or_skip  # noqa: E402
+from test_shm import ShmCase, ShmClient, cupy_or_skip, map_cupy_ones  # noqa: E402
 
 DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 OPS = ("sum", "sumsq", "min", "max", "argmin", "argmax", "moments")
@@ -401,19 +401,12 @@ class DeviceMemory(unittest.TestCase):
     the connection stay usable."""
 
     def test_offsets_on_device_memory_refused(self):
-        cp = cupy_or_skip()
+        cupy_or_skip()
         d = Daemon("--allow-cuda-ipc", "yes")
         try:
             c = ShmClient(d.path, timeout=30)
-            uuid = [x for x in c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
             n = 1 << 16
-            x = cp.ones(n, dtype=cp.int32)
-            cp.cuda.runtime.deviceSynchronize()
-            handle = bytes(cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
-            err, res = c.call("map", [{"bytes": 4 * n, "kind": "cuda_ipc", "device": uuid,
-                                       "handle": handle}])
-            self.assertIsNone(err, err)
-            region = res["region"]
+            region, x = map_cupy_ones(c, n)
             err, _ = c.call("reduce", [{"op": "sum", "dtype": "i32", "offsets": offsets_bin([0, 5, n]),
                                         "region": region, "offset": 0, "count": n}])
             self.assertEqual(err["code"], "invalid_params")

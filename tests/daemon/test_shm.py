@@ -529,6 +529,20 @@ def cupy_or_skip():
         raise unittest.SkipTest("needs CuPy")
 
 
+def map_cupy_ones(c, n):
+    """n int32 ones in GPU memory (CuPy), mapped by IPC handle on client c
+    of a daemon with --allow-cuda-ipc: (region id, the array)."""
+    cp = cupy_or_skip()
+    uuid = [x for x in c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
+    x = cp.ones(n, dtype=cp.int32)
+    cp.cuda.runtime.deviceSynchronize()
+    handle = bytes(cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
+    err, res = c.call("map", [{"bytes": 4 * n, "kind": "cuda_ipc", "device": uuid,
+                               "handle": handle}])
+    assert err is None, err
+    return res["region"], x
+
+
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
 class DeviceFaults(unittest.TestCase):
     """A device fault while requests on GPU memory are in flight fails them
@@ -537,19 +551,12 @@ class DeviceFaults(unittest.TestCase):
     the CPU; mappings are still released."""
 
     def test_fault_with_device_requests_in_flight(self):
-        cp = cupy_or_skip()
+        cupy_or_skip()
         d = Daemon("--allow-cuda-ipc", "yes", "--fault", "launch:after=4")
         try:
             c = ShmClient(d.path, timeout=30)
-            uuid = [x for x in c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
             n = 1 << 22
-            x = cp.ones(n, dtype=cp.int32)
-            cp.cuda.runtime.deviceSynchronize()
-            handle = bytes(cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
-            err, res = c.call("map", [{"bytes": 4 * n, "kind": "cuda_ipc", "device": uuid,
-                                       "handle": handle}])
-            self.assertIsNone(err, err)
-            region = res["region"]
+            region, x = map_cupy_ones(c, n)
             ids = [c.request("reduce", [{"op": "sum", "dtype": "i32", "region": region,
                                          "offset": 0, "count": n}]) for _ in range(10)]
             ok = failed = 0
