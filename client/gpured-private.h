@@ -1,7 +1,8 @@
 /*
  * libgpured's internals, shared by its files (gpured.c: the connection,
  * its requests and replies; region.c: shared-memory regions;
- * partial-request.c: requests for exact partials). Nothing
+ * partial-request.c: requests for exact partials; segments.c: segmented
+ * reduces). Nothing
  * here is exported: libgpured.sym keeps the library's ABI to gpured_*.
  */
 #pragma once
@@ -35,6 +36,8 @@ typedef struct pending {
 	uint8_t *reply;   /* stats/info: the whole reply message */
 	size_t reply_len;
 	gpured_partial *exact; /* partial, when done: the reply's exact partial */
+	uint64_t nseg;    /* segmented reduce: its segments (0: not one) */
+	uint8_t *records; /* segmented, when done: the reply's records */
 } pending;
 
 struct gpured {
@@ -66,6 +69,10 @@ struct gpured {
 
 	gr_buf wbuf;
 	gr_buf rbuf;
+	/* What a reply may be: the protocol's bounds, raised for the
+	 * largest segmented reply this connection has asked for. */
+	gr_obj_limits reply_limits;
+	size_t reply_max_bytes;
 
 	int timeout_ms; /* -1: wait for ever */
 
@@ -101,6 +108,16 @@ int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
  * against the value already read: 0, -ENOMEM, or -EPROTO with why.
  */
 int client_partial_reply(pending *e, const gr_obj *result, char *why, size_t size);
+/*
+ * Let replies be as large as bytes (a segmented reduce's records and
+ * their map): raised for the rest of the connection, never lowered.
+ */
+void client_expect_reply(gpured_t *g, size_t bytes);
+/*
+ * Read the records of e's segmented reduce result into e->records and
+ * e->value (its count): 0, -ENOMEM, or -EPROTO with why.
+ */
+int client_segments_reply(pending *e, const gr_obj *result, char *why, size_t size);
 /* Whether op and dt have exact partials: sum and sumsq of f32 and f64. */
 bool client_partial_kind(gpured_op op, gpured_dtype dt);
 /* x as the partial of op and dt. */

@@ -298,6 +298,8 @@ int gpured_connect(const char *path, gpured_t **ret)
 	g->timeout_ms = -1;
 	gr_buf_init(&g->wbuf);
 	gr_buf_init(&g->rbuf);
+	g->reply_limits = gr_msg_response_limits;
+	g->reply_max_bytes = GR_MSG_RESPONSE_MAX_BYTES;
 	*ret = g;
 	return 0;
 }
@@ -308,9 +310,11 @@ static void pending_clear(pending *p)
 	free(p->errcode);
 	free(p->reply);
 	free(p->exact);
+	free(p->records);
 	p->errmsg = p->errcode = NULL;
 	p->reply = NULL;
 	p->exact = NULL;
+	p->records = NULL;
 }
 
 void gpured_close(gpured_t *g)
@@ -473,6 +477,14 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 			gr_value v;
 			uint64_t count;
 
+			if (e->nseg > 0) {
+				char why[160];
+				int r = client_segments_reply(e, res, why, sizeof(why));
+
+				if (r < 0)
+					return conn_fail(g, r, "%s", why);
+				break;
+			}
 			if (e->op == GR_OP_MOMENTS) {
 				/* the whole result kept; the value is its sum */
 				if (gr_msg_parse_moments_result(res, gr_result_kind(e->op, e->dtype),
@@ -541,7 +553,7 @@ static int process_replies(gpured_t *g)
 
 	while (off < g->rbuf.len) {
 		gr_obj_tree tree = { 0 };
-		long k = gr_obj_parse(g->rbuf.data + off, g->rbuf.len - off, &gr_msg_response_limits, &tree);
+		long k = gr_obj_parse(g->rbuf.data + off, g->rbuf.len - off, &g->reply_limits, &tree);
 
 		if (k == 0)
 			break;
@@ -557,9 +569,17 @@ static int process_replies(gpured_t *g)
 		off += (size_t)k;
 	}
 	gr_buf_consume(&g->rbuf, off);
-	if (r == 0 && g->rbuf.len > GR_MSG_RESPONSE_MAX_BYTES)
-		r = conn_fail(g, -EPROTO, "reply larger than %u bytes", GR_MSG_RESPONSE_MAX_BYTES);
+	if (r == 0 && g->rbuf.len > g->reply_max_bytes)
+		r = conn_fail(g, -EPROTO, "reply larger than %zu bytes", g->reply_max_bytes);
 	return r;
+}
+
+void client_expect_reply(gpured_t *g, size_t bytes)
+{
+	if (bytes > g->reply_max_bytes)
+		g->reply_max_bytes = bytes;
+	if (bytes > g->reply_limits.max_str)
+		g->reply_limits.max_str = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
 }
 
 /* Read what the socket has, without blocking, and process it. */

@@ -293,6 +293,101 @@ int gpured_region_reduce_moments(gpured_t *g, const gpured_region_t *r, gpured_d
 int gpured_wait_id_moments(gpured_t *g, uint32_t id, gpured_moments *ret);
 
 /*
+ * Segmented reduces (PROTOCOL.md, "Segments"): one result per segment of
+ * the elements, as x.sum(axis=1) gives one per row of a matrix. offsets
+ * holds nseg + 1 element offsets, offsets[0] = 0 <= offsets[1] <= ... <=
+ * offsets[nseg] = n, and segment i is the elements [offsets[i],
+ * offsets[i + 1]). Every op and dtype takes them, with data or a region;
+ * ddof is moments' (the variance of each segment divides by its length -
+ * ddof) and must be 0 for the other ops. The offsets are sent straight
+ * from the caller's memory, as the data are.
+ *
+ * The result is nseg records, one per segment in order, written packed to
+ * records[0..records_bytes), which must hold nseg *
+ * gpured_segment_record_bytes(op) bytes. Each record is what the op gives
+ * for that segment alone (but an integer sumsq may differ in its last
+ * bits: PROTOCOL.md says when), in the machine's (little-endian) layout,
+ * typed as the result table says (gpured_result_kind(op, dt): the i, u or
+ * f of a gpured_number):
+ *
+ *   sum, min, max, sumsq   one gpured_number               8 bytes
+ *   argmin, argmax         a gpured_arg_record: the value
+ *                          and the index of its first
+ *                          element, counted from the
+ *                          segment's first element         16 bytes
+ *   moments                a gpured_moments_record: sum,
+ *                          min, max (of the result kind),
+ *                          mean and var (double)           40 bytes
+ *
+ * An empty segment is no error: its record holds the op's identity. sum
+ * 0 (of its kind), sumsq 0.0; min the dtype's largest value (+inf for
+ * floats) and max its smallest (-inf); argmin and argmax that value with
+ * index GPURED_SEGMENT_NO_INDEX; moments sum 0, min and max as for min
+ * and max, mean and var NaN. A segment of moments no longer than ddof has
+ * var NaN.
+ *
+ * The library checks what costs nothing before it sends: nseg >= 1,
+ * offsets[0] == 0, offsets[nseg] == n, records_bytes large enough, no
+ * ddof for other ops than moments (each -EINVAL, nothing sent), and that
+ * the offsets fit a request (-E2BIG). The daemon checks the rest and
+ * answers with its message: offsets that decrease (-EINVAL), more segments
+ * than its limits.max_segments (-E2BIG; info says how many, 2097152 by
+ * default), a ddof not below n (-EINVAL). A reply whose records do not
+ * match the request ends the connection with -EPROTO.
+ *
+ * gpured_submit_segments() and the region forms pipeline like
+ * gpured_submit(); collect the records with gpured_wait_id_segments(),
+ * which returns -ESRCH if id is not outstanding and -EINVAL (leaving it
+ * outstanding) if it is not a segmented request or its records do not fit
+ * records_bytes. records may be NULL (records_bytes 0) to drop them.
+ * Until a request is collected, the library keeps its reply's records (up
+ * to 40 bytes a segment).
+ * gpured_wait() and gpured_wait_id() collect segmented requests too,
+ * dropping the records (the value's count is n, its value 0).
+ */
+typedef union gpured_number {
+	int64_t i;
+	uint64_t u;
+	double f;
+} gpured_number;
+
+/* The index of an empty segment's argmin or argmax record: 2^64 - 1. */
+#define GPURED_SEGMENT_NO_INDEX UINT64_MAX
+
+typedef struct gpured_arg_record {
+	gpured_number value;
+	uint64_t index;
+} gpured_arg_record;
+
+typedef struct gpured_moments_record {
+	gpured_number sum, min, max;
+	double mean, var;
+} gpured_moments_record;
+
+/* Bytes of one record of op: 8, 16 or 40; 0 when op is out of range. */
+size_t gpured_segment_record_bytes(gpured_op op);
+
+int gpured_reduce_segments(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+			   const uint64_t *offsets, size_t nseg, uint64_t ddof, void *records,
+			   size_t records_bytes);
+int gpured_submit_segments(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
+			   const uint64_t *offsets, size_t nseg, uint64_t ddof, uint32_t *ret_id);
+/* n elements of region at byte offset offset. */
+int gpured_reduce_region_segments(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
+				  size_t offset, size_t n, const uint64_t *offsets, size_t nseg,
+				  uint64_t ddof, void *records, size_t records_bytes);
+int gpured_submit_region_segments(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
+				  size_t offset, size_t n, const uint64_t *offsets, size_t nseg,
+				  uint64_t ddof, uint32_t *ret_id);
+int gpured_region_reduce_segments(gpured_t *g, const gpured_region_t *r, gpured_op op,
+				  gpured_dtype dt, size_t offset, size_t n, const uint64_t *offsets,
+				  size_t nseg, uint64_t ddof, void *records, size_t records_bytes);
+int gpured_region_submit_segments(gpured_t *g, const gpured_region_t *r, gpured_op op,
+				  gpured_dtype dt, size_t offset, size_t n, const uint64_t *offsets,
+				  size_t nseg, uint64_t ddof, uint32_t *ret_id);
+int gpured_wait_id_segments(gpured_t *g, uint32_t id, void *records, size_t records_bytes);
+
+/*
  * Exact partials (PROTOCOL.md, "Exact partials"). A float sum or sumsq
  * is the exact sum of the elements (of their exact squares) rounded once;
  * its partial is that exact sum before rounding, so that an array split

@@ -5,10 +5,12 @@
  * one-byte pieces, error replies, a fatal reply with msgid 0, a close
  * without a reply, malformed bytes, and a server that writes many replies
  * before it reads on, which deadlocks a client that does not read while
- * it writes. Given gpuredctl's path, also its health command against
- * devices out of service, which a CPU daemon never has.
+ * it writes; and the bytes of segmented reduces both ways. Given
+ * gpuredctl's path, also its health command against devices out of
+ * service, which a CPU daemon never has.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -23,6 +25,7 @@
 #include "tests/check.h"
 #include "client/gpured.h"
 #include "proto/mp.h"
+#include "proto/obj.h"
 
 typedef struct server server;
 typedef void (*scenario_fn)(server *s);
@@ -582,6 +585,147 @@ static void test_fatal_with_id(void)
 	server_stop(&s);
 }
 
+/* ---- scenario: segmented reduces, their bytes both ways ---------------- */
+
+/* The next whole request, parsed: its params' map in *ret_map (strings
+ * point into *bytes, which the caller frees with the tree). */
+static void srv_next_map(server *s, uint8_t **bytes, gr_obj_tree *tree, const gr_obj **ret_map)
+{
+	static const gr_obj_limits lim = { .max_depth = 8, .max_items = 64, .max_str = 1 << 20 };
+	size_t span;
+
+	while ((span = s->in.len ? mp_span(s->in.data, s->in.len) : 0) == 0) {
+		CHECK(gr_buf_reserve(&s->in, 1 << 16) == 0);
+		ssize_t n = read(s->fd, s->in.data + s->in.len, s->in.cap - s->in.len);
+		CHECK_MSG(n > 0, "client closed early");
+		s->in.len += (size_t)n;
+	}
+	*bytes = malloc(span);
+	CHECK(*bytes);
+	memcpy(*bytes, s->in.data, span);
+	gr_buf_consume(&s->in, span);
+	CHECK(gr_obj_parse(*bytes, span, &lim, tree) == (long)span);
+	const gr_obj *params = &tree->root->v.items[3];
+	CHECK(params->type == GR_MP_ARRAY && params->len == 1);
+	*ret_map = &params->v.items[0];
+	CHECK((*ret_map)->type == GR_MP_MAP);
+}
+
+/* The map's keys, in order, joined with spaces. */
+static void map_keys(const gr_obj *map, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < map->len; i++) {
+		const gr_obj *k = &map->v.items[2 * i];
+		len += (size_t)snprintf(buf + len, size - len, "%s%.*s", i ? " " : "", (int)k->len,
+					k->v.str);
+	}
+}
+
+static void reply_segments(gr_buf *b, uint32_t id, uint64_t count, uint64_t nseg,
+			   const void *records, size_t bytes)
+{
+	reply_head(b, id);
+	CHECK(gr_mpw_map(b, 3) == 0);
+	CHECK(gr_mpw_cstr(b, "count") == 0);
+	CHECK(gr_mpw_uint(b, count) == 0);
+	CHECK(gr_mpw_cstr(b, "segments") == 0);
+	CHECK(gr_mpw_uint(b, nseg) == 0);
+	CHECK(gr_mpw_cstr(b, "values") == 0);
+	CHECK(gr_mpw_bin(b, records, bytes) == 0);
+}
+
+static void srv_segments(server *s)
+{
+	static const uint8_t offs1[] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+					 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0 };
+	const double data1[3] = { 1, 2, 4 };
+	uint8_t *b1, *b2, *b3;
+	gr_obj_tree t1 = { 0 }, t2 = { 0 }, t3 = { 0 };
+	const gr_obj *m1, *m2, *m3;
+	char keys[128];
+	gr_buf out;
+
+	gr_buf_init(&out);
+	/* op, dtype and ddof, then the offsets, then the data */
+	srv_next_map(s, &b1, &t1, &m1);
+	map_keys(m1, keys, sizeof(keys));
+	CHECK_MSG(strcmp(keys, "op dtype ddof offsets data") == 0, "%s", keys);
+	const gr_obj *o = gr_obj_get(m1, "offsets"), *d = gr_obj_get(m1, "data");
+	CHECK(o->type == GR_MP_BIN && o->len == sizeof(offs1) && memcmp(o->v.str, offs1, o->len) == 0);
+	CHECK(d->type == GR_MP_BIN && d->len == sizeof(data1) && memcmp(d->v.str, data1, d->len) == 0);
+	CHECK(gr_obj_get(m1, "ddof")->v.u == 1);
+	/* a region's keys after the offsets too */
+	srv_next_map(s, &b2, &t2, &m2);
+	map_keys(m2, keys, sizeof(keys));
+	CHECK_MSG(strcmp(keys, "op dtype offsets region offset count") == 0, "%s", keys);
+	CHECK(gr_obj_get(m2, "region")->v.u == 7 && gr_obj_get(m2, "offset")->v.u == 12 &&
+	      gr_obj_get(m2, "count")->v.u == 5 && gr_obj_get(m2, "offsets")->len == 16);
+	srv_next_map(s, &b3, &t3, &m3);
+	map_keys(m3, keys, sizeof(keys));
+	CHECK_MSG(strcmp(keys, "op dtype offsets data") == 0, "%s", keys);
+
+	/* the second first, then the first in one-byte pieces */
+	gpured_arg_record a = { .value.i = -3, .index = 4 };
+	reply_segments(&out, (uint32_t)t2.root->v.items[1].v.u, 5, 1, &a, sizeof(a));
+	srv_write(s, out.data, out.len);
+	out.len = 0;
+	gpured_moments_record m[3] = {
+		{ .sum.f = 1, .min.f = 1, .max.f = 1, .mean = 1, .var = NAN },
+		{ .sum.f = 0, .min.f = INFINITY, .max.f = -INFINITY, .mean = NAN, .var = NAN },
+		{ .sum.f = 6, .min.f = 2, .max.f = 4, .mean = 3, .var = 2 },
+	};
+	reply_segments(&out, (uint32_t)t1.root->v.items[1].v.u, 3, 3, m, sizeof(m));
+	srv_write_slowly(s, &out);
+	out.len = 0;
+	/* the third's records a byte short, once the client has the others
+	 * and has sent one more request (whose reply never comes) */
+	srv_next(s, NULL);
+	reply_segments(&out, (uint32_t)t3.root->v.items[1].v.u, 2, 1, "\x0b\0\0\0\0\0\0", 7);
+	srv_write(s, out.data, out.len);
+	gr_buf_deinit(&out);
+	gr_obj_tree_deinit(&t1);
+	gr_obj_tree_deinit(&t2);
+	gr_obj_tree_deinit(&t3);
+	free(b1);
+	free(b2);
+	free(b3);
+	char x;
+	(void)!read(s->fd, &x, 1);
+}
+
+static void test_segments(void)
+{
+	const double x[3] = { 1, 2, 4 };
+	const int64_t y[2] = { 5, 6 };
+	gpured_moments_record m[3];
+	gpured_arg_record a;
+	uint32_t id1, id2, id3, id4;
+	server s;
+	gpured_t *g;
+
+	server_start(&s, srv_segments);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	CHECK_EQ(gpured_submit_segments(g, GPURED_OP_MOMENTS, GPURED_F64, x, 3,
+					(const uint64_t[]){ 0, 1, 1, 3 }, 3, 1, &id1), 0);
+	CHECK_EQ(gpured_submit_region_segments(g, 7, GPURED_OP_ARGMIN, GPURED_I32, 12, 5,
+					       (const uint64_t[]){ 0, 5 }, 1, 0, &id2), 0);
+	CHECK_EQ(gpured_submit_segments(g, GPURED_OP_SUM, GPURED_I64, y, 2,
+					(const uint64_t[]){ 0, 2 }, 1, 0, &id3), 0);
+	CHECK_EQ(gpured_wait_id_segments(g, id1, m, sizeof(m)), 0);
+	CHECK(m[0].mean == 1 && isnan(m[0].var) && m[1].min.f == INFINITY && isnan(m[1].mean) &&
+	      m[2].sum.f == 6 && m[2].var == 2);
+	CHECK_EQ(gpured_wait_id_segments(g, id2, &a, sizeof(a)), 0);
+	CHECK(a.value.i == -3 && a.index == 4);
+	CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_I64, y, 2, &id4), 0);
+	CHECK_EQ(gpured_wait_id_segments(g, id3, NULL, 0), -EPROTO);
+	CHECK_MSG(strstr(gpured_errmsg(g), "7 bytes, not 1 records of 8"), "%s", gpured_errmsg(g));
+	gpured_close(g);
+	server_stop(&s);
+}
+
 /* A server that reads but never answers: the timeout ends the wait. */
 static void srv_silent(server *s)
 {
@@ -774,6 +918,7 @@ int main(int argc, char **argv)
 	run_broken_sumsq(srv_int_for_float);
 	test_busy();
 	test_fatal_with_id();
+	test_segments();
 	test_timeout();
 	test_flood();
 	if (argc > 1)
