@@ -18,6 +18,7 @@
 
 #include "client/ctl-input.h"
 #include "client/ctl-progress.h"
+#include "client/ctl-segments.h"
 #include "client/ctl-top.h"
 #include "client/gpured.h"
 
@@ -62,6 +63,11 @@ static void usage(FILE *f)
 		"  -j, --json               Print JSON (top: one line per refresh)\n"
 		"  -q, --quiet              Reductions: no progress bar on standard error\n"
 		"  -d, --ddof N             moments: the variance divides by count - N (default 0)\n"
+		"      --rows N             Reduce each row of N elements (the last may be\n"
+		"                           shorter): one result per line\n"
+		"      --offsets FILE       Reduce each segment that FILE's offsets delimit\n"
+		"                           (k + 1 little-endian u64 element offsets, 0 first,\n"
+		"                           the number of elements last): one result per line\n"
 		"  -i, --interval SECONDS   top: refresh this often (default 1)\n"
 		"  -n, --iterations N       top: stop after N refreshes (default: until Ctrl-C)\n"
 		"  -o, --output FILE        metrics: replace FILE at once (a temporary file\n"
@@ -401,6 +407,48 @@ static void print_moments(const gpured_moments *m, bool json)
 		       (unsigned long long)m->count, sum, mn, mx, mean, var);
 }
 
+/* The offsets of --offsets FILE, for n elements. */
+static int read_offsets(const char *file, size_t n, uint64_t **ret, size_t *ret_nseg)
+{
+	char why[160], *bytes = NULL;
+	size_t len = 0;
+	int fd, r;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "%s: cannot open %s: %s\n", prog, file, strerror(errno));
+		return EXIT_USAGE;
+	}
+	r = ctl_input_read_all(fd, ctl_input_remaining(fd), NULL, &bytes, &len);
+	close(fd);
+	if (r == 0)
+		r = ctl_segments_parse(bytes, len, n, ret, ret_nseg, why, sizeof(why));
+	free(bytes);
+	if (r == -EINVAL)
+		fprintf(stderr, "%s: offsets %s: %s\n", prog, file, why);
+	else if (r < 0)
+		fprintf(stderr, "%s: cannot read %s: %s\n", prog, file, strerror(-r));
+	return r < 0 ? EXIT_USAGE : 0;
+}
+
+/* One result per segment, one a line. */
+static int cmd_reduce_segments(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data,
+			       size_t n, const uint64_t *offsets, size_t nseg, uint64_t ddof,
+			       bool raw, bool json)
+{
+	void *records;
+	int r;
+
+	if (nseg == 0)
+		return 0; /* rows of no elements: none */
+	r = ctl_segments_reduce(g, op, dt, data, n, offsets, nseg, ddof, raw, &records);
+	if (r < 0)
+		return server_error(g, gpured_op_name(op), r);
+	ctl_segments_print(stdout, op, dt, offsets, nseg, records, json);
+	free(records);
+	return 0;
+}
+
 static int cmd_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
 		      uint64_t ddof, bool raw, bool json)
 {
@@ -440,6 +488,7 @@ static int cmd_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *da
 
 int main(int argc, char **argv)
 {
+	enum { OPT_ROWS = 256, OPT_OFFSETS };
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "dtype", required_argument, NULL, 't' },
@@ -449,17 +498,20 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "ddof", required_argument, NULL, 'd' },
+		{ "rows", required_argument, NULL, OPT_ROWS },
+		{ "offsets", required_argument, NULL, OPT_OFFSETS },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	const char *socket = NULL, *cmd, *file = NULL, *output = NULL;
+	const char *socket = NULL, *cmd, *file = NULL, *output = NULL, *offsets_file = NULL;
 	gpured_dtype dt = GPURED_F64;
 	bool json = false, raw = false, have_dtype = false, quiet = false, have_top_opt = false;
 	bool have_ddof = false;
-	uint64_t ddof = 0;
+	uint64_t ddof = 0, rows = 0, *offsets = NULL;
+	size_t nseg = 0;
 	ctl_top_options top = { .interval_s = 1 };
 	double timeout_s = 0;
 	void *data = NULL;
@@ -516,6 +568,22 @@ int main(int argc, char **argv)
 			have_ddof = true;
 			break;
 		}
+		case OPT_ROWS: {
+			char *end;
+
+			errno = 0;
+			rows = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || !isdigit((unsigned char)optarg[0]) ||
+			    rows == 0) {
+				fprintf(stderr, "%s: invalid row length '%s' (a positive integer)\n",
+					prog, optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case OPT_OFFSETS:
+			offsets_file = optarg;
+			break;
 		case 'i': {
 			char *end;
 
@@ -567,6 +635,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: --ddof applies to moments only\n", prog);
 		return EXIT_USAGE;
 	}
+	if ((rows || offsets_file) && gpured_op_parse(cmd, &op) < 0) {
+		fprintf(stderr, "%s: --rows and --offsets apply to reductions only\n", prog);
+		return EXIT_USAGE;
+	}
+	if (rows && offsets_file) {
+		fprintf(stderr, "%s: --rows and --offsets exclude each other\n", prog);
+		return EXIT_USAGE;
+	}
 	if (gpured_op_parse(cmd, &op) == 0) {
 		if (optind < argc)
 			file = argv[optind++];
@@ -577,11 +653,22 @@ int main(int argc, char **argv)
 		/* Read before connecting: a bad input should not need a
 		 * daemon to be reported. */
 		r = read_input(file, dt, raw, quiet, &data, &n);
-		if (r)
+		if (r == 0 && offsets_file)
+			r = read_offsets(offsets_file, n, &offsets, &nseg);
+		else if (r == 0 && rows && ctl_segments_rows(n, rows, &offsets, &nseg) < 0) {
+			fprintf(stderr, "%s: out of memory\n", prog);
+			r = EXIT_USAGE;
+		}
+		if (r) {
+			free(data);
 			return r;
+		}
 		r = connect_or_complain(socket, timeout_s, &g);
-		if (r == 0)
+		if (r == 0 && (rows || offsets_file))
+			r = cmd_reduce_segments(g, op, dt, data, n, offsets, nseg, ddof, raw, json);
+		else if (r == 0)
 			r = cmd_reduce(g, op, dt, data, n, ddof, raw, json);
+		free(offsets);
 		free(data);
 		gpured_close(g);
 		return r;

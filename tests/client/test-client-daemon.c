@@ -9,7 +9,7 @@
  * with small ones), pipeline (hundreds in flight, collected out of order),
  * regions (shared-memory regions through the library), connections
  * (many clients at once), ctl (gpuredctl), segments (segmented reduces
- * through the library, against each segment reduced alone),
+ * through the library and gpuredctl, against each segment reduced alone),
  * sigterm (a request in flight is answered, then the daemon exits 0 and
  * removes its socket).
  */
@@ -1161,6 +1161,15 @@ static void check_segments(gpured_t *g, gpured_op op, gpured_dtype dt, const voi
 	}
 }
 
+static void write_file(const char *path, const void *p, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	CHECK(fd >= 0);
+	CHECK(write(fd, p, len) == (ssize_t)len);
+	close(fd);
+}
+
 /* The worked example and values computed by hand. */
 static void segments_by_hand(gpured_t *g)
 {
@@ -1485,6 +1494,104 @@ static void segments_many(gpured_t *g, rng *r)
 	free(o);
 }
 
+/* gpuredctl --rows and --offsets */
+static void segments_ctl(void)
+{
+	char *out = NULL, *err = NULL, opath[160], a1[192];
+	const char *sock = the_daemon.sock;
+	int rc;
+
+	snprintf(opath, sizeof(opath), "%s/offsets", the_daemon.dir);
+	snprintf(a1, sizeof(a1), "%s", opath);
+	write_file(opath, (uint64_t[]){ 0, 2, 2, 5 }, 32);
+
+	rc = CTL("1 2 3 4 5", sock, "sum", "-t", "i32", "--rows", "2");
+	CHECK_MSG(rc == 0 && strcmp(out, "3\n7\n5\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("1 2 3 4 5 6", sock, "moments", "--rows", "3", "--ddof", "1");
+	CHECK_MSG(rc == 0 && strcmp(out, "3 6 1 3 2 1\n3 15 4 6 5 1\n") == 0, "rc %d out '%s' err '%s'",
+		  rc, out, err);
+	rc = CTL("1.5 -2 7", sock, "--json", "sumsq", "--rows", "2");
+	CHECK_MSG(rc == 0 && strcmp(out, "{\"value\":6.25,\"count\":2}\n{\"value\":49,\"count\":1}\n") == 0,
+		  "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("", sock, "sum", "--rows", "4");
+	CHECK_MSG(rc == 0 && strcmp(out, "") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	{
+		const char *a[] = { "argmin", "--offsets", a1, NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, "5 4 3 2 1", 9, sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "4 1\ninf -1\n1 2\n") == 0, "rc %d out '%s' err '%s'", rc,
+			  out, err);
+	}
+	{
+		const char *a[] = { "--json", "argmax", "-t", "u32", "--offsets", a1, NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, "5 4 3 2 1", 9, sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "{\"value\":5,\"index\":0,\"count\":2}\n"
+					 "{\"value\":0,\"index\":null,\"count\":0}\n"
+					 "{\"value\":3,\"index\":0,\"count\":3}\n") == 0,
+			  "rc %d out '%s' err '%s'", rc, out, err);
+	}
+	{
+		/* packed input, through a region */
+		int64_t raw[5] = { -1, 2, -3, 4, -5 };
+		const char *a[] = { "min", "--raw", "-t", "i64", "--offsets", a1, NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, raw, sizeof(raw), sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "-1\n9223372036854775807\n-5\n") == 0,
+			  "rc %d out '%s' err '%s'", rc, out, err);
+	}
+	{
+		const char *a[] = { "moments", "-t", "f64", "--offsets", a1, NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, "1 3 0.5 0.5 2", 13, sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "2 4 1 3 2 1\n0 0 inf -inf nan nan\n3 3 0.5 2 1 0.5\n") == 0,
+			  "rc %d out '%s' err '%s'", rc, out, err);
+	}
+
+	/* Bad offsets are the input's errors (exit 2), told before sending */
+	{
+		const char *a[] = { "sum", "--offsets", a1, NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, "1 2 3 4", 7, sock, &out, &err);
+		CHECK_MSG(rc == 2 && strstr(err, "the last offset is 5, not the 4 elements"), "rc %d err '%s'",
+			  rc, err);
+		write_file(opath, (uint64_t[]){ 0, 3, 2, 4 }, 32);
+		free(out);
+		free(err);
+		rc = run_ctl(a, "1 2 3 4", 7, sock, &out, &err);
+		CHECK_MSG(rc == 2 && strstr(err, "offset 2 is 2, below"), "rc %d err '%s'", rc, err);
+		write_file(opath, (uint64_t[]){ 0, 4 }, 12);
+		free(out);
+		free(err);
+		rc = run_ctl(a, "1 2 3 4", 7, sock, &out, &err);
+		CHECK_MSG(rc == 2 && strstr(err, "12 bytes"), "rc %d err '%s'", rc, err);
+		unlink(opath);
+		free(out);
+		free(err);
+		rc = run_ctl(a, "1 2 3 4", 7, sock, &out, &err);
+		CHECK_MSG(rc == 2 && strstr(err, "cannot open"), "rc %d err '%s'", rc, err);
+	}
+	rc = CTL("1 2", sock, "sum", "--rows", "0");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+	rc = CTL("1 2", sock, "sum", "--rows", "-1");
+	CHECK_MSG(rc == 2, "rc %d", rc);
+	rc = CTL("1 2", sock, "sum", "--rows", "1", "--offsets", "/nonexistent");
+	CHECK_MSG(rc == 2 && strstr(err, "exclude"), "rc %d err '%s'", rc, err);
+	rc = CTL("", sock, "ping", "--rows", "2");
+	CHECK_MSG(rc == 2 && strstr(err, "reductions only"), "rc %d err '%s'", rc, err);
+	/* the daemon's errors (exit 1) */
+	rc = CTL("1 2 3", sock, "moments", "--rows", "2", "--ddof", "3");
+	CHECK_MSG(rc == 1 && strstr(err, "ddof") && strstr(err, "invalid_params"), "rc %d err '%s'", rc,
+		  err);
+	free(out);
+	free(err);
+}
+
 static void test_segments(void)
 {
 	static const char *const extra[] = { "--chunk-bytes", "262144", NULL };
@@ -1501,6 +1608,7 @@ static void test_segments(void)
 	segments_many(g, &r);
 	CHECK_EQ(gpured_ping(g), 0);
 	gpured_close(g);
+	segments_ctl();
 	CHECK_EQ(daemon_stop(&the_daemon), 0);
 }
 

@@ -1,7 +1,8 @@
 /*
  * Pieces of the client that need no daemon: socket path resolution, error
- * mapping, names, gpuredctl's number parsing and printing, its progress
- * line and reading, and what top computes from two snapshots.
+ * mapping, names, gpuredctl's number parsing and printing, its segments'
+ * offsets and lines, its progress line and reading, and what top computes
+ * from two snapshots.
  */
 #include <errno.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include "tests/check.h"
 #include "client/ctl-input.h"
 #include "client/ctl-progress.h"
+#include "client/ctl-segments.h"
 #include "client/ctl-top.h"
 #include "client/gpured.h"
 
@@ -303,6 +305,78 @@ static void test_format(void)
 	CHECK(strcmp(buf, "null") == 0);
 }
 
+/* gpuredctl's offsets: rows of a length, and a file's, checked */
+static void test_segment_offsets(void)
+{
+	uint64_t *o = NULL;
+	size_t k = 99;
+	char why[160];
+
+	CHECK_EQ(ctl_segments_rows(10, 4, &o, &k), 0);
+	CHECK(k == 3 && o[0] == 0 && o[1] == 4 && o[2] == 8 && o[3] == 10);
+	free(o);
+	CHECK_EQ(ctl_segments_rows(9, 3, &o, &k), 0);
+	CHECK(k == 3 && o[2] == 6 && o[3] == 9);
+	free(o);
+	CHECK_EQ(ctl_segments_rows(5, 100, &o, &k), 0);
+	CHECK(k == 1 && o[0] == 0 && o[1] == 5);
+	free(o);
+	CHECK_EQ(ctl_segments_rows(0, 3, &o, &k), 0);
+	CHECK(k == 0 && o == NULL);
+	CHECK_EQ(ctl_segments_rows(5, 0, &o, &k), -EINVAL);
+
+	const uint8_t good[24] = { 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x01, 0, 0, 0, 0, 0, 0,
+				   0x02, 0x01, 0, 0, 0, 0, 0, 0 };
+	CHECK_EQ(ctl_segments_parse(good, 24, 258, &o, &k, why, sizeof(why)), 0);
+	CHECK(k == 2 && o[0] == 0 && o[1] == 257 && o[2] == 258);
+	free(o);
+	CHECK_EQ(ctl_segments_parse(good, 24, 259, &o, &k, why, sizeof(why)), -EINVAL);
+	CHECK_MSG(strstr(why, "last offset is 258, not the 259"), "%s", why);
+	CHECK_EQ(ctl_segments_parse(good, 20, 258, &o, &k, why, sizeof(why)), -EINVAL);
+	CHECK_MSG(strstr(why, "20 bytes"), "%s", why);
+	CHECK_EQ(ctl_segments_parse(good, 8, 0, &o, &k, why, sizeof(why)), -EINVAL);
+	CHECK_EQ(ctl_segments_parse(good + 8, 16, 258, &o, &k, why, sizeof(why)), -EINVAL);
+	CHECK_MSG(strstr(why, "first offset is 257"), "%s", why);
+	const uint64_t down[4] = { 0, 5, 4, 9 };
+	CHECK_EQ(ctl_segments_parse(down, 32, 9, &o, &k, why, sizeof(why)), -EINVAL);
+	CHECK_MSG(strstr(why, "offset 2 is 4, below the one before it (5)"), "%s", why);
+	const uint64_t empties[4] = { 0, 0, 0, 0 };
+	CHECK_EQ(ctl_segments_parse(empties, 32, 0, &o, &k, why, sizeof(why)), 0);
+	CHECK(k == 3);
+	free(o);
+}
+
+/* One line per segment, each as gpuredctl prints one result. */
+static void test_segment_print(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	const uint64_t o[4] = { 0, 2, 2, 5 };
+	const gpured_number sums[3] = { { .i = -3 }, { .i = 0 }, { .i = 12 } };
+	const gpured_arg_record args[3] = {
+		{ { .f = 0.5 }, 1 }, { { .f = INFINITY }, GPURED_SEGMENT_NO_INDEX }, { { .f = -2 }, 0 },
+	};
+	const gpured_moments_record m[1] = { { { .u = 7 }, { .u = 1 }, { .u = 6 }, 3.5, 12.5 } };
+
+	CHECK(f);
+	ctl_segments_print(f, GPURED_OP_SUM, GPURED_I32, o, 3, sums, false);
+	ctl_segments_print(f, GPURED_OP_ARGMIN, GPURED_F32, o, 3, args, false);
+	ctl_segments_print(f, GPURED_OP_ARGMIN, GPURED_F32, o, 3, args, true);
+	ctl_segments_print(f, GPURED_OP_MOMENTS, GPURED_U64, (uint64_t[]){ 0, 2 }, 1, m, false);
+	ctl_segments_print(f, GPURED_OP_MOMENTS, GPURED_U64, (uint64_t[]){ 0, 2 }, 1, m, true);
+	CHECK(fclose(f) == 0);
+	CHECK_MSG(strcmp(buf, "-3\n0\n12\n"
+			      "0.5 1\ninf -1\n-2 0\n"
+			      "{\"value\":0.5,\"index\":1,\"count\":2}\n"
+			      "{\"value\":null,\"index\":null,\"count\":0}\n"
+			      "{\"value\":-2,\"index\":0,\"count\":3}\n"
+			      "2 7 1 6 3.5 12.5\n"
+			      "{\"count\":2,\"sum\":7,\"min\":1,\"max\":6,\"mean\":3.5,\"var\":12.5}\n") == 0,
+		  "%s", buf);
+	free(buf);
+}
+
 static void test_progress_format(void)
 {
 	char buf[256], b[32];
@@ -504,6 +578,8 @@ int main(void)
 	test_parse_number();
 	test_parse_text();
 	test_format();
+	test_segment_offsets();
+	test_segment_print();
 	test_progress_format();
 	test_read_all();
 	test_top_quantile();
