@@ -37,10 +37,26 @@ MAX_BIN = (1 << 32) - 1
 # with one buffer; larger ones go out as header + a view of their memory.
 SMALL_COPY_BYTES = 16 << 10
 
+# The largest reply a client reads: a segmented reduce's records at the
+# daemon's limit (limits.max_segments, 2**21, of moments' 40 bytes) and
+# more.
+MAX_REPLY_BYTES = 128 << 20
+
+
+def buffers(head, data):
+    """head and data (None, a buffer, or a list of them) as one list."""
+    if data is None:
+        return [head]
+    if isinstance(data, list):
+        return [head] + data
+    return [head, data]
+
 
 class Result(namedtuple("Result", "value count")):
     """A reduction's full result: ``value`` (int or float, see
-    PROTOCOL.md's result table) and ``count``, the elements reduced."""
+    PROTOCOL.md's result table) and ``count``, the elements reduced.
+    With ``offsets=``, each field is a 1-D NumPy array, one entry per
+    segment (``count``: the segments' lengths, int64)."""
     __slots__ = ()
 
 
@@ -49,7 +65,10 @@ class Moments(namedtuple("Moments", "count sum min max mean var")):
     and ``max``, exactly what those ops return for the same array; ``mean``
     and ``var``, floats for every dtype: the exact mean and variance
     (``ddof`` delta degrees of freedom) of the elements, each rounded once,
-    so that no cancellation can creep in (PROTOCOL.md, "moments")."""
+    so that no cancellation can creep in (PROTOCOL.md, "moments").
+    With ``offsets=``, each field is a 1-D NumPy array, one entry per
+    segment; an empty segment has ``count`` 0, ``sum`` 0, ``min`` and
+    ``max`` the identities of those ops and ``mean`` and ``var`` NaN."""
     __slots__ = ()
 
 
@@ -57,7 +76,10 @@ class ArgResult(namedtuple("ArgResult", "value index count")):
     """argmin's (argmax's) result: ``value``, what min (max) returns,
     ``index``, the index of the first element equal to it in the flattened
     array (C order; the first NaN when value is NaN; -0.0 counts below
-    0.0), and ``count``, the elements reduced."""
+    0.0), and ``count``, the elements reduced. With ``offsets=``, each
+    field is a 1-D NumPy array, one entry per segment: ``index`` (int64)
+    counts from the segment's first element, and is -1 for an empty
+    segment (whose ``value`` is the identity of min or max)."""
     __slots__ = ()
 
 
@@ -105,13 +127,19 @@ def _uint(n):
     return struct.pack(">BQ", 0xcf, n)
 
 
-def region_reduce_tail(op, dt, region, offset, count, partial=False, ddof=None):
+def region_reduce_tail(op, dt, region, offset, count, partial=False, ddof=None, offsets=None):
     """The bytes after the msgid of a reduce by region (moments: with its
-    ddof)."""
-    keys = 5 + bool(partial) + (ddof is not None)
+    ddof; segmented: with offsets, a little-endian uint64 array, before
+    the region's keys)."""
+    keys = 5 + bool(partial) + (ddof is not None) + (offsets is not None)
     head = bytes((0x80 | keys,)) + (_str("partial") + b"\xc3" if partial else b"")
-    tail = b"" if ddof is None else _str("ddof") + _uint(ddof)
-    return (_REDUCE + head + _str("op") + _str(op) + _str("dtype") + _str(dt) +
+    ddof_kv = b"" if ddof is None else _str("ddof") + _uint(ddof)
+    if offsets is None:
+        mid, tail = b"", ddof_kv
+    else:
+        mid = ddof_kv + _str("offsets") + bin_header(offsets.nbytes) + offsets.tobytes()
+        tail = b""
+    return (_REDUCE + head + _str("op") + _str(op) + _str("dtype") + _str(dt) + mid +
             _str("region") + _uint(region) + _str("offset") + _uint(offset) +
             _str("count") + _uint(count) + tail)
 
@@ -120,6 +148,111 @@ def moments_mid(dt, ddof):
     """REDUCE_MID of moments, with its ddof before the data."""
     return (_REDUCE + b"\x84" + _str("op") + _str(MOMENTS) + _str("dtype") + _str(dt) +
             _str("ddof") + _uint(ddof) + _str("data"))
+
+
+# ---- segments (PROTOCOL.md, "Segments") ----
+
+# The most segments whose offsets fit in one bin.
+MAX_SEGMENTS_BIN = MAX_BIN // 8 - 1
+
+
+def value_dtype(op, dt):
+    """The NumPy dtype of op's values for wire dtype dt (the result
+    table): float64 for floats and every sumsq, else int64 or uint64."""
+    if op == "sumsq" or dt[0] == "f":
+        return np.dtype("<f8")
+    return np.dtype("<i8") if dt[0] == "i" else np.dtype("<u8")
+
+
+def record_dtype(op, dt):
+    """The dtype of one of op's packed records: the value; the value and
+    its index (an empty segment's 2**64 - 1 read as int64, -1); moments'
+    sum, min, max, mean and var."""
+    v = value_dtype(op, dt)
+    if op in ARG_OPS:
+        return np.dtype([("value", v), ("index", "<i8")])
+    if op == MOMENTS:
+        return np.dtype([("sum", v), ("min", v), ("max", v), ("mean", "<f8"), ("var", "<f8")])
+    return v
+
+
+def check_offsets(offsets, count):
+    """offsets (a sequence of integers or an integer array) as a contiguous
+    little-endian uint64 array of k + 1 offsets for an array of count
+    elements: at least two, the first 0, none below the one before, the
+    last count. TypeError for what is not integers, ValueError for
+    offsets that break a rule."""
+    o = np.asarray(offsets)
+    if o.ndim != 1:
+        raise ValueError("offsets must be one-dimensional, not of shape %s" % (o.shape,))
+    if o.size < 2:
+        raise ValueError("offsets need k + 1 entries for k >= 1 segments, not %d" % o.size)
+    if o.dtype.kind == "O":
+        try:
+            o = [operator.index(v) for v in o]
+        except TypeError:
+            raise TypeError("offsets must be integers") from None
+        if min(o) < 0 or max(o) > count:
+            raise ValueError("offsets must lie in 0..%d, the array's elements" % count)
+        o = np.array(o, dtype=np.uint64)
+    elif o.dtype.kind not in "iu":
+        raise TypeError("offsets must be integers, not %s" % o.dtype)
+    elif o.dtype.kind == "i" and (o < 0).any():
+        raise ValueError("offsets must not be negative, as %d is" % o[o < 0][0])
+    o = np.ascontiguousarray(o, dtype="<u8")
+    if o[0] != 0:
+        raise ValueError("offsets must start at 0, not %d" % o[0])
+    down = np.flatnonzero(o[1:] < o[:-1])
+    if down.size:
+        i = int(down[0]) + 1
+        raise ValueError("offsets must not decrease: offsets[%d] is %d, offsets[%d] %d"
+                         % (i - 1, o[i - 1], i, o[i]))
+    if o[-1] != count:
+        raise ValueError("offsets must end at the array's %d elements, not at %d" % (count, o[-1]))
+    if o.size - 1 > MAX_SEGMENTS_BIN:
+        raise ValueError("%d segments do not fit in one request" % (o.size - 1))
+    return o
+
+
+def offsets_mid(op, dt, ddof, offsets):
+    """The bytes after the msgid of a segmented reduce of data, up to the
+    offsets' bin header: op, dtype and ddof (moments) first, as the daemon
+    needs. The offsets' bytes, then DATA_KEY, follow."""
+    ddof_kv = b"" if ddof is None else _str("ddof") + _uint(ddof)
+    return (_REDUCE + bytes((0x80 | (4 + (ddof is not None)),)) + _str("op") + _str(op) +
+            _str("dtype") + _str(dt) + ddof_kv + _str("offsets") + bin_header(offsets.nbytes))
+
+
+DATA_KEY = _str("data")
+
+
+def segments_conv(op, dt, offsets, full):
+    """The converter of a segmented reduce's result {"count", "segments",
+    "values"} for offsets: arrays, one entry per segment, as Result,
+    ArgResult or Moments say."""
+    rec = record_dtype(op, dt)
+    lengths = np.diff(offsets).astype(np.int64)
+    k = len(lengths)
+    total = int(offsets[-1])
+
+    def conv(res):
+        try:
+            values, nseg, count = res["values"], res["segments"], res["count"]
+        except (TypeError, KeyError):
+            raise ValueError("malformed segments result: %.200r" % (res,)) from None
+        if (nseg != k or count != total or not isinstance(values, bytes)
+                or len(values) != k * rec.itemsize):
+            raise ValueError("segments result of %r elements in %r segments (%r bytes of values), "
+                             "for %d in %d" % (count, nseg, len(values) if isinstance(values, bytes)
+                                               else values, total, k))
+        r = np.frombuffer(values, dtype=rec)
+        if op in ARG_OPS:
+            return ArgResult(r["value"].copy(), r["index"].copy(), lengths)
+        if op == MOMENTS:
+            return Moments(lengths, r["sum"].copy(), r["min"].copy(), r["max"].copy(),
+                           r["mean"].copy(), r["var"].copy())
+        return Result(r.copy(), lengths) if full else r.copy()
+    return conv
 
 
 def check_ddof(op, ddof):

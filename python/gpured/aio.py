@@ -65,7 +65,7 @@ class Client:
         self._lost = None               # a future, done once the connection is gone
         self._writable = None           # a future a send waits on, if one does
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
-                                          max_buffer_size=64 << 20)
+                                          max_buffer_size=_wire.MAX_REPLY_BYTES)
 
     async def __aenter__(self):
         if self._sock is None:
@@ -329,7 +329,7 @@ class Client:
         self._pending[m] = (fut, conv)
         head = b"\x94\x00\xce" + m.to_bytes(4, "big") + tail
         try:
-            await self._send([head] if data is None else [head, data], fds)
+            await self._send(_wire.buffers(head, data), fds)
         except (OSError, Error) as e:
             self._pending.pop(m, None)
             if fut.done():
@@ -353,15 +353,19 @@ class Client:
 
     # ---- the API ----
 
-    async def submit(self, op, x, *, full=False, allow_copy=False, ddof=None):
+    async def submit(self, op, x, *, full=False, allow_copy=False, ddof=None, offsets=None):
         """Send reduction op of x; once it is sent, return an
         :class:`asyncio.Future` of its value (or :class:`gpured.Result`
         with ``full=True``; :class:`gpured.ArgResult` for argmin and
         argmax, :class:`gpured.Moments` for moments, which alone takes
-        ``ddof``). ``f = await c.submit("sum", x)``, later ``await f``."""
+        ``ddof``; with ``offsets=``, NumPy arrays of one value per segment,
+        as :meth:`gpured.Client.reduce` says).
+        ``f = await c.submit("sum", x)``, later ``await f``."""
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
         ddof = _wire.check_ddof(op, ddof)
+        if offsets is not None:
+            return await self._submit_segments(op, x, full, allow_copy, ddof, offsets)
         conv = (_wire.arg_result if op in _wire.ARG_OPS else
                 _wire.moments_result if op == _wire.MOMENTS else _full if full else _value)
         if not isinstance(x, np.ndarray):
@@ -390,6 +394,40 @@ class Client:
                                  "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
         return await self._request(mid + _wire.bin_header(n), conv, data=_wire.data_view(a))
 
+    async def _submit_segments(self, op, x, full, allow_copy, ddof, offsets):
+        """As gpured.Client's: submit() with offsets."""
+        if not isinstance(x, np.ndarray):
+            sp = _device.span(x, allow_copy)
+            if sp is not None and sp.count == 0:
+                x = _device.host_empty(sp)
+            elif sp is not None:
+                where = await self._device_target(sp, allow_copy)
+                if where is not None:
+                    o = _wire.check_offsets(offsets, sp.count)
+                    sp.sync()
+                    return await self._request(_wire.region_reduce_tail(
+                        op, sp.dtype, where[0], where[1], sp.count, ddof=ddof, offsets=o),
+                        _wire.segments_conv(op, sp.dtype, o, full))
+        a, name = _wire.as_array(x, allow_copy)
+        a = np.ascontiguousarray(a)
+        o = _wire.check_offsets(offsets, a.size)
+        conv = _wire.segments_conv(op, name, o, full)
+        if self._regions._ranges:
+            where = self._regions.find(a)
+            if where is not None:
+                return await self._request(_wire.region_reduce_tail(
+                    op, name, where[0], where[1], a.size, ddof=ddof, offsets=o), conv)
+        n = a.nbytes
+        if n > _wire.MAX_BIN:
+            raise TooLarge("%d bytes do not fit in one request (at most %d); "
+                           "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
+        mid = _wire.offsets_mid(op, name, ddof, o)
+        data_head = _wire.DATA_KEY + _wire.bin_header(n)
+        if n + o.nbytes <= _wire.SMALL_COPY_BYTES:
+            return await self._request(mid + o.tobytes() + data_head + a.tobytes(), conv)
+        return await self._request(mid, conv,
+                                   data=[_wire.data_view(o), data_head, _wire.data_view(a)])
+
     async def _device_target(self, sp, allow_copy):
         """As gpured.Client's: (region id, byte offset) or None."""
         alloc = _device.allocation(sp, allow_copy)
@@ -412,10 +450,10 @@ class Client:
                 self._unmaps_soon()
         return hit[0], sp.ptr - hit[1]
 
-    async def reduce(self, op, x, *, full=False, allow_copy=False, ddof=None):
-        """As :meth:`gpured.Client.reduce`."""
+    async def reduce(self, op, x, *, full=False, allow_copy=False, ddof=None, offsets=None):
+        """As :meth:`gpured.Client.reduce` (``offsets=`` included)."""
         return await self._wait(await self.submit(op, x, full=full, allow_copy=allow_copy,
-                                                  ddof=ddof))
+                                                  ddof=ddof, offsets=offsets))
 
     async def sum(self, x, **kw):
         return await self.reduce("sum", x, **kw)

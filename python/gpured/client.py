@@ -91,7 +91,8 @@ class _Conn:
         self.regions = _regions.RegionTable()
         self.device_maps = _device.DeviceMaps()
         self.rlock = threading.Lock()       # held by whoever reads the socket
-        self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
+        self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
+                                         max_buffer_size=_wire.MAX_REPLY_BYTES)
         self.poller = select.poll()
         self.poller.register(sock, select.POLLIN)
         self.closing = None     # why the daemon said it closes
@@ -120,9 +121,9 @@ class _Conn:
         raise cls(msg)
 
     def request(self, tail, conv, fds=None, data=None):
-        """Send REQ + msgid + tail (+ data, a buffer sent from its own
-        memory) and return the future of its result, converted by conv.
-        fds go with the request's bytes in SCM_RIGHTS."""
+        """Send REQ + msgid + tail (+ data, a buffer or a list of buffers
+        sent from their own memory) and return the future of its result,
+        converted by conv. fds go with the request's bytes in SCM_RIGHTS."""
         fut = _Future()
         fut._conn = self
         with self.lock:
@@ -157,7 +158,7 @@ class _Conn:
                 else:
                     if self.out:
                         self._flush()
-                    self._sendmsg([head] if data is None else [head, data], fds)
+                    self._sendmsg(_wire.buffers(head, data), fds)
             except OSError as e:
                 self.pending.pop(m, None)
                 self._send_failed(e)
@@ -536,20 +537,24 @@ class Client:
             self._conn.fail(Timeout, "no answer from %s within %gs" % (self.path, self.timeout))
             self._conn.raise_dead()
 
-    def submit(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None):
+    def submit(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None,
+               offsets=None):
         """Send reduction ``op`` ("sum", "min", "max", "sumsq", "argmin",
         "argmax" or "moments") of x and return at once a
         :class:`concurrent.futures.Future` of its value (a
         :class:`gpured.Result` with ``full=True``; for argmin and argmax
         always a :class:`gpured.ArgResult`, for moments a
         :class:`gpured.Moments`, whose variance takes ``ddof``, 0 unless
-        given; other ops take no ddof). Any number may be in
+        given; other ops take no ddof). With ``offsets=``, of one value
+        per segment, in NumPy arrays (:meth:`reduce`). Any number may be in
         flight; x's memory may be reused as soon as submit() returns,
         except for an array in a region (:meth:`empty`), which the daemon
         reads in place until the future is done."""
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
         ddof = _wire.check_ddof(op, ddof)
+        if offsets is not None:
+            return self._submit_segments(op, x, full, allow_copy, partial, ddof, offsets)
         conn = self._conn
         if not isinstance(x, np.ndarray):
             sp = _device.span(x, allow_copy)
@@ -581,6 +586,45 @@ class Client:
             raise TooLarge("%d bytes do not fit in one request (at most %d); "
                                  "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
         return conn.request(mid + _wire.bin_header(n), conv, data=_wire.data_view(a))
+
+    def _submit_segments(self, op, x, full, allow_copy, partial, ddof, offsets):
+        """submit() with offsets: the elements in C order, the offsets
+        checked against their number, then as submit() does."""
+        if partial:
+            raise ValueError("partial=True is not available with offsets")
+        conn = self._conn
+        if not isinstance(x, np.ndarray):
+            sp = _device.span(x, allow_copy)
+            if sp is not None and sp.count == 0:
+                x = _device.host_empty(sp)
+            elif sp is not None:
+                where = self._device_target(sp, allow_copy)
+                if where is not None:
+                    o = _wire.check_offsets(offsets, sp.count)
+                    sp.sync()
+                    tail = _wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count,
+                                                    ddof=ddof, offsets=o)
+                    return conn.request(tail, _wire.segments_conv(op, sp.dtype, o, full))
+        a, name = _wire.as_array(x, allow_copy)
+        # offsets count the elements in C order, as x.ravel() has them
+        a = np.ascontiguousarray(a)
+        o = _wire.check_offsets(offsets, a.size)
+        conv = _wire.segments_conv(op, name, o, full)
+        if conn.regions._ranges:
+            where = conn.regions.find(a)
+            if where is not None:
+                tail = _wire.region_reduce_tail(op, name, where[0], where[1], a.size, ddof=ddof,
+                                                offsets=o)
+                return conn.request(tail, conv)
+        n = a.nbytes
+        if n > _wire.MAX_BIN:
+            raise TooLarge("%d bytes do not fit in one request (at most %d); "
+                           "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
+        mid = _wire.offsets_mid(op, name, ddof, o)
+        data_head = _wire.DATA_KEY + _wire.bin_header(n)
+        if n + o.nbytes <= _wire.SMALL_COPY_BYTES:
+            return conn.request(mid + o.tobytes() + data_head + a.tobytes(), conv)
+        return conn.request(mid, conv, data=[_wire.data_view(o), data_head, _wire.data_view(a)])
 
     @staticmethod
     def _conv(op, name, full, partial):
@@ -616,11 +660,30 @@ class Client:
                 conn.flush_unmaps()
         return hit[0], sp.ptr - hit[1]
 
-    def reduce(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None):
+    def reduce(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None,
+               offsets=None):
         """Reduce x with op and wait for the result: an int or a float as
         PROTOCOL.md's result table says (int for sum/min/max of integers,
         float for floats and for every sumsq), or with ``full=True`` a
         :class:`gpured.Result` ``(value, count)``.
+
+        With ``offsets``, k + 1 integers (a list, a NumPy array of any
+        integer dtype) from 0 to ``x.size``, none below the one before,
+        it reduces each segment ``x.ravel()[offsets[i]:offsets[i + 1]]``
+        and returns NumPy arrays of k entries (PROTOCOL.md, "Segments"):
+        for sum, min, max and sumsq a 1-D array of int64, uint64 or
+        float64 as the result table types the value (with ``full=True`` a
+        :class:`gpured.Result` of it and the segments' lengths); for
+        argmin and argmax an :class:`gpured.ArgResult` of arrays, the
+        indices counted from each segment's start; for moments a
+        :class:`gpured.Moments` of arrays. The rows of a 2-D array ``m``
+        are the segments of ``offsets=np.arange(0, m.size + 1,
+        m.shape[1])``. An empty segment is no error: it gives the op's
+        identity (sum 0; min the dtype's largest value, inf for floats;
+        max its smallest, -inf; argmin's and argmax's index -1; moments'
+        mean and var NaN), and so does a moments segment no longer than
+        ``ddof`` for its var. A non-C-contiguous x is copied to C order
+        first.
 
         Raises TypeError for an unsupported dtype, :class:`gpured.Empty`
         for min/max of no elements, :class:`gpured.NotSupported` for GPU
@@ -632,10 +695,11 @@ class Client:
         into the value of the whole, exactly (float sums: the bits one
         request over the whole array gives, on the CPU backend)."""
         return self._wait(self.submit(op, x, full=full, allow_copy=allow_copy, partial=partial,
-                                      ddof=ddof))
+                                      ddof=ddof, offsets=offsets))
 
     def sum(self, x, **kw):
-        """Sum of every element of x (see :meth:`reduce`)."""
+        """Sum of every element of x (see :meth:`reduce`; ``offsets=``
+        gives one per segment, as the other op methods do)."""
         return self.reduce("sum", x, **kw)
 
     def min(self, x, **kw):
