@@ -256,7 +256,7 @@ static void server_check_cb(uv_check_t *h)
 		/* Jobs small enough to run inline are already back. */
 		gr_completion_drain(s->cq);
 		/* ... and their done() may have routed more (a region's
-		 * next chunks) */
+		 * next chunks, a cumsum's next phase) */
 		if (!gr_link_linked(&s->ready) && !s->staging.wake_pending && !s->route_head)
 			break;
 	}
