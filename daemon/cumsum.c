@@ -1,6 +1,7 @@
 /*
  * Prefix sums (cumsum.h).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,18 +288,19 @@ bool gr_cumsum_carry(gr_cumsum *cs, gr_cumsum_job *cj, size_t n)
 	return add;
 }
 
-void gr_cumsum_whole(gr_dtype dt, const void *data, size_t n, uint8_t *out)
+int gr_cumsum_whole(gr_dtype dt, const void *data, size_t n, uint8_t *out)
 {
 	gr_cumsum *cs;
 
 	if (n == 0)
-		return;
+		return 0;
 	cs = gr_cumsum_new(dt, n, 1);
 	if (!cs)
-		abort();
+		return -ENOMEM;
 	gr_cumsum_job *cj = gr_cumsum_job_new(cs, 0, n, out);
 	gr_cumsum_run(cj, dt, data, n);
 	if (gr_cumsum_carry(cs, cj, n))
 		gr_cumsum_run(cj, dt, data, n);
 	gr_cumsum_free(cs);
+	return 0;
 }

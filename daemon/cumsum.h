@@ -46,31 +46,31 @@ typedef enum gr_cumsum_phase {
 typedef struct gr_cumsum_job {
 	/* set by the submitter (gr_cumsum_job_new, gr_cumsum_carry) */
 	gr_cumsum_phase phase;
-	uint8_t *out;        /* the job's n prefix sums, 8-byte aligned */
-	unsigned nblocks;    /* blocks of the job's elements (floats) */
-	gr_partial *blocks;  /* floats: each block's exact sum, from LOCAL */
-	double *carries;     /* floats: R_b of each block, for CARRY */
-	uint64_t carry;      /* integers: what CARRY and WHOLE add, modulo 2^64 */
-	gr_partial *sum;     /* floats, WHOLE: the request's running exact sum */
+	uint8_t *out;       /* the job's n prefix sums, 8-byte aligned */
+	unsigned nblocks;   /* blocks of the job's elements (floats) */
+	gr_partial *blocks; /* floats: each block's exact sum, from LOCAL */
+	double *carries;    /* floats: R_b of each block, for CARRY */
+	uint64_t carry;     /* integers: what CARRY and WHOLE add, modulo 2^64 */
+	gr_partial *sum;    /* floats, WHOLE: the request's running exact sum */
 	/* set by LOCAL and WHOLE */
-	uint64_t total;      /* integers: the job's sum, modulo 2^64 */
+	uint64_t total; /* integers: the job's sum, modulo 2^64 */
 	/* the loop thread's, cleared by gr_cumsum_job_new */
-	bool local_done;     /* LOCAL came back */
-	bool final;          /* the outputs are final */
-	bool out_owned;      /* out is the submitter's to free */
+	bool local_done; /* LOCAL came back */
+	bool final;      /* the outputs are final */
+	bool out_owned;  /* out is the submitter's to free */
 } gr_cumsum_job;
 
 /* A request's prefix sums: what the loop thread keeps. */
 typedef struct gr_cumsum {
 	gr_dtype dt;
-	unsigned njobs;      /* chunks in flight at most */
-	unsigned max_blocks; /* of one chunk */
-	uint64_t carried;    /* elements of the chunks taken so far */
+	unsigned njobs;       /* chunks in flight at most */
+	unsigned max_blocks;  /* of one chunk */
+	uint64_t carried;     /* elements of the chunks taken so far */
 	uint64_t made, taken; /* jobs handed out, and taken (gr_cumsum_carry) */
-	uint64_t isum;       /* integers: their sum, modulo 2^64 */
-	gr_partial sum;      /* floats: their exact sum */
-	gr_partial *blocks;  /* njobs * max_blocks (floats) */
-	double *carries;     /* the same */
+	uint64_t isum;        /* integers: their sum, modulo 2^64 */
+	gr_partial sum;       /* floats: their exact sum */
+	gr_partial *blocks;   /* njobs * max_blocks (floats) */
+	double *carries;      /* the same */
 	gr_cumsum_job jobs[];
 } gr_cumsum;
 
@@ -107,5 +107,5 @@ void gr_cumsum_run(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n);
 bool gr_cumsum_carry(gr_cumsum *cs, gr_cumsum_job *cj, size_t n);
 
 /* The prefix sums of n elements in one go on the calling thread (the
- * order above; tests and references). */
-void gr_cumsum_whole(gr_dtype dt, const void *data, size_t n, uint8_t *out);
+ * order above; tests and references): 0, or -ENOMEM. */
+int gr_cumsum_whole(gr_dtype dt, const void *data, size_t n, uint8_t *out);

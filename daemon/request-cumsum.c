@@ -33,7 +33,8 @@ static bool cumsum_start(gr_request *req)
 	if (chunk > count)
 		chunk = count;
 	uint64_t nchunks = chunk ? (count + chunk - 1) / chunk : 0;
-	unsigned njobs = nchunks < GR_REQUEST_CHUNKS_MAX ? (unsigned)nchunks : GR_REQUEST_CHUNKS_MAX;
+	unsigned njobs =
+	    nchunks < GR_REQUEST_CHUNKS_MAX ? (unsigned)nchunks : GR_REQUEST_CHUNKS_MAX;
 	req->cumsum = gr_cumsum_new(req->dtype, (size_t)chunk, njobs ? njobs : 1);
 	if (!req->cumsum)
 		return false;

@@ -155,7 +155,7 @@ static void check_sizes(void)
 			fill((gr_dtype)dt, data, n);
 			reference((gr_dtype)dt, data, n, ref);
 			memset(got, 0xa5, n * 8);
-			gr_cumsum_whole((gr_dtype)dt, data, n, (uint8_t *)got);
+			CHECK(gr_cumsum_whole((gr_dtype)dt, data, n, (uint8_t *)got) == 0);
 			CHECK(memcmp(got, ref, n * 8) == 0);
 			if (gr_dtype_size((gr_dtype)dt) == 8) {
 				/* in place, as a region's 8-byte elements may be */
@@ -203,12 +203,12 @@ static void check_specials(void)
 
 	/* every element -0.0: every prefix sum -0.0, across blocks too */
 	double *x = f64s(n, -0.0);
-	gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	for (size_t i = 0; i < n; i++)
 		CHECK(out_f(out, i) == 0 && signbit(out_f(out, i)));
 	/* ... until a +0.0 */
 	x[B + 5] = 0.0;
-	gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	CHECK(signbit(out_f(out, B + 4)) && !signbit(out_f(out, B + 5)));
 	CHECK(!signbit(out_f(out, B + 6)) && !signbit(out_f(out, 2 * B)));
 	free(x);
@@ -216,7 +216,7 @@ static void check_specials(void)
 	/* a NaN: NaN from there on, in its block and every later one */
 	x = f64s(n, 1.0);
 	x[10] = NAN;
-	gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	CHECK(out_f(out, 9) == 10.0);
 	for (size_t i = 10; i < n; i++)
 		CHECK(isnan(out_f(out, i)));
@@ -226,7 +226,7 @@ static void check_specials(void)
 	x = f64s(n, 1.0);
 	x[7] = INFINITY;
 	x[B + 3] = -INFINITY;
-	gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	CHECK(out_f(out, 6) == 7.0);
 	for (size_t i = 7; i < B + 3; i++)
 		CHECK(out_f(out, i) == INFINITY);
@@ -238,7 +238,7 @@ static void check_specials(void)
 	x = f64s(n, 1.0);
 	x[B + 1] = -INFINITY;
 	x[B + 2] = INFINITY;
-	gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	CHECK(out_f(out, B + 1) == -INFINITY && isnan(out_f(out, B + 2)) &&
 	      isnan(out_f(out, 2 * B)));
 	free(x);
@@ -250,26 +250,26 @@ static void check_specials(void)
 	x[0] = x[1] = DBL_MAX;
 	x[2] = x[3] = -DBL_MAX;
 	x[B] = 1.0;
-	gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	CHECK(out_f(out, 0) == DBL_MAX && out_f(out, 1) == INFINITY && out_f(out, 3) == INFINITY);
 	CHECK(out_f(out, B - 1) == INFINITY && out_f(out, B) == 1.0 && out_f(out, n - 1) == 1.0);
 	/* and a carry past the range is inf itself */
 	x[2] = x[3] = 0.0;
-	gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	CHECK(out_f(out, B) == INFINITY && out_f(out, n - 1) == INFINITY);
 	free(x);
 
 	/* f32 elements are widened exactly and summed in double */
 	float f[3] = { 16777216.0f, 1.0f, 1.0f };
-	gr_cumsum_whole(GR_DT_F32, f, 3, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F32, f, 3, (uint8_t *)out) == 0);
 	CHECK(out_f(out, 1) == 16777217.0 && out_f(out, 2) == 16777218.0);
 
 	/* integers wrap */
 	uint64_t u[3] = { UINT64_MAX, 2, 3 };
-	gr_cumsum_whole(GR_DT_U64, u, 3, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_U64, u, 3, (uint8_t *)out) == 0);
 	CHECK(out[0] == UINT64_MAX && out[1] == 1 && out[2] == 4);
 	int32_t i32[3] = { INT32_MIN, INT32_MIN, -1 };
-	gr_cumsum_whole(GR_DT_I32, i32, 3, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_I32, i32, 3, (uint8_t *)out) == 0);
 	CHECK((int64_t)out[1] == 2 * (int64_t)INT32_MIN && (int64_t)out[2] == 2 * (int64_t)INT32_MIN - 1);
 	free(out);
 }
@@ -283,7 +283,7 @@ static void check_carry_exact(void)
 	uint64_t *out = malloc(n * 8);
 	CHECK(out);
 	x[0] = 1.0;
-	gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out);
+	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	CHECK(out_f(out, B - 1) == 1.0);
 	CHECK(out_f(out, B) == 1.0 + ldexp((double)B, -60));
 	free(x);
