@@ -223,12 +223,12 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	cuda_backend *be = (cuda_backend *)pub;
 	uint32_t n = 0;
 	int pin = -1;
-	/* ops no kernel here reduces (argmin, argmax, moments) and segments
-	 * fail: the daemon sends them to its CPU route */
+	/* ops no kernel here reduces (argmin, argmax, moments), segments
+	 * and prefix sums fail: the daemon sends them to its CPU route */
 	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
 	while (*link) {
 		gr_job *j = *link;
-		if (gr_op_cpu_only(j->op) || j->seg) {
+		if (gr_op_cpu_only(j->op) || j->seg || j->cumsum) {
 			*link = j->next;
 			j->next = NULL;
 			*nk_tail = j;

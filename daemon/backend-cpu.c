@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "daemon/backend.h"
+#include "daemon/cumsum.h"
 #include "daemon/segments.h"
 #include "daemon/staging.h"
 
@@ -134,7 +135,9 @@ static bool cpu_answer(cpu_backend *cb, gr_job *job)
 /* Reduce a whole job on the calling thread. */
 static void cpu_reduce(gr_job *job)
 {
-	if (job->seg)
+	if (job->cumsum)
+		gr_cumsum_run(job->cumsum, job->dtype, job->data, job->n);
+	else if (job->seg)
 		gr_segs_reduce(job->seg, job->op, job->dtype, job->data, job->n, &job->result);
 	else
 		gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
@@ -304,7 +307,9 @@ static bool cpu_job_valid(const gr_job *job)
 static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 {
 	size_t nblocks = (job->n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK;
-	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX)
+	/* a phase of prefix sums runs whole: its request's chunks share the
+	 * workers */
+	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX || job->cumsum)
 		return NULL;
 	unsigned per = (unsigned)((nblocks + cb->nthreads - 1) / cb->nthreads);
 	if (per < CPU_SPLIT_MIN_BLOCKS)

@@ -58,6 +58,10 @@ struct gr_job {
 	 * then the head's partial (daemon/segments.h). Only the CPU backend
 	 * reduces such jobs. */
 	struct gr_segjob *seg;
+	/* NULL, or the job is a phase of a request's prefix sums
+	 * (daemon/cumsum.h), which writes its outputs there and leaves
+	 * result alone. Only the CPU backend runs such jobs. */
+	struct gr_cumsum_job *cumsum;
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */

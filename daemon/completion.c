@@ -93,6 +93,16 @@ void gr_completion_set_clock(gr_completion *cq, uint64_t *now_ns)
 void gr_completion_defer(gr_completion *cq, bool defer)
 {
 	cq->deferred = defer;
+	if (defer)
+		return;
+	/* A done() run by the last drain may have submitted a job that ran
+	 * inline and was posted after that drain took the queue: the loop
+	 * must come back for it rather than sleep. */
+	pthread_mutex_lock(&cq->lock);
+	bool left = cq->head != NULL;
+	pthread_mutex_unlock(&cq->lock);
+	if (left)
+		uv_async_send(&cq->async);
 }
 
 void gr_completion_drain(gr_completion *cq)

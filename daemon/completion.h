@@ -22,7 +22,9 @@ int gr_completion_new(uv_loop_t *loop, gr_completion **ret);
 /*
  * While deferred (loop thread only), jobs the loop thread itself posts do
  * not wake the loop: the caller promises to drain before it goes back to
- * polling. Jobs posted by other threads always wake it.
+ * polling. Jobs posted by other threads always wake it. Ending the
+ * deferral wakes the loop if jobs are still queued (posted by the
+ * callbacks of the last drain).
  */
 void gr_completion_defer(gr_completion *cq, bool defer);
 

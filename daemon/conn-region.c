@@ -79,6 +79,53 @@ void gr_conn_unmap(gr_conn *c, const gr_req *preq)
 	gr_server_mark_dirty(c->srv, c);
 }
 
+/*
+ * A cumsum's out region: this connection's, writable, with room for the
+ * count prefix sums at out_offset, and not overlapping the elements in
+ * (the input region) unless they are the same bytes, 8-byte elements read
+ * and written in place. NULL after an error reply.
+ */
+static gr_region *conn_out_region(gr_conn *c, const gr_req *preq, const gr_region *in)
+{
+	gr_region *out = gr_region_find(&c->regions, preq->out_region);
+	uint64_t off = preq->out_offset;
+
+	if (!out) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "unknown out_region %" PRIu64 " (none such is mapped on this "
+				 "connection)",
+				 preq->out_region);
+		return NULL;
+	}
+	if (!out->writable) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "out_region %" PRIu64 " is read-only: map it with \"writable\": "
+				 "true to take prefix sums",
+				 out->id);
+		return NULL;
+	}
+	if (off > out->bytes || preq->count > (out->bytes - off) / 8) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "out_region %" PRIu64 " (%zu bytes) is too small for %" PRIu64
+				 " prefix sums of 8 bytes at out_offset %" PRIu64,
+				 out->id, out->bytes, preq->count, off);
+		return NULL;
+	}
+	size_t size = gr_dtype_size(preq->dtype);
+	uint64_t in_end = preq->offset + preq->count * size, out_end = off + preq->count * 8;
+	bool same = size == 8 && preq->offset == off;
+	if (out == in && preq->count > 0 && !same && preq->offset < out_end && off < in_end) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "the prefix sums at out_offset %" PRIu64 " would overlap the elements "
+				 "at offset %" PRIu64 " of region %" PRIu64
+				 " (only 8-byte elements may be overwritten in place, at their own "
+				 "offset)",
+				 off, preq->offset, out->id);
+		return NULL;
+	}
+	return out;
+}
+
 void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 {
 	gr_region *r = gr_region_find(&c->regions, preq->region);
@@ -106,6 +153,16 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 				 r->id);
 		return;
 	}
+	if (r->device >= 0 && preq->scan) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "cumsum is not yet available on device memory (region %" PRIu64
+				 " is GPU memory); it is on host data and shared-memory regions",
+				 r->id);
+		return;
+	}
+	gr_region *out = NULL;
+	if (preq->scan && !(out = conn_out_region(c, preq, r)))
+		return;
 	if (r->device >= 0 && gr_op_cpu_only(preq->op)) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "%s is not yet available on device memory (region %" PRIu64
@@ -131,10 +188,16 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 	}
 	req->op = preq->op;
 	req->dtype = preq->dtype;
+	req->scan = preq->scan;
 	req->partial = preq->partial;
 	req->ddof = preq->ddof;
 	req->received = true;
 	req->data_bytes = preq->count * size;
+	if (out) {
+		req->out_region = gr_region_ref(out);
+		/* mapped for writing (gr_region_map) */
+		req->out_base = (uint8_t *)(uintptr_t)out->base + preq->out_offset;
+	}
 	if (preq->has_offsets && !gr_request_take_segments(req, c->parser, preq)) {
 		req->data_bytes = 0;
 		gr_request_fail(req, /* reply= */ true, GR_ERR_INTERNAL, "out of memory");

@@ -95,6 +95,7 @@ static void conn_begin_data(gr_conn *c, const gr_req *preq)
 	}
 	req->op = preq->op;
 	req->dtype = preq->dtype;
+	req->scan = preq->scan;
 	req->small = preq->data_bytes <= s->small_max;
 	c->cur = req;
 	if (preq->has_offsets && !gr_request_take_segments(req, c->parser, preq)) {
@@ -149,6 +150,7 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 		}
 		req->op = preq->op;
 		req->dtype = preq->dtype;
+		req->scan = preq->scan;
 		gr_request_submit_filling(req, preq->data_done);
 		c->need_dest = true;
 		break;
@@ -181,6 +183,7 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 			c->cur = NULL;
 			req->op = preq->op;
 			req->dtype = preq->dtype;
+			req->scan = preq->scan;
 			req->partial = preq->partial;
 			req->ddof = preq->ddof;
 			req->received = true;
@@ -381,6 +384,7 @@ void gr_conn_pump(gr_conn *c)
 	switch (c->stall) {
 	case GR_STALL_STAGING:
 	case GR_STALL_CHUNKS:
+	case GR_STALL_UNSENT:
 		if (gr_conn_set_dest(c) < 0) {
 			conn_read_stop(c);
 			return;
@@ -446,10 +450,11 @@ typedef struct conn_write {
  * goes next), and what waited on unsent bytes or on the writes goes on. */
 static void conn_after_write(gr_conn *c)
 {
-	if (c->direct && c->writing_bytes == 0 && c->wbuf.len == 0 &&
+	/* a stream keeps the backend threads from sending until it ends */
+	if (c->direct && !c->stream && c->writing_bytes == 0 && c->wbuf.len == 0 &&
 	    gr_direct_written(c->direct))
 		gr_server_mark_dirty(c->srv, c);
-	if (c->stall == GR_STALL_LIMITS)
+	if (c->stall == GR_STALL_LIMITS || c->stall == GR_STALL_UNSENT)
 		gr_server_mark_ready(c->srv, c);
 	gr_conn_maybe_close(c);
 }
@@ -512,7 +517,8 @@ static int conn_write_wbuf(gr_conn *c)
 
 void gr_conn_flush(gr_conn *c)
 {
-	if (c->closing)
+	/* while a reply streams, the others wait for its end */
+	if (c->closing || c->stream)
 		return;
 	if (c->direct) {
 		/* what backend threads held back goes first */
@@ -527,6 +533,78 @@ void gr_conn_flush(gr_conn *c)
 	if (c->wbuf.len > 0 && conn_write_wbuf(c) < 0)
 		return;
 	conn_after_write(c);
+}
+
+/* ---- streamed replies ---- */
+
+int gr_conn_stream_begin(gr_conn *c, gr_request *req, const void *hdr, size_t len)
+{
+	if (c->closing)
+		return -1;
+	/* What backend threads held back, then what the loop queued, then
+	 * the stream; taking held also makes the loop count as writing, so
+	 * that no thread sends until gr_conn_stream_end (conn_after_write). */
+	if ((c->direct && gr_direct_take(c->direct, &c->wbuf) < 0) ||
+	    gr_buf_append(&c->wbuf, hdr, len) < 0) {
+		log_error("out of memory writing replies");
+		gr_conn_close(c);
+		return -1;
+	}
+	c->stream = req;
+	return conn_write_wbuf(c);
+}
+
+int gr_conn_stream_write(gr_conn *c, void *mem, size_t len)
+{
+	conn_write *w = c->closing ? NULL : malloc(sizeof(*w));
+
+	if (!w) {
+		free(mem);
+		gr_conn_close(c);
+		return -1;
+	}
+	w->conn = c;
+	w->buf = (gr_buf){ .data = mem, .len = len, .cap = len };
+	c->writing_bytes += len;
+	/* libuv writes what the socket takes now and queues the rest behind
+	 * what is queued already, so the stream stays in order */
+	uv_buf_t b = uv_buf_init(mem, (unsigned)len);
+	int r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, conn_write_cb);
+	if (r < 0) {
+		log_debug("write failed: %s", uv_strerror(r));
+		c->writing_bytes -= len;
+		gr_buf_deinit(&w->buf);
+		free(w);
+		gr_conn_close(c);
+		return -1;
+	}
+	return 0;
+}
+
+void gr_conn_stream_end(gr_conn *c)
+{
+	c->stream = NULL;
+	/* what waited goes out: held direct replies and wbuf */
+	gr_server_mark_dirty(c->srv, c);
+	/* A request whose reply waited for this one begins its own; that
+	 * one may end at once too, and hand on again from this loop. */
+	if (c->stream_handover)
+		return;
+	c->stream_handover = true;
+	while (!c->stream && !c->closing) {
+		gr_request *next = NULL;
+		for (gr_link *l = c->requests.next; l != &c->requests; l = l->next) {
+			gr_request *req = gr_container_of(l, gr_request, link);
+			if (req->stream_wait) {
+				next = req;
+				break;
+			}
+		}
+		if (!next)
+			break;
+		gr_request_cumsum_advance(next);
+	}
+	c->stream_handover = false;
 }
 
 /* ---- lifetime ---- */
@@ -566,6 +644,7 @@ void gr_conn_close(gr_conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	c->stream = NULL;
 	conn_read_stop(c);
 	gr_staging_unwait(&s->staging, &c->waiter);
 	gr_link_del(&c->ready_link);

@@ -22,8 +22,13 @@ gr_request *gr_request_new(gr_conn *c, const gr_req *preq);
 bool gr_request_take_segments(gr_request *req, gr_req_parser *parser, const gr_req *preq);
 /* Reply once every chunk is in, and free it. */
 void gr_request_settle(gr_request *req);
-/* Fail it (with an error reply, or none when the connection is gone). */
+/* Fail it (with an error reply, or none when the connection is gone;
+ * closing the connection if its reply has begun to stream). */
 void gr_request_fail(gr_request *req, bool reply, gr_err code, const char *msg);
+/* A chunk's staging and charges, given back. */
+void gr_request_chunk_release(gr_request *req, gr_chunk *ch);
+/* Count an answered request of this many elements. */
+void gr_request_answered(gr_request *req, uint64_t elements);
 /* The filling chunk holds data up to data_done: to the backend with it. */
 void gr_request_submit_filling(gr_request *req, uint64_t data_done);
 /* Cut a region's next chunks while the request may have more in flight. */
@@ -34,6 +39,29 @@ int gr_conn_set_dest(gr_conn *c);
 /* Bytes a connection's requests hold, for the connection and its user. */
 void gr_conn_charge(gr_conn *c, uint64_t bytes);
 void gr_conn_discharge(gr_conn *c, uint64_t bytes);
+
+/* request-cumsum.c: a cumsum request's chunks, in two phases, and its
+ * prefix sums, into a region or streamed out */
+/* The filling chunk's job (n elements, the request's from
+ * req->filling_start on) becomes its first phase. False when out of
+ * memory or when the request failed already. */
+bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch);
+/* Take whatever can go on: carries, second phases, prefix sums out. */
+void gr_request_cumsum_advance(gr_request *req);
+/* The reply once every prefix sum is out. */
+void gr_request_cumsum_reply(gr_request *req);
+
+/* conn.c: a reply streamed out as it is computed (a cumsum's values).
+ * Begin req's reply with hdr[0..len): everything queued before goes out
+ * first, then nothing but req's bytes until gr_conn_stream_end(). -1 when
+ * the connection was closed. */
+int gr_conn_stream_begin(gr_conn *c, gr_request *req, const void *hdr, size_t len);
+/* The next len bytes of the streamed reply, in mem (from malloc), which
+ * this takes over. -1 when the connection was closed. */
+int gr_conn_stream_write(gr_conn *c, void *mem, size_t len);
+/* The streamed reply is whole: other replies go out again, and a request
+ * waiting to stream its own begins. */
+void gr_conn_stream_end(gr_conn *c);
 
 /* conn-region.c: map, unmap, reduce by region */
 void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd);

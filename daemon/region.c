@@ -33,8 +33,9 @@ static const char *fd_kind(const struct stat *st)
 	}
 }
 
-/* The checks a host region's descriptor must pass; GR_OK or why not. */
-static gr_err region_check_memfd(int fd, uint64_t bytes, char *why, size_t whylen)
+/* The checks a host region's descriptor must pass (and for writing too,
+ * a writable one's); GR_OK or why not. */
+static gr_err region_check_memfd(int fd, uint64_t bytes, bool writable, char *why, size_t whylen)
 {
 	struct stat st;
 
@@ -61,6 +62,16 @@ static gr_err region_check_memfd(int fd, uint64_t bytes, char *why, size_t whyle
 	int flags = fcntl(fd, F_GETFL);
 	if (flags >= 0 && (flags & O_ACCMODE) == O_WRONLY) {
 		snprintf(why, whylen, "the memfd is open for writing only; the daemon must read it");
+		return GR_ERR_INVALID_PARAMS;
+	}
+	if (writable && (flags < 0 || (flags & O_ACCMODE) != O_RDWR)) {
+		snprintf(why, whylen,
+			 "'writable': the memfd is open for reading only; the daemon must write it too");
+		return GR_ERR_INVALID_PARAMS;
+	}
+	if (writable && (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))) {
+		snprintf(why, whylen, "'writable': the memfd is sealed against writing (%s)",
+			 seals & F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
 		return GR_ERR_INVALID_PARAMS;
 	}
 	/* Sealed: from here on it can only grow. */
@@ -198,7 +209,7 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 
 	if (req->kind != GR_MAP_HOST)
 		return region_map_device(s, set, req, fd, ret, why, whylen);
-	if ((e = region_check_memfd(fd, req->bytes, why, whylen)) != GR_OK ||
+	if ((e = region_check_memfd(fd, req->bytes, req->writable, why, whylen)) != GR_OK ||
 	    (e = region_check_limits(s, set, req->bytes, why, whylen)) != GR_OK)
 		goto fail;
 	if (req->bytes > SIZE_MAX) {
@@ -215,7 +226,8 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 	}
 	/* Populated now, on the loop thread, rather than page by page by
 	 * whichever thread reads it first. */
-	void *p = mmap(NULL, (size_t)req->bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	int prot = req->writable ? PROT_READ | PROT_WRITE : PROT_READ;
+	void *p = mmap(NULL, (size_t)req->bytes, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (p == MAP_FAILED) {
 		int err = errno;
 		snprintf(why, whylen, "cannot map the memfd: %s", strerror(err));
@@ -231,6 +243,7 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 	r->base = p;
 	r->bytes = (size_t)req->bytes;
 	r->device = -1;
+	r->writable = req->writable;
 	if (be->ops->register_host) {
 		char rwhy[192] = "";
 		if (be->ops->register_host(be, p, r->bytes, &r->reg, rwhy, sizeof(rwhy)) < 0) {

@@ -5,10 +5,11 @@
  *
  * A host region is a memfd sealed against shrinking (F_SEAL_SHRINK): the
  * seal is what guarantees the daemon never takes SIGBUS from a client
- * that truncates the file under it. The daemon maps it read-only and
- * shared, and lets the backend register the mapping once (the CUDA
- * backend pins it, so chunks move from it to the GPU by DMA with no
- * staging copy; the CPU backend reduces it where it lies).
+ * that truncates the file under it. The daemon maps it shared and
+ * read-only, or for writing too when the client asks ("writable": a
+ * cumsum's out region), and lets the backend register the mapping once
+ * (the CUDA backend pins it, so chunks move from it to the GPU by DMA with
+ * no staging copy; the CPU backend reduces it where it lies).
  *
  * A region belongs to the connection that mapped it, under an id that is
  * unique in the daemon, so another connection's id is simply unknown. It
@@ -41,6 +42,7 @@ struct gr_region {
 	size_t bytes;
 	void *reg;           /* what the backend registered, or NULL */
 	int device;          /* -1: host memory; else the device that holds it */
+	bool writable;       /* host memory mapped for writing too ("writable") */
 	gr_device_region dev;
 };
 

@@ -33,6 +33,10 @@ static void request_free(gr_request *req)
 	if (c && req->segs_bytes)
 		gr_conn_discharge(c, req->segs_bytes);
 	req->segs = gr_segs_free(req->segs);
+	if (c && req->cumsum_bytes)
+		gr_conn_discharge(c, req->cumsum_bytes);
+	req->cumsum = gr_cumsum_free(req->cumsum);
+	req->out_region = gr_region_unref(req->out_region);
 	req->direct = gr_direct_unref(req->direct);
 	req->region = gr_region_unref(req->region);
 	gr_server_request_put(req->srv, req);
@@ -102,7 +106,7 @@ void gr_conn_discharge(gr_conn *c, uint64_t bytes)
 	}
 }
 
-static void chunk_release(gr_request *req, gr_chunk *ch)
+void gr_request_chunk_release(gr_request *req, gr_chunk *ch)
 {
 	if (ch->slot) {
 		gr_staging_release(&req->srv->staging, ch->slot);
@@ -114,7 +118,7 @@ static void chunk_release(gr_request *req, gr_chunk *ch)
 }
 
 /* Count an answered request. */
-static void request_answered(gr_request *req, uint64_t elements)
+void gr_request_answered(gr_request *req, uint64_t elements)
 {
 	gr_server *s = req->srv;
 
@@ -137,7 +141,7 @@ static void request_reply_segments(gr_request *req)
 		return;
 	}
 	gr_server_mark_dirty(c->srv, c);
-	request_answered(req, count);
+	gr_request_answered(req, count);
 }
 
 static void request_reply(gr_request *req)
@@ -147,6 +151,10 @@ static void request_reply(gr_request *req)
 
 	if (req->segs) {
 		request_reply_segments(req);
+		return;
+	}
+	if (req->scan) {
+		gr_request_cumsum_reply(req);
 		return;
 	}
 	const gr_partial *res = req->result;
@@ -165,7 +173,7 @@ static void request_reply(gr_request *req)
 			/* the parser refuses these first */
 			gr_conn_reply_error(c, req->msgid, e, "'ddof' is not less than the elements");
 		}
-		request_answered(req, e == GR_OK ? res->count : 0);
+		gr_request_answered(req, e == GR_OK ? res->count : 0);
 		return;
 	}
 	gr_err e = gr_partial_finish(req->op, req->dtype, res, &v);
@@ -193,7 +201,7 @@ static void request_reply(gr_request *req)
 	} else {
 		gr_conn_reply_error(c, req->msgid, e, "%s of no elements", gr_op_name(req->op));
 	}
-	request_answered(req, e == GR_OK ? res->count : 0);
+	gr_request_answered(req, e == GR_OK ? res->count : 0);
 }
 
 /* Free the request once nothing of it is left in the backend; answer it
@@ -207,7 +215,7 @@ void gr_request_settle(gr_request *req)
 		return;
 	if (c && !req->failed) {
 		if (req->answered)
-			request_answered(req, req->data_bytes / gr_dtype_size(req->dtype));
+			gr_request_answered(req, req->data_bytes / gr_dtype_size(req->dtype));
 		else
 			request_reply(req);
 	}
@@ -219,19 +227,31 @@ void gr_request_settle(gr_request *req)
 	}
 }
 
+/* Mark the request failed and answer it (if reply). A request whose
+ * reply has begun to stream cannot be answered with an error any more:
+ * its connection is closed instead. */
+static void request_mark_failed(gr_request *req, bool reply, gr_err code, const char *msg)
+{
+	gr_conn *c = req->conn;
+
+	req->failed = true;
+	if (c && c->stream == req) {
+		log_debug("closing a connection: its streamed reply failed: %s", msg);
+		gr_conn_close(c);
+	} else if (c && reply) {
+		gr_conn_reply_error(c, req->msgid, code, "%s", msg);
+	}
+}
+
 /* Fail the request: answer now (if reply), drop the chunk being filled;
  * chunks already in the backend are dropped as they come back. */
 void gr_request_fail(gr_request *req, bool reply, gr_err code, const char *msg)
 {
-	gr_conn *c = req->conn;
-
 	if (req->failed)
 		return;
-	req->failed = true;
-	if (c && reply)
-		gr_conn_reply_error(c, req->msgid, code, "%s", msg);
+	request_mark_failed(req, reply, code, msg);
 	if (req->filling) {
-		chunk_release(req, req->filling);
+		gr_request_chunk_release(req, req->filling);
 		req->filling = NULL;
 	}
 	gr_request_settle(req);
@@ -283,7 +303,7 @@ static void chunk_done(gr_job *job)
 			gr_partial_combine(req->op, req->dtype, &req->acc, &next->job.result);
 		}
 		next->done = false;
-		chunk_release(req, next);
+		gr_request_chunk_release(req, next);
 		req->ncombined++;
 	}
 	if (c && c->stall == GR_STALL_CHUNKS)
@@ -337,15 +357,25 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.seg = req->segs ? gr_segs_job(req->segs, req->nsubmitted,
 					      req->filling_start / gr_dtype_size(req->dtype))
 				: NULL;
-	/* segments: no GPU kernel yet (refused on device memory) */
+	ch->job.cumsum = NULL;
+	if (req->scan && !gr_request_cumsum_job(req, ch)) {
+		/* out of memory, or failed already: no job */
+		if (!req->failed)
+			request_mark_failed(req, /* reply= */ true, GR_ERR_INTERNAL, "out of memory");
+		gr_request_chunk_release(req, ch);
+		return;
+	}
+	/* segments and prefix sums: no GPU kernel yet (refused on device
+	 * memory) */
 	ch->job.cpu_route = req->srv->router && !ch->job.on_device &&
-			    (req->data_bytes <= req->srv->route_max || req->segs ||
+			    (req->data_bytes <= req->srv->route_max || req->segs || req->scan ||
 			     request_exact_on_cpu(req->op, req->dtype, ch->job.data));
 	/* A small request is one job, submitted whole, and so is a region's
 	 * that fits one: the backend may answer it from its own thread. */
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
 	/* answers with an exact partial, and moments', are the loop's to write */
-	if (whole && !req->partial && req->op != GR_OP_MOMENTS && !req->segs && req->received &&
+	if (whole && !req->partial && req->op != GR_OP_MOMENTS && !req->segs && !req->scan &&
+	    req->received &&
 	    ch->job.n > 0 &&
 	    req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
@@ -410,6 +440,16 @@ int gr_conn_set_dest(gr_conn *c)
 	if (req->nsubmitted - req->ncombined >= s->cfg->request_chunks) {
 		c->stall = GR_STALL_CHUNKS;
 		s->stats.stalls_chunks++;
+		return -EAGAIN;
+	}
+	/* Prefix sums stream out as they are computed: no more of them
+	 * while the client leaves what went out untaken. Only what is
+	 * written counts here, which drains without any more reading;
+	 * replies waiting in wbuf behind a stream would not. */
+	if (req->scan && c->writing_bytes > s->cfg->max_unsent_bytes) {
+		if (c->stall != GR_STALL_UNSENT)
+			s->stats.stalls_limits++;
+		c->stall = GR_STALL_UNSENT;
 		return -EAGAIN;
 	}
 	gr_chunk *ch = &req->chunks[req->nsubmitted % GR_REQUEST_CHUNKS_MAX];

@@ -255,7 +255,9 @@ static void server_check_cb(uv_check_t *h)
 		}
 		/* Jobs small enough to run inline are already back. */
 		gr_completion_drain(s->cq);
-		if (!gr_link_linked(&s->ready) && !s->staging.wake_pending)
+		/* ... and their done() may have routed more (a region's
+		 * next chunks, a cumsum's next phase) */
+		if (!gr_link_linked(&s->ready) && !s->staging.wake_pending && !s->route_head)
 			break;
 	}
 	gr_completion_defer(s->cq, false);

@@ -21,6 +21,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/config.h"
+#include "daemon/cumsum.h"
 #include "daemon/direct.h"
 #include "daemon/exporter.h"
 #include "daemon/fdpass.h"
@@ -84,6 +85,19 @@ struct gr_request {
 	 * and the bytes they hold, charged to the connection. */
 	gr_segs *segs;
 	uint64_t segs_bytes;
+	/* Prefix sums ("op": "cumsum"): their state (daemon/cumsum.h, NULL
+	 * until the first chunk goes out) and the bytes it holds, charged to
+	 * the connection. A region's go to out_region (a reference) from
+	 * out_base on; the others stream out as the reply
+	 * (daemon/request-cumsum.c). */
+	bool scan;
+	gr_cumsum *cumsum;
+	uint64_t cumsum_bytes;
+	gr_region *out_region;
+	uint8_t *out_base;
+	unsigned ncarried;  /* chunks whose carries are known, in order */
+	uint64_t emitted;   /* elements whose prefix sums are out, in order */
+	bool stream_wait;   /* its next chunk waits for another reply's stream */
 
 	/* The chunk pipeline: chunk k lives in chunks[k % GR_REQUEST_CHUNKS_MAX]. */
 	gr_chunk chunks[GR_REQUEST_CHUNKS_MAX];
@@ -101,6 +115,7 @@ typedef enum gr_stall {
 	GR_STALL_STAGING,   /* waiting for a staging slot */
 	GR_STALL_CHUNKS,    /* the request has its maximum of chunks in flight */
 	GR_STALL_LIMITS,    /* in-flight or unsent bytes over their bounds */
+	GR_STALL_UNSENT,    /* a streamed reply's bytes not yet taken are over the unsent bound */
 	GR_STALL_DRAIN,     /* shutting down: no new requests */
 	GR_STALL_CLOSING,   /* answering a fatal error, then closing */
 } gr_stall;
@@ -144,6 +159,11 @@ struct gr_conn {
 	size_t queue_seen;      /* and the pipe's write queue then */
 	unsigned write_stuck;   /* sweeps since, with bytes waiting and none taken */
 	gr_direct *direct;      /* NULL: the loop writes every reply */
+	/* The request whose reply is streaming out (gr_conn_stream_begin):
+	 * until it is whole, no other bytes go to the socket, and other
+	 * replies wait in wbuf (and direct ones in the direct side). */
+	gr_request *stream;
+	bool stream_handover;   /* gr_conn_stream_end is handing it on */
 };
 
 struct gr_server {

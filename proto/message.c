@@ -237,6 +237,39 @@ int gr_msg_write_response_segments(gr_buf *b, uint32_t msgid, uint64_t count, ui
 	return r;
 }
 
+int gr_msg_write_response_cumsum_header(gr_buf *b, uint32_t msgid, uint64_t count)
+{
+	int r;
+
+	if (count > UINT32_MAX / 8)
+		return -E2BIG;
+	r = gr_msg_write_response_header(b, msgid);
+	if (r >= 0)
+		r = gr_mpw_map(b, 2);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "count");
+	if (r >= 0)
+		r = gr_mpw_uint(b, count);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "values");
+	if (r >= 0)
+		r = gr_mpw_bin_header(b, (uint32_t)(count * 8));
+	return r;
+}
+
+int gr_msg_write_response_count(gr_buf *b, uint32_t msgid, uint64_t count)
+{
+	int r = gr_msg_write_response_header(b, msgid);
+
+	if (r >= 0)
+		r = gr_mpw_map(b, 1);
+	if (r >= 0)
+		r = gr_mpw_cstr(b, "count");
+	if (r >= 0)
+		r = gr_mpw_uint(b, count);
+	return r;
+}
+
 int gr_msg_write_response_index(gr_buf *b, uint32_t msgid, const gr_value *v, uint64_t index,
 				uint64_t count)
 {

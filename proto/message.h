@@ -79,6 +79,19 @@ int gr_msg_write_response_segments(gr_buf *b, uint32_t msgid, uint64_t count, ui
 				   const void *records, size_t bytes);
 
 /*
+ * cumsum's result up to and including the header of its values:
+ * [1, msgid, nil, {"count": count, "values": <bin header of count * 8
+ * bytes>  ...the caller then appends (or sends) the count prefix sums, 8
+ * little-endian bytes each, and the message is complete. -E2BIG when they
+ * pass a bin's 4 GiB.
+ */
+int gr_msg_write_response_cumsum_header(gr_buf *b, uint32_t msgid, uint64_t count);
+
+/* [1, msgid, nil, {"count": count}]: the result of a cumsum written to a
+ * region. */
+int gr_msg_write_response_count(gr_buf *b, uint32_t msgid, uint64_t count);
+
+/*
  * [1, msgid, nil, {"count", "sum", "min", "max", "mean", "var"}]: the
  * result of moments. sum, min and max must be of one kind.
  */

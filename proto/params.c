@@ -13,6 +13,8 @@ static const char *const key_names[KEY_N] = {
 	[KEY_BYTES] = "bytes",   [KEY_KIND] = "kind",     [KEY_DEVICE] = "device",
 	[KEY_HANDLE] = "handle", [KEY_PARTIAL] = "partial",
 	[KEY_DDOF] = "ddof",     [KEY_OFFSETS] = "offsets",
+	[KEY_OUT_REGION] = "out_region", [KEY_OUT_OFFSET] = "out_offset",
+	[KEY_WRITABLE] = "writable",
 };
 
 const char *params_key_name(req_key k)
@@ -31,9 +33,10 @@ const char *params_method_key_list(gr_method m)
 {
 	switch (m) {
 	case GR_METHOD_REDUCE:
-		return "op, dtype, and data or region, offset, count; partial, ddof, offsets";
+		return "op, dtype, and data or region, offset, count; partial, ddof, offsets, "
+		       "out_region, out_offset";
 	case GR_METHOD_MAP:
-		return "bytes, kind, device, handle";
+		return "bytes, kind, device, handle, writable";
 	case GR_METHOD_UNMAP:
 		return "region";
 	default:
@@ -111,6 +114,16 @@ req_key params_match_key(const char *w, size_t n)
 		if (memcmp(w, "offsets", 7) == 0)
 			return KEY_OFFSETS;
 		break;
+	case 8:
+		if (memcmp(w, "writable", 8) == 0)
+			return KEY_WRITABLE;
+		break;
+	case 10:
+		if (memcmp(w, "out_region", 10) == 0)
+			return KEY_OUT_REGION;
+		if (memcmp(w, "out_offset", 10) == 0)
+			return KEY_OUT_OFFSET;
+		break;
 	}
 	return KEY_NONE;
 }
@@ -127,8 +140,16 @@ bool params_match_kind(const char *w, size_t n, gr_map_kind *ret)
 	return false;
 }
 
-bool params_match_op(const char *w, size_t n, gr_op *ret)
+bool params_match_op(const char *w, size_t n, gr_op *ret, bool *ret_scan)
 {
+	*ret_scan = false;
+	if (n == 6 && memcmp(w, "cumsum", 6) == 0) {
+		/* the prefix sums of sum: its result kinds, and its exact
+		 * partials for the float carries */
+		*ret = GR_OP_SUM;
+		*ret_scan = true;
+		return true;
+	}
 	if (n == 3) {
 		if (memcmp(w, "sum", 3) == 0)
 			*ret = GR_OP_SUM;

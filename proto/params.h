@@ -28,6 +28,9 @@ typedef enum req_key {
 	KEY_PARTIAL,
 	KEY_DDOF,
 	KEY_OFFSETS,
+	KEY_OUT_REGION,
+	KEY_OUT_OFFSET,
+	KEY_WRITABLE,
 	KEY_N,
 } req_key;
 
@@ -36,8 +39,10 @@ typedef enum req_key {
 #define REDUCE_KEYS                                                                                \
 	(KEYBIT(KEY_OP) | KEYBIT(KEY_DTYPE) | KEYBIT(KEY_DATA) | KEYBIT(KEY_REGION) |               \
 	 KEYBIT(KEY_OFFSET) | KEYBIT(KEY_COUNT) | KEYBIT(KEY_PARTIAL) | KEYBIT(KEY_DDOF) |  \
-	 KEYBIT(KEY_OFFSETS))
-#define MAP_KEYS (KEYBIT(KEY_BYTES) | KEYBIT(KEY_KIND) | KEYBIT(KEY_DEVICE) | KEYBIT(KEY_HANDLE))
+	 KEYBIT(KEY_OFFSETS) | KEYBIT(KEY_OUT_REGION) | KEYBIT(KEY_OUT_OFFSET))
+#define MAP_KEYS                                                                                   \
+	(KEYBIT(KEY_BYTES) | KEYBIT(KEY_KIND) | KEYBIT(KEY_DEVICE) | KEYBIT(KEY_HANDLE) |           \
+	 KEYBIT(KEY_WRITABLE))
 #define UNMAP_KEYS KEYBIT(KEY_REGION)
 
 /* A key's wire name ("?" when out of range). */
@@ -51,7 +56,9 @@ const char *params_method_key_list(gr_method m);
 gr_method params_match_method(const char *w, size_t n);
 req_key params_match_key(const char *w, size_t n);
 bool params_match_kind(const char *w, size_t n, gr_map_kind *ret);
-bool params_match_op(const char *w, size_t n, gr_op *ret);
+/* An op's name: its gr_op, and *ret_scan true for "cumsum" (the prefix
+ * sums of GR_OP_SUM, PROTOCOL.md "cumsum"), false for the others. */
+bool params_match_op(const char *w, size_t n, gr_op *ret, bool *ret_scan);
 bool params_match_dtype(const char *w, size_t n, gr_dtype *ret);
 
 /* Store an array element as dtype dt in out; NULL, or why it cannot be. */

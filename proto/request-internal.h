@@ -153,3 +153,5 @@ void req_on_value(gr_req_parser *p, const gr_mp_token *t);
 void req_offsets_done(gr_req_parser *p);
 /* the params map ended: check what its keys add up to. */
 void req_map_end(gr_req_parser *p);
+/* cumsum's keys, as soon as what they rule out is known (request-params.c) */
+void req_check_scan(gr_req_parser *p);

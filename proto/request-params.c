@@ -30,6 +30,61 @@ static void req_map_end_map(gr_req_parser *p)
 	else if (r->kind == GR_MAP_CUDA && r->has_handle)
 		req_fail(p, GR_ERR_INVALID_PARAMS,
 			 "kind cuda takes its handle as a file descriptor, not 'handle'");
+	else if (r->kind != GR_MAP_HOST && r->writable)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'writable' is only for kind host, not %s",
+			 gr_map_kind_name(r->kind));
+}
+
+/* A cumsum's values go out as one bin: 8 bytes each, below 4 GiB. */
+#define REQ_SCAN_MAX_COUNT (UINT32_MAX / 8)
+
+/*
+ * What cumsum rules out among the keys seen so far, checked as each of
+ * them comes: a cumsum of data larger than a chunk may start its reply
+ * before its map ends, so it meets these errors before then.
+ */
+void req_check_scan(gr_req_parser *p)
+{
+	const gr_req *r = &p->req;
+
+	if (!r->has_op)
+		return;
+	if (!r->scan) {
+		if (r->has_out_region || r->has_out_offset)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' is only for op cumsum, not %s",
+				 r->has_out_region ? "out_region" : "out_offset", gr_op_name(r->op));
+		return;
+	}
+	if (r->partial)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'partial' is not available with op cumsum");
+	else if (r->has_ddof)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'ddof' is only for op moments, not cumsum");
+	else if (r->has_offsets)
+		req_fail(p, GR_ERR_INVALID_PARAMS, "'offsets' is not available with op cumsum");
+	else if (r->has_data && (r->has_out_region || r->has_out_offset))
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'%s' is for the cumsum of a region; the cumsum of 'data' answers 'values'",
+			 r->has_out_region ? "out_region" : "out_offset");
+	else if (r->has_data && r->has_dtype &&
+		 r->data_bytes / gr_dtype_size(r->dtype) > REQ_SCAN_MAX_COUNT)
+		req_fail(p, GR_ERR_TOO_LARGE,
+			 "the prefix sums of %" PRIu64 " elements would pass a bin's 4 GiB (at most "
+			 "%u elements)",
+			 r->data_bytes / gr_dtype_size(r->dtype), REQ_SCAN_MAX_COUNT);
+}
+
+/* What a cumsum needs once the map is whole (its other rules came with
+ * its keys: req_check_scan). */
+static void req_check_scan_end(gr_req_parser *p)
+{
+	const gr_req *r = &p->req;
+
+	if (!r->scan)
+		return;
+	if (r->has_region && !r->has_out_region)
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "the cumsum of a region writes its prefix sums to a writable region: "
+			 "missing key 'out_region'");
 }
 
 /*
@@ -95,6 +150,7 @@ void req_map_end(gr_req_parser *p)
 		else
 			req_check_ddof(p, r->count);
 		req_check_offsets(p, r->count);
+		req_check_scan_end(p);
 		return;
 	}
 	if (!r->has_op)
@@ -111,6 +167,8 @@ void req_map_end(gr_req_parser *p)
 		req_check_ddof(p, r->data_bytes / gr_dtype_size(r->dtype));
 	if (r->has_data && r->has_dtype && !p->skipping)
 		req_check_offsets(p, r->data_bytes / gr_dtype_size(r->dtype));
+	/* a dtype after the data: its count is known only now */
+	req_check_scan(p);
 }
 
 /*
@@ -150,6 +208,16 @@ static void req_on_data(gr_req_parser *p, const gr_mp_token *t)
 	if ((t->type == GR_MP_BIN || t->type == GR_MP_ARRAY) && !req_data_fits_offsets(p, t)) {
 		req_skip_value(p, t);
 		return;
+	}
+	if (r->scan && (t->type == GR_MP_BIN || t->type == GR_MP_ARRAY)) {
+		/* the element count, as the payload below will set it */
+		r->data_bytes = t->type == GR_MP_BIN ? t->len
+			      : r->has_dtype ? (uint64_t)t->len * sz : 0;
+		req_check_scan(p);
+		if (p->skipping) {
+			req_skip_value(p, t);
+			return;
+		}
 	}
 	if (t->type == GR_MP_BIN) {
 		r->data_bytes = t->len;
@@ -235,6 +303,7 @@ void req_offsets_done(gr_req_parser *p)
 		r->nsegments = gr_offsets_segments(&p->offs);
 		r->offsets_end = gr_offsets_last(&p->offs);
 		r->offsets = p->offs.v;
+		req_check_scan(p);
 	}
 	req_value_done(p);
 }
@@ -271,6 +340,22 @@ static void req_on_uint(gr_req_parser *p, const gr_mp_token *t)
 			req_fail(p, GR_ERR_INVALID_PARAMS,
 				 "'ddof' must come before 'data' in a request with 'offsets'");
 		}
+		req_check_scan(p);
+		break;
+	case KEY_OUT_REGION:
+		r->out_region = t->u.u;
+		r->has_out_region = true;
+		req_check_scan(p);
+		break;
+	case KEY_OUT_OFFSET:
+		r->out_offset = t->u.u;
+		r->has_out_offset = true;
+		if (t->u.u % 8 != 0)
+			req_fail(p, GR_ERR_INVALID_PARAMS,
+				 "'out_offset' must be a multiple of 8 (the prefix sums are 8 bytes each), "
+				 "not %" PRIu64,
+				 t->u.u);
+		req_check_scan(p);
 		break;
 	default:
 		r->bytes = t->u.u;
@@ -294,14 +379,22 @@ void req_on_value(gr_req_parser *p, const gr_mp_token *t)
 	case KEY_COUNT:
 	case KEY_BYTES:
 	case KEY_DDOF:
+	case KEY_OUT_REGION:
+	case KEY_OUT_OFFSET:
 		req_on_uint(p, t);
 		return;
 	case KEY_PARTIAL:
+	case KEY_WRITABLE:
 		if (t->type != GR_MP_BOOL) {
-			req_fail(p, GR_ERR_INVALID_PARAMS, "'partial' must be true or false");
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'%s' must be true or false",
+				 params_key_name(p->key));
 			req_skip_value(p, t);
+		} else if (p->key == KEY_WRITABLE) {
+			p->req.writable = t->u.b;
+			req_value_done(p);
 		} else {
 			p->req.partial = t->u.b;
+			req_check_scan(p);
 			req_value_done(p);
 		}
 		return;

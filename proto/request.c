@@ -387,12 +387,15 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 					 "unknown kind '%s' (kinds are host, cuda, cuda_ipc)",
 					 printable(w, n, q));
 		} else if (p->key == KEY_OP) {
-			if (params_match_op(w, n, &r->op))
+			if (params_match_op(w, n, &r->op, &r->scan)) {
 				r->has_op = true;
-			else
+				req_check_scan(p);
+			} else {
 				req_fail(p, GR_ERR_INVALID_PARAMS,
-					 "unknown op '%s' (ops are sum, min, max, sumsq, argmin, argmax, moments)",
+					 "unknown op '%s' (ops are sum, min, max, sumsq, argmin, argmax, "
+					 "moments, cumsum)",
 					 printable(w, n, q));
+			}
 		} else {
 			if (params_match_dtype(w, n, &r->dtype))
 				r->has_dtype = true;

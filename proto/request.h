@@ -46,6 +46,7 @@ typedef struct gr_req {
 	bool has_op, has_dtype, has_data;
 	gr_op op;
 	gr_dtype dtype;
+	bool scan;           /* op "cumsum": the prefix sums of op (then GR_OP_SUM) */
 	bool data_is_array;
 	uint64_t data_bytes; /* payload size in staging: bin length, or count * dtype size */
 	uint64_t data_done;  /* payload bytes written to destinations so far */
@@ -63,6 +64,11 @@ typedef struct gr_req {
 	uint64_t nsegments;
 	uint64_t offsets_end;  /* offsets[nsegments], kept when they are taken */
 	const uint64_t *offsets;
+	/* reduce, cumsum of a region: the writable region the prefix sums
+	 * go to, and bytes into it (0 unless given) */
+	bool has_out_region, has_out_offset;
+	uint64_t out_region, out_offset;
+	bool writable;       /* map: for writing too ("writable": true) */
 	gr_map_kind kind;    /* GR_MAP_HOST unless given */
 	uint64_t region;     /* reduce, unmap */
 	uint64_t offset;     /* reduce: bytes into the region (0 unless given) */

@@ -124,6 +124,35 @@ class Routing(unittest.TestCase):
             self.assertEqual(gpu.stop(), 0)
             self.assertEqual(cpu.stop(), 0)
 
+    def test_cumsum_on_the_route(self):
+        """cumsum has no GPU kernel: host data of any size take the CPU
+        route (every phase of every chunk), with a CPU daemon's bits, over
+        the socket and into a writable region."""
+        from test_cumsum import call, map_writable, model, same, values  # noqa: E402
+        import numpy as np
+        gpu = Daemon("--route-cpu-max-bytes", "0")
+        try:
+            c = ShmClient(gpu.path)
+            rng = np.random.default_rng(12)
+            for dt, t in (("f32", np.float32), ("f64", np.float64), ("i64", np.int64)):
+                x = (rng.standard_normal(1 << 20) * 1e3).astype(t)
+                r0, g0 = c.call("stats")[1]["routed_cpu"], gpu_jobs(c)
+                err, res = call(c, {"op": "cumsum", "dtype": dt, "data": x.tobytes()})
+                self.assertIsNone(err, err)
+                self.assertTrue(same(values(res, dt), model(dt, x)), dt)
+                r1, g1 = c.call("stats")[1]["routed_cpu"], gpu_jobs(c)
+                self.assertGreater(r1, r0)
+                self.assertEqual(g1, g0)
+                rin, _ = c.map(len(x.tobytes()), x.tobytes())
+                rout, mout = map_writable(c, 8 * len(x))
+                self.assertEqual(call(c, {"op": "cumsum", "dtype": dt, "region": rin,
+                                          "count": len(x), "out_region": rout}),
+                                 (None, {"count": len(x)}))
+                self.assertEqual(bytes(mout), res["values"])
+            c.close()
+        finally:
+            self.assertEqual(gpu.stop(), 0)
+
     def test_route_serves_while_every_launch_fails(self):
         d = Daemon("--route-cpu-max-bytes", "64K", "--fault", "launch:after=0", "--cpu-fallback", "no")
         try:

@@ -188,6 +188,19 @@ BAD = {
     "fatal-response-type": [pack([1, 7, None, None])],
     "fatal-deep": [pack([0, 3, "ping", [[[[[1]]]]]])],
     "notification-then-ping": [pack([2, "ping", []]), req(2, "ping")],
+    "cumsum-bad": [req(1, "reduce", [{"op": "cumsum", "dtype": "f32", "partial": True,
+                                      "data": b""}]),
+                   req(2, "reduce", [{"op": "cumsum", "dtype": "i32", "region": 9, "count": 1}]),
+                   req(3, "reduce", [{"op": "sum", "dtype": "i32", "region": 9, "count": 1,
+                                      "out_region": 9}]),
+                   req(4, "reduce", [{"op": "cumsum", "dtype": "i32", "region": 9, "count": 1,
+                                      "out_region": 9, "out_offset": 4}]),
+                   req(5, "reduce", [{"op": "cumsum", "dtype": "i32", "region": 9, "count": 1,
+                                      "out_region": 9}]),
+                   req(6, "reduce", [{"op": "cumsum", "dtype": "u64", "data": b"\1" * 8,
+                                      "out_region": 1}]),
+                   req(7, "map", [{"bytes": 64, "kind": "cuda", "device": "GPU-0",
+                                   "writable": True}])],
 }
 
 # Exact partials (PROTOCOL.md): the daemon's "exact" maps, of float sums
@@ -343,6 +356,21 @@ def conn_corpus(streams, extra):
     seeds["reduce-580k-then-ping-tight"] = b"\x9c" + rec(head, flags=0) + \
         rec(body, flags=0, rep=9) + rec(ping)
     seeds["reduce-cut-by-eof"] = b"\0" + rec(head, flags=0) + rec(body, flags=OP_SHUT)
+    # cumsum: streamed out chunk by chunk (with tight budgets too), cut
+    # short, and into a writable region, in place; i64, so that the values
+    # stay within the client's limits on a reply
+    chead = head.replace(b"\xa2op\xa3max\xa5dtype\xa3i32",
+                         b"\xa2op\xa6cumsum\xa5dtype\xa3i64")
+    seeds["cumsum-580k-streamed"] = b"\x80" + rec(chead, flags=0) + rec(body, rep=9)
+    seeds["cumsum-580k-then-ping-tight"] = b"\x9c" + rec(chead, flags=0) + \
+        rec(body, flags=0, rep=9) + rec(ping)
+    seeds["cumsum-cut-by-eof"] = b"\x06" + rec(chead, flags=0) + rec(body, flags=OP_SHUT)
+    mw = req(2, "map", [{"bytes": 4096, "writable": True}])
+    cs = req(3, "reduce", [{"op": "cumsum", "dtype": "f64", "region": 1, "offset": 8,
+                            "count": 16, "out_region": 1, "out_offset": 8}])
+    seeds["map-writable-cumsum"] = b"\0" + rec(mw, [fd(FD_SEALED)]) + rec(cs) + rec(unmap)
+    seeds["map-writable-all-seals"] = b"\0" + rec(mw, [fd(FD_ALL_SEALS)]) + rec(cs)
+    seeds["map-writable-rdonly"] = b"\0" + rec(mw, [fd(FD_RDONLY)]) + rec(cs)
     seeds["fd-mid-reduce"] = b"\x01" + rec(head, flags=0) + rec(body, [fd(FD_SEALED)], 0,
                                                                  rep=9)
     # two staging slots: a small request leaves the batch slot open, and a
@@ -458,6 +486,12 @@ def main():
                           req(6, "unmap", [{"region": 1}])],
             "map-cuda": [req(5, "map", [{"bytes": 64, "kind": "cuda_ipc", "device": "0",
                                          "handle": b"\0" * 64}])],
+            "reduce-cumsum": [reduce_bin(1, "cumsum", "f32", "f", F32),
+                              req(2, "reduce", [{"op": "cumsum", "dtype": "i64", "data": I64}]),
+                              req(3, "reduce", [{"op": "cumsum", "dtype": "u32", "region": 1,
+                                                 "count": 4, "out_region": 2,
+                                                 "out_offset": 8}]),
+                              req(4, "map", [{"bytes": 4096, "writable": True}])],
         }
         k = 0
         for name, (reqs, _) in sorted(streams.items()):

@@ -145,9 +145,9 @@ static void h_log_request(harness *h, const char *what)
 		char hx[16] = "";
 		if (r->has_handle)
 			sprintf(hx, " h=%08" PRIx32, h_fnv(r->handle, sizeof(r->handle)));
-		h_log(h, "%s %" PRIu32 " map %" PRIu64 " %s%s%s%s", what, r->msgid, r->bytes,
+		h_log(h, "%s %" PRIu32 " map %" PRIu64 " %s%s%s%s%s", what, r->msgid, r->bytes,
 		      gr_map_kind_name(r->kind), r->has_device ? " " : "",
-		      r->has_device ? r->device : "", hx);
+		      r->has_device ? r->device : "", hx, r->writable ? " writable" : "");
 		return;
 	}
 	if (r->method == GR_METHOD_UNMAP) {
@@ -170,9 +170,14 @@ static void h_log_request(harness *h, const char *what)
 			dl += (size_t)snprintf(ddof + dl, sizeof(ddof) - dl, "%s%" PRIu64,
 					       i ? "," : "", r->offsets[i]);
 	}
+	if (r->has_out_region && dl < sizeof(ddof))
+		dl += (size_t)snprintf(ddof + dl, sizeof(ddof) - dl, " out %" PRIu64 " @%" PRIu64,
+				       r->out_region, r->out_offset);
+	/* cumsum is sum's prefix sums */
+	const char *op = r->scan ? "cumsum" : gr_op_name(r->op);
 	if (r->has_region) {
 		h_log(h, "%s %" PRIu32 " reduce %s %s region %" PRIu64 " @%" PRIu64 " #%" PRIu64 "%s",
-		      what, r->msgid, gr_op_name(r->op), gr_dtype_name(r->dtype), r->region,
+		      what, r->msgid, op, gr_dtype_name(r->dtype), r->region,
 		      r->offset, r->count, ddof);
 		return;
 	}
@@ -184,7 +189,7 @@ static void h_log_request(harness *h, const char *what)
 		sprintf(data, "h=%08" PRIx32, h_fnv(h->data, h->data_len));
 	}
 	h_log(h, "%s %" PRIu32 " reduce %s %s %s %" PRIu64 ":%s%s", what, r->msgid,
-	      r->has_op ? gr_op_name(r->op) : "-", r->has_dtype ? gr_dtype_name(r->dtype) : "-",
+	      r->has_op ? op : "-", r->has_dtype ? gr_dtype_name(r->dtype) : "-",
 	      r->data_is_array ? "arr" : "bin", r->data_bytes, data, ddof);
 }
 

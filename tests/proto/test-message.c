@@ -366,6 +366,32 @@ static void test_moments(void)
 	gr_buf_deinit(&b);
 }
 
+/* cumsum: PROTOCOL.md's example reply, header then values; a region's
+ * reply; and the bin's limit. */
+static void test_cumsum(void)
+{
+	static const double values[3] = { 1.0, 1.5, -1.5 };
+	gr_buf b;
+
+	gr_buf_init(&b);
+	CHECK(gr_msg_write_response_cumsum_header(&b, 4, 3) == 0);
+	CHECK(gr_buf_append(&b, values, sizeof(values)) == 0);
+	expect_hex(&b, "94 01 04 c0 82 a5 63 6f 75 6e 74 03 a6 76 61 6c 75 65 73 c4 18 00 00 00 00"
+		       " 00 00 f0 3f 00 00 00 00 00 00 f8 3f 00 00 00 00 00 00 f8 bf");
+	b.len = 0;
+	CHECK(gr_msg_write_response_cumsum_header(&b, 4, 0) == 0);
+	expect_hex(&b, "94 01 04 c0 82 a5 63 6f 75 6e 74 00 a6 76 61 6c 75 65 73 c4 00");
+	b.len = 0;
+	CHECK(gr_msg_write_response_cumsum_header(&b, 4, 1u << 20) == 0);
+	expect_hex(&b, "94 01 04 c0 82 a5 63 6f 75 6e 74 ce 00 10 00 00 a6 76 61 6c 75 65 73"
+		       " c6 00 80 00 00");
+	b.len = 0;
+	CHECK(gr_msg_write_response_cumsum_header(&b, 4, UINT32_MAX / 8 + 1) == -E2BIG);
+	CHECK(gr_msg_write_response_count(&b, 5, 1024) == 0);
+	expect_hex(&b, "94 01 05 c0 81 a5 63 6f 75 6e 74 cd 04 00");
+	gr_buf_deinit(&b);
+}
+
 int main(void)
 {
 	test_worked_example();
@@ -373,5 +399,6 @@ int main(void)
 	test_responses();
 	test_bad_responses();
 	test_moments();
+	test_cumsum();
 	return 0;
 }
