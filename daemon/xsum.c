@@ -245,32 +245,30 @@ static void xacc_elems(gr_partial *ret, const unsigned char *p, size_t n, bool i
 	}
 }
 
-static bool xacc_bit(const uint64_t *a, unsigned i)
-{
-	return (a[i / 64] >> (i % 64)) & 1;
-}
-
-/* Any bit below bit i set? */
-static bool xacc_sticky(const uint64_t *a, unsigned i)
-{
-	for (unsigned k = 0; k < i / 64; k++)
-		if (a[k])
-			return true;
-	return i % 64 && (a[i / 64] & ((1ull << (i % 64)) - 1));
-}
-
 static bool xacc_negative(const uint64_t *a)
 {
 	return a[XW - 1] >> 63;
 }
 
-static void xacc_negate(uint64_t *a)
+/*
+ * Word k of |a|, where low is a's least non-zero word: for a negative a,
+ * -a = ~a + 1 is zero below low, -a[low] there (no carry leaves a word
+ * that is not zero) and ~a[k] above.
+ */
+static uint64_t xacc_mag(const uint64_t *a, unsigned k, unsigned low, bool neg)
 {
-	uint64_t c = 1;
-	for (unsigned k = 0; k < XW; k++) {
-		a[k] = ~a[k] + c;
-		c = c && a[k] == 0;
-	}
+	if (!neg)
+		return a[k];
+	return k < low ? 0 : k == low ? -a[k] : ~a[k];
+}
+
+/* Any bit below bit i of |a| set? The same bits as of a: -a and a agree
+ * on whether they are zero modulo 2^i. */
+static bool xacc_sticky(const uint64_t *a, unsigned i, unsigned low)
+{
+	if (low != i / 64)
+		return low < i / 64;
+	return i % 64 && (a[low] & ((1ull << (i % 64)) - 1));
 }
 
 /* Bit 0 of xacc weighs 2^EXP_MIN; the least subnormal sits at this bit. */
@@ -291,29 +289,37 @@ double xsum_round(const gr_partial *p)
 	if (f & XF_NINF)
 		return -INFINITY;
 
-	uint64_t a[XW];
-	memcpy(a, p->xacc, sizeof(a));
-	if (p->v.f != 0.0)
-		xacc_add_f64(a, p->v.f, 0);
-	bool neg = xacc_negative(a);
-	if (neg)
-		xacc_negate(a);
-	int top = XW - 1;
-	while (top >= 0 && !a[top])
-		top--;
-	if (top < 0)
+	uint64_t t[XW];
+	const uint64_t *a = p->xacc;
+	if (p->v.f != 0.0) {
+		memcpy(t, p->xacc, sizeof(t));
+		xacc_add_f64(t, p->v.f, 0);
+		a = t;
+	}
+	unsigned low = 0;
+	while (low < XW && !a[low])
+		low++;
+	if (low == XW)
 		/* an exact zero: -0 only when every element was -0 */
 		return p->count && !(f & XF_SEEN) ? -0.0 : 0.0;
-	unsigned h = (unsigned)top * 64 + 63 - (unsigned)__builtin_clzll(a[top]);
+	/* the top word of |a|: the highest above low that is not all sign */
+	const bool neg = xacc_negative(a);
+	unsigned top = XW - 1;
+	while (top > low && a[top] == (neg ? UINT64_MAX : 0))
+		top--;
+	const uint64_t wt = xacc_mag(a, top, low, neg);
+	unsigned h = top * 64 + 63 - (unsigned)__builtin_clzll(wt);
 	/* the result's last bit: 53 bits below h, but never below 2^-1074 */
 	unsigned lo = h >= XBIT_SUBMIN + 52 ? h - 52 : XBIT_SUBMIN;
 	unsigned w = lo / 64, b = lo % 64;
-	uint64_t m = a[w] >> b;
+	uint64_t m = xacc_mag(a, w, low, neg) >> b;
 	if (b && w + 1 < XW)
-		m |= a[w + 1] << (64 - b);
+		m |= xacc_mag(a, w + 1, low, neg) << (64 - b);
 	m &= (1ull << 53) - 1;
 	/* lo >= XBIT_SUBMIN > 0; this holds for values below 2^-1074 too */
-	if (xacc_bit(a, lo - 1) && ((m & 1) || xacc_sticky(a, lo - 1)))
+	const unsigned r = lo - 1;
+	if (((xacc_mag(a, r / 64, low, neg) >> (r % 64)) & 1) &&
+	    ((m & 1) || xacc_sticky(a, r, low)))
 		m++;
 	/* exact, or infinity when it rounds to 2^1024 or beyond */
 	double v = ldexp((double)m, (int)lo + GR_PARTIAL_EXP_MIN);
@@ -391,8 +397,9 @@ static void xgrid_init(xgrid *g, int T, unsigned levels)
 	for (unsigned j = 0; j < levels; j++, K -= 51) {
 		/* sigma must stay normal; 2^-1074 units leave no rest */
 		int k = K < -1022 ? -1022 : K;
-		g->sigma[j] = ldexp(1.5, k);
-		memcpy(&g->sbits[j], &g->sigma[j], sizeof(g->sbits[j]));
+		/* 1.5 * 2^k, built from its bits rather than by ldexp() */
+		g->sbits[j] = (uint64_t)(k + 1023) << 52 | 1ull << 51;
+		memcpy(&g->sigma[j], &g->sbits[j], sizeof(g->sigma[j]));
 		g->ulp[j] = k - 52;
 	}
 }
