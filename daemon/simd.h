@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #define GR_HAVE_AVX2 1
 #define GR_AVX2 __attribute__((target("avx2")))
 #define GR_AVX2_ONLY(...) __VA_ARGS__
+#include <immintrin.h>
 #else
 #define GR_AVX2_ONLY(...)
 #endif
@@ -106,4 +108,52 @@ static GR_INLINE void ld_u32_as_f64(v4df *ret, const unsigned char *p)
 	v4df d;
 	memcpy(&d, &w, sizeof(d));
 	*ret = d - 0x1p52;
+}
+
+/* ---- 32-bit lanes: signed maximum, unsigned minimum ---- */
+
+/*
+ * *a = max(*a, *b) as signed, and *a = min(*a, *b) as unsigned, lane by
+ * lane. AVX2 has one instruction for each, which GCC's vector extensions
+ * do not find; the baseline compares and blends. avx2 says which kernel
+ * calls, and is a constant there: the AVX2 kernel inlines the instruction,
+ * the baseline one never reaches the call (and, not being always_inline,
+ * the AVX2 helper may be called from a baseline function at all).
+ */
+#ifdef GR_HAVE_AVX2
+GR_AVX2 static inline void v8si_max_avx2(v8si *a, const v8si *b)
+{
+	*a = (v8si)_mm256_max_epi32((__m256i)*a, (__m256i)*b);
+}
+
+GR_AVX2 static inline void v8su_min_avx2(v8su *a, const v8su *b)
+{
+	*a = (v8su)_mm256_min_epu32((__m256i)*a, (__m256i)*b);
+}
+#endif
+
+static GR_INLINE void v8si_max(v8si *a, const v8si *b, const bool avx2)
+{
+#ifdef GR_HAVE_AVX2
+	if (avx2) {
+		v8si_max_avx2(a, b);
+		return;
+	}
+#endif
+	(void)avx2;
+	v8si c = *a > *b;
+	*a = (*a & c) | (*b & ~c);
+}
+
+static GR_INLINE void v8su_min(v8su *a, const v8su *b, const bool avx2)
+{
+#ifdef GR_HAVE_AVX2
+	if (avx2) {
+		v8su_min_avx2(a, b);
+		return;
+	}
+#endif
+	(void)avx2;
+	v8su c = (v8su)(*a < *b);
+	*a = (*a & c) | (*b & ~c);
 }

@@ -670,6 +670,257 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 #define XGUESS 256
 
 /*
+ * ---- f64 sums: one pass, bounds in packed high words ----
+ *
+ * f64 sums have a pass of their own over the same grid, cheaper per
+ * element in two ways:
+ *
+ * - The last two levels, a and b, take three additions, not four. With
+ *   S = sigma_a + sigma_b (exact: its bits span 53), t_a = y + sigma_a,
+ *   r = t_a - S (exact: a multiple of t_a's unit, at most 2^53 of them)
+ *   and t_b = y - r: that is y - (t_a - sigma_a) + sigma_b rounded once,
+ *   the t_b of the cascade above, without its rest.
+ * - The bounds are checked on 32-bit lanes. Of every element the high
+ *   word of |x| - 1 (as 64 bits) is taken, c, for which
+ *   c * 2^32 < |x| <= (c + 1) * 2^32; zeros wrap to all ones. Two vectors
+ *   of them are packed into one, which goes into a signed maximum and an
+ *   unsigned minimum: zeros touch neither. The largest c bounds the block
+ *   from above and the least from below, within a high word: a value right
+ *   at a bound (a power of two) counts as beyond it, which costs only a
+ *   pass.
+ *
+ * The pass reports its bounds whether or not the grid held them, so a
+ * block whose guess was wrong takes one more pass, whose grid and number
+ * of levels (2 to XL_MAX) follow from them, and no pass to find them. A
+ * tail shorter than a group is padded with zeros into one.
+ */
+#define XF_GROUP 16
+
+typedef struct xf64 {
+	xgrid g;
+	double last2;      /* sigma of the last two levels, added */
+	int32_t bound_hi;  /* |x| <= 2^T: every c below this */
+	uint32_t small_hi; /* every non-zero element a multiple of the last unit: c at least this */
+} xf64;
+
+/* The grid for elements of magnitude at most 2^T (T <= 1000) in levels. */
+static void xf64_init(xf64 *f, int T, unsigned levels)
+{
+	xgrid_init(&f->g, T, levels);
+	f->last2 = f->g.sigma[levels - 2] + f->g.sigma[levels - 1];
+	f->bound_hi = (T + 1023) << 20;
+	/* an exponent field of ef or more has its last bit on the grid */
+	const int ef = f->g.ulp[levels - 1] + 1075;
+	f->small_hi = ef <= 1 ? 0 : (uint32_t)ef << 20;
+}
+
+/* Levels that elements of magnitude at most 2^T, the least non-zero with
+ * exponent field emin (0 counts as 1), need: the last unit,
+ * 2^(T - 50 - 51 (L - 1)), must divide 2^(emin - 1075). */
+static unsigned xf64_levels(int T, unsigned emin)
+{
+	int bits = T + 1025 - (int)(emin ? emin : 1);
+	return bits <= 51 ? 2 : 1 + ((unsigned)bits + 50) / 51;
+}
+
+/* Pack the high words of two vectors of |x| - 1 and fold them into the
+ * bounds. */
+static GR_INLINE void xf64_bound(v8si *hi, v8su *lo, const v4du *c0, const v4du *c1,
+                                 const bool avx2)
+{
+	v8sf a, b;
+	memcpy(&a, c0, sizeof(a));
+	memcpy(&b, c1, sizeof(b));
+	/* one vshufps: the odd words of each 128-bit half of both */
+	v8sf h = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+	v8si hs;
+	memcpy(&hs, &h, sizeof(hs));
+	v8si_max(hi, &hs, avx2);
+	v8su_min(lo, (const v8su *)&hs, avx2);
+}
+
+/* The bounds of elements [0, n) alone: the largest and the least c. */
+static GR_INLINE void xf64_bounds(const unsigned char *p, size_t n, const bool avx2,
+                                  int32_t *ret_hi, uint32_t *ret_lo)
+{
+	v8si hi = (v8si){0} - 1;
+	v8su lo = (v8su){0} - 1;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		v4du c0, c1;
+		memcpy(&c0, p + 8 * i, sizeof(c0));
+		memcpy(&c1, p + 8 * i + 32, sizeof(c1));
+		c0 = (c0 & INT64_MAX) - 1;
+		c1 = (c1 & INT64_MAX) - 1;
+		xf64_bound(&hi, &lo, &c0, &c1, avx2);
+	}
+	int32_t h = -1;
+	uint32_t l = UINT32_MAX;
+	for (unsigned k = 0; k < 8; k++) {
+		h = hi[k] > h ? hi[k] : h;
+		l = lo[k] < l ? lo[k] : l;
+	}
+	for (; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, p + 8 * i, sizeof(b));
+		uint32_t c = (uint32_t)(((b & INT64_MAX) - 1) >> 32);
+		h = (int32_t)c > h ? (int32_t)c : h;
+		l = c < l ? c : l;
+	}
+	*ret_hi = h;
+	*ret_lo = l;
+}
+
+/* One group of XF_GROUP elements at q into the lanes and the bounds. */
+static GR_INLINE void xf64_group(const unsigned char *q, const v4df *sig, const v4df *last2,
+                                 v4du (*acc)[2], v8si *hi, v8su *lo, const unsigned levels,
+                                 const bool avx2)
+{
+	v4du c[4];
+	UNROLL
+	for (unsigned v = 0; v < 4; v++) {
+		v4df y;
+		ld_f64(&y, q + 32 * v);
+		memcpy(&c[v], &y, sizeof(c[v]));
+		c[v] = (c[v] & INT64_MAX) - 1;
+		v4du tb;
+		for (unsigned j = 0; j + 2 < levels; j++) {
+			v4df t = y + sig[j];
+			memcpy(&tb, &t, sizeof(tb));
+			acc[j][v & 1] += tb;
+			y = y - (t - sig[j]);
+		}
+		v4df ta = y + sig[levels - 2];
+		v4df tl = y - (ta - *last2);
+		memcpy(&tb, &ta, sizeof(tb));
+		acc[levels - 2][v & 1] += tb;
+		memcpy(&tb, &tl, sizeof(tb));
+		acc[levels - 1][v & 1] += tb;
+	}
+	xf64_bound(hi, lo, &c[0], &c[1], avx2);
+	xf64_bound(hi, lo, &c[2], &c[3], avx2);
+}
+
+/*
+ * Sum p[0, n) on f's grid of levels levels, and bound its elements: when
+ * the grid held them (*ret_hi below f->bound_hi, *ret_lo at least
+ * f->small_hi), add the block's value to ret's accumulator and return
+ * true; else leave it alone. The bounds are reported either way.
+ */
+static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
+                                const unsigned levels, const bool avx2, gr_partial *ret,
+                                int32_t *ret_hi, uint32_t *ret_lo)
+{
+	v4df sig[XL_MAX];
+	for (unsigned j = 0; j < levels; j++)
+		sig[j] = (v4df){0} + f->g.sigma[j];
+	const v4df last2 = (v4df){0} + f->last2;
+	v4du acc[XL_MAX][2];
+	memset(acc, 0, sizeof(acc));
+	v8si hi = (v8si){0} - 1;
+	v8su lo = (v8su){0} - 1;
+	const size_t ng = n / XF_GROUP;
+	/* the block after a whole one is most likely next: bring it to L2
+	 * while this one is summed, so that its first pass does not wait */
+	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 8 : 0;
+
+	if (ahead) {
+		for (size_t gi = 0; gi < ng; gi++) {
+			const unsigned char *q = p + gi * XF_GROUP * 8;
+			for (size_t o = 0; o < XF_GROUP * 8; o += 64)
+				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
+			xf64_group(q, sig, &last2, acc, &hi, &lo, levels, avx2);
+		}
+	} else {
+		for (size_t gi = 0; gi < ng; gi++)
+			xf64_group(p + gi * XF_GROUP * 8, sig, &last2, acc, &hi, &lo, levels, avx2);
+	}
+	size_t groups = ng;
+	if (n % XF_GROUP) {
+		unsigned char tail[XF_GROUP * 8] = {0};
+		memcpy(tail, p + ng * XF_GROUP * 8, (n % XF_GROUP) * 8);
+		xf64_group(tail, sig, &last2, acc, &hi, &lo, levels, avx2);
+		groups++;
+	}
+
+	int32_t h = -1;
+	uint32_t l = UINT32_MAX;
+	for (unsigned k = 0; k < 8; k++) {
+		h = hi[k] > h ? hi[k] : h;
+		l = lo[k] < l ? lo[k] : l;
+	}
+	*ret_hi = h;
+	*ret_lo = l;
+	if (h >= f->bound_hi || l < f->small_hi)
+		return false;
+	/* each lane took two terms a group */
+	const uint64_t cnt = 2 * groups;
+	for (unsigned j = 0; j < levels; j++) {
+		__int128 s = 0;
+		for (unsigned v = 0; v < 2; v++)
+			for (unsigned k = 0; k < 4; k++)
+				s += (int64_t)(acc[j][v][k] - cnt * f->g.sbits[j]);
+		xacc_addmag(ret->xacc, f->g.ulp[j] - GR_PARTIAL_EXP_MIN,
+		            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
+	}
+	return true;
+}
+
+/* The grid's top for elements whose largest c is hi: |x| <= (hi + 1) 2^32,
+ * which is at most 2^T. */
+static int xf64_top(int32_t hi)
+{
+	return (int)((uint32_t)hi >> 20) - 1022;
+}
+
+static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret, const bool avx2)
+{
+	/* Guess the grid from a sample, one binade wider at the top and eight
+	 * at the bottom (a block's extremes lie beyond its sample's); a small
+	 * block is its own sample, and takes one pass. */
+	const size_t ns = n <= 64 ? n : n / 32 < 64 ? 64 : n / 32 > XGUESS ? XGUESS : n / 32;
+	int32_t hi;
+	uint32_t lo;
+	xf64_bounds(p, ns, avx2, &hi, &lo);
+	ret->xflags = XF_XACC;
+	for (int pass = 0; pass < 2; pass++) {
+		int T;
+		unsigned levels;
+		if (hi < 0) {
+			/* no non-zero element seen: any grid will tell */
+			T = 1;
+			levels = 2;
+		} else {
+			const bool whole = pass > 0 || ns == n;
+			T = xf64_top(hi) + !whole;
+			unsigned emin = lo >> 20;
+			levels = xf64_levels(T, whole || emin <= 8 ? emin : emin - 8);
+		}
+		/* specials and magnitudes near the top of the range, and spans
+		 * too wide for XL_MAX levels: element by element */
+		if (T > 1000 || levels > XL_MAX)
+			break;
+		xf64 f;
+		xf64_init(&f, T, levels);
+		bool ok = levels == 2   ? xf64_pass(p, n, &f, 2, avx2, ret, &hi, &lo)
+		          : levels == 3 ? xf64_pass(p, n, &f, 3, avx2, ret, &hi, &lo)
+		                        : xf64_pass(p, n, &f, 4, avx2, ret, &hi, &lo);
+		if (!ok)
+			continue;
+		if (hi >= 0) {
+			ret->xflags |= XF_SEEN;
+		} else {
+			/* nothing but zeros: "seen" unless they are all -0 */
+			for (size_t i = 0; i < n && !(ret->xflags & XF_SEEN); i++)
+				if (!(p[i * 8 + 7] & 0x80))
+					ret->xflags |= XF_SEEN;
+		}
+		return;
+	}
+	xsum_slow(p, n, ret, /* is64= */ true, /* sq= */ false);
+}
+
+/*
  * f32 sums whose elements lie within a few binades of one another, as most
  * small arrays' do: every element is a multiple of 2^(emin - 150) (emin
  * the least biased exponent of a non-zero one, 1 for subnormals) and below
@@ -740,8 +991,12 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 }
 
 static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
-                                const bool sq, const unsigned levels)
+                                const bool sq, const unsigned levels, const bool avx2)
 {
+	if (is64 && !sq) {
+		xsum_f64(p, n, ret, avx2);
+		return;
+	}
 	/* small arrays, where it pays: a large block that misses the bound
 	 * would be read twice */
 	if (!is64 && !sq && n <= XSUM_NARROW_MAX && xsum_f32_narrow(p, n, ret))
@@ -772,11 +1027,11 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 #define DEF_XSUM(NAME, IS64, SQ, LEVELS)                                                           \
 	void xsum_##NAME##_base(const unsigned char *p, size_t n, gr_partial *ret)                 \
 	{                                                                                          \
-		xsum_body(p, n, ret, IS64, SQ, LEVELS);                                            \
+		xsum_body(p, n, ret, IS64, SQ, LEVELS, false);                                     \
 	}                                                                                          \
 	GR_AVX2_ONLY(GR_AVX2 void xsum_##NAME##_avx2(const unsigned char *p, size_t n,             \
 	                                             gr_partial *ret)                              \
-	             { xsum_body(p, n, ret, IS64, SQ, LEVELS); })
+	             { xsum_body(p, n, ret, IS64, SQ, LEVELS, true); })
 
 DEF_XSUM(sum_f32, false, false, 1)
 DEF_XSUM(sum_f64, true, false, 2)
