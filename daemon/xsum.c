@@ -696,30 +696,73 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
  */
 #define XF_GROUP 16
 
+/* What a pass sums on: one grid for sums; for squares, scaled by 2^k, one
+ * for their high halves and one 53 bits lower for their low halves. */
 typedef struct xf64 {
-	xgrid g;
-	double last2;      /* sigma of the last two levels, added */
-	int32_t bound_hi;  /* |x| <= 2^T: every c below this */
-	uint32_t small_hi; /* every non-zero element a multiple of the last unit: c at least this */
+	xgrid g[2];
+	double last2[2];   /* sigma of each grid's last two levels, added */
+	int k;             /* squares: the scale's exponent */
+	int32_t bound_hi;  /* |x| <= 2^M: every c below this */
+	uint32_t small_hi; /* every non-zero element's bits on the grid: c at least this */
 } xf64;
 
-/* The grid for elements of magnitude at most 2^T (T <= 1000) in levels. */
-static void xf64_init(xf64 *f, int T, unsigned levels)
+/* The least c for which |x| >= 2^e (0: any x; subnormal bounds are
+ * rounded up to a whole high word, which only costs a pass). */
+static uint32_t xf64_at_least(int e)
 {
-	xgrid_init(&f->g, T, levels);
-	f->last2 = f->g.sigma[levels - 2] + f->g.sigma[levels - 1];
-	f->bound_hi = (T + 1023) << 20;
-	/* an exponent field of ef or more has its last bit on the grid */
-	const int ef = f->g.ulp[levels - 1] + 1075;
-	f->small_hi = ef <= 1 ? 0 : (uint32_t)ef << 20;
+	if (e >= -1022)
+		return (uint32_t)(e + 1023) << 20;
+	if (e > -1042)
+		return 1u << (e + 1042);
+	return e > -1074;
 }
 
-/* Levels that elements of magnitude at most 2^T, the least non-zero with
- * exponent field emin (0 counts as 1), need: the last unit,
- * 2^(T - 50 - 51 (L - 1)), must divide 2^(emin - 1075). */
-static unsigned xf64_levels(int T, unsigned emin)
+/*
+ * The grid for elements of magnitude at most 2^M, levels levels a grid.
+ * Sums: the top is 2^M (M <= 1000), and an element's last bit is on the
+ * last level's unit, 2^u, when its exponent is at least u + 52. Squares:
+ * x is scaled by 2^k to at most 2^500 (the halves of x * x neither over-
+ * nor underflow), the top of the high halves is 2^T, T = 2 (M + k), and
+ * that of the low halves 2^(T - 53); for x of exponent e, x^2 has its last
+ * bits at 2e - 52 (high half) and 2e - 104 (low half).
+ */
+static void xf64_init(xf64 *f, int M, unsigned levels, bool sq)
 {
-	int bits = T + 1025 - (int)(emin ? emin : 1);
+	f->bound_hi = (M + 1023) << 20;
+	if (!sq) {
+		f->k = 0;
+		xgrid_init(&f->g[0], M, levels);
+		const int u = f->g[0].ulp[levels - 1];
+		f->small_hi = u <= -1074 ? 0 : xf64_at_least(u + 52);
+	} else {
+		f->k = 500 - M < 1000 ? 500 - M : 1000;
+		const int T = 2 * (M + f->k);
+		xgrid_init(&f->g[0], T, levels);
+		xgrid_init(&f->g[1], T - 53, levels);
+		const int uh = f->g[0].ulp[levels - 1], ul = f->g[1].ulp[levels - 1];
+		/* the least exponent of a scaled x whose halves fit, rounded up */
+		int e = (uh + 52 + 1) >> 1;
+		e = e > (ul + 104 + 1) >> 1 ? e : (ul + 104 + 1) >> 1;
+		f->small_hi = xf64_at_least(e - f->k);
+	}
+	for (unsigned h = 0; h < 1u + sq; h++)
+		f->last2[h] = f->g[h].sigma[levels - 2] + f->g[h].sigma[levels - 1];
+}
+
+/* Levels a grid that elements of magnitude at most 2^M, the least non-zero
+ * with exponent field emin (0: a subnormal, counted as 2^-1074), need. */
+static unsigned xf64_levels(int M, unsigned emin, bool sq)
+{
+	int e = emin ? (int)emin - 1023 : -1074;
+	/* the last unit, 2^(top - 50 - 51 (L - 1)), at most the least
+	 * element's last bit (sums: e - 52; squares, scaled: 2 (e + k) - 52) */
+	int bits;
+	if (!sq) {
+		bits = M - 50 - (e - 52);
+	} else {
+		int k = 500 - M < 1000 ? 500 - M : 1000;
+		bits = 2 * (M + k) - 50 - (2 * (e + k) - 52);
+	}
 	return bits <= 51 ? 2 : 1 + ((unsigned)bits + 50) / 51;
 }
 
@@ -771,10 +814,30 @@ static GR_INLINE void xf64_bounds(const unsigned char *p, size_t n, const bool a
 	*ret_lo = l;
 }
 
+/* y over the levels of one grid into acc[0, levels), lane set v. */
+static GR_INLINE void xf64_split(const v4df *py, const v4df *sig, const v4df *last2, v4du (*acc)[2],
+                                 unsigned v, const unsigned levels)
+{
+	v4df y = *py;
+	v4du tb;
+	for (unsigned j = 0; j + 2 < levels; j++) {
+		v4df t = y + sig[j];
+		memcpy(&tb, &t, sizeof(tb));
+		acc[j][v] += tb;
+		y = y - (t - sig[j]);
+	}
+	v4df ta = y + sig[levels - 2];
+	v4df tl = y - (ta - *last2);
+	memcpy(&tb, &ta, sizeof(tb));
+	acc[levels - 2][v] += tb;
+	memcpy(&tb, &tl, sizeof(tb));
+	acc[levels - 1][v] += tb;
+}
+
 /* One group of XF_GROUP elements at q into the lanes and the bounds. */
-static GR_INLINE void xf64_group(const unsigned char *q, const v4df *sig, const v4df *last2,
-                                 v4du (*acc)[2], v8si *hi, v8su *lo, const unsigned levels,
-                                 const bool avx2)
+static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XL_MAX],
+                                 const v4df *last2, const v4df *scale, v4du (*acc)[2], v8si *hi,
+                                 v8su *lo, const unsigned levels, const bool sq, const bool avx2)
 {
 	v4du c[4];
 	UNROLL
@@ -783,39 +846,45 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df *sig, const 
 		ld_f64(&y, q + 32 * v);
 		memcpy(&c[v], &y, sizeof(c[v]));
 		c[v] = (c[v] & INT64_MAX) - 1;
-		v4du tb;
-		for (unsigned j = 0; j + 2 < levels; j++) {
-			v4df t = y + sig[j];
-			memcpy(&tb, &t, sizeof(tb));
-			acc[j][v & 1] += tb;
-			y = y - (t - sig[j]);
+		if (!sq) {
+			xf64_split(&y, sig[0], &last2[0], acc, v & 1, levels);
+			continue;
 		}
-		v4df ta = y + sig[levels - 2];
-		v4df tl = y - (ta - *last2);
-		memcpy(&tb, &ta, sizeof(tb));
-		acc[levels - 2][v & 1] += tb;
-		memcpy(&tb, &tl, sizeof(tb));
-		acc[levels - 1][v & 1] += tb;
+		/* Dekker: x * x = hi + lo exactly, with halves of x of 26
+		 * bits each, while nothing under- or overflows */
+		v4df x = y * *scale;
+		v4df cx = x * 134217729.0;
+		v4df xh = cx - (cx - x);
+		v4df xl = x - xh;
+		v4df h = x * x;
+		v4df l = ((xh * xh - h) + (xh + xh) * xl) + xl * xl;
+		xf64_split(&h, sig[0], &last2[0], acc, v & 1, levels);
+		xf64_split(&l, sig[1], &last2[1], acc + levels, v & 1, levels);
 	}
 	xf64_bound(hi, lo, &c[0], &c[1], avx2);
 	xf64_bound(hi, lo, &c[2], &c[3], avx2);
 }
 
 /*
- * Sum p[0, n) on f's grid of levels levels, and bound its elements: when
- * the grid held them (*ret_hi below f->bound_hi, *ret_lo at least
- * f->small_hi), add the block's value to ret's accumulator and return
- * true; else leave it alone. The bounds are reported either way.
+ * Sum p[0, n) (or its squares) on f's grids of levels levels, and bound
+ * its elements: when the grids held them (*ret_hi below f->bound_hi,
+ * *ret_lo at least f->small_hi), add the block's value to ret's
+ * accumulator and return true; else leave it alone. The bounds are
+ * reported either way.
  */
 static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
-                                const unsigned levels, const bool avx2, gr_partial *ret,
-                                int32_t *ret_hi, uint32_t *ret_lo)
+                                const unsigned levels, const bool sq, const bool avx2,
+                                gr_partial *ret, int32_t *ret_hi, uint32_t *ret_lo)
 {
-	v4df sig[XL_MAX];
-	for (unsigned j = 0; j < levels; j++)
-		sig[j] = (v4df){0} + f->g.sigma[j];
-	const v4df last2 = (v4df){0} + f->last2;
-	v4du acc[XL_MAX][2];
+	const unsigned grids = sq ? 2 : 1;
+	v4df sig[2][XL_MAX], last2[2];
+	for (unsigned h = 0; h < grids; h++) {
+		for (unsigned j = 0; j < levels; j++)
+			sig[h][j] = (v4df){0} + f->g[h].sigma[j];
+		last2[h] = (v4df){0} + f->last2[h];
+	}
+	const v4df scale = (v4df){0} + ldexp(1.0, f->k);
+	v4du acc[2 * XL_MAX][2];
 	memset(acc, 0, sizeof(acc));
 	v8si hi = (v8si){0} - 1;
 	v8su lo = (v8su){0} - 1;
@@ -829,17 +898,18 @@ static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
 			const unsigned char *q = p + gi * XF_GROUP * 8;
 			for (size_t o = 0; o < XF_GROUP * 8; o += 64)
 				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
-			xf64_group(q, sig, &last2, acc, &hi, &lo, levels, avx2);
+			xf64_group(q, sig, last2, &scale, acc, &hi, &lo, levels, sq, avx2);
 		}
 	} else {
 		for (size_t gi = 0; gi < ng; gi++)
-			xf64_group(p + gi * XF_GROUP * 8, sig, &last2, acc, &hi, &lo, levels, avx2);
+			xf64_group(p + gi * XF_GROUP * 8, sig, last2, &scale, acc, &hi, &lo, levels,
+			           sq, avx2);
 	}
 	size_t groups = ng;
 	if (n % XF_GROUP) {
 		unsigned char tail[XF_GROUP * 8] = {0};
 		memcpy(tail, p + ng * XF_GROUP * 8, (n % XF_GROUP) * 8);
-		xf64_group(tail, sig, &last2, acc, &hi, &lo, levels, avx2);
+		xf64_group(tail, sig, last2, &scale, acc, &hi, &lo, levels, sq, avx2);
 		groups++;
 	}
 
@@ -853,27 +923,29 @@ static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
 	*ret_lo = l;
 	if (h >= f->bound_hi || l < f->small_hi)
 		return false;
-	/* each lane took two terms a group */
+	/* each lane took two terms a group; squares were scaled by 2^2k */
 	const uint64_t cnt = 2 * groups;
-	for (unsigned j = 0; j < levels; j++) {
+	for (unsigned j = 0; j < grids * levels; j++) {
+		const xgrid *g = &f->g[j / levels];
 		__int128 s = 0;
 		for (unsigned v = 0; v < 2; v++)
 			for (unsigned k = 0; k < 4; k++)
-				s += (int64_t)(acc[j][v][k] - cnt * f->g.sbits[j]);
-		xacc_addmag(ret->xacc, f->g.ulp[j] - GR_PARTIAL_EXP_MIN,
+				s += (int64_t)(acc[j][v][k] - cnt * g->sbits[j % levels]);
+		xacc_addmag(ret->xacc, g->ulp[j % levels] - 2 * f->k - GR_PARTIAL_EXP_MIN,
 		            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
 	}
 	return true;
 }
 
-/* The grid's top for elements whose largest c is hi: |x| <= (hi + 1) 2^32,
- * which is at most 2^T. */
+/* The top for elements whose largest c is hi: |x| <= (hi + 1) 2^32, which
+ * is at most 2^M. */
 static int xf64_top(int32_t hi)
 {
 	return (int)((uint32_t)hi >> 20) - 1022;
 }
 
-static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret, const bool avx2)
+static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
+                               const bool avx2)
 {
 	/* Guess the grid from a sample, one binade wider at the top and eight
 	 * at the bottom (a block's extremes lie beyond its sample's); a small
@@ -882,29 +954,30 @@ static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret
 	int32_t hi;
 	uint32_t lo;
 	xf64_bounds(p, ns, avx2, &hi, &lo);
-	ret->xflags = XF_XACC;
+	/* squares are never -0 */
+	ret->xflags = XF_XACC | (sq ? XF_SEEN : 0);
 	for (int pass = 0; pass < 2; pass++) {
-		int T;
+		int M;
 		unsigned levels;
 		if (hi < 0) {
 			/* no non-zero element seen: any grid will tell */
-			T = 1;
+			M = 1;
 			levels = 2;
 		} else {
 			const bool whole = pass > 0 || ns == n;
-			T = xf64_top(hi) + !whole;
+			M = xf64_top(hi) + !whole;
 			unsigned emin = lo >> 20;
-			levels = xf64_levels(T, whole || emin <= 8 ? emin : emin - 8);
+			levels = xf64_levels(M, whole || emin <= 8 ? emin : emin - 8, sq);
 		}
 		/* specials and magnitudes near the top of the range, and spans
 		 * too wide for XL_MAX levels: element by element */
-		if (T > 1000 || levels > XL_MAX)
+		if (M > (sq ? 1023 : 1000) || levels > XL_MAX)
 			break;
 		xf64 f;
-		xf64_init(&f, T, levels);
-		bool ok = levels == 2   ? xf64_pass(p, n, &f, 2, avx2, ret, &hi, &lo)
-		          : levels == 3 ? xf64_pass(p, n, &f, 3, avx2, ret, &hi, &lo)
-		                        : xf64_pass(p, n, &f, 4, avx2, ret, &hi, &lo);
+		xf64_init(&f, M, levels, sq);
+		bool ok = levels == 2   ? xf64_pass(p, n, &f, 2, sq, avx2, ret, &hi, &lo)
+		          : levels == 3 ? xf64_pass(p, n, &f, 3, sq, avx2, ret, &hi, &lo)
+		                        : xf64_pass(p, n, &f, 4, sq, avx2, ret, &hi, &lo);
 		if (!ok)
 			continue;
 		if (hi >= 0) {
@@ -917,7 +990,7 @@ static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret
 		}
 		return;
 	}
-	xsum_slow(p, n, ret, /* is64= */ true, /* sq= */ false);
+	xsum_slow(p, n, ret, /* is64= */ true, sq);
 }
 
 /*
@@ -993,8 +1066,8 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
                                 const bool sq, const unsigned levels, const bool avx2)
 {
-	if (is64 && !sq) {
-		xsum_f64(p, n, ret, avx2);
+	if (is64) {
+		xsum_f64(p, n, ret, sq, avx2);
 		return;
 	}
 	/* small arrays, where it pays: a large block that misses the bound

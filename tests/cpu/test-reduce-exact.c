@@ -336,13 +336,16 @@ static void check_mixed_blocks(unsigned char *buf)
 
 /* ---- f64 sums against an exact reference of their own ---- */
 
-/* 2^-1074 to 2^1024 times 2^15 elements, and a sign: in 2^-1074 units */
-#define REF_WORDS 36
+/* Sums: 2^-1074 to 2^1024 times 2^15 elements, and a sign, in units of
+ * 2^-1074. Squares: 2^-2148 to 2^2048 times 2^15, in units of 2^-2148. */
+#define REF_WORDS 68
+#define REF_UNIT(sq) ((sq) ? -2148 : -1074)
 
-/* The exact sum of n finite f64 elements, in units of 2^-1074 (every
- * double is a whole number of them), as a two's complement integer: a
- * plain transcription of what the accumulator must hold, apart from it. */
-static void ref_exact(const unsigned char *p, size_t n, uint64_t *w)
+/* The exact sum of n finite f64 elements (sq: of their exact squares), in
+ * units of 2^REF_UNIT (every double is a whole number of 2^-1074, every
+ * square of 2^-2148), as a two's complement integer: a plain transcription
+ * of what the accumulator must hold, apart from it. */
+static void ref_exact(const unsigned char *p, size_t n, bool sq, uint64_t *w)
 {
 	bool finite = true;
 	memset(w, 0, REF_WORDS * sizeof(*w));
@@ -354,12 +357,20 @@ static void ref_exact(const unsigned char *p, size_t n, uint64_t *w)
 		finite &= e != 0x7ff;
 		if (e)
 			m |= 1ull << 52;
-		/* m * 2^(max(e, 1) - 1075) is m << (max(e, 1) - 1) units */
-		unsigned sh = e ? e - 1 : 0, k = sh / 64, r = sh % 64;
-		uint64_t add[2] = {m << r, r ? m >> (64 - r) : 0}, c = 0;
+		/* x = m * 2^(E - 1075), E = max(e, 1): m << (E - 1) units, and
+		 * x^2 = m^2 << (2 E - 2) units of squares */
+		unsigned E = e ? e : 1, sh = sq ? 2 * E - 2 : E - 1, k = sh / 64, r = sh % 64;
+		unsigned __int128 v = sq ? (unsigned __int128)m * m : m;
+		uint64_t add[3] = {(uint64_t)(v << r), (uint64_t)(v >> 64 << r),
+		                   r ? (uint64_t)(v >> (128 - r)) : 0};
+		add[1] |= r ? (uint64_t)v >> (64 - r) : 0;
+		bool neg = !sq && b >> 63;
+		uint64_t c = 0;
 		for (unsigned j = k; j < REF_WORDS; j++) {
-			uint64_t d = j - k < 2 ? add[j - k] : 0, o = w[j];
-			if (b >> 63) {
+			if (j - k >= 3 && !c)
+				break;
+			uint64_t d = j - k < 3 ? add[j - k] : 0, o = w[j];
+			if (neg) {
 				w[j] = o - d - c;
 				c = o < d || (o == d && c);
 			} else {
@@ -371,17 +382,18 @@ static void ref_exact(const unsigned char *p, size_t n, uint64_t *w)
 	CHECK_MSG(finite, "ref_exact: finite elements only");
 }
 
-/* gr_reduce()'s f64 sum holds exactly ref_exact()'s value. */
-static void check_exact_ref(const unsigned char *p, size_t n, const char *what)
+/* gr_reduce()'s f64 sum (sq: sum of squares) holds exactly ref_exact()'s
+ * value. */
+static void check_exact_ref(const unsigned char *p, size_t n, bool sq, const char *what)
 {
 	uint64_t w[REF_WORDS], wa[GR_PARTIAL_LIMBS_MAX], wb[GR_PARTIAL_LIMBS_MAX];
-	bool negzero = n > 0;
+	bool negzero = n > 0 && !sq;
 	for (size_t i = 0; i < n; i++)
 		negzero &= get_ld(GR_DT_F64, p, i) == 0 && p[8 * i + 7] == 0x80;
-	ref_exact(p, n, w);
+	ref_exact(p, n, sq, w);
 	gr_partial got, want;
-	gr_reduce(GR_OP_SUM, GR_DT_F64, p, n, &got);
-	CHECK_MSG(gr_partial_from_limbs(&want, n, w, REF_WORDS, -1074,
+	gr_reduce(sq ? GR_OP_SUMSQ : GR_OP_SUM, GR_DT_F64, p, n, &got);
+	CHECK_MSG(gr_partial_from_limbs(&want, n, w, REF_WORDS, REF_UNIT(sq),
 	                                negzero ? GR_PARTIAL_NEGZERO : 0) == 0,
 	          "reference limbs");
 	int sa, sb;
@@ -390,7 +402,8 @@ static void check_exact_ref(const unsigned char *p, size_t n, const char *what)
 	size_t nb = gr_partial_limbs(&want, wb, GR_PARTIAL_LIMBS_MAX, &sb, &fb);
 	CHECK_MSG(na == nb && (na == 0 || sa == sb) && fa == fb &&
 	              memcmp(wa, wb, na * sizeof(wa[0])) == 0,
-	          "f64 sum n=%zu %s: exact value differs from the reference", n, what);
+	          "f64 %s n=%zu %s: exact value differs from the reference", sq ? "sumsq" : "sum",
+	          n, what);
 }
 
 /* Element i becomes +-m * 2^(e - 52), 2^52 <= m < 2^53, or the subnormal
@@ -507,7 +520,8 @@ static void check_f64_paths(unsigned char *buf)
 				memcpy(buf + 8 * j, t, 8);
 			}
 		}
-		check_exact_ref(buf, n, "window");
+		check_exact_ref(buf, n, false, "window");
+		check_exact_ref(buf, n, true, "window");
 		/* (exact_sum() knows no -0: not for blocks of zeros alone) */
 		bool nonzero = false;
 		for (size_t i = 0; i < n; i++)
@@ -530,7 +544,7 @@ static void check_f64_paths(unsigned char *buf)
 				CHECK_BITS(reduce_f(GR_OP_SUM, GR_DT_F64, buf, n),
 				           (a == 1 ? 1 : 1 + 0x1p-51) * sc, "f64 tie n=%zu span %d",
 				           n, span);
-				check_exact_ref(buf, n, "tie");
+				check_exact_ref(buf, n, false, "tie");
 			}
 		}
 		/* and a special anywhere decides */
@@ -549,14 +563,16 @@ static void check_f64_paths(unsigned char *buf)
 		for (int e = -1074; e <= 1023; e += 97) {
 			for (size_t i = 0; i < n; i++)
 				put_exp(buf, i, e, 1ull << 52, false);
-			check_exact_ref(buf, n, "powers of two");
+			check_exact_ref(buf, n, false, "powers of two");
+			check_exact_ref(buf, n, true, "powers of two");
 		}
 		for (int z = 0; z < 3; z++) {
 			for (size_t i = 0; i < n; i++)
 				put_f(GR_DT_F64, buf, i, z == 0 ? 0.0 : -0.0);
 			if (z == 2)
 				put_f(GR_DT_F64, buf, n - 1, 0.0);
-			check_exact_ref(buf, n, "zeros");
+			check_exact_ref(buf, n, false, "zeros");
+			check_exact_ref(buf, n, true, "zeros");
 		}
 	}
 }
@@ -566,32 +582,44 @@ static void check_f64_paths(unsigned char *buf)
  * sample asks for two, three or four levels) and one element late, at
  * every exponent from far below the window to a few binades above it,
  * with every mantissa bit set (its last bit is the first a grid too
- * coarse would lose, and its high word the last one a bound admits).
+ * coarse would lose, and its high word the last one a bound admits), and
+ * another with an odd one; near the top, the middle and the subnormals.
  */
 static void check_f64_bounds(unsigned char *buf)
 {
 	static const size_t sizes[] = {100, 4099, GR_REDUCE_BLOCK};
 	static const int spans[] = {0, 20, 40, 60, 90, 120, 140};
-	static const int tops[] = {0, -900, 900};
+	static const int tops[] = {0, -900, 900, -1030, -1050};
 	const uint64_t ones = (1ull << 53) - 1;
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
 		for (size_t w = 0; w < sizeof(spans) / sizeof(spans[0]); w++)
 			for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); t++) {
 				size_t n = sizes[s];
 				int span = spans[w], top = tops[t];
+				if (n == GR_REDUCE_BLOCK && t > 0)
+					continue;
 				for (size_t i = 0; i < n; i++)
 					put_exp(buf, i, top - (int)(rng() % (unsigned)(span + 1)),
 					        1ull << 52 | rng() >> 12, rng() % 2);
-				/* larger blocks take every second or fifth exponent */
-				int step = n == GR_REDUCE_BLOCK ? 5 : n > 1000 ? 2 : 1;
+				/* larger blocks take every third or seventh exponent */
+				int step = n == GR_REDUCE_BLOCK ? 7 : n > 1000 ? 3 : 1;
 				for (int d = -8; d <= span + 170; d += d < 0 ? 1 : step) {
 					int e = top - d;
-					put_exp(buf, n - 2,
-					        e < -1074  ? -1074
-					        : e > 1023 ? 1023
-					                   : e,
-					        ones, d % 2);
-					check_exact_ref(buf, n, "bounds");
+					e = e < -1074 ? -1074 : e > 1023 ? 1023 : e;
+					/* and beside it, a binade higher (so that it
+					 * never hides the first from a bound), an odd
+					 * mantissa; then the other way round, with
+					 * 1 + 2^-26 + 2^-52, whose square's high half
+					 * has its last bit set, as low as it goes */
+					for (int swap = 0; swap < 2; swap++) {
+						uint64_t odd = swap ? 1ull << 52 | 1ull << 26 | 1
+						                    : 1ull << 52 | rng() >> 12 | 1;
+						put_exp(buf, n - 2, e, swap ? odd : ones, d % 2);
+						put_exp(buf, n - 3, e < 1023 ? e + 1 : e,
+						        swap ? ones : odd, rng() % 2);
+						check_exact_ref(buf, n, false, "bounds");
+						check_exact_ref(buf, n, true, "bounds");
+					}
 				}
 			}
 }
