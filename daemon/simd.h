@@ -16,13 +16,17 @@
 /*
  * On x86-64 every kernel is compiled twice, for the baseline and for AVX2,
  * and the AVX2 table is picked at run time when the CPU has it (or the
- * baseline when GPURED_REDUCE_ISA=baseline, for tests). A table chosen in
+ * baseline when GPURED_REDUCE_ISA=baseline, for tests). The f64 sum of
+ * squares has a third build, for AVX2 with FMA, which its AVX2 kernel
+ * calls when the CPU has FMA (and GPURED_REDUCE_ISA is not avx2, which
+ * tests the AVX2 kernels without it). A table chosen in
  * code, rather than target_clones' ifuncs, keeps the kernels' addresses out
  * of load-time relocations, which sanitizer runtimes cannot survive.
  */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GR_HAVE_AVX2 1
 #define GR_AVX2 __attribute__((target("avx2")))
+#define GR_AVX2_FMA __attribute__((target("avx2,fma")))
 #define GR_AVX2_ONLY(...) __VA_ARGS__
 #include <immintrin.h>
 #else
@@ -157,3 +161,18 @@ static GR_INLINE void v8su_min(v8su *a, const v8su *b, const bool avx2)
 	v8su c = (v8su)(*a < *b);
 	*a = (*a & c) | (*b & ~c);
 }
+
+/* ---- fused multiply-subtract ---- */
+
+/*
+ * *ret = a * b - c rounded once, for the AVX2-with-FMA kernels only; as
+ * the helpers above, it may be named in the others, which never reach it.
+ * (The kernels' files turn contraction off: FMA is only ever this.)
+ */
+#ifdef GR_HAVE_AVX2
+GR_AVX2_FMA static inline void v4df_fmsub_fma(v4df *ret, const v4df *a, const v4df *b,
+                                              const v4df *c)
+{
+	*ret = (v4df)_mm256_fmsub_pd((__m256d)*a, (__m256d)*b, (__m256d)*c);
+}
+#endif

@@ -15,7 +15,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/simd.h"
@@ -837,7 +839,8 @@ static GR_INLINE void xf64_split(const v4df *py, const v4df *sig, const v4df *la
 /* One group of XF_GROUP elements at q into the lanes and the bounds. */
 static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XL_MAX],
                                  const v4df *last2, const v4df *scale, v4du (*acc)[2], v8si *hi,
-                                 v8su *lo, const unsigned levels, const bool sq, const bool avx2)
+                                 v8su *lo, const unsigned levels, const bool sq, const bool avx2,
+                                 const bool fma)
 {
 	v4du c[4];
 	UNROLL
@@ -850,14 +853,23 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XL_MA
 			xf64_split(&y, sig[0], &last2[0], acc, v & 1, levels);
 			continue;
 		}
-		/* Dekker: x * x = hi + lo exactly, with halves of x of 26
-		 * bits each, while nothing under- or overflows */
+		/* x * x = h + l exactly, while nothing under- or overflows:
+		 * l in one fused operation, or after Dekker, from halves of x
+		 * of 26 bits each */
 		v4df x = y * *scale;
-		v4df cx = x * 134217729.0;
-		v4df xh = cx - (cx - x);
-		v4df xl = x - xh;
-		v4df h = x * x;
-		v4df l = ((xh * xh - h) + (xh + xh) * xl) + xl * xl;
+		v4df h = x * x, l;
+#ifdef GR_HAVE_AVX2
+		if (fma) {
+			v4df_fmsub_fma(&l, &x, &x, &h);
+		} else
+#endif
+		{
+			(void)fma;
+			v4df cx = x * 134217729.0;
+			v4df xh = cx - (cx - x);
+			v4df xl = x - xh;
+			l = ((xh * xh - h) + (xh + xh) * xl) + xl * xl;
+		}
 		xf64_split(&h, sig[0], &last2[0], acc, v & 1, levels);
 		xf64_split(&l, sig[1], &last2[1], acc + levels, v & 1, levels);
 	}
@@ -874,7 +886,7 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XL_MA
  */
 static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
                                 const unsigned levels, const bool sq, const bool avx2,
-                                gr_partial *ret, int32_t *ret_hi, uint32_t *ret_lo)
+                                const bool fma, gr_partial *ret, int32_t *ret_hi, uint32_t *ret_lo)
 {
 	const unsigned grids = sq ? 2 : 1;
 	v4df sig[2][XL_MAX], last2[2];
@@ -898,18 +910,18 @@ static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
 			const unsigned char *q = p + gi * XF_GROUP * 8;
 			for (size_t o = 0; o < XF_GROUP * 8; o += 64)
 				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
-			xf64_group(q, sig, last2, &scale, acc, &hi, &lo, levels, sq, avx2);
+			xf64_group(q, sig, last2, &scale, acc, &hi, &lo, levels, sq, avx2, fma);
 		}
 	} else {
 		for (size_t gi = 0; gi < ng; gi++)
 			xf64_group(p + gi * XF_GROUP * 8, sig, last2, &scale, acc, &hi, &lo, levels,
-			           sq, avx2);
+			           sq, avx2, fma);
 	}
 	size_t groups = ng;
 	if (n % XF_GROUP) {
 		unsigned char tail[XF_GROUP * 8] = {0};
 		memcpy(tail, p + ng * XF_GROUP * 8, (n % XF_GROUP) * 8);
-		xf64_group(tail, sig, last2, &scale, acc, &hi, &lo, levels, sq, avx2);
+		xf64_group(tail, sig, last2, &scale, acc, &hi, &lo, levels, sq, avx2, fma);
 		groups++;
 	}
 
@@ -945,7 +957,7 @@ static int xf64_top(int32_t hi)
 }
 
 static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
-                               const bool avx2)
+                               const bool avx2, const bool fma)
 {
 	/* Guess the grid from a sample, one binade wider at the top and eight
 	 * at the bottom (a block's extremes lie beyond its sample's); a small
@@ -975,9 +987,9 @@ static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret
 			break;
 		xf64 f;
 		xf64_init(&f, M, levels, sq);
-		bool ok = levels == 2   ? xf64_pass(p, n, &f, 2, sq, avx2, ret, &hi, &lo)
-		          : levels == 3 ? xf64_pass(p, n, &f, 3, sq, avx2, ret, &hi, &lo)
-		                        : xf64_pass(p, n, &f, 4, sq, avx2, ret, &hi, &lo);
+		bool ok = levels == 2   ? xf64_pass(p, n, &f, 2, sq, avx2, fma, ret, &hi, &lo)
+		          : levels == 3 ? xf64_pass(p, n, &f, 3, sq, avx2, fma, ret, &hi, &lo)
+		                        : xf64_pass(p, n, &f, 4, sq, avx2, fma, ret, &hi, &lo);
 		if (!ok)
 			continue;
 		if (hi >= 0) {
@@ -1067,7 +1079,7 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
                                 const bool sq, const unsigned levels, const bool avx2)
 {
 	if (is64) {
-		xsum_f64(p, n, ret, sq, avx2);
+		xsum_f64(p, n, ret, sq, avx2, /* fma= */ false);
 		return;
 	}
 	/* small arrays, where it pays: a large block that misses the bound
@@ -1109,8 +1121,46 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 DEF_XSUM(sum_f32, false, false, 1)
 DEF_XSUM(sum_f64, true, false, 2)
 DEF_XSUM(sumsq_f32, false, true, 2)
-DEF_XSUM(sumsq_f64, true, true, 4)
 /* clang-format on */
+
+/*
+ * f64 squares: the AVX2 kernel hands the block to one built with FMA when
+ * the CPU has it (simd.h), which forms the low half of each square in one
+ * operation instead of Dekker's eleven; both give the same exact value.
+ */
+void xsum_sumsq_f64_base(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ false, /* fma= */ false);
+}
+
+#ifdef GR_HAVE_AVX2
+GR_AVX2_FMA static void xsum_sumsq_f64_fma(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ true, /* fma= */ true);
+}
+
+static bool xsum_have_fma(void)
+{
+	/* 0: not asked yet, 1: no, 2: yes; racing first calls agree */
+	static _Atomic int fma;
+	int f = atomic_load_explicit(&fma, memory_order_relaxed);
+	if (!f) {
+		const char *e = getenv("GPURED_REDUCE_ISA");
+		__builtin_cpu_init();
+		f = (e && strcmp(e, "avx2") == 0) || !__builtin_cpu_supports("fma") ? 1 : 2;
+		atomic_store_explicit(&fma, f, memory_order_relaxed);
+	}
+	return f == 2;
+}
+
+GR_AVX2 void xsum_sumsq_f64_avx2(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	if (xsum_have_fma())
+		xsum_sumsq_f64_fma(p, n, ret);
+	else
+		xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ true, /* fma= */ false);
+}
+#endif
 
 /* ---- moments: its sum of squares, beside the sum ---- */
 
