@@ -383,13 +383,15 @@ void xsum_combine(gr_partial *acc, const gr_partial *next)
  * paths (and the ISA) can never show in the result.
  */
 #define XL_MAX 4
+/* Levels of the f64 pass (xsum_f64()): past XL_MAX, a loop over them */
+#define XF_LEVELS_MAX 32
 #define XNV 4
 #define XGROUP (4 * XNV)
 
 typedef struct xgrid {
-	double sigma[XL_MAX];
-	uint64_t sbits[XL_MAX];
-	int ulp[XL_MAX]; /* log2 of the level's unit */
+	double sigma[XF_LEVELS_MAX];
+	uint64_t sbits[XF_LEVELS_MAX];
+	int ulp[XF_LEVELS_MAX]; /* log2 of the level's unit */
 } xgrid;
 
 /* The levels for terms below 2^T (T <= 1020) in magnitude. */
@@ -693,7 +695,7 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
  *
  * The pass reports its bounds whether or not the grid held them, so a
  * block whose guess was wrong takes one more pass, whose grid and number
- * of levels (2 to XL_MAX) follow from them, and no pass to find them. A
+ * of levels (2 to XF_LEVELS_MAX) follow from them, and no pass to find them. A
  * tail shorter than a group is padded with zeros into one.
  */
 #define XF_GROUP 16
@@ -837,7 +839,7 @@ static GR_INLINE void xf64_split(const v4df *py, const v4df *sig, const v4df *la
 }
 
 /* One group of XF_GROUP elements at q into the lanes and the bounds. */
-static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XL_MAX],
+static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XF_LEVELS_MAX],
                                  const v4df *last2, const v4df *scale, v4du (*acc)[2], v8si *hi,
                                  v8su *lo, const unsigned levels, const bool sq, const bool avx2,
                                  const bool fma)
@@ -886,18 +888,18 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XL_MA
  */
 static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
                                 const unsigned levels, const bool sq, const bool avx2,
-                                const bool fma, gr_partial *ret, int32_t *ret_hi, uint32_t *ret_lo)
+                                const bool fma, v4du (*acc)[2], gr_partial *ret, int32_t *ret_hi,
+                                uint32_t *ret_lo)
 {
 	const unsigned grids = sq ? 2 : 1;
-	v4df sig[2][XL_MAX], last2[2];
+	v4df sig[2][XF_LEVELS_MAX], last2[2];
 	for (unsigned h = 0; h < grids; h++) {
 		for (unsigned j = 0; j < levels; j++)
 			sig[h][j] = (v4df){0} + f->g[h].sigma[j];
 		last2[h] = (v4df){0} + f->last2[h];
 	}
 	const v4df scale = (v4df){0} + ldexp(1.0, f->k);
-	v4du acc[2 * XL_MAX][2];
-	memset(acc, 0, sizeof(acc));
+	memset(acc, 0, sizeof(*acc) * grids * levels);
 	v8si hi = (v8si){0} - 1;
 	v8su lo = (v8su){0} - 1;
 	const size_t ng = n / XF_GROUP;
@@ -959,7 +961,7 @@ static int xf64_top(int32_t hi)
 static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
                                const bool avx2, const bool fma)
 {
-	/* Guess the grid from a sample, one binade wider at the top and eight
+	/* Guess the grid from a sample, one binade wider at the top and four
 	 * at the bottom (a block's extremes lie beyond its sample's); a small
 	 * block is its own sample, and takes one pass. */
 	const size_t ns = n <= 64 ? n : n / 32 < 64 ? 64 : n / 32 > XGUESS ? XGUESS : n / 32;
@@ -979,17 +981,29 @@ static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret
 			const bool whole = pass > 0 || ns == n;
 			M = xf64_top(hi) + !whole;
 			unsigned emin = lo >> 20;
-			levels = xf64_levels(M, whole || emin <= 8 ? emin : emin - 8, sq);
+			levels = xf64_levels(M, whole || emin <= 4 ? emin : emin - 4, sq);
 		}
 		/* specials and magnitudes near the top of the range, and spans
-		 * too wide for XL_MAX levels: element by element */
-		if (M > (sq ? 1023 : 1000) || levels > XL_MAX)
+		 * so wide that the levels would cost more than the element path
+		 * (on the 2-core VM: sums past 12 levels, about 560 binades;
+		 * squares past 32 a grid, all but the whole range) */
+		if (M > (sq ? 1023 : 1000) || levels > (sq ? XF_LEVELS_MAX : 12))
 			break;
 		xf64 f;
 		xf64_init(&f, M, levels, sq);
-		bool ok = levels == 2   ? xf64_pass(p, n, &f, 2, sq, avx2, fma, ret, &hi, &lo)
-		          : levels == 3 ? xf64_pass(p, n, &f, 3, sq, avx2, fma, ret, &hi, &lo)
-		                        : xf64_pass(p, n, &f, 4, sq, avx2, fma, ret, &hi, &lo);
+		bool ok;
+		if (levels <= XL_MAX) {
+			/* in registers, unrolled */
+			v4du acc[2 * XL_MAX][2];
+			ok = levels == 2 ? xf64_pass(p, n, &f, 2, sq, avx2, fma, acc, ret, &hi, &lo)
+			     : levels == 3
+			         ? xf64_pass(p, n, &f, 3, sq, avx2, fma, acc, ret, &hi, &lo)
+			         : xf64_pass(p, n, &f, 4, sq, avx2, fma, acc, ret, &hi, &lo);
+		} else {
+			/* wide blocks: a loop over the levels, in memory */
+			v4du acc[2 * XF_LEVELS_MAX][2];
+			ok = xf64_pass(p, n, &f, levels, sq, avx2, fma, acc, ret, &hi, &lo);
+		}
 		if (!ok)
 			continue;
 		if (hi >= 0) {
