@@ -351,12 +351,11 @@ void xsum_combine(gr_partial *acc, const gr_partial *next)
 /*
  * ---- exact float sums: the block kernels ----
  *
- * Every term of a block (the element, its square, or the two halves of
- * an f64 square) must lie below 2^T, from the block's largest magnitude.
- * Sums guess it from the first XGUESS elements, one binade wider, and
- * check the guess as they go (one pass over memory); when it was wrong,
- * and for f64 squares, a first pass finds the largest magnitude and a
- * second sums. The summing pass splits each term over a few
+ * Every term of a block (the element or its square) must lie below 2^T,
+ * from the block's largest magnitude. f32 blocks guess it from the first
+ * XGUESS elements, one binade wider, and check the guess as they go (one
+ * pass over memory); when it was wrong, a first pass finds the largest
+ * magnitude and a second sums. The summing pass splits each term over a few
  * levels of a fixed grid: level j adds sigma_j = 1.5 * 2^K_j, K_1 = T + 2
  * and K_j+1 = K_j - 51, so t = y + sigma_j stays in sigma_j's binade, its
  * bits are those of sigma_j plus y rounded to a multiple of 2^(K_j - 52),
@@ -374,10 +373,8 @@ void xsum_combine(gr_partial *acc, const gr_partial *next)
  * or a magnitude too large for the grid, it is summed element by element
  * (xacc_elems), which is slower but takes any value.
  * Levels: one for f32 (24 bits; exact while the block's exponents span
- * 26 or so), two for f64 (about 49) and for f32 squares (about 26); f64
- * squares are scaled by a power of two so that the largest is near 2^1000,
- * split exactly into a high and a low double (Dekker), and the halves get
- * two levels each, 53 bits apart (exponents spanning 24).
+ * 26 or so), two for f32 squares (about 26). f64 sums and squares have a
+ * pass of their own over the same grid (xsum_f64(), below).
  *
  * Whatever path a block takes, its partial holds the exact value, so the
  * paths (and the ISA) can never show in the result.
@@ -425,54 +422,31 @@ static GR_INLINE void x_cascade(const v4df *py, const v4df *sig, v4du (*acc)[XNV
 	}
 }
 
-/* Bits of the largest |element| (NaN above infinity). Four independent
- * maxima, so that the compare-and-blend chains overlap. */
-static GR_INLINE uint64_t x_maxbits(const unsigned char *p, size_t n, bool is64)
+/* Bits of the largest |element| of f32 (NaN above infinity). Four
+ * independent maxima, so that the compare-and-blend chains overlap. */
+static GR_INLINE uint32_t x_maxbits(const unsigned char *p, size_t n)
 {
-	uint64_t best = 0;
+	uint32_t best = 0;
 	size_t i = 0;
-	if (is64) {
-		v4di mx[4] = {{0}};
-		for (const size_t nv = n & ~(size_t)15; i < nv; i += 16) {
-			UNROLL
-			for (unsigned v = 0; v < 4; v++) {
-				v4di x;
-				memcpy(&x, p + 8 * (i + 4 * v), sizeof(x));
-				x &= INT64_MAX;
-				v4di c = x > mx[v];
-				mx[v] = (x & c) | (mx[v] & ~c);
-			}
-		}
-		for (unsigned v = 0; v < 4; v++)
-			for (unsigned k = 0; k < 4; k++)
-				best = (uint64_t)mx[v][k] > best ? (uint64_t)mx[v][k] : best;
-		for (; i < n; i++) {
-			uint64_t x;
-			memcpy(&x, p + 8 * i, sizeof(x));
-			x &= INT64_MAX;
-			best = x > best ? x : best;
-		}
-	} else {
-		v8si mx[4] = {{0}};
-		for (const size_t nv = n & ~(size_t)31; i < nv; i += 32) {
-			UNROLL
-			for (unsigned v = 0; v < 4; v++) {
-				v8si x;
-				memcpy(&x, p + 4 * (i + 8 * v), sizeof(x));
-				x &= INT32_MAX;
-				v8si c = x > mx[v];
-				mx[v] = (x & c) | (mx[v] & ~c);
-			}
-		}
-		for (unsigned v = 0; v < 4; v++)
-			for (unsigned k = 0; k < 8; k++)
-				best = (uint64_t)mx[v][k] > best ? (uint64_t)mx[v][k] : best;
-		for (; i < n; i++) {
-			uint32_t x;
-			memcpy(&x, p + 4 * i, sizeof(x));
+	v8si mx[4] = {{0}};
+	for (const size_t nv = n & ~(size_t)31; i < nv; i += 32) {
+		UNROLL
+		for (unsigned v = 0; v < 4; v++) {
+			v8si x;
+			memcpy(&x, p + 4 * (i + 8 * v), sizeof(x));
 			x &= INT32_MAX;
-			best = x > best ? x : best;
+			v8si c = x > mx[v];
+			mx[v] = (x & c) | (mx[v] & ~c);
 		}
+	}
+	for (unsigned v = 0; v < 4; v++)
+		for (unsigned k = 0; k < 8; k++)
+			best = (uint32_t)mx[v][k] > best ? (uint32_t)mx[v][k] : best;
+	for (; i < n; i++) {
+		uint32_t x;
+		memcpy(&x, p + 4 * i, sizeof(x));
+		x &= INT32_MAX;
+		best = x > best ? x : best;
 	}
 	return best;
 }
@@ -493,167 +467,102 @@ enum {
 };
 
 /*
- * The summing pass, for a block whose largest |element| has the bits
+ * The summing pass of an f32 block whose largest |element| has the bits
  * maxbits. With guess, maxbits is only an estimate: the pass also checks
  * that every element lies below the grid's bound. Unless it returns
  * XPASS_DONE, ret's value is untouched.
  */
-static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
-                               const bool sq, const unsigned levels, const uint64_t maxbits,
-                               const bool guess)
+static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
+                               const unsigned levels, const uint32_t maxbits, const bool guess)
 {
-	const size_t es = is64 ? 8 : 4;
-	const unsigned eb = is64 ? (unsigned)(maxbits >> 52) : (unsigned)(maxbits >> 23);
-	const unsigned ebmax = is64 ? 0x7ff : 0xff;
+	const unsigned eb = maxbits >> 23;
 	/* |element| < 2^M */
-	const int M = (eb ? (int)eb : 1) - (is64 ? 1023 : 127) + 1;
-	int T = sq ? 2 * M : M, k = 0;
+	const int M = (eb ? (int)eb : 1) - 127 + 1;
+	const int T = sq ? 2 * M : M;
 
-	if (guess && (maxbits == 0 || eb + 1 >= ebmax || T > 1000 || (sq && is64 && M > 499)))
+	if (guess && (maxbits == 0 || eb + 1 >= 0xff || T > 1000))
 		return XPASS_GUESS;
 	/* |x| bits below this, or the guess was wrong */
-	const uint64_t bound = (uint64_t)(eb ? eb + 1 : 1) << (is64 ? 52 : 23);
+	const uint32_t bound = (eb ? eb + 1 : 1) << 23;
 	ret->xflags = XF_XACC;
 	if (maxbits == 0) {
 		/* nothing but zeros: "seen" unless they are all -0 */
 		for (size_t i = 0; i < n && !(ret->xflags & XF_SEEN); i++)
-			if (sq || !(p[i * es + es - 1] & 0x80))
+			if (sq || !(p[i * 4 + 3] & 0x80))
 				ret->xflags |= XF_SEEN;
 		return XPASS_DONE;
 	}
-	if (eb >= ebmax || T > 1000 || (sq && is64 && M > 500)) {
-		xsum_slow(p, n, ret, is64, sq);
+	if (eb >= 0xff || T > 1000) {
+		xsum_slow(p, n, ret, /* is64= */ false, sq);
 		return XPASS_DONE;
-	}
-	if (sq && is64) {
-		k = 500 - M < 1000 ? 500 - M : 1000;
-		T = 2 * (M + k);
 	}
 
 	xgrid g;
-	if (sq && is64) {
-		/* two levels for the high halves of the squares, two more from
-		 * 53 bits further down for the low halves */
-		xgrid lo;
-		xgrid_init(&g, T, 2);
-		xgrid_init(&lo, T - 53, 2);
-		for (unsigned j = 0; j < 2; j++) {
-			g.sigma[2 + j] = lo.sigma[j];
-			g.sbits[2 + j] = lo.sbits[j];
-			g.ulp[2 + j] = lo.ulp[j];
-		}
-	} else {
-		xgrid_init(&g, T, levels);
-	}
+	xgrid_init(&g, T, levels);
 	v4df sig[XL_MAX];
 	for (unsigned j = 0; j < levels; j++)
 		sig[j] = (v4df){0} + g.sigma[j];
 	v4du acc[XL_MAX][XNV]; /* wrapping sums */
 	memset(acc, 0, sizeof(acc));
-	const v4df scale = (v4df){0} + ldexp(1.0, k);
 	const size_t ng = n / XGROUP;
 	/*
 	 * Sums prove in integer lanes, rather than with what the last level
 	 * leaves (fewer float operations), that every non-zero element (or
-	 * f32 square) is a multiple of the last level's unit: its exponent
-	 * field is at least ef, that is 0 < |x| bits < th never holds. The
-	 * unsigned compare is a signed one of |x| bits - 1 + 2^(bits - 1).
-	 * f64 squares are split in two, so they check what is left instead.
+	 * square) is a multiple of the last level's unit: its exponent field
+	 * is at least ef, that is 0 < |x| bits < th never holds. The unsigned
+	 * compare is a signed one of |x| bits - 1 + 2^31.
 	 */
-	v8si small32 = {0}, over32 = {0};
-	v4di small64 = {0}, over64 = {0};
-	const v8si bm32 = (v8si){0} + (int32_t)(bound - 1);
-	const v4di bm64 = (v4di){0} + (int64_t)(bound - 1);
+	v8si small = {0}, over = {0};
+	const v8si bm = (v8si){0} + (int32_t)(bound - 1);
 	const int u = sq ? (g.ulp[levels - 1] + 1) >> 1 : g.ulp[levels - 1];
-	const int ef = u + (is64 ? 1075 : 150), efmax = is64 ? 0x7ff : 0xff;
-	uint64_t th = ef <= 1 ? 1 : (uint64_t)(ef >= efmax ? efmax : ef) << (is64 ? 52 : 23);
-	if (sq && is64) {
-		/* f64 squares: both halves of x * x fit their levels while
-		 * |x| >= 2^(M - 24) (and then neither underflows) */
-		const int e = M - 24;
-		th = e >= -1022 ? (uint64_t)(e + 1023) << 52 : e >= -1074 ? 1ull << (e + 1074) : 1;
-	}
-	const v8si th32 = (v8si){0} + (int32_t)(((uint32_t)th - 1) ^ 0x80000000u);
-	const v4di th64 = (v4di){0} + (int64_t)((th - 1) ^ 0x8000000000000000ull);
+	const int ef = u + 150;
+	const uint32_t th = ef <= 1 ? 1 : (uint32_t)(ef >= 0xff ? 0xff : ef) << 23;
+	const v8si thv = (v8si){0} + (int32_t)((th - 1) ^ 0x80000000u);
 	/* the block after a whole one is most likely next: bring it to L2
 	 * while this one is summed, so that the first pass does not wait */
-	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * es : 0;
+	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 4 : 0;
 
 	for (size_t gi = 0; gi < ng; gi++) {
-		const unsigned char *q = p + gi * XGROUP * es;
+		const unsigned char *q = p + gi * XGROUP * 4;
 		if (ahead)
-			for (size_t o = 0; o < XGROUP * es; o += 64)
+			for (size_t o = 0; o < XGROUP * 4; o += 64)
 				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
-		if (!is64) {
-			UNROLL
-			for (unsigned v = 0; v < XGROUP / 8; v++) {
-				v8su b;
-				memcpy(&b, q + v * 32, sizeof(b));
-				b &= INT32_MAX;
-				if (guess)
-					over32 |= (v8si)b > bm32;
-				b += INT32_MAX;
-				small32 |= th32 > (v8si)b;
-			}
-		} else {
-			UNROLL
-			for (unsigned v = 0; v < XGROUP / 4; v++) {
-				v4du b;
-				memcpy(&b, q + v * 32, sizeof(b));
-				b &= INT64_MAX;
-				if (guess)
-					over64 |= (v4di)b > bm64;
-				b += INT64_MAX;
-				small64 |= th64 > (v4di)b;
-			}
+		UNROLL
+		for (unsigned v = 0; v < XGROUP / 8; v++) {
+			v8su b;
+			memcpy(&b, q + v * 32, sizeof(b));
+			b &= INT32_MAX;
+			if (guess)
+				over |= (v8si)b > bm;
+			b += INT32_MAX;
+			small |= thv > (v8si)b;
 		}
 		UNROLL
 		for (unsigned v = 0; v < XNV; v++) {
 			v4df x;
-			if (is64)
-				ld_f64(&x, q + v * 32);
-			else
-				ld_f32_as_f64(&x, q + v * 16);
-			if (!sq) {
-				x_cascade(&x, sig, acc, v, levels);
-			} else if (!is64) {
-				v4df xx = x * x;
-				x_cascade(&xx, sig, acc, v, levels);
-			} else {
-				/* Dekker: x * x = hi + lo exactly, with halves of x
-				 * of 26 bits each, while nothing underflows */
-				x = x * scale;
-				v4df c = x * 134217729.0;
-				v4df xh = c - (c - x);
-				v4df xl = x - xh;
-				v4df hi = x * x;
-				v4df lo = ((xh * xh - hi) + (xh + xh) * xl) + xl * xl;
-				x_cascade(&hi, sig, acc, v, 2);
-				x_cascade(&lo, sig + 2, acc + 2, v, 2);
-			}
+			ld_f32_as_f64(&x, q + v * 16);
+			if (sq)
+				x = x * x;
+			x_cascade(&x, sig, acc, v, levels);
 		}
 	}
 
 	if (guess) {
-		int64_t o = 0;
+		int32_t o = 0;
 		for (unsigned l = 0; l < 8; l++)
-			o |= over32[l];
-		for (unsigned l = 0; l < 4; l++)
-			o |= over64[l];
+			o |= over[l];
 		/* and the tail, which the groups did not see */
 		for (size_t i = ng * XGROUP; i < n; i++) {
-			uint64_t b = 0;
-			memcpy(&b, p + i * es, es);
-			o |= (b & (is64 ? INT64_MAX : INT32_MAX)) >= bound;
+			uint32_t b;
+			memcpy(&b, p + i * 4, 4);
+			o |= (b & INT32_MAX) >= bound;
 		}
 		if (o)
 			return XPASS_GUESS;
 	}
-	int64_t bad = 0;
+	int32_t bad = 0;
 	for (unsigned l = 0; l < 8; l++)
-		bad |= small32[l];
-	for (unsigned l = 0; l < 4; l++)
-		bad |= small64[l];
+		bad |= small[l];
 	if (bad)
 		return XPASS_WIDE;
 	const uint64_t cnt = ng;
@@ -662,11 +571,11 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 		for (unsigned v = 0; v < XNV; v++)
 			for (unsigned l = 0; l < 4; l++)
 				s += (int64_t)((uint64_t)acc[j][v][l] - cnt * g.sbits[j]);
-		xacc_addmag(ret->xacc, g.ulp[j] - 2 * k - GR_PARTIAL_EXP_MIN,
+		xacc_addmag(ret->xacc, g.ulp[j] - GR_PARTIAL_EXP_MIN,
 		            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
 	}
 	ret->xflags |= XF_SEEN;
-	xacc_elems(ret, p + ng * XGROUP * es, n - ng * XGROUP, is64, sq);
+	xacc_elems(ret, p + ng * XGROUP * 4, n - ng * XGROUP, /* is64= */ false, sq);
 	return XPASS_DONE;
 }
 
@@ -1089,16 +998,12 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 	return true;
 }
 
-static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool is64,
-                                const bool sq, const unsigned levels, const bool avx2)
+static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
+                                const unsigned levels)
 {
-	if (is64) {
-		xsum_f64(p, n, ret, sq, avx2, /* fma= */ false);
-		return;
-	}
 	/* small arrays, where it pays: a large block that misses the bound
 	 * would be read twice */
-	if (!is64 && !sq && n <= XSUM_NARROW_MAX && xsum_f32_narrow(p, n, ret))
+	if (!sq && n <= XSUM_NARROW_MAX && xsum_f32_narrow(p, n, ret))
 		return;
 	/* One pass over the block when a sample of it, one binade wider,
 	 * bounds the rest (most data); else find the largest, then sum; when
@@ -1106,36 +1011,46 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 	 * even that is not enough, element by element. */
 	int r = XPASS_GUESS;
 	if (n >= 4 * XGUESS) {
-		uint64_t b = x_maxbits(p, XGUESS, is64);
-		b += b ? (uint64_t)1 << (is64 ? 52 : 23) : 0;
-		r = xsum_pass(p, n, ret, is64, sq, levels, b, true);
+		uint32_t b = x_maxbits(p, XGUESS);
+		b += b ? 1u << 23 : 0;
+		r = xsum_pass(p, n, ret, sq, levels, b, true);
 	}
 	if (r == XPASS_DONE)
 		return;
-	const uint64_t mb = x_maxbits(p, n, is64);
+	const uint32_t mb = x_maxbits(p, n);
 	if (r == XPASS_GUESS)
-		r = xsum_pass(p, n, ret, is64, sq, levels, mb, false);
-	/* f64 squares have their levels fixed by the halves */
-	if (r == XPASS_WIDE && !(is64 && sq))
-		r = xsum_pass(p, n, ret, is64, sq, levels + 1, mb, false);
+		r = xsum_pass(p, n, ret, sq, levels, mb, false);
 	if (r == XPASS_WIDE)
-		xsum_slow(p, n, ret, is64, sq);
+		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false);
+	if (r == XPASS_WIDE)
+		xsum_slow(p, n, ret, /* is64= */ false, sq);
 }
 
 /* clang-format off */
-#define DEF_XSUM(NAME, IS64, SQ, LEVELS)                                                           \
+#define DEF_XSUM(NAME, SQ, LEVELS)                                                                 \
 	void xsum_##NAME##_base(const unsigned char *p, size_t n, gr_partial *ret)                 \
 	{                                                                                          \
-		xsum_body(p, n, ret, IS64, SQ, LEVELS, false);                                     \
+		xsum_body(p, n, ret, SQ, LEVELS);                                                  \
 	}                                                                                          \
 	GR_AVX2_ONLY(GR_AVX2 void xsum_##NAME##_avx2(const unsigned char *p, size_t n,             \
 	                                             gr_partial *ret)                              \
-	             { xsum_body(p, n, ret, IS64, SQ, LEVELS, true); })
+	             { xsum_body(p, n, ret, SQ, LEVELS); })
 
-DEF_XSUM(sum_f32, false, false, 1)
-DEF_XSUM(sum_f64, true, false, 2)
-DEF_XSUM(sumsq_f32, false, true, 2)
+DEF_XSUM(sum_f32, false, 1)
+DEF_XSUM(sumsq_f32, true, 2)
 /* clang-format on */
+
+void xsum_sum_f64_base(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	xsum_f64(p, n, ret, /* sq= */ false, /* avx2= */ false, /* fma= */ false);
+}
+
+#ifdef GR_HAVE_AVX2
+GR_AVX2 void xsum_sum_f64_avx2(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	xsum_f64(p, n, ret, /* sq= */ false, /* avx2= */ true, /* fma= */ false);
+}
+#endif
 
 /*
  * f64 squares: the AVX2 kernel hands the block to one built with FMA when
