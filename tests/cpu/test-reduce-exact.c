@@ -476,7 +476,8 @@ static void check_f64_paths(unsigned char *buf)
 				continue;
 			}
 			int e = top - (int)(rng() % (unsigned)(span + 1));
-			put_exp(buf, i, e < -1074 ? -1074 : e, some_mantissa(), rng() % 2);
+			uint64_t m = some_mantissa();
+			put_exp(buf, i, e < -1074 ? -1074 : e, m, rng() % 2);
 		}
 		/* late, beyond what a sample sees: larger or smaller than the
 		 * rest, or exactly a power of two at its top or bottom */
@@ -484,12 +485,14 @@ static void check_f64_paths(unsigned char *buf)
 		switch (rng() % 6) {
 		case 0: {
 			int e = top + 1 + (int)(rng() % 60);
-			put_exp(buf, late, e > 1023 ? 1023 : e, some_mantissa(), rng() % 2);
+			uint64_t m = some_mantissa();
+			put_exp(buf, late, e > 1023 ? 1023 : e, m, rng() % 2);
 			break;
 		}
 		case 1: {
 			int e = top - span - 1 - (int)(rng() % 60);
-			put_exp(buf, late, e < -1074 ? -1074 : e, some_mantissa(), rng() % 2);
+			uint64_t m = some_mantissa();
+			put_exp(buf, late, e < -1074 ? -1074 : e, m, rng() % 2);
 			break;
 		}
 		case 2:
@@ -598,9 +601,13 @@ static void check_f64_bounds(unsigned char *buf)
 				int span = spans[w], top = tops[t];
 				if (n == GR_REDUCE_BLOCK && t > 0)
 					continue;
-				for (size_t i = 0; i < n; i++)
-					put_exp(buf, i, top - (int)(rng() % (unsigned)(span + 1)),
-					        1ull << 52 | rng() >> 12, rng() % 2);
+				for (size_t i = 0; i < n; i++) {
+					/* one call to rng() a statement: the same data
+					 * whichever order a compiler takes arguments in */
+					int e = top - (int)(rng() % (unsigned)(span + 1));
+					uint64_t m = 1ull << 52 | rng() >> 12;
+					put_exp(buf, i, e, m, rng() % 2);
+				}
 				/* larger blocks take every third or seventh exponent */
 				int step = n == GR_REDUCE_BLOCK ? 7 : n > 1000 ? 3 : 1;
 				for (int d = -8; d <= span + 170; d += d < 0 ? 1 : step) {
