@@ -379,7 +379,7 @@ int main(int argc, char **argv)
 	}
 	srand(1);
 	for (size_t i = 0; i < n * 2; i++) {
-		float f = (float)rand() / RAND_MAX - 0.5f;
+		float f = (float)rand() / (float)RAND_MAX - 0.5f;
 		memcpy(buf + i * 4, &f, 4);
 	}
 
