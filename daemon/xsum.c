@@ -380,8 +380,9 @@ void xsum_combine(gr_partial *acc, const gr_partial *next)
  * paths (and the ISA) can never show in the result.
  */
 #define XL_MAX 4
-/* Levels of the f64 pass (xsum_f64()): past XL_MAX, a loop over them */
-#define XF_LEVELS_MAX 32
+/* Levels of the f64 pass (xsum_f64()): past XL_MAX, a loop over them; past
+ * XF_LEVELS_MAX (a grid), the element path is faster (on the 2-core VM) */
+#define XF_LEVELS_MAX 12
 #define XNV 4
 #define XGROUP (4 * XNV)
 
@@ -894,9 +895,8 @@ static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret
 		}
 		/* specials and magnitudes near the top of the range, and spans
 		 * so wide that the levels would cost more than the element path
-		 * (on the 2-core VM: sums past 12 levels, about 560 binades;
-		 * squares past 32 a grid, all but the whole range) */
-		if (M > (sq ? 1023 : 1000) || levels > (sq ? XF_LEVELS_MAX : 12))
+		 * (past 12 a grid: about 560 binades for sums, 280 for squares) */
+		if (M > (sq ? 1023 : 1000) || levels > XF_LEVELS_MAX)
 			break;
 		xf64 f;
 		xf64_init(&f, M, levels, sq);
