@@ -46,6 +46,14 @@ typedef double v2df __attribute__((vector_size(16)));
 typedef int64_t v2di __attribute__((vector_size(16)));
 typedef uint64_t v2du __attribute__((vector_size(16)));
 
+/* Lanes of a and b (counted on from a's into b's) picked by constant
+ * indices: __builtin_shufflevector came to GCC only in 12. */
+#ifdef __clang__
+#define GR_SHUFFLE2(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define GR_SHUFFLE2(a, b, ...) __builtin_shuffle(a, b, (v8si){__VA_ARGS__})
+#endif
+
 /* ---- loads: four elements at p, any alignment ---- */
 
 static GR_INLINE void ld_f64(v4df *ret, const unsigned char *p)

@@ -689,7 +689,7 @@ static GR_INLINE void xf64_bound(v8si *hi, v8su *lo, const v4du *c0, const v4du 
 	memcpy(&a, c0, sizeof(a));
 	memcpy(&b, c1, sizeof(b));
 	/* one vshufps: the odd words of each 128-bit half of both */
-	v8sf h = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+	v8sf h = GR_SHUFFLE2(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
 	v8si hs;
 	memcpy(&hs, &h, sizeof(hs));
 	v8si_max(hi, &hs, avx2);
