@@ -31,6 +31,8 @@
  * through memcpy, so the data may sit at any address. Each kernel is
  * built for AVX2 (which brings no FMA) next to the x86-64 baseline; both
  * compute the same bits, the AVX2 one just does it in wider registers.
+ * The f64 sum of squares (xsum.c) has a third build, with FMA, for its
+ * exact squares only: contraction stays off in every file.
  */
 
 /* x * x + acc must round twice, in every build and on every ISA. */

@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -15,14 +16,19 @@
 /*
  * On x86-64 every kernel is compiled twice, for the baseline and for AVX2,
  * and the AVX2 table is picked at run time when the CPU has it (or the
- * baseline when GPURED_REDUCE_ISA=baseline, for tests). A table chosen in
+ * baseline when GPURED_REDUCE_ISA=baseline, for tests). The f64 sum of
+ * squares has a third build, for AVX2 with FMA, which its AVX2 kernel
+ * calls when the CPU has FMA (and GPURED_REDUCE_ISA is not avx2, which
+ * tests the AVX2 kernels without it). A table chosen in
  * code, rather than target_clones' ifuncs, keeps the kernels' addresses out
  * of load-time relocations, which sanitizer runtimes cannot survive.
  */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GR_HAVE_AVX2 1
 #define GR_AVX2 __attribute__((target("avx2")))
+#define GR_AVX2_FMA __attribute__((target("avx2,fma")))
 #define GR_AVX2_ONLY(...) __VA_ARGS__
+#include <immintrin.h>
 #else
 #define GR_AVX2_ONLY(...)
 #endif
@@ -39,6 +45,14 @@ typedef uint32_t v8su __attribute__((vector_size(32)));
 typedef double v2df __attribute__((vector_size(16)));
 typedef int64_t v2di __attribute__((vector_size(16)));
 typedef uint64_t v2du __attribute__((vector_size(16)));
+
+/* Lanes of a and b (counted on from a's into b's) picked by constant
+ * indices: __builtin_shufflevector came to GCC only in 12. */
+#ifdef __clang__
+#define GR_SHUFFLE2(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define GR_SHUFFLE2(a, b, ...) __builtin_shuffle(a, b, (v8si){__VA_ARGS__})
+#endif
 
 /* ---- loads: four elements at p, any alignment ---- */
 
@@ -107,3 +121,66 @@ static GR_INLINE void ld_u32_as_f64(v4df *ret, const unsigned char *p)
 	memcpy(&d, &w, sizeof(d));
 	*ret = d - 0x1p52;
 }
+
+/* ---- 32-bit lanes: signed maximum, unsigned minimum ---- */
+
+/*
+ * *a = max(*a, *b) as signed, and *a = min(*a, *b) as unsigned, lane by
+ * lane. AVX2 has one instruction for each, which GCC's vector extensions
+ * do not find; the baseline compares and blends. avx2 says which kernel
+ * calls, and is a constant there: the AVX2 kernel inlines the instruction,
+ * the baseline one never reaches the call (and, not being always_inline,
+ * the AVX2 helper may be called from a baseline function at all).
+ */
+#ifdef GR_HAVE_AVX2
+GR_AVX2 static inline void v8si_max_avx2(v8si *a, const v8si *b)
+{
+	*a = (v8si)_mm256_max_epi32((__m256i)*a, (__m256i)*b);
+}
+
+GR_AVX2 static inline void v8su_min_avx2(v8su *a, const v8su *b)
+{
+	*a = (v8su)_mm256_min_epu32((__m256i)*a, (__m256i)*b);
+}
+#endif
+
+static GR_INLINE void v8si_max(v8si *a, const v8si *b, const bool avx2)
+{
+#ifdef GR_HAVE_AVX2
+	if (avx2) {
+		v8si_max_avx2(a, b);
+		return;
+	}
+#endif
+	(void)avx2;
+	v8si c = *a > *b;
+	*a = (*a & c) | (*b & ~c);
+}
+
+static GR_INLINE void v8su_min(v8su *a, const v8su *b, const bool avx2)
+{
+#ifdef GR_HAVE_AVX2
+	if (avx2) {
+		v8su_min_avx2(a, b);
+		return;
+	}
+#endif
+	(void)avx2;
+	v8su c = (v8su)(*a < *b);
+	*a = (*a & c) | (*b & ~c);
+}
+
+/* ---- fused multiply-subtract ---- */
+
+/*
+ * *ret = a * b - c rounded once, for the AVX2-with-FMA kernels only; as
+ * the helpers above, it may be named in the others, which never reach it.
+ * (The kernels' files turn contraction off: FMA is only ever this.)
+ */
+#ifdef GR_HAVE_AVX2
+GR_AVX2_FMA static inline void v4df_fmsub_fma(v4df *ret, const v4df *a, const v4df *b,
+                                              const v4df *c)
+{
+	*ret = (v4df)_mm256_fmsub_pd((__m256d)*a, (__m256d)*b, (__m256d)*c);
+}
+#endif

@@ -8,9 +8,16 @@
  * them.
  *
  *   reduce-bench [log2 n = 24] [repetitions = 10]
+ *   reduce-bench --exact [samples = 51]
  *
  * Prints GB/s (10^9 bytes per second of input) of the best repetition.
+ * --exact measures the exact float sums against the plain one alone, one
+ * thread, in cache (2^12, 2^16 and 2^20 elements), on several kinds of
+ * data: each sample times the exact sum and then the plain one on the
+ * same buffer, so that both see the same load on a busy machine, and the
+ * medians of the samples are printed with the ratios' quartiles.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,8 +222,151 @@ static double bench_time(gr_op op, gr_dtype dt, const unsigned char *buf, size_t
 	return best;
 }
 
+/* ---- --exact: medians of interleaved samples ---- */
+
+static uint64_t bench_rng(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+/* A uniform double in (0, 1). */
+static double bench_unit(uint64_t *s)
+{
+	return ((double)(bench_rng(s) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+enum { BENCH_NORMAL, BENCH_UNIFORM, BENCH_WIDE, BENCH_KINDS };
+static const char *const bench_kind_names[] = {"normal", "uniform", "wide"};
+
+/* n elements of dt: normal (Gaussian, mean 0, sd 1), uniform (rand() /
+ * RAND_MAX - 0.5, the data of the table above) or wide (full mantissas,
+ * either sign, exponents uniform over 2^-300 to 2^300, or 2^-60 to 2^60
+ * for f32, about twice the range a float can hold around 1). */
+static void bench_fill(unsigned char *p, size_t n, gr_dtype dt, int kind)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+	srand(1);
+	for (size_t i = 0; i < n; i++) {
+		double x;
+		if (kind == BENCH_NORMAL) {
+			double r = sqrt(-2 * log(bench_unit(&s)));
+			x = r * cos(6.283185307179586 * bench_unit(&s));
+		} else if (kind == BENCH_UNIFORM) {
+			x = (double)rand() / RAND_MAX - 0.5;
+		} else {
+			int range = dt == GR_DT_F32 ? 60 : 300;
+			uint64_t r = bench_rng(&s);
+			x = ldexp(1 + bench_unit(&s), (int)(r % (2 * range + 1)) - range);
+			x = r >> 63 ? -x : x;
+		}
+		if (dt == GR_DT_F32) {
+			float f = (float)x;
+			memcpy(p + 4 * i, &f, 4);
+		} else {
+			memcpy(p + 8 * i, &x, 8);
+		}
+	}
+}
+
+static int bench_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Seconds for calls runs of op (GR_OP_N: the plain sum) over n elements. */
+static double bench_batch(gr_op op, gr_dtype dt, const unsigned char *buf, size_t n, int calls)
+{
+	double t0 = now();
+	for (int c = 0; c < calls; c++) {
+		if (op == GR_OP_N) {
+			double s = bench_plain(dt, buf, n);
+			memcpy((void *)&bench_sink, &s, sizeof(s));
+		} else {
+			gr_partial p;
+			gr_reduce(op, dt, buf, n, &p);
+			bench_finish(op, dt, &p);
+		}
+	}
+	return now() - t0;
+}
+
+static int bench_exact(int samples)
+{
+	static const unsigned lgs[] = {12, 16, 20};
+	static const struct {
+		gr_op op;
+		gr_dtype dt;
+	} ops[] = {
+	    {GR_OP_SUM, GR_DT_F64},
+	    {GR_OP_SUMSQ, GR_DT_F64},
+	    {GR_OP_SUM, GR_DT_F32},
+	    {GR_OP_SUMSQ, GR_DT_F32},
+	};
+	const size_t nmax = (size_t)1 << 20;
+	unsigned char *buf = NULL;
+	double *te = malloc(samples * sizeof(double)), *tp = malloc(samples * sizeof(double));
+	double *ratio = malloc(samples * sizeof(double));
+
+	if (!te || !tp || !ratio || posix_memalign((void **)&buf, 64, nmax * 8)) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
+	/* a second of work first, so that the clock has settled */
+	memset(buf, 0, nmax * 8);
+	for (double t0 = now(); now() - t0 < 1;)
+		bench_sink += bench_read(buf, nmax * 8);
+	printf("exact vs plain, one thread, %d samples: medians (GB/s), ratio exact/plain "
+	       "median [quartiles]\n",
+	       samples);
+	printf("%-6s %3s %-8s %5s %8s %8s %6s %13s\n", "op", "dt", "data", "n", "exact", "plain",
+	       "ratio", "");
+	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
+		for (int kind = 0; kind < BENCH_KINDS; kind++)
+			for (size_t l = 0; l < sizeof(lgs) / sizeof(lgs[0]); l++) {
+				gr_op op = ops[o].op;
+				gr_dtype dt = ops[o].dt;
+				size_t n = (size_t)1 << lgs[l], nb = n * gr_dtype_size(dt);
+				/* about 2^18 elements a sample */
+				int calls = n >= (1u << 18) ? 1 : (int)((1u << 18) / n);
+				bench_fill(buf, n, dt, kind);
+				for (int r = 0; r < samples; r++) {
+					te[r] = bench_batch(op, dt, buf, n, calls);
+					tp[r] = bench_batch(GR_OP_N, dt, buf, n, calls);
+					ratio[r] = tp[r] / te[r];
+				}
+				qsort(te, samples, sizeof(double), bench_cmp);
+				qsort(tp, samples, sizeof(double), bench_cmp);
+				qsort(ratio, samples, sizeof(double), bench_cmp);
+				printf("%-6s %3s %-8s  2^%-2u %8.2f %8.2f %6.2f  [%.2f-%.2f]\n",
+				       op == GR_OP_SUM ? "sum" : "sumsq", gr_dtype_name(dt),
+				       bench_kind_names[kind], lgs[l],
+				       nb * calls / te[samples / 2] / 1e9,
+				       nb * calls / tp[samples / 2] / 1e9, ratio[samples / 2],
+				       ratio[samples / 4], ratio[samples - 1 - samples / 4]);
+				fflush(stdout);
+			}
+	free(buf);
+	free(ratio);
+	free(tp);
+	free(te);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "--exact") == 0) {
+		int samples = argc > 2 ? atoi(argv[2]) : 51;
+		if (samples < 1) {
+			fprintf(stderr, "usage: reduce-bench --exact [samples]\n");
+			return 2;
+		}
+		return bench_exact(samples);
+	}
+
 	unsigned lg = argc > 1 ? (unsigned)atoi(argv[1]) : 24;
 	int reps = argc > 2 ? atoi(argv[2]) : 10;
 	size_t n = (size_t)1 << lg;
@@ -229,7 +379,7 @@ int main(int argc, char **argv)
 	}
 	srand(1);
 	for (size_t i = 0; i < n * 2; i++) {
-		float f = (float)rand() / RAND_MAX - 0.5f;
+		float f = (float)rand() / (float)RAND_MAX - 0.5f;
 		memcpy(buf + i * 4, &f, 4);
 	}
 
