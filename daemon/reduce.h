@@ -78,7 +78,9 @@ enum {
  * in xflags, whose bits are private to reduce.c: gr_partial_identity()
  * gives such a partial, the block kernels fill xacc, and
  * gr_partial_combine() turns both sides into xacc and adds them. A value
- * has one representation, so equal partials compare equal byte for byte.
+ * can therefore be held two ways (a plain double, as the f32 narrow path
+ * leaves it, or in xacc): compare partials by their value
+ * (gr_partial_limbs()), not byte for byte.
  */
 typedef union gr_pvalue {
 	int64_t i;
