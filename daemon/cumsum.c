@@ -8,9 +8,14 @@
 
 #include "daemon/cumsum.h"
 
-static unsigned blocks_of(size_t n)
+/* the order's shape within a tile (cuda/scan.h) */
+enum { THREADS = 256, PER = 16, LANES = 32, WARPS = THREADS / LANES };
+_Static_assert(THREADS * PER == GR_CUMSUM_TILE, "a tile is 256 threads of 16");
+_Static_assert(GR_REDUCE_BLOCK % GR_CUMSUM_TILE == 0, "chunks are whole tiles");
+
+static unsigned tiles_of(size_t n)
 {
-	return (unsigned)((n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK);
+	return (unsigned)((n + GR_CUMSUM_TILE - 1) / GR_CUMSUM_TILE);
 }
 
 gr_cumsum *gr_cumsum_new(gr_dtype dt, size_t chunk_elements, unsigned njobs)
@@ -21,13 +26,12 @@ gr_cumsum *gr_cumsum_new(gr_dtype dt, size_t chunk_elements, unsigned njobs)
 		return NULL;
 	cs->dt = dt;
 	cs->njobs = njobs;
-	cs->max_blocks = blocks_of(chunk_elements);
-	gr_partial_identity(GR_OP_SUM, dt, &cs->sum);
-	if (gr_dtype_is_float(dt) && cs->max_blocks > 0) {
-		size_t nb = (size_t)njobs * cs->max_blocks;
-		cs->blocks = malloc(nb * sizeof(*cs->blocks));
-		cs->carries = malloc(nb * sizeof(*cs->carries));
-		if (!cs->blocks || !cs->carries)
+	cs->max_tiles = tiles_of(chunk_elements);
+	if (gr_dtype_is_float(dt) && cs->max_tiles > 0) {
+		size_t nt = (size_t)njobs * cs->max_tiles;
+		cs->totals = malloc(nt * sizeof(*cs->totals));
+		cs->carries = malloc(nt * sizeof(*cs->carries));
+		if (!cs->totals || !cs->carries)
 			return gr_cumsum_free(cs);
 	}
 	return cs;
@@ -36,7 +40,7 @@ gr_cumsum *gr_cumsum_new(gr_dtype dt, size_t chunk_elements, unsigned njobs)
 gr_cumsum *gr_cumsum_free(gr_cumsum *cs)
 {
 	if (cs) {
-		free(cs->blocks);
+		free(cs->totals);
 		free(cs->carries);
 		free(cs);
 	}
@@ -47,8 +51,8 @@ uint64_t gr_cumsum_bytes(const gr_cumsum *cs)
 {
 	uint64_t b = sizeof(*cs) + cs->njobs * sizeof(gr_cumsum_job);
 
-	if (cs->blocks)
-		b += (uint64_t)cs->njobs * cs->max_blocks * (sizeof(gr_partial) + sizeof(double));
+	if (cs->totals)
+		b += (uint64_t)cs->njobs * cs->max_tiles * 2 * sizeof(double);
 	return b;
 }
 
@@ -62,14 +66,42 @@ gr_cumsum_job *gr_cumsum_job_new(gr_cumsum *cs, unsigned i, size_t n, uint8_t *o
 	cs->made++;
 	cj->phase = whole ? GR_CUMSUM_WHOLE : GR_CUMSUM_LOCAL;
 	cj->out = out;
-	cj->nblocks = blocks_of(n);
-	cj->blocks = cs->blocks ? cs->blocks + (size_t)slot * cs->max_blocks : NULL;
-	cj->carries = cs->carries ? cs->carries + (size_t)slot * cs->max_blocks : NULL;
+	cj->ntiles = tiles_of(n);
+	cj->totals = cs->totals ? cs->totals + (size_t)slot * cs->max_tiles : NULL;
+	cj->carries = cs->carries ? cs->carries + (size_t)slot * cs->max_tiles : NULL;
 	cj->carry = whole ? cs->isum : 0;
-	cj->sum = &cs->sum;
+	cj->tree = &cs->tree;
 	cj->total = 0;
 	cj->local_done = cj->final = cj->out_owned = false;
 	return cj;
+}
+
+/* ---- the tree of tile totals ---- */
+
+/* X_j, the carry into the next tile j: the sums of the aligned ranges
+ * that make up tiles [0, j), the largest first, added left to right
+ * (-0.0: nothing, for j = 0). */
+static double tree_carry(const gr_cumsum_tree *t)
+{
+	double x = -0.0;
+
+	for (int b = 63; b >= 0; b--)
+		if (t->tiles >> b & 1)
+			x = x + t->level[b];
+	return x;
+}
+
+/* Take the next tile's total in: F_j = A_j, then for each aligned range
+ * that tile j closes, the range before it of the same size plus F_j. */
+static void tree_push(gr_cumsum_tree *t, double a)
+{
+	uint64_t j1 = t->tiles + 1;
+	unsigned z = 0;
+
+	for (; !(j1 >> z & 1); z++)
+		a = t->level[z] + a;
+	t->level[z] = a;
+	t->tiles = j1;
 }
 
 /* ---- the kernels ---- */
@@ -107,42 +139,111 @@ static inline uint64_t load_i(gr_dtype dt, const uint8_t *p)
 	}
 }
 
-static bool is_neg_zero(double r)
+/*
+ * One tile's threads: thread t's running sums r_e of its elements
+ * 16 t .. 16 t + 15 (as doubles) to out, and its total R[t] (elements
+ * past n, in a short last tile, read as +0.0; they change no output).
+ * in may be out (8-byte elements in place): each element is read before
+ * its own output is written.
+ */
+static void tile_threads(gr_dtype dt, const uint8_t *in, size_t n, double *out, double R[THREADS])
 {
-	return r == 0 && signbit(r);
+	enum { K = 4 }; /* threads side by side: independent chains of additions */
+	unsigned t = 0;
+
+	for (; (size_t)(t + K) * PER <= n; t += K) {
+		double r[K], v[K][PER];
+		for (unsigned k = 0; k < K; k++) {
+			size_t i0 = (size_t)(t + k) * PER;
+			if (dt == GR_DT_F32) {
+				float f[PER];
+				memcpy(f, in + 4 * i0, sizeof(f));
+				for (unsigned e = 0; e < PER; e++)
+					v[k][e] = f[e];
+			} else {
+				memcpy(v[k], in + 8 * i0, sizeof(v[k]));
+			}
+			r[k] = -0.0;
+		}
+		for (unsigned e = 0; e < PER; e++)
+			for (unsigned k = 0; k < K; k++) {
+				r[k] = r[k] + v[k][e];
+				out[(size_t)(t + k) * PER + e] = r[k];
+			}
+		for (unsigned k = 0; k < K; k++)
+			R[t + k] = r[k];
+	}
+	for (; t < THREADS; t++) {
+		size_t i0 = (size_t)t * PER;
+		double r = -0.0;
+		for (size_t i = i0; i < i0 + PER; i++) {
+			r = r + (i < n ? load_f(dt, in + gr_dtype_size(dt) * i) : 0.0);
+			if (i < n)
+				out[i] = r;
+		}
+		R[t] = r;
+	}
 }
 
 /*
- * One block's prefix sums: s_i added left to right from its first
- * element, and out[i] = fl(r + s_i), or s_i itself where r is -0.0. in
- * may be out (8-byte elements in place). f32 elements are widened into
- * out first, in a pass that vectorizes: a conversion inside the chain of
- * additions would lengthen it (x86's cvtss2sd also waits for the last
- * write of its register, here the last output).
+ * From the threads' totals R, each thread's sum of the tile before it,
+ * E[t] = P_w + W_{l-1} (scan.h, steps 3 to 5: a Kogge-Stone scan of each
+ * 32 totals, the groups' totals left to right), and the tile's total.
  */
-static void block_prefix(gr_dtype dt, const uint8_t *in, size_t n, double r, double *out)
+static double tile_scan(const double R[THREADS], double E[THREADS])
 {
-	const uint8_t *x = in;
+	double W[THREADS], p = -0.0;
 
-	if (dt == GR_DT_F32) {
-		for (size_t i = 0; i < n; i++)
-			out[i] = load_f(GR_DT_F32, in + 4 * i);
-		x = (const uint8_t *)out;
+	memcpy(W, R, sizeof(W));
+	for (unsigned w = 0; w < WARPS; w++) {
+		double *v = W + LANES * w;
+		/* from the top down, so that v[l - d] is still the step's input */
+		for (unsigned d = 1; d < LANES; d <<= 1)
+			for (unsigned l = LANES - 1; l >= d; l--)
+				v[l] = v[l - d] + v[l];
 	}
-	double s = load_f(GR_DT_F64, x);
-	if (is_neg_zero(r)) {
-		out[0] = s;
-		for (size_t i = 1; i < n; i++) {
-			s += load_f(GR_DT_F64, x + 8 * i);
-			out[i] = s;
-		}
-		return;
+	for (unsigned w = 0; w < WARPS; w++) {
+		const double *v = W + LANES * w;
+		E[LANES * w] = p + -0.0;
+		for (unsigned l = 1; l < LANES; l++)
+			E[LANES * w + l] = p + v[l - 1];
+		p = p + v[LANES - 1];
 	}
-	out[0] = r + s;
-	for (size_t i = 1; i < n; i++) {
-		s += load_f(GR_DT_F64, x + 8 * i);
-		out[i] = r + s;
+	return p;
+}
+
+/* LOCAL, one tile: the threads' running sums to out; the tile's total. */
+static double tile_local(gr_dtype dt, const uint8_t *in, size_t n, double *out)
+{
+	double R[THREADS], E[THREADS];
+
+	tile_threads(dt, in, n, out, R);
+	return tile_scan(R, E);
+}
+
+/* CARRY, one tile of n whose out holds the threads' running sums: each
+ * becomes fl(fl(X + E_t) + r_e). */
+static void tile_carry(double *out, size_t n, double x)
+{
+	double R[THREADS], E[THREADS];
+
+	/* a thread's total is its last running sum; those of threads cut
+	 * short by a short tile touch no output */
+	for (unsigned t = 0; t < THREADS; t++)
+		R[t] = (size_t)t * PER + PER <= n ? out[t * PER + PER - 1] : 0.0;
+	tile_scan(R, E);
+	for (unsigned t = 0; t < THREADS && (size_t)t * PER < n; t++) {
+		double q = x + E[t];
+		size_t end = (size_t)t * PER + PER < n ? (size_t)t * PER + PER : n;
+		for (size_t i = (size_t)t * PER; i < end; i++)
+			out[i] = q + out[i];
 	}
+}
+
+static size_t tile_len(size_t n, unsigned j)
+{
+	size_t first = (size_t)j * GR_CUMSUM_TILE;
+	return n - first < GR_CUMSUM_TILE ? n - first : GR_CUMSUM_TILE;
 }
 
 static void local_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_t n)
@@ -150,45 +251,34 @@ static void local_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_
 	size_t size = gr_dtype_size(dt);
 	double *out = (double *)(void *)cj->out;
 
-	for (unsigned b = 0; b < cj->nblocks; b++) {
-		size_t first = (size_t)b * GR_REDUCE_BLOCK;
-		size_t k = n - first < GR_REDUCE_BLOCK ? n - first : GR_REDUCE_BLOCK;
-		/* the block's sum first: out may be the input itself (a
-		 * region's 8-byte elements, in place) */
-		gr_reduce_block(GR_OP_SUM, dt, in + first * size, k, &cj->blocks[b]);
-		block_prefix(dt, in + first * size, k, -0.0, out + first);
+	for (unsigned j = 0; j < cj->ntiles; j++) {
+		size_t first = (size_t)j * GR_CUMSUM_TILE;
+		cj->totals[j] = tile_local(dt, in + first * size, tile_len(n, j), out + first);
 	}
 }
 
-/* The carry before a block: the exact sum so far rounded once, -0.0 for
- * the sum of nothing. */
-static double carry_of(gr_dtype dt, const gr_partial *sum)
-{
-	gr_value v;
-
-	if (sum->count == 0)
-		return -0.0;
-	gr_partial_finish(GR_OP_SUM, dt, sum, &v);
-	return v.f;
-}
-
-/* WHOLE: block by block, the carry from the running exact sum, the
- * block's sum into it (before out, which may be in, is written), then
- * fl(R_b + s_i) in the same pass as s_i. */
+/* WHOLE: tile by tile, LOCAL, the carry from the tree, the tile's total
+ * into it, then CARRY while the tile is still in the cache. */
 static void whole_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_t n)
 {
 	size_t size = gr_dtype_size(dt);
 	double *out = (double *)(void *)cj->out;
-	gr_partial block;
 
-	for (unsigned b = 0; b < cj->nblocks; b++) {
-		size_t first = (size_t)b * GR_REDUCE_BLOCK;
-		size_t k = n - first < GR_REDUCE_BLOCK ? n - first : GR_REDUCE_BLOCK;
-		double r = carry_of(dt, cj->sum);
-		gr_reduce_block(GR_OP_SUM, dt, in + first * size, k, &block);
-		gr_partial_combine(GR_OP_SUM, dt, cj->sum, &block);
-		block_prefix(dt, in + first * size, k, r, out + first);
+	for (unsigned j = 0; j < cj->ntiles; j++) {
+		size_t first = (size_t)j * GR_CUMSUM_TILE, k = tile_len(n, j);
+		double a = tile_local(dt, in + first * size, k, out + first);
+		double x = tree_carry(cj->tree);
+		tree_push(cj->tree, a);
+		tile_carry(out + first, k, x);
 	}
+}
+
+static void carry_float(gr_cumsum_job *cj, size_t n)
+{
+	double *out = (double *)(void *)cj->out;
+
+	for (unsigned j = 0; j < cj->ntiles; j++)
+		tile_carry(out + (size_t)j * GR_CUMSUM_TILE, tile_len(n, j), cj->carries[j]);
 }
 
 /* Integers wrap modulo 2^64: running sums from the carry (0 for LOCAL),
@@ -207,22 +297,6 @@ static void whole_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_
 LOCAL_INT(local_i32, GR_DT_I32)
 LOCAL_INT(local_u32, GR_DT_U32)
 LOCAL_INT(local_64, GR_DT_U64)
-
-static void carry_float(gr_cumsum_job *cj, size_t n)
-{
-	double *out = (double *)(void *)cj->out;
-
-	for (unsigned b = 0; b < cj->nblocks; b++) {
-		size_t first = (size_t)b * GR_REDUCE_BLOCK;
-		size_t k = n - first < GR_REDUCE_BLOCK ? n - first : GR_REDUCE_BLOCK;
-		double r = cj->carries[b];
-		/* -0.0 + x is x: leave the block as it is */
-		if (is_neg_zero(r))
-			continue;
-		for (size_t i = first; i < first + k; i++)
-			out[i] = r + out[i];
-	}
-}
 
 static void carry_int(gr_cumsum_job *cj, size_t n)
 {
@@ -264,12 +338,10 @@ void gr_cumsum_run(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n)
 
 bool gr_cumsum_carry(gr_cumsum *cs, gr_cumsum_job *cj, size_t n)
 {
-	bool add = false;
-
 	cs->carried += n;
 	cs->taken++;
 	if (cj->phase == GR_CUMSUM_WHOLE) {
-		/* it carried itself, and took its blocks into cs->sum */
+		/* it carried itself, and took its tiles into the tree */
 		cs->isum += cj->total;
 		return false;
 	}
@@ -279,13 +351,13 @@ bool gr_cumsum_carry(gr_cumsum *cs, gr_cumsum_job *cj, size_t n)
 		cs->isum += cj->total;
 		return cj->carry != 0;
 	}
-	for (unsigned b = 0; b < cj->nblocks; b++) {
-		double r = carry_of(cs->dt, &cs->sum);
-		cj->carries[b] = r;
-		add |= !is_neg_zero(r);
-		gr_partial_combine(GR_OP_SUM, cs->dt, &cs->sum, &cj->blocks[b]);
+	/* the outputs hold the threads' running sums: every tile has more
+	 * to add */
+	for (unsigned j = 0; j < cj->ntiles; j++) {
+		cj->carries[j] = tree_carry(&cs->tree);
+		tree_push(&cs->tree, cj->totals[j]);
 	}
-	return add;
+	return n > 0;
 }
 
 int gr_cumsum_whole(gr_dtype dt, const void *data, size_t n, uint8_t *out)

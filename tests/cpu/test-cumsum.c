@@ -1,12 +1,13 @@
 /*
  * Prefix sums (daemon/cumsum.c): the pieces of a chunk's job against the
- * definition of cumsum.h written out the plain way, for every dtype, at
- * sizes around the block; the request cut into chunks of one to three
- * blocks and run as the daemon runs them (WHOLE or LOCAL of several
- * chunks, then the carries in order, then CARRY) gives the same bits as
- * one chunk, in place too for 8-byte elements; and
- * NaN, infinities, -0 and sums past the float64 range do what
- * PROTOCOL.md says.
+ * definition of cumsum.h (cuda/scan.h's order) written out the plain way,
+ * for every dtype, at sizes around the tile and the chunk; the request
+ * cut into chunks of one to three blocks and run as the daemon runs them
+ * (WHOLE or LOCAL of several chunks, then the carries in order, then
+ * CARRY) gives the same bits as one chunk, in place too for 8-byte
+ * elements; NaN, infinities, -0 and sums past the float64 range do what
+ * PROTOCOL.md says; and the values are within scan.h's error bound of
+ * the exact prefix sums.
  */
 #include <float.h>
 #include <math.h>
@@ -72,11 +73,15 @@ static uint64_t elem_i(gr_dtype dt, const void *data, size_t i)
 	}
 }
 
-/* cumsum.h's definition, the plain way: R_b from a sum of the whole
- * prefix before block b, s_i from the block's start. */
+/*
+ * cumsum.h's definition (cuda/scan.h's steps), the plain way: every
+ * tile's thread totals, Kogge-Stone warp scans and E_t first, then the
+ * whole Fenwick array F, then each tile's carry from F. Integers: a
+ * running sum.
+ */
 static void reference(gr_dtype dt, const void *data, size_t n, uint64_t *out)
 {
-	const size_t size = gr_dtype_size(dt);
+	enum { T = GR_CUMSUM_TILE };
 
 	if (!gr_dtype_is_float(dt)) {
 		uint64_t s = 0;
@@ -84,22 +89,66 @@ static void reference(gr_dtype dt, const void *data, size_t n, uint64_t *out)
 			out[i] = s += elem_i(dt, data, i);
 		return;
 	}
-	for (size_t first = 0; first < n; first += GR_REDUCE_BLOCK) {
-		double r = -0.0, s = 0;
-		if (first > 0) {
-			gr_partial p;
-			gr_value v;
-			gr_reduce(GR_OP_SUM, dt, data, first, &p);
-			gr_partial_finish(GR_OP_SUM, dt, &p, &v);
-			r = v.f;
+	size_t ntiles = (n + T - 1) / T;
+	double *A = malloc(ntiles * sizeof(*A)), *F = malloc(ntiles * sizeof(*F));
+	double *E = malloc(ntiles * 256 * sizeof(*E));
+	CHECK(A && F && E);
+	for (size_t j = 0; j < ntiles; j++) {
+		double R[256], W[256];
+		for (int t = 0; t < 256; t++) {
+			double r = -0.0;
+			for (int e = 0; e < 16; e++) {
+				size_t i = j * T + 16 * t + e;
+				r = r + (i < n ? elem_f(dt, data, i) : 0.0);
+			}
+			R[t] = r;
 		}
-		(void)size;
-		for (size_t i = first; i < n && i < first + GR_REDUCE_BLOCK; i++) {
-			s = i == first ? elem_f(dt, data, i) : s + elem_f(dt, data, i);
-			double o = r + s;
-			memcpy(&out[i], &o, 8);
+		for (int w = 0; w < 8; w++) {
+			double v[32], nv[32];
+			memcpy(v, R + 32 * w, sizeof(v));
+			for (int d = 1; d < 32; d *= 2) {
+				for (int l = 0; l < 32; l++)
+					nv[l] = l >= d ? v[l - d] + v[l] : v[l];
+				memcpy(v, nv, sizeof(v));
+			}
+			memcpy(W + 32 * w, v, sizeof(v));
+		}
+		double P[8];
+		for (int w = 0; w < 8; w++) {
+			/* S_0 + ... + S_{w-1}, left to right; nothing is -0.0 */
+			P[w] = -0.0;
+			for (int k = 0; k < w; k++)
+				P[w] = P[w] + W[32 * k + 31];
+		}
+		A[j] = P[7] + W[255];
+		for (int t = 0; t < 256; t++)
+			E[j * 256 + t] = P[t / 32] + (t % 32 ? W[t - 1] : -0.0);
+	}
+	for (size_t j = 0; j < ntiles; j++) {
+		F[j] = A[j];
+		for (size_t L = 1; (j + 1) % ((size_t)1 << L) == 0; L++)
+			F[j] = F[j - ((size_t)1 << (L - 1))] + F[j];
+	}
+	for (size_t j = 0; j < ntiles; j++) {
+		double X = -0.0;
+		for (int b = 62; b >= 0; b--)
+			if (j >> b & 1)
+				X = X + F[(j >> (b + 1) << (b + 1)) + ((size_t)1 << b) - 1];
+		for (int t = 0; t < 256; t++) {
+			double q = X + E[j * 256 + t], r = -0.0;
+			for (int e = 0; e < 16; e++) {
+				size_t i = j * T + 16 * t + e;
+				if (i >= n)
+					break;
+				r = r + elem_f(dt, data, i);
+				double o = q + r;
+				memcpy(&out[i], &o, 8);
+			}
 		}
 	}
+	free(A);
+	free(F);
+	free(E);
 }
 
 /*
@@ -141,8 +190,18 @@ static void chunked(gr_dtype dt, const void *data, size_t n, size_t chunk, unsig
 
 static void check_sizes(void)
 {
-	static const size_t sizes[] = { 1, 2, 7, GR_REDUCE_BLOCK - 1, GR_REDUCE_BLOCK,
-					GR_REDUCE_BLOCK + 1, 3 * GR_REDUCE_BLOCK + 17,
+	static const size_t sizes[] = { 1,
+					2,
+					7,
+					17,
+					GR_CUMSUM_TILE - 1,
+					GR_CUMSUM_TILE,
+					GR_CUMSUM_TILE + 1,
+					3 * GR_CUMSUM_TILE + 17,
+					GR_REDUCE_BLOCK - 1,
+					GR_REDUCE_BLOCK,
+					GR_REDUCE_BLOCK + 1,
+					3 * GR_REDUCE_BLOCK + 17,
 					9 * GR_REDUCE_BLOCK + 5 };
 	const size_t nmax = 9 * GR_REDUCE_BLOCK + 5;
 	void *data = malloc(nmax * 8);
@@ -243,20 +302,16 @@ static void check_specials(void)
 	      isnan(out_f(out, 2 * B)));
 	free(x);
 
-	/* Past the float64 range: inf within the block whose running sum
-	 * overflows, but the next block's carry is the exact sum rounded, in
-	 * range again. */
+	/* Past the float64 range: inf from there on, as in a running sum
+	 * (the threads' totals and the tiles' carry it to every later value) */
 	x = f64s(n, 0.0);
 	x[0] = x[1] = DBL_MAX;
 	x[2] = x[3] = -DBL_MAX;
 	x[B] = 1.0;
 	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 	CHECK(out_f(out, 0) == DBL_MAX && out_f(out, 1) == INFINITY && out_f(out, 3) == INFINITY);
-	CHECK(out_f(out, B - 1) == INFINITY && out_f(out, B) == 1.0 && out_f(out, n - 1) == 1.0);
-	/* and a carry past the range is inf itself */
-	x[2] = x[3] = 0.0;
-	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
-	CHECK(out_f(out, B) == INFINITY && out_f(out, n - 1) == INFINITY);
+	CHECK(out_f(out, B - 1) == INFINITY && out_f(out, B) == INFINITY &&
+	      out_f(out, n - 1) == INFINITY);
 	free(x);
 
 	/* f32 elements are widened exactly and summed in double */
@@ -274,18 +329,44 @@ static void check_specials(void)
 	free(out);
 }
 
-/* The carry of a block is the exact sum before it, rounded once: here
- * 1 + 2^-60 * B, which a running double sum would lose entirely. */
-static void check_carry_exact(void)
+/*
+ * Within cuda/scan.h's bound: |value_i - P_i| <= gamma_d * sum_{k<=i}
+ * |x_k|, d = 30 + 2 ceil(log2(tiles)), at sampled i, against the exact
+ * prefix sum (reduce.h's exact sum, itself rounded once: u |P_i| more).
+ */
+static void check_accuracy(void)
 {
-	const size_t B = GR_REDUCE_BLOCK, n = 2 * B;
-	double *x = f64s(n, ldexp(1, -60));
+	const size_t n = 37 * GR_CUMSUM_TILE + 123;
+	const double u = ldexp(1, -53);
+	unsigned lg = 0;
+	while (((size_t)1 << lg) < (n + GR_CUMSUM_TILE - 1) / GR_CUMSUM_TILE)
+		lg++;
+	const double d = 30 + 2 * lg, gamma = d * u / (1 - d * u);
+	double *x = malloc(n * sizeof(*x));
 	uint64_t *out = malloc(n * 8);
-	CHECK(out);
-	x[0] = 1.0;
-	CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
-	CHECK(out_f(out, B - 1) == 1.0);
-	CHECK(out_f(out, B) == 1.0 + ldexp((double)B, -60));
+	CHECK(x && out);
+
+	for (int kind = 0; kind < 3; kind++) {
+		for (size_t i = 0; i < n; i++) {
+			double r = (double)(rnd() >> 11) * 0x1p-53;
+			x[i] = kind == 0 ? r : kind == 1 ? r - 0.5 : ldexp(r - 0.5, (int)(rnd() % 80) - 40);
+		}
+		CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
+		double m = 0;
+		size_t next = 0;
+		for (size_t i = 0; i < n; i++) {
+			m += fabs(x[i]); /* rounds up by at most n u m: far under the slack */
+			if (i != next && i != n - 1)
+				continue;
+			next += 1 + rnd() % 4000;
+			gr_partial p;
+			gr_value v;
+			gr_reduce(GR_OP_SUM, GR_DT_F64, x, i + 1, &p);
+			gr_partial_finish(GR_OP_SUM, GR_DT_F64, &p, &v);
+			double err = fabs(out_f(out, i) - v.f);
+			CHECK(err <= gamma * m * 1.01 + u * fabs(v.f));
+		}
+	}
 	free(x);
 	free(out);
 }
@@ -294,7 +375,7 @@ int main(void)
 {
 	check_sizes();
 	check_specials();
-	check_carry_exact();
+	check_accuracy();
 	printf("cumsum ok\n");
 	return 0;
 }
