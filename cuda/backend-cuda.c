@@ -51,6 +51,7 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 	cudaFree(c->dxsegs);
 	cudaFree(c->dxscratch);
 	cudaFree(c->dxout);
+	cudaFree(c->scan_ws);
 	cudaFreeHost(c->hxsegs);
 	cudaFreeHost(c->hxout);
 	free(c->xslot);

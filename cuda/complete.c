@@ -103,7 +103,7 @@ static void cuda_answer(cuda_backend *be, const cuda_done *dn)
 	for (uint32_t r = 0; r < nruns; r++) {
 		const cuda_item *it = runs[r].b->items + runs[r].first;
 		for (uint32_t i = 0; i < runs[r].count; i++, k++) {
-			if (!it[i].early)
+			if (it[i].scan || !it[i].early)
 				continue;
 			gr_partial p;
 			if (dn->xslot[k] != CUDA_NOT_EXACT) {

@@ -129,6 +129,11 @@ struct cuda_ctx {
 	gr_exact_sum *hxout, *dxout;
 	uint32_t *xslot;
 	uint32_t nx;    /* places in use */
+	/* the prefix sum's workspace (scan.h), grown on demand, and the
+	 * epoch of its last launch */
+	void *scan_ws;
+	size_t scan_ws_bytes;
+	uint32_t scan_epoch;
 	cuda_run *runs; /* the launch in flight: its items, in segment order */
 	uint32_t nruns, njobs;
 	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
@@ -216,11 +221,15 @@ struct cuda_backend {
 typedef struct cuda_item {
 	const uint8_t *data;
 	uint64_t n;
-	void *early;
+	union {
+		void *early;
+		void *scan_out; /* scan: where the prefix sums go (device memory) */
+	};
 	uint32_t tag;
 	uint8_t op, dtype;
-	bool alone; /* outside staging: launched alone, never in a span with others */
-	bool on_device; /* device memory: read in place, no copy */
+	uint8_t alone : 1; /* outside staging: launched alone, never in a span with others */
+	uint8_t on_device : 1; /* device memory: read in place, no copy */
+	uint8_t scan : 1; /* the prefix sums of device memory (job->scan_out): launched alone */
 } cuda_item;
 
 /*
@@ -283,7 +292,7 @@ struct cuda_done {
  * and conn-region.c, gr_conn_reduce_region). */
 static inline uint32_t cuda_item_exact(const cuda_item *it)
 {
-	if ((uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
+	if (it->scan || (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
 		return 0;
 	if (it->op == GR_OP_SUM && it->dtype == GR_DT_F32)
 		return GR_EXACT_F32;
@@ -298,7 +307,7 @@ static inline uint32_t cuda_item_exact(const cuda_item *it)
 
 static inline uint64_t cuda_item_units(const cuda_item *it)
 {
-	return it->n ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
+	return it->n && !it->scan ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
 }
 
 /* ---- small helpers ---- */

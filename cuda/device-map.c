@@ -160,7 +160,7 @@ static int map_vmm(int dev, const gr_device_map *m, dev_map *dm, char *why, size
 	}
 	CUmemAccessDesc acc = {
 		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
-		.flags = CU_MEM_ACCESS_FLAGS_PROT_READ,
+		.flags = m->writable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ,
 	};
 	if ((r = drv.access(dm->ptr, dm->size, &acc, 1)) != CUDA_SUCCESS) {
 		snprintf(why, whylen, "cuMemSetAccess: %s", drv_err(r));

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/cuda-internal.h"
+#include "cuda/scan.h"
 
 #define CUDA_TRY(call_name, kind, expr)                                              \
 	do {                                                                          \
@@ -20,6 +21,36 @@
 			goto fail;                                                    \
 		}                                                                     \
 	} while (0)
+
+/*
+ * The prefix sums of an item in device memory: one launch (scan.h), on
+ * the context's workspace, grown to the largest count seen. The context
+ * runs one launch at a time, so its workspace serves one at a time.
+ */
+static cudaError_t cuda_scan(cuda_ctx *c, const cuda_item *it)
+{
+	size_t need = gr_scan_workspace_bytes(it->n);
+	cudaError_t e;
+
+	if (need > c->scan_ws_bytes) {
+		/* the last launch on it is done: the context is free */
+		cudaFree(c->scan_ws);
+		c->scan_ws = NULL;
+		c->scan_ws_bytes = 0;
+		if ((e = cudaMalloc(&c->scan_ws, need)) != cudaSuccess)
+			return e;
+		c->scan_ws_bytes = need;
+		c->scan_epoch = UINT32_MAX;
+	}
+	if (c->scan_epoch == UINT32_MAX) {
+		/* new, or every epoch used: zero it again */
+		if ((e = cudaMemsetAsync(c->scan_ws, 0, c->scan_ws_bytes, c->stream)) != cudaSuccess)
+			return e;
+		c->scan_epoch = 0;
+	}
+	return (cudaError_t)gr_scan_launch(it->dtype, it->data, it->n, it->scan_out, c->scan_ws,
+					   ++c->scan_epoch, c->stream);
+}
 
 /*
  * Launch on context c the longest run of items, from batch b's start on,
@@ -39,6 +70,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	bool plain = false; /* the batch kernel has elements to reduce */
 	bool alone = false; /* the run is one item outside staging */
 	bool on_device = false; /* ... in device memory, read in place */
+	const cuda_item *scan = NULL; /* ... whose prefix sums it is */
 
 	c->span = 0;
 
@@ -61,6 +93,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 				break;
 			alone = it->alone;
 			on_device = it->on_device;
+			scan = it->scan ? it : NULL;
 			if (it->n) {
 				uintptr_t s = (uintptr_t)it->data;
 				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);
@@ -73,7 +106,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			gr_kseg *sg = &c->hsegs[nsegs];
 			c->xslot[nsegs++] = exact ? nx : CUDA_NOT_EXACT;
 			sg->offset = (uintptr_t)it->data;
-			sg->n = exact ? 0 : it->n;
+			sg->n = exact || it->scan ? 0 : it->n;
 			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
 			sg->unit_rows = sg->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
 			sg->first_unit = (uint32_t)units;
@@ -134,6 +167,8 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16,
 					 cudaMemcpyHostToDevice, c->stream));
 	}
+	if (scan)
+		CUDA_TRY("cudaLaunchKernel (prefix sum)", FAULT_LAUNCH, cuda_scan(c, scan));
 	if (plain && nsegs <= GR_KERNEL_PARAM_SEGS) {
 		/* the common case: the table rides in the launch itself */
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,

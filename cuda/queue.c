@@ -260,6 +260,12 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype, .alone = j->outside_staging,
 			.on_device = j->on_device,
 		};
+		if (j->scan_out) {
+			/* never answered early: its answer is the loop's */
+			b->items[i].scan_out = j->scan_out;
+			b->items[i].scan = 1;
+			b->items[i].alone = 1;
+		}
 		b->jobs[i] = j;
 	}
 	b->device = pin;

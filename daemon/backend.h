@@ -62,6 +62,10 @@ struct gr_job {
 	 * (daemon/cumsum.h), which writes its outputs there and leaves
 	 * result alone. Only the CPU backend runs such jobs. */
 	struct gr_cumsum_job *cumsum;
+	/* NULL, or the job is a whole request's prefix sums of device
+	 * memory (on_device), n 8-byte values to write here, in device
+	 * memory of the same device. Only the CUDA backend runs such jobs. */
+	void *scan_out;
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */
@@ -136,6 +140,7 @@ typedef struct gr_device_map {
 	const uint8_t *handle;  /* cuda_ipc: a cudaIpcMemHandle_t */
 	uint64_t bytes;
 	const char *device;     /* the GPU's UUID ("GPU-...") or PCI bus id */
+	bool writable;          /* for writing too (a cumsum's out region) */
 } gr_device_map;
 
 /* What map_device() made: device memory jobs may read in place. */

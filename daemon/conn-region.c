@@ -153,16 +153,32 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 				 r->id);
 		return;
 	}
-	if (r->device >= 0 && preq->scan) {
-		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
-				 "cumsum is not yet available on device memory (region %" PRIu64
-				 " is GPU memory); it is on host data and shared-memory regions",
-				 r->id);
-		return;
-	}
 	gr_region *out = NULL;
 	if (preq->scan && !(out = conn_out_region(c, preq, r)))
 		return;
+	if (preq->scan && out->device != r->device) {
+		/* the GPU writes where it reads, the CPU likewise */
+		if (r->device >= 0)
+			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+					 "the prefix sums of GPU memory (region %" PRIu64
+					 ") go to GPU memory of the same device: out_region %" PRIu64
+					 " is %s",
+					 r->id, out->id,
+					 out->device >= 0 ? "on another device" : "host memory");
+		else
+			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+					 "the prefix sums of host memory (region %" PRIu64
+					 ") go to host memory: out_region %" PRIu64 " is GPU memory",
+					 r->id, out->id);
+		return;
+	}
+	if (preq->scan && r->device >= 0 && ((uintptr_t)r->base + preq->offset) % size) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "the cumsum of %s elements in GPU memory needs an offset on a %zu-byte "
+				 "boundary of the allocation, not %" PRIu64,
+				 gr_dtype_name(preq->dtype), size, preq->offset);
+		return;
+	}
 	if (r->device >= 0 && gr_op_cpu_only(preq->op)) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "%s is not yet available on device memory (region %" PRIu64

@@ -180,6 +180,7 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 		.handle = req->handle,
 		.bytes = req->bytes,
 		.device = req->device,
+		.writable = req->writable,
 	};
 	if (be->ops->map_device(be, &m, &r->dev, why, whylen) < 0) {
 		free(r);
@@ -192,6 +193,7 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 	r->base = r->dev.ptr;
 	r->bytes = (size_t)req->bytes;
 	r->device = r->dev.device;
+	r->writable = req->writable;
 	region_add(s, set, r);
 	*ret = r;
 	e = GR_OK;

@@ -42,7 +42,7 @@ struct gr_region {
 	size_t bytes;
 	void *reg;           /* what the backend registered, or NULL */
 	int device;          /* -1: host memory; else the device that holds it */
-	bool writable;       /* host memory mapped for writing too ("writable") */
+	bool writable;       /* mapped for writing too ("writable") */
 	gr_device_region dev;
 };
 

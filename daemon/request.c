@@ -358,15 +358,20 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 					      req->filling_start / gr_dtype_size(req->dtype))
 				: NULL;
 	ch->job.cumsum = NULL;
-	if (req->scan && !gr_request_cumsum_job(req, ch)) {
+	ch->job.scan_out = NULL;
+	if (req->scan && ch->job.on_device) {
+		/* one launch over the whole request (gr_request_region_pump),
+		 * into device memory of the same device */
+		ch->job.scan_out = req->out_base;
+	} else if (req->scan && !gr_request_cumsum_job(req, ch)) {
 		/* out of memory, or failed already: no job */
 		if (!req->failed)
 			request_mark_failed(req, /* reply= */ true, GR_ERR_INTERNAL, "out of memory");
 		gr_request_chunk_release(req, ch);
 		return;
 	}
-	/* segments and prefix sums: no GPU kernel yet (refused on device
-	 * memory) */
+	/* segments: no GPU kernel yet (refused on device memory); prefix
+	 * sums of host data: on the CPU */
 	ch->job.cpu_route = req->srv->router && !ch->job.on_device &&
 			    (req->data_bytes <= req->srv->route_max || req->segs || req->scan ||
 			     request_exact_on_cpu(req->op, req->dtype, ch->job.data));
@@ -399,8 +404,12 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 void gr_request_region_pump(gr_request *req)
 {
 	/* device memory needs no staging-sized pieces: one launch reads a
-	 * gigabyte at the memory's rate */
-	size_t slot = req->region->device >= 0 ? GR_DEVICE_CHUNK_BYTES : req->srv->staging.slot_bytes;
+	 * gigabyte at the memory's rate; prefix sums are one launch whole,
+	 * whose order counts tiles from the request's first element */
+	uint64_t slot = req->srv->staging.slot_bytes;
+
+	if (req->region->device >= 0)
+		slot = req->scan ? req->data_bytes : GR_DEVICE_CHUNK_BYTES;
 
 	if (!req->conn) {
 		req->region_left = 0;

@@ -30,9 +30,6 @@ static void req_map_end_map(gr_req_parser *p)
 	else if (r->kind == GR_MAP_CUDA && r->has_handle)
 		req_fail(p, GR_ERR_INVALID_PARAMS,
 			 "kind cuda takes its handle as a file descriptor, not 'handle'");
-	else if (r->kind != GR_MAP_HOST && r->writable)
-		req_fail(p, GR_ERR_INVALID_PARAMS, "'writable' is only for kind host, not %s",
-			 gr_map_kind_name(r->kind));
 }
 
 /* A cumsum's values go out as one bin: 8 bytes each, below 4 GiB. */

@@ -29,8 +29,9 @@ import msgpack
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpured_harness import Daemon  # noqa: E402
-from test_shm import ShmCase, ShmClient, memfd, memfd_maps, open_fds  # noqa: E402
+from gpured_harness import BACKEND, Daemon  # noqa: E402
+from test_shm import (ShmCase, ShmClient, cupy_or_skip, memfd, memfd_maps,  # noqa: E402
+                      open_fds)
 
 B = 32768  # a block: chunks are whole blocks
 TILE = 4096  # the order's tile
@@ -722,9 +723,12 @@ class CumsumRegions(CumsumCase):
                          "open for reading only")
         os.close(ro)
         os.close(fd)
-        self.assertError(c.call("map", [{"bytes": 64, "kind": "cuda", "device": "GPU-0",
-                                         "writable": True}]),
-                         "invalid_params", "'writable' is only for kind host")
+        if BACKEND != "cuda":
+            # GPU memory may be writable, but not on a daemon without GPUs
+            fd = memfd(4096)
+            self.assertError(c.map_fds(64, [fd], writable=True, kind="cuda", device="GPU-0"),
+                             "invalid_params", "cannot map device memory")
+            os.close(fd)
         self.assertAlive(c)
 
 
@@ -757,6 +761,133 @@ class BadCumsum(CumsumCase):
         self.assertError(c.call("reduce", [{"op": "cumsum", "dtype": "f16", "data": x}]),
                          "invalid_params", "unknown dtype")
         self.assertAlive(c)
+
+
+@unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
+class DeviceMemory(unittest.TestCase):
+    """The prefix sums of GPU memory, computed on its GPU into GPU memory
+    of the same device: every dtype, odd sizes and offsets, in place for
+    8-byte dtypes, bit for bit what the order gives (model, which the
+    tests above hold the CPU to); and every bad out region, the device
+    staying in service."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cp = cupy_or_skip()
+        # every array its own allocation, so that an IPC handle's memory
+        # starts where the array does
+        cls.cp.cuda.set_allocator(None)
+        cls.d = Daemon("--allow-cuda-ipc", "yes")
+        cls.c = ShmClient(cls.d.path, timeout=60)
+        cls.uuid = [x for x in cls.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        assert cls.d.stop() == 0
+
+    def map(self, x, writable=False):
+        cp = self.cp
+        cp.cuda.runtime.deviceSynchronize()
+        handle = bytes(cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
+        err, res = self.c.call("map", [{"bytes": x.nbytes, "kind": "cuda_ipc",
+                                        "device": self.uuid, "handle": handle,
+                                        "writable": writable}])
+        self.assertIsNone(err, err)
+        return res["region"]
+
+    def healthy(self):
+        dev = [x for x in self.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]
+        self.assertTrue(dev["healthy"], dev)
+
+    def test_every_dtype_against_the_order(self):
+        cp = self.cp
+        rng = random.Random(7)
+        for dt in DTYPES:
+            size = np.dtype(NP[dt]).itemsize
+            for n in (1, 17, 4095, 4097, 100003, (1 << 20) + 5):
+                x = sample(rng, dt, n + 3)
+                gx = cp.asarray(x)
+                out = cp.full(n + 2, 7, dtype=cp.uint64)
+                rin, rout = self.map(gx), self.map(out, writable=True)
+                err, res = cumsum_region(self.c, dt, rin, 3 * size, n, rout, 8)
+                self.assertIsNone(err, err)
+                self.assertEqual(res, {"count": n})
+                got = cp.asnumpy(out).view(WIDE[dt])
+                self.assertTrue(same(got[1:n + 1], model(dt, x[3:])), (dt, n))
+                # nothing else of the out region written
+                self.assertEqual(int(cp.asnumpy(out)[0]), 7)
+                self.assertEqual(int(cp.asnumpy(out)[n + 1]), 7)
+                for r in (rin, rout):
+                    self.assertIsNone(self.c.call("unmap", [{"region": r}])[0])
+        self.healthy()
+
+    def test_specials_and_adversarial_bits(self):
+        cp = self.cp
+        x = np.ones(3 * B)
+        x[5] = np.nan
+        x[B + 7] = np.inf
+        adv = np.ones(4 * B)
+        adv[0::B] = 2.0 ** 53
+        adv[B - 1::B] = -2.0 ** 53
+        for data in (x, adv, np.full(B + 9, -0.0)):
+            gx, out = cp.asarray(data), cp.empty(len(data), dtype=cp.float64)
+            rin, rout = self.map(gx), self.map(out, writable=True)
+            err, res = cumsum_region(self.c, "f64", rin, 0, len(data), rout)
+            self.assertIsNone(err, err)
+            self.assertTrue(same(cp.asnumpy(out), model("f64", data)))
+            self.assertTrue(np.array_equal(np.signbit(cp.asnumpy(out)),
+                                           np.signbit(model("f64", data))))
+            for r in (rin, rout):
+                self.c.call("unmap", [{"region": r}])
+
+    def test_in_place(self):
+        cp = self.cp
+        rng = random.Random(8)
+        for dt in ("f64", "i64", "u64"):
+            x = sample(rng, dt, 300001)
+            gx = cp.asarray(x)
+            r = self.map(gx, writable=True)
+            err, res = cumsum_region(self.c, dt, r, 8, len(x) - 1, r, 8)
+            self.assertIsNone(err, err)
+            got = cp.asnumpy(gx)  # 8-byte elements: their sums' own type
+            self.assertTrue(same(got[1:], model(dt, x[1:])), dt)
+            self.assertEqual(got[0], x[0])
+            self.c.call("unmap", [{"region": r}])
+
+    def test_bad_out_regions(self):
+        cp = self.cp
+        gx = cp.ones(1000, dtype=cp.float32)
+        rin = self.map(gx)
+        ro = self.map(cp.empty(1000, dtype=cp.float64))
+        err, _ = cumsum_region(self.c, "f32", rin, 0, 1000, ro)
+        self.assertEqual(err["code"], "invalid_params")
+        self.assertIn("read-only", err["message"])
+        # host memory out for GPU memory in, and the other way round
+        fd = memfd(8192)
+        err, res = self.c.map_fds(8192, [fd], writable=True)
+        self.assertIsNone(err, err)
+        host = res["region"]
+        err, _ = cumsum_region(self.c, "f32", rin, 0, 1000, host)
+        self.assertEqual(err["code"], "invalid_params")
+        self.assertIn("go to GPU memory of the same device", err["message"])
+        gout = self.map(cp.empty(1000, dtype=cp.float64), writable=True)
+        err, _ = cumsum_region(self.c, "i32", host, 0, 1000, gout)
+        self.assertEqual(err["code"], "invalid_params")
+        self.assertIn("go to host memory", err["message"])
+        # too small, and an element split by the offset
+        err, _ = cumsum_region(self.c, "f32", rin, 0, 1000, gout, 8)
+        self.assertIn("too small", err["message"])
+        err, _ = cumsum_region(self.c, "f32", rin, 2, 999, gout)
+        self.assertEqual(err["code"], "invalid_params")
+        self.assertIn("boundary", err["message"])
+        os.close(fd)
+        for r in (rin, ro, host, gout):
+            self.assertIsNone(self.c.call("unmap", [{"region": r}])[0])
+        self.healthy()
+        # and the daemon still answers
+        err, res = cumsum(self.c, "i32", np.arange(5, dtype=np.int32).tobytes())
+        self.assertEqual(values(res, "i32").tolist(), [0, 1, 3, 6, 10])
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@
  *    and to a tolerance on reals, and the same bits twice;
  *  - prefix sums: sizes 1, odd, around a tile, 2^20 + 3 and many tiles;
  *    integers exactly, floats bit for bit against the host's reproduction
- *    of the order scan.h documents (written here from that text), and
- *    the same bits on a second run.
+ *    of the order scan.h documents (written here from that text) and
+ *    against the CPU backend's prefix sums (daemon/cumsum.c), and the
+ *    same bits on a second run.
  * --quick keeps to small cases (for compute-sanitizer). Exits 77 when
  * there is no GPU.
  */
@@ -23,6 +24,9 @@
 
 #include "cuda/scan.h"
 #include "cuda/segmented.h"
+extern "C" {
+#include "daemon/cumsum.h"
+}
 
 #define CHECK(cond, ...)                                                                 \
 	do {                                                                             \
@@ -365,6 +369,16 @@ static void scan_case(int dt, int kind, uint64_t n)
 				CHECK(bits_d(got[i]) == (double)run, "scan %s n=%llu: element %llu not exact",
 				      dt_name[dt], (unsigned long long)n, (unsigned long long)i);
 		}
+	}
+	/* the CPU backend's prefix sums (daemon/cumsum.c): the same bits */
+	{
+		std::vector<uint64_t> cpu(n);
+		CHECK(gr_cumsum_whole((gr_dtype)dt, h.data(), n, (uint8_t *)cpu.data()) == 0,
+		      "gr_cumsum_whole");
+		for (uint64_t i = 0; i < n; i++)
+			CHECK(cpu[i] == got[i], "scan %s n=%llu: element %llu: GPU %llx, CPU %llx",
+			      dt_name[dt], (unsigned long long)n, (unsigned long long)i,
+			      (unsigned long long)got[i], (unsigned long long)cpu[i]);
 	}
 	/* the host's reproduction for integers too, as a check of the order code */
 	if (dt < 4 && n <= 100000) {

@@ -382,7 +382,7 @@ static const req_case cases[] = {
 	{ "[0, 4, \"map\", [{\"bytes\": 4096, \"writable\": 1}]] " PING,
 	  "ERROR 4 invalid_params: 'writable' must be true or false" AFTER },
 	{ "[0, 4, \"map\", [{\"kind\": \"cuda\", \"bytes\": 8, \"device\": \"GPU-0\", \"writable\": true}]] " PING,
-	  "ERROR 4 invalid_params: 'writable' is only for kind host, not cuda" AFTER },
+	  "DONE 4 map 8 cuda GPU-0 writable" AFTER },
 	{ RED("{\"op\": \"cumsum\", \"writable\": true}"),
 	  "ERROR 1 invalid_params: unknown key 'writable' (reduce's keys are*" AFTER },
 	/* map and unmap. */
