@@ -890,5 +890,59 @@ class DeviceMemory(unittest.TestCase):
         self.assertEqual(values(res, "i32").tolist(), [0, 1, 3, 6, 10])
 
 
+@unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
+class DeviceFault(unittest.TestCase):
+    """A device fault while prefix sums of GPU memory are in flight fails
+    them with internal naming the call and the device; later ones on that
+    device fail saying it is out of service; host data is still served,
+    and the mappings are released."""
+
+    def test_fault_with_cumsums_in_flight(self):
+        cp = cupy_or_skip()
+        cp.cuda.set_allocator(None)
+        d = Daemon("--allow-cuda-ipc", "yes", "--fault", "launch:after=3")
+        try:
+            c = ShmClient(d.path, timeout=30)
+            uuid = [x for x in c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
+            n = 1 << 22
+            x, out = cp.ones(n, dtype=cp.int32), cp.zeros(n, dtype=cp.int64)
+            cp.cuda.runtime.deviceSynchronize()
+            regions = []
+            for a, w in ((x, False), (out, True)):
+                h = bytes(cp.cuda.runtime.ipcGetMemHandle(a.data.ptr))
+                err, res = c.call("map", [{"bytes": a.nbytes, "kind": "cuda_ipc", "device": uuid,
+                                           "handle": h, "writable": w}])
+                self.assertIsNone(err, err)
+                regions.append(res["region"])
+            params = {"op": "cumsum", "dtype": "i32", "region": regions[0], "offset": 0,
+                      "count": n, "out_region": regions[1]}
+            ids = [c.request("reduce", [params]) for _ in range(8)]
+            ok = failed = 0
+            for _ in ids:
+                resp = c.recv()
+                if resp[2] is None:
+                    self.assertEqual(resp[3], {"count": n})
+                    ok += 1
+                else:
+                    self.assertEqual(resp[2]["code"], "internal", resp)
+                    self.assertIn("device 0", resp[2]["message"])
+                    failed += 1
+            self.assertGreater(ok, 0)
+            self.assertGreater(failed, 0)
+            self.assertEqual(int(out[-1]), n)  # what the launches that ran wrote
+            err, _ = c.call("reduce", [params])
+            self.assertEqual(err["code"], "internal")
+            self.assertIn("out of service", err["message"])
+            # host data still answers (on the CPU now)
+            err, res = cumsum(c, "i32", np.ones(5, dtype=np.int32).tobytes())
+            self.assertEqual(values(res, "i32").tolist(), [1, 2, 3, 4, 5])
+            for r in regions:
+                self.assertEqual(c.call("unmap", [{"region": r}]), (None, True))
+            self.assertEqual(c.call("stats")[1]["regions"], 0)
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
