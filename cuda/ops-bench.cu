@@ -243,7 +243,8 @@ static void seg_all(int reps)
 static const size_t IN_POOL = (size_t)2 << 30, OUT_POOL = (size_t)2 << 30;
 static unsigned char *in_pool, *out_pool, *cub_pool;
 
-template <typename T, unsigned MINB = grscan::tuning<T>::MINB> static void scan_row(uint64_t n, int reps)
+template <typename T, unsigned MINB = grscan::tuning<T>::MINB, unsigned WARPX = grscan::tuning<T>::WARPX>
+static void scan_row(uint64_t n, int reps)
 {
 	using O = typename wide<T>::type;
 	const size_t ib = n * sizeof(T), ob = n * 8;
@@ -265,7 +266,7 @@ template <typename T, unsigned MINB = grscan::tuning<T>::MINB> static void scan_
 	auto out_at = [&](int r) { return (O *)(out_pool + (size_t)(r % slots) * ob); };
 
 	double us_ours, us_cub, us_copy, dummy;
-	time_pair([&](int r) { CU((grscan::launch<T, MINB>(in_at(r), n, out_at(r), ws, ++epoch, st))); },
+	time_pair([&](int r) { CU((grscan::launch<T, MINB, WARPX>(in_at(r), n, out_at(r), ws, ++epoch, st))); },
 		  [&](int r) {
 			  size_t t = tb;
 			  CU(cub::DeviceScan::InclusiveSum(temp, t, in_at(r), (O *)cub_pool, (int64_t)n, st));
@@ -274,7 +275,7 @@ template <typename T, unsigned MINB = grscan::tuning<T>::MINB> static void scan_
 	time_pair([&](int r) { copy_kernel<T, O><<<sms * 8, 256, 0, st>>>(in_at(r), out_at(r + 1), n); },
 		  [&](int) {}, reps, 2, &us_copy, &dummy);
 	/* the check: slot 0 through both */
-	CU((grscan::launch<T, MINB>(in_at(0), n, out_at(0), ws, ++epoch, st)));
+	CU((grscan::launch<T, MINB, WARPX>(in_at(0), n, out_at(0), ws, ++epoch, st)));
 	size_t t = tb;
 	CU(cub::DeviceScan::InclusiveSum(temp, t, in_at(0), (O *)cub_pool, (int64_t)n, st));
 	CU(cudaDeviceSynchronize());
@@ -299,15 +300,15 @@ template <typename T, unsigned MINB = grscan::tuning<T>::MINB> static void scan_
 	}
 	double gb = (ib + ob) / 1e9;
 	double ratio = us_cub / us_ours;
-	printf("scan    MINB=%u %s->%s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | copy %9.2f us %7.1f GB/s | ratio %.3f | ours/copy %.3f | %s\n",
-	       MINB, dtype_name<T>(), std::is_floating_point<O>::value ? "f64" : "i64", (int)log2((double)n), us_ours,
+	printf("scan    MINB=%u WARPX=%u %s->%s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | copy %9.2f us %7.1f GB/s | ratio %.3f | ours/copy %.3f | %s\n",
+	       MINB, WARPX, dtype_name<T>(), std::is_floating_point<O>::value ? "f64" : "i64", (int)log2((double)n), us_ours,
 	       gb / (us_ours * 1e-6), us_cub, gb / (us_cub * 1e-6), us_copy, gb / (us_copy * 1e-6), ratio,
 	       us_copy / us_ours, bad ? "FAIL" : "PASS");
 	char line[512];
 	snprintf(line, sizeof line,
-		 "{\"bench\":\"scan\",\"minb\":%u,\"dtype\":\"%s\",\"n\":%llu,\"ours_us\":%.3f,\"cub_us\":%.3f,\"copy_us\":%.3f,"
+		 "{\"bench\":\"scan\",\"minb\":%u,\"warpx\":%u,\"dtype\":\"%s\",\"n\":%llu,\"ours_us\":%.3f,\"cub_us\":%.3f,\"copy_us\":%.3f,"
 		 "\"ours_gbs\":%.1f,\"cub_gbs\":%.1f,\"copy_gbs\":%.1f,\"ratio\":%.4f,\"slots\":%zu,\"check\":\"%s\"}",
-		 MINB, dtype_name<T>(), (unsigned long long)n, us_ours, us_cub, us_copy, gb / (us_ours * 1e-6),
+		 MINB, WARPX, dtype_name<T>(), (unsigned long long)n, us_ours, us_cub, us_copy, gb / (us_ours * 1e-6),
 		 gb / (us_cub * 1e-6), gb / (us_copy * 1e-6), ratio, slots, bad ? "FAIL" : "PASS");
 	json.push_back(line);
 	CU(cudaFree(ws));
@@ -325,11 +326,16 @@ static void scan_all(int reps)
 		scan_row<int32_t>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
 	for (int e = 20; e <= 26; e += 2)
 		scan_row<double>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-	/* the tuning knob */
+	/* the tuning knobs: blocks per SM asked, and the earlier production
+	 * settings (4-byte MINB 4, 8-byte MINB 3, block-wide transposes) */
 	for (int e : { 20, 24, 28 }) {
-		scan_row<float, 3>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		scan_row<float, 4, 0>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		scan_row<float, 4, 1>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		scan_row<float, 3, 0>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		scan_row<int32_t, 4, 0>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		if (e <= 26)
+			scan_row<double, 3, 0>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
 		scan_row<float, 5>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-		scan_row<float, 6>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
 	}
 	CU(cudaFree(in_pool));
 	CU(cudaFree(out_pool));

@@ -98,12 +98,34 @@ static __device__ __forceinline__ unsigned pad(unsigned i)
 	return i + i / IPT;
 }
 
-/* Blocks per SM asked of the compiler: changes no result. */
+/* Blocks per SM asked of the compiler (MINB), and how a tile goes
+between stripes in memory and threads' rows (WARPX: 1, each warp its own
+512 elements through its own part of shared memory, with no barrier of
+the block; 0, the block's 4096 at once between two barriers). Neither
+changes a result. */
 template <typename T> struct tuning {
-	static constexpr unsigned MINB = sizeof(T) == 4 ? 4 : 3;
+	static constexpr unsigned MINB = 3;
+	static constexpr unsigned WARPX = 1;
 };
 
-template <typename T, unsigned MINB = tuning<T>::MINB>
+/* Where stripe element k (0..15) of thread t lies in the tile: the
+ * block's stripes (k * 256 + t), or its warp's (512 w + 32 k + l). */
+template <unsigned WARPX> static __device__ __forceinline__ unsigned stripe(unsigned k, unsigned t)
+{
+	if (WARPX)
+		return (t & ~31u) * IPT + k * 32 + (t & 31);
+	return k * THREADS + t;
+}
+
+template <unsigned WARPX> static __device__ __forceinline__ void xsync()
+{
+	if (WARPX)
+		__syncwarp();
+	else
+		__syncthreads();
+}
+
+template <typename T, unsigned MINB = tuning<T>::MINB, unsigned WARPX = tuning<T>::WARPX>
 __global__ void __launch_bounds__(THREADS, MINB)
 scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *counter,
 	    entry *ents, uint32_t epoch)
@@ -135,17 +157,17 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 		if (full) {
 #pragma unroll
 			for (unsigned k = 0; k < IPT; k++)
-				v[k] = in[base + k * THREADS + t];
+				v[k] = in[base + stripe<WARPX>(k, t)];
 		} else {
 #pragma unroll
 			for (unsigned k = 0; k < IPT; k++)
-				v[k] = base + k * THREADS + t < n ? in[base + k * THREADS + t] : T(0);
+				v[k] = base + stripe<WARPX>(k, t) < n ? in[base + stripe<WARPX>(k, t)] : T(0);
 		}
 #pragma unroll
 		for (unsigned k = 0; k < IPT; k++)
-			sb[pad(k * THREADS + t)] = v[k];
+			sb[pad(stripe<WARPX>(k, t))] = v[k];
 	}
-	__syncthreads();
+	xsync<WARPX>();
 	T x[IPT];
 #pragma unroll
 	for (unsigned e = 0; e < IPT; e++)
@@ -265,27 +287,27 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 		rr = rr + S::of(x[e]);
 		buf[pad(t * IPT + e)] = S::bits(Q + rr);
 	}
-	__syncthreads();
+	xsync<WARPX>();
 	if (full) {
 #pragma unroll
 		for (unsigned k = 0; k < IPT; k++)
-			out[base + k * THREADS + t] = buf[pad(k * THREADS + t)];
+			out[base + stripe<WARPX>(k, t)] = buf[pad(stripe<WARPX>(k, t))];
 	} else {
 #pragma unroll
 		for (unsigned k = 0; k < IPT; k++)
-			if (base + k * THREADS + t < n)
-				out[base + k * THREADS + t] = buf[pad(k * THREADS + t)];
+			if (base + stripe<WARPX>(k, t) < n)
+				out[base + stripe<WARPX>(k, t)] = buf[pad(stripe<WARPX>(k, t))];
 	}
 }
 
-/* gr_scan_launch for n > 0 and a dtype T, with the tuning knob. */
-template <typename T, unsigned MINB = tuning<T>::MINB>
+/* gr_scan_launch for n > 0 and a dtype T, with the tuning knobs. */
+template <typename T, unsigned MINB = tuning<T>::MINB, unsigned WARPX = tuning<T>::WARPX>
 static inline cudaError_t launch(const void *in, uint64_t n, void *out, void *workspace,
 				 uint32_t epoch, cudaStream_t st)
 {
 	uint64_t ntiles = tiles_of(n);
 	unsigned char *w = (unsigned char *)workspace;
-	scan_kernel<T, MINB><<<(unsigned)ntiles, THREADS, 0, st>>>(
+	scan_kernel<T, MINB, WARPX><<<(unsigned)ntiles, THREADS, 0, st>>>(
 		(const T *)in, n, (uint64_t *)out, ntiles, (uint32_t *)w, (entry *)(w + 16), epoch);
 	return cudaGetLastError();
 }
