@@ -20,7 +20,7 @@
  * gpu_to_gpu needs CUB headers newer than the toolkit's (its CUB 3.0.1 has
  * no such determinism; 3.5.0 was used): meson builds this only with
  * -Dcccl_include=PATH, the include/cccl folder of such headers
- * (docs/BENCHMARKS.md says where they came from).
+ * (docs/benchmarks/kernels.md, section 3b, says where they came from).
  *
  *   gpured-det-bench [--hi E] [--reps R]   (largest n 2^E, 16..28, default
  *   28; rounds, default 5)
