@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measure gpured and its references side by side, in one run, on this
-# machine, and print the tables of docs/BENCHMARKS.md:
+# machine, and print the tables of docs/benchmarks/socket.md:
 #   - 1 KiB f32 requests, 8 connections, pipeline 16: gpured-benchmark vs
 #     redis-benchmark SET with 1 KiB values (redis-server on a Unix socket);
 #   - 1 KiB, 1 connection, no pipelining: p50 round trips, likewise;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One client streaming large arrays back to back against small requests
-# from others, on one daemon (docs/BENCHMARKS.md):
+# from others, on one daemon (docs/benchmarks/regions.md):
 #
 #   bench/fairness.sh BUILDDIR [ROUNDS] [-- DAEMON-ARGS...]
 #

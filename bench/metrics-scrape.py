@@ -2,7 +2,7 @@
 """Does scraping /metrics slow the daemon down? One daemon with
 --metrics-listen, gpured-benchmark run against it again and again,
 alternately alone and with a GET /metrics every 100 ms meanwhile; the p99
-and p50 of each run and the medians of both kinds (docs/BENCHMARKS.md).
+and p50 of each run and the medians of both kinds (docs/benchmarks/regions.md).
 
 usage: bench/metrics-scrape.py BUILDDIR [ROUNDS] [-- BENCHMARK ARGS]
 (default rounds 3, benchmark -c 8 -P 16 -n 300000 -d 256)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GB/s against array size for every data path, with the ceilings, in one
-# run (docs/BENCHMARKS.md, docs/paths.png):
+# run (docs/benchmarks/regions.md, docs/paths.png):
 #
 #   bench/path-sweep.sh BINDIR OUT.jsonl [DTYPE]
 #

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Shared-memory regions against their ceilings, in one run (docs/BENCHMARKS.md):
+# Shared-memory regions against their ceilings, in one run
+# (docs/benchmarks/regions.md):
 #
 #   bench/shm-bench.sh BINDIR [ROUNDS] [BACKENDS]
 #

@@ -2,8 +2,9 @@
  * What the exact-sum benchmarks share (exact-bench.cu, det-bench.cu): the
  * CUDA check, the data they sum, the float4 grid-stride read kernel that
  * is their ceiling, the places in a large pool that launches rotate over
- * (so that small arrays are not L2 hits), and medians. Nothing of CUB
- * here: the two benchmarks build against different CUB headers.
+ * (so that small arrays are not L2 hits), the timing of a block of
+ * launches over them, and medians. Nothing of CUB here: the two
+ * benchmarks build against different CUB headers.
  */
 #pragma once
 
@@ -101,6 +102,31 @@ static inline double median(std::vector<double> v)
 {
 	std::sort(v.begin(), v.end());
 	return v[v.size() / 2];
+}
+
+/*
+ * GB/s of one block of back-to-back launches over arrays of bytes each:
+ * three warm-up launches on the pool's places 0, 1 and 2, then k (1 GiB's
+ * worth, 20 to 2000) between events e0 and e1 on st, on places from, from
+ * + 1, ... in turn. launch(at) makes one launch on st, its array at offset
+ * at of the pool.
+ */
+template <typename L>
+static inline double block_gbs(size_t bytes, size_t from, cudaEvent_t e0, cudaEvent_t e1,
+			       cudaStream_t st, L launch)
+{
+	pos P = positions(bytes);
+	int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
+	for (int i = 0; i < 3; i++)
+		launch(P.at((size_t)i));
+	CU(cudaEventRecord(e0, st));
+	for (int i = 0; i < k; i++)
+		launch(P.at(from + (size_t)i));
+	CU(cudaEventRecord(e1, st));
+	CU(cudaEventSynchronize(e1));
+	float ms;
+	CU(cudaEventElapsedTime(&ms, e0, e1));
+	return (double)bytes * k / (ms * 1e-3) / 1e9;
 }
 
 } /* namespace grb */

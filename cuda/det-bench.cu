@@ -20,7 +20,7 @@
  * gpu_to_gpu needs CUB headers newer than the toolkit's (its CUB 3.0.1 has
  * no such determinism; 3.5.0 was used): meson builds this only with
  * -Dcccl_include=PATH, the include/cccl folder of such headers
- * (docs/BENCHMARKS.md says where they came from).
+ * (docs/benchmarks/kernels.md, section 3b, says where they came from).
  *
  *   gpured-det-bench [--hi E] [--reps R]   (largest n 2^E, 16..28, default
  *   28; rounds, default 5)
@@ -40,7 +40,6 @@
 #include "cuda/exact.h"
 
 using grb::median;
-using grb::pos;
 
 #if CUB_VERSION < 300100
 #error "gpured-det-bench needs a CUB newer than 3.0 (gpu_to_gpu determinism)"
@@ -173,22 +172,13 @@ template <typename T> static bool check(env &E, size_t n, bool *ret_order_free)
 	return ok;
 }
 
-/* GB/s of one block of launches of which (see above) */
+/* GB/s of one block of launches of which (see above), timed from the
+ * place after the warm-up's three */
 template <typename T> static double block_gbs(env &E, int which, size_t n)
 {
-	size_t bytes = n * sizeof(T);
-	pos P = grb::positions(bytes);
-	int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
-	for (int i = -3; i < k; i++) {
-		if (i == 0)
-			CU(cudaEventRecord(E.e0, E.st));
-		launch<T>(E, which, (const T *)(E.pool + P.at((size_t)(i + 3))), n);
-	}
-	CU(cudaEventRecord(E.e1, E.st));
-	CU(cudaEventSynchronize(E.e1));
-	float ms;
-	CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
-	return (double)bytes * k / (ms * 1e-3) / 1e9;
+	return grb::block_gbs(n * sizeof(T), /* from= */ 3, E.e0, E.e1, E.st, [&](size_t at) {
+		launch<T>(E, which, (const T *)(E.pool + at), n);
+	});
 }
 
 template <typename T> static bool bench(env &E, const char *dt, int hi, int reps)

@@ -86,21 +86,13 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 
 using grb::positions;
 
+/* GB/s of one block of launches of which, timed from the pool's first
+ * place on */
 template <typename T> static double throughput_gbs(env &E, int which, size_t n)
 {
-	size_t bytes = n * sizeof(T);
-	pos P = positions(bytes);
-	int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
-	for (int i = 0; i < 3; i++)
-		launch<T>(E, which, (const T *)(E.pool + P.at((size_t)i)), n);
-	CU(cudaEventRecord(E.e0, E.st));
-	for (int i = 0; i < k; i++)
-		launch<T>(E, which, (const T *)(E.pool + P.at((size_t)i)), n);
-	CU(cudaEventRecord(E.e1, E.st));
-	CU(cudaEventSynchronize(E.e1));
-	float ms;
-	CU(cudaEventElapsedTime(&ms, E.e0, E.e1));
-	return (double)bytes * k / (ms * 1e-3) / 1e9;
+	return grb::block_gbs(n * sizeof(T), /* from= */ 0, E.e0, E.e1, E.st, [&](size_t at) {
+		launch<T>(E, which, (const T *)(E.pool + at), n);
+	});
 }
 
 static const int REPS = 5;

@@ -3,8 +3,9 @@
  *
  * Float sums and sumsq of f32/f64 are exact (reduce.h): each block fills
  * the exact accumulator of its partial, and how blocks, chunks and threads
- * group the work cannot show in the result. The accumulator, its kernels
- * and the rounding once at the end are in xsum.c.
+ * group the work cannot show in the result. The accumulator and the
+ * rounding once at the end are in xsum.c, its kernels in xsum-f32.c and
+ * xsum-f64.c.
  *
  * The other ops keep a fixed lane layout inside a block:
  *
@@ -31,7 +32,7 @@
  * through memcpy, so the data may sit at any address. Each kernel is
  * built for AVX2 (which brings no FMA) next to the x86-64 baseline; both
  * compute the same bits, the AVX2 one just does it in wider registers.
- * The f64 sum of squares (xsum.c) has a third build, with FMA, for its
+ * The f64 sum of squares (xsum-f64.c) has a third build, with FMA, for its
  * exact squares only: contraction stays off in every file.
  */
 

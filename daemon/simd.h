@@ -1,5 +1,5 @@
 /*
- * What the CPU reduction kernels (reduce.c, xsum.c) share: the GCC vector
+ * What the CPU reduction kernels (reduce.c, xsum-*.c) share: the GCC vector
  * types they are written in, and how each kernel is built twice on x86-64,
  * for the baseline and for AVX2. Internal to the daemon's reduction.
  */

@@ -17,43 +17,16 @@
 
 #include "daemon/cumsum.h"
 #include "tests/check.h"
+#include "tests/cpu/test-fill.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1du;
 
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 static void fill(gr_dtype dt, void *data, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint64_t r = rnd();
-		switch (dt) {
-		case GR_DT_I32:
-			((int32_t *)data)[i] = (int32_t)r;
-			break;
-		case GR_DT_U32:
-			((uint32_t *)data)[i] = (uint32_t)r;
-			break;
-		case GR_DT_I64:
-		case GR_DT_U64:
-			((uint64_t *)data)[i] = r % 3 ? r % 1000 : r;
-			break;
-		case GR_DT_F32:
-			((float *)data)[i] = (float)ldexp((double)(int64_t)(r >> 11) / 9e15,
-							  (int)(r % 60) - 30);
-			break;
-		case GR_DT_F64:
-			((double *)data)[i] = ldexp((double)(int64_t)r / 9e18, (int)(r % 200) - 100);
-			break;
-		default:
-			break;
-		}
-	}
+	static const test_fill_spec spec = { .i32_wide = 1, .i64_wide = 3, .i64_below = 1000,
+						 .f32_binades = 60, .f64_binades = 200 };
+
+	test_fill(&spec, &rng_state, dt, data, n);
 }
 
 static double elem_f(gr_dtype dt, const void *data, size_t i)

@@ -435,7 +435,7 @@ static uint64_t some_mantissa(void)
 }
 
 /*
- * f64 sums have a pass of their own (xsum.c): a grid from a sample, a
+ * f64 sums have a pass of their own (xsum-f64.c): a grid from a sample, a
  * second pass where the sample misled it, two to four levels, element by
  * element beyond that. Blocks of every size around its group and sample
  * sizes, with exponents in windows anywhere in the range and as wide as

@@ -16,42 +16,21 @@
 
 #include "daemon/segments.h"
 #include "tests/check.h"
+#include "tests/cpu/test-fill.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return test_rnd(&rng_state);
 }
 
 static void fill(gr_dtype dt, void *data, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint64_t r = rnd();
-		switch (dt) {
-		case GR_DT_I32:
-			((int32_t *)data)[i] = (int32_t)(r % 7 ? (int64_t)(r % 2001) - 1000 : (int64_t)(int32_t)r);
-			break;
-		case GR_DT_U32:
-			((uint32_t *)data)[i] = (uint32_t)r;
-			break;
-		case GR_DT_I64:
-		case GR_DT_U64:
-			((uint64_t *)data)[i] = r % 5 ? r % 100000 : r;
-			break;
-		case GR_DT_F32:
-			((float *)data)[i] = (float)ldexp((double)(int64_t)(r >> 11) / 9e15, (int)(r % 40) - 20);
-			break;
-		case GR_DT_F64:
-			((double *)data)[i] = ldexp((double)(int64_t)r / 9e18, (int)(r % 120) - 60);
-			break;
-		default:
-			break;
-		}
-	}
+	static const test_fill_spec spec = { .i32_wide = 7, .i64_wide = 5, .i64_below = 100000,
+						 .f32_binades = 40, .f64_binades = 120 };
+
+	test_fill(&spec, &rng_state, dt, data, n);
 }
 
 static double rec_f64(const uint8_t *rec)

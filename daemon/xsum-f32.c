@@ -1,0 +1,301 @@
+/*
+ * The f32 block kernels of the exact accumulator (xsum.h), sums and sums
+ * of squares: a pass over the grid of xsum-internal.h, one pass over
+ * memory when a sample of the block bounds the rest, and small arrays of
+ * nearby exponents summed as plain doubles, which are exact there.
+ */
+
+/* x * x + acc must round twice, in every build and on every ISA. */
+#ifdef __clang__
+#pragma clang fp contract(off)
+#else
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "daemon/simd.h"
+#include "daemon/xsum-internal.h"
+#include "daemon/xsum.h"
+
+#define XNV 4
+#define XGROUP (4 * XNV)
+
+/* Split y over the levels; the caller proves that nothing is left. */
+/* y by pointer: a vector passed by value changes the ABI between the
+ * baseline and AVX2 builds, which clang refuses under -Werror. */
+static GR_INLINE void x_cascade(const v4df *py, const v4df *sig, v4du (*acc)[XNV], unsigned v,
+                                unsigned levels)
+{
+	v4df y = *py;
+	for (unsigned j = 0; j < levels; j++) {
+		v4df t = y + sig[j];
+		v4du tb;
+		memcpy(&tb, &t, sizeof(tb));
+		acc[j][v] += tb;
+		if (j + 1 < levels)
+			y = y - (t - sig[j]);
+	}
+}
+
+/* Bits of the largest |element| of f32 (NaN above infinity). Four
+ * independent maxima, so that the compare-and-blend chains overlap. */
+static GR_INLINE uint32_t x_maxbits(const unsigned char *p, size_t n)
+{
+	uint32_t best = 0;
+	size_t i = 0;
+	v8si mx[4] = {{0}};
+	for (const size_t nv = n & ~(size_t)31; i < nv; i += 32) {
+		UNROLL
+		for (unsigned v = 0; v < 4; v++) {
+			v8si x;
+			memcpy(&x, p + 4 * (i + 8 * v), sizeof(x));
+			x &= INT32_MAX;
+			v8si c = x > mx[v];
+			mx[v] = (x & c) | (mx[v] & ~c);
+		}
+	}
+	for (unsigned v = 0; v < 4; v++)
+		for (unsigned k = 0; k < 8; k++)
+			best = (uint32_t)mx[v][k] > best ? (uint32_t)mx[v][k] : best;
+	for (; i < n; i++) {
+		uint32_t x;
+		memcpy(&x, p + 4 * i, sizeof(x));
+		x &= INT32_MAX;
+		best = x > best ? x : best;
+	}
+	return best;
+}
+
+/* What xsum_pass() did. */
+enum {
+	XPASS_DONE,  /* ret holds the block */
+	XPASS_GUESS, /* the guess was wrong, or the block needs the full path */
+	XPASS_WIDE,  /* exponents too far apart for these levels */
+};
+
+/*
+ * The summing pass of an f32 block whose largest |element| has the bits
+ * maxbits. With guess, maxbits is only an estimate: the pass also checks
+ * that every element lies below the grid's bound. Unless it returns
+ * XPASS_DONE, ret's value is untouched.
+ */
+static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
+                               const unsigned levels, const uint32_t maxbits, const bool guess)
+{
+	const unsigned eb = maxbits >> 23;
+	/* |element| < 2^M */
+	const int M = (eb ? (int)eb : 1) - 127 + 1;
+	const int T = sq ? 2 * M : M;
+
+	if (guess && (maxbits == 0 || eb + 1 >= 0xff || T > 1000))
+		return XPASS_GUESS;
+	/* |x| bits below this, or the guess was wrong */
+	const uint32_t bound = (eb ? eb + 1 : 1) << 23;
+	ret->xflags = XF_XACC;
+	if (maxbits == 0) {
+		/* nothing but zeros: "seen" unless they are all -0 */
+		for (size_t i = 0; i < n && !(ret->xflags & XF_SEEN); i++)
+			if (sq || !(p[i * 4 + 3] & 0x80))
+				ret->xflags |= XF_SEEN;
+		return XPASS_DONE;
+	}
+	if (eb >= 0xff || T > 1000) {
+		xsum_slow(p, n, ret, /* is64= */ false, sq);
+		return XPASS_DONE;
+	}
+
+	xgrid g;
+	xgrid_init(&g, T, levels);
+	v4df sig[XL_MAX];
+	for (unsigned j = 0; j < levels; j++)
+		sig[j] = (v4df){0} + g.sigma[j];
+	v4du acc[XL_MAX][XNV]; /* wrapping sums */
+	memset(acc, 0, sizeof(acc));
+	const size_t ng = n / XGROUP;
+	/*
+	 * Sums prove in integer lanes, rather than with what the last level
+	 * leaves (fewer float operations), that every non-zero element (or
+	 * square) is a multiple of the last level's unit: its exponent field
+	 * is at least ef, that is 0 < |x| bits < th never holds. The unsigned
+	 * compare is a signed one of |x| bits - 1 + 2^31.
+	 */
+	v8si small = {0}, over = {0};
+	const v8si bm = (v8si){0} + (int32_t)(bound - 1);
+	const int u = sq ? (g.ulp[levels - 1] + 1) >> 1 : g.ulp[levels - 1];
+	const int ef = u + 150;
+	const uint32_t th = ef <= 1 ? 1 : (uint32_t)(ef >= 0xff ? 0xff : ef) << 23;
+	const v8si thv = (v8si){0} + (int32_t)((th - 1) ^ 0x80000000u);
+	/* the block after a whole one is most likely next: bring it to L2
+	 * while this one is summed, so that the first pass does not wait */
+	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 4 : 0;
+
+	for (size_t gi = 0; gi < ng; gi++) {
+		const unsigned char *q = p + gi * XGROUP * 4;
+		if (ahead)
+			for (size_t o = 0; o < XGROUP * 4; o += 64)
+				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
+		UNROLL
+		for (unsigned v = 0; v < XGROUP / 8; v++) {
+			v8su b;
+			memcpy(&b, q + v * 32, sizeof(b));
+			b &= INT32_MAX;
+			if (guess)
+				over |= (v8si)b > bm;
+			b += INT32_MAX;
+			small |= thv > (v8si)b;
+		}
+		UNROLL
+		for (unsigned v = 0; v < XNV; v++) {
+			v4df x;
+			ld_f32_as_f64(&x, q + v * 16);
+			if (sq)
+				x = x * x;
+			x_cascade(&x, sig, acc, v, levels);
+		}
+	}
+
+	if (guess) {
+		int32_t o = 0;
+		for (unsigned l = 0; l < 8; l++)
+			o |= over[l];
+		/* and the tail, which the groups did not see */
+		for (size_t i = ng * XGROUP; i < n; i++) {
+			uint32_t b;
+			memcpy(&b, p + i * 4, 4);
+			o |= (b & INT32_MAX) >= bound;
+		}
+		if (o)
+			return XPASS_GUESS;
+	}
+	int32_t bad = 0;
+	for (unsigned l = 0; l < 8; l++)
+		bad |= small[l];
+	if (bad)
+		return XPASS_WIDE;
+	const uint64_t cnt = ng;
+	for (unsigned j = 0; j < levels; j++) {
+		__int128 s = 0;
+		for (unsigned v = 0; v < XNV; v++)
+			for (unsigned l = 0; l < 4; l++)
+				s += (int64_t)((uint64_t)acc[j][v][l] - cnt * g.sbits[j]);
+		xacc_addmag(ret->xacc, g.ulp[j] - GR_PARTIAL_EXP_MIN,
+		            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
+	}
+	ret->xflags |= XF_SEEN;
+	xacc_elems(ret, p + ng * XGROUP * 4, n - ng * XGROUP, /* is64= */ false, sq);
+	return XPASS_DONE;
+}
+
+/*
+ * f32 sums whose elements lie within a few binades of one another, as most
+ * small arrays' do: every element is a multiple of 2^(emin - 150) (emin
+ * the least biased exponent of a non-zero one, 1 for subnormals) and below
+ * 2^(emax - 126), so every sum of up to n of them, in any order, is an
+ * integer multiple of that unit below 2^(emax - emin + 24 + ceil(log2 n))
+ * units: exact in a double while that is at most 2^53. Then the block's
+ * exact value is the plain double sum, and no accumulator is needed. The
+ * exponents are checked in integer lanes beside the sum; a special (or a
+ * sum of zeros, whose sign the exact path decides) goes the exact way.
+ */
+#define XSUM_NARROW_MAX 4096u
+
+static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	v4df a[4] = {{0}};
+	v4si emax = {0}, emin = {255, 255, 255, 255};
+	const v4si one = {1, 1, 1, 1}, big = {255, 255, 255, 255};
+	size_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		UNROLL
+		for (unsigned v = 0; v < 4; v++) {
+			v4si b;
+			v4sf x;
+			memcpy(&b, p + 4 * (i + 4 * v), sizeof(b));
+			memcpy(&x, p + 4 * (i + 4 * v), sizeof(x));
+			v4si e = (b >> 23) & 0xff;
+			v4si nz = (b & 0x7fffffff) != 0;
+			v4si ee = e | (one & (e == 0)); /* subnormals count as exponent 1 */
+			v4si c = emax > ee;
+			emax = (emax & c) | (ee & ~c);
+			v4si m = (ee & nz) | (big & ~nz);
+			c = emin < m;
+			emin = (emin & c) | (m & ~c);
+			a[v] += __builtin_convertvector(x, v4df);
+		}
+	}
+	int hi = 0, lo = 255;
+	for (unsigned k = 0; k < 4; k++) {
+		hi = emax[k] > hi ? emax[k] : hi;
+		lo = emin[k] < lo ? emin[k] : lo;
+	}
+	double tail = 0;
+	for (; i < n; i++) {
+		uint32_t b;
+		float x;
+		memcpy(&b, p + 4 * i, sizeof(b));
+		memcpy(&x, p + 4 * i, sizeof(x));
+		int e = (int)((b >> 23) & 0xff);
+		int ee = e ? e : 1;
+		hi = ee > hi ? ee : hi;
+		if (b & 0x7fffffffu)
+			lo = ee < lo ? ee : lo;
+		tail += (double)x;
+	}
+	int lg = n > 1 ? 64 - __builtin_clzll((unsigned long long)n - 1) : 0;
+	if (hi == 255 || lo == 255 || hi - lo + 24 + lg > 53)
+		return false;
+	v4df t = (a[0] + a[1]) + (a[2] + a[3]);
+	double sum = ((t[0] + t[1]) + (t[2] + t[3])) + tail;
+	if (sum == 0)
+		return false;
+	/* the value is v.f, exactly; the accumulator stays as
+	 * gr_partial_identity() cleared it */
+	ret->v.f = sum;
+	ret->xflags = 0;
+	return true;
+}
+
+static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
+                                const unsigned levels)
+{
+	/* small arrays, where it pays: a large block that misses the bound
+	 * would be read twice */
+	if (!sq && n <= XSUM_NARROW_MAX && xsum_f32_narrow(p, n, ret))
+		return;
+	/* One pass over the block when a sample of it, one binade wider,
+	 * bounds the rest (most data); else find the largest, then sum; when
+	 * the exponents lie too far apart, sum with one more level; and when
+	 * even that is not enough, element by element. */
+	int r = XPASS_GUESS;
+	if (n >= 4 * XGUESS) {
+		uint32_t b = x_maxbits(p, XGUESS);
+		b += b ? 1u << 23 : 0;
+		r = xsum_pass(p, n, ret, sq, levels, b, true);
+	}
+	if (r == XPASS_DONE)
+		return;
+	const uint32_t mb = x_maxbits(p, n);
+	if (r == XPASS_GUESS)
+		r = xsum_pass(p, n, ret, sq, levels, mb, false);
+	if (r == XPASS_WIDE)
+		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false);
+	if (r == XPASS_WIDE)
+		xsum_slow(p, n, ret, /* is64= */ false, sq);
+}
+
+/* clang-format off */
+#define DEF_XSUM(NAME, SQ, LEVELS)                                                                 \
+	void xsum_##NAME##_base(const unsigned char *p, size_t n, gr_partial *ret)                 \
+	{                                                                                          \
+		xsum_body(p, n, ret, SQ, LEVELS);                                                  \
+	}                                                                                          \
+	GR_AVX2_ONLY(GR_AVX2 void xsum_##NAME##_avx2(const unsigned char *p, size_t n,             \
+	                                             gr_partial *ret)                              \
+	             { xsum_body(p, n, ret, SQ, LEVELS); })
+
+DEF_XSUM(sum_f32, false, 1)
+DEF_XSUM(sumsq_f32, true, 2)
+/* clang-format on */
