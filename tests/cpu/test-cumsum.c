@@ -321,8 +321,8 @@ static void check_accuracy(void)
 
 	for (int kind = 0; kind < 3; kind++) {
 		for (size_t i = 0; i < n; i++) {
-			double r = (double)(rnd() >> 11) * 0x1p-53;
-			x[i] = kind == 0 ? r : kind == 1 ? r - 0.5 : ldexp(r - 0.5, (int)(rnd() % 80) - 40);
+			double r = (double)(test_rnd(&rng_state) >> 11) * 0x1p-53;
+			x[i] = kind == 0 ? r : kind == 1 ? r - 0.5 : ldexp(r - 0.5, (int)(test_rnd(&rng_state) % 80) - 40);
 		}
 		CHECK(gr_cumsum_whole(GR_DT_F64, x, n, (uint8_t *)out) == 0);
 		double m = 0;
@@ -331,7 +331,7 @@ static void check_accuracy(void)
 			m += fabs(x[i]); /* rounds up by at most n u m: far under the slack */
 			if (i != next && i != n - 1)
 				continue;
-			next += 1 + rnd() % 4000;
+			next += 1 + test_rnd(&rng_state) % 4000;
 			gr_partial p;
 			gr_value v;
 			gr_reduce(GR_OP_SUM, GR_DT_F64, x, i + 1, &p);
