@@ -213,9 +213,24 @@ unsigned gpured_outstanding(const gpured_t *g);
 typedef struct gpured_region gpured_region_t;
 
 int gpured_region_new(gpured_t *g, size_t bytes, gpured_region_t **ret);
+
+/*
+ * Flags of gpured_region_new_flags() and gpured_map_fd_flags(); 0 is what
+ * gpured_region_new() and gpured_map_fd() do.
+ * GPURED_REGION_WRITABLE: the daemon maps the region for writing too, so
+ * that a cumsum can write its prefix sums there (gpured_cumsum_region());
+ * it writes nothing else. Unknown flags return -EINVAL.
+ */
+enum {
+	GPURED_REGION_WRITABLE = 1,
+};
+
+int gpured_region_new_flags(gpured_t *g, size_t bytes, unsigned flags, gpured_region_t **ret);
 /* Where the region's bytes are, read-write, in this process. */
 void *gpured_region_data(const gpured_region_t *r);
 size_t gpured_region_size(const gpured_region_t *r);
+/* 1 when the daemon maps r for writing (GPURED_REGION_WRITABLE), else 0. */
+int gpured_region_writable(const gpured_region_t *r);
 /* The daemon's id of the region (what gpured_reduce_region() takes). */
 uint64_t gpured_region_id(const gpured_region_t *r);
 int gpured_region_reduce(gpured_t *g, const gpured_region_t *r, gpured_op op, gpured_dtype dt,
@@ -231,6 +246,9 @@ int gpured_region_free(gpured_t *g, gpured_region_t *r);
  * daemon maps its own view). *ret_region is the daemon's id for it.
  */
 int gpured_map_fd(gpured_t *g, int fd, size_t bytes, uint64_t *ret_region);
+/* With GPURED_REGION_WRITABLE, fd must be open for reading and writing
+ * and not sealed against writing (the daemon refuses it otherwise). */
+int gpured_map_fd_flags(gpured_t *g, int fd, size_t bytes, unsigned flags, uint64_t *ret_region);
 
 /*
  * Device memory, reduced on its GPU where it lies (PROTOCOL.md, "map",

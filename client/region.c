@@ -18,6 +18,7 @@ struct gpured_region {
 	uint64_t id;
 	void *data;
 	size_t bytes;
+	bool writable; /* the daemon maps it for writing too */
 };
 
 /* Write the request built in g->wbuf (entry e), with fd in SCM_RIGHTS when
@@ -64,9 +65,10 @@ static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
 	return r < 0 ? r : gr_mpw_uint(b, v);
 }
 
-/* A map request of kind (host, cuda with fd, cuda_ipc with handle). */
+/* A map request of kind (host, cuda with fd, cuda_ipc with handle);
+ * writable (host only) asks for "writable": true. */
 static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, size_t bytes,
-		    const char *device, uint64_t *ret_region)
+		    const char *device, bool writable, uint64_t *ret_region)
 {
 	gr_obj_tree tree = { 0 };
 	pending *e;
@@ -75,10 +77,13 @@ static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, s
 	if (bytes == 0 || (kind != GR_MAP_CUDA_IPC && fd < 0) || (kind != GR_MAP_HOST && !device))
 		return client_error(g, -EINVAL, "a region needs at least one byte, and its "
 				    "descriptor or handle and device");
-	r = region_begin(g, GR_METHOD_MAP, kind == GR_MAP_HOST ? 1 : kind == GR_MAP_CUDA ? 3 : 4, &e);
+	r = region_begin(g, GR_METHOD_MAP,
+			 (kind == GR_MAP_HOST ? 1 : kind == GR_MAP_CUDA ? 3 : 4) + writable, &e);
 	if (r < 0)
 		return r;
 	r = write_kv_uint(&g->wbuf, "bytes", bytes);
+	if (r >= 0 && writable && (r = gr_mpw_cstr(&g->wbuf, "writable")) >= 0)
+		r = gr_mpw_bool(&g->wbuf, true);
 	if (r >= 0 && kind != GR_MAP_HOST) {
 		if ((r = gr_mpw_cstr(&g->wbuf, "kind")) >= 0 &&
 		    (r = gr_mpw_cstr(&g->wbuf, gr_map_kind_name(kind))) >= 0 &&
@@ -110,13 +115,21 @@ static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, s
 
 int gpured_map_fd(gpured_t *g, int fd, size_t bytes, uint64_t *ret_region)
 {
-	return map_call(g, GR_MAP_HOST, fd, NULL, bytes, NULL, ret_region);
+	return gpured_map_fd_flags(g, fd, bytes, 0, ret_region);
+}
+
+int gpured_map_fd_flags(gpured_t *g, int fd, size_t bytes, unsigned flags, uint64_t *ret_region)
+{
+	if (flags & ~(unsigned)GPURED_REGION_WRITABLE)
+		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
+	return map_call(g, GR_MAP_HOST, fd, NULL, bytes, NULL, flags & GPURED_REGION_WRITABLE,
+			ret_region);
 }
 
 int gpured_map_cuda_fd(gpured_t *g, int fd, size_t bytes, const char *device,
 		       uint64_t *ret_region)
 {
-	return map_call(g, GR_MAP_CUDA, fd, NULL, bytes, device, ret_region);
+	return map_call(g, GR_MAP_CUDA, fd, NULL, bytes, device, false, ret_region);
 }
 
 int gpured_map_cuda_ipc(gpured_t *g, const void *handle, size_t bytes, const char *device,
@@ -124,7 +137,7 @@ int gpured_map_cuda_ipc(gpured_t *g, const void *handle, size_t bytes, const cha
 {
 	if (!handle)
 		return client_error(g, -EINVAL, "no IPC handle");
-	return map_call(g, GR_MAP_CUDA_IPC, -1, handle, bytes, device, ret_region);
+	return map_call(g, GR_MAP_CUDA_IPC, -1, handle, bytes, device, false, ret_region);
 }
 
 int gpured_unmap(gpured_t *g, uint64_t region)
@@ -208,9 +221,16 @@ int gpured_reduce_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
 
 int gpured_region_new(gpured_t *g, size_t bytes, gpured_region_t **ret)
 {
+	return gpured_region_new_flags(g, bytes, 0, ret);
+}
+
+int gpured_region_new_flags(gpured_t *g, size_t bytes, unsigned flags, gpured_region_t **ret)
+{
 	gpured_region_t *rg;
 	int fd, r;
 
+	if (flags & ~(unsigned)GPURED_REGION_WRITABLE)
+		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
 	if (bytes == 0)
 		return client_error(g, -EINVAL, "a region needs at least one byte");
 	fd = memfd_create("gpured-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -229,6 +249,7 @@ int gpured_region_new(gpured_t *g, size_t bytes, gpured_region_t **ret)
 		return client_error(g, -ENOMEM, "out of memory");
 	}
 	rg->bytes = bytes;
+	rg->writable = flags & GPURED_REGION_WRITABLE;
 	rg->data = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (rg->data == MAP_FAILED) {
 		r = client_error(g, -errno, "mmap: %s", strerror(errno));
@@ -236,7 +257,7 @@ int gpured_region_new(gpured_t *g, size_t bytes, gpured_region_t **ret)
 		free(rg);
 		return r;
 	}
-	r = gpured_map_fd(g, fd, bytes, &rg->id);
+	r = gpured_map_fd_flags(g, fd, bytes, flags, &rg->id);
 	close(fd);
 	if (r < 0) {
 		munmap(rg->data, bytes);
@@ -260,6 +281,11 @@ size_t gpured_region_size(const gpured_region_t *rg)
 uint64_t gpured_region_id(const gpured_region_t *rg)
 {
 	return rg->id;
+}
+
+int gpured_region_writable(const gpured_region_t *rg)
+{
+	return rg->writable;
 }
 
 int gpured_region_reduce(gpured_t *g, const gpured_region_t *rg, gpured_op op, gpured_dtype dt,
