@@ -2,7 +2,7 @@
  * libgpured's internals, shared by its files (gpured.c: the connection,
  * its requests and replies; region.c: shared-memory regions;
  * partial-request.c: requests for exact partials; segments.c: segmented
- * reduces). Nothing
+ * reduces; cumsum.c: prefix sums). Nothing
  * here is exported: libgpured.sym keeps the library's ABI to gpured_*.
  */
 #pragma once
@@ -37,7 +37,12 @@ typedef struct pending {
 	size_t reply_len;
 	gpured_partial *exact; /* partial, when done: the reply's exact partial */
 	uint64_t nseg;    /* segmented reduce: its segments (0: not one) */
-	uint8_t *records; /* segmented, when done: the reply's records */
+	uint8_t *records; /* segmented, cumsum, when done: the reply's values */
+	void *out;        /* cumsum of data: where its values go as they arrive
+	                   * (NULL: into records, until collected) */
+	/* A reduce whose result is not one value (segments, cumsum): reads
+	 * the result into the entry (0, -ENOMEM, or -EPROTO with why). */
+	int (*read_result)(struct pending *e, const gr_obj *result, char *why, size_t size);
 } pending;
 
 struct gpured {
@@ -109,15 +114,11 @@ int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
  */
 int client_partial_reply(pending *e, const gr_obj *result, char *why, size_t size);
 /*
- * Let replies be as large as bytes (a segmented reduce's records and
- * their map): raised for the rest of the connection, never lowered.
+ * Let replies be as large as bytes (a segmented reduce's records, a
+ * cumsum's values, and their map): raised for the rest of the
+ * connection, never lowered.
  */
 void client_expect_reply(gpured_t *g, size_t bytes);
-/*
- * Read the records of e's segmented reduce result into e->records and
- * e->value (its count): 0, -ENOMEM, or -EPROTO with why.
- */
-int client_segments_reply(pending *e, const gr_obj *result, char *why, size_t size);
 /* Whether op and dt have exact partials: sum and sumsq of f32 and f64. */
 bool client_partial_kind(gpured_op op, gpured_dtype dt);
 /* x as the partial of op and dt. */

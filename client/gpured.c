@@ -477,9 +477,9 @@ static int handle_reply(gpured_t *g, const gr_obj *root, const uint8_t *p, size_
 			gr_value v;
 			uint64_t count;
 
-			if (e->nseg > 0) {
+			if (e->read_result) {
 				char why[160];
-				int r = client_segments_reply(e, res, why, sizeof(why));
+				int r = e->read_result(e, res, why, sizeof(why));
 
 				if (r < 0)
 					return conn_fail(g, r, "%s", why);

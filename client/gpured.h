@@ -406,6 +406,65 @@ int gpured_region_submit_segments(gpured_t *g, const gpured_region_t *r, gpured_
 int gpured_wait_id_segments(gpured_t *g, uint32_t id, void *records, size_t records_bytes);
 
 /*
+ * Prefix sums (PROTOCOL.md, "cumsum"): value i is the sum of elements 0
+ * to i, of gpured_result_kind(GPURED_OP_SUM, dt): int64_t for i32 and
+ * i64, uint64_t for u32 and u64, double for f32 and f64, 8 bytes each in
+ * the machine's (little-endian) layout. Integers wrap modulo 2^64 as sums
+ * do; float prefix sums follow the one order PROTOCOL.md defines, so
+ * their bits never depend on how the request travels.
+ *
+ * gpured_cumsum() sends n elements of dt from data and writes their n
+ * prefix sums to out (n values of 8 bytes), as the reply arrives. The
+ * daemon streams the values back while the elements still go out (the
+ * library reads as it writes); n may be up to GPURED_CUMSUM_MAX
+ * (536870911, the values of a reply below 4 GiB): more returns -E2BIG
+ * without sending anything. gpured_submit_cumsum() pipelines it, like
+ * gpured_submit(); gpured_wait_id_cumsum() collects the values into out,
+ * which must hold out_n >= n values (-EINVAL otherwise, leaving the
+ * request outstanding), or drops them when out is NULL; it returns
+ * -ESRCH if id is not outstanding and -EINVAL (left outstanding) if it is
+ * not a cumsum of data. Until a request is collected the library keeps
+ * its values (8 bytes an element). gpured_wait() and gpured_wait_id()
+ * collect it too, dropping the values (the value's count is n, its value
+ * 0).
+ *
+ * Of a region: gpured_cumsum_region() reads n elements of dt at byte
+ * offset of region and the daemon writes their prefix sums into
+ * out_region from its byte out_offset (a multiple of 8) on, n * 8 bytes
+ * and nothing else of it; nothing but the request and a count crosses the
+ * socket. out_region must be a region of this connection mapped for
+ * writing (gpured_region_new_flags() or gpured_map_fd_flags() with
+ * GPURED_REGION_WRITABLE); it may be the input's region, apart from the
+ * elements, or exactly over them for 8-byte dtypes (in place). The
+ * daemon refuses with -EINVAL, and says why in gpured_errmsg(), an out
+ * region that is read-only, unknown, too small, an out_offset that is
+ * not a multiple of 8, or any other overlap. gpured_submit_cumsum_region()
+ * pipelines it; collect it with gpured_wait() or gpured_wait_id() (the
+ * count is n). gpured_region_cumsum() and gpured_region_submit_cumsum()
+ * take region objects, and refuse a read-only out region before sending
+ * (-EINVAL).
+ *
+ * Ordering, as for every region: write the elements before sending, and
+ * read the prefix sums only once the request is collected (until then the
+ * daemon may still be writing them).
+ */
+#define GPURED_CUMSUM_MAX ((size_t)(UINT32_MAX / 8))
+
+int gpured_cumsum(gpured_t *g, gpured_dtype dt, const void *data, size_t n, void *out);
+int gpured_submit_cumsum(gpured_t *g, gpured_dtype dt, const void *data, size_t n,
+			 uint32_t *ret_id);
+int gpured_wait_id_cumsum(gpured_t *g, uint32_t id, void *out, size_t out_n);
+int gpured_cumsum_region(gpured_t *g, uint64_t region, gpured_dtype dt, size_t offset, size_t n,
+			 uint64_t out_region, size_t out_offset);
+int gpured_submit_cumsum_region(gpured_t *g, uint64_t region, gpured_dtype dt, size_t offset,
+				size_t n, uint64_t out_region, size_t out_offset, uint32_t *ret_id);
+int gpured_region_cumsum(gpured_t *g, const gpured_region_t *r, gpured_dtype dt, size_t offset,
+			 size_t n, const gpured_region_t *out, size_t out_offset);
+int gpured_region_submit_cumsum(gpured_t *g, const gpured_region_t *r, gpured_dtype dt,
+				size_t offset, size_t n, const gpured_region_t *out,
+				size_t out_offset, uint32_t *ret_id);
+
+/*
  * Exact partials (PROTOCOL.md, "Exact partials"). A float sum or sumsq
  * is the exact sum of the elements (of their exact squares) rounded once;
  * its partial is that exact sum before rounding, so that an array split

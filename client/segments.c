@@ -4,7 +4,8 @@
  * daemon needs to reduce segments chunk by chunk as they arrive, and sends
  * the offsets and the data from the caller's memory. The reply's records
  * are checked and copied as it arrives (gpured.c calls
- * client_segments_reply()), and handed over by gpured_wait_id_segments().
+ * segments_reply() through the entry), and handed over by
+ * gpured_wait_id_segments().
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,6 +87,8 @@ static int check_room(gpured_t *g, gpured_op op, size_t nseg, const void *record
 	return 0;
 }
 
+static int segments_reply(pending *e, const gr_obj *result, char *why, size_t size);
+
 static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
 {
 	int r = gr_mpw_cstr(b, k);
@@ -125,6 +128,7 @@ static int submit(gpured_t *g, const uint64_t *region, gpured_op op, gpured_dtyp
 	id = e->id;
 	e->nseg = nseg;
 	e->value.count = n; /* what the reply must say */
+	e->read_result = segments_reply;
 
 	g->wbuf.len = 0;
 	if ((r = gr_msg_write_request_header(&g->wbuf, id, GR_METHOD_REDUCE, 1)) < 0 ||
@@ -166,7 +170,9 @@ fail:
 	return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
 }
 
-int client_segments_reply(pending *e, const gr_obj *result, char *why, size_t size)
+/* Read the records of e's result into e->records and check them against
+ * the request: 0, -ENOMEM, or -EPROTO with why. */
+static int segments_reply(pending *e, const gr_obj *result, char *why, size_t size)
 {
 	const gr_obj *count = gr_obj_get(result, "count"), *k = gr_obj_get(result, "segments");
 	const gr_obj *values = gr_obj_get(result, "values");
