@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/ctl-cumsum.h"
 #include "client/ctl-input.h"
 #include "client/ctl-progress.h"
 #include "client/ctl-segments.h"
@@ -52,6 +53,8 @@ static void usage(FILE *f)
 		"                           Reduce the numbers in FILE (default: standard input);\n"
 		"                           argmin and argmax print the value and its index,\n"
 		"                           moments the count, sum, min, max, mean and variance\n"
+		"  cumsum [FILE|-]          Print the prefix sums of the numbers in FILE, one a\n"
+		"                           line (int64, uint64 or float64, as sum types them)\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH        Daemon socket (default: $GPURED_SOCKET, else\n"
@@ -60,7 +63,8 @@ static void usage(FILE *f)
 		"  -t, --dtype TYPE         Element type: i32 i64 u32 u64 f32 f64 (default f64)\n"
 		"  -r, --raw                Input is packed little-endian binary elements,\n"
 		"                           not whitespace-separated text\n"
-		"  -j, --json               Print JSON (top: one line per refresh)\n"
+		"  -j, --json               Print JSON (top: one line per refresh; cumsum: one\n"
+		"                           object with every value)\n"
 		"  -q, --quiet              Reductions: no progress bar on standard error\n"
 		"  -d, --ddof N             moments: the variance divides by count - N (default 0)\n"
 		"      --rows N             Reduce each row of N elements (the last may be\n"
@@ -449,6 +453,24 @@ static int cmd_reduce_segments(gpured_t *g, gpured_op op, gpured_dtype dt, const
 	return 0;
 }
 
+/* The prefix sums, one a line (or one JSON object). */
+static int cmd_cumsum(gpured_t *g, gpured_dtype dt, const void *data, size_t n, bool raw,
+		      bool json)
+{
+	void *values;
+	int r = ctl_cumsum_compute(g, dt, data, n, raw, &values);
+
+	if (r < 0)
+		return server_error(g, "cumsum", r);
+	r = ctl_cumsum_print(stdout, dt, values, n, json);
+	free(values);
+	if (r < 0) {
+		fprintf(stderr, "%s: cumsum: cannot write to standard output\n", prog);
+		return EXIT_SERVER;
+	}
+	return 0;
+}
+
 static int cmd_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,
 		      uint64_t ddof, bool raw, bool json)
 {
@@ -509,7 +531,7 @@ int main(int argc, char **argv)
 	const char *socket = NULL, *cmd, *file = NULL, *output = NULL, *offsets_file = NULL;
 	gpured_dtype dt = GPURED_F64;
 	bool json = false, raw = false, have_dtype = false, quiet = false, have_top_opt = false;
-	bool have_ddof = false;
+	bool have_ddof = false, cumsum;
 	uint64_t ddof = 0, rows = 0, *offsets = NULL;
 	size_t nseg = 0;
 	ctl_top_options top = { .interval_s = 1 };
@@ -626,6 +648,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	cmd = argv[optind++];
+	cumsum = strcmp(cmd, "cumsum") == 0;
 	if (have_top_opt && strcmp(cmd, "top") != 0) {
 		fprintf(stderr, "%s: --interval and --iterations apply to top only\n", prog);
 		return EXIT_USAGE;
@@ -633,6 +656,10 @@ int main(int argc, char **argv)
 
 	if (have_ddof && strcmp(cmd, "moments") != 0) {
 		fprintf(stderr, "%s: --ddof applies to moments only\n", prog);
+		return EXIT_USAGE;
+	}
+	if ((rows || offsets_file) && cumsum) {
+		fprintf(stderr, "%s: --rows and --offsets do not apply to cumsum\n", prog);
 		return EXIT_USAGE;
 	}
 	if ((rows || offsets_file) && gpured_op_parse(cmd, &op) < 0) {
@@ -643,7 +670,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: --rows and --offsets exclude each other\n", prog);
 		return EXIT_USAGE;
 	}
-	if (gpured_op_parse(cmd, &op) == 0) {
+	if (cumsum || gpured_op_parse(cmd, &op) == 0) {
 		if (optind < argc)
 			file = argv[optind++];
 		if (optind < argc) {
@@ -664,7 +691,9 @@ int main(int argc, char **argv)
 			return r;
 		}
 		r = connect_or_complain(socket, timeout_s, &g);
-		if (r == 0 && (rows || offsets_file))
+		if (r == 0 && cumsum)
+			r = cmd_cumsum(g, dt, data, n, raw, json);
+		else if (r == 0 && (rows || offsets_file))
 			r = cmd_reduce_segments(g, op, dt, data, n, offsets, nseg, ddof, raw, json);
 		else if (r == 0)
 			r = cmd_reduce(g, op, dt, data, n, ddof, raw, json);
