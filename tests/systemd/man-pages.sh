@@ -44,7 +44,7 @@ for page; do
 		;;
 	gpuredctl.1)
 		for word in ping info stats metrics --output --json sum min max sumsq --dtype --raw --socket \
-			top --interval --iterations --quiet; do
+			top --interval --iterations --quiet cumsum; do
 			grep -qF -- "$word" <<<"$text" || fail "gpuredctl.1 does not mention $word"
 		done
 		;;
@@ -56,7 +56,8 @@ for page; do
 	libgpured.3)
 		for fn in gpured_connect gpured_close gpured_sum_f32 gpured_sum_i64 gpured_reduce \
 			gpured_submit gpured_wait gpured_reduce_partial gpured_partial_combine \
-			gpured_partial_round gpured_wait_partial 'pkg-config --cflags --libs gpured'; do
+			gpured_partial_round gpured_wait_partial gpured_cumsum gpured_region_new_flags \
+			'pkg-config --cflags --libs gpured'; do
 			grep -qF -- "$fn" <<<"$text" || fail "libgpured.3 does not mention $fn"
 		done
 		;;
