@@ -9,7 +9,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .errors import NotSupported
+from .errors import NotSupported, TooLarge
 
 OPS = ("sum", "min", "max", "sumsq")
 # Ops whose result is an ArgResult: the extreme and where it is.
@@ -253,6 +253,39 @@ def segments_conv(op, dt, offsets, full):
                            r["mean"].copy(), r["var"].copy())
         return Result(r.copy(), lengths) if full else r.copy()
     return conv
+
+
+def segments_request(op, dt, count, ddof, offsets, full, where=None, a=None):
+    """A segmented reduce of count elements of wire dtype dt, in a region
+    (where: its id and the elements' byte offset) or sent from a, a
+    C-contiguous array: (tail, conv, data) for a connection's request.
+    The offsets are checked against count first (ValueError, TypeError);
+    an array too large for one request raises TooLarge."""
+    o = check_offsets(offsets, count)
+    conv = segments_conv(op, dt, o, full)
+    if where is not None:
+        return (region_reduce_tail(op, dt, where[0], where[1], count, ddof=ddof, offsets=o),
+                conv, None)
+    n = a.nbytes
+    if n > MAX_BIN:
+        raise TooLarge("%d bytes do not fit in one request (at most %d); "
+                       "use a shared-memory region (Client.empty)" % (n, MAX_BIN))
+    mid = offsets_mid(op, dt, ddof, o)
+    data_head = DATA_KEY + bin_header(n)
+    if n + o.nbytes <= SMALL_COPY_BYTES:
+        return mid + o.tobytes() + data_head + a.tobytes(), conv, None
+    return mid, conv, [data_view(o), data_head, data_view(a)]
+
+
+def host_segments_request(op, x, allow_copy, ddof, offsets, full, regions):
+    """segments_request() of x in host memory: in one of regions (a
+    RegionTable) when it lies there, else sent. The offsets count the
+    elements in C order, as x.ravel() has them: any other layout is
+    copied to C order first."""
+    a, name = as_array(x, allow_copy)
+    a = np.ascontiguousarray(a)
+    where = regions.find(a) if regions._ranges else None
+    return segments_request(op, name, a.size, ddof, offsets, full, where, a)
 
 
 def check_ddof(op, ddof):

@@ -403,30 +403,13 @@ class Client:
             elif sp is not None:
                 where = await self._device_target(sp, allow_copy)
                 if where is not None:
-                    o = _wire.check_offsets(offsets, sp.count)
+                    tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets,
+                                                           full, where)
                     sp.sync()
-                    return await self._request(_wire.region_reduce_tail(
-                        op, sp.dtype, where[0], where[1], sp.count, ddof=ddof, offsets=o),
-                        _wire.segments_conv(op, sp.dtype, o, full))
-        a, name = _wire.as_array(x, allow_copy)
-        a = np.ascontiguousarray(a)
-        o = _wire.check_offsets(offsets, a.size)
-        conv = _wire.segments_conv(op, name, o, full)
-        if self._regions._ranges:
-            where = self._regions.find(a)
-            if where is not None:
-                return await self._request(_wire.region_reduce_tail(
-                    op, name, where[0], where[1], a.size, ddof=ddof, offsets=o), conv)
-        n = a.nbytes
-        if n > _wire.MAX_BIN:
-            raise TooLarge("%d bytes do not fit in one request (at most %d); "
-                           "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
-        mid = _wire.offsets_mid(op, name, ddof, o)
-        data_head = _wire.DATA_KEY + _wire.bin_header(n)
-        if n + o.nbytes <= _wire.SMALL_COPY_BYTES:
-            return await self._request(mid + o.tobytes() + data_head + a.tobytes(), conv)
-        return await self._request(mid, conv,
-                                   data=[_wire.data_view(o), data_head, _wire.data_view(a)])
+                    return await self._request(tail, conv)
+        tail, conv, data = _wire.host_segments_request(op, x, allow_copy, ddof, offsets, full,
+                                                       self._regions)
+        return await self._request(tail, conv, data=data)
 
     async def _device_target(self, sp, allow_copy):
         """As gpured.Client's: (region id, byte offset) or None."""

@@ -588,8 +588,7 @@ class Client:
         return conn.request(mid + _wire.bin_header(n), conv, data=_wire.data_view(a))
 
     def _submit_segments(self, op, x, full, allow_copy, partial, ddof, offsets):
-        """submit() with offsets: the elements in C order, the offsets
-        checked against their number, then as submit() does."""
+        """submit() with offsets (_wire.segments_request)."""
         if partial:
             raise ValueError("partial=True is not available with offsets")
         conn = self._conn
@@ -600,31 +599,13 @@ class Client:
             elif sp is not None:
                 where = self._device_target(sp, allow_copy)
                 if where is not None:
-                    o = _wire.check_offsets(offsets, sp.count)
+                    tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets,
+                                                           full, where)
                     sp.sync()
-                    tail = _wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count,
-                                                    ddof=ddof, offsets=o)
-                    return conn.request(tail, _wire.segments_conv(op, sp.dtype, o, full))
-        a, name = _wire.as_array(x, allow_copy)
-        # offsets count the elements in C order, as x.ravel() has them
-        a = np.ascontiguousarray(a)
-        o = _wire.check_offsets(offsets, a.size)
-        conv = _wire.segments_conv(op, name, o, full)
-        if conn.regions._ranges:
-            where = conn.regions.find(a)
-            if where is not None:
-                tail = _wire.region_reduce_tail(op, name, where[0], where[1], a.size, ddof=ddof,
-                                                offsets=o)
-                return conn.request(tail, conv)
-        n = a.nbytes
-        if n > _wire.MAX_BIN:
-            raise TooLarge("%d bytes do not fit in one request (at most %d); "
-                           "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
-        mid = _wire.offsets_mid(op, name, ddof, o)
-        data_head = _wire.DATA_KEY + _wire.bin_header(n)
-        if n + o.nbytes <= _wire.SMALL_COPY_BYTES:
-            return conn.request(mid + o.tobytes() + data_head + a.tobytes(), conv)
-        return conn.request(mid, conv, data=[_wire.data_view(o), data_head, _wire.data_view(a)])
+                    return conn.request(tail, conv)
+        tail, conv, data = _wire.host_segments_request(op, x, allow_copy, ddof, offsets, full,
+                                                       conn.regions)
+        return conn.request(tail, conv, data=data)
 
     @staticmethod
     def _conv(op, name, full, partial):
