@@ -1,6 +1,7 @@
 """Shared-memory regions, the client's side (PROTOCOL.md, "map"): a sealed
 memfd mapped read-write here and handed to the daemon, which maps it
-read-only and reduces arrays in it in place."""
+read-only and reduces arrays in it in place, or, mapped writable, also
+writes prefix sums there."""
 
 import fcntl
 import mmap
@@ -13,11 +14,16 @@ import numpy as np
 from . import _wire
 
 _MAP_HEAD = _wire._str("map") + b"\x91\x81" + _wire._str("bytes")
+_MAP_WRITABLE_HEAD = _wire._str("map") + b"\x91\x82" + _wire._str("bytes")
+_WRITABLE = _wire._str("writable") + b"\xc3"
 _UNMAP_HEAD = _wire._str("unmap") + b"\x91\x81" + _wire._str("region")
 
 
-def map_params(nbytes):
-    """The bytes after the msgid of a map request."""
+def map_params(nbytes, writable=False):
+    """The bytes after the msgid of a map request (writable: with
+    "writable": true)."""
+    if writable:
+        return _MAP_WRITABLE_HEAD + _wire._uint(nbytes) + _WRITABLE
     return _MAP_HEAD + _wire._uint(nbytes)
 
 
@@ -44,6 +50,24 @@ def new_memfd(nbytes):
     return fd, m
 
 
+def array_spec(shape, dtype):
+    """(shape as a tuple, NumPy dtype, bytes of the region, at least 1) of
+    an array Client.empty() makes: TypeError for a dtype the daemon does
+    not take, ValueError for a negative dimension."""
+    dt = np.dtype(dtype)
+    if dt not in _wire._DTYPES:
+        raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, dt))
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(s) for s in shape)
+    count = 1
+    for s in shape:
+        if s < 0:
+            raise ValueError("negative dimensions are not allowed")
+        count *= s
+    return shape, dt, max(count * dt.itemsize, 1)
+
+
 def region_array(m, shape, dtype, fill_zero):
     a = np.ndarray(shape, dtype=dtype, buffer=m)
     if fill_zero:
@@ -62,19 +86,20 @@ class RegionTable:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._ranges = []            # (start, end, region id)
+        self._ranges = []            # (start, end, region id, writable)
         self._doomed = []            # ids to unmap
         self.closed = False
 
     def __len__(self):
         return len(self._ranges)
 
-    def add(self, m, region, on_release):
-        """Track mapping m as region; when m is collected, queue the unmap
-        and call on_release() (which should flush the queue)."""
+    def add(self, m, region, on_release, writable=False):
+        """Track mapping m as region (writable: the daemon maps it for
+        writing too); when m is collected, queue the unmap and call
+        on_release() (which should flush the queue)."""
         start = address_of(np.frombuffer(m, dtype=np.uint8))
         with self._lock:
-            self._ranges.append((start, start + len(m), region))
+            self._ranges.append((start, start + len(m), region, writable))
         f = weakref.finalize(m, self._release, region, on_release)
         f.atexit = False
 
@@ -102,13 +127,19 @@ class RegionTable:
     def find(self, a):
         """(region id, byte offset) when contiguous array a lies wholly in
         a region, else None."""
+        hit = self.find_out(a)
+        return None if hit is None else hit[:2]
+
+    def find_out(self, a):
+        """(region id, byte offset, writable) when contiguous array a lies
+        wholly in a region, else None."""
         if not self._ranges or a.nbytes == 0:
             return None
         start = address_of(a)
         end = start + a.nbytes
-        for lo, hi, region in self._ranges:
+        for lo, hi, region, writable in self._ranges:
             if lo <= start and end <= hi:
-                return region, start - lo
+                return region, start - lo, writable
         return None
 
     def close(self):

@@ -476,23 +476,13 @@ class Client:
         tail = _wire._str(method) if len(method.encode()) < 32 else msgpack.packb(method)
         return await self._wait(await self._request(tail + msgpack.packb(list(params)), _ident))
 
-    async def empty(self, shape, dtype=np.float64):
+    async def empty(self, shape, dtype=np.float64, *, writable=False):
         """As :meth:`gpured.Client.empty`."""
-        dt = np.dtype(dtype)
-        if dt not in _wire._DTYPES:
-            raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, dt))
-        if isinstance(shape, (int, np.integer)):
-            shape = (int(shape),)
-        shape = tuple(int(s) for s in shape)
-        count = 1
-        for s in shape:
-            if s < 0:
-                raise ValueError("negative dimensions are not allowed")
-            count *= s
-        nbytes = max(count * dt.itemsize, 1)
+        shape, dt, nbytes = _regions.array_spec(shape, dtype)
         fd, m = _regions.new_memfd(nbytes)
         try:
-            res = await self._wait(await self._request(_regions.map_params(nbytes), _dict, fds=[fd]))
+            res = await self._wait(await self._request(_regions.map_params(nbytes, writable),
+                                                       _dict, fds=[fd]))
         except BaseException:
             m.close()
             raise
@@ -501,12 +491,12 @@ class Client:
         region = res.get("region")
         if not isinstance(region, int):
             raise InvalidParams("map answered %r" % (res,))
-        self._regions.add(m, region, self._kick_unmaps)
+        self._regions.add(m, region, self._kick_unmaps, writable)
         return _regions.region_array(m, shape, dt, False)
 
-    async def zeros(self, shape, dtype=np.float64):
+    async def zeros(self, shape, dtype=np.float64, *, writable=False):
         """As :meth:`gpured.Client.zeros`."""
-        return await self.empty(shape, dtype)
+        return await self.empty(shape, dtype, writable=writable)
 
     def _kick_unmaps(self):
         # From a finalizer, in any thread: send the unmaps from the loop.

@@ -744,7 +744,7 @@ class Client:
 
     # ---- shared-memory regions ----
 
-    def empty(self, shape, dtype=np.float64):
+    def empty(self, shape, dtype=np.float64, *, writable=False):
         """A new NumPy array of shape and dtype (uninitialised) in shared
         memory mapped by the daemon: reducing it, or any contiguous slice
         of it, sends a region id, an offset and a count instead of its
@@ -752,22 +752,16 @@ class Client:
         are gone, or when the client closes.
 
         Write the elements before a reduction is submitted and not again
-        until its result is back: the daemon reads them in place."""
-        dt = np.dtype(dtype)
-        if dt not in _wire._DTYPES:
-            raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, dt))
-        if isinstance(shape, (int, np.integer)):
-            shape = (int(shape),)
-        shape = tuple(int(s) for s in shape)
-        count = 1
-        for s in shape:
-            if s < 0:
-                raise ValueError("negative dimensions are not allowed")
-            count *= s
-        nbytes = max(count * dt.itemsize, 1)
+        until its result is back: the daemon reads them in place.
+
+        ``writable=True`` has the daemon map it for writing too, so that
+        :meth:`cumsum` of an array in a region can write its prefix sums
+        there (``out=``); the daemon writes nothing else."""
+        shape, dt, nbytes = _regions.array_spec(shape, dtype)
         fd, m = _regions.new_memfd(nbytes)
         try:
-            res = self._wait(self._conn.request(_regions.map_params(nbytes), _dict, fds=[fd]))
+            res = self._wait(self._conn.request(_regions.map_params(nbytes, writable), _dict,
+                                                fds=[fd]))
         except BaseException:
             m.close()
             raise
@@ -777,10 +771,10 @@ class Client:
         if not isinstance(region, int):
             raise InvalidParams("map answered %r" % (res,))
         conn = self._conn
-        conn.regions.add(m, region, conn.flush_unmaps)
+        conn.regions.add(m, region, conn.flush_unmaps, writable)
         return _regions.region_array(m, shape, dt, False)
 
-    def zeros(self, shape, dtype=np.float64):
+    def zeros(self, shape, dtype=np.float64, *, writable=False):
         """As :meth:`empty`, filled with zeros (a new region already reads
         as zeros: nothing is written)."""
-        return self.empty(shape, dtype)
+        return self.empty(shape, dtype, writable=writable)
