@@ -37,10 +37,15 @@ MAX_BIN = (1 << 32) - 1
 # with one buffer; larger ones go out as header + a view of their memory.
 SMALL_COPY_BYTES = 16 << 10
 
-# The largest reply a client reads: a segmented reduce's records at the
-# daemon's limit (limits.max_segments, 2**21, of moments' 40 bytes) and
-# more.
+# The largest reply a client reads unless it asked for more: a segmented
+# reduce's records at the daemon's limit (limits.max_segments, 2**21, of
+# moments' 40 bytes) and more. A cumsum raises it for its connection to
+# what its values take (Conn.expect_reply).
 MAX_REPLY_BYTES = 128 << 20
+
+# What a client's unpacker may ever hold: the largest reply at all, a
+# cumsum's values in a bin of 4 GiB - 1 and the map around them.
+UNPACK_MAX_BYTES = MAX_BIN + (64 << 10)
 
 
 def buffers(head, data):

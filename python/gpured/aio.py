@@ -65,7 +65,12 @@ class Client:
         self._lost = None               # a future, done once the connection is gone
         self._writable = None           # a future a send waits on, if one does
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
-                                          max_buffer_size=_wire.MAX_REPLY_BYTES)
+                                          max_buffer_size=_wire.UNPACK_MAX_BYTES)
+        # As gpured.Client's: how large a reply may grow, the bytes fed
+        # and those whole replies took.
+        self._reply_limit = _wire.MAX_REPLY_BYTES
+        self._fed = 0
+        self._parsed = 0
 
     async def __aenter__(self):
         if self._sock is None:
@@ -157,9 +162,14 @@ class Client:
             self._fail(*(self._closing or (ConnectionError, "connection closed by the daemon")))
             return
         self._unpacker.feed(data)
+        self._fed += len(data)
         pending = self._pending
         try:
             for msg in self._unpacker:
+                end = self._unpacker.tell()
+                if end - self._parsed > self._reply_limit:
+                    raise ValueError("a reply larger than %d bytes" % self._reply_limit)
+                self._parsed = end
                 if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
                     raise ValueError("not a msgpack-RPC response: %.100r" % (msg,))
                 _, msgid, err, res = msg
@@ -181,6 +191,10 @@ class Client:
                     fut.set_exception(Error(str(e), code="internal"))
         except Exception as e:      # msgpack's errors too: the stream is garbage
             self._fail(ConnectionError, "malformed response from %s: %s" % (self.path, e))
+            return
+        if self._fed - self._parsed > self._reply_limit:
+            self._fail(ConnectionError, "a reply from %s larger than %d bytes"
+                       % (self.path, self._reply_limit))
 
     async def _wait_writable(self):
         fut = self._writable = self._loop.create_future()

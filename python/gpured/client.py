@@ -92,7 +92,12 @@ class _Conn:
         self.device_maps = _device.DeviceMaps()
         self.rlock = threading.Lock()       # held by whoever reads the socket
         self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
-                                         max_buffer_size=_wire.MAX_REPLY_BYTES)
+                                         max_buffer_size=_wire.UNPACK_MAX_BYTES)
+        # How large a reply may grow (raised by expect_reply), and the
+        # bytes fed to the unpacker and taken by whole replies so far.
+        self.reply_limit = _wire.MAX_REPLY_BYTES
+        self.fed = 0
+        self.parsed = 0
         self.poller = select.poll()
         self.poller.register(sock, select.POLLIN)
         self.closing = None     # why the daemon said it closes
@@ -236,6 +241,12 @@ class _Conn:
         finally:
             self.lock.release()
 
+    def expect_reply(self, nbytes):
+        """Let replies be as large as nbytes (a cumsum's values), for the
+        rest of the connection."""
+        if nbytes > self.reply_limit:
+            self.reply_limit = nbytes
+
     def _send_failed(self, e):
         """A send failed: the stream is broken mid-message (or the daemon
         has gone). Close, and raise why."""
@@ -275,9 +286,14 @@ class _Conn:
             self.fail(*(self.closing or (ConnectionError, "connection closed by the daemon")))
             return False
         self.unpacker.feed(data)
+        self.fed += len(data)
         pending = self.pending
         try:
             for msg in self.unpacker:
+                end = self.unpacker.tell()
+                if end - self.parsed > self.reply_limit:
+                    raise ValueError("a reply larger than %d bytes" % self.reply_limit)
+                self.parsed = end
                 if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
                     raise ValueError("not a msgpack-RPC response: %.100r" % (msg,))
                 _, msgid, err, res = msg
@@ -300,6 +316,10 @@ class _Conn:
                 _set(entry[0], value, False)
         except Exception as e:     # msgpack's errors too: the stream is garbage
             self.fail(ConnectionError, "malformed response from %s: %s" % (self.path, e))
+            return False
+        if self.fed - self.parsed > self.reply_limit:
+            self.fail(ConnectionError, "a reply from %s larger than %d bytes"
+                      % (self.path, self.reply_limit))
             return False
         return True
 
