@@ -16,6 +16,8 @@ OPS = ("sum", "min", "max", "sumsq")
 ARG_OPS = ("argmin", "argmax")
 # count, sum, min, max, mean and variance in one pass: a Moments.
 MOMENTS = "moments"
+# the prefix sums, a NumPy array (_cumsum.py)
+CUMSUM = "cumsum"
 
 # NumPy dtype (native little-endian) -> wire name.
 _DTYPES = {
@@ -313,7 +315,7 @@ def check_ddof(op, ddof):
 def check_op(op):
     if op not in REDUCE_OPS:
         raise ValueError("op must be one of %s, not %r" %
-                         (", ".join(OPS + ARG_OPS + (MOMENTS,)), op))
+                         (", ".join(OPS + ARG_OPS + (MOMENTS, CUMSUM)), op))
 
 
 REDUCE_OPS = frozenset(OPS + ARG_OPS + (MOMENTS,))

@@ -22,7 +22,7 @@ import socket
 import msgpack
 import numpy as np
 
-from . import _device, _regions, _wire
+from . import _cumsum, _device, _regions, _wire
 from .client import SNDBUF_BYTES, _dict, _full, _ident, _value
 from .errors import Busy, ConnectionError, Error, Internal, InvalidParams, Timeout, TooLarge
 from .errors import error_from_wire
@@ -367,14 +367,21 @@ class Client:
 
     # ---- the API ----
 
-    async def submit(self, op, x, *, full=False, allow_copy=False, ddof=None, offsets=None):
+    async def submit(self, op, x, *, full=False, allow_copy=False, ddof=None, offsets=None,
+                     out=None):
         """Send reduction op of x; once it is sent, return an
         :class:`asyncio.Future` of its value (or :class:`gpured.Result`
         with ``full=True``; :class:`gpured.ArgResult` for argmin and
         argmax, :class:`gpured.Moments` for moments, which alone takes
         ``ddof``; with ``offsets=``, NumPy arrays of one value per segment,
-        as :meth:`gpured.Client.reduce` says).
+        as :meth:`gpured.Client.reduce` says; ``"cumsum"`` with ``out=``,
+        as :meth:`gpured.Client.cumsum` says).
         ``f = await c.submit("sum", x)``, later ``await f``."""
+        if op == _wire.CUMSUM:
+            _cumsum.check_options(full, False, ddof, offsets)
+            return await self._submit_cumsum(x, out, allow_copy)
+        if out is not None:
+            raise ValueError("out= is for cumsum, not %s" % (op,))
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
         ddof = _wire.check_ddof(op, ddof)
@@ -425,6 +432,16 @@ class Client:
                                                        self._regions)
         return await self._request(tail, conv, data=data)
 
+    async def _submit_cumsum(self, x, out, allow_copy):
+        """As gpured.Client's: submit("cumsum")."""
+        plan = _cumsum.Plan(x, out, allow_copy, self._regions)
+        if plan.needs_out:
+            plan.set_out(await self.empty(plan.count, plan.rdt, writable=True))
+        req = plan.request()
+        if req.reply_bytes > self._reply_limit:
+            self._reply_limit = req.reply_bytes
+        return await self._request(req.tail, req.conv, data=req.data)
+
     async def _device_target(self, sp, allow_copy):
         """As gpured.Client's: (region id, byte offset) or None."""
         alloc = _device.allocation(sp, allow_copy)
@@ -471,6 +488,11 @@ class Client:
     async def argmax(self, x, **kw):
         """As :meth:`gpured.Client.argmax`."""
         return await self.reduce("argmax", x, **kw)
+
+    async def cumsum(self, x, *, out=None, allow_copy=False):
+        """As :meth:`gpured.Client.cumsum`: the prefix sums, a NumPy
+        array (``out`` when given)."""
+        return await self._wait(await self.submit("cumsum", x, out=out, allow_copy=allow_copy))
 
     async def moments(self, x, ddof=0, **kw):
         """As :meth:`gpured.Client.moments`: a :class:`gpured.Moments`."""

@@ -21,7 +21,7 @@ import weakref
 import msgpack
 import numpy as np
 
-from . import _device, _exact, _regions, _wire
+from . import _cumsum, _device, _exact, _regions, _wire
 from .errors import (Busy, ConnectionError, Error, Internal, InvalidParams, Timeout, TooLarge,
                      error_from_wire)
 
@@ -558,7 +558,7 @@ class Client:
             self._conn.raise_dead()
 
     def submit(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None,
-               offsets=None):
+               offsets=None, out=None):
         """Send reduction ``op`` ("sum", "min", "max", "sumsq", "argmin",
         "argmax" or "moments") of x and return at once a
         :class:`concurrent.futures.Future` of its value (a
@@ -569,7 +569,17 @@ class Client:
         per segment, in NumPy arrays (:meth:`reduce`). Any number may be in
         flight; x's memory may be reused as soon as submit() returns,
         except for an array in a region (:meth:`empty`), which the daemon
-        reads in place until the future is done."""
+        reads in place until the future is done.
+
+        ``"cumsum"`` is :meth:`cumsum`'s request, taking ``out=`` (and no
+        ``full``, ``partial``, ``ddof`` or ``offsets``): a future of the
+        prefix sums; an ``out`` it names is written only once the future
+        is done."""
+        if op == _wire.CUMSUM:
+            _cumsum.check_options(full, partial, ddof, offsets)
+            return self._submit_cumsum(x, out, allow_copy)
+        if out is not None:
+            raise ValueError("out= is for cumsum, not %s" % (op,))
         if op not in _wire.REDUCE_OPS:
             _wire.check_op(op)
         ddof = _wire.check_ddof(op, ddof)
@@ -626,6 +636,17 @@ class Client:
         tail, conv, data = _wire.host_segments_request(op, x, allow_copy, ddof, offsets, full,
                                                        conn.regions)
         return conn.request(tail, conv, data=data)
+
+    def _submit_cumsum(self, x, out, allow_copy):
+        """submit("cumsum"): a region of this connection for the prefix
+        sums of an array in a region, mapped first when out names none."""
+        conn = self._conn
+        plan = _cumsum.Plan(x, out, allow_copy, conn.regions)
+        if plan.needs_out:
+            plan.set_out(self.empty(plan.count, plan.rdt, writable=True))
+        req = plan.request()
+        conn.expect_reply(req.reply_bytes)
+        return conn.request(req.tail, req.conv, data=req.data)
 
     @staticmethod
     def _conv(op, name, full, partial):
@@ -727,6 +748,31 @@ class Client:
         """The largest element of x and where it is first (as
         :meth:`argmin`)."""
         return self.reduce("argmax", x, **kw)
+
+    def cumsum(self, x, *, out=None, allow_copy=False):
+        """The inclusive prefix sums of x's elements in C order, as
+        ``numpy.cumsum(x)`` gives them: a 1-D array of ``x.size`` values,
+        int64 for int32 and int64, uint64 for uint32 and uint64 (wrapping
+        modulo 2**64 as NumPy's do), float64 for float32 and float64
+        (added in the one order PROTOCOL.md's "cumsum" defines, which
+        also bounds their error, so that their bits never depend on how
+        the request travels).
+
+        Over the socket, the values stream back while the elements still
+        go out; ``out``, an array of that dtype and ``x.size`` elements
+        (C-contiguous, any shape), receives them and is returned. An x in
+        a shared-memory region (:meth:`empty`) never crosses the socket:
+        the daemon reads it in place and writes the prefix sums into a
+        writable region, ``out`` when given (an array made by
+        ``empty(..., writable=True)``, which may be x itself for 8-byte
+        dtypes: in place), else a new array the client maps for them.
+        Read them once this returns.
+
+        More than 536870911 elements over the socket raise
+        :class:`gpured.TooLarge` (their values would pass a reply's 4
+        GiB); in regions any number goes. A bad ``out`` raises
+        ``TypeError`` or ``ValueError`` before anything is sent."""
+        return self._wait(self.submit("cumsum", x, out=out, allow_copy=allow_copy))
 
     def moments(self, x, ddof=0, **kw):
         """Count, sum, min, max, mean and variance of x's elements in one
