@@ -1,6 +1,6 @@
 """gpured: reduce arrays (sum, min, max, sum of squares, argmin, argmax,
-moments: count, sum, min, max, exact mean and variance) in the gpured
-daemon, over its Unix socket.
+moments: count, sum, min, max, exact mean and variance), or take their
+prefix sums (cumsum), in the gpured daemon, over its Unix socket.
 
     import numpy as np, gpured
 
@@ -8,6 +8,7 @@ daemon, over its Unix socket.
         c.sum(np.arange(10, dtype=np.int64))          # 45
         f = c.submit("max", np.ones(1000, np.float32))
         f.result()                                    # 1.0
+        c.cumsum(np.arange(4, dtype=np.int32))        # array([0, 1, 3, 6])
 
 :mod:`gpured.aio` is the same on asyncio; :mod:`gpured.dask` reduces dask
 arrays chunk by chunk in each worker's gpured. The wire protocol is
