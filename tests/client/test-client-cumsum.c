@@ -204,7 +204,7 @@ static long double element(gpured_dtype dt, const void *data, size_t i)
 	}
 }
 
-/* The element as the 64 bits it adds to an integer sum. */
+/* An integer element as the 64 bits it adds to a sum. */
 static uint64_t element_bits(gpured_dtype dt, const void *data, size_t i)
 {
 	const uint8_t *p = (const uint8_t *)data + i * gpured_dtype_size(dt);
@@ -863,14 +863,12 @@ static char *as_text(gpured_dtype dt, const void *x, size_t n)
 
 	CHECK(s);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t b = element_bits(dt, x, i);
-
 		if (dt == GPURED_F32 || dt == GPURED_F64)
 			p += sprintf(p, "%.17Lg\n", element(dt, x, i));
 		else if (dt == GPURED_U32 || dt == GPURED_U64)
-			p += sprintf(p, "%llu\n", (unsigned long long)b);
+			p += sprintf(p, "%llu\n", (unsigned long long)element_bits(dt, x, i));
 		else
-			p += sprintf(p, "%lld\n", (long long)b);
+			p += sprintf(p, "%lld\n", (long long)element_bits(dt, x, i));
 	}
 	*p = '\0';
 	return s;
