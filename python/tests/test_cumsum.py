@@ -17,9 +17,9 @@ from samples import DTYPES, sample
 
 WIDE = {"int32": np.int64, "int64": np.int64, "uint32": np.uint64, "uint64": np.uint64,
         "float32": np.float64, "float64": np.float64}
-BLOCK = 32768                   # the daemon's float blocks
-CHUNK = 4 << 20                 # its default chunk
-SIZES = (1, 2, 7, BLOCK - 1, BLOCK, BLOCK + 1, 100003)
+TILE = 4096                     # the float order's tiles (PROTOCOL.md, "cumsum")
+CHUNK = 4 << 20                 # the daemon's default chunk
+SIZES = (1, 2, 7, TILE - 1, TILE, TILE + 1, 11 * TILE + 5, 100003)
 
 
 def want(x):
@@ -143,7 +143,7 @@ def test_regions(client, dtype):
     """An array in a region: the daemon reads it in place and writes into
     a writable region, new or out=, nothing crossing the socket."""
     rdt = WIDE[dtype]
-    for n in (1, BLOCK + 3, 300001):
+    for n in (1, 9 * TILE + 3, 300001):
         x = sample(dtype, n, seed=n)
         a = client.empty(n + 1, dtype)
         a[1:] = x

@@ -34,17 +34,16 @@
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "tests/client/daemon-harness.h"
 #include "client/gpured.h"
 #include "proto/mp.h"
-
-static const char *gpured_path;
-static const char *gpuredctl_path;
 
 static const gpured_dtype all_dtypes[] = { GPURED_I32, GPURED_I64, GPURED_U32,
 					   GPURED_U64, GPURED_F32, GPURED_F64 };
 
-/* The daemon's float blocks (PROTOCOL.md, "cumsum") and default chunk. */
-#define BLOCK 32768
+/* The tiles of the float order (PROTOCOL.md, "cumsum") and the daemon's
+ * default chunk: sizes around them. */
+#define TILE 4096
 #define CHUNK_BYTES (4u << 20)
 
 /* $TMPDIR when a socket path under it fits in a sockaddr_un, else /tmp. */
@@ -60,95 +59,25 @@ static bool contains(const char *s, const char *part)
 	return s && strstr(s, part) != NULL;
 }
 
-/* ---- the daemon ------------------------------------------------------ */
+/* ---- the daemon (daemon-harness.h) ----------------------------------- */
 
-typedef struct daemon_proc {
-	pid_t pid;
-	char dir[64];
-	char sock[96];
-	char log[96];
-} daemon_proc;
-
-static daemon_proc the_daemon;
-
-static void cleanup(void)
+static void start(void)
 {
-	daemon_proc *d = &the_daemon;
-	char p[128];
-
-	if (d->pid > 0) {
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, NULL, 0);
-		d->pid = 0;
-	}
-	if (d->dir[0]) {
-		unlink(d->sock);
-		unlink(d->log);
-		snprintf(p, sizeof(p), "%.63s/input", d->dir);
-		unlink(p);
-		snprintf(p, sizeof(p), "%.63s/out", d->dir);
-		unlink(p);
-		snprintf(p, sizeof(p), "%.63s/err", d->dir);
-		unlink(p);
-		rmdir(d->dir);
-	}
-}
-
-static void daemon_start(void)
-{
-	daemon_proc *d = &the_daemon;
-	const char *b = getenv("GPURED_TEST_BACKEND");
-
-	snprintf(d->dir, sizeof(d->dir), "%s/gpured-cumsum-XXXXXX", tmp_base());
-	CHECK(mkdtemp(d->dir));
-	snprintf(d->sock, sizeof(d->sock), "%.63s/gpured.sock", d->dir);
-	snprintf(d->log, sizeof(d->log), "%.63s/stderr.log", d->dir);
-	d->pid = fork();
-	CHECK(d->pid >= 0);
-	if (d->pid == 0) {
-		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		if (fd < 0 || dup2(fd, 2) < 0)
-			_exit(127);
-		unsetenv("NOTIFY_SOCKET");
-		unsetenv("LISTEN_FDS");
-		unsetenv("LISTEN_PID");
-		execl(gpured_path, gpured_path, "--socket", d->sock, "--backend",
-		      b && *b ? b : "cpu", (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 1000; i++) {
-		gpured_t *g = NULL;
-		int status;
-
-		CHECK_MSG(waitpid(d->pid, &status, WNOHANG) == 0, "daemon exited (status %d); see %s",
-			  status, d->log);
-		if (gpured_connect(d->sock, &g) == 0) {
-			gpured_close(g);
-			return;
-		}
-		usleep(10000);
-	}
-	CHECK_MSG(false, "daemon did not accept on %s within 10 s", d->sock);
+	daemon_start(&the_daemon, NULL);
 }
 
 /* SIGTERM: the daemon must exit 0. */
-static void daemon_stop(void)
+static void stop(void)
 {
-	int status;
+	int status = daemon_stop(&the_daemon);
 
-	kill(the_daemon.pid, SIGTERM);
-	CHECK(waitpid(the_daemon.pid, &status, 0) == the_daemon.pid);
-	the_daemon.pid = 0;
 	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon status %d", status);
 }
 
-static gpured_t *connect_or_die(void)
+static gpured_t *open_client(void)
 {
-	gpured_t *g = NULL;
-	int r = gpured_connect(the_daemon.sock, &g);
+	gpured_t *g = connect_or_die(&the_daemon);
 
-	CHECK_MSG(r == 0, "connect %s: %s", the_daemon.sock, gpured_strerror(r));
 	gpured_set_timeout(g, 60000);
 	return g;
 }
@@ -166,7 +95,7 @@ static uint64_t rnd(void)
  * sums wrap), floats of magnitudes 2^-20 to 2^20 of either sign; or, where
  * small, integers from -100 to 100 (0 to 200 unsigned), for floats sums a
  * double holds exactly. */
-static void *random_array(gpured_dtype dt, size_t n, bool small)
+static void *random_elements(gpured_dtype dt, size_t n, bool small)
 {
 	size_t esz = gpured_dtype_size(dt);
 	uint8_t *p = malloc(n ? n * esz : 1);
@@ -288,19 +217,17 @@ static void test_data(void)
 {
 	gpured_t *g;
 
-	daemon_start();
-	g = connect_or_die();
+	start();
+	g = open_client();
 	for (size_t d = 0; d < sizeof(all_dtypes) / sizeof(all_dtypes[0]); d++) {
 		gpured_dtype dt = all_dtypes[d];
 		size_t esz = gpured_dtype_size(dt);
-		const size_t sizes[] = { 0,	    1,		   2,
-					 7,	    BLOCK - 1,	   BLOCK,
-					 BLOCK + 1, CHUNK_BYTES / esz, CHUNK_BYTES / esz + 3,
-					 300001 };
+		const size_t sizes[] = { 0, 1, 2, 7, TILE - 1, TILE, TILE + 1, 11 * TILE + 5, 32769,
+					 300001, CHUNK_BYTES / esz, CHUNK_BYTES / esz + 3 };
 
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 			for (int kind = 0; kind < 2; kind++) {
-				void *x = random_array(dt, sizes[k], kind == 1);
+				void *x = random_elements(dt, sizes[k], kind == 1);
 
 				cumsum_and_check(g, dt, x, sizes[k]);
 				free(x);
@@ -337,7 +264,7 @@ static void test_data(void)
 
 	CHECK_EQ(gpured_ping(g), 0);
 	gpured_close(g);
-	daemon_stop();
+	stop();
 }
 
 static void test_large(void)
@@ -345,13 +272,13 @@ static void test_large(void)
 	const size_t n = 10 * 1000 * 1000;
 	gpured_t *g;
 
-	daemon_start();
-	g = connect_or_die();
+	start();
+	g = open_client();
 	/* 40 MB of i32 out, 80 MB of values back; then 80 MB each way */
-	void *x = random_array(GPURED_I32, n, false);
+	void *x = random_elements(GPURED_I32, n, false);
 	cumsum_and_check(g, GPURED_I32, x, n);
 	free(x);
-	x = random_array(GPURED_F64, n, false);
+	x = random_elements(GPURED_F64, n, false);
 	cumsum_and_check(g, GPURED_F64, x, n);
 	free(x);
 	/* the connection goes on as before */
@@ -359,7 +286,7 @@ static void test_large(void)
 	CHECK_EQ(gpured_sum_i64(g, (int64_t[]){ 1, 2, 3 }, 3, &s), 0);
 	CHECK_EQ(s, 6);
 	gpured_close(g);
-	daemon_stop();
+	stop();
 }
 
 static void test_pipeline(void)
@@ -372,20 +299,20 @@ static void test_pipeline(void)
 	gpured_value val;
 	gpured_t *g;
 
-	daemon_start();
-	g = connect_or_die();
+	start();
+	g = open_client();
 	for (int i = 0; i < K; i++) {
 		dts[i] = all_dtypes[i % 6];
 		/* some of one chunk, some of several (their values stream) */
 		ns[i] = i % 3 == 0 ? 1500001 : (size_t)(rnd() % 5000);
-		xs[i] = random_array(dts[i], ns[i], i % 2 == 1);
+		xs[i] = random_elements(dts[i], ns[i], i % 2 == 1);
 		CHECK_EQ(gpured_submit_cumsum(g, dts[i], xs[i], ns[i], &ids[i]), 0);
 		if (i == 5)
 			CHECK_EQ(gpured_submit(g, GPURED_OP_SUM, GPURED_I64, (int64_t[]){ 4, 5 }, 2,
 					       &sum_id),
 				 0);
 	}
-	void *big = random_array(GPURED_F32, 1 << 20, false);
+	void *big = random_elements(GPURED_F32, 1 << 20, false);
 	CHECK_EQ(gpured_submit_cumsum(g, GPURED_F32, big, 1 << 20, &big_id), 0);
 	CHECK_EQ(gpured_submit_cumsum(g, GPURED_I64, big, 1000, &drop_id), 0);
 	CHECK_EQ(gpured_outstanding(g), K + 3);
@@ -429,7 +356,7 @@ static void test_pipeline(void)
 	free(big);
 	CHECK_EQ(gpured_ping(g), 0);
 	gpured_close(g);
-	daemon_stop();
+	stop();
 }
 
 /* A writable region of bytes, filled with fill. */
@@ -456,16 +383,16 @@ static void test_regions(void)
 {
 	gpured_t *g;
 
-	daemon_start();
-	g = connect_or_die();
+	start();
+	g = open_client();
 	for (size_t d = 0; d < sizeof(all_dtypes) / sizeof(all_dtypes[0]); d++) {
 		gpured_dtype dt = all_dtypes[d];
 		size_t esz = gpured_dtype_size(dt);
-		const size_t sizes[] = { 1, BLOCK + 3, 300001 };
+		const size_t sizes[] = { 1, 9 * TILE + 3, 300001 };
 
 		for (size_t k = 0; k < 3; k++) {
 			size_t n = sizes[k], off = 1 + rnd() % 15, outoff = 8 * (rnd() % 3);
-			void *x = random_array(dt, n, k % 2 == 1);
+			void *x = random_elements(dt, n, k % 2 == 1);
 			gpured_region_t *in, *out, *both;
 			uint8_t *o;
 
@@ -538,7 +465,7 @@ static void test_regions(void)
 	CHECK(all_bytes(gpured_region_data(r), 64, 0x11));
 	CHECK_EQ(gpured_region_free(g, r), 0);
 	gpured_close(g);
-	daemon_stop();
+	stop();
 }
 
 /* r is err, with the daemon's code (NULL: the library's own refusal) and a
@@ -568,8 +495,8 @@ static void test_errors(void)
 
 	for (size_t i = 0; i < n; i++)
 		x[i] = (int32_t)i;
-	daemon_start();
-	g = connect_or_die();
+	start();
+	g = open_client();
 
 	/* refused before anything is sent */
 	CHECK_REFUSED(g, gpured_cumsum(g, (gpured_dtype)99, x, n, out), -EINVAL, NULL, "dtype");
@@ -631,7 +558,7 @@ static void test_errors(void)
 	CHECK_EQ(gpured_region_free(g, ro), 0);
 	CHECK_EQ(gpured_region_free(g, in), 0);
 	gpured_close(g);
-	daemon_stop();
+	stop();
 }
 
 /* ---- wire: a scripted server ------------------------------------------ */
@@ -753,81 +680,6 @@ static void test_wire(void)
 
 /* ---- gpuredctl --------------------------------------------------------- */
 
-static char *slurp(const char *path)
-{
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap + 1);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	CHECK(buf && fd >= 0);
-	for (;;) {
-		ssize_t k;
-
-		if (len == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap + 1);
-			CHECK(buf);
-		}
-		k = read(fd, buf + len, cap - len);
-		if (k <= 0)
-			break;
-		len += (size_t)k;
-	}
-	close(fd);
-	buf[len] = '\0';
-	return buf;
-}
-
-/* Run gpuredctl -s SOCKET args with in[0..in_len) as its standard input;
- * its exit status, and its output and errors in *ret_out and *ret_err. */
-static int run_ctl(const char *const *args, const void *in, size_t in_len, char **ret_out,
-		   char **ret_err)
-{
-	char inpath[128], outpath[128], errpath[128];
-	const char *argv[16];
-	int n = 0, status, fd;
-	pid_t pid;
-
-	snprintf(inpath, sizeof(inpath), "%s/input", the_daemon.dir);
-	snprintf(outpath, sizeof(outpath), "%s/out", the_daemon.dir);
-	snprintf(errpath, sizeof(errpath), "%s/err", the_daemon.dir);
-	fd = open(inpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	CHECK(fd >= 0);
-	CHECK(write(fd, in, in_len) == (ssize_t)in_len);
-	close(fd);
-	argv[n++] = gpuredctl_path;
-	argv[n++] = "-s";
-	argv[n++] = the_daemon.sock;
-	for (int i = 0; args[i]; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		int i0 = open(inpath, O_RDONLY), o = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		if (i0 < 0 || o < 0 || e < 0 || dup2(i0, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-			_exit(127);
-		execv(gpuredctl_path, (char *const *)argv);
-		_exit(127);
-	}
-	CHECK(waitpid(pid, &status, 0) == pid);
-	CHECK_MSG(WIFEXITED(status), "gpuredctl died (status %d)", status);
-	*ret_out = slurp(outpath);
-	*ret_err = slurp(errpath);
-	return WEXITSTATUS(status);
-}
-
-#define CTL(in, len, ...)                                                                 \
-	({                                                                                \
-		static const char *const a_[] = { __VA_ARGS__, NULL };                    \
-		free(out);                                                                \
-		free(err);                                                                \
-		run_ctl(a_, in, len, &out, &err);                                         \
-	})
-#define CTL_TEXT(in, ...) CTL(in, strlen(in), __VA_ARGS__)
-
 /* gpuredctl's lines, parsed as dt's result kind, into values (8 bytes
  * each); returns how many. */
 static size_t parse_lines(gpured_dtype dt, char *text, void *values, size_t max)
@@ -881,40 +733,40 @@ static void test_ctl(void)
 	gpured_t *g;
 	int rc;
 
-	daemon_start();
-	rc = CTL_TEXT("1 2 3\n4", "cumsum", "--dtype", "i32");
+	start();
+	rc = CTL("1 2 3\n4", the_daemon.sock, "cumsum", "--dtype", "i32");
 	CHECK_MSG(rc == 0 && strcmp(out, "1\n3\n6\n10\n") == 0, "rc %d out '%s' err '%s'", rc,
 		  out, err);
-	rc = CTL_TEXT("9223372036854775807 1", "cumsum", "-t", "i64");
+	rc = CTL("9223372036854775807 1", the_daemon.sock, "cumsum", "-t", "i64");
 	CHECK(rc == 0 && strcmp(out, "9223372036854775807\n-9223372036854775808\n") == 0);
-	rc = CTL_TEXT("18446744073709551615 2", "cumsum", "-t", "u64");
+	rc = CTL("18446744073709551615 2", the_daemon.sock, "cumsum", "-t", "u64");
 	CHECK(rc == 0 && strcmp(out, "18446744073709551615\n1\n") == 0);
-	rc = CTL_TEXT("1 0.5 -3", "cumsum", "--dtype", "f32");
+	rc = CTL("1 0.5 -3", the_daemon.sock, "cumsum", "--dtype", "f32");
 	CHECK(rc == 0 && strcmp(out, "1\n1.5\n-1.5\n") == 0);
-	rc = CTL_TEXT("1 2 3", "cumsum", "-t", "u32", "--json");
+	rc = CTL("1 2 3", the_daemon.sock, "cumsum", "-t", "u32", "--json");
 	CHECK_MSG(rc == 0 && strcmp(out, "{\"count\":3,\"values\":[1,3,6]}\n") == 0, "'%s'", out);
-	rc = CTL_TEXT("1 inf -inf", "cumsum", "--json");
+	rc = CTL("1 inf -inf", the_daemon.sock, "cumsum", "--json");
 	CHECK_MSG(rc == 0 && strcmp(out, "{\"count\":3,\"values\":[1,null,null]}\n") == 0, "'%s'",
 		  out);
-	rc = CTL_TEXT("1 inf 2 -inf", "cumsum");
+	rc = CTL("1 inf 2 -inf", the_daemon.sock, "cumsum");
 	CHECK(rc == 0 && strncmp(out, "1\ninf\ninf\n", 10) == 0 && contains(out + 10, "nan"));
-	rc = CTL_TEXT("", "cumsum");
+	rc = CTL("", the_daemon.sock, "cumsum");
 	CHECK(rc == 0 && out[0] == '\0');
-	rc = CTL_TEXT("", "cumsum", "--json");
+	rc = CTL("", the_daemon.sock, "cumsum", "--json");
 	CHECK(rc == 0 && strcmp(out, "{\"count\":0,\"values\":[]}\n") == 0);
 
 	/* random text of every dtype, past one chunk */
 	for (size_t d = 0; d < sizeof(all_dtypes) / sizeof(all_dtypes[0]); d++) {
 		gpured_dtype dt = all_dtypes[d];
 		const size_t n = 1100000;
-		void *x = random_array(dt, n, false), *v = values_buffer(n);
+		void *x = random_elements(dt, n, false), *v = values_buffer(n);
 		char *text = as_text(dt, x, n);
 		static const char *names[] = { "i32", "i64", "u32", "u64", "f32", "f64" };
 		const char *args[] = { "cumsum", "-q", "--dtype", names[dt], NULL };
 
 		free(out);
 		free(err);
-		rc = run_ctl(args, text, strlen(text), &out, &err);
+		rc = run_ctl(args, text, strlen(text), the_daemon.sock, &out, &err);
 		CHECK_MSG(rc == 0, "cumsum %s: %s", names[dt], err);
 		CHECK_EQ(parse_lines(dt, out, v, n), n);
 		check_values("gpuredctl", dt, x, n, v);
@@ -925,63 +777,49 @@ static void test_ctl(void)
 
 	/* raw input: the elements in a region, the values written into a
 	 * writable one (nothing crosses the socket but requests) */
-	g = connect_or_die();
+	g = open_client();
 	CHECK_EQ(gpured_snapshot(g, &before), 0);
+	static const char *const raw_args[] = { "cumsum", "--raw", "--dtype", "f32", NULL };
 	const size_t n = 300001;
-	void *x = random_array(GPURED_F32, n, false), *v = values_buffer(n);
-	rc = CTL(x, n * 4, "cumsum", "--raw", "--dtype", "f32");
+	void *x = random_elements(GPURED_F32, n, false), *v = values_buffer(n);
+	free(out);
+	free(err);
+	rc = run_ctl(raw_args, x, n * 4, the_daemon.sock, &out, &err);
 	CHECK_MSG(rc == 0, "%s", err);
 	CHECK_EQ(parse_lines(GPURED_F32, out, v, n), n);
 	check_values("gpuredctl --raw", GPURED_F32, x, n, v);
 	CHECK_EQ(gpured_snapshot(g, &after), 0);
 	CHECK(after.bytes_shm - before.bytes_shm == n * 4);
 	CHECK(after.bytes_socket - before.bytes_socket < 4096);
-	rc = CTL(x, 6, "cumsum", "--raw", "--dtype", "f32");
+	free(out);
+	free(err);
+	rc = run_ctl(raw_args, x, 6, the_daemon.sock, &out, &err);
 	CHECK(rc == 2 && contains(err, "not a whole number"));
 	free(v);
 	free(x);
 	gpured_close(g);
 
 	/* usage */
-	rc = CTL_TEXT("1 2 3", "cumsum", "--rows", "2");
+	rc = CTL("1 2 3", the_daemon.sock, "cumsum", "--rows", "2");
 	CHECK(rc == 2 && contains(err, "do not apply to cumsum"));
-	rc = CTL_TEXT("1 2 3", "cumsum", "--ddof", "1");
+	rc = CTL("1 2 3", the_daemon.sock, "cumsum", "--ddof", "1");
 	CHECK(rc == 2 && contains(err, "moments only"));
-	rc = CTL_TEXT("1 x 3", "cumsum", "-t", "i64");
+	rc = CTL("1 x 3", the_daemon.sock, "cumsum", "-t", "i64");
 	CHECK(rc == 2 && contains(err, "'x'"));
-	rc = CTL_TEXT("1 2", "cumsum", "a", "b");
+	rc = CTL("1 2", the_daemon.sock, "cumsum", "a", "b");
 	CHECK(rc == 2 && contains(err, "at most one FILE"));
 	free(out);
 	free(err);
-	daemon_stop();
+	stop();
 }
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} scenarios[] = {
-		{ "data", test_data },	       { "large", test_large },   { "pipeline", test_pipeline },
+	static const daemon_scenario scenarios[] = {
+		{ "data", test_data },	     { "large", test_large },	{ "pipeline", test_pipeline },
 		{ "regions", test_regions }, { "errors", test_errors }, { "wire", test_wire },
 		{ "ctl", test_ctl },
 	};
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s SCENARIO GPURED GPUREDCTL\n", argv[0]);
-		return 2;
-	}
-	gpured_path = argv[2];
-	gpuredctl_path = argv[3];
-	/* the library must never raise SIGPIPE */
-	signal(SIGPIPE, SIG_DFL);
-	atexit(cleanup);
-	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		if (strcmp(argv[1], scenarios[i].name) == 0) {
-			scenarios[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "unknown scenario %s\n", argv[1]);
-	return 2;
+	return daemon_harness_main(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }
