@@ -155,7 +155,7 @@ int gpured_submit_cumsum(gpured_t *g, gpured_dtype dt, const void *data, size_t 
 
 int gpured_cumsum(gpured_t *g, gpured_dtype dt, const void *data, size_t n, void *out)
 {
-	uint32_t id;
+	uint32_t id = 0; /* set on success; -O2 cannot tell */
 	pending *e;
 	int r;
 

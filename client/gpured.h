@@ -215,8 +215,9 @@ typedef struct gpured_region gpured_region_t;
 int gpured_region_new(gpured_t *g, size_t bytes, gpured_region_t **ret);
 
 /*
- * Flags of gpured_region_new_flags() and gpured_map_fd_flags(); 0 is what
- * gpured_region_new() and gpured_map_fd() do.
+ * Flags of gpured_region_new_flags(), gpured_map_fd_flags() and the
+ * device maps' gpured_map_cuda_fd_flags() and gpured_map_cuda_ipc_flags();
+ * 0 is what gpured_region_new(), gpured_map_fd() and so on do.
  * GPURED_REGION_WRITABLE: the daemon maps the region for writing too, so
  * that a cumsum can write its prefix sums there (gpured_cumsum_region());
  * it writes nothing else. Unknown flags return -EINVAL.
@@ -262,11 +263,22 @@ int gpured_map_fd_flags(gpured_t *g, int fd, size_t bytes, unsigned flags, uint6
  * gpured_reduce_region() and free it with gpured_unmap().
  * Ordering: the daemon reads what the client's stream had finished when
  * the request was sent: synchronise the stream that wrote the data first.
+ *
+ * The _flags variants take GPURED_REGION_WRITABLE: the daemon maps the
+ * memory for reading and writing on its device, so that a cumsum of GPU
+ * memory of the same device can write its prefix sums there
+ * (gpured_cumsum_region(); the GPU writes them before the reply comes).
+ * Flags 0 is what gpured_map_cuda_fd() and gpured_map_cuda_ipc() do
+ * (read-only); unknown flags return -EINVAL.
  */
 int gpured_map_cuda_fd(gpured_t *g, int fd, size_t bytes, const char *device,
 		       uint64_t *ret_region);
+int gpured_map_cuda_fd_flags(gpured_t *g, int fd, size_t bytes, const char *device,
+			     unsigned flags, uint64_t *ret_region);
 int gpured_map_cuda_ipc(gpured_t *g, const void *handle, size_t bytes, const char *device,
 			uint64_t *ret_region);
+int gpured_map_cuda_ipc_flags(gpured_t *g, const void *handle, size_t bytes, const char *device,
+			      unsigned flags, uint64_t *ret_region);
 int gpured_unmap(gpured_t *g, uint64_t region);
 int gpured_reduce_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
 			 size_t offset, size_t n, gpured_value *ret);
@@ -436,11 +448,17 @@ int gpured_wait_id_segments(gpured_t *g, uint32_t id, void *records, size_t reco
  * writing (gpured_region_new_flags() or gpured_map_fd_flags() with
  * GPURED_REGION_WRITABLE); it may be the input's region, apart from the
  * elements, or exactly over them for 8-byte dtypes (in place). The
- * daemon refuses with -EINVAL, and says why in gpured_errmsg(), an out
- * region that is read-only, unknown, too small, an out_offset that is
- * not a multiple of 8, or any other overlap. gpured_submit_cumsum_region()
- * pipelines it; collect it with gpured_wait() or gpured_wait_id() (the
- * count is n). gpured_region_cumsum() and gpured_region_submit_cumsum()
+ * output lies where the input does: host memory for a shared-memory
+ * region; for device memory, GPU memory of the same device mapped with
+ * gpured_map_cuda_fd_flags() or gpured_map_cuda_ipc_flags() and
+ * GPURED_REGION_WRITABLE, which that GPU scans in place (offset a
+ * multiple of the element size). The daemon refuses with -EINVAL, and
+ * says why in gpured_errmsg(), an out region that is read-only, unknown,
+ * too small, of the other kind of memory or on another device, an
+ * out_offset that is not a multiple of 8, a device offset that splits an
+ * element, or any other overlap. gpured_submit_cumsum_region() pipelines
+ * it; collect it with gpured_wait() or gpured_wait_id() (the count is
+ * n). gpured_region_cumsum() and gpured_region_submit_cumsum()
  * take region objects, and refuse a read-only out region before sending
  * (-EINVAL).
  *

@@ -66,7 +66,7 @@ static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
 }
 
 /* A map request of kind (host, cuda with fd, cuda_ipc with handle);
- * writable (host only) asks for "writable": true. */
+ * writable asks for "writable": true. */
 static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, size_t bytes,
 		    const char *device, bool writable, uint64_t *ret_region)
 {
@@ -129,15 +129,33 @@ int gpured_map_fd_flags(gpured_t *g, int fd, size_t bytes, unsigned flags, uint6
 int gpured_map_cuda_fd(gpured_t *g, int fd, size_t bytes, const char *device,
 		       uint64_t *ret_region)
 {
-	return map_call(g, GR_MAP_CUDA, fd, NULL, bytes, device, false, ret_region);
+	return gpured_map_cuda_fd_flags(g, fd, bytes, device, 0, ret_region);
+}
+
+int gpured_map_cuda_fd_flags(gpured_t *g, int fd, size_t bytes, const char *device,
+			     unsigned flags, uint64_t *ret_region)
+{
+	if (flags & ~(unsigned)GPURED_REGION_WRITABLE)
+		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
+	return map_call(g, GR_MAP_CUDA, fd, NULL, bytes, device, flags & GPURED_REGION_WRITABLE,
+			ret_region);
 }
 
 int gpured_map_cuda_ipc(gpured_t *g, const void *handle, size_t bytes, const char *device,
 			uint64_t *ret_region)
 {
+	return gpured_map_cuda_ipc_flags(g, handle, bytes, device, 0, ret_region);
+}
+
+int gpured_map_cuda_ipc_flags(gpured_t *g, const void *handle, size_t bytes, const char *device,
+			      unsigned flags, uint64_t *ret_region)
+{
+	if (flags & ~(unsigned)GPURED_REGION_WRITABLE)
+		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
 	if (!handle)
 		return client_error(g, -EINVAL, "no IPC handle");
-	return map_call(g, GR_MAP_CUDA_IPC, -1, handle, bytes, device, false, ret_region);
+	return map_call(g, GR_MAP_CUDA_IPC, -1, handle, bytes, device,
+			flags & GPURED_REGION_WRITABLE, ret_region);
 }
 
 int gpured_unmap(gpured_t *g, uint64_t region)

@@ -4,13 +4,16 @@ here: the clients map the writable region a result may need and send.
 
 Socket data answers {"count": n, "values": bin} (the values streamed back
 while the elements still go out); an array in a region has the daemon
-write its prefix sums into a writable region and answers {"count": n}."""
+write its prefix sums into a writable region and answers {"count": n}:
+a shared-memory region's into one of host memory (Plan), an array in GPU
+memory's into GPU memory of its device (DevicePlan), which the daemon
+answers once the GPU has written them."""
 
 from collections import namedtuple
 
 import numpy as np
 
-from . import _wire
+from . import _device, _wire
 from .errors import TooLarge
 
 OP = "cumsum"
@@ -120,12 +123,125 @@ class Plan:
         return Request(mid, conv, _wire.data_view(a), reply)
 
     def _region_request(self):
-        (region, offset), (out_region, out_offset) = self.where, self.out_where
-        tail = (_wire._REDUCE + b"\x87" + _str("op") + _str(OP) + _str("dtype") + _str(self.name) +
-                _str("region") + _uint(region) + _str("offset") + _uint(offset) +
-                _str("count") + _uint(self.count) + _str("out_region") + _uint(out_region) +
-                _str("out_offset") + _uint(out_offset))
-        return Request(tail, _count_conv(self.count, self.out), None, _REPLY_HEAD_BYTES)
+        return Request(_region_tail(self.name, self.where, self.count, self.out_where),
+                       _count_conv(self.count, self.out), None, _REPLY_HEAD_BYTES)
+
+
+def _region_tail(name, where, count, out_where):
+    (region, offset), (out_region, out_offset) = where, out_where
+    return (_wire._REDUCE + b"\x87" + _str("op") + _str(OP) + _str("dtype") + _str(name) +
+            _str("region") + _uint(region) + _str("offset") + _uint(offset) +
+            _str("count") + _uint(count) + _str("out_region") + _uint(out_region) +
+            _str("out_offset") + _uint(out_offset))
+
+
+def _np_name(name):
+    return _wire.NUMPY_DTYPES[name].name
+
+
+def device_plan(x, out, allow_copy):
+    """The DevicePlan of cumsum(x, out=out) when x is an array in GPU
+    memory that gpured reads in place, else None: Plan takes it (host
+    memory; and, with allow_copy, a GPU x whose output is a NumPy array,
+    or that no library here can make an output for). Raises TypeError or
+    ValueError for an out that does not fit, before anything is sent."""
+    if isinstance(x, np.ndarray):
+        return None
+    sp = _device.span(x, allow_copy)
+    if sp is None:
+        return None
+    rname = _wire._DTYPES[result_dtype(sp.dtype)]
+    t = type(sp.owner)
+    if out is None:
+        out = _device.new_like(sp, sp.count, rname)
+        if out is None:
+            if allow_copy:
+                return None
+            raise TypeError("the prefix sums of %s.%s in GPU memory go to GPU memory of its "
+                            "device: pass out=, a contiguous array of %d %s there (or "
+                            "allow_copy=True to copy x to the host and get a NumPy array)"
+                            % (t.__module__, t.__name__, sp.count, _np_name(rname)))
+        return DevicePlan(sp, out, _device.span(out, False), allow_copy)
+    out_sp = _device.out_span(out)
+    if out_sp is None:
+        if allow_copy:
+            return None
+        raise TypeError("x is in GPU memory, so its prefix sums go to GPU memory of its device: "
+                        "out must be a GPU array (a CUDA torch.Tensor, a CuPy array), not %s.%s "
+                        "(or pass allow_copy=True to copy x to the host)"
+                        % (type(out).__module__, type(out).__name__))
+    if out_sp.dtype != rname:
+        raise TypeError("out must be %s for the prefix sums of %s, not %s"
+                        % (_np_name(rname), _np_name(sp.dtype), _np_name(out_sp.dtype)))
+    if out_sp.count != sp.count:
+        raise ValueError("out must have the %d elements of x, not %d"
+                         % (sp.count, out_sp.count))
+    return DevicePlan(sp, out, out_sp, allow_copy)
+
+
+class DevicePlan:
+    """One cumsum of an array in GPU memory, as far as it goes without
+    I/O. sp: x's Span; out: the array the caller gets (given, or made by
+    x's library), out_sp its Span. alloc and out_alloc: the allocations
+    they lie in, both on one device, or None where the GPU route is closed
+    (no elements; with allow_copy, memory that cannot be handed over).
+
+    The client maps out_alloc writable, then alloc (a read takes a
+    writable mapping first: in place, x and out name one region), calls
+    sync() and sends request(where, out_where). Where the route is closed
+    or the daemon refuses to map (with allow_copy), host_request() sends x
+    through the host instead and copies the values it gets into out."""
+
+    def __init__(self, sp, out, out_sp, allow_copy):
+        self.sp, self.out, self.out_sp = sp, out, out_sp
+        self.count = sp.count
+        self.alloc = self.out_alloc = None
+        if self.count == 0:
+            return
+        alloc = _device.allocation(sp, allow_copy)
+        out_alloc = None if alloc is None else _device.allocation(out_sp, allow_copy)
+        if out_alloc is None:
+            return
+        if out_alloc.device != alloc.device:
+            raise ValueError("out is on %s and x on %s: the prefix sums of GPU memory go to GPU "
+                             "memory of the same device" % (out_alloc.device, alloc.device))
+        self.alloc, self.out_alloc = alloc, out_alloc
+
+    def sync(self):
+        """Wait for the streams that write x and out: the daemon reads and
+        writes what they had finished."""
+        self.sp.sync()
+        self.out_sp.sync()
+
+    def request(self, where, out_where):
+        """The Request of x at where (region id, byte offset) into
+        out_where, both mappings of this connection."""
+        return Request(_region_tail(self.sp.dtype, where, self.count, out_where), self._done,
+                       None, _REPLY_HEAD_BYTES)
+
+    def _done(self, res):
+        # A bound method: x and out stay alive until the daemon is done.
+        return _count_conv(self.count, self.out)(res)
+
+    def host_request(self, regions):
+        """The Request of the socket route: x copied to the host, its
+        values copied into out once they are back."""
+        sp = self.sp
+        if self.count:
+            _device.driver()        # NotSupported now, rather than once the values are back
+        x = _device.host_empty(sp) if self.count == 0 else _wire.as_array(sp.owner, True)[0]
+        req = Plan(x, None, True, regions).request()
+        conv = req.conv
+
+        def into_out(res):
+            values = conv(res)
+            if self.count:
+                try:
+                    _device.driver().copy_to_device(self.out_sp.ptr, values)
+                except Exception as e:
+                    raise ValueError("copying the prefix sums into out: %s" % (e,)) from None
+            return self.out
+        return req._replace(conv=into_out)
 
 
 def _values_conv(n, rdt, out):

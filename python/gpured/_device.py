@@ -14,7 +14,13 @@ mappings; a reduction then sends a region, an offset and a count.
 Before a reduction is sent, the stream that produced the array is
 synchronised (PyTorch: the device's current stream; otherwise the stream
 named by ``__cuda_array_interface__``, or the whole context): the daemon
-reads what that stream had finished."""
+reads what that stream had finished.
+
+A cumsum writes its prefix sums into GPU memory of the same device, which
+the daemon maps writable: a connection may hold an allocation mapped both
+ways, and a read takes the writable mapping where there is one, so that
+an array and its output in one allocation (in place, or side by side in
+PyTorch's or CuPy's pool) name one region."""
 
 import collections
 import ctypes
@@ -66,6 +72,48 @@ class Span:
     def __init__(self, ptr, nbytes, count, dtype, sync, owner):
         self.ptr, self.nbytes, self.count, self.dtype = ptr, nbytes, count, dtype
         self.sync, self.owner = sync, owner
+
+
+def gpu_module(x):
+    """"torch" or "cupy" for an array of those libraries, else None."""
+    mod = (type(x).__module__ or "").split(".")[0]
+    return mod if mod in ("torch", "cupy") else None
+
+
+def new_like(sp, count, name):
+    """A new contiguous array of count elements of wire dtype name on the
+    device of Span sp, made by its owner's library (PyTorch or CuPy);
+    None for other libraries."""
+    x = sp.owner
+    lib = gpu_module(x)
+    if lib == "torch":
+        import torch
+        dt = getattr(torch, _wire.NUMPY_DTYPES[name].name)
+        return torch.empty(count, dtype=dt, device=x.device)
+    if lib == "cupy":
+        import cupy
+        with cupy.cuda.Device(x.device.id):
+            return cupy.empty(count, dtype=_wire.NUMPY_DTYPES[name])
+    return None
+
+
+def out_span(out):
+    """The Span of out, an array that is to receive prefix sums, when it
+    lives in GPU memory, else None (a host array). ValueError if it is
+    not contiguous, TypeError for a dtype gpured does not know."""
+    if (gpu_module(out) == "torch" and getattr(out, "is_cuda", False)
+            and not out.is_contiguous()):
+        raise ValueError("out must be contiguous: the daemon writes the prefix sums in place")
+    try:
+        sp = span(out, allow_copy=True)
+    except TypeError as e:
+        raise TypeError("out must be int64, uint64 or float64 (%s)" % e) from None
+    if sp is None:
+        if _wire._gpu_kind(out) is not None:
+            raise ValueError("out must be contiguous: the daemon writes the prefix sums in "
+                             "place")
+        return None
+    return sp
 
 
 def host_empty(sp):
@@ -167,6 +215,7 @@ class _Driver:
         lib.cuDeviceGet.argtypes = [ctypes.c_void_p, ctypes.c_int]
         lib.cuDevicePrimaryCtxRetain.argtypes = [ctypes.c_void_p, ctypes.c_int]
         lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        lib.cuMemcpyHtoD_v2.argtypes = [u64, ctypes.c_void_p, ctypes.c_size_t]
         self.check(lib.cuInit(0), "cuInit")
         self._uuids = {}
         self._primary = {}
@@ -236,6 +285,14 @@ class _Driver:
     def ctx_synchronize(self, ptr):
         self._in_ctx(ptr, lambda: self.check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize"))
 
+    def copy_to_device(self, ptr, a):
+        """Copy host array a to device address ptr, and wait until it is
+        there."""
+        def copy():
+            self.check(self.lib.cuMemcpyHtoD_v2(ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
+            self.check(self.lib.cuStreamSynchronize(None), "cuStreamSynchronize")
+        self._in_ctx(ptr, copy)
+
     def ipc_handle(self, base):
         h = (ctypes.c_ubyte * 64)()
         self._in_ctx(base, lambda: self.check(self.lib.cuIpcGetMemHandle(h, base),
@@ -294,15 +351,20 @@ class Allocation:
         if ptr + sp.nbytes > self.base + self.size:
             raise NotSupported("it spans several allocations")
 
-    def map_params(self):
+    def map_params(self, writable=False):
         """(params of the map request, the fd to send or None); the caller
-        closes the fd."""
+        closes the fd. writable: mapped for writing too (a cumsum's
+        output)."""
         drv = driver()
         if self.vmm:
-            return {"kind": "cuda", "bytes": self.size, "device": self.device}, \
+            params, fd = {"kind": "cuda", "bytes": self.size, "device": self.device}, \
                 drv.export_fd(self.base)
-        return {"kind": "cuda_ipc", "handle": drv.ipc_handle(self.base), "bytes": self.size,
-                "device": self.device}, None
+        else:
+            params, fd = {"kind": "cuda_ipc", "handle": drv.ipc_handle(self.base),
+                          "bytes": self.size, "device": self.device}, None
+        if writable:
+            params["writable"] = True
+        return params, fd
 
 
 def allocation(sp, allow_copy):
@@ -335,7 +397,10 @@ def map_tail(params):
 
 class DeviceMaps:
     """The device allocations one connection has mapped, most recently
-    used last: key -> (region id, base address). Thread-safe."""
+    used last: (allocation key, writable) -> (region id, base address).
+    An allocation first mapped read-only and later needed writable (a
+    cumsum's output) is mapped again, writable; the read-only mapping
+    stays for the requests that name it, and ages out. Thread-safe."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -344,27 +409,32 @@ class DeviceMaps:
     def __len__(self):
         return len(self._maps)
 
-    def lookup(self, alloc):
-        """(region id, base address) of alloc's mapping, or None."""
+    def lookup(self, alloc, writable=False):
+        """(region id, base address) of a mapping of alloc, or None: a
+        writable one when writable, else either, the writable one first."""
         with self._lock:
-            hit = self._maps.get(alloc.key)
-            if hit is not None:
-                self._maps.move_to_end(alloc.key)
-            return hit
+            for key in ((alloc.key, True),) if writable else ((alloc.key, True),
+                                                              (alloc.key, False)):
+                hit = self._maps.get(key)
+                if hit is not None:
+                    self._maps.move_to_end(key)
+                    return hit
+            return None
 
-    def store(self, alloc, res):
-        """Remember the mapping a map request answered (res); returns
-        (region id, base address) to use and the region ids to unmap: the
-        least recently used beyond MAX_MAPS, or this one when another
-        thread mapped the same allocation meanwhile."""
+    def store(self, alloc, res, writable=False):
+        """Remember the mapping a map request answered (res), writable or
+        not; returns (region id, base address) to use and the region ids
+        to unmap: the least recently used beyond MAX_MAPS, or this one
+        when another thread mapped the same allocation meanwhile."""
         region = res.get("region") if isinstance(res, dict) else None
         if not isinstance(region, int):
             raise InvalidParams("map answered %r" % (res,))
+        key = (alloc.key, writable)
         with self._lock:
-            hit = self._maps.get(alloc.key)
+            hit = self._maps.get(key)
             if hit is not None:
                 return hit, [region]
-            hit = self._maps[alloc.key] = (region, alloc.base)
+            hit = self._maps[key] = (region, alloc.base)
             out = []
             while len(self._maps) > MAX_MAPS:
                 out.append(self._maps.popitem(last=False)[1][0])

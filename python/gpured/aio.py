@@ -434,22 +434,37 @@ class Client:
 
     async def _submit_cumsum(self, x, out, allow_copy):
         """As gpured.Client's: submit("cumsum")."""
-        plan = _cumsum.Plan(x, out, allow_copy, self._regions)
-        if plan.needs_out:
-            plan.set_out(await self.empty(plan.count, plan.rdt, writable=True))
-        req = plan.request()
+        dev = _cumsum.device_plan(x, out, allow_copy)
+        if dev is not None:
+            req = None
+            if dev.alloc is not None:
+                out_where = await self._device_target(dev.out_sp, allow_copy, dev.out_alloc,
+                                                      True)
+                where = (None if out_where is None else
+                         await self._device_target(dev.sp, allow_copy, dev.alloc))
+                if where is not None:
+                    dev.sync()
+                    req = dev.request(where, out_where)
+            if req is None:
+                req = dev.host_request(self._regions)
+        else:
+            plan = _cumsum.Plan(x, out, allow_copy, self._regions)
+            if plan.needs_out:
+                plan.set_out(await self.empty(plan.count, plan.rdt, writable=True))
+            req = plan.request()
         if req.reply_bytes > self._reply_limit:
             self._reply_limit = req.reply_bytes
         return await self._request(req.tail, req.conv, data=req.data)
 
-    async def _device_target(self, sp, allow_copy):
+    async def _device_target(self, sp, allow_copy, alloc=None, writable=False):
         """As gpured.Client's: (region id, byte offset) or None."""
-        alloc = _device.allocation(sp, allow_copy)
         if alloc is None:
-            return None
-        hit = self._device_maps.lookup(alloc)
+            alloc = _device.allocation(sp, allow_copy)
+            if alloc is None:
+                return None
+        hit = self._device_maps.lookup(alloc, writable)
         if hit is None:
-            params, fd = alloc.map_params()
+            params, fd = alloc.map_params(writable)
             try:
                 res = await self._wait(await self._request(_device.map_tail(params), _ident,
                                                             fds=None if fd is None else [fd]))
@@ -458,7 +473,7 @@ class Client:
             finally:
                 if fd is not None:
                     os.close(fd)
-            hit, unmap = self._device_maps.store(alloc, res)
+            hit, unmap = self._device_maps.store(alloc, res, writable)
             if unmap:
                 self._regions.doom(unmap)
                 self._unmaps_soon()
@@ -491,7 +506,8 @@ class Client:
 
     async def cumsum(self, x, *, out=None, allow_copy=False):
         """As :meth:`gpured.Client.cumsum`: the prefix sums, a NumPy
-        array (``out`` when given)."""
+        array, or for an x in GPU memory an array there (``out`` when
+        given)."""
         return await self._wait(await self.submit("cumsum", x, out=out, allow_copy=allow_copy))
 
     async def moments(self, x, ddof=0, **kw):

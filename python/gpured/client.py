@@ -639,12 +639,26 @@ class Client:
 
     def _submit_cumsum(self, x, out, allow_copy):
         """submit("cumsum"): a region of this connection for the prefix
-        sums of an array in a region, mapped first when out names none."""
+        sums of an array in a region, mapped first when out names none;
+        for an array in GPU memory, out's allocation mapped writable."""
         conn = self._conn
-        plan = _cumsum.Plan(x, out, allow_copy, conn.regions)
-        if plan.needs_out:
-            plan.set_out(self.empty(plan.count, plan.rdt, writable=True))
-        req = plan.request()
+        dev = _cumsum.device_plan(x, out, allow_copy)
+        if dev is not None:
+            req = None
+            if dev.alloc is not None:
+                out_where = self._device_target(dev.out_sp, allow_copy, dev.out_alloc, True)
+                where = (None if out_where is None else
+                         self._device_target(dev.sp, allow_copy, dev.alloc))
+                if where is not None:
+                    dev.sync()
+                    req = dev.request(where, out_where)
+            if req is None:
+                req = dev.host_request(conn.regions)
+        else:
+            plan = _cumsum.Plan(x, out, allow_copy, conn.regions)
+            if plan.needs_out:
+                plan.set_out(self.empty(plan.count, plan.rdt, writable=True))
+            req = plan.request()
         conn.expect_reply(req.reply_bytes)
         return conn.request(req.tail, req.conv, data=req.data)
 
@@ -658,16 +672,18 @@ class Client:
             return lambda res: _exact.from_result(op, name, res)
         return _full if full else _value
 
-    def _device_target(self, sp, allow_copy):
+    def _device_target(self, sp, allow_copy, alloc=None, writable=False):
         """(region id, byte offset) of GPU array sp in this connection's
-        mapping of its allocation, mapping it first; None to copy it."""
-        alloc = _device.allocation(sp, allow_copy)
+        mapping of its allocation (alloc, found here when None), mapping
+        it first (writable: for writing too); None to copy it."""
         if alloc is None:
-            return None
+            alloc = _device.allocation(sp, allow_copy)
+            if alloc is None:
+                return None
         conn = self._conn
-        hit = conn.device_maps.lookup(alloc)
+        hit = conn.device_maps.lookup(alloc, writable)
         if hit is None:
-            params, fd = alloc.map_params()
+            params, fd = alloc.map_params(writable)
             try:
                 res = self._wait(conn.request(_device.map_tail(params), _ident,
                                               fds=None if fd is None else [fd]))
@@ -676,7 +692,7 @@ class Client:
             finally:
                 if fd is not None:
                     os.close(fd)
-            hit, unmap = conn.device_maps.store(alloc, res)
+            hit, unmap = conn.device_maps.store(alloc, res, writable)
             if unmap:
                 conn.regions.doom(unmap)
                 conn.flush_unmaps()
@@ -767,6 +783,27 @@ class Client:
         ``empty(..., writable=True)``, which may be x itself for 8-byte
         dtypes: in place), else a new array the client maps for them.
         Read them once this returns.
+
+        An x in GPU memory (a CUDA ``torch.Tensor``, a CuPy array, any
+        C-contiguous array with ``__cuda_array_interface__``) is scanned
+        where it lies by the GPU that holds it (a CUDA daemon; its
+        allocation mapped as for :meth:`reduce`), and the prefix sums go
+        into GPU memory of the same device: ``out`` when given (a
+        contiguous GPU array of the result dtype and ``x.size`` elements
+        on x's device, mapped writable; x itself for 8-byte dtypes: in
+        place), else a new 1-D array made by x's library
+        (``torch.empty``, ``cupy.empty``; other libraries need ``out``),
+        which is returned. The streams that produce x and out are
+        synchronised first, and the daemon answers once the GPU has
+        written every value: they are ready when this returns (when the
+        future is done), for work on any stream. With
+        ``allow_copy=True``, where the daemon cannot map GPU memory, x
+        goes through the host and the values are copied into that output
+        (a NumPy ``out``, or no ``out`` for another library's array,
+        gives a NumPy array instead). ``out`` in host memory, on another
+        device, of the wrong dtype or size raises ``TypeError`` or
+        ``ValueError``; a daemon without GPUs
+        :class:`gpured.InvalidParams`, as :meth:`reduce` does.
 
         More than 536870911 elements over the socket raise
         :class:`gpured.TooLarge` (their values would pass a reply's 4

@@ -5,11 +5,13 @@
  * one-byte pieces, error replies, a fatal reply with msgid 0, a close
  * without a reply, malformed bytes, and a server that writes many replies
  * before it reads on, which deadlocks a client that does not read while
- * it writes; and the bytes of segmented reduces both ways. Given
+ * it writes; the bytes of segmented reduces both ways, and of device
+ * maps, read-only and writable. Given
  * gpuredctl's path, also its health command against devices out of
  * service, which a CPU daemon never has.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -726,6 +728,111 @@ static void test_segments(void)
 	server_stop(&s);
 }
 
+/* ---- scenario: device maps, read-only and writable -------------------- */
+
+#define DEVICE_UUID "GPU-01234567-89ab-cdef-0123-456789abcdef"
+
+static const struct {
+	const char *keys, *kind;
+	bool writable;
+} device_maps[] = {
+	{ "bytes writable kind device", "cuda", true },
+	{ "bytes writable kind device handle", "cuda_ipc", true },
+	{ "bytes kind device", "cuda", false },
+	{ "bytes kind device handle", "cuda_ipc", false },
+};
+
+static bool str_is(const gr_obj *o, const char *want)
+{
+	return o && o->type == GR_MP_STR && o->len == strlen(want) &&
+	       memcmp(o->v.str, want, o->len) == 0;
+}
+
+static void ipc_handle(uint8_t h[64])
+{
+	for (int i = 0; i < 64; i++)
+		h[i] = (uint8_t)(3 * i + 1);
+}
+
+static void srv_device_maps(server *s)
+{
+	uint8_t handle[64];
+	char keys[128];
+	gr_buf out;
+
+	ipc_handle(handle);
+	gr_buf_init(&out);
+	for (size_t i = 0; i < sizeof(device_maps) / sizeof(device_maps[0]); i++) {
+		uint8_t *bytes;
+		gr_obj_tree t = { 0 };
+		const gr_obj *m;
+
+		srv_next_map(s, &bytes, &t, &m);
+		CHECK(str_is(&t.root->v.items[2], "map"));
+		map_keys(m, keys, sizeof(keys));
+		CHECK_MSG(strcmp(keys, device_maps[i].keys) == 0, "map %zu: %s", i, keys);
+		CHECK(gr_obj_get(m, "bytes")->v.u == 4096);
+		CHECK(str_is(gr_obj_get(m, "kind"), device_maps[i].kind));
+		CHECK(str_is(gr_obj_get(m, "device"), DEVICE_UUID));
+		if (device_maps[i].writable) {
+			const gr_obj *w = gr_obj_get(m, "writable");
+			CHECK(w->type == GR_MP_BOOL && w->v.b);
+		}
+		const gr_obj *h = gr_obj_get(m, "handle");
+		if (h)
+			CHECK(h->type == GR_MP_BIN && h->len == 64 && memcmp(h->v.str, handle, 64) == 0);
+		reply_head(&out, (uint32_t)t.root->v.items[1].v.u);
+		CHECK(gr_mpw_map(&out, 2) == 0);
+		CHECK(gr_mpw_cstr(&out, "region") == 0);
+		CHECK(gr_mpw_uint(&out, 100 + i) == 0);
+		CHECK(gr_mpw_cstr(&out, "bytes") == 0);
+		CHECK(gr_mpw_uint(&out, 4096) == 0);
+		srv_write(s, out.data, out.len);
+		out.len = 0;
+		gr_obj_tree_deinit(&t);
+		free(bytes);
+	}
+	/* unknown flags were refused without a request: a ping comes next */
+	srv_pong(s, &out);
+	gr_buf_deinit(&out);
+}
+
+/* The device maps' requests, flags 0 and GPURED_REGION_WRITABLE (a CUDA
+ * daemon is what tests/gpu/test-device-map.cu drives): "writable": true
+ * only with the flag, the handle's 64 bytes, unknown flags refused here. */
+static void test_device_maps(void)
+{
+	uint8_t handle[64];
+	uint64_t id;
+	server s;
+	gpured_t *g;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0);
+	ipc_handle(handle);
+	server_start(&s, srv_device_maps);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	CHECK_EQ(gpured_map_cuda_fd_flags(g, fd, 4096, DEVICE_UUID, GPURED_REGION_WRITABLE, &id), 0);
+	CHECK_EQ(id, 100);
+	CHECK_EQ(gpured_map_cuda_ipc_flags(g, handle, 4096, DEVICE_UUID, GPURED_REGION_WRITABLE,
+					   &id), 0);
+	CHECK_EQ(id, 101);
+	CHECK_EQ(gpured_map_cuda_fd(g, fd, 4096, DEVICE_UUID, &id), 0);
+	CHECK_EQ(id, 102);
+	CHECK_EQ(gpured_map_cuda_ipc_flags(g, handle, 4096, DEVICE_UUID, 0, &id), 0);
+	CHECK_EQ(id, 103);
+	CHECK_EQ(gpured_map_cuda_fd_flags(g, fd, 4096, DEVICE_UUID, 2, &id), -EINVAL);
+	CHECK_MSG(strstr(gpured_errmsg(g), "unknown region flags"), "%s", gpured_errmsg(g));
+	CHECK_EQ(gpured_map_cuda_ipc_flags(g, handle, 4096, DEVICE_UUID, 6, &id), -EINVAL);
+	CHECK_EQ(gpured_map_cuda_ipc_flags(g, NULL, 4096, DEVICE_UUID, GPURED_REGION_WRITABLE, &id),
+		 -EINVAL);
+	CHECK_EQ(gpured_map_cuda_fd_flags(g, fd, 4096, NULL, GPURED_REGION_WRITABLE, &id), -EINVAL);
+	CHECK_EQ(gpured_ping(g), 0);
+	gpured_close(g);
+	server_stop(&s);
+	close(fd);
+}
+
 /* A server that reads but never answers: the timeout ends the wait. */
 static void srv_silent(server *s)
 {
@@ -919,6 +1026,7 @@ int main(int argc, char **argv)
 	test_busy();
 	test_fatal_with_id();
 	test_segments();
+	test_device_maps();
 	test_timeout();
 	test_flood();
 	if (argc > 1)

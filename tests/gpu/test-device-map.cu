@@ -8,8 +8,10 @@
  * every bad input (a device the daemon does not serve, bytes beyond the
  * allocation, 64 bytes of garbage, a handle of freed memory, a descriptor
  * that is not a CUDA allocation, IPC handles while the option is off);
- * and many map/unmap cycles leaving the daemon's GPU memory and descriptors
- * flat. Exits 77 where there is no GPU.
+ * cumsum of a VMM allocation into another mapped writable, every dtype
+ * bit for bit against the socket, in place, and its refusals; and many
+ * map/unmap cycles leaving the daemon's GPU memory and descriptors flat.
+ * Exits 77 where there is no GPU.
  *
  *   test-device-map GPURED
  */
@@ -235,6 +237,134 @@ static void check_region(gpured_t *g, uint64_t id, const void *dptr, size_t cap)
 	}
 }
 
+/* The first index where two arrays of n 8-byte values differ, or n. */
+static size_t first_difference(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(a + 8 * i, b + 8 * i, 8) != 0)
+			return i;
+	return n;
+}
+
+static unsigned long long u64_at(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return (unsigned long long)v;
+}
+
+static bool all_bytes(const uint8_t *p, size_t n, uint8_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/*
+ * cumsum of device memory into device memory: a VMM allocation of
+ * elements mapped read-only by fd, a second one mapped writable; every
+ * dtype at odd sizes, at an element offset into both, against
+ * gpured_cumsum() of the same elements over the socket, bit for bit (the
+ * GPU adds floats in the order the CPU route does), nothing else of the
+ * out region written; in place for the 8-byte dtypes; and the refusals:
+ * a read-only device out region, a host out region for device elements
+ * (and a device one for host elements), an offset that splits an element.
+ */
+static void check_cumsum(gpured_t *g, const char *device)
+{
+	static const size_t sizes[] = { 1, 4095, 4097, 100003, (1u << 20) + 3 };
+	const size_t n_max = (1u << 20) + 3, cap = 8 * (n_max + 16);
+	vmm in = vmm_new(cap), out = vmm_new(cap);
+	uint64_t rin, rout, rro;
+	CHECK(gpured_map_cuda_fd(g, in.fd, cap, device, &rin) == 0, "map in: %s", gpured_errmsg(g));
+	CHECK(gpured_map_cuda_fd_flags(g, out.fd, cap, device, GPURED_REGION_WRITABLE, &rout) == 0,
+	      "map out writable: %s", gpured_errmsg(g));
+	std::vector<uint8_t> h(cap), want(8 * n_max), got(cap);
+
+	for (int dt = 0; dt < 6; dt++) {
+		size_t es = gpured_dtype_size((gpured_dtype)dt);
+		fill(h, (gpured_dtype)dt);
+		CK(cudaMemcpy((void *)in.ptr, h.data(), cap, cudaMemcpyHostToDevice));
+		CK(cudaDeviceSynchronize());
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			size_t n = sizes[k], off = (k + 1) * es, out_off = 8 * (k + 2);
+			CK(cudaMemset((void *)out.ptr, 0xa5, cap));
+			CK(cudaDeviceSynchronize());
+			int r = gpured_cumsum_region(g, rin, (gpured_dtype)dt, off, n, rout, out_off);
+			CHECK(r == 0, "dt %d n %zu: %d %s", dt, n, r, gpured_errmsg(g));
+			r = gpured_cumsum(g, (gpured_dtype)dt, &h[off], n, want.data());
+			CHECK(r == 0, "socket dt %d n %zu: %d %s", dt, n, r, gpured_errmsg(g));
+			/* the reply came once the GPU had written every value */
+			CK(cudaMemcpy(got.data(), (void *)out.ptr, cap, cudaMemcpyDeviceToHost));
+			size_t i = first_difference(&got[out_off], want.data(), n);
+			CHECK(i == n, "dt %d n %zu: value %zu differs: %016llx vs %016llx", dt, n, i,
+			      u64_at(&got[out_off + 8 * i]), u64_at(&want[8 * i]));
+			CHECK(all_bytes(got.data(), out_off, 0xa5) &&
+				      all_bytes(&got[out_off + 8 * n], cap - out_off - 8 * n, 0xa5),
+			      "dt %d n %zu: bytes outside the prefix sums written", dt, n);
+		}
+	}
+	printf("cumsum: every dtype ok\n");
+
+	/* in place, 8-byte elements overwritten by their prefix sums */
+	static const gpured_dtype wide[] = { GPURED_F64, GPURED_I64, GPURED_U64 };
+	for (gpured_dtype dt : wide) {
+		size_t n = 300001, off = 24;
+		fill(h, dt);
+		CK(cudaMemcpy((void *)out.ptr, h.data(), cap, cudaMemcpyHostToDevice));
+		CK(cudaDeviceSynchronize());
+		CHECK(gpured_cumsum_region(g, rout, dt, off, n, rout, off) == 0, "in place dt %d: %s",
+		      (int)dt, gpured_errmsg(g));
+		CHECK(gpured_cumsum(g, dt, &h[off], n, want.data()) == 0, "%s", gpured_errmsg(g));
+		CK(cudaMemcpy(got.data(), (void *)out.ptr, cap, cudaMemcpyDeviceToHost));
+		size_t i = first_difference(&got[off], want.data(), n);
+		CHECK(i == n, "in place dt %d: value %zu differs", (int)dt, i);
+		CHECK(memcmp(got.data(), h.data(), off) == 0 &&
+			      memcmp(&got[off + 8 * n], &h[off + 8 * n], cap - off - 8 * n) == 0,
+		      "in place dt %d: bytes outside the elements written", (int)dt);
+	}
+	printf("cumsum: in place ok\n");
+
+	/* refusals, each invalid_params with nothing written */
+	CHECK(gpured_map_cuda_fd(g, out.fd, cap, device, &rro) == 0, "map out read-only: %s",
+	      gpured_errmsg(g));
+	int r = gpured_cumsum_region(g, rin, GPURED_F32, 0, 1000, rro, 0);
+	CHECK(r == -EINVAL && strstr(gpured_errmsg(g), "read-only"), "read-only out: %d %s", r,
+	      gpured_errmsg(g));
+	gpured_region_t *host;
+	CHECK(gpured_region_new_flags(g, 8 * 1000, GPURED_REGION_WRITABLE, &host) == 0, "%s",
+	      gpured_errmsg(g));
+	r = gpured_cumsum_region(g, rin, GPURED_F32, 0, 1000, gpured_region_id(host), 0);
+	CHECK(r == -EINVAL && strstr(gpured_errmsg(g), "go to GPU memory of the same device"),
+	      "host out for device elements: %d %s", r, gpured_errmsg(g));
+	r = gpured_cumsum_region(g, gpured_region_id(host), GPURED_I32, 0, 1000, rout, 0);
+	CHECK(r == -EINVAL && strstr(gpured_errmsg(g), "go to host memory"),
+	      "device out for host elements: %d %s", r, gpured_errmsg(g));
+	r = gpured_cumsum_region(g, rin, GPURED_F32, 2, 1000, rout, 0);
+	CHECK(r == -EINVAL && strstr(gpured_errmsg(g), "boundary"), "misaligned offset: %d %s", r,
+	      gpured_errmsg(g));
+	r = gpured_cumsum_region(g, rin, GPURED_I64, 4, 1000, rout, 0);
+	CHECK(r == -EINVAL && strstr(gpured_errmsg(g), "boundary"), "misaligned i64: %d %s", r,
+	      gpured_errmsg(g));
+	CHECK(gpured_region_free(g, host) == 0, "%s", gpured_errmsg(g));
+
+	/* the device still in service */
+	fill(h, GPURED_I32);
+	CK(cudaMemcpy((void *)in.ptr, h.data(), cap, cudaMemcpyHostToDevice));
+	CK(cudaDeviceSynchronize());
+	CHECK(gpured_cumsum_region(g, rin, GPURED_I32, 0, 1000, rout, 0) == 0, "after refusals: %s",
+	      gpured_errmsg(g));
+	CHECK(gpured_cumsum(g, GPURED_I32, h.data(), 1000, want.data()) == 0, "%s", gpured_errmsg(g));
+	CK(cudaMemcpy(got.data(), (void *)out.ptr, 8 * 1000, cudaMemcpyDeviceToHost));
+	CHECK(first_difference(got.data(), want.data(), 1000) == 1000, "after refusals: differ");
+	for (uint64_t id : { rin, rout, rro })
+		CHECK(gpured_unmap(g, id) == 0, "unmap: %s", gpured_errmsg(g));
+	vmm_free(in);
+	vmm_free(out);
+	printf("cumsum: refusals ok\n");
+}
+
 int main(int argc, char **argv)
 {
 	int ndev = 0;
@@ -278,6 +408,9 @@ int main(int argc, char **argv)
 	CHECK(gpured_map_cuda_fd(g, v.fd, cap, pci, &id) == 0, "fd map: %s", gpured_errmsg(g));
 	check_region(g, id, (void *)v.ptr, cap);
 	printf("fd: ok\n");
+
+	/* prefix sums of device memory into device memory */
+	check_cumsum(g, uuid);
 
 	/* bad input: each a clear error, the connection and device in service */
 	uint64_t bad;
