@@ -304,6 +304,7 @@ static const gr_backend_ops cuda_ops = {
 	.unregister_host = cuda_unregister_host,
 	.map_device = cuda_map_device,
 	.unmap_device = cuda_unmap_device,
+	.copy_to_host = cuda_copy_to_host,
 };
 
 static int cuda_spin_parse(cuda_backend *be, char *errbuf, size_t errlen)

@@ -5,7 +5,8 @@
  *   - cuda: a virtual-memory allocation exported as a POSIX file
  *     descriptor (cuMemExportToShareableHandle). The descriptor is the
  *     capability: it is imported, mapped into a range of this process's
- *     device address space and given read access on its device.
+ *     device address space and given read access on its device (read and
+ *     write with "writable").
  *   - cuda_ipc: a legacy cudaIpcMemHandle_t (what cudaMalloc memory
  *     exports), opened with cudaIpcOpenMemHandle. Anyone who knows the 64
  *     bytes can open it, so the daemon serves this kind only when the
@@ -243,6 +244,31 @@ int cuda_map_device(gr_backend *b, const gr_device_map *m, gr_device_region *ret
 	ret->device = dev;
 	ret->ptr = (const void *)(uintptr_t)dm->ptr;
 	ret->priv = dm;
+	return 0;
+}
+
+int cuda_copy_to_host(gr_backend *b, int device, void *dst, const void *src, size_t bytes,
+		      char *why, size_t whylen)
+{
+	cuda_backend *be = (cuda_backend *)b;
+	cudaError_t e;
+
+	if (device < 0 || (unsigned)device >= be->ndev) {
+		snprintf(why, whylen, "no device %d", device);
+		return -ENODEV;
+	}
+	if (!__atomic_load_n(&be->devs[device].healthy, __ATOMIC_RELAXED)) {
+		snprintf(why, whylen, "device %d (%s) is out of service", device,
+			 be->devs[device].name);
+		return -ENODEV;
+	}
+	if ((e = cudaSetDevice(device)) != cudaSuccess ||
+	    (e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost)) != cudaSuccess) {
+		cudaGetLastError();
+		snprintf(why, whylen, "cudaMemcpy (device to host) on device %d (%s): %s", device,
+			 be->devs[device].name, cudaGetErrorString(e));
+		return -EIO;
+	}
 	return 0;
 }
 

@@ -112,8 +112,9 @@ typedef struct cpu_backend {
 static void cpu_post(cpu_backend *cb, gr_job *job, int status, const char *why)
 {
 	job->status = status;
-	if (status < 0)
-		snprintf(job->errmsg, sizeof(job->errmsg), "%s", why ? why : "");
+	/* a NULL why keeps what the job wrote (its run hook) */
+	if (status < 0 && why)
+		snprintf(job->errmsg, sizeof(job->errmsg), "%s", why);
 	if (status == 0)
 		atomic_fetch_add_explicit(&cb->jobs, 1, memory_order_relaxed);
 	gr_completion_post(cb->base.cq, job);
@@ -132,22 +133,26 @@ static bool cpu_answer(cpu_backend *cb, gr_job *job)
 }
 
 /* On the loop thread: the loop answers it itself. */
-/* Reduce a whole job on the calling thread. */
-static void cpu_reduce(gr_job *job)
+/* Reduce a whole job on the calling thread (or run its hook): 0, or a
+ * negative errno with errmsg written. */
+static int cpu_reduce(gr_job *job)
 {
+	if (job->run)
+		return job->run(job);
 	if (job->cumsum)
 		gr_cumsum_run(job->cumsum, job->dtype, job->data, job->n);
 	else if (job->seg)
 		gr_segs_reduce(job->seg, job->op, job->dtype, job->data, job->n, &job->result);
 	else
 		gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
+	return 0;
 }
 
 static void cpu_run_inline(cpu_backend *cb, gr_job *job)
 {
-	cpu_reduce(job);
+	int status = cpu_reduce(job);
 	job->early = NULL;
-	cpu_post(cb, job, 0, NULL);
+	cpu_post(cb, job, status, NULL);
 }
 
 /*
@@ -163,9 +168,9 @@ static void cpu_run_whole(cpu_backend *cb, cpu_work *list)
 
 	for (cpu_work *w = list; w; w = w->next) {
 		gr_job *job = w->job;
-		cpu_reduce(job);
-		job->status = 0;
-		any |= cpu_answer(cb, job);
+		job->status = cpu_reduce(job);
+		if (job->status == 0)
+			any |= cpu_answer(cb, job);
 		*tail = job;
 		tail = &job->next;
 		n++;
@@ -309,7 +314,8 @@ static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 	size_t nblocks = (job->n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK;
 	/* a phase of prefix sums runs whole: its request's chunks share the
 	 * workers */
-	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX || job->cumsum)
+	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX || job->cumsum ||
+	    job->run)
 		return NULL;
 	unsigned per = (unsigned)((nblocks + cb->nthreads - 1) / cb->nthreads);
 	if (per < CPU_SPLIT_MIN_BLOCKS)

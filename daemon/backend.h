@@ -66,6 +66,10 @@ struct gr_job {
 	 * memory (on_device), n 8-byte values to write here, in device
 	 * memory of the same device. Only the CUDA backend runs such jobs. */
 	void *scan_out;
+	/* NULL, or what a CPU backend runs for this job in place of reducing
+	 * it (on a worker, or inline): 0, or a negative errno with errmsg
+	 * written. The job is never split, and result is left alone. */
+	int (*run)(gr_job *job);
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */
@@ -178,6 +182,12 @@ typedef struct gr_backend_ops {
 	int (*map_device)(gr_backend *b, const gr_device_map *m, gr_device_region *ret, char *why,
 			  size_t whylen);
 	void (*unmap_device)(gr_backend *b, gr_device_region *r);
+	/* Optional, with map_device: copy bytes of device memory at src, on
+	 * device, to host memory at dst, on the calling thread (any but a
+	 * backend callback's), done when it returns. 0, or a negative errno
+	 * and why. */
+	int (*copy_to_host)(gr_backend *b, int device, void *dst, const void *src, size_t bytes,
+			    char *why, size_t whylen);
 } gr_backend_ops;
 
 struct gr_backend {

@@ -146,13 +146,6 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 				 r->bytes);
 		return;
 	}
-	if (r->device >= 0 && preq->has_offsets) {
-		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
-				 "'offsets' is not yet available on device memory (region %" PRIu64
-				 " is GPU memory); it is on host data and shared-memory regions",
-				 r->id);
-		return;
-	}
 	gr_region *out = NULL;
 	if (preq->scan && !(out = conn_out_region(c, preq, r)))
 		return;
@@ -179,17 +172,11 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 				 gr_dtype_name(preq->dtype), size, preq->offset);
 		return;
 	}
-	if (r->device >= 0 && gr_op_cpu_only(preq->op)) {
-		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
-				 "%s is not yet available on device memory (region %" PRIu64
-				 " is GPU memory); it is on host data and shared-memory regions",
-				 gr_op_name(preq->op), r->id);
-		return;
-	}
 	/* the GPUs' exact sum reads whole elements; host data that are not
-	 * aligned go to the CPU route instead (request_exact_on_cpu) */
+	 * aligned go to the CPU route instead (request_exact_on_cpu), and so
+	 * do segments of GPU memory (copied first: request-fetch.c) */
 	bool exact_op = preq->op == GR_OP_SUM || preq->op == GR_OP_SUMSQ;
-	if (r->device >= 0 && exact_op && gr_dtype_is_float(preq->dtype) &&
+	if (r->device >= 0 && exact_op && gr_dtype_is_float(preq->dtype) && !preq->has_offsets &&
 	    ((uintptr_t)r->base + preq->offset) % size) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "the %s of %s elements in GPU memory needs an offset on a %zu-byte "

@@ -40,6 +40,19 @@ int gr_conn_set_dest(gr_conn *c);
 void gr_conn_charge(gr_conn *c, uint64_t bytes);
 void gr_conn_discharge(gr_conn *c, uint64_t bytes);
 
+/* A chunk's job is back: take it into its request (its done()). */
+void gr_request_chunk_done(gr_job *job);
+
+/* request-fetch.c: chunks of GPU memory that the CPU reduces, each copied
+ * to the host first */
+/* Whether req's chunks go that way (an op or segments no GPU kernel
+ * reduces yet, on GPU memory). */
+bool gr_request_via_host(const gr_request *req);
+/* The filling chunk's job becomes the copy of its elements, which then
+ * goes to the CPU route. False when out of memory (or the backend copies
+ * nothing to the host). */
+bool gr_request_fetch_job(gr_request *req, gr_chunk *ch);
+
 /* request-cumsum.c: a cumsum request's chunks, in two phases, and its
  * prefix sums, into a region or streamed out */
 /* The filling chunk's job (n elements, the request's from

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/conn.h"
@@ -112,6 +113,8 @@ void gr_request_chunk_release(gr_request *req, gr_chunk *ch)
 		gr_staging_release(&req->srv->staging, ch->slot);
 		ch->slot = NULL;
 	}
+	free(ch->host_copy);
+	ch->host_copy = NULL;
 	if (req->conn)
 		gr_conn_discharge(req->conn, ch->staged);
 	ch->staged = 0;
@@ -258,7 +261,7 @@ void gr_request_fail(gr_request *req, bool reply, gr_err code, const char *msg)
 }
 
 
-static void chunk_done(gr_job *job)
+void gr_request_chunk_done(gr_job *job)
 {
 	gr_chunk *ch = job->userdata;
 	gr_request *req = ch->req;
@@ -350,7 +353,7 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.device = req->region ? req->region->device : -1;
 	ch->job.on_device = req->region && req->region->device >= 0;
 	ch->job.status = 0;
-	ch->job.done = chunk_done;
+	ch->job.done = gr_request_chunk_done;
 	ch->job.userdata = ch;
 	ch->job.next = NULL;
 	ch->job.early = NULL;
@@ -359,6 +362,7 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 				: NULL;
 	ch->job.cumsum = NULL;
 	ch->job.scan_out = NULL;
+	ch->job.run = NULL;
 	if (req->scan && ch->job.on_device) {
 		/* one launch over the whole request (gr_request_region_pump),
 		 * into device memory of the same device */
@@ -370,8 +374,9 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 		gr_request_chunk_release(req, ch);
 		return;
 	}
-	/* segments: no GPU kernel yet (refused on device memory); prefix
-	 * sums of host data: on the CPU */
+	/* segments: no GPU kernel yet (of GPU memory, copied to the host
+	 * first); prefix sums of host data: on the CPU */
+	bool via_host = gr_request_via_host(req);
 	ch->job.cpu_route = req->srv->router && !ch->job.on_device &&
 			    (req->data_bytes <= req->srv->route_max || req->segs || req->scan ||
 			     request_exact_on_cpu(req->op, req->dtype, ch->job.data));
@@ -380,12 +385,16 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
 	/* answers with an exact partial, and moments', are the loop's to write */
 	if (whole && !req->partial && req->op != GR_OP_MOMENTS && !req->segs && !req->scan &&
-	    req->received &&
-	    ch->job.n > 0 &&
-	    req->conn && req->conn->direct) {
+	    !via_host && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
 		ch->job.early = req->direct;
 		ch->job.tag = req->msgid;
+	}
+	if (via_host && !gr_request_fetch_job(req, ch)) {
+		if (!req->failed)
+			request_mark_failed(req, /* reply= */ true, GR_ERR_INTERNAL, "out of memory");
+		gr_request_chunk_release(req, ch);
+		return;
 	}
 	req->nsubmitted++;
 	if (req->small)
@@ -407,8 +416,10 @@ void gr_request_region_pump(gr_request *req)
 	 * gigabyte at the memory's rate; prefix sums are one launch whole,
 	 * whose order counts tiles from the request's first element */
 	uint64_t slot = req->srv->staging.slot_bytes;
+	/* ... but what goes to the host first is cut as a host region is */
+	bool device = req->region->device >= 0 && !gr_request_via_host(req);
 
-	if (req->region->device >= 0)
+	if (device)
 		slot = req->scan ? req->data_bytes : GR_DEVICE_CHUNK_BYTES;
 
 	if (!req->conn) {
@@ -426,8 +437,9 @@ void gr_request_region_pump(gr_request *req)
 		ch->job.data = req->region_next;
 		ch->job.outside_staging = true;
 		/* counted against the connection's in-flight bytes, like
-		 * staging; device memory holds none of the host's */
-		ch->staged = req->region->device >= 0 ? 0 : (size_t)take;
+		 * staging; device memory read in place holds none of the
+		 * host's, a copy for the CPU (request-fetch.c) as much */
+		ch->staged = device ? 0 : (size_t)take;
 		gr_conn_charge(req->conn, ch->staged);
 		req->filling = ch;
 		req->filling_start = start;

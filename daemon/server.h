@@ -57,6 +57,8 @@ typedef struct gr_chunk {
 	gr_request *req;
 	gr_slot *slot;
 	size_t staged;  /* bytes charged to the connection */
+	void *host_copy; /* GPU memory's elements copied for the CPU (request-fetch.c) */
+	int fetch_device;
 	bool done;
 } gr_chunk;
 

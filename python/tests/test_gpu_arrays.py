@@ -139,23 +139,23 @@ def test_torch_cuda_in_place(make_daemon):
             c.min(torch.empty(0, dtype=torch.int32, device="cuda"))
 
 
-def test_torch_cuda_argmin_refused_in_place(make_daemon):
-    """argmin and argmax have no GPU kernel yet: in GPU memory they are a
-    clear invalid_params, the connection stays usable, and a copy to the
-    host (the CUDA daemon's CPU route) gives NumPy's answer."""
+def test_torch_cuda_argmin_argmax_moments(make_daemon):
+    """argmin, argmax and moments have no GPU kernel yet: of GPU memory the
+    daemon copies the elements to the host and reduces them there, giving
+    what the same elements on the host give (NumPy's answer)."""
     torch = _torch_cuda()
     with _gpu_daemon(make_daemon) as c:
         t = torch.tensor([3.0, -1.0, 7.0, -1.0], dtype=torch.float32, device="cuda")
-        for op in gpured.ARG_OPS + ("moments",):
-            with pytest.raises(gpured.InvalidParams, match="not yet available on device memory"):
-                c.reduce(op, t)
+        assert c.argmin(t) == (-1.0, 1, 4)
+        assert c.argmax(t) == (7.0, 2, 4)
+        assert c.moments(t, ddof=1) == (4, 8.0, -1.0, 7.0, 2.0, 44 / 3)
         assert c.min(t) == -1.0
         host = t.cpu().numpy()
         assert c.argmin(host) == (-1.0, 1, 4)
-        assert c.argmax(host) == (7.0, 2, 4)
-        assert c.moments(host, ddof=1) == (4, 8.0, -1.0, 7.0, 2.0, 44 / 3)
-        big = np.arange(1 << 22, dtype=np.float32)[::-1].copy()
+        big = torch.arange(1 << 22, dtype=torch.float32, device="cuda").flip(0).contiguous()
         assert c.argmin(big) == (0.0, (1 << 22) - 1, 1 << 22)
+        assert c.argmin(big) == c.argmin(big.cpu().numpy())
+        assert c.moments(big) == c.moments(big.cpu().numpy())
 
 
 def test_torch_cuda_pipelined_one_mapping(make_daemon):

@@ -1,0 +1,68 @@
+/*
+ * Requests on GPU memory that no GPU kernel reduces yet (argmin, argmax,
+ * moments, and segments of any op): each chunk is first copied to host
+ * memory of its own, on a CPU worker of the route (the CUDA backend's
+ * copy_to_host), then reduced there on the CPU route as the same chunk of
+ * a shared-memory region would be. The chunks are cut where a host
+ * region's are, so every bit of the answer is the same as for the same
+ * elements in host memory.
+ */
+#include <stdlib.h>
+
+#include "daemon/conn.h"
+#include "daemon/log.h"
+
+bool gr_request_via_host(const gr_request *req)
+{
+	return req->region && req->region->device >= 0 && !req->scan &&
+	       (req->segs || gr_op_cpu_only(req->op));
+}
+
+/* On a CPU worker (or the loop, for a small chunk): the copy. */
+static int fetch_run(gr_job *job)
+{
+	gr_chunk *ch = job->userdata;
+	gr_backend *be = ch->req->srv->backend;
+
+	return be->ops->copy_to_host(be, ch->fetch_device, ch->host_copy, job->data,
+				     job->n * gr_dtype_size(job->dtype), job->errmsg,
+				     sizeof(job->errmsg));
+}
+
+/* On the loop thread: the copy is in; reduce it, on the CPU route. */
+static void fetch_done(gr_job *job)
+{
+	gr_chunk *ch = job->userdata;
+	gr_request *req = ch->req;
+
+	job->run = NULL;
+	job->done = gr_request_chunk_done;
+	if (job->status < 0 || req->failed) {
+		/* chunk_done fails the request, or drops the chunk */
+		job->done(job);
+		return;
+	}
+	job->data = ch->host_copy;
+	gr_server_submit(req->srv, job);
+}
+
+bool gr_request_fetch_job(gr_request *req, gr_chunk *ch)
+{
+	size_t bytes = ch->job.n * gr_dtype_size(ch->job.dtype);
+
+	if (!req->srv->backend->ops->copy_to_host)
+		return false;
+	if (posix_memalign(&ch->host_copy, 64, bytes ? bytes : 64) != 0) {
+		ch->host_copy = NULL;
+		return false;
+	}
+	ch->fetch_device = req->region->device;
+	/* a CPU route job until it is reduced: no device, nothing early */
+	ch->job.device = -1;
+	ch->job.on_device = false;
+	ch->job.cpu_route = true;
+	ch->job.early = NULL;
+	ch->job.run = fetch_run;
+	ch->job.done = fetch_done;
+	return true;
+}
