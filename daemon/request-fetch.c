@@ -1,11 +1,13 @@
 /*
  * Requests on GPU memory that no GPU kernel reduces yet (argmin, argmax,
  * moments, and segments of any op): each chunk is first copied to host
- * memory of its own, on a CPU worker of the route (the CUDA backend's
- * copy_to_host), then reduced there on the CPU route as the same chunk of
- * a shared-memory region would be. The chunks are cut where a host
- * region's are, so every bit of the answer is the same as for the same
- * elements in host memory.
+ * memory, on a CPU worker of the route (the CUDA backend's copy_to_host),
+ * then reduced there on the CPU route as the same chunk of a shared-memory
+ * region would be. The chunks are cut where a host region's are, so every
+ * bit of the answer is the same as for the same elements in host memory.
+ * The copy lands in a staging slot, pinned memory the GPU writes by DMA,
+ * or, when none is free, in memory of the chunk's own (slower: the driver
+ * copies through buffers of its own then).
  */
 #include <stdlib.h>
 
@@ -24,7 +26,7 @@ static int fetch_run(gr_job *job)
 	gr_chunk *ch = job->userdata;
 	gr_backend *be = ch->req->srv->backend;
 
-	return be->ops->copy_to_host(be, ch->fetch_device, ch->host_copy, job->data,
+	return be->ops->copy_to_host(be, ch->fetch_device, ch->fetch_to, job->data,
 				     job->n * gr_dtype_size(job->dtype), job->errmsg,
 				     sizeof(job->errmsg));
 }
@@ -42,7 +44,7 @@ static void fetch_done(gr_job *job)
 		job->done(job);
 		return;
 	}
-	job->data = ch->host_copy;
+	job->data = ch->fetch_to;
 	gr_server_submit(req->srv, job);
 }
 
@@ -52,7 +54,13 @@ bool gr_request_fetch_job(gr_request *req, gr_chunk *ch)
 
 	if (!req->srv->backend->ops->copy_to_host)
 		return false;
-	if (posix_memalign(&ch->host_copy, 64, bytes ? bytes : 64) != 0) {
+	ch->slot = bytes <= req->srv->staging.slot_bytes ? gr_staging_alloc_chunk(&req->srv->staging)
+							 : NULL;
+	if (ch->slot) {
+		ch->fetch_to = ch->slot->base;
+	} else if (posix_memalign(&ch->host_copy, 64, bytes ? bytes : 64) == 0) {
+		ch->fetch_to = ch->host_copy;
+	} else {
 		ch->host_copy = NULL;
 		return false;
 	}

@@ -57,8 +57,11 @@ typedef struct gr_chunk {
 	gr_request *req;
 	gr_slot *slot;
 	size_t staged;  /* bytes charged to the connection */
-	void *host_copy; /* GPU memory's elements copied for the CPU (request-fetch.c) */
+	/* GPU memory's elements copied for the CPU (request-fetch.c): where,
+	 * from which device, and the memory when it is not a staging slot */
+	void *fetch_to;
 	int fetch_device;
+	void *host_copy;
 	bool done;
 } gr_chunk;
 

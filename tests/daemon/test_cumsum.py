@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpured_harness import BACKEND, Daemon  # noqa: E402
-from test_shm import (ShmCase, ShmClient, cupy_or_skip, memfd, memfd_maps,  # noqa: E402
-                      open_fds)
+from test_shm import (CupyDeviceCase, ShmCase, ShmClient, cupy_or_skip, memfd,  # noqa: E402
+                      memfd_maps, open_fds)
 
 B = 32768  # a block: chunks are whole blocks
 TILE = 4096  # the order's tile
@@ -764,41 +764,12 @@ class BadCumsum(CumsumCase):
 
 
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
-class DeviceMemory(unittest.TestCase):
+class DeviceMemory(CupyDeviceCase):
     """The prefix sums of GPU memory, computed on its GPU into GPU memory
     of the same device: every dtype, odd sizes and offsets, in place for
     8-byte dtypes, bit for bit what the order gives (model, which the
     tests above hold the CPU to); and every bad out region, the device
     staying in service."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.cp = cupy_or_skip()
-        # every array its own allocation, so that an IPC handle's memory
-        # starts where the array does
-        cls.cp.cuda.set_allocator(None)
-        cls.d = Daemon("--allow-cuda-ipc", "yes")
-        cls.c = ShmClient(cls.d.path, timeout=60)
-        cls.uuid = [x for x in cls.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        assert cls.d.stop() == 0
-
-    def map(self, x, writable=False):
-        cp = self.cp
-        cp.cuda.runtime.deviceSynchronize()
-        handle = bytes(cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
-        err, res = self.c.call("map", [{"bytes": x.nbytes, "kind": "cuda_ipc",
-                                        "device": self.uuid, "handle": handle,
-                                        "writable": writable}])
-        self.assertIsNone(err, err)
-        return res["region"]
-
-    def healthy(self):
-        dev = [x for x in self.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]
-        self.assertTrue(dev["healthy"], dev)
 
     def test_every_dtype_against_the_order(self):
         cp = self.cp

@@ -20,7 +20,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpured_harness import BACKEND, Daemon  # noqa: E402
-from test_shm import ShmCase, ShmClient, cupy_or_skip, map_cupy_ones  # noqa: E402
+from test_shm import (CupyDeviceCase, ShmCase, ShmClient, cupy_or_skip,  # noqa: E402
+                      map_cupy_ones)
 
 DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 OPS = ("sum", "sumsq", "min", "max", "argmin", "argmax", "moments")
@@ -396,39 +397,16 @@ class SegmentsSplitAcrossWorkers(Segments):
 
 
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
-class DeviceMemory(unittest.TestCase):
+class DeviceMemory(CupyDeviceCase):
     """What no GPU kernel reduces yet, on GPU memory (segments of every op,
     argmin, argmax and moments): copied to the host chunk by chunk and
     reduced on the CPU route, the same bytes as the same elements sent
     over the socket, across many chunks and at odd offsets; the region
-    and the device stay in service, and a device fault fails the request
-    cleanly."""
+    and the device stay in service."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.cp = cupy_or_skip()
-        # every array its own allocation, so that an IPC handle's memory
-        # starts where the array does
-        cls.cp.cuda.set_allocator(None)
-        # small chunks: a request of a few hundred thousand elements is
-        # many chunks, each copied on its own
-        cls.d = Daemon("--allow-cuda-ipc", "yes", "--chunk-bytes", "256K", "--threads", "4")
-        cls.c = ShmClient(cls.d.path, timeout=60)
-        cls.uuid = [x for x in cls.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        assert cls.d.stop() == 0
-
-    def map(self, x):
-        cp = self.cp
-        cp.cuda.runtime.deviceSynchronize()
-        handle = bytes(cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
-        err, res = self.c.call("map", [{"bytes": x.nbytes, "kind": "cuda_ipc",
-                                        "device": self.uuid, "handle": handle}])
-        self.assertIsNone(err, err)
-        return res["region"]
+    # small chunks: a request of a few hundred thousand elements is many
+    # chunks, each copied on its own
+    DAEMON_ARGS = ("--chunk-bytes", "256K", "--threads", "4")
 
     def both(self, params, region, offset, count, data):
         """The reply for the region and for data over the socket."""
@@ -454,8 +432,7 @@ class DeviceMemory(unittest.TestCase):
                     self.assertIsNone(dev[0], (op, dt, dev[0]))
                     self.assertEqual(dev, host, (op, dt, skip))
             self.assertEqual(self.c.call("unmap", [{"region": region}]), (None, True))
-        dev = [x for x in self.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]
-        self.assertTrue(dev["healthy"], dev)
+        self.healthy()
 
     def test_argmin_argmax_moments(self):
         rng = random.Random(12)

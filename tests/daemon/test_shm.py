@@ -543,6 +543,40 @@ def map_cupy_ones(c, n):
     return res["region"], x
 
 
+class CupyDeviceCase(unittest.TestCase):
+    """A class's CUDA daemon taking IPC handles (with DAEMON_ARGS too), one
+    client, and CuPy arrays each in an allocation of its own, so that an
+    IPC handle's memory starts where the array does."""
+    DAEMON_ARGS = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cp = cupy_or_skip()
+        cls.cp.cuda.set_allocator(None)
+        cls.d = Daemon("--allow-cuda-ipc", "yes", *cls.DAEMON_ARGS)
+        cls.c = ShmClient(cls.d.path, timeout=60)
+        cls.uuid = [x for x in cls.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        assert cls.d.stop() == 0
+
+    def map(self, x, writable=False):
+        """Map CuPy array x by IPC handle: its region."""
+        self.cp.cuda.runtime.deviceSynchronize()
+        handle = bytes(self.cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
+        err, res = self.c.call("map", [{"bytes": x.nbytes, "kind": "cuda_ipc",
+                                        "device": self.uuid, "handle": handle,
+                                        "writable": writable}])
+        self.assertIsNone(err, err)
+        return res["region"]
+
+    def healthy(self):
+        dev = [x for x in self.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]
+        self.assertTrue(dev["healthy"], dev)
+
+
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
 class DeviceFaults(unittest.TestCase):
     """A device fault while requests on GPU memory are in flight fails them
