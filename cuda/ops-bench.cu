@@ -3,7 +3,7 @@
  * next to CUB (cub::DeviceSegmentedReduce::Sum, cub::DeviceScan::
  * InclusiveSum) on the same inputs and output types, in one run.
  *
- *   gpured-ops-bench [--reps N] [--seg-only | --scan-only]
+ *   gpured-ops-bench [--reps N] [--seg-only | --scan-only | --argm-only]
  *
  * Each row: a warm-up of both, then N repetitions (default 41 up to 2^24
  * elements, 15 above), each timing one launch of ours and one of CUB's
@@ -25,10 +25,12 @@
 #include <string>
 #include <vector>
 
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_runtime.h>
 
+#include "cuda/argm.cuh"
 #include "cuda/scan.cuh"
 #include "cuda/segmented.cuh"
 
@@ -342,19 +344,101 @@ static void scan_all(int reps)
 	CU(cudaFree(cub_pool));
 }
 
+/* ---- argmin and argmax ---- */
+
+template <typename T, bool MAX> static void argm_row(uint64_t n, int reps)
+{
+	const size_t ib = n * sizeof(T);
+	size_t slots = std::max<size_t>(1, std::min<size_t>(IN_POOL / ib, 64));
+	fill_kernel<T><<<1024, 256, 0, st>>>((T *)in_pool, n * slots, 4242);
+	auto in_at = [&](int r) { return (const T *)(in_pool + (size_t)(r % slots) * ib); };
+	size_t wb = gr_argm_workspace_bytes(sms);
+	void *ws;
+	CU(cudaMalloc(&ws, wb));
+	CU(cudaMemset(ws, 0, wb));
+	gr_argm_result *dout;
+	CU(cudaMalloc((void **)&dout, sizeof(*dout)));
+	using KV = cub::KeyValuePair<int, T>;
+	KV *kv;
+	CU(cudaMalloc((void **)&kv, sizeof(KV)));
+	size_t tb = 0;
+	if (MAX)
+		CU(cub::DeviceReduce::ArgMax(nullptr, tb, in_at(0), kv, (int)n, st));
+	else
+		CU(cub::DeviceReduce::ArgMin(nullptr, tb, in_at(0), kv, (int)n, st));
+	void *temp;
+	CU(cudaMalloc(&temp, tb + 16));
+	CU(cudaDeviceSynchronize());
+	double us_ours, us_cub;
+	time_pair([&](int r) { CU((grargm::launch<T>(MAX, in_at(r), n, dout, ws, sms, st))); },
+		  [&](int r) {
+			  size_t t = tb;
+			  if (MAX)
+				  CU(cub::DeviceReduce::ArgMax(temp, t, in_at(r), kv, (int)n, st));
+			  else
+				  CU(cub::DeviceReduce::ArgMin(temp, t, in_at(r), kv, (int)n, st));
+		  },
+		  reps, 5, &us_ours, &us_cub);
+	/* the check: slot 0 through both (random data: no NaN) */
+	CU((grargm::launch<T>(MAX, in_at(0), n, dout, ws, sms, st)));
+	size_t t = tb;
+	if (MAX)
+		CU(cub::DeviceReduce::ArgMax(temp, t, in_at(0), kv, (int)n, st));
+	else
+		CU(cub::DeviceReduce::ArgMin(temp, t, in_at(0), kv, (int)n, st));
+	CU(cudaDeviceSynchronize());
+	gr_argm_result a;
+	KV b;
+	CU(cudaMemcpy(&a, dout, sizeof(a), cudaMemcpyDeviceToHost));
+	CU(cudaMemcpy(&b, kv, sizeof(b), cudaMemcpyDeviceToHost));
+	bool ok = a.index == (uint64_t)b.key;
+	double gb = ib / 1e9;
+	printf("argm    %s %s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | ratio %.3f | %s\n",
+	       MAX ? "argmax" : "argmin", dtype_name<T>(), (int)log2((double)n), us_ours,
+	       gb / (us_ours * 1e-6), us_cub, gb / (us_cub * 1e-6), us_cub / us_ours, ok ? "PASS" : "FAIL");
+	char line[512];
+	snprintf(line, sizeof line,
+		 "{\"bench\":\"%s\",\"dtype\":\"%s\",\"n\":%llu,\"ours_us\":%.3f,\"cub_us\":%.3f,"
+		 "\"ours_gbs\":%.1f,\"cub_gbs\":%.1f,\"ratio\":%.4f,\"check\":\"%s\"}",
+		 MAX ? "argmax" : "argmin", dtype_name<T>(), (unsigned long long)n, us_ours, us_cub,
+		 gb / (us_ours * 1e-6), gb / (us_cub * 1e-6), us_cub / us_ours, ok ? "PASS" : "FAIL");
+	json.push_back(line);
+	CU(cudaFree(ws));
+	CU(cudaFree(dout));
+	CU(cudaFree(kv));
+	CU(cudaFree(temp));
+}
+
+static void argm_all(int reps)
+{
+	CU(cudaMalloc(&in_pool, IN_POOL));
+	for (int e = 16; e <= 28; e += 4) {
+		int r = reps ? reps : e <= 24 ? 41 : 15;
+		argm_row<float, false>((uint64_t)1 << e, r);
+		argm_row<float, true>((uint64_t)1 << e, r);
+		argm_row<int32_t, false>((uint64_t)1 << e, r);
+		if (e <= 24 || e == 28)
+			argm_row<double, false>((uint64_t)1 << e, r);
+	}
+	CU(cudaFree(in_pool));
+}
+
 int main(int argc, char **argv)
 {
 	int reps = 0;
-	bool seg = true, scan = true;
+	bool seg = true, scan = true, argm = true;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seg-only"))
-			scan = false;
+			scan = argm = false;
 		else if (!strcmp(argv[i], "--scan-only"))
-			seg = false;
+			seg = argm = false;
+		else if (!strcmp(argv[i], "--argm-only"))
+			seg = scan = false;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--seg-only | --scan-only]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--reps N] [--seg-only | --scan-only | --argm-only]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -373,6 +457,8 @@ int main(int argc, char **argv)
 		seg_all(reps ? reps : 21);
 	if (scan)
 		scan_all(reps);
+	if (argm)
+		argm_all(reps);
 	for (auto &l : json)
 		printf("%s\n", l.c_str());
 	return 0;
