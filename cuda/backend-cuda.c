@@ -52,6 +52,9 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 	cudaFree(c->dxscratch);
 	cudaFree(c->dxout);
 	cudaFree(c->scan_ws);
+	cudaFree(c->argm_ws);
+	cudaFree(c->dargm);
+	cudaFreeHost(c->hargm);
 	cudaFreeHost(c->hxsegs);
 	cudaFreeHost(c->hxout);
 	free(c->xslot);
@@ -85,7 +88,11 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	    (e = cudaHostAlloc((void **)&c->hxsegs, CUDA_EXACT_SEGS * sizeof(gr_exact_seg),
 			       cudaHostAllocPortable)) ||
 	    (e = cudaHostAlloc((void **)&c->hxout, CUDA_EXACT_SEGS * sizeof(gr_exact_sum),
-			       cudaHostAllocPortable)))
+			       cudaHostAllocPortable)) ||
+	    (e = cudaMalloc(&c->argm_ws, gr_argm_workspace_bytes((int)d->sms))) ||
+	    (e = cudaMemset(c->argm_ws, 0, gr_argm_workspace_bytes((int)d->sms))) ||
+	    (e = cudaMalloc((void **)&c->dargm, sizeof(gr_argm_result))) ||
+	    (e = cudaHostAlloc((void **)&c->hargm, sizeof(gr_argm_result), cudaHostAllocPortable)))
 		return e;
 	c->runs = malloc(be->cap_segs * sizeof(cuda_run));
 	c->xslot = malloc(be->cap_segs * sizeof(uint32_t));

@@ -75,12 +75,16 @@ static void cuda_done_run(gr_job *post)
 			gr_job *j = jobs[i];
 			if (i + 1 < run->count)
 				__builtin_prefetch(jobs[i + 1], 1);
-			if (post->status < 0)
+			if (post->status < 0) {
 				cuda_job_fail(j, post->status, post->errmsg);
-			else
+			} else {
 				cuda_fill(j, dn->raw[k], dn->xslot[k] == CUDA_NOT_EXACT
 								 ? NULL
 								 : &dn->xout[dn->xslot[k]]);
+				/* alone in its launch: the launch's index */
+				if ((j->op == GR_OP_ARGMIN || j->op == GR_OP_ARGMAX) && j->n)
+					j->result.index = dn->argm_index;
+			}
 			j->done(j);
 		}
 		cuda_batch_settle(run->b, run->count);
@@ -163,6 +167,10 @@ void cuda_ctx_post(cuda_ctx *c, int status, const char *why)
 void cuda_finish(cuda_ctx *c)
 {
 	cuda_backend *be = c->dev->be;
+	/* an argmin's or argmax's value goes back as its raw value */
+	uint64_t argm_index = c->argm ? c->hargm->index : 0;
+	if (c->argm)
+		c->hout[0] = c->hargm->value;
 	size_t runs_bytes = (size_t)c->nruns * sizeof(cuda_run);
 	size_t raw_bytes = (size_t)c->njobs * sizeof(uint64_t);
 	size_t xout_bytes = (size_t)c->nx * sizeof(gr_exact_sum);
@@ -172,6 +180,7 @@ void cuda_finish(cuda_ctx *c)
 	if (!dn) {
 		/* no copy: the jobs go back through the context's own post */
 		cuda_done_init(c->own, c, c->runs, c->nruns, c->hout, c->xslot, c->hxout, 0, NULL);
+		c->own->argm_index = argm_index;
 		cuda_answer(be, c->own);
 		gr_completion_post(be->pub.cq, &c->own->post);
 		return;
@@ -185,6 +194,7 @@ void cuda_finish(cuda_ctx *c)
 	memcpy(raw, c->hout, raw_bytes);
 	memcpy(xslot, c->xslot, xslot_bytes);
 	cuda_done_init(dn, NULL, runs, c->nruns, raw, xslot, xout, 0, NULL);
+	dn->argm_index = argm_index;
 	cuda_ctx_release(c);
 	/* the replies' sends come after the context is back */
 	cuda_answer(be, dn);

@@ -74,6 +74,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda/argm.h"
 #include "cuda/exact.h"
 #include "cuda/kernel.h"
 #include "daemon/backend.h"
@@ -134,6 +135,11 @@ struct cuda_ctx {
 	void *scan_ws;
 	size_t scan_ws_bytes;
 	uint32_t scan_epoch;
+	/* argmin and argmax (argm.h): the workspace, the result on the
+	 * device and its copy; argm says the launch in flight is one */
+	void *argm_ws;
+	gr_argm_result *dargm, *hargm;
+	bool argm;
 	cuda_run *runs; /* the launch in flight: its items, in segment order */
 	uint32_t nruns, njobs;
 	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
@@ -230,6 +236,7 @@ typedef struct cuda_item {
 	uint8_t alone : 1; /* outside staging: launched alone, never in a span with others */
 	uint8_t on_device : 1; /* device memory: read in place, no copy */
 	uint8_t scan : 1; /* the prefix sums of device memory (job->scan_out): launched alone */
+	uint8_t argm : 1; /* argmin or argmax of device memory: launched alone, never early */
 } cuda_item;
 
 /*
@@ -281,6 +288,7 @@ struct cuda_done {
 	const uint64_t *raw;  /* each job's raw result, in run order */
 	const uint32_t *xslot; /* ... or its place in xout (CUDA_NOT_EXACT: none) */
 	const gr_exact_sum *xout;
+	uint64_t argm_index;   /* an argmin's or argmax's index (its value in raw) */
 };
 
 /* What the exact kernel (exact.h) sums of an item, GR_EXACT_F32, _F64,
@@ -292,7 +300,7 @@ struct cuda_done {
  * and conn-region.c, gr_conn_reduce_region). */
 static inline uint32_t cuda_item_exact(const cuda_item *it)
 {
-	if (it->scan || (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
+	if (it->scan || it->argm || (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
 		return 0;
 	if (it->op == GR_OP_SUM && it->dtype == GR_DT_F32)
 		return GR_EXACT_F32;
@@ -307,7 +315,7 @@ static inline uint32_t cuda_item_exact(const cuda_item *it)
 
 static inline uint64_t cuda_item_units(const cuda_item *it)
 {
-	return it->n && !it->scan ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
+	return it->n && !it->scan && !it->argm ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
 }
 
 /* ---- small helpers ---- */

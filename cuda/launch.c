@@ -71,8 +71,10 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	bool alone = false; /* the run is one item outside staging */
 	bool on_device = false; /* ... in device memory, read in place */
 	const cuda_item *scan = NULL; /* ... whose prefix sums it is */
+	const cuda_item *argm = NULL; /* ... whose argmin or argmax it is */
 
 	c->span = 0;
+	c->argm = false;
 
 	/* the run: segment table filled as it grows, offsets once lo is known */
 	while (b) {
@@ -94,6 +96,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			alone = it->alone;
 			on_device = it->on_device;
 			scan = it->scan ? it : NULL;
+			argm = it->argm ? it : NULL;
 			if (it->n) {
 				uintptr_t s = (uintptr_t)it->data;
 				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);
@@ -106,7 +109,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			gr_kseg *sg = &c->hsegs[nsegs];
 			c->xslot[nsegs++] = exact ? nx : CUDA_NOT_EXACT;
 			sg->offset = (uintptr_t)it->data;
-			sg->n = exact || it->scan ? 0 : it->n;
+			sg->n = exact || it->scan || it->argm ? 0 : it->n;
 			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
 			sg->unit_rows = sg->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
 			sg->first_unit = (uint32_t)units;
@@ -169,6 +172,16 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	}
 	if (scan)
 		CUDA_TRY("cudaLaunchKernel (prefix sum)", FAULT_LAUNCH, cuda_scan(c, scan));
+	if (argm && argm->n) {
+		c->argm = true;
+		CUDA_TRY("cudaLaunchKernel (argmin/argmax)", FAULT_LAUNCH,
+			 (cudaError_t)gr_argm_launch(argm->dtype, argm->op == GR_OP_ARGMAX, argm->data,
+						     argm->n, c->dargm, c->argm_ws, (int)d->sms,
+						     c->stream));
+		CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
+			 cudaMemcpyAsync(c->hargm, c->dargm, sizeof(*c->hargm), cudaMemcpyDeviceToHost,
+					 c->stream));
+	}
 	if (plain && nsegs <= GR_KERNEL_PARAM_SEGS) {
 		/* the common case: the table rides in the launch itself */
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,

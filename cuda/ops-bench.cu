@@ -358,14 +358,15 @@ template <typename T, bool MAX> static void argm_row(uint64_t n, int reps)
 	CU(cudaMemset(ws, 0, wb));
 	gr_argm_result *dout;
 	CU(cudaMalloc((void **)&dout, sizeof(*dout)));
-	using KV = cub::KeyValuePair<int, T>;
-	KV *kv;
-	CU(cudaMalloc((void **)&kv, sizeof(KV)));
+	T *cval;
+	int64_t *cidx;
+	CU(cudaMalloc((void **)&cval, sizeof(T)));
+	CU(cudaMalloc((void **)&cidx, sizeof(int64_t)));
 	size_t tb = 0;
 	if (MAX)
-		CU(cub::DeviceReduce::ArgMax(nullptr, tb, in_at(0), kv, (int)n, st));
+		CU(cub::DeviceReduce::ArgMax(nullptr, tb, in_at(0), cval, cidx, (int64_t)n, st));
 	else
-		CU(cub::DeviceReduce::ArgMin(nullptr, tb, in_at(0), kv, (int)n, st));
+		CU(cub::DeviceReduce::ArgMin(nullptr, tb, in_at(0), cval, cidx, (int64_t)n, st));
 	void *temp;
 	CU(cudaMalloc(&temp, tb + 16));
 	CU(cudaDeviceSynchronize());
@@ -374,24 +375,24 @@ template <typename T, bool MAX> static void argm_row(uint64_t n, int reps)
 		  [&](int r) {
 			  size_t t = tb;
 			  if (MAX)
-				  CU(cub::DeviceReduce::ArgMax(temp, t, in_at(r), kv, (int)n, st));
+				  CU(cub::DeviceReduce::ArgMax(temp, t, in_at(r), cval, cidx, (int64_t)n, st));
 			  else
-				  CU(cub::DeviceReduce::ArgMin(temp, t, in_at(r), kv, (int)n, st));
+				  CU(cub::DeviceReduce::ArgMin(temp, t, in_at(r), cval, cidx, (int64_t)n, st));
 		  },
 		  reps, 5, &us_ours, &us_cub);
 	/* the check: slot 0 through both (random data: no NaN) */
 	CU((grargm::launch<T>(MAX, in_at(0), n, dout, ws, sms, st)));
 	size_t t = tb;
 	if (MAX)
-		CU(cub::DeviceReduce::ArgMax(temp, t, in_at(0), kv, (int)n, st));
+		CU(cub::DeviceReduce::ArgMax(temp, t, in_at(0), cval, cidx, (int64_t)n, st));
 	else
-		CU(cub::DeviceReduce::ArgMin(temp, t, in_at(0), kv, (int)n, st));
+		CU(cub::DeviceReduce::ArgMin(temp, t, in_at(0), cval, cidx, (int64_t)n, st));
 	CU(cudaDeviceSynchronize());
 	gr_argm_result a;
-	KV b;
+	int64_t b;
 	CU(cudaMemcpy(&a, dout, sizeof(a), cudaMemcpyDeviceToHost));
-	CU(cudaMemcpy(&b, kv, sizeof(b), cudaMemcpyDeviceToHost));
-	bool ok = a.index == (uint64_t)b.key;
+	CU(cudaMemcpy(&b, cidx, sizeof(b), cudaMemcpyDeviceToHost));
+	bool ok = a.index == (uint64_t)b;
 	double gb = ib / 1e9;
 	printf("argm    %s %s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | ratio %.3f | %s\n",
 	       MAX ? "argmax" : "argmin", dtype_name<T>(), (int)log2((double)n), us_ours,
@@ -405,7 +406,8 @@ template <typename T, bool MAX> static void argm_row(uint64_t n, int reps)
 	json.push_back(line);
 	CU(cudaFree(ws));
 	CU(cudaFree(dout));
-	CU(cudaFree(kv));
+	CU(cudaFree(cval));
+	CU(cudaFree(cidx));
 	CU(cudaFree(temp));
 }
 

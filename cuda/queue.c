@@ -223,12 +223,15 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	cuda_backend *be = (cuda_backend *)pub;
 	uint32_t n = 0;
 	int pin = -1;
-	/* ops no kernel here reduces (argmin, argmax, moments), segments
-	 * and prefix sums fail: the daemon sends them to its CPU route */
+	/* ops no kernel here reduces (moments; argmin and argmax but of
+	 * device memory), segments and prefix sums of host data fail: the
+	 * daemon sends them to its CPU route */
 	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
 	while (*link) {
 		gr_job *j = *link;
-		if (gr_op_cpu_only(j->op) || j->seg || j->cumsum) {
+		/* argmin and argmax have a kernel for device memory only */
+		bool argm_here = j->on_device && (j->op == GR_OP_ARGMIN || j->op == GR_OP_ARGMAX);
+		if ((gr_op_cpu_only(j->op) && !argm_here) || j->seg || j->cumsum) {
 			*link = j->next;
 			j->next = NULL;
 			*nk_tail = j;
@@ -264,6 +267,12 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			/* never answered early: its answer is the loop's */
 			b->items[i].scan_out = j->scan_out;
 			b->items[i].scan = 1;
+			b->items[i].alone = 1;
+		} else if (j->on_device && (j->op == GR_OP_ARGMIN || j->op == GR_OP_ARGMAX)) {
+			/* an early answer carries no index */
+			j->early = NULL;
+			b->items[i].early = NULL;
+			b->items[i].argm = 1;
 			b->items[i].alone = 1;
 		}
 		b->jobs[i] = j;

@@ -1,14 +1,16 @@
 /*
- * Requests on GPU memory that no GPU kernel reduces yet (argmin, argmax,
- * moments, and segments of any op): each chunk is first copied to host
- * memory, on a CPU worker of the route (the CUDA backend's copy_to_host),
- * then reduced there on the CPU route as the same chunk of a shared-memory
- * region would be. The chunks are cut where a host region's are, so every
+ * Requests on GPU memory that no GPU kernel reduces yet (moments, segments
+ * of any op, and argmin and argmax of elements off their own size's
+ * boundary, which the GPU's kernel cannot read): each chunk is first
+ * copied to host memory, on a CPU worker of the route (the CUDA backend's
+ * copy_to_host), then reduced there on the CPU route as the same chunk of
+ * a shared-memory region would be. The chunks are cut where a host region's are, so every
  * bit of the answer is the same as for the same elements in host memory.
  * The copy lands in a staging slot, pinned memory the GPU writes by DMA,
  * or, when none is free, in memory of the chunk's own (slower: the driver
  * copies through buffers of its own then).
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "daemon/conn.h"
@@ -16,8 +18,11 @@
 
 bool gr_request_via_host(const gr_request *req)
 {
-	return req->region && req->region->device >= 0 && !req->scan &&
-	       (req->segs || gr_op_cpu_only(req->op));
+	if (!req->region || req->region->device < 0 || req->scan)
+		return false;
+	if (req->op == GR_OP_ARGMIN || req->op == GR_OP_ARGMAX)
+		return req->segs || (uintptr_t)req->region_next % gr_dtype_size(req->dtype);
+	return req->segs || gr_op_cpu_only(req->op);
 }
 
 /* On a CPU worker (or the loop, for a small chunk): the copy. */

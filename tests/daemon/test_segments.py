@@ -398,11 +398,11 @@ class SegmentsSplitAcrossWorkers(Segments):
 
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
 class DeviceMemory(CupyDeviceCase):
-    """What no GPU kernel reduces yet, on GPU memory (segments of every op,
-    argmin, argmax and moments): copied to the host chunk by chunk and
-    reduced on the CPU route, the same bytes as the same elements sent
-    over the socket, across many chunks and at odd offsets; the region
-    and the device stay in service."""
+    """Segments of every op, argmin, argmax and moments of GPU memory (on
+    the GPU's argmin/argmax kernel, or copied to the host chunk by chunk
+    and reduced on the CPU route): the same bytes as the same elements
+    sent over the socket, across many chunks and at odd offsets; the
+    region and the device stay in service."""
 
     # small chunks: a request of a few hundred thousand elements is many
     # chunks, each copied on its own
@@ -479,6 +479,14 @@ class DeviceMemory(CupyDeviceCase):
         dev, host = self.both({"op": "max", "dtype": "i32", "offsets": offsets_bin([0, 7, 999])},
                               region, 2, 999, x.tobytes()[2:2 + 4 * 999])
         self.assertEqual(dev, host)
+        # argmin and argmax there: by way of the host (the GPU's kernel
+        # reads whole elements); on an element's boundary: on the GPU
+        for off in (2, 4):
+            for op in ("argmin", "argmax"):
+                dev, host = self.both({"op": op, "dtype": "i32"}, region, off, 999,
+                                      x.tobytes()[off:off + 4 * 999])
+                self.assertIsNone(dev[0], dev)
+                self.assertEqual(dev, host, (op, off))
         self.c.call("unmap", [{"region": region}])
 
 
