@@ -258,18 +258,22 @@ static void local_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_
 }
 
 /* WHOLE: tile by tile, LOCAL, the carry from the tree, the tile's total
- * into it, then CARRY while the tile is still in the cache. */
+ * into it, then CARRY, in a buffer of the thread's own: the output is
+ * written once, final (never read back, so a region's output that
+ * another request writes meanwhile cannot feed into this one's). */
 static void whole_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_t n)
 {
 	size_t size = gr_dtype_size(dt);
 	double *out = (double *)(void *)cj->out;
+	double buf[GR_CUMSUM_TILE];
 
 	for (unsigned j = 0; j < cj->ntiles; j++) {
 		size_t first = (size_t)j * GR_CUMSUM_TILE, k = tile_len(n, j);
-		double a = tile_local(dt, in + first * size, k, out + first);
+		double a = tile_local(dt, in + first * size, k, buf);
 		double x = tree_carry(cj->tree);
 		tree_push(cj->tree, a);
-		tile_carry(out + first, k, x);
+		tile_carry(buf, k, x);
+		memcpy(out + first, buf, k * sizeof(*buf));
 	}
 }
 
