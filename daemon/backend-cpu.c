@@ -365,7 +365,8 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 			cpu_post(cb, job, -ENODEV, "the cpu backend has only device 0");
 			continue;
 		}
-		if (cpu_job_bytes(job) <= cb->inline_max) {
+		/* a run hook may block (a copy from a GPU): never the loop's */
+		if (cpu_job_bytes(job) <= cb->inline_max && !job->run) {
 			*inl_tail = job;
 			inl_tail = &job->next;
 			continue;

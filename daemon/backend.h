@@ -67,8 +67,9 @@ struct gr_job {
 	 * memory of the same device. Only the CUDA backend runs such jobs. */
 	void *scan_out;
 	/* NULL, or what a CPU backend runs for this job in place of reducing
-	 * it (on a worker, or inline): 0, or a negative errno with errmsg
-	 * written. The job is never split, and result is left alone. */
+	 * it, on a worker (never inline: it may block): 0, or a negative
+	 * errno with errmsg written. The job is never split, and result is
+	 * left alone. */
 	int (*run)(gr_job *job);
 
 	/* set by the backend before done() runs */

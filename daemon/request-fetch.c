@@ -4,8 +4,9 @@
  * boundary, which the GPU's kernel cannot read): each chunk is first
  * copied to host memory, on a CPU worker of the route (the CUDA backend's
  * copy_to_host), then reduced there on the CPU route as the same chunk of
- * a shared-memory region would be. The chunks are cut where a host region's are, so every
- * bit of the answer is the same as for the same elements in host memory.
+ * a shared-memory region would be. The chunks are cut where a host
+ * region's are, so every bit of the answer is the same as for the same
+ * elements in host memory.
  * The copy lands in a staging slot, pinned memory the GPU writes by DMA,
  * or, when none is free, in memory of the chunk's own (slower: the driver
  * copies through buffers of its own then).
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
 
 bool gr_request_via_host(const gr_request *req)
 {
@@ -25,13 +25,19 @@ bool gr_request_via_host(const gr_request *req)
 	return req->segs || gr_op_cpu_only(req->op);
 }
 
-/* On a CPU worker (or the loop, for a small chunk): the copy. */
+/* Where the chunk's copy goes: its staging slot, else its own memory. */
+static void *fetch_to(const gr_chunk *ch)
+{
+	return ch->slot ? (void *)ch->slot->base : ch->host_copy;
+}
+
+/* On a CPU worker: the copy. */
 static int fetch_run(gr_job *job)
 {
 	gr_chunk *ch = job->userdata;
 	gr_backend *be = ch->req->srv->backend;
 
-	return be->ops->copy_to_host(be, ch->fetch_device, ch->fetch_to, job->data,
+	return be->ops->copy_to_host(be, ch->fetch_device, fetch_to(ch), job->data,
 				     job->n * gr_dtype_size(job->dtype), job->errmsg,
 				     sizeof(job->errmsg));
 }
@@ -49,7 +55,7 @@ static void fetch_done(gr_job *job)
 		job->done(job);
 		return;
 	}
-	job->data = ch->fetch_to;
+	job->data = fetch_to(ch);
 	gr_server_submit(req->srv, job);
 }
 
@@ -61,20 +67,16 @@ bool gr_request_fetch_job(gr_request *req, gr_chunk *ch)
 		return false;
 	ch->slot = bytes <= req->srv->staging.slot_bytes ? gr_staging_alloc_chunk(&req->srv->staging)
 							 : NULL;
-	if (ch->slot) {
-		ch->fetch_to = ch->slot->base;
-	} else if (posix_memalign(&ch->host_copy, 64, bytes ? bytes : 64) == 0) {
-		ch->fetch_to = ch->host_copy;
-	} else {
+	if (!ch->slot && posix_memalign(&ch->host_copy, 64, bytes ? bytes : 64) != 0) {
 		ch->host_copy = NULL;
 		return false;
 	}
 	ch->fetch_device = req->region->device;
-	/* a CPU route job until it is reduced: no device, nothing early */
+	/* a CPU route job until it is reduced, with no device (and never
+	 * answered early: gr_request_submit_filling) */
 	ch->job.device = -1;
 	ch->job.on_device = false;
 	ch->job.cpu_route = true;
-	ch->job.early = NULL;
 	ch->job.run = fetch_run;
 	ch->job.done = fetch_done;
 	return true;

@@ -57,9 +57,8 @@ typedef struct gr_chunk {
 	gr_request *req;
 	gr_slot *slot;
 	size_t staged;  /* bytes charged to the connection */
-	/* GPU memory's elements copied for the CPU (request-fetch.c): where,
-	 * from which device, and the memory when it is not a staging slot */
-	void *fetch_to;
+	/* GPU memory's elements copied for the CPU (request-fetch.c): from
+	 * which device, and into the slot above or else this memory */
 	int fetch_device;
 	void *host_copy;
 	bool done;
