@@ -269,9 +269,6 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			b->items[i].scan = 1;
 			b->items[i].alone = 1;
 		} else if (j->on_device && (j->op == GR_OP_ARGMIN || j->op == GR_OP_ARGMAX)) {
-			/* an early answer carries no index */
-			j->early = NULL;
-			b->items[i].early = NULL;
 			b->items[i].argm = 1;
 			b->items[i].alone = 1;
 		}
