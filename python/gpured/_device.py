@@ -122,6 +122,18 @@ def host_empty(sp):
     return np.empty(0, dtype=_wire.NUMPY_DTYPES[sp.dtype])
 
 
+def gpu_span(x, allow_copy):
+    """(x, its Span) for an array in GPU memory with elements; (a host
+    array of no elements, None) for an empty one, which has no memory to
+    map; (x, None) for anything else, NumPy arrays first."""
+    if isinstance(x, np.ndarray):
+        return x, None
+    sp = span(x, allow_copy)
+    if sp is not None and sp.count == 0:
+        return host_empty(sp), None
+    return x, sp
+
+
 def _not_contiguous(x):
     return NotSupported("%s.%s in GPU memory is not contiguous; gpured reads it in place "
                         "only when it is (pass allow_copy=True to copy it)"

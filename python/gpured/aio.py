@@ -389,16 +389,12 @@ class Client:
             return await self._submit_segments(op, x, full, allow_copy, ddof, offsets)
         conv = (_wire.arg_result if op in _wire.ARG_OPS else
                 _wire.moments_result if op == _wire.MOMENTS else _full if full else _value)
-        if not isinstance(x, np.ndarray):
-            sp = _device.span(x, allow_copy)
-            if sp is not None and sp.count == 0:
-                x = _device.host_empty(sp)
-            elif sp is not None:
-                where = await self._device_target(sp, allow_copy)
-                if where is not None:
-                    sp.sync()
-                    return await self._request(_wire.region_reduce_tail(
-                        op, sp.dtype, where[0], where[1], sp.count, ddof=ddof), conv)
+        x, sp = _device.gpu_span(x, allow_copy)
+        where = await self._device_target(sp, allow_copy) if sp is not None else None
+        if where is not None:
+            sp.sync()
+            return await self._request(_wire.region_reduce_tail(
+                op, sp.dtype, where[0], where[1], sp.count, ddof=ddof), conv)
         a, name = _wire.as_array(x, allow_copy)
         if self._regions._ranges:
             where = self._regions.find(a)
@@ -417,17 +413,13 @@ class Client:
 
     async def _submit_segments(self, op, x, full, allow_copy, ddof, offsets):
         """As gpured.Client's: submit() with offsets."""
-        if not isinstance(x, np.ndarray):
-            sp = _device.span(x, allow_copy)
-            if sp is not None and sp.count == 0:
-                x = _device.host_empty(sp)
-            elif sp is not None:
-                where = await self._device_target(sp, allow_copy)
-                if where is not None:
-                    tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets,
-                                                           full, where)
-                    sp.sync()
-                    return await self._request(tail, conv)
+        x, sp = _device.gpu_span(x, allow_copy)
+        where = await self._device_target(sp, allow_copy) if sp is not None else None
+        if where is not None:
+            tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets, full,
+                                                   where)
+            sp.sync()
+            return await self._request(tail, conv)
         tail, conv, data = _wire.host_segments_request(op, x, allow_copy, ddof, offsets, full,
                                                        self._regions)
         return await self._request(tail, conv, data=data)

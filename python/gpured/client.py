@@ -586,17 +586,13 @@ class Client:
         if offsets is not None:
             return self._submit_segments(op, x, full, allow_copy, partial, ddof, offsets)
         conn = self._conn
-        if not isinstance(x, np.ndarray):
-            sp = _device.span(x, allow_copy)
-            if sp is not None and sp.count == 0:
-                x = _device.host_empty(sp)
-            elif sp is not None:
-                where = self._device_target(sp, allow_copy)
-                if where is not None:
-                    sp.sync()
-                    tail = _wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count,
-                                                    partial, ddof)
-                    return conn.request(tail, self._conv(op, sp.dtype, full, partial))
+        x, sp = _device.gpu_span(x, allow_copy)
+        where = self._device_target(sp, allow_copy) if sp is not None else None
+        if where is not None:
+            sp.sync()
+            tail = _wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count, partial,
+                                            ddof)
+            return conn.request(tail, self._conv(op, sp.dtype, full, partial))
         a, name = _wire.as_array(x, allow_copy)
         conv = self._conv(op, name, full, partial)
         if ddof is not None:
@@ -622,17 +618,13 @@ class Client:
         if partial:
             raise ValueError("partial=True is not available with offsets")
         conn = self._conn
-        if not isinstance(x, np.ndarray):
-            sp = _device.span(x, allow_copy)
-            if sp is not None and sp.count == 0:
-                x = _device.host_empty(sp)
-            elif sp is not None:
-                where = self._device_target(sp, allow_copy)
-                if where is not None:
-                    tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets,
-                                                           full, where)
-                    sp.sync()
-                    return conn.request(tail, conv)
+        x, sp = _device.gpu_span(x, allow_copy)
+        where = self._device_target(sp, allow_copy) if sp is not None else None
+        if where is not None:
+            tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets, full,
+                                                   where)
+            sp.sync()
+            return conn.request(tail, conv)
         tail, conv, data = _wire.host_segments_request(op, x, allow_copy, ddof, offsets, full,
                                                        conn.regions)
         return conn.request(tail, conv, data=data)
