@@ -109,7 +109,8 @@ constexpr int B1_BELOW = 39;
 constexpr int BINS = 4;
 /* E's lower end for nb bins: the last bin's b - 3 stays a normal double's
  * exponent (b0 + 1 stays below 1024 by E_HI) */
-template <int NB> constexpr int E_LO = -1022 + 3 - B0_ABOVE + (NB - 1) * B1_BELOW;
+template <int NB, int B0 = B0_ABOVE, int D = B1_BELOW>
+constexpr int E_LO = -1022 + 3 - B0 + (NB - 1) * D;
 /* digits between the digits' place of 2^-1074 (a double's bit 0) and
  * their bottom place */
 constexpr int LSB_OFF = -1074 - GR_EXACT_LSB_EXP;
@@ -376,9 +377,11 @@ static __device__ __forceinline__ void deposit_double(long long *digits, double 
 }
 
 /* a warp's bins: a[] per lane; the rest the same across the warp. The
- * fast path adds into the first FB (2 or 3): Fast2Sum into all but the
- * last, a plain add into that one. */
-template <typename T, int FB> struct bins {
+ * fast path adds into the first FB (1 to 4): Fast2Sum into all but the
+ * last, a plain add into that one. B0 and D place the bins (b0 = E + B0,
+ * b(j+1) = bj - D); other places than B0_ABOVE and B1_BELOW are moments'
+ * (moments.cuh argues for them). */
+template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 	static constexpr int BINS = traits<T>::BINS;
 	double a[BINS];
 	double c0, c1, l0, l1; /* the first two bins' starts and headroom limits */
@@ -390,7 +393,7 @@ template <typename T, int FB> struct bins {
 
 	static __device__ __forceinline__ int bexp(int ne, int j)
 	{
-		return ne + B0_ABOVE - j * B1_BELOW;
+		return ne + B0 - j * D;
 	}
 	__device__ __forceinline__ double start(int j) const
 	{
@@ -416,7 +419,7 @@ template <typename T, int FB> struct bins {
 		flags = 0;
 		rawmax = (int)0x80000000;
 		pending = false;
-		pin(E_LO<BINS>);
+		pin(E_LO<BINS, B0, D>);
 	}
 
 	/* every lane of the warp: the bins into the digits as integers */
@@ -469,7 +472,8 @@ template <typename T, int FB> struct bins {
 	/* an f64's square on the fast path: x * x = p + e (see above) */
 	__device__ __forceinline__ void fast_split(double x)
 	{
-		static_assert(FB == 4, "a square's two parts take the first four bins");
+		static_assert(FB == 4 && B0 == B0_ABOVE && D == B1_BELOW,
+			      "a square's two parts take the first four bins, placed as above");
 		double p = __dmul_rn(x, x), e = fma(x, x, -p);
 		double s = a[0] + p, d = s - a[0];
 		a[0] = s;
@@ -556,6 +560,16 @@ template <typename T, int FB> struct bins {
 				kmin = min(kmin, TR::nzkey(v[g], i) - 1);
 				rawmax = max(rawmax, TR::raw(v[g], i));
 			}
+		batch_keyed<NV>(v, digits, lane, kmax, kmin);
+	}
+
+	/* batch() with the lane's largest key and smallest nzkey - 1 of the
+	 * batch given, and rawmax kept by the caller */
+	template <unsigned NV>
+	__device__ __forceinline__ void batch_keyed(const uint4 (&v)[NV], long long *digits,
+						    unsigned lane, uint32_t kmax, uint32_t kmin)
+	{
+		using TR = traits<T>;
 		bool slow = kmax > thi || kmin < tlo1;
 		int ne = e;
 		if (__any_sync(FULL, slow)) {
@@ -628,29 +642,160 @@ static __device__ __forceinline__ uint4 ends_vector(const unsigned char *data, u
 }
 
 /* A warp's GROUP vectors from vw on (grid stride nt), those at or past
- * nv as -0 padding. */
+ * nv as padding; which of their elements are the array's (for_each_group's
+ * live). */
 template <typename T>
-static __device__ __forceinline__ void load_group(uint4 (&v)[GROUP], const uint4 *vb, uint64_t vw,
-						  uint64_t nt, uint64_t nv, unsigned lane)
+static __device__ __forceinline__ uint32_t load_group(uint4 (&v)[GROUP], const uint4 *vb,
+						      uint64_t vw, uint64_t nt, uint64_t nv,
+						      unsigned lane)
 {
+	constexpr unsigned V = traits<T>::V;
 	if (vw + 31 + (GROUP - 1) * nt < nv) {
 #pragma unroll
 		for (unsigned g = 0; g < GROUP; g++)
 			v[g] = __ldg(vb + vw + lane + g * nt);
-	} else {
-#pragma unroll
-		for (unsigned g = 0; g < GROUP; g++) {
-			uint64_t i = vw + lane + g * nt;
-			v[g] = i < nv ? __ldg(vb + i) : traits<T>::pad();
-		}
+		return GROUP * V == 32 ? 0xffffffffu : (1u << (GROUP * V)) - 1;
 	}
+	uint32_t live = 0;
+#pragma unroll
+	for (unsigned g = 0; g < GROUP; g++) {
+		uint64_t i = vw + lane + g * nt;
+		v[g] = i < nv ? __ldg(vb + i) : traits<T>::pad();
+		live |= i < nv ? ((1u << V) - 1) << (g * V) : 0u;
+	}
+	return live;
 }
 
 /*
- * One array: block b's threads take 16-byte vectors grid-stride, GROUP at
- * a time; the elements before the first 16-byte boundary and after the
- * last whole vector go to block 0's first warp, one per lane. The last
- * block to finish (or the only one) writes *out.
+ * One array's vectors for a block's warp, GROUP at a time: block b's
+ * threads take 16-byte vectors grid-stride; the elements before the
+ * first 16-byte boundary and after the last whole vector go to block 0's
+ * first warp first, one per lane (lane l < head: element l; head <= l <
+ * head + tail: the tail's), the rest of that group padded. add(v, live)
+ * is called with each group, every lane of the warp together; live has
+ * bit g * V + i set where element i of vector g is one of the array's,
+ * not padding (all of them for a group well inside the array). PIPE
+ * loads a warp's next group before it adds the one in hand, so that a
+ * warp keeps loads in flight.
+ */
+template <typename T, bool PIPE, typename F>
+static __device__ __forceinline__ void for_each_group(const unsigned char *data, uint64_t n,
+						      unsigned t, unsigned lane, F &&add)
+{
+	using TR = traits<T>;
+	static_assert(GROUP * TR::V <= 32, "a group's elements fit live's bits");
+	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
+	const uint64_t head = head0 < n ? head0 : n;
+	const uint64_t nv = (n - head) * sizeof(T) / 16;
+	const uint64_t tail = n - head - nv * TR::V;
+	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
+	uint64_t vw = (uint64_t)blockIdx.x * THREADS + (t - lane); /* the warp's first */
+
+	/* one call of add() in the code: what it does is not small */
+	bool ends = blockIdx.x == 0 && t < 32 && head + tail;
+	uint4 v[GROUP];
+	uint32_t live = 0;
+	if (ends) {
+		v[0] = ends_vector<T>(data, n, head, tail, lane);
+#pragma unroll
+		for (unsigned g = 1; g < GROUP; g++)
+			v[g] = TR::pad();
+		live = lane < head + tail ? 1u : 0u;
+	} else if (vw < nv) {
+		live = load_group<T>(v, vb, vw, nt, nv, lane);
+	}
+	if (!ends && vw >= nv)
+		return;
+	for (;;) {
+		const uint64_t nx = ends ? vw : vw + GROUP * nt;
+		const bool more = nx < nv;
+		uint4 w[GROUP];
+		uint32_t wlive = 0;
+		if (PIPE && more)
+			wlive = load_group<T>(w, vb, nx, nt, nv, lane);
+		add(v, live);
+		if (!more)
+			break;
+		if (PIPE) {
+#pragma unroll
+			for (unsigned g = 0; g < GROUP; g++)
+				v[g] = w[g];
+			live = wlive;
+		} else {
+			live = load_group<T>(v, vb, nx, nt, nv, lane);
+		}
+		vw = nx;
+		ends = false;
+	}
+}
+
+/* A block's digits (shared memory, complete) into the launch's scratch,
+ * by threads t < GR_EXACT_DIGITS: each digit's low 32 bits plus the carry
+ * of the one below (the top digit whole), so that what a block adds stays
+ * below 2^33; flags beside them. */
+static __device__ __forceinline__ void digits_to_scratch(const long long *digits,
+							 unsigned long long flags,
+							 gr_exact_scratch *scratch, unsigned t)
+{
+	if (t < GR_EXACT_DIGITS) {
+		long long d = digits[t];
+		long long v = t == GR_EXACT_DIGITS - 1 ? d : (long long)(d & 0xffffffffll);
+		if (t)
+			v += digits[t - 1] >> 32;
+		if (v)
+			atomicAdd((unsigned long long *)&scratch->acc[t], (unsigned long long)v);
+		if (t == 0 && flags)
+			atomicOr((unsigned long long *)&scratch->flags, flags);
+		__threadfence();
+	}
+}
+
+/* The last block: the scratch's sum into out, leaving it zero (threads
+ * t < GR_EXACT_DIGITS; the ticket is the caller's). */
+static __device__ __forceinline__ void scratch_to_out(gr_exact_scratch *scratch,
+						      gr_exact_sum *out, unsigned t)
+{
+	if (t < GR_EXACT_DIGITS)
+		out->digit[t] = (long long)atomicExch((unsigned long long *)&scratch->acc[t], 0ull);
+	if (t == 0)
+		out->flags = atomicExch((unsigned long long *)&scratch->flags, 0ull);
+}
+
+/* Is this block the launch's last to finish? Every thread calls it, after
+ * its block's share is in the scratch; the last one's sees the others'. */
+static __device__ __forceinline__ bool last_block(uint32_t *ticket, unsigned t)
+{
+	__shared__ unsigned last;
+	__syncthreads();
+	if (t == 0) {
+		last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+		if (last)
+			*ticket = 0;
+	}
+	__syncthreads();
+	if (last)
+		__threadfence();
+	return last;
+}
+
+/* A warp's flags (and whether any element was other than -0) into the
+ * block's. */
+template <typename B>
+static __device__ __forceinline__ void warp_flags(const B &st, unsigned long long *sflags,
+						  unsigned lane)
+{
+	uint32_t f = __reduce_or_sync(FULL, st.flags);
+	int rm = __reduce_max_sync(FULL, st.rawmax);
+	if (rm != (int)0x80000000)
+		f |= GR_EXACT_NOT_NZERO;
+	if (lane == 0 && f)
+		atomicOr(sflags, (unsigned long long)f);
+}
+
+/*
+ * One array, exactly (for_each_group's order: nothing depends on it). The
+ * last block to finish (or the only one) writes *out.
  */
 /* The kernel's forms: MINB blocks per SM in its launch bounds (and grid),
  * PIPE a warp's next batch loaded before it adds the one in hand, FB the
@@ -660,10 +805,8 @@ template <typename T, unsigned MINB = 2, bool PIPE = false, int FB = 2>
 __global__ void __launch_bounds__(THREADS, MINB)
 single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, gr_exact_sum *out)
 {
-	using TR = traits<T>;
 	__shared__ long long digits[GR_EXACT_DIGITS];
 	__shared__ unsigned long long sflags;
-	__shared__ unsigned last;
 	const unsigned t = threadIdx.x, lane = t & 31;
 	if (t < GR_EXACT_DIGITS)
 		digits[t] = 0;
@@ -673,58 +816,11 @@ single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, 
 
 	bins<T, FB> st;
 	st.init();
-	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
-	const uint64_t head = head0 < n ? head0 : n;
-	const uint64_t nv = (n - head) * sizeof(T) / 16;
-	const uint64_t tail = n - head - nv * TR::V;
-	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
-	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
-	uint64_t vw = (uint64_t)blockIdx.x * THREADS + (t - lane); /* the warp's first */
-
-	/* block 0's first warp takes the head and the tail first, one
-	 * element a lane (lane l < head: element l; head <= l < head + tail:
-	 * the tail's), the rest padded with -0; then every warp its vectors.
-	 * One call of batch() in the code, whose flushes are not small. */
-	bool ends = blockIdx.x == 0 && t < 32 && head + tail;
-	uint4 v[GROUP];
-	if (ends) {
-		v[0] = ends_vector<T>(data, n, head, tail, lane);
-#pragma unroll
-		for (unsigned g = 1; g < GROUP; g++)
-			v[g] = TR::pad();
-	} else if (vw < nv) {
-		load_group<T>(v, vb, vw, nt, nv, lane);
-	}
-	if (ends || vw < nv) {
-		for (;;) {
-			/* the warp's next vectors: PIPE loads them before it adds
-			 * these, so that a warp keeps loads in flight */
-			const uint64_t nx = ends ? vw : vw + GROUP * nt;
-			const bool more = nx < nv;
-			uint4 w[GROUP];
-			if (PIPE && more)
-				load_group<T>(w, vb, nx, nt, nv, lane);
-			st.template batch<GROUP>(v, digits, lane);
-			if (!more)
-				break;
-			if (PIPE) {
-#pragma unroll
-				for (unsigned g = 0; g < GROUP; g++)
-					v[g] = w[g];
-			} else {
-				load_group<T>(v, vb, nx, nt, nv, lane);
-			}
-			vw = nx;
-			ends = false;
-		}
-	}
+	for_each_group<T, PIPE>(data, n, t, lane, [&](const uint4 (&v)[GROUP], uint32_t) {
+		st.template batch<GROUP>(v, digits, lane);
+	});
 	st.flush(digits, lane);
-	uint32_t f = __reduce_or_sync(FULL, st.flags);
-	int rm = __reduce_max_sync(FULL, st.rawmax);
-	if (rm != (int)0x80000000)
-		f |= GR_EXACT_NOT_NZERO;
-	if (lane == 0 && f)
-		atomicOr(&sflags, (unsigned long long)f);
+	warp_flags(st, &sflags, lane);
 	__syncthreads();
 
 	if (gridDim.x == 1) {
@@ -734,32 +830,9 @@ single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, 
 			out->flags = sflags;
 		return;
 	}
-	if (t < GR_EXACT_DIGITS) {
-		/* the digit's low 32 bits, plus the carry of the one below;
-		 * the top digit kept whole */
-		long long d = digits[t];
-		long long v = t == GR_EXACT_DIGITS - 1 ? d : (long long)(d & 0xffffffffll);
-		if (t)
-			v += digits[t - 1] >> 32;
-		if (v)
-			atomicAdd((unsigned long long *)&scratch->acc[t], (unsigned long long)v);
-		if (t == 0 && sflags)
-			atomicOr((unsigned long long *)&scratch->flags, sflags);
-		__threadfence();
-	}
-	__syncthreads();
-	if (t == 0)
-		last = atomicAdd(&scratch->ticket, 1u) == gridDim.x - 1;
-	__syncthreads();
-	if (last) {
-		__threadfence();
-		if (t < GR_EXACT_DIGITS)
-			out->digit[t] = (long long)atomicExch((unsigned long long *)&scratch->acc[t], 0ull);
-		if (t == 0) {
-			out->flags = atomicExch((unsigned long long *)&scratch->flags, 0ull);
-			scratch->ticket = 0;
-		}
-	}
+	digits_to_scratch(digits, sflags, scratch, t);
+	if (last_block(&scratch->ticket, t))
+		scratch_to_out(scratch, out, t);
 }
 
 /* Blocks for n elements of T: a batch for each thread, at most per_sm
