@@ -12,43 +12,26 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/cuda-internal.h"
+#include "cuda/exact-partial.h"
 
 static void cuda_ctx_release(cuda_ctx *c);
 
 /* ---- finishing jobs ---- */
 
-/* The partial of a float sum (or sum of squares) of n elements from
- * the exact kernel's sum: its digits and specials folded into the exact
- * accumulator (reduce.h), so that it rounds, and combines with other
- * chunks' partials, as the CPU's does. */
-static void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n,
-			       gr_partial *ret)
-{
-	gr_partial_identity(op, dt, ret);
-	ret->count = n;
-	for (int i = 0; i < GR_EXACT_DIGITS; i++)
-		if (s->digit[i])
-			gr_partial_add_scaled(ret, s->digit[i],
-					      GR_EXACT_LSB_EXP + GR_EXACT_DIGIT_BITS * i);
-	unsigned f = 0;
-	f |= s->flags & GR_EXACT_NAN ? GR_PARTIAL_NAN : 0;
-	f |= s->flags & GR_EXACT_PINF ? GR_PARTIAL_PINF : 0;
-	f |= s->flags & GR_EXACT_NINF ? GR_PARTIAL_NINF : 0;
-	f |= s->flags & GR_EXACT_NOT_NZERO ? GR_PARTIAL_SEEN : 0;
-	if (f)
-		gr_partial_add_special(ret, f);
-}
-
 /* One job's result from the kernel's raw value (its bits in the partial's
- * v), or from its exact sum xs when it has one, status 0. What is already
+ * v), or from its exact sum xs or its moments sums mom when it has them,
+ * status 0. What is already
  * right is only read, not written, and the exact accumulator's words are
  * not touched unless its flags say they are in use (daemon/reduce.h). */
-static void cuda_fill(gr_job *j, uint64_t raw, const gr_exact_sum *xs)
+static void cuda_fill(gr_job *j, uint64_t raw, const gr_exact_sum *xs,
+		      const gr_moments_sums *mom)
 {
 	if (j->early) {
 		/* answered already (cuda_answer): done() reads the status */
 	} else if (j->n == 0) {
 		gr_partial_identity(j->op, j->dtype, &j->result);
+	} else if (mom) {
+		cuda_moments_partial(mom, j->dtype, j->n, &j->result);
 	} else if (xs) {
 		cuda_exact_partial(xs, j->op, j->dtype, j->n, &j->result);
 	} else {
@@ -80,7 +63,8 @@ static void cuda_done_run(gr_job *post)
 			} else {
 				cuda_fill(j, dn->raw[k], dn->xslot[k] == CUDA_NOT_EXACT
 								 ? NULL
-								 : &dn->xout[dn->xslot[k]]);
+								 : &dn->xout[dn->xslot[k]],
+					  j->op == GR_OP_MOMENTS ? dn->mom : NULL);
 				/* alone in its launch: the launch's index */
 				if ((j->op == GR_OP_ARGMIN || j->op == GR_OP_ARGMAX) && j->n)
 					j->result.index = dn->argm_index;
@@ -142,6 +126,7 @@ static void cuda_done_init(cuda_done *dn, cuda_ctx *own, const cuda_run *runs, u
 	dn->raw = raw;
 	dn->xslot = xslot;
 	dn->xout = xout;
+	dn->mom = NULL;
 	dn->post.status = status;
 	if (status < 0)
 		snprintf(dn->post.errmsg, sizeof(dn->post.errmsg), "%s", why);
@@ -177,17 +162,22 @@ void cuda_finish(cuda_ctx *c)
 	size_t raw_bytes = (size_t)c->njobs * sizeof(uint64_t);
 	size_t xout_bytes = (size_t)c->nx * sizeof(gr_exact_sum);
 	size_t xslot_bytes = (size_t)c->njobs * sizeof(uint32_t);
-	/* the exact sums first after the header: they want 8-byte alignment */
-	cuda_done *dn = malloc(sizeof(*dn) + xout_bytes + runs_bytes + raw_bytes + xslot_bytes);
+	size_t mom_bytes = c->mom ? sizeof(gr_moments_sums) : 0;
+	/* the exact sums and moments' first after the header: they want
+	 * 8-byte alignment */
+	cuda_done *dn =
+		malloc(sizeof(*dn) + mom_bytes + xout_bytes + runs_bytes + raw_bytes + xslot_bytes);
 	if (!dn) {
 		/* no copy: the jobs go back through the context's own post */
 		cuda_done_init(c->own, c, c->runs, c->nruns, c->hout, c->xslot, c->hxout, 0, NULL);
 		c->own->argm_index = argm_index;
+		c->own->mom = c->mom ? c->hmom : NULL;
 		cuda_answer(be, c->own);
 		gr_completion_post(be->pub.cq, &c->own->post);
 		return;
 	}
-	gr_exact_sum *xout = (gr_exact_sum *)(dn + 1);
+	gr_moments_sums *mom = (gr_moments_sums *)(dn + 1);
+	gr_exact_sum *xout = (gr_exact_sum *)((uint8_t *)mom + mom_bytes);
 	cuda_run *runs = (cuda_run *)((uint8_t *)xout + xout_bytes);
 	uint64_t *raw = (uint64_t *)((uint8_t *)runs + runs_bytes);
 	uint32_t *xslot = (uint32_t *)((uint8_t *)raw + raw_bytes);
@@ -195,8 +185,11 @@ void cuda_finish(cuda_ctx *c)
 	memcpy(runs, c->runs, runs_bytes);
 	memcpy(raw, c->hout, raw_bytes);
 	memcpy(xslot, c->xslot, xslot_bytes);
+	if (mom_bytes)
+		memcpy(mom, c->hmom, mom_bytes);
 	cuda_done_init(dn, NULL, runs, c->nruns, raw, xslot, xout, 0, NULL);
 	dn->argm_index = argm_index;
+	dn->mom = mom_bytes ? mom : NULL;
 	cuda_ctx_release(c);
 	/* the replies' sends come after the context is back */
 	cuda_answer(be, dn);

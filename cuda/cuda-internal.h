@@ -77,6 +77,7 @@
 #include "cuda/argm.h"
 #include "cuda/exact.h"
 #include "cuda/kernel.h"
+#include "cuda/moments.h"
 #include "daemon/backend.h"
 
 /* The calls a fault can be injected into (fault.c). */
@@ -140,6 +141,11 @@ struct cuda_ctx {
 	void *argm_ws;
 	gr_argm_result *dargm, *hargm;
 	bool argm;
+	/* moments (moments.h): the scratch, the sums on the device and their
+	 * copy; mom says the launch in flight is one */
+	gr_moments_scratch *mom_scratch;
+	gr_moments_sums *dmom, *hmom;
+	bool mom;
 	cuda_run *runs; /* the launch in flight: its items, in segment order */
 	uint32_t nruns, njobs;
 	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
@@ -237,6 +243,7 @@ typedef struct cuda_item {
 	uint8_t on_device : 1; /* device memory: read in place, no copy */
 	uint8_t scan : 1; /* the prefix sums of device memory (job->scan_out): launched alone */
 	uint8_t argm : 1; /* argmin or argmax of device memory: launched alone */
+	uint8_t mom : 1; /* moments of device memory (f32, f64): launched alone */
 } cuda_item;
 
 /*
@@ -289,6 +296,7 @@ struct cuda_done {
 	const uint32_t *xslot; /* ... or its place in xout (CUDA_NOT_EXACT: none) */
 	const gr_exact_sum *xout;
 	uint64_t argm_index;   /* an argmin's or argmax's index (its value in raw) */
+	const gr_moments_sums *mom; /* a moments launch's sums, else NULL */
 };
 
 /* What the exact kernel (exact.h) sums of an item, GR_EXACT_F32, _F64,
@@ -300,7 +308,8 @@ struct cuda_done {
  * and conn-region.c, gr_conn_reduce_region). */
 static inline uint32_t cuda_item_exact(const cuda_item *it)
 {
-	if (it->scan || it->argm || (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
+	if (it->scan || it->argm || it->mom ||
+	    (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
 		return 0;
 	if (it->op == GR_OP_SUM && it->dtype == GR_DT_F32)
 		return GR_EXACT_F32;
@@ -315,7 +324,7 @@ static inline uint32_t cuda_item_exact(const cuda_item *it)
 
 static inline uint64_t cuda_item_units(const cuda_item *it)
 {
-	return it->n && !it->scan && !it->argm ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
+	return it->n && !it->scan && !it->argm && !it->mom ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
 }
 
 /* ---- small helpers ---- */

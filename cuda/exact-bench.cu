@@ -16,8 +16,12 @@
  * Then the batched form over 2^24 elements cut into equal segments. Last,
  * the exact sums of squares of f32 and f64 (sumsq) against the read kernel
  * and CUB's TransformReduce of x * x, n = 2^20 .. 2^28, and on wide data.
+ * And moments (moments.h: the exact sum, the exact sum of squares, min and
+ * max in one pass) against the read kernel and the exact sum, in its
+ * production form and with 1 and 3 blocks per SM.
  *
- *   gpured-exact-bench [--hi E]   (largest n 2^E, 16..28; default 28)
+ *   gpured-exact-bench [--hi E] [--moments-only]
+ *     (largest n 2^E, 16..28; default 28)
  */
 #include <algorithm>
 #include <cmath>
@@ -31,6 +35,7 @@
 
 #include "cuda/bench-common.cuh"
 #include "cuda/exact.cuh"
+#include "cuda/moments.cuh"
 
 using grb::median;
 using grb::pos;
@@ -43,6 +48,8 @@ struct env {
 	size_t temp_bytes;
 	gr_exact_scratch *scratch;
 	gr_exact_sum *out;
+	gr_moments_scratch *mscratch;
+	gr_moments_sums *mout;
 	void *cub_out;
 	float *sink;
 	cudaEvent_t e0, e1;
@@ -52,8 +59,9 @@ struct env {
 /* EXACT is the production form; PIPE, MINB3 and FB3 the kernel's other
  * forms (exact.cuh: single_kernel's PIPE, MINB and FB); for sums of
  * squares, SQ_EXACT ours and SQ_CUB cub::DeviceReduce::TransformReduce
- * of x * x in the element's type */
-enum impl { EXACT, CUB, BW, PIPE, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB };
+ * of x * x in the element's type; MOM moments (production), MOM1 and
+ * MOM3 its forms with 1 and 3 blocks per SM */
+enum impl { EXACT, CUB, BW, PIPE, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, MOM, MOM1, MOM3 };
 
 template <typename T> struct square {
 	__device__ __forceinline__ T operator()(T x) const { return x * x; }
@@ -75,6 +83,13 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 	} else if (which == SQ_EXACT) {
 		int dt = sizeof(T) == 4 ? GR_EXACT_F32_SQUARES : GR_EXACT_F64_SQUARES;
 		CU((cudaError_t)gr_exact_launch_single(dt, in, n, E.scratch, E.out, E.sms, E.st));
+	} else if (which == MOM) {
+		int dt = sizeof(T) == 4 ? GR_EXACT_F32 : GR_EXACT_F64;
+		CU((cudaError_t)gr_moments_launch(dt, in, n, E.mscratch, E.mout, E.sms, E.st));
+	} else if (which == MOM1) {
+		CU((grm::launch<T, 1>(in, n, E.mscratch, E.mout, E.sms, E.st)));
+	} else if (which == MOM3) {
+		CU((grm::launch<T, 3>(in, n, E.mscratch, E.mout, E.sms, E.st)));
 	} else if (which == SQ_CUB) {
 		size_t tb = E.temp_bytes;
 		CU(cub::DeviceReduce::TransformReduce(E.temp, tb, in, (T *)E.cub_out, (int64_t)n,
@@ -349,14 +364,64 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 	return ok;
 }
 
+/*
+ * moments against the read kernel and the exact sum over the same bytes,
+ * back-to-back blocks as the sums' (grb::block_gbs), the kinds taken in
+ * turn, medians of REPS; on uniform data and on exponents over 60 binades.
+ * Checked: the same sums twice, and the sum's digits those of the exact
+ * sum's.
+ */
+template <typename T> static bool bench_moments(env &E, const char *dt, int hi)
+{
+	bool ok = true;
+	const int impls[] = { MOM, BW, EXACT, MOM1, MOM3 };
+	const char *kinds[] = { "uniform [-1, 1)", "exponents over 60 binades" };
+	for (int kind = 0; kind <= 1; kind++) {
+		fill<T>(E, kind);
+		printf("\n%s moments, %s: back-to-back throughput, medians of %d\n", dt, kinds[kind],
+		       REPS);
+		printf("%10s | %9s %9s %9s %9s %9s | %9s %9s | %s\n", "n", "mom GB/s", "read GB/s",
+		       "sum GB/s", "1/SM", "3/SM", "mom/read", "mom/sum", "check");
+		for (int e : { 20, 24, 26, 28 }) {
+			if (e > hi)
+				continue;
+			size_t n = (size_t)1 << e;
+			gr_moments_sums m[2];
+			gr_exact_sum s;
+			for (int r = 0; r < 2; r++) {
+				launch<T>(E, MOM, (const T *)E.pool, n);
+				CU(cudaStreamSynchronize(E.st));
+				CU(cudaMemcpy(&m[r], E.mout, sizeof(m[r]), cudaMemcpyDeviceToHost));
+			}
+			launch<T>(E, EXACT, (const T *)E.pool, n);
+			CU(cudaStreamSynchronize(E.st));
+			CU(cudaMemcpy(&s, E.out, sizeof(s), cudaMemcpyDeviceToHost));
+			double a = gr_exact_fold(&m[0].sum, n), b = gr_exact_fold(&s, n);
+			bool good = memcmp(&m[0], &m[1], sizeof(m[0])) == 0 && memcmp(&a, &b, 8) == 0;
+			ok = ok && good;
+			std::vector<double> t[5];
+			for (int r = 0; r < REPS; r++)
+				for (int w = 0; w < 5; w++)
+					t[w].push_back(throughput_gbs<T>(E, impls[w], n));
+			double x = median(t[0]), rd = median(t[1]), sm = median(t[2]);
+			printf("%10zu | %9.1f %9.1f %9.1f %9.1f %9.1f | %9.3f %9.3f | %s\n", n, x, rd, sm,
+			       median(t[3]), median(t[4]), x / rd, x / sm, good ? "ok" : "FAIL");
+		}
+	}
+	return ok;
+}
+
 int main(int argc, char **argv)
 {
 	int hi = 28;
+	bool moments_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hi") && i + 1 < argc) {
 			hi = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--moments-only")) {
+			moments_only = true;
 		} else {
-			fprintf(stderr, "usage: %s [--hi E]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--hi E] [--moments-only]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -395,6 +460,9 @@ int main(int argc, char **argv)
 	CU(cudaMalloc(&E.scratch, sizeof(gr_exact_scratch)));
 	CU(cudaMemset(E.scratch, 0, sizeof(gr_exact_scratch)));
 	CU(cudaMalloc(&E.out, sizeof(gr_exact_sum)));
+	CU(cudaMalloc(&E.mscratch, sizeof(gr_moments_scratch)));
+	CU(cudaMemset(E.mscratch, 0, sizeof(gr_moments_scratch)));
+	CU(cudaMalloc(&E.mout, sizeof(gr_moments_sums)));
 	CU(cudaMalloc(&E.cub_out, 64));
 	CU(cudaMalloc(&E.sink, 64));
 	CU(cudaEventCreate(&E.e0));
@@ -410,13 +478,18 @@ int main(int argc, char **argv)
 		launch<float>(E, BW, (const float *)E.pool, (size_t)1 << 28);
 	CU(cudaStreamSynchronize(E.st));
 
-	bool ok = bench<float>(E, "f32", hi);
-	ok = bench<double>(E, "f64", hi) && ok;
-	printf("\n");
-	bench_batch<float>(E, "f32");
-	bench_batch<double>(E, "f64");
-	ok = bench_squares<float>(E, "f32", hi) && ok;
-	ok = bench_squares<double>(E, "f64", hi) && ok;
+	bool ok = true;
+	if (!moments_only) {
+		ok = bench<float>(E, "f32", hi) && ok;
+		ok = bench<double>(E, "f64", hi) && ok;
+		printf("\n");
+		bench_batch<float>(E, "f32");
+		bench_batch<double>(E, "f64");
+		ok = bench_squares<float>(E, "f32", hi) && ok;
+		ok = bench_squares<double>(E, "f64", hi) && ok;
+	}
+	ok = bench_moments<float>(E, "f32", hi) && ok;
+	ok = bench_moments<double>(E, "f64", hi) && ok;
 	printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
 	return ok ? 0 : 1;
 }

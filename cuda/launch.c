@@ -72,9 +72,11 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	bool on_device = false; /* ... in device memory, read in place */
 	const cuda_item *scan = NULL; /* ... whose prefix sums it is */
 	const cuda_item *argm = NULL; /* ... whose argmin or argmax it is */
+	const cuda_item *mom = NULL; /* ... whose moments it is */
 
 	c->span = 0;
 	c->argm = false;
+	c->mom = false;
 
 	/* the run: segment table filled as it grows, offsets once lo is known */
 	while (b) {
@@ -97,6 +99,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			on_device = it->on_device;
 			scan = it->scan ? it : NULL;
 			argm = it->argm ? it : NULL;
+			mom = it->mom ? it : NULL;
 			if (it->n) {
 				uintptr_t s = (uintptr_t)it->data;
 				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);
@@ -109,7 +112,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			gr_kseg *sg = &c->hsegs[nsegs];
 			c->xslot[nsegs++] = exact ? nx : CUDA_NOT_EXACT;
 			sg->offset = (uintptr_t)it->data;
-			sg->n = exact || it->scan || it->argm ? 0 : it->n;
+			sg->n = exact || it->scan || it->argm || it->mom ? 0 : it->n;
 			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
 			sg->unit_rows = sg->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
 			sg->first_unit = (uint32_t)units;
@@ -180,6 +183,17 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 						     c->stream));
 		CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
 			 cudaMemcpyAsync(c->hargm, c->dargm, sizeof(*c->hargm), cudaMemcpyDeviceToHost,
+					 c->stream));
+	}
+	if (mom && mom->n) {
+		c->mom = true;
+		CUDA_TRY("cudaLaunchKernel (moments)", FAULT_LAUNCH,
+			 (cudaError_t)gr_moments_launch(mom->dtype == GR_DT_F32 ? GR_EXACT_F32
+										: GR_EXACT_F64,
+							mom->data, mom->n, c->mom_scratch, c->dmom,
+							(int)d->sms, c->stream));
+		CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
+			 cudaMemcpyAsync(c->hmom, c->dmom, sizeof(*c->hmom), cudaMemcpyDeviceToHost,
 					 c->stream));
 	}
 	if (plain && nsegs <= GR_KERNEL_PARAM_SEGS) {

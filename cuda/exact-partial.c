@@ -1,0 +1,50 @@
+/* The GPU's exact results as the daemon's partials (exact-partial.h). */
+#include <math.h>
+
+#include "cuda/exact-partial.h"
+#include "daemon/xsum.h"
+
+/* The exact sum's digits and specials added into p's accumulator. */
+static void exact_add(const gr_exact_sum *s, gr_partial *p)
+{
+	for (int i = 0; i < GR_EXACT_DIGITS; i++)
+		if (s->digit[i])
+			gr_partial_add_scaled(p, s->digit[i],
+					      GR_EXACT_LSB_EXP + GR_EXACT_DIGIT_BITS * i);
+	unsigned f = 0;
+	f |= s->flags & GR_EXACT_NAN ? GR_PARTIAL_NAN : 0;
+	f |= s->flags & GR_EXACT_PINF ? GR_PARTIAL_PINF : 0;
+	f |= s->flags & GR_EXACT_NINF ? GR_PARTIAL_NINF : 0;
+	f |= s->flags & GR_EXACT_NOT_NZERO ? GR_PARTIAL_SEEN : 0;
+	if (f)
+		gr_partial_add_special(p, f);
+}
+
+void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n,
+			gr_partial *ret)
+{
+	gr_partial_identity(op, dt, ret);
+	ret->count = n;
+	exact_add(s, ret);
+}
+
+void cuda_moments_partial(const gr_moments_sums *m, gr_dtype dt, uint64_t n, gr_partial *ret)
+{
+	const int xdt = dt == GR_DT_F32 ? GR_EXACT_F32 : GR_EXACT_F64;
+	gr_partial sq;
+
+	/* the squares' sum as a sumsq partial, then taken in whole */
+	cuda_exact_partial(&m->sq, GR_OP_SUMSQ, dt, n, &sq);
+	gr_partial_identity(GR_OP_MOMENTS, dt, ret);
+	ret->count = n;
+	exact_add(&m->sum, ret);
+	xsum_sq_take(ret, &sq);
+	if (m->sum.flags & GR_EXACT_NAN) {
+		/* min and max are NaN too, as the CPU's */
+		ret->lo.f = NAN;
+		ret->hi.f = NAN;
+	} else {
+		ret->lo.f = gr_moments_key_value(xdt, m->kmin);
+		ret->hi.f = gr_moments_key_value(xdt, m->kmax);
+	}
+}

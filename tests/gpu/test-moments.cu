@@ -1,0 +1,236 @@
+/*
+ * The moments kernel (cuda/moments.h) and its partial (cuda/exact-partial.c)
+ * against the CPU backend's moments (daemon/reduce.c and moments.c, built
+ * in): f32 and f64, sizes from 1 to past 2^24, data that breaks naive
+ * means and variances (a large offset plus noise, magnitudes over the
+ * whole exponent range, subnormals, zeros of both signs, every element
+ * -0, values near the overflow threshold, a variance that overflows, all
+ * equal), infinities of one sign and both, NaNs; at every start in a
+ * 16-byte vector (the head and tail path), on grids of one block, 7 and
+ * every multiprocessor. sum, min, max, mean and var (ddof 0 and 1) must
+ * have the CPU's bits (any NaN for a NaN), and the scratch must be left
+ * zero. --quick keeps to small sizes (for compute-sanitizer). Exits 77
+ * when there is no GPU.
+ */
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/moments.cuh"
+extern "C" {
+#include "cuda/exact-partial.h"
+#include "daemon/reduce.h"
+}
+
+#define CU(x)                                                                                      \
+	do {                                                                                       \
+		cudaError_t e_ = (cudaError_t)(x);                                                 \
+		if (e_ != cudaSuccess) {                                                           \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,                 \
+				cudaGetErrorString(e_));                                           \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+static unsigned long checks, failures;
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		checks++;                                                                          \
+		if (!(cond)) {                                                                     \
+			failures++;                                                                \
+			fprintf(stderr, "FAIL: " __VA_ARGS__);                                     \
+			fprintf(stderr, "\n");                                                     \
+			if (failures > 20)                                                         \
+				exit(1);                                                           \
+		}                                                                                  \
+	} while (0)
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+/* a normal deviate, roughly (the sum of four uniforms, centred) */
+static double gauss(void)
+{
+	double s = 0;
+	for (int k = 0; k < 4; k++)
+		s += (double)(rnd() >> 11) / 9007199254740992.0;
+	return (s - 2.0) * 1.7;
+}
+
+enum { RANDOM, OFFSET, MIXED, SUBNORMAL, ZEROS, NEGZERO, NEAR_MAX, OVERFLOW_VAR, EQUAL,
+       INF, BOTH_INF, NAN_ONE, NKINDS };
+static const char *kind_name[] = { "random", "offset", "mixed", "subnormal", "zeros",
+				   "negzero", "near-max", "overflow-var", "equal", "inf",
+				   "both-inf", "nan" };
+
+/* n elements of f32 (f32 true) or f64 of kind into h */
+static void fill(bool f32, int kind, std::vector<unsigned char> &h, size_t n)
+{
+	h.assign(n * (f32 ? 4 : 8), 0);
+	const double big = f32 ? 1e7 : 1e15, mx = f32 ? FLT_MAX : DBL_MAX;
+	const double tiny = f32 ? 0x1p-149 : 0x1p-1074;
+	const int lim = f32 ? 37 : 300;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = rnd();
+		double x;
+		switch (kind) {
+		case RANDOM: x = gauss() * 1000; break;
+		case OFFSET: x = big + gauss(); break;
+		case MIXED: x = gauss() * pow(10.0, (double)((int)(r % (2 * lim)) - lim)); break;
+		case SUBNORMAL: x = (double)((int)(r % 2000) - 1000) * tiny; break;
+		case ZEROS: x = r % 3 ? 0.0 : -0.0; break;
+		case NEGZERO: x = -0.0; break;
+		case NEAR_MAX: x = mx * (0.5 + 0.5 * (double)(r >> 11) / 9007199254740992.0); break;
+		case OVERFLOW_VAR: x = r & 1 ? mx : -mx; break;
+		case EQUAL: x = 0.1; break;
+		default: x = gauss(); break;
+		}
+		if (f32) {
+			float f = (float)x;
+			memcpy(&h[i * 4], &f, 4);
+		} else {
+			memcpy(&h[i * 8], &x, 8);
+		}
+	}
+	/* the specials, each at a random place */
+	auto put = [&](size_t i, double x) {
+		if (f32) {
+			float f = (float)x;
+			memcpy(&h[i * 4], &f, 4);
+		} else {
+			memcpy(&h[i * 8], &x, 8);
+		}
+	};
+	if (kind == INF || kind == BOTH_INF)
+		put(rnd() % n, INFINITY);
+	if (kind == BOTH_INF)
+		put(rnd() % n, -INFINITY);
+	if (kind == NAN_ONE)
+		put(rnd() % n, rnd() & 1 ? NAN : -NAN);
+}
+
+static bool same(const gr_value &a, const gr_value &b)
+{
+	if (a.kind == GR_KIND_F64 && std::isnan(a.f))
+		return std::isnan(b.f);
+	return a.u == b.u;
+}
+
+static bool same_f(double a, double b)
+{
+	if (std::isnan(a))
+		return std::isnan(b);
+	return memcmp(&a, &b, 8) == 0;
+}
+
+static gr_moments_scratch *scratch;
+static gr_moments_sums *dout;
+
+/* one launch on grid blocks (0: the launcher's choice for sms) against the CPU */
+static void one(bool f32, int kind, size_t n, const unsigned char *h, const void *d, int sms,
+		unsigned blocks)
+{
+	const gr_dtype dt = f32 ? GR_DT_F32 : GR_DT_F64;
+	if (f32)
+		CU(grm::launch<float>(d, n, scratch, dout, sms, nullptr, blocks));
+	else
+		CU(grm::launch<double>(d, n, scratch, dout, sms, nullptr, blocks));
+	gr_moments_sums got;
+	CU(cudaMemcpy(&got, dout, sizeof(got), cudaMemcpyDeviceToHost));
+	gr_partial gp, cp;
+	cuda_moments_partial(&got, dt, n, &gp);
+	gr_reduce(GR_OP_MOMENTS, dt, h, n, &cp);
+	for (uint64_t ddof = 0; ddof < 2 && ddof < n; ddof++) {
+		gr_moments g, c;
+		gr_err eg = gr_moments_finish(dt, &gp, ddof, &g);
+		gr_err ec = gr_moments_finish(dt, &cp, ddof, &c);
+		CHECK(eg == GR_OK && ec == GR_OK, "finish failed %d %d", (int)eg, (int)ec);
+		CHECK(g.count == c.count && same(g.sum, c.sum) && same(g.min, c.min) &&
+			      same(g.max, c.max) && same_f(g.mean, c.mean) && same_f(g.var, c.var),
+		      "%s %s n=%zu sms=%d blocks=%u ddof=%llu: GPU sum %a min %a max %a mean %a "
+		      "var %a; CPU %a %a %a %a %a",
+		      f32 ? "f32" : "f64", kind_name[kind], n, sms, blocks,
+		      (unsigned long long)ddof, g.sum.f, g.min.f, g.max.f, g.mean, g.var, c.sum.f,
+		      c.min.f, c.max.f, c.mean, c.var);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+	int count = 0;
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+		printf("no GPU: skipped\n");
+		return 77;
+	}
+	cudaDeviceProp prop;
+	CU(cudaGetDeviceProperties(&prop, 0));
+	int sms = prop.multiProcessorCount;
+	CU(cudaMalloc((void **)&scratch, sizeof(*scratch)));
+	CU(cudaMemset(scratch, 0, sizeof(*scratch)));
+	CU(cudaMalloc((void **)&dout, sizeof(*dout)));
+	std::vector<size_t> sizes = { 1, 2, 3, 5, 33, 1000, 4097, 65537 };
+	if (!quick) {
+		sizes.push_back((1u << 20) + 3);
+		sizes.push_back((1u << 24) + 5);
+	}
+	std::vector<unsigned char> h;
+	for (int f32 = 1; f32 >= 0; f32--)
+		for (int kind = 0; kind < NKINDS; kind++) {
+			const size_t size = f32 ? 4 : 8;
+			for (size_t n : sizes) {
+				if (n > (1u << 21) && kind != RANDOM && kind != MIXED)
+					continue;
+				/* three spare elements in front: every start in a vector */
+				fill(f32, kind, h, n + 3);
+				unsigned char *d;
+				CU(cudaMalloc((void **)&d, (n + 3) * size));
+				CU(cudaMemcpy(d, h.data(), (n + 3) * size, cudaMemcpyHostToDevice));
+				for (size_t skip = 0; skip < 16 / size; skip++) {
+					size_t m = n + 3 - skip - (skip ? 0 : 3);
+					const unsigned char *hp = h.data() + skip * size;
+					one(f32, kind, m, hp, d + skip * size, sms, 0);
+					if (skip == 0) {
+						one(f32, kind, m, hp, d, sms, 1);
+						one(f32, kind, m, hp, d, 7, 7);
+					}
+				}
+				CU(cudaFree(d));
+			}
+			printf("moments %s %-12s ok so far (%lu checks)\n", f32 ? "f32" : "f64",
+			       kind_name[kind], checks);
+		}
+	/* the scratch is left zero for the next launch */
+	gr_moments_scratch s;
+	CU(cudaMemcpy(&s, scratch, sizeof(s), cudaMemcpyDeviceToHost));
+	static const gr_moments_scratch zero = {};
+	CHECK(memcmp(&s, &zero, sizeof(s)) == 0, "scratch not left zero");
+	/* and what the launcher refuses */
+	CHECK(gr_moments_launch(GR_EXACT_F32, dout, 0, scratch, dout, sms, nullptr) ==
+		      (int)cudaErrorInvalidValue, "n == 0 launched");
+	CHECK(gr_moments_launch(GR_EXACT_F64, (const char *)dout + 4, 1, scratch, dout, sms,
+				nullptr) == (int)cudaErrorInvalidValue, "misaligned f64 launched");
+	CHECK(gr_moments_launch(3, dout, 1, scratch, dout, sms, nullptr) ==
+		      (int)cudaErrorInvalidValue, "an integer dtype launched");
+	CU(cudaFree(scratch));
+	CU(cudaFree(dout));
+	if (failures) {
+		printf("moments: %lu of %lu checks failed\n", failures, checks);
+		return 1;
+	}
+	printf("moments: %lu checks passed\n", checks);
+	return 0;
+}
