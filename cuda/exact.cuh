@@ -382,6 +382,7 @@ static __device__ __forceinline__ void deposit_double(long long *digits, double 
  * b(j+1) = bj - D); other places than B0_ABOVE and B1_BELOW are moments'
  * (moments.cuh argues for them). */
 template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
+	using elem = T;
 	static constexpr int BINS = traits<T>::BINS;
 	double a[BINS];
 	double c0, c1, l0, l1; /* the first two bins' starts and headroom limits */
@@ -550,8 +551,19 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 	template <unsigned NV>
 	__device__ __forceinline__ void batch(const uint4 (&v)[NV], long long *digits, unsigned lane)
 	{
+		uint32_t kmax, kmin;
+		keys<NV>(v, kmax, kmin);
+		batch_keyed<NV>(v, digits, lane, kmax, kmin);
+	}
+
+	/* A batch's largest key and smallest nzkey - 1 in the lane; rawmax
+	 * kept. */
+	template <unsigned NV>
+	__device__ __forceinline__ void keys(const uint4 (&v)[NV], uint32_t &kmax, uint32_t &kmin)
+	{
 		using TR = traits<T>;
-		uint32_t kmax = 0, kmin = 0xffffffffu;
+		kmax = 0;
+		kmin = 0xffffffffu;
 #pragma unroll
 		for (unsigned g = 0; g < NV; g++)
 #pragma unroll
@@ -560,14 +572,26 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 				kmin = min(kmin, TR::nzkey(v[g], i) - 1);
 				rawmax = max(rawmax, TR::raw(v[g], i));
 			}
-		batch_keyed<NV>(v, digits, lane, kmax, kmin);
 	}
 
 	/* batch() with the lane's largest key and smallest nzkey - 1 of the
-	 * batch given, and rawmax kept by the caller */
+	 * batch given, and rawmax kept by the caller: its three steps */
 	template <unsigned NV>
 	__device__ __forceinline__ void batch_keyed(const uint4 (&v)[NV], long long *digits,
 						    unsigned lane, uint32_t kmax, uint32_t kmin)
+	{
+		bool deep = prepare(digits, lane, kmax, kmin);
+		if (deep)
+			add_careful<NV>(v, digits);
+		else
+			add_fast<NV>(v);
+		settle(deep);
+	}
+
+	/* A batch's first step: raise E where it must (and flush what is
+	 * pending); whether the warp takes the careful path with it. */
+	__device__ __forceinline__ bool prepare(long long *digits, unsigned lane, uint32_t kmax,
+						uint32_t kmin)
 	{
 		using TR = traits<T>;
 		bool slow = kmax > thi || kmin < tlo1;
@@ -588,34 +612,52 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 				slow = kmax > thi || kmin < tlo1;
 			}
 		}
-		bool deep = __any_sync(FULL, slow);
-		if (deep) {
-			/* one element at a time, rolled: this path is rare, and
-			 * its code stays small */
-			uint4 w[NV];
+		return __any_sync(FULL, slow);
+	}
+
+	/* The careful path: one element at a time, rolled (it is rare, and
+	 * its code stays small). */
+	template <unsigned NV>
+	__device__ __forceinline__ void add_careful(const uint4 (&v)[NV], long long *digits)
+	{
+		using TR = traits<T>;
+		uint4 w[NV];
 #pragma unroll
-			for (unsigned g = 0; g < NV; g++)
-				w[g] = v[g];
+		for (unsigned g = 0; g < NV; g++)
+			w[g] = v[g];
 #pragma unroll 1
-			for (unsigned j = 0; j < NV * TR::V; j++) {
-				uint4 u = w[j / TR::V];
-				unsigned i = j % TR::V;
-				if constexpr (TR::SPLIT)
-					careful_split(digits, TR::value(u, i));
-				else
-					careful(digits, TR::value(u, i), TR::key(u, i));
-			}
-		} else {
-#pragma unroll
-			for (unsigned g = 0; g < NV; g++)
-#pragma unroll
-				for (unsigned i = 0; i < TR::V; i++) {
-					if constexpr (TR::SPLIT)
-						fast_split(TR::value(v[g], i));
-					else
-						fast(TR::value(v[g], i));
-				}
+		for (unsigned j = 0; j < NV * TR::V; j++) {
+			uint4 u = w[j / TR::V];
+			unsigned i = j % TR::V;
+			if constexpr (TR::SPLIT)
+				careful_split(digits, TR::value(u, i));
+			else
+				careful(digits, TR::value(u, i), TR::key(u, i));
 		}
+	}
+
+	/* One element on the fast path. */
+	__device__ __forceinline__ void add_one(const uint4 &v, unsigned i)
+	{
+		using TR = traits<T>;
+		if constexpr (TR::SPLIT)
+			fast_split(TR::value(v, i));
+		else
+			fast(TR::value(v, i));
+	}
+
+	template <unsigned NV> __device__ __forceinline__ void add_fast(const uint4 (&v)[NV])
+	{
+#pragma unroll
+		for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+			for (unsigned i = 0; i < traits<T>::V; i++)
+				add_one(v[g], i);
+	}
+
+	/* The last step: a bin near its limit is flushed before the next. */
+	__device__ __forceinline__ void settle(bool deep)
+	{
 		pending = __any_sync(FULL, near_full(deep));
 	}
 };

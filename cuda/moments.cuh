@@ -32,6 +32,9 @@
  *   kernel's sumsq needs a third bin (SQ_FB) for its 13. Deeper bins, for
  *   the careful path, keep the same spacing: each takes residuals below
  *   2^(b(j-1) - 53) = 2^(bj - 8), 32 of which are 2^(bj - 3) again.
+ * - Where both take their fast paths (as good as always), one loop adds
+ *   each element to both, so that the two chains of dependent adds
+ *   interleave: a warp waits on one, not on one after the other.
  * - An element's keys are looked at once: the squares' largest key and
  *   smallest non-zero key are those of the squares of the largest and of
  *   the smallest non-zero |x| (squaring and the keys are monotonic), so
@@ -119,6 +122,41 @@ static __device__ __forceinline__ void square_keys(uint32_t kmax, uint32_t kmin,
 }
 
 /*
+ * One group into the sum's bins s and the squares' q, given each one's
+ * keys of the group (bins::keys): where both take their fast paths (as
+ * good as always), one loop adds each element to both, so that the two
+ * chains of dependent adds interleave.
+ */
+template <typename S, typename Q>
+static __device__ __forceinline__ void both_bins(const uint4 (&v)[GROUP], S &s, Q &q,
+						 long long *d1, long long *d2, unsigned lane,
+						 uint32_t smax, uint32_t smin, uint32_t qmax,
+						 uint32_t qmin)
+{
+	bool ds = s.prepare(d1, lane, smax, smin), dq = q.prepare(d2, lane, qmax, qmin);
+	if (!ds && !dq) {
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++)
+#pragma unroll
+			for (unsigned i = 0; i < gre::traits<typename S::elem>::V; i++) {
+				s.add_one(v[g], i);
+				q.add_one(v[g], i);
+			}
+	} else {
+		if (ds)
+			s.template add_careful<GROUP>(v, d1);
+		else
+			s.template add_fast<GROUP>(v);
+		if (dq)
+			q.template add_careful<GROUP>(v, d2);
+		else
+			q.template add_fast<GROUP>(v);
+	}
+	s.settle(ds);
+	q.settle(dq);
+}
+
+/*
  * f32: one group into the sum's bins s and the squares' q, and the lane's
  * float minimum and maximum (and the least of its elements' bits as signed
  * integers, rmin), the group's live elements only (above).
@@ -130,27 +168,42 @@ static __device__ __forceinline__ void f32_group(const uint4 (&v)[GROUP], uint32
 {
 	uint32_t kmax = 0, kmin = 0xffffffffu;
 	int rmax = s.rawmax;
-	const bool all = live == 0xffffffffu;
+	/* padding (-0) changes none of the keys, nor rmax */
 #pragma unroll
 	for (unsigned g = 0; g < GROUP; g++)
 #pragma unroll
 		for (unsigned i = 0; i < 4; i++) {
-			/* padding (-0) changes none of the keys, nor rmax */
 			uint32_t w = gre::traits<float>::word(v[g], i), k = w & 0x7fffffffu;
 			kmax = max(kmax, k);
 			kmin = min(kmin, k - 1);
 			rmax = max(rmax, (int)w);
-			float x = __uint_as_float(w);
-			bool in = all || ((live >> (g * 4 + i)) & 1);
-			fmn = in ? fminf(fmn, x) : fmn;
-			fmx = in ? fmaxf(fmx, x) : fmx;
-			rmin = in ? min(rmin, (int)w) : rmin;
 		}
+	if (live == 0xffffffffu) {
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++)
+#pragma unroll
+			for (unsigned i = 0; i < 4; i++) {
+				uint32_t w = gre::traits<float>::word(v[g], i);
+				fmn = fminf(fmn, __uint_as_float(w));
+				fmx = fmaxf(fmx, __uint_as_float(w));
+				rmin = min(rmin, (int)w);
+			}
+	} else {
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++)
+#pragma unroll
+			for (unsigned i = 0; i < 4; i++) {
+				uint32_t w = gre::traits<float>::word(v[g], i);
+				bool in = (live >> (g * 4 + i)) & 1;
+				fmn = in ? fminf(fmn, __uint_as_float(w)) : fmn;
+				fmx = in ? fmaxf(fmx, __uint_as_float(w)) : fmx;
+				rmin = in ? min(rmin, (int)w) : rmin;
+			}
+	}
 	s.rawmax = rmax;
-	s.template batch_keyed<GROUP>(v, d1, lane, kmax, kmin);
 	uint32_t qmax, qmin;
 	square_keys(kmax, kmin, qmax, qmin);
-	q.template batch_keyed<GROUP>(v, d2, lane, qmax, qmin);
+	both_bins(v, s, q, d1, d2, lane, kmax, kmin, qmax, qmin);
 }
 
 /* The least and greatest key of a group's live elements into lo and hi. */
@@ -184,7 +237,7 @@ static __device__ __forceinline__ void group_keys(const uint4 (&v)[GROUP], uint3
 		}
 }
 
-template <typename T, unsigned MINB = 2>
+template <typename T, unsigned MINB = 2, bool PIPE = false>
 __global__ void __launch_bounds__(THREADS, MINB)
 moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratch,
 	       gr_moments_sums *out)
@@ -212,7 +265,7 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 		q.rawmax = 0;
 		float fmn = __int_as_float(0x7f800000), fmx = -fmn;
 		int rmin = 0x7fffffff;
-		gre::for_each_group<T, false>(data, n, t, lane,
+		gre::for_each_group<T, PIPE>(data, n, t, lane,
 					      [&](const uint4 (&v)[GROUP], uint32_t live) {
 			f32_group(v, live, s, q, d1, d2, lane, fmn, fmx, rmin);
 		});
@@ -225,10 +278,12 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 	} else {
 		lo = (K)~(K)0;
 		hi = 0;
-		gre::for_each_group<T, false>(data, n, t, lane,
+		gre::for_each_group<T, PIPE>(data, n, t, lane,
 					      [&](const uint4 (&v)[GROUP], uint32_t live) {
-			s.template batch<GROUP>(v, d1, lane);
-			q.template batch<GROUP>(v, d2, lane);
+			uint32_t smax, smin, qmax, qmin;
+			s.template keys<GROUP>(v, smax, smin);
+			q.template keys<GROUP>(v, qmax, qmin);
+			both_bins(v, s, q, d1, d2, lane, smax, smin, qmax, qmin);
 			group_keys<T>(v, live, lo, hi);
 		});
 	}
@@ -273,14 +328,14 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 	}
 }
 
-template <typename T, unsigned MINB = 2>
+template <typename T, unsigned MINB = 2, bool PIPE = false>
 static inline cudaError_t launch(const void *data, uint64_t n, gr_moments_scratch *scratch,
 				 gr_moments_sums *out, int sm_count, cudaStream_t stream,
 				 unsigned blocks = 0)
 {
 	if (!blocks)
 		blocks = gre::grid_blocks<T>(n, sm_count, MINB);
-	moments_kernel<T, MINB><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n,
+	moments_kernel<T, MINB, PIPE><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n,
 								scratch, out);
 	return cudaGetLastError();
 }
