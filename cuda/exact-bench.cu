@@ -18,8 +18,7 @@
  * and CUB's TransformReduce of x * x, n = 2^20 .. 2^28, and on wide data.
  * And moments (moments.h: the exact sum, the exact sum of squares, min and
  * max in one pass) against the read kernel and the exact sum, in its
- * production form and with the next group loaded early (PIPE) at 2 and 1
- * blocks per SM.
+ * production form and with 2 and 3 blocks per SM.
  *
  *   gpured-exact-bench [--hi E] [--moments-only]
  *     (largest n 2^E, 16..28; default 28)
@@ -60,9 +59,8 @@ struct env {
 /* EXACT is the production form; PIPE, MINB3 and FB3 the kernel's other
  * forms (exact.cuh: single_kernel's PIPE, MINB and FB); for sums of
  * squares, SQ_EXACT ours and SQ_CUB cub::DeviceReduce::TransformReduce
- * of x * x in the element's type; MOM moments (production), MOM1 and
- * MOM3 its forms that load a warp's next group before adding the one in
- * hand (PIPE), with 2 and 1 blocks per SM */
+ * of x * x in the element's type; MOM moments (production: 3 blocks
+ * per SM for f32, 2 for f64), MOM1 and MOM3 its forms with 2 and 3 */
 enum impl { EXACT, CUB, BW, PIPE, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, MOM, MOM1, MOM3 };
 
 template <typename T> struct square {
@@ -89,9 +87,9 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 		int dt = sizeof(T) == 4 ? GR_EXACT_F32 : GR_EXACT_F64;
 		CU((cudaError_t)gr_moments_launch(dt, in, n, E.mscratch, E.mout, E.sms, E.st));
 	} else if (which == MOM1) {
-		CU((grm::launch<T, 2, true>(in, n, E.mscratch, E.mout, E.sms, E.st)));
+		CU((grm::launch<T, 2>(in, n, E.mscratch, E.mout, E.sms, E.st)));
 	} else if (which == MOM3) {
-		CU((grm::launch<T, 1, true>(in, n, E.mscratch, E.mout, E.sms, E.st)));
+		CU((grm::launch<T, 3>(in, n, E.mscratch, E.mout, E.sms, E.st)));
 	} else if (which == SQ_CUB) {
 		size_t tb = E.temp_bytes;
 		CU(cub::DeviceReduce::TransformReduce(E.temp, tb, in, (T *)E.cub_out, (int64_t)n,
@@ -383,7 +381,7 @@ template <typename T> static bool bench_moments(env &E, const char *dt, int hi)
 		printf("\n%s moments, %s: back-to-back throughput, medians of %d\n", dt, kinds[kind],
 		       REPS);
 		printf("%10s | %9s %9s %9s %9s %9s | %9s %9s | %s\n", "n", "mom GB/s", "read GB/s",
-		       "sum GB/s", "pipe", "pipe 1/SM", "mom/read", "mom/sum", "check");
+		       "sum GB/s", "2/SM", "3/SM", "mom/read", "mom/sum", "check");
 		for (int e : { 20, 24, 26, 28 }) {
 			if (e > hi)
 				continue;

@@ -385,7 +385,6 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 	using elem = T;
 	static constexpr int BINS = traits<T>::BINS;
 	double a[BINS];
-	double c0, c1, l0, l1; /* the first two bins' starts and headroom limits */
 	int e;
 	uint32_t thi, tlo1; /* largest key for the bins; smallest nzkey - 1 for the fast path */
 	uint32_t flags;     /* GR_EXACT_NAN, _PINF, _NINF */
@@ -407,10 +406,6 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 #pragma unroll
 		for (int j = 0; j < BINS; j++)
 			a[j] = start(j);
-		c0 = a[0];
-		c1 = a[1];
-		l0 = pow2(bexp(ne, 0) - 3);
-		l1 = pow2(bexp(ne, 1) - 3);
 		thi = traits<T>::key_below(ne);
 		tlo1 = traits<T>::key_exact(bexp(ne, FB - 1)) - 1;
 	}
@@ -445,15 +440,17 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 		}
 	}
 
-	/* Has a bin reached its headroom limit? (the fast path's are checked
-	 * after every batch; the deeper ones only take the careful path's
-	 * residuals, after which they are checked too) */
+	/* Has a bin reached its headroom limit? (the first two are checked
+	 * after every batch, the others where the fast path uses them; the
+	 * deeper ones only take the careful path's residuals, after which
+	 * they are checked too.) Starts and limits are worked out from e, not
+	 * kept: registers are what the kernels run short of. */
 	__device__ __forceinline__ bool near_full(bool deep) const
 	{
-		bool f = fabs(a[0] - c0) > l0 || fabs(a[1] - c1) > l1;
+		bool f = false;
 #pragma unroll
-		for (int j = 2; j < BINS; j++)
-			if (j < FB || deep)
+		for (int j = 0; j < BINS; j++)
+			if (j < 2 || j < FB || deep)
 				f = f || fabs(a[j] - start(j)) > pow2(bexp(e, j) - 3);
 		return f;
 	}

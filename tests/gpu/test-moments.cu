@@ -145,7 +145,7 @@ static void one(bool f32, int kind, size_t n, const unsigned char *h, const void
 {
 	const gr_dtype dt = f32 ? GR_DT_F32 : GR_DT_F64;
 	if (f32)
-		CU(grm::launch<float>(d, n, scratch, dout, sms, nullptr, blocks));
+		CU((grm::launch<float, grm::F32_MINB>(d, n, scratch, dout, sms, nullptr, blocks)));
 	else
 		CU(grm::launch<double>(d, n, scratch, dout, sms, nullptr, blocks));
 	gr_moments_sums got;
