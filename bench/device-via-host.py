@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""What the ops no GPU kernel reduces yet cost on GPU memory: argmin,
-argmax, moments and a segmented sum of an f32 array in GPU memory (each
-chunk copied to the host and reduced on the CPU route), against sum and
-max of the same array (the GPU's kernels, in place), through one daemon
-in one run. The array is mapped once by IPC handle (the daemon runs with
+"""argmin, argmax, moments and a segmented sum of an f32 array in GPU
+memory, against sum and max of the same array, through one daemon in one
+run: the first three and sum and max on the GPU's kernels, in place; the
+segmented sum by way of the host (each chunk copied there and reduced on
+the CPU route: no GPU kernel for segments yet). The array is mapped once by IPC handle (the daemon runs with
 --allow-cuda-ipc yes); each row is the median of REPS requests, one at a
 time. One JSON line per row.
 

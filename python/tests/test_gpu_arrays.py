@@ -140,9 +140,9 @@ def test_torch_cuda_in_place(make_daemon):
 
 
 def test_torch_cuda_argmin_argmax_moments(make_daemon):
-    """argmin and argmax of GPU memory run on the GPU's kernel, moments
-    (no GPU kernel yet) on a copy on the host: each gives what the same
-    elements on the host give (NumPy's answer)."""
+    """argmin, argmax and moments of f32 GPU memory run on the GPU's
+    kernels: each gives what the same elements on the host give (NumPy's
+    answer)."""
     torch = _torch_cuda()
     with _gpu_daemon(make_daemon) as c:
         t = torch.tensor([3.0, -1.0, 7.0, -1.0], dtype=torch.float32, device="cuda")

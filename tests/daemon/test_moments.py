@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_shm import ShmCase  # noqa: E402
+from test_shm import BACKEND, CupyDeviceCase, ShmCase  # noqa: E402
 
 DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 NP = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
@@ -251,6 +251,63 @@ class Moments(ShmCase):
         self.assertIsNone(err)
         self.assertEqual(sorted(r), KEYS)
         self.assertEqual(c.call("ping"), (None, "pong"))
+
+
+@unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
+class DeviceMemory(CupyDeviceCase):
+    """moments of GPU memory: f32 and f64 on the GPU's moments kernel,
+    integers and elements off their own size's boundary copied to the
+    host; every way the exact mean and variance (Fraction) and the bits
+    the same elements give over the socket, on the adversarial arrays
+    above, at odd sizes and offsets."""
+
+    def test_adversarial_on_the_gpu(self):
+        rng = np.random.default_rng(21)
+        for dt in DTYPES:
+            size = np.dtype(NP[dt]).itemsize
+            for n in (1, 4097, 70001):
+                for what, x in adversarial(rng, dt, n + 1):
+                    gx = self.cp.asarray(x)
+                    region = self.map(gx)
+                    for skip in (0, 1):
+                        y = x[skip:]
+                        for ddof in (0, 1):
+                            if ddof >= len(y):
+                                continue
+                            p = {"op": "moments", "dtype": dt, "ddof": ddof}
+                            dev = self.c.call("reduce", [dict(p, region=region,
+                                                              offset=skip * size,
+                                                              count=len(y))])
+                            host = self.c.call("reduce", [dict(p, data=y.tobytes())])
+                            why = (dt, n, what, skip, ddof)
+                            self.assertIsNone(dev[0], why)
+                            self.assertEqual(struct.pack("<dd", dev[1]["mean"], dev[1]["var"]),
+                                             struct.pack("<dd", host[1]["mean"], host[1]["var"]),
+                                             why)
+                            for k in KEYS:
+                                self.assertTrue(same(dev[1][k], host[1][k]), (why, k))
+                            mean, var = reference(y, ddof)
+                            self.assertTrue(same(dev[1]["mean"], mean), why)
+                            self.assertTrue(same(dev[1]["var"], var), why)
+                    self.assertEqual(self.c.call("unmap", [{"region": region}]), (None, True))
+        self.healthy()
+
+    def test_off_the_element_boundary(self):
+        # f32 at byte offsets 1..3 of the allocation: by way of the host
+        rng = np.random.default_rng(22)
+        raw = (rng.standard_normal(100003) * 1000).astype(np.float32).tobytes()
+        gx = self.cp.asarray(np.frombuffer(raw, dtype=np.uint8))
+        region = self.map(gx)
+        for off in (1, 2, 3):
+            n = (len(raw) - off) // 4
+            data = raw[off:off + 4 * n]
+            p = {"op": "moments", "dtype": "f32", "ddof": 1}
+            dev = self.c.call("reduce", [dict(p, region=region, offset=off, count=n)])
+            host = self.c.call("reduce", [dict(p, data=data)])
+            self.assertIsNone(dev[0], dev[0])
+            self.assertEqual(dev, host, off)
+        self.assertEqual(self.c.call("unmap", [{"region": region}]), (None, True))
+        self.healthy()
 
 
 if __name__ == "__main__":
