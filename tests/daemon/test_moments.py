@@ -293,22 +293,22 @@ class DeviceMemory(CupyDeviceCase):
         self.healthy()
 
     def test_off_the_element_boundary(self):
-        # f32 at byte offsets 1..3 of the allocation: by way of the host
+        # f32 elements 1..3 bytes into the allocation: by way of the host
         rng = np.random.default_rng(22)
-        raw = (rng.standard_normal(100003) * 1000).astype(np.float32).tobytes()
-        gx = self.cp.asarray(np.frombuffer(raw, dtype=np.uint8))
-        region = self.map(gx)
+        x = (rng.standard_normal(100003) * 1000).astype(np.float32)
         for off in (1, 2, 3):
-            n = (len(raw) - off) // 4
-            data = raw[off:off + 4 * n]
+            raw = bytes(off) + x.tobytes()
+            region = self.map(self.cp.asarray(np.frombuffer(raw, dtype=np.uint8)))
             p = {"op": "moments", "dtype": "f32", "ddof": 1}
-            dev = self.c.call("reduce", [dict(p, region=region, offset=off, count=n)])
-            host = self.c.call("reduce", [dict(p, data=data)])
-            self.assertIsNone(dev[0], dev[0])
-            self.assertEqual(dev, host, off)
-        self.assertEqual(self.c.call("unmap", [{"region": region}]), (None, True))
+            err, dev = self.c.call("reduce", [dict(p, region=region, offset=off, count=len(x))])
+            self.assertIsNone(err, err)
+            host = self.c.call("reduce", [dict(p, data=x.tobytes())])[1]
+            for k in KEYS:
+                self.assertTrue(same(dev[k], host[k]), (off, k, dev[k], host[k]))
+            mean, var = reference(x, 1)
+            self.assertTrue(same(dev["mean"], mean) and same(dev["var"], var), off)
+            self.assertEqual(self.c.call("unmap", [{"region": region}]), (None, True))
         self.healthy()
-
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
