@@ -15,7 +15,8 @@
  * ddof), each rounded once to float64, to nearest with ties to even
  * (infinity past the largest finite value). A NaN among the elements
  * makes both NaN; infinities make the mean what the sum is (+inf, -inf,
- * NaN for both) and the variance NaN. A zero mean is -0.0 only when
- * every element is -0.0; a zero variance is +0.0.
+ * NaN for both) and the variance NaN. An exactly zero mean is -0.0 only
+ * when every element is -0.0 (a negative mean too small for a double
+ * rounds to -0.0, as any negative value does); a zero variance is +0.0.
  */
 void moments_round(const gr_partial *p, uint64_t ddof, double *ret_mean, double *ret_var);

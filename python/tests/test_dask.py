@@ -1,10 +1,13 @@
 """gpured.dask on a distributed cluster of two worker processes, each with
-a gpured of its own (as on two hosts): the result is the same bits for
-every chunking and every set of workers, equal to one request over the
-whole array and, for float64 sums, to math.fsum; each daemon reduces the
-chunks of its own worker only."""
+a gpured of its own (as on two hosts): the result (sums, min and max,
+argmin and argmax, moments) is the same bits for every chunking and every
+set of workers, equal to one request over the whole array and to exact
+references (math.fsum, NumPy, Fractions); each daemon reduces the chunks
+of its own worker only."""
 
+import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ distributed = pytest.importorskip("distributed")
 
 import gpured  # noqa: E402
 import gpured.dask  # noqa: E402
+from dask.delayed import Delayed  # noqa: E402
 from conftest import Daemon  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:tornado")
@@ -104,6 +108,7 @@ def test_float_sums_same_bits_everywhere(cluster, daemon, op, dtype):
 
 
 builtin_sum = sum
+builtin_max = max
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64, np.float32])
@@ -163,3 +168,278 @@ def test_refused_before_any_task():
         gpured.dask.sum(da.zeros(10, dtype=np.float16))
     with pytest.raises(ValueError):
         gpured.dask.reduce("mean", da.zeros(10))
+
+
+# ---- argmin, argmax, moments ----
+
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64]
+# one chunk, uneven ones, empty ones, chunks of one element
+CHUNKINGS_1D = [120, (1, 10, 40, 69), 17, ((0, 50, 0, 70),), 1]
+
+
+def same(got, want):
+    """The same namedtuple with the same fields: types, and bits for
+    floats."""
+    assert type(got) is type(want), (got, want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w), (got, want)
+        assert (bits(g) == bits(w)) if isinstance(w, float) else g == w, (got, want)
+
+
+def full_range(dtype, n, seed=3):
+    """Integers over the whole dtype, the extremes among them (their sums
+    wrap in 64 bits); floats over 60 binades."""
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return (rng.standard_normal(n) * 2.0 ** rng.integers(-30, 30, n)).astype(dtype)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype)
+    x[:3] = info.max, info.min, info.max
+    return x
+
+
+def few_values(dtype, n, seed=4):
+    """Many ties, across chunks too."""
+    return np.random.default_rng(seed).integers(0, 4, n).astype(dtype)
+
+
+def check_arg(c, x, chunks, **kw):
+    """argmin and argmax of x chunked so are one request's over x (C
+    order), and NumPy's where NumPy's rules are the daemon's."""
+    dx = da.from_array(x, chunks=chunks, name=False)
+    for op in ("argmin", "argmax"):
+        want = c.reduce(op, np.ascontiguousarray(x))
+        got = getattr(gpured.dask, op)(dx, **kw)
+        same(got, want)
+        assert got.count == x.size
+    return dx
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_arg_same_as_one_request(cluster, daemon, dtype):
+    with gpured.Client(daemon.path, timeout=30) as c:
+        x = data(dtype)
+        for chunks in CHUNKINGS[:3]:
+            check_arg(c, x, chunks)
+        # ties in chunks of one element: the 2-D case below
+        for x, chunkings in ((full_range(dtype, 120), CHUNKINGS_1D),
+                             (few_values(dtype, 120), CHUNKINGS_1D[:-1])):
+            for chunks in chunkings:
+                check_arg(c, x, chunks)
+            for op, ref in (("argmin", np.argmin), ("argmax", np.argmax)):
+                got = getattr(gpured.dask, op)(da.from_array(x, chunks=37))
+                assert got.index == ref(x) and got.value == x[got.index], (op, got)
+        x = few_values(dtype, (11, 7))
+        for chunks in ((1, 1), (5, 7), (11, 2), (4, 3)):
+            check_arg(c, x, chunks)
+        assert gpured.dask.argmin(da.from_array(x, chunks=(4, 3))).index == np.argmin(x)
+        assert gpured.dask.argmax(da.from_array(x, chunks=(4, 3))).index == np.argmax(x)
+
+
+def test_arg_adversarial(cluster, daemon):
+    nan, inf = math.nan, math.inf
+    grid = np.zeros((4, 6))
+    grid[1, 0] = grid[0, 5] = -0.0
+    nan_grid = np.ones((4, 6))
+    nan_grid[1, 0] = nan_grid[0, 5] = nan_grid[3, 3] = nan
+    cases = [
+        # array, chunks, (argmin value, index), (argmax value, index)
+        ([1, 2, 3, nan, 5, nan, 0], 3, (nan, 3), (nan, 3)),
+        ([1, 2, 3, 0, 5, nan, nan], 1, (nan, 5), (nan, 5)),
+        ([0.0, -0.0, -0.0, 0.0], 1, (-0.0, 1), (0.0, 0)),
+        ([-0.0, -0.0, 0.0], 2, (-0.0, 0), (0.0, 2)),
+        ([1, inf, inf, -inf, -inf], 2, (-inf, 3), (inf, 1)),
+        ([7] * 10, 3, (7, 0), (7, 0)),
+        # blocks (0, 0) then (0, 1), but (0, 5) is before (1, 0) in C order
+        (grid, (2, 3), (-0.0, 5), (0.0, 0)),
+        (nan_grid, (2, 3), (nan, 5), (nan, 5)),
+        (nan_grid, (1, 1), (nan, 5), (nan, 5)),
+    ]
+    with gpured.Client(daemon.path, timeout=30) as c:
+        for dtype in (np.float64, np.float32):
+            for a, chunks, lo, hi in cases:
+                x = np.array(a, dtype)
+                dx = check_arg(c, x, chunks)
+                for op, (v, i) in (("argmin", lo), ("argmax", hi)):
+                    got = getattr(gpured.dask, op)(dx)
+                    assert got.index == i and bits(got.value) == bits(v), (op, a, got)
+        for dtype in (np.int64, np.uint64, np.int32, np.uint32):
+            info = np.iinfo(dtype)
+            x = np.array([info.max - 1, info.max, info.min, info.max, info.min], dtype)
+            dx = check_arg(c, x, 1)
+            assert gpured.dask.argmin(dx) == (int(info.min), 2, 5)
+            assert gpured.dask.argmax(dx) == (int(info.max), 1, 5)
+
+
+def test_arg_orders_and_unknown_chunks(cluster, daemon):
+    a = data(np.float64, shape=(30, 40))
+    with gpured.Client(daemon.path, timeout=30) as c:
+        # chunks of a Fortran-ordered array: still C order, as numpy's
+        f = np.asfortranarray(a)
+        for chunks in ((30, 40), (7, 40), (30, 9)):
+            check_arg(c, f, chunks)
+            assert gpured.dask.argmax(da.from_array(f, chunks=chunks)).index == np.argmax(a)
+        # a 1-D array whose chunk sizes are known only once computed
+        x = data(np.float64, shape=(1000,))
+        dx = da.from_array(x, chunks=100)
+        pos = dx[dx > 0]
+        assert math.isnan(pos.chunks[0][0])
+        same(gpured.dask.argmin(pos), c.argmin(x[x > 0]))
+        same(gpured.dask.argmax(pos), c.argmax(x[x > 0]))
+    d2 = da.from_array(a, chunks=(7, 8))
+    rows = d2[d2[:, 0] > 0]
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        gpured.dask.argmin(rows)
+    rows.compute_chunk_sizes()
+    assert gpured.dask.argmin(rows).index == np.argmin(a[a[:, 0] > 0])
+
+
+def check_moments(c, x, chunks, ddof=0, **kw):
+    dx = da.from_array(x, chunks=chunks, name=False)
+    want = c.moments(np.ascontiguousarray(x), ddof=ddof)
+    got = gpured.dask.moments(dx, ddof=ddof, **kw)
+    same(got, want)
+    return got
+
+
+def exact_moments(x, ddof=0):
+    """The exact mean and variance of x's elements, as Fractions (finite
+    elements only)."""
+    vals = [Fraction(v) for v in x.ravel().tolist()]
+    n = len(vals)
+    s1 = builtin_sum(vals)
+    s2 = builtin_sum(v * v for v in vals)
+    return s1 / n, (s2 - s1 * s1 / n) / (n - ddof)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_moments_same_as_one_request(cluster, daemon, dtype):
+    with gpured.Client(daemon.path, timeout=30) as c:
+        x = data(dtype)
+        for chunks, ddof in zip(CHUNKINGS[:3], (0, 1, 7)):
+            check_moments(c, x, chunks, ddof)
+        x = full_range(dtype, 120)
+        for chunks, ddof in itertools.product(CHUNKINGS_1D, (0, 1)):
+            mean, var = exact_moments(x, ddof)
+            got = check_moments(c, x, chunks, ddof)
+            assert got.count == x.size
+            assert bits(got.mean) == bits(float(mean)) and bits(got.var) == bits(float(var))
+            assert got.min == x.min() and got.max == x.max()
+            if dtype in (np.float32, np.float64):
+                assert bits(got.sum) == bits(math.fsum(x.tolist()))
+            else:
+                assert got.sum == int(x.sum())      # in 64 bits, wrapping
+
+
+def test_moments_adversarial(cluster, daemon):
+    nan, inf = math.nan, math.inf
+    tiny = 5e-324
+    cases = [
+        # array, chunks, ddof, expected (sum, mean, var) or None
+        ([1e15 - 0.5, 1e15 + 0.5] * 500, 37, 0, (1e18, 1e15, 0.25)),
+        ([1.0, 2.0, 3.0, nan, 5.0], 2, 0, (nan, nan, nan)),
+        ([1.0, 2.0, 3.0, 4.0, nan], 1, 1, (nan, nan, nan)),
+        ([1.0, inf, 2.0], 1, 0, (inf, inf, nan)),
+        ([-inf, 1.0, 2.0], 2, 0, (-inf, -inf, nan)),
+        ([inf, 1.0, -inf], 1, 0, (nan, nan, nan)),
+        ([-0.0] * 5, 2, 0, (-0.0, -0.0, 0.0)),
+        ([-0.0, 0.0, -0.0], 1, 0, (0.0, 0.0, 0.0)),
+        ([1e308, 1e308], 1, 0, (inf, 1e308, 0.0)),
+        ([-1e308, 1e308], 1, 0, (0.0, 0.0, inf)),
+        ([-1e308, 1e308], 1, 1, (0.0, 0.0, inf)),
+        ([tiny, tiny, 0.0], 1, 0, (2 * tiny, tiny, 0.0)),
+        # the mean rounds to a zero from below: as one request's
+        ([-tiny, 0.0, 0.0], 1, 0, (-tiny, None, 0.0)),
+        ([3.3] * 7, 3, 1, (3.3 * 7, 3.3, 0.0)),
+    ]
+    with gpured.Client(daemon.path, timeout=30) as c:
+        for a, chunks, ddof, want in cases:
+            for dtype in (np.float64, np.float32):
+                if dtype == np.float32 and builtin_max(map(abs, a)) > 3e38:
+                    continue
+                x = np.array(a, dtype)
+                got = check_moments(c, x, chunks, ddof)
+                if dtype == np.float64:
+                    for g, w in zip((got.sum, got.mean, got.var), want):
+                        assert w is None or bits(g) == bits(w), (a, got)
+        # a large offset plus noise: the variance has no cancellation
+        rng = np.random.default_rng(11)
+        for dtype, off in ((np.float64, 1e15), (np.float32, 1e7)):
+            x = (off + rng.standard_normal(120)).astype(dtype)
+            mean, var = exact_moments(x, 1)
+            for chunks in (120, 1, 33):
+                got = check_moments(c, x, chunks, 1)
+                assert bits(got.var) == bits(float(var)) and bits(got.mean) == bits(float(mean))
+        # integer sums wrap as one request's; mean and var are exact
+        big = np.array([2**63 - 1, 2**63 - 1, 1], np.int64)
+        got = check_moments(c, big, 1)
+        assert got.sum == -1 and got.mean == float(Fraction(2**64 - 1, 3))
+        u = np.full(3, 2**64 - 1, np.uint64)
+        got = check_moments(c, u, 2)
+        assert got.sum == 2**64 - 3 and got.mean == 2.0**64 and got.var == 0.0
+        # PROTOCOL.md's worked example
+        got = check_moments(c, np.array([1, 2, 3, 6], np.int32), 1, 1)
+        assert got == (4, 12, 1, 6, 3.0, 4.666666666666667)
+
+
+@pytest.mark.filterwarnings("ignore:Running on a single-machine scheduler")
+def test_moments_int_in_blocks(daemon, monkeypatch):
+    """An integer chunk longer than one block of float64 copies: the
+    same bits as one request."""
+    monkeypatch.setattr(gpured.dask, "_INT_BLOCK", 7)
+    monkeypatch.setenv("GPURED_SOCKET", daemon.path)
+    with gpured.Client(daemon.path, timeout=30) as c:
+        for dtype in (np.int32, np.uint32, np.int64, np.uint64):
+            x = full_range(dtype, 100)
+            for chunks in (100, 30, 7):
+                check_moments(c, x, chunks, 1, scheduler="sync")
+
+
+def test_new_ops_errors(cluster, daemon):
+    e = da.from_array(np.empty((0, 3)), chunks=(1, 1))
+    for f in (gpured.dask.argmin, gpured.dask.argmax, gpured.dask.moments):
+        with pytest.raises(gpured.Empty):
+            f(e)
+        with pytest.raises(gpured.Empty):
+            f(da.from_array(np.empty(0, np.int64)))
+        with pytest.raises(TypeError):
+            f(da.zeros(10, dtype=np.float16), compute=False)
+    with pytest.raises(gpured.Empty):
+        gpured.dask.moments(e, ddof=5)
+    x = np.arange(5.0)
+    dx = da.from_array(x, chunks=2)
+    with gpured.Client(daemon.path, timeout=30) as c:
+        for ddof in (5, 6):
+            with pytest.raises(gpured.InvalidParams) as one:
+                c.moments(x, ddof=ddof)
+            with pytest.raises(gpured.InvalidParams) as ours:
+                gpured.dask.moments(dx, ddof=ddof)
+            assert ours.value.message == one.value.message
+        same(gpured.dask.moments(dx, ddof=4), c.moments(x, ddof=4))
+    # refused before any task
+    with pytest.raises(ValueError):
+        gpured.dask.moments(dx, ddof=-1, compute=False)
+    with pytest.raises(TypeError):
+        gpured.dask.moments(dx, ddof=1.5, compute=False)
+
+
+def test_new_ops_lazy_and_workers(cluster, daemon):
+    x = data(np.float64, shape=(5000,))
+    dx = da.from_array(x, chunks=999, name=False)
+    with gpured.Client(daemon.path, timeout=30) as c:
+        for op, want in (("argmin", c.argmin(x)), ("argmax", c.argmax(x)),
+                         ("moments", c.moments(x))):
+            d = getattr(gpured.dask, op)(dx, compute=False)
+            assert isinstance(d, Delayed)
+            # one task per chunk and one that joins them
+            ours = [k for k in d.dask
+                    if (k[0] if isinstance(k, tuple) else k).startswith("gpured-")]
+            assert len(ours) == dx.npartitions + 1, ours
+            same(d.compute(), want)
+            same(cluster.client.compute(d).result(), want)
+            for i, w in enumerate(cluster.workers):
+                fresh = da.from_array(x, chunks=999, name=False)
+                before = cluster.elements()
+                same(getattr(gpured.dask, op)(fresh, workers=[w]), want)
+                moved = [a - b for a, b in zip(cluster.elements(), before)]
+                assert moved[i] >= x.size and moved[1 - i] == 0, moved
