@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -34,7 +35,8 @@ static const size_t POOL = ((size_t)1 << 31) + ((size_t)1 << 28);
 static const size_t STRIDE_MIN = (size_t)1 << 20;
 
 /* data kinds: 0 uniform [-1, 1); 1 that times 2^k, k uniform in
- * [-30, 30) ; 2 random bits over every finite exponent */
+ * [-30, 30) ; 2 random bits over every finite exponent; integer T: random
+ * bits whatever the kind */
 template <typename T> __global__ void fill_kernel(T *p, size_t n, uint64_t seed, int kind)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -46,7 +48,9 @@ template <typename T> __global__ void fill_kernel(T *p, size_t n, uint64_t seed,
 		x *= 0x94d049bb133111ebull;
 		x ^= x >> 31;
 		double u = (double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-		if (kind == 0) {
+		if constexpr (std::is_integral<T>::value) {
+			p[i] = (T)x;
+		} else if (kind == 0) {
 			p[i] = (T)u;
 		} else if (kind == 1) {
 			p[i] = (T)ldexp(u, (int)(x % 60) - 30);

@@ -243,7 +243,7 @@ typedef struct cuda_item {
 	uint8_t on_device : 1; /* device memory: read in place, no copy */
 	uint8_t scan : 1; /* the prefix sums of device memory (job->scan_out): launched alone */
 	uint8_t argm : 1; /* argmin or argmax of device memory: launched alone */
-	uint8_t mom : 1; /* moments of device memory (f32, f64): launched alone */
+	uint8_t mom : 1; /* moments of device memory: launched alone */
 } cuda_item;
 
 /*

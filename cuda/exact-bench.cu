@@ -18,7 +18,8 @@
  * and CUB's TransformReduce of x * x, n = 2^20 .. 2^28, and on wide data.
  * And moments (moments.h: the exact sum, the exact sum of squares, min and
  * max in one pass) against the read kernel and the exact sum, in its
- * production form and with 2 and 3 blocks per SM.
+ * production form and with 2 and 3 blocks per SM; and moments of i32 and
+ * i64 (the integer kernel) against the read kernel.
  *
  *   gpured-exact-bench [--hi E] [--moments-only]
  *     (largest n 2^E, 16..28; default 28)
@@ -411,6 +412,45 @@ template <typename T> static bool bench_moments(env &E, const char *dt, int hi)
 	return ok;
 }
 
+/* Integer moments (moments.h's integer kernel) against the read kernel,
+ * random bits, as bench_moments(); checked: the same digits twice. */
+template <typename T> static bool bench_moments_int(env &E, const char *dt, int code, int hi)
+{
+	bool ok = true;
+	fill<T>(E, 0);
+	printf("\n%s moments, random bits: back-to-back throughput, medians of %d\n", dt, REPS);
+	printf("%10s | %9s %9s | %9s | %s\n", "n", "mom GB/s", "read GB/s", "mom/read", "check");
+	for (int e : { 20, 24, 26, 28 }) {
+		if (e > hi)
+			continue;
+		size_t n = (size_t)1 << e;
+		gr_moments_sums m[2];
+		for (int r = 0; r < 2; r++) {
+			CU((cudaError_t)gr_moments_launch(code, E.pool, n, E.mscratch, E.mout, E.sms,
+							  E.st));
+			CU(cudaStreamSynchronize(E.st));
+			CU(cudaMemcpy(&m[r], E.mout, sizeof(m[r]), cudaMemcpyDeviceToHost));
+		}
+		bool good = memcmp(m[0].isum, m[1].isum, sizeof(m[0].isum)) == 0 &&
+			    memcmp(m[0].isq, m[1].isq, sizeof(m[0].isq)) == 0 &&
+			    m[0].kmin == m[1].kmin && m[0].kmax == m[1].kmax;
+		ok = ok && good;
+		std::vector<double> t[2];
+		for (int r = 0; r < REPS; r++) {
+			t[0].push_back(grb::block_gbs(n * sizeof(T), 0, E.e0, E.e1, E.st, [&](size_t at) {
+				CU((cudaError_t)gr_moments_launch(code, E.pool + at, n, E.mscratch, E.mout,
+								  E.sms, E.st));
+			}));
+			t[1].push_back(grb::block_gbs(n * sizeof(T), 0, E.e0, E.e1, E.st, [&](size_t at) {
+				grb::read_bw(E.pool + at, n * sizeof(T), E.bw_blocks, E.sink, E.st);
+			}));
+		}
+		double x = median(t[0]), rd = median(t[1]);
+		printf("%10zu | %9.1f %9.1f | %9.3f | %s\n", n, x, rd, x / rd, good ? "ok" : "FAIL");
+	}
+	return ok;
+}
+
 int main(int argc, char **argv)
 {
 	int hi = 28;
@@ -490,6 +530,8 @@ int main(int argc, char **argv)
 	}
 	ok = bench_moments<float>(E, "f32", hi) && ok;
 	ok = bench_moments<double>(E, "f64", hi) && ok;
+	ok = bench_moments_int<int32_t>(E, "i32", 0, hi) && ok;
+	ok = bench_moments_int<int64_t>(E, "i64", 1, hi) && ok;
 	printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
 	return ok ? 0 : 1;
 }

@@ -28,8 +28,34 @@ void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n
 	exact_add(s, ret);
 }
 
+/* The integer kernel's digits, sum(d[i] 2^(32 i)), into an accumulator
+ * (xacc or x2acc). */
+static void int_digits_add(uint64_t *acc, const int64_t *d, unsigned nd)
+{
+	for (unsigned i = 0; i < nd; i++)
+		if (d[i])
+			xsum_add_int(acc, 32 * i,
+				     d[i] < 0 ? (unsigned __int128)(-(uint64_t)d[i]) : (unsigned __int128)d[i],
+				     d[i] < 0);
+}
+
 void cuda_moments_partial(const gr_moments_sums *m, gr_dtype dt, uint64_t n, gr_partial *ret)
 {
+	if (!gr_dtype_is_float(dt)) {
+		/* as the CPU's integer moments leave a partial (reduce.c) */
+		gr_partial_identity(GR_OP_MOMENTS, dt, ret);
+		ret->count = n;
+		int_digits_add(ret->xacc, m->isum, GR_MOMENTS_ISUM_DIGITS);
+		int_digits_add(ret->x2acc, m->isq, GR_MOMENTS_ISQ_DIGITS);
+		if (gr_dtype_is_signed(dt)) {
+			ret->lo.i = (int64_t)(m->kmin ^ (1ull << 63));
+			ret->hi.i = (int64_t)(m->kmax ^ (1ull << 63));
+		} else {
+			ret->lo.u = m->kmin;
+			ret->hi.u = m->kmax;
+		}
+		return;
+	}
 	const int xdt = dt == GR_DT_F32 ? GR_EXACT_F32 : GR_EXACT_F64;
 	gr_partial sq;
 

@@ -17,6 +17,6 @@
 void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n,
 			gr_partial *ret);
 
-/* *ret = the moments partial of n >= 1 elements of dt (f32 or f64) whose
- * moments launch left *m. */
+/* *ret = the moments partial of n >= 1 elements of dt whose moments
+ * launch left *m. */
 void cuda_moments_partial(const gr_moments_sums *m, gr_dtype dt, uint64_t n, gr_partial *ret);

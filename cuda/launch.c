@@ -188,10 +188,9 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	if (mom && mom->n) {
 		c->mom = true;
 		CUDA_TRY("cudaLaunchKernel (moments)", FAULT_LAUNCH,
-			 (cudaError_t)gr_moments_launch(mom->dtype == GR_DT_F32 ? GR_EXACT_F32
-										: GR_EXACT_F64,
-							mom->data, mom->n, c->mom_scratch, c->dmom,
-							(int)d->sms, c->stream));
+			 (cudaError_t)gr_moments_launch(mom->dtype, mom->data, mom->n,
+							c->mom_scratch, c->dmom, (int)d->sms,
+							c->stream));
 		CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
 			 cudaMemcpyAsync(c->hmom, c->dmom, sizeof(*c->hmom), cudaMemcpyDeviceToHost,
 					 c->stream));

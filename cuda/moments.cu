@@ -13,6 +13,18 @@ extern "C" int gr_moments_launch(int dtype, const void *data, uint64_t n,
 	if (n == 0)
 		return (int)cudaErrorInvalidValue;
 	switch (dtype) {
+	case 0:
+	case 2:
+		if ((uintptr_t)data & 3u)
+			return (int)cudaErrorInvalidValue;
+		return dtype ? (int)grm::launch_int<uint32_t>(data, n, scratch, out, sm_count, st)
+			     : (int)grm::launch_int<int32_t>(data, n, scratch, out, sm_count, st);
+	case 1:
+	case 3:
+		if ((uintptr_t)data & 7u)
+			return (int)cudaErrorInvalidValue;
+		return dtype == 3 ? (int)grm::launch_int<uint64_t>(data, n, scratch, out, sm_count, st)
+				  : (int)grm::launch_int<int64_t>(data, n, scratch, out, sm_count, st);
 	case GR_EXACT_F32:
 		if ((uintptr_t)data & 3u)
 			return (int)cudaErrorInvalidValue;

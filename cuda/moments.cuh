@@ -51,6 +51,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "cuda/exact.cuh"
 #include "cuda/moments.h"
@@ -326,6 +328,221 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 			out->kmax = atomicExch((unsigned long long *)&scratch->kmax, 0ull);
 		}
 	}
+}
+
+/* ---- integers ---- */
+
+/* A thread's integer sums: S1 in 128 bits, S2 in 192 (lo + hi 2^128),
+ * and its least and greatest element, for 64-bit dtypes. */
+template <typename T> struct isums {
+	__int128 s1 = 0;
+	unsigned __int128 s2 = 0;
+	uint64_t s2hi = 0;
+	T lo = std::numeric_limits<T>::max(), hi = std::numeric_limits<T>::min();
+
+	__device__ __forceinline__ void add(T x)
+	{
+		s1 += (__int128)x;
+		uint64_t a = (uint64_t)x;
+		if constexpr (std::is_signed<T>::value)
+			a = x < 0 ? (uint64_t)0 - a : a;
+		unsigned __int128 q = (unsigned __int128)a * a;
+		s2 += q;
+		s2hi += s2 < q;
+		lo = min(lo, x);
+		hi = max(hi, x);
+	}
+	__device__ __forceinline__ __int128 sum() const { return s1; }
+	__device__ __forceinline__ unsigned __int128 sq_lo() const { return s2; }
+	__device__ __forceinline__ uint64_t sq_hi() const { return s2hi; }
+};
+
+/* The same for 32-bit dtypes, in narrower words: a thread's S1 fits 64
+ * bits and its S2 128 while it adds fewer than 2^32 elements (a launch
+ * of fewer than 2^32 elements a thread: 2^40 elements on a grid of 256
+ * threads, past any request's 1 GiB a launch). */
+template <typename T> struct isums32 {
+	int64_t s1 = 0;
+	uint64_t s2 = 0, s2hi = 0;
+	T lo = std::numeric_limits<T>::max(), hi = std::numeric_limits<T>::min();
+
+	__device__ __forceinline__ void add(T x)
+	{
+		s1 += (int64_t)x;
+		uint32_t a = (uint32_t)x;
+		if constexpr (std::is_signed<T>::value)
+			a = (uint32_t)abs((int32_t)x);
+		uint64_t q = (uint64_t)a * a;
+		s2 += q;
+		s2hi += s2 < q;
+		lo = min(lo, x);
+		hi = max(hi, x);
+	}
+	__device__ __forceinline__ __int128 sum() const { return s1; }
+	__device__ __forceinline__ unsigned __int128 sq_lo() const
+	{
+		return (unsigned __int128)s2hi << 64 | s2;
+	}
+	__device__ __forceinline__ uint64_t sq_hi() const { return 0; }
+};
+
+template <typename T>
+using isums_of = typename std::conditional<sizeof(T) == 4, isums32<T>, isums<T>>::type;
+
+/* An element's key (moments.h): its value, the sign bit flipped for
+ * signed dtypes. */
+template <typename T> static __device__ __forceinline__ uint64_t int_key(T x)
+{
+	return std::is_signed<T>::value ? (uint64_t)(int64_t)x ^ (1ull << 63) : (uint64_t)x;
+}
+
+/* v's elements into a thread's sums. */
+template <typename T>
+static __device__ __forceinline__ void add_vector(isums_of<T> &a, const uint4 &v)
+{
+	if constexpr (sizeof(T) == 4) {
+		a.add((T)v.x);
+		a.add((T)v.y);
+		a.add((T)v.z);
+		a.add((T)v.w);
+	} else {
+		a.add((T)((uint64_t)v.y << 32 | v.x));
+		a.add((T)((uint64_t)v.w << 32 | v.z));
+	}
+}
+
+/* A warp's sum of a digit, by lane 0 into the block's. */
+static __device__ __forceinline__ void warp_digit(long long *to, long long d, unsigned lane)
+{
+#pragma unroll
+	for (int m = 16; m; m >>= 1)
+		d += __shfl_xor_sync(FULL, d, m);
+	if (lane == 0 && d)
+		atomicAdd((unsigned long long *)to, (unsigned long long)d);
+}
+
+/*
+ * Integer moments: threads take 16-byte vectors grid-stride, block 0 the
+ * elements before the first and after the last whole vector; each thread's
+ * sums become 32-bit digits (S1's top one its sign, -1 or 0), summed
+ * across the warp, into the block's digits in shared memory and then into
+ * the scratch's with integer atomics (each below 2^37 a warp, 2^40 a
+ * block: no place can overflow), and the last block moves them to the
+ * result, leaving the scratch zero. Keys meet as the float kernels' do.
+ */
+template <typename T>
+__global__ void __launch_bounds__(THREADS, 2)
+moments_int_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratch,
+		   gr_moments_sums *out)
+{
+	constexpr unsigned ND1 = GR_MOMENTS_ISUM_DIGITS, ND2 = GR_MOMENTS_ISQ_DIGITS;
+	constexpr unsigned V = 16 / sizeof(T);
+	__shared__ long long d1[ND1], d2[ND2];
+	__shared__ unsigned long long nkmin, kmax;
+	const unsigned t = threadIdx.x, lane = t & 31;
+	if (t < ND1)
+		d1[t] = 0;
+	if (t < ND2)
+		d2[t] = 0;
+	if (t == 0)
+		nkmin = kmax = 0;
+	__syncthreads();
+
+	isums_of<T> a;
+	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
+	const uint64_t head = head0 < n ? head0 : n;
+	const uint64_t nv = (n - head) / V;
+	const uint64_t tail = n - head - nv * V;
+	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
+	if (blockIdx.x == 0 && t < head + tail) {
+		uint64_t i = t < head ? t : n - tail + (t - head);
+		a.add(((const T *)data)[i]);
+	}
+	uint64_t i = (uint64_t)blockIdx.x * THREADS + t;
+	for (; i + 3 * nt < nv; i += 4 * nt) {
+		uint4 v[4];
+#pragma unroll
+		for (unsigned k = 0; k < 4; k++)
+			v[k] = __ldg(vb + i + k * nt);
+#pragma unroll
+		for (unsigned k = 0; k < 4; k++)
+			add_vector<T>(a, v[k]);
+	}
+	for (; i < nv; i += nt)
+		add_vector<T>(a, __ldg(vb + i));
+
+	/* S1: the low 128 bits in four pieces, the sign as the fifth digit */
+	const __int128 s1 = a.sum();
+	const unsigned __int128 u1 = (unsigned __int128)s1, s2 = a.sq_lo();
+	const uint64_t s2hi = a.sq_hi();
+#pragma unroll
+	for (unsigned k = 0; k < 4; k++)
+		warp_digit(&d1[k], (long long)(uint64_t)(u1 >> (32 * k)) & 0xffffffffll, lane);
+	warp_digit(&d1[4], s1 < 0 ? -1 : 0, lane);
+#pragma unroll
+	for (unsigned k = 0; k < 4; k++)
+		warp_digit(&d2[k], (long long)(uint64_t)(s2 >> (32 * k)) & 0xffffffffll, lane);
+	warp_digit(&d2[4], (long long)(s2hi & 0xffffffffu), lane);
+	warp_digit(&d2[5], (long long)(s2hi >> 32), lane);
+	/* a thread that added nothing keeps the keys' identities */
+	uint64_t lo = int_key(a.lo), hi = int_key(a.hi);
+#pragma unroll
+	for (int m = 16; m; m >>= 1) {
+		lo = min(lo, (uint64_t)__shfl_xor_sync(FULL, (unsigned long long)lo, m));
+		hi = max(hi, (uint64_t)__shfl_xor_sync(FULL, (unsigned long long)hi, m));
+	}
+	if (lane == 0) {
+		atomicMax(&nkmin, ~(unsigned long long)lo);
+		atomicMax(&kmax, (unsigned long long)hi);
+	}
+	__syncthreads();
+
+	if (gridDim.x == 1) {
+		if (t < ND1)
+			out->isum[t] = d1[t];
+		if (t < ND2)
+			out->isq[t] = d2[t];
+		if (t == 0) {
+			out->kmin = ~nkmin;
+			out->kmax = kmax;
+		}
+		return;
+	}
+	if (t == 0) {
+		atomicMax((unsigned long long *)&scratch->nkmin, nkmin);
+		atomicMax((unsigned long long *)&scratch->kmax, kmax);
+	}
+	if (t < ND1 && d1[t])
+		atomicAdd((unsigned long long *)&scratch->isum[t], (unsigned long long)d1[t]);
+	if (t < ND2 && d2[t])
+		atomicAdd((unsigned long long *)&scratch->isq[t], (unsigned long long)d2[t]);
+	__threadfence();
+	if (gre::last_block(&scratch->sum.ticket, t)) {
+		if (t < ND1)
+			out->isum[t] = (long long)atomicExch((unsigned long long *)&scratch->isum[t], 0ull);
+		if (t < ND2)
+			out->isq[t] = (long long)atomicExch((unsigned long long *)&scratch->isq[t], 0ull);
+		if (t == 0) {
+			out->kmin = ~atomicExch((unsigned long long *)&scratch->nkmin, 0ull);
+			out->kmax = atomicExch((unsigned long long *)&scratch->kmax, 0ull);
+		}
+	}
+}
+
+template <typename T>
+static inline cudaError_t launch_int(const void *data, uint64_t n, gr_moments_scratch *scratch,
+				     gr_moments_sums *out, int sm_count, cudaStream_t stream,
+				     unsigned blocks = 0)
+{
+	if (!blocks) {
+		uint64_t want = (n * sizeof(T) / 16 + THREADS * 4 - 1) / (THREADS * 4);
+		uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * 2;
+		blocks = (unsigned)(want < cap ? (want ? want : 1) : cap);
+	}
+	moments_int_kernel<T><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n,
+							      scratch, out);
+	return cudaGetLastError();
 }
 
 /* Blocks per SM: f32 fits three (80 registers, a few spilled, in code

@@ -224,16 +224,14 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	uint32_t n = 0;
 	int pin = -1;
 	/* ops no kernel here reduces (argmin, argmax and moments but of
-	 * device memory, moments of f32 and f64 only, aligned), segments and
-	 * prefix sums of host data fail: the daemon sends them to its CPU
-	 * route */
+	 * device memory on their own size's boundary), segments and prefix
+	 * sums of host data fail: the daemon sends them to its CPU route */
 	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
 	while (*link) {
 		gr_job *j = *link;
 		/* argmin and argmax have a kernel for device memory only */
 		bool argm_here = j->on_device && (j->op == GR_OP_ARGMIN || j->op == GR_OP_ARGMAX);
 		bool mom_here = j->on_device && j->op == GR_OP_MOMENTS &&
-				gr_dtype_is_float(j->dtype) &&
 				(uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
 		if ((gr_op_cpu_only(j->op) && !argm_here && !mom_here) || j->seg || j->cumsum) {
 			*link = j->next;

@@ -1,8 +1,7 @@
 /*
  * Requests on GPU memory that no GPU kernel reduces yet (segments of any
- * op, moments of integers, and argmin, argmax and moments of elements off
- * their own size's boundary, which the GPU's kernels cannot read): each
- * chunk is first
+ * op, and argmin, argmax and moments of elements off their own size's
+ * boundary, which the GPU's kernels cannot read): each chunk is first
  * copied to host memory, on a CPU worker of the route (the CUDA backend's
  * copy_to_host), then reduced there on the CPU route as the same chunk of
  * a shared-memory region would be. The chunks are cut where a host
@@ -25,7 +24,7 @@ bool gr_request_via_host(const gr_request *req)
 	if (req->op == GR_OP_ARGMIN || req->op == GR_OP_ARGMAX)
 		return req->segs || !aligned;
 	if (req->op == GR_OP_MOMENTS)
-		return req->segs || !aligned || !gr_dtype_is_float(req->dtype);
+		return req->segs || !aligned;
 	return req->segs || gr_op_cpu_only(req->op);
 }
 

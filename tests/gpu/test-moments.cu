@@ -1,16 +1,18 @@
 /*
- * The moments kernel (cuda/moments.h) and its partial (cuda/exact-partial.c)
- * against the CPU backend's moments (daemon/reduce.c and moments.c, built
- * in): f32 and f64, sizes from 1 to past 2^24, data that breaks naive
- * means and variances (a large offset plus noise, magnitudes over the
- * whole exponent range, subnormals, zeros of both signs, every element
- * -0, values near the overflow threshold, a variance that overflows, all
- * equal), infinities of one sign and both, NaNs; at every start in a
- * 16-byte vector (the head and tail path), on grids of one block, 7 and
- * every multiprocessor. sum, min, max, mean and var (ddof 0 and 1) must
- * have the CPU's bits (any NaN for a NaN), and the scratch must be left
- * zero. --quick keeps to small sizes (for compute-sanitizer). Exits 77
- * when there is no GPU.
+ * The moments kernels (cuda/moments.h) and their partial
+ * (cuda/exact-partial.c) against the CPU backend's moments
+ * (daemon/reduce.c and moments.c, built in), every dtype. f32 and f64:
+ * sizes from 1 to past 2^24, data that breaks naive means and variances
+ * (a large offset plus noise, magnitudes over the whole exponent range,
+ * subnormals, zeros of both signs, every element -0, values near the
+ * overflow threshold, a variance that overflows, all equal), infinities
+ * of one sign and both, NaNs. Integers: full-range random values, each
+ * dtype's extremes, small values, all equal to the largest, all zero.
+ * Every start in a 16-byte vector (the head and tail path), grids of one
+ * block, 7 and every multiprocessor. sum, min, max, mean and var (ddof 0
+ * and 1) must have the CPU's bits (any NaN for a NaN), and the scratch
+ * must be left zero. --quick keeps to small sizes (for compute-sanitizer).
+ * Exits 77 when there is no GPU.
  */
 #include <cfloat>
 #include <cmath>
@@ -168,6 +170,96 @@ static void one(bool f32, int kind, size_t n, const unsigned char *h, const void
 	}
 }
 
+/* ---- integers ---- */
+
+enum { IRANDOM, IEXTREMES, ISMALL, IEQUAL, IZEROS, NIKINDS };
+static const char *ikind_name[] = { "random", "extremes", "small", "equal", "zeros" };
+static const char *idt_name[] = { "i32", "i64", "u32", "u64" };
+
+static void fill_int(int dt, int kind, std::vector<unsigned char> &h, size_t n)
+{
+	const size_t size = dt == 0 || dt == 2 ? 4 : 8;
+	const bool sgn = dt < 2;
+	const uint64_t umax = size == 4 ? (sgn ? 0x7fffffffull : 0xffffffffull)
+					: (sgn ? 0x7fffffffffffffffull : ~0ull);
+	const uint64_t umin = sgn ? (size == 4 ? (uint64_t)(int64_t)INT32_MIN : 1ull << 63) : 0;
+	h.assign(n * size, 0);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = rnd(), x;
+		switch (kind) {
+		case IRANDOM: x = r; break;
+		case IEXTREMES: x = r & 1 ? umax : umin; break;
+		case ISMALL: x = (uint64_t)(int64_t)((int)(r % 7) - (sgn ? 3 : 0)); break;
+		case IEQUAL: x = umax; break;
+		default: x = 0; break;
+		}
+		memcpy(&h[i * size], &x, size); /* little-endian: the low bytes */
+	}
+}
+
+template <typename T>
+static void one_int(int dt, int kind, size_t n, const unsigned char *h, const void *d, int sms,
+		    unsigned blocks)
+{
+	if (blocks)
+		CU(grm::launch_int<T>(d, n, scratch, dout, sms, nullptr, blocks));
+	else
+		CU(gr_moments_launch(dt, d, n, scratch, dout, sms, nullptr));
+	gr_moments_sums got;
+	CU(cudaMemcpy(&got, dout, sizeof(got), cudaMemcpyDeviceToHost));
+	gr_partial gp, cp;
+	cuda_moments_partial(&got, (gr_dtype)dt, n, &gp);
+	gr_reduce(GR_OP_MOMENTS, (gr_dtype)dt, h, n, &cp);
+	for (uint64_t ddof = 0; ddof < 2 && ddof < n; ddof++) {
+		gr_moments g, c;
+		gr_err eg = gr_moments_finish((gr_dtype)dt, &gp, ddof, &g);
+		gr_err ec = gr_moments_finish((gr_dtype)dt, &cp, ddof, &c);
+		CHECK(eg == GR_OK && ec == GR_OK, "finish failed %d %d", (int)eg, (int)ec);
+		CHECK(g.count == c.count && same(g.sum, c.sum) && same(g.min, c.min) &&
+			      same(g.max, c.max) && same_f(g.mean, c.mean) && same_f(g.var, c.var),
+		      "%s %s n=%zu blocks=%u ddof=%llu: GPU sum %llx min %llx max %llx mean %a "
+		      "var %a; CPU %llx %llx %llx %a %a",
+		      idt_name[dt], ikind_name[kind], n, blocks, (unsigned long long)ddof,
+		      (unsigned long long)g.sum.u, (unsigned long long)g.min.u,
+		      (unsigned long long)g.max.u, g.mean, g.var, (unsigned long long)c.sum.u,
+		      (unsigned long long)c.min.u, (unsigned long long)c.max.u, c.mean, c.var);
+	}
+}
+
+static void ints(const std::vector<size_t> &sizes, int sms)
+{
+	std::vector<unsigned char> h;
+	for (int dt = 0; dt < 4; dt++)
+		for (int kind = 0; kind < NIKINDS; kind++) {
+			const size_t size = dt == 0 || dt == 2 ? 4 : 8;
+			for (size_t n : sizes) {
+				if (n > (1u << 21) && kind != IRANDOM)
+					continue;
+				fill_int(dt, kind, h, n + 3);
+				unsigned char *d;
+				CU(cudaMalloc((void **)&d, (n + 3) * size));
+				CU(cudaMemcpy(d, h.data(), (n + 3) * size, cudaMemcpyHostToDevice));
+				for (size_t skip = 0; skip < 16 / size; skip++) {
+					size_t m = n + 3 - skip - (skip ? 0 : 3);
+					const unsigned char *hp = h.data() + skip * size;
+					for (unsigned blocks : { 0u, 1u, 7u }) {
+						if (skip && blocks)
+							continue;
+						switch (dt) {
+						case 0: one_int<int32_t>(dt, kind, m, hp, d + skip * size, sms, blocks); break;
+						case 1: one_int<int64_t>(dt, kind, m, hp, d + skip * size, sms, blocks); break;
+						case 2: one_int<uint32_t>(dt, kind, m, hp, d + skip * size, sms, blocks); break;
+						case 3: one_int<uint64_t>(dt, kind, m, hp, d + skip * size, sms, blocks); break;
+						}
+					}
+				}
+				CU(cudaFree(d));
+			}
+			printf("moments %s %-12s ok so far (%lu checks)\n", idt_name[dt], ikind_name[kind],
+			       checks);
+		}
+}
+
 int main(int argc, char **argv)
 {
 	bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -213,6 +305,7 @@ int main(int argc, char **argv)
 			printf("moments %s %-12s ok so far (%lu checks)\n", f32 ? "f32" : "f64",
 			       kind_name[kind], checks);
 		}
+	ints(sizes, sms);
 	/* the scratch is left zero for the next launch */
 	gr_moments_scratch s;
 	CU(cudaMemcpy(&s, scratch, sizeof(s), cudaMemcpyDeviceToHost));
@@ -223,8 +316,10 @@ int main(int argc, char **argv)
 		      (int)cudaErrorInvalidValue, "n == 0 launched");
 	CHECK(gr_moments_launch(GR_EXACT_F64, (const char *)dout + 4, 1, scratch, dout, sms,
 				nullptr) == (int)cudaErrorInvalidValue, "misaligned f64 launched");
-	CHECK(gr_moments_launch(3, dout, 1, scratch, dout, sms, nullptr) ==
-		      (int)cudaErrorInvalidValue, "an integer dtype launched");
+	CHECK(gr_moments_launch(6, dout, 1, scratch, dout, sms, nullptr) ==
+		      (int)cudaErrorInvalidValue, "an unknown dtype launched");
+	CHECK(gr_moments_launch(1, (const char *)dout + 4, 1, scratch, dout, sms, nullptr) ==
+		      (int)cudaErrorInvalidValue, "misaligned i64 launched");
 	CU(cudaFree(scratch));
 	CU(cudaFree(dout));
 	if (failures) {
