@@ -140,8 +140,8 @@ def test_torch_cuda_in_place(make_daemon):
 
 
 def test_torch_cuda_argmin_argmax_moments(make_daemon):
-    """argmin, argmax and moments of f32 GPU memory run on the GPU's
-    kernels: each gives what the same elements on the host give (NumPy's
+    """argmin, argmax and moments of GPU memory run on the GPU's kernels:
+    each gives what the same elements on the host give (NumPy's
     answer)."""
     torch = _torch_cuda()
     with _gpu_daemon(make_daemon) as c:

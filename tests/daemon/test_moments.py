@@ -255,11 +255,11 @@ class Moments(ShmCase):
 
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
 class DeviceMemory(CupyDeviceCase):
-    """moments of GPU memory: f32 and f64 on the GPU's moments kernel,
-    integers and elements off their own size's boundary copied to the
-    host; every way the exact mean and variance (Fraction) and the bits
-    the same elements give over the socket, on the adversarial arrays
-    above, at odd sizes and offsets."""
+    """moments of GPU memory: every dtype on the GPU's moments kernels,
+    elements off their own size's boundary copied to the host; every way
+    the exact mean and variance (Fraction) and the bits the same elements
+    give over the socket, on the adversarial arrays above, at odd sizes
+    and offsets."""
 
     def test_adversarial_on_the_gpu(self):
         rng = np.random.default_rng(21)

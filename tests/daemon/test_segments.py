@@ -399,11 +399,10 @@ class SegmentsSplitAcrossWorkers(Segments):
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
 class DeviceMemory(CupyDeviceCase):
     """Segments of every op, argmin, argmax and moments of GPU memory (on
-    the GPU's argmin/argmax and moments kernels, or copied to the host
-    chunk by chunk and reduced on the CPU route: segments, integer
-    moments): the same bytes as the same elements sent over the socket,
-    across many chunks and at odd offsets; the region and the device stay
-    in service."""
+    the GPU's argmin/argmax and moments kernels, or, for segments, copied
+    to the host chunk by chunk and reduced on the CPU route): the same
+    bytes as the same elements sent over the socket, across many chunks
+    and at odd offsets; the region and the device stay in service."""
 
     # small chunks: a request of a few hundred thousand elements is many
     # chunks, each copied on its own
