@@ -239,6 +239,31 @@ static __device__ __forceinline__ void group_keys(const uint4 (&v)[GROUP], uint3
 		}
 }
 
+/* A block's keys (~ the least, the greatest) into the launch's result,
+ * the launch's scratch, and from the scratch to the result (which leaves
+ * it zero): thread 0's. */
+static __device__ __forceinline__ void keys_out(gr_moments_sums *out, unsigned long long nkmin,
+						unsigned long long kmax)
+{
+	out->kmin = ~nkmin;
+	out->kmax = kmax;
+}
+
+static __device__ __forceinline__ void keys_to_scratch(gr_moments_scratch *scratch,
+						       unsigned long long nkmin,
+						       unsigned long long kmax)
+{
+	atomicMax((unsigned long long *)&scratch->nkmin, nkmin);
+	atomicMax((unsigned long long *)&scratch->kmax, kmax);
+}
+
+static __device__ __forceinline__ void keys_from_scratch(gr_moments_scratch *scratch,
+							 gr_moments_sums *out)
+{
+	keys_out(out, atomicExch((unsigned long long *)&scratch->nkmin, 0ull),
+		 atomicExch((unsigned long long *)&scratch->kmax, 0ull));
+}
+
 template <typename T, unsigned MINB = 2>
 __global__ void __launch_bounds__(THREADS, MINB)
 moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratch,
@@ -309,24 +334,19 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 		if (t == 0) {
 			out->sum.flags = f1;
 			out->sq.flags = f2;
-			out->kmin = ~nkmin;
-			out->kmax = kmax;
+			keys_out(out, nkmin, kmax);
 		}
 		return;
 	}
-	if (t == 0) {
-		atomicMax((unsigned long long *)&scratch->nkmin, nkmin);
-		atomicMax((unsigned long long *)&scratch->kmax, kmax);
-	}
+	if (t == 0)
+		keys_to_scratch(scratch, nkmin, kmax);
 	gre::digits_to_scratch(d1, f1, &scratch->sum, t);
 	gre::digits_to_scratch(d2, f2, &scratch->sq, t);
 	if (gre::last_block(&scratch->sum.ticket, t)) {
 		gre::scratch_to_out(&scratch->sum, &out->sum, t);
 		gre::scratch_to_out(&scratch->sq, &out->sq, t);
-		if (t == 0) {
-			out->kmin = ~atomicExch((unsigned long long *)&scratch->nkmin, 0ull);
-			out->kmax = atomicExch((unsigned long long *)&scratch->kmax, 0ull);
-		}
+		if (t == 0)
+			keys_from_scratch(scratch, out);
 	}
 }
 
@@ -503,16 +523,12 @@ moments_int_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *sc
 			out->isum[t] = d1[t];
 		if (t < ND2)
 			out->isq[t] = d2[t];
-		if (t == 0) {
-			out->kmin = ~nkmin;
-			out->kmax = kmax;
-		}
+		if (t == 0)
+			keys_out(out, nkmin, kmax);
 		return;
 	}
-	if (t == 0) {
-		atomicMax((unsigned long long *)&scratch->nkmin, nkmin);
-		atomicMax((unsigned long long *)&scratch->kmax, kmax);
-	}
+	if (t == 0)
+		keys_to_scratch(scratch, nkmin, kmax);
 	if (t < ND1 && d1[t])
 		atomicAdd((unsigned long long *)&scratch->isum[t], (unsigned long long)d1[t]);
 	if (t < ND2 && d2[t])
@@ -523,10 +539,8 @@ moments_int_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *sc
 			out->isum[t] = (long long)atomicExch((unsigned long long *)&scratch->isum[t], 0ull);
 		if (t < ND2)
 			out->isq[t] = (long long)atomicExch((unsigned long long *)&scratch->isq[t], 0ull);
-		if (t == 0) {
-			out->kmin = ~atomicExch((unsigned long long *)&scratch->nkmin, 0ull);
-			out->kmax = atomicExch((unsigned long long *)&scratch->kmax, 0ull);
-		}
+		if (t == 0)
+			keys_from_scratch(scratch, out);
 	}
 }
 

@@ -19,45 +19,13 @@
 #include <cuda_runtime.h>
 
 #include "cuda/argm.h"
+#include "tests/gpu/gpu-test.h"
 extern "C" {
 #include "daemon/reduce.h"
 }
 
-#define CU(x)                                                                                      \
-	do {                                                                                       \
-		cudaError_t e_ = (cudaError_t)(x);                                                 \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,                 \
-				cudaGetErrorString(e_));                                           \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
-
-static unsigned long checks, failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		checks++;                                                                          \
-		if (!(cond)) {                                                                     \
-			failures++;                                                                \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                                     \
-			if (failures > 20)                                                         \
-				exit(1);                                                           \
-		}                                                                                  \
-	} while (0)
-
 static const char *dt_name[] = { "i32", "i64", "u32", "u64", "f32", "f64" };
 static const size_t dt_size[] = { 4, 8, 4, 8, 4, 8 };
-
-static uint64_t rs = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
-}
 
 enum { RANDOM, TIES, ZEROS, NANS, INFS, EQUAL, EXTREMES, NKINDS };
 static const char *kind_name[] = { "random", "ties", "zeros", "nans", "infs", "equal", "extremes" };
@@ -147,14 +115,7 @@ static void one(int dt, int kind, size_t n, const std::vector<unsigned char> &h,
 int main(int argc, char **argv)
 {
 	bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-	int count = 0;
-	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-		printf("no GPU: skipped\n");
-		return 77;
-	}
-	cudaDeviceProp prop;
-	CU(cudaGetDeviceProperties(&prop, 0));
-	int sms = prop.multiProcessorCount;
+	int sms = gpu_sms();
 	CU(cudaMalloc(&ws, gr_argm_workspace_bytes(sms)));
 	CU(cudaMemset(ws, 0, gr_argm_workspace_bytes(sms)));
 	gr_argm_result *dout;

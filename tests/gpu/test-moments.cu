@@ -25,42 +25,10 @@
 #include <cuda_runtime.h>
 
 #include "cuda/moments.cuh"
+#include "tests/gpu/gpu-test.h"
 extern "C" {
 #include "cuda/exact-partial.h"
 #include "daemon/reduce.h"
-}
-
-#define CU(x)                                                                                      \
-	do {                                                                                       \
-		cudaError_t e_ = (cudaError_t)(x);                                                 \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,                 \
-				cudaGetErrorString(e_));                                           \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
-
-static unsigned long checks, failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		checks++;                                                                          \
-		if (!(cond)) {                                                                     \
-			failures++;                                                                \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                                     \
-			if (failures > 20)                                                         \
-				exit(1);                                                           \
-		}                                                                                  \
-	} while (0)
-
-static uint64_t rs = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
 }
 
 /* a normal deviate, roughly (the sum of four uniforms, centred) */
@@ -138,6 +106,36 @@ static bool same_f(double a, double b)
 	return memcmp(&a, &b, 8) == 0;
 }
 
+/* The GPU's partial gp against the CPU's cp, of n elements of dt: every
+ * field of moments' result, ddof 0 and 1; what names the case. */
+static void compare(const gr_partial &gp, const gr_partial &cp, gr_dtype dt, uint64_t n,
+		    const char *what)
+{
+	for (uint64_t ddof = 0; ddof < 2 && ddof < n; ddof++) {
+		gr_moments g, c;
+		gr_err eg = gr_moments_finish(dt, &gp, ddof, &g);
+		gr_err ec = gr_moments_finish(dt, &cp, ddof, &c);
+		CHECK(eg == GR_OK && ec == GR_OK, "%s: finish failed %d %d", what, (int)eg, (int)ec);
+		CHECK(g.count == c.count && same(g.sum, c.sum) && same(g.min, c.min) &&
+			      same(g.max, c.max) && same_f(g.mean, c.mean) && same_f(g.var, c.var),
+		      "%s ddof=%llu: GPU sum %016llx min %016llx max %016llx mean %a var %a; "
+		      "CPU %016llx %016llx %016llx %a %a",
+		      what, (unsigned long long)ddof, (unsigned long long)g.sum.u,
+		      (unsigned long long)g.min.u, (unsigned long long)g.max.u, g.mean, g.var,
+		      (unsigned long long)c.sum.u, (unsigned long long)c.min.u,
+		      (unsigned long long)c.max.u, c.mean, c.var);
+	}
+}
+
+/* Each case's array has three spare elements in front: started at
+ * element skip, it has n of them when skip is 0 (the spares left out
+ * too), else n + 3 - skip, so that every start in a 16-byte vector is
+ * tried. */
+static size_t elements_from(size_t n, size_t skip)
+{
+	return skip ? n + 3 - skip : n;
+}
+
 static gr_moments_scratch *scratch;
 static gr_moments_sums *dout;
 
@@ -155,19 +153,10 @@ static void one(bool f32, int kind, size_t n, const unsigned char *h, const void
 	gr_partial gp, cp;
 	cuda_moments_partial(&got, dt, n, &gp);
 	gr_reduce(GR_OP_MOMENTS, dt, h, n, &cp);
-	for (uint64_t ddof = 0; ddof < 2 && ddof < n; ddof++) {
-		gr_moments g, c;
-		gr_err eg = gr_moments_finish(dt, &gp, ddof, &g);
-		gr_err ec = gr_moments_finish(dt, &cp, ddof, &c);
-		CHECK(eg == GR_OK && ec == GR_OK, "finish failed %d %d", (int)eg, (int)ec);
-		CHECK(g.count == c.count && same(g.sum, c.sum) && same(g.min, c.min) &&
-			      same(g.max, c.max) && same_f(g.mean, c.mean) && same_f(g.var, c.var),
-		      "%s %s n=%zu sms=%d blocks=%u ddof=%llu: GPU sum %a min %a max %a mean %a "
-		      "var %a; CPU %a %a %a %a %a",
-		      f32 ? "f32" : "f64", kind_name[kind], n, sms, blocks,
-		      (unsigned long long)ddof, g.sum.f, g.min.f, g.max.f, g.mean, g.var, c.sum.f,
-		      c.min.f, c.max.f, c.mean, c.var);
-	}
+	char what[96];
+	snprintf(what, sizeof(what), "%s %s n=%zu sms=%d blocks=%u", f32 ? "f32" : "f64",
+		 kind_name[kind], n, sms, blocks);
+	compare(gp, cp, dt, n, what);
 }
 
 /* ---- integers ---- */
@@ -210,20 +199,10 @@ static void one_int(int dt, int kind, size_t n, const unsigned char *h, const vo
 	gr_partial gp, cp;
 	cuda_moments_partial(&got, (gr_dtype)dt, n, &gp);
 	gr_reduce(GR_OP_MOMENTS, (gr_dtype)dt, h, n, &cp);
-	for (uint64_t ddof = 0; ddof < 2 && ddof < n; ddof++) {
-		gr_moments g, c;
-		gr_err eg = gr_moments_finish((gr_dtype)dt, &gp, ddof, &g);
-		gr_err ec = gr_moments_finish((gr_dtype)dt, &cp, ddof, &c);
-		CHECK(eg == GR_OK && ec == GR_OK, "finish failed %d %d", (int)eg, (int)ec);
-		CHECK(g.count == c.count && same(g.sum, c.sum) && same(g.min, c.min) &&
-			      same(g.max, c.max) && same_f(g.mean, c.mean) && same_f(g.var, c.var),
-		      "%s %s n=%zu blocks=%u ddof=%llu: GPU sum %llx min %llx max %llx mean %a "
-		      "var %a; CPU %llx %llx %llx %a %a",
-		      idt_name[dt], ikind_name[kind], n, blocks, (unsigned long long)ddof,
-		      (unsigned long long)g.sum.u, (unsigned long long)g.min.u,
-		      (unsigned long long)g.max.u, g.mean, g.var, (unsigned long long)c.sum.u,
-		      (unsigned long long)c.min.u, (unsigned long long)c.max.u, c.mean, c.var);
-	}
+	char what[96];
+	snprintf(what, sizeof(what), "%s %s n=%zu blocks=%u", idt_name[dt], ikind_name[kind], n,
+		 blocks);
+	compare(gp, cp, (gr_dtype)dt, n, what);
 }
 
 static void ints(const std::vector<size_t> &sizes, int sms)
@@ -236,11 +215,9 @@ static void ints(const std::vector<size_t> &sizes, int sms)
 				if (n > (1u << 21) && kind != IRANDOM)
 					continue;
 				fill_int(dt, kind, h, n + 3);
-				unsigned char *d;
-				CU(cudaMalloc((void **)&d, (n + 3) * size));
-				CU(cudaMemcpy(d, h.data(), (n + 3) * size, cudaMemcpyHostToDevice));
+				unsigned char *d = to_device(h.data(), h.size());
 				for (size_t skip = 0; skip < 16 / size; skip++) {
-					size_t m = n + 3 - skip - (skip ? 0 : 3);
+					size_t m = elements_from(n, skip);
 					const unsigned char *hp = h.data() + skip * size;
 					for (unsigned blocks : { 0u, 1u, 7u }) {
 						if (skip && blocks)
@@ -263,14 +240,7 @@ static void ints(const std::vector<size_t> &sizes, int sms)
 int main(int argc, char **argv)
 {
 	bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-	int count = 0;
-	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-		printf("no GPU: skipped\n");
-		return 77;
-	}
-	cudaDeviceProp prop;
-	CU(cudaGetDeviceProperties(&prop, 0));
-	int sms = prop.multiProcessorCount;
+	int sms = gpu_sms();
 	CU(cudaMalloc((void **)&scratch, sizeof(*scratch)));
 	CU(cudaMemset(scratch, 0, sizeof(*scratch)));
 	CU(cudaMalloc((void **)&dout, sizeof(*dout)));
@@ -288,11 +258,9 @@ int main(int argc, char **argv)
 					continue;
 				/* three spare elements in front: every start in a vector */
 				fill(f32, kind, h, n + 3);
-				unsigned char *d;
-				CU(cudaMalloc((void **)&d, (n + 3) * size));
-				CU(cudaMemcpy(d, h.data(), (n + 3) * size, cudaMemcpyHostToDevice));
+				unsigned char *d = to_device(h.data(), h.size());
 				for (size_t skip = 0; skip < 16 / size; skip++) {
-					size_t m = n + 3 - skip - (skip ? 0 : 3);
+					size_t m = elements_from(n, skip);
 					const unsigned char *hp = h.data() + skip * size;
 					one(f32, kind, m, hp, d + skip * size, sms, 0);
 					if (skip == 0) {
