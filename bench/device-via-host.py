@@ -3,9 +3,11 @@
 memory, against sum and max of the same array, through one daemon in one
 run: the first three and sum and max on the GPU's kernels, in place; the
 segmented sum by way of the host (each chunk copied there and reduced on
-the CPU route: no GPU kernel for segments yet). The array is mapped once by IPC handle (the daemon runs with
---allow-cuda-ipc yes); each row is the median of REPS requests, one at a
-time. One JSON line per row.
+the CPU route: no GPU kernel for segments yet). Where PyTorch is
+installed, its sum and its moments (var_mean, aminmax and sum) of the same
+memory follow, for reference. The array is mapped once by IPC handle
+(the daemon runs with --allow-cuda-ipc yes); each row is the median of
+REPS requests, one at a time. One JSON line per row.
 
     device-via-host.py SOCKET [REPS [LOG2]]
 """
@@ -54,7 +56,42 @@ def main():
                           "ms": round(t * 1e3, 2), "GBps": round(4 * n / t / 1e9, 1)}),
               flush=True)
     c.call("unmap", [{"region": region}])
+    torch_rows(x, n, reps)
     return 0
+
+
+def torch_rows(x, n, reps):
+    """The same array's sum and moments in PyTorch, where it is installed,
+    as a PyTorch user would ask (the tensor shares the array's memory): the
+    sum in float32 (torch's default) and in float64, and var_mean, aminmax
+    and sum together for moments (three kernels, f32 arithmetic: not
+    exact). Rows are marked "ref": "torch"."""
+    try:
+        import torch
+    except ImportError:
+        return
+    t = torch.as_tensor(x, device="cuda")
+
+    def moments():
+        torch.var_mean(t, correction=0)
+        torch.aminmax(t)
+        t.sum()
+
+    cases = [("sum", lambda: t.sum()), ("sum f64", lambda: t.sum(dtype=torch.float64)),
+             ("moments", moments)]
+    for op, fn in cases:
+        fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            ts.append(time.perf_counter() - t0)
+        t_ = statistics.median(ts)
+        print(json.dumps({"op": op, "ref": "torch", "segments": 0, "n": n, "reps": reps,
+                          "ms": round(t_ * 1e3, 2), "GBps": round(4 * n / t_ / 1e9, 1)}),
+              flush=True)
 
 
 if __name__ == "__main__":
