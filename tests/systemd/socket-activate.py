@@ -95,8 +95,20 @@ def refuses(gpured, tmp, what, args):
             poke = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             poke.sendto(b"x", paths[0])
         else:
-            poke = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            poke.connect(paths[0])
+            # the path appears at bind(), a moment before listen(): until
+            # then a connection is refused, so try again for a while
+            deadline = time.monotonic() + 10
+            while True:
+                poke = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    poke.connect(paths[0])
+                    break
+                except ConnectionRefusedError:
+                    poke.close()
+                    poke = None
+                    if time.monotonic() > deadline:
+                        fail("%s: %s refused connections for 10 s" % (what, paths[0]))
+                    time.sleep(0.01)
         try:
             rc = proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
