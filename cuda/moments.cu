@@ -1,4 +1,4 @@
-/* The moments kernel's launcher (moments.h). */
+/* The moments kernels' launcher (moments.h). */
 #include <cstring>
 
 #include <cuda_runtime.h>

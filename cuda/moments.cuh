@@ -72,13 +72,10 @@ template <> struct mtraits<float> {
 	using SQ = gre::sqf;
 	static constexpr int B0 = 9, D = 45, SUM_FB = 1, SQ_FB = 2;
 	using K = uint32_t;
+	/* f32 keeps float minima (f32_group), keyed at the end */
 	static __device__ __forceinline__ K key_of(uint32_t u)
 	{
 		return (int32_t)u < 0 ? ~u : u | 0x80000000u;
-	}
-	static __device__ __forceinline__ K key(const uint4 &v, unsigned i)
-	{
-		return key_of(gre::traits<float>::word(v, i));
 	}
 	static __device__ __forceinline__ K warp_min(K k) { return __reduce_min_sync(FULL, k); }
 	static __device__ __forceinline__ K warp_max(K k) { return __reduce_max_sync(FULL, k); }

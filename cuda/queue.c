@@ -218,6 +218,18 @@ void cuda_requeue(cuda_dev *d, cuda_batch *list)
 	__atomic_sub_fetch(&d->busy, moved, __ATOMIC_RELAXED);
 }
 
+/*
+ * Does j go to a kernel of its own, alone in its launch: argmin, argmax or
+ * moments (the ops the CPU reduces of host data) of device memory, whose
+ * elements lie on their own size's boundary (the kernels read whole
+ * elements; the daemon copies others to the host first)?
+ */
+static bool cuda_job_alone_kernel(const gr_job *j)
+{
+	return j->on_device && gr_op_cpu_only(j->op) &&
+	       (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
+}
+
 void cuda_submit(gr_backend *pub, gr_job *list)
 {
 	cuda_backend *be = (cuda_backend *)pub;
@@ -229,11 +241,7 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
 	while (*link) {
 		gr_job *j = *link;
-		/* argmin and argmax have a kernel for device memory only */
-		bool argm_here = j->on_device && (j->op == GR_OP_ARGMIN || j->op == GR_OP_ARGMAX);
-		bool mom_here = j->on_device && j->op == GR_OP_MOMENTS &&
-				(uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
-		if ((gr_op_cpu_only(j->op) && !argm_here && !mom_here) || j->seg || j->cumsum) {
+		if ((gr_op_cpu_only(j->op) && !cuda_job_alone_kernel(j)) || j->seg || j->cumsum) {
 			*link = j->next;
 			j->next = NULL;
 			*nk_tail = j;
@@ -270,11 +278,9 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			b->items[i].scan_out = j->scan_out;
 			b->items[i].scan = 1;
 			b->items[i].alone = 1;
-		} else if (j->on_device && (j->op == GR_OP_ARGMIN || j->op == GR_OP_ARGMAX)) {
-			b->items[i].argm = 1;
-			b->items[i].alone = 1;
-		} else if (j->on_device && j->op == GR_OP_MOMENTS) {
-			b->items[i].mom = 1;
+		} else if (cuda_job_alone_kernel(j)) {
+			b->items[i].argm = j->op != GR_OP_MOMENTS;
+			b->items[i].mom = j->op == GR_OP_MOMENTS;
 			b->items[i].alone = 1;
 		}
 		b->jobs[i] = j;

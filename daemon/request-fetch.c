@@ -20,12 +20,10 @@ bool gr_request_via_host(const gr_request *req)
 {
 	if (!req->region || req->region->device < 0 || req->scan)
 		return false;
-	bool aligned = (uintptr_t)req->region_next % gr_dtype_size(req->dtype) == 0;
-	if (req->op == GR_OP_ARGMIN || req->op == GR_OP_ARGMAX)
-		return req->segs || !aligned;
-	if (req->op == GR_OP_MOMENTS)
-		return req->segs || !aligned;
-	return req->segs || gr_op_cpu_only(req->op);
+	/* argmin, argmax and moments (the ops the CPU reduces of host data)
+	 * have GPU kernels, which read whole elements */
+	return req->segs || (gr_op_cpu_only(req->op) &&
+			     (uintptr_t)req->region_next % gr_dtype_size(req->dtype));
 }
 
 /* Where the chunk's copy goes: its staging slot, else its own memory. */
