@@ -1,0 +1,86 @@
+/* The segmented reduce's launcher (segred.h). */
+#include <cuda_runtime.h>
+
+#include "cuda/segred.cuh"
+
+using namespace grsr;
+
+enum { OP_SUM = 0, OP_MIN = 1, OP_MAX = 2, OP_SUMSQ = 3 };
+enum { DT_I32, DT_I64, DT_U32, DT_U64, DT_F32, DT_F64 };
+
+extern "C" int gr_segred_takes(int op)
+{
+	return op == OP_SUM || op == OP_MIN || op == OP_MAX || op == OP_SUMSQ;
+}
+
+extern "C" size_t gr_segred_scratch_per_seg(int op, int dtype)
+{
+	if (op == OP_SUM && dtype == DT_F32)
+		return scratch_per_seg<fm_f32>();
+	if (op == OP_SUM && dtype == DT_F64)
+		return scratch_per_seg<fm_f64>();
+	if (op == OP_SUMSQ && dtype == DT_F32)
+		return scratch_per_seg<fm_f32sq>();
+	if (op == OP_SUMSQ && dtype == DT_F64)
+		return scratch_per_seg<fm_f64sq>();
+	if (op == OP_SUMSQ)
+		return scratch_per_seg<fm_isq<int32_t>>(); /* the same for every integer */
+	return 0;
+}
+
+static size_t dtype_size(int dtype)
+{
+	return dtype == DT_I32 || dtype == DT_U32 || dtype == DT_F32 ? 4 : 8;
+}
+
+template <typename T> static cudaError_t by_op(int op, params p, void *scratch, size_t bytes, cudaStream_t st)
+{
+	switch (op) {
+	case OP_MIN:
+		return launch_ext<T, false>(p, st);
+	case OP_MAX:
+		return launch_ext<T, true>(p, st);
+	case OP_SUM:
+		if constexpr (std::is_same<T, float>::value)
+			return launch_exact<fm_f32>(p, scratch, bytes, st);
+		else if constexpr (std::is_same<T, double>::value)
+			return launch_exact<fm_f64>(p, scratch, bytes, st);
+		else
+			return launch_isum<T>(p, st);
+	case OP_SUMSQ:
+		if constexpr (std::is_same<T, float>::value)
+			return launch_exact<fm_f32sq>(p, scratch, bytes, st);
+		else if constexpr (std::is_same<T, double>::value)
+			return launch_exact<fm_f64sq>(p, scratch, bytes, st);
+		else
+			return launch_exact<fm_isq<T>>(p, scratch, bytes, st);
+	}
+	return cudaErrorInvalidValue;
+}
+
+extern "C" int gr_segred_launch(int op, int dtype, const void *data, const uint64_t *offs,
+				uint64_t nsegs, uint64_t first, uint64_t end, void *records, void *scratch,
+				size_t scratch_bytes, void *stream)
+{
+	cudaStream_t st = (cudaStream_t)stream;
+	if (!gr_segred_takes(op) || dtype < DT_I32 || dtype > DT_F64 || end < first ||
+	    end - first > GR_SEGRED_MAX_ELEMS || (uintptr_t)data % dtype_size(dtype))
+		return (int)cudaErrorInvalidValue;
+	if (nsegs == 0)
+		return 0;
+	params p = {};
+	p.x = data;
+	p.off = offs;
+	p.k = nsegs;
+	p.first = first;
+	p.end = end;
+	p.rec = (uint64_t *)records;
+	switch (dtype) {
+	case DT_I32: return (int)by_op<int32_t>(op, p, scratch, scratch_bytes, st);
+	case DT_I64: return (int)by_op<int64_t>(op, p, scratch, scratch_bytes, st);
+	case DT_U32: return (int)by_op<uint32_t>(op, p, scratch, scratch_bytes, st);
+	case DT_U64: return (int)by_op<uint64_t>(op, p, scratch, scratch_bytes, st);
+	case DT_F32: return (int)by_op<float>(op, p, scratch, scratch_bytes, st);
+	default: return (int)by_op<double>(op, p, scratch, scratch_bytes, st);
+	}
+}
