@@ -58,6 +58,7 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 	cudaFree(c->mom_scratch);
 	cudaFree(c->dmom);
 	cudaFreeHost(c->hmom);
+	cuda_segs_free(c);
 	cudaFreeHost(c->hxsegs);
 	cudaFreeHost(c->hxout);
 	free(c->xslot);

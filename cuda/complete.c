@@ -28,7 +28,8 @@ static void cuda_fill(gr_job *j, uint64_t raw, const gr_exact_sum *xs,
 {
 	if (j->early) {
 		/* answered already (cuda_answer): done() reads the status */
-	} else if (j->n == 0) {
+	} else if (j->n == 0 || j->seg) {
+		/* segments: the records are written (segs.c), the head is none */
 		gr_partial_identity(j->op, j->dtype, &j->result);
 	} else if (mom) {
 		cuda_moments_partial(mom, j->dtype, j->n, &j->result);
@@ -91,7 +92,7 @@ static void cuda_answer(cuda_backend *be, const cuda_done *dn)
 	for (uint32_t r = 0; r < nruns; r++) {
 		const cuda_item *it = runs[r].b->items + runs[r].first;
 		for (uint32_t i = 0; i < runs[r].count; i++, k++) {
-			if (it[i].scan || !it[i].early)
+			if (it[i].scan || it[i].segs || !it[i].early)
 				continue;
 			gr_partial p;
 			if (dn->xslot[k] != CUDA_NOT_EXACT) {
@@ -156,6 +157,8 @@ void cuda_finish(cuda_ctx *c)
 	cuda_backend *be = c->dev->be;
 	/* an argmin's or argmax's value goes back as its raw value */
 	uint64_t argm_index = c->argm ? c->hargm->index : 0;
+	if (c->segs)
+		cuda_segs_finish(c);
 	if (c->argm)
 		c->hout[0] = c->hargm->value;
 	size_t runs_bytes = (size_t)c->nruns * sizeof(cuda_run);

@@ -59,7 +59,8 @@
  * By role: queue.c takes submit() and routes batches to devices (or to
  * the CPU fallback), launch.c is the submission thread, complete.c the
  * completion thread and what finishes jobs on the loop thread, fault.c
- * formats errors, injects faults and takes devices out of service, and
+ * formats errors, injects faults and takes devices out of service,
+ * segs.c runs the segments of device memory (segred.h), and
  * backend-cuda.c sets the backend up, describes it and tears it down.
  */
 #pragma once
@@ -146,6 +147,14 @@ struct cuda_ctx {
 	gr_moments_scratch *mom_scratch;
 	gr_moments_sums *dmom, *hmom;
 	bool mom;
+	/* segments of device memory (segs.c): offsets, records and their
+	 * copy for up to seg_cap segments, the scratch, each grown on
+	 * demand; segs is the launch in flight's, else NULL */
+	uint64_t *seg_doff, *seg_drec, *seg_hrec;
+	uint64_t seg_cap;
+	void *seg_scratch;
+	size_t seg_scratch_bytes;
+	struct gr_segjob *segs;
 	cuda_run *runs; /* the launch in flight: its items, in segment order */
 	uint32_t nruns, njobs;
 	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
@@ -236,6 +245,7 @@ typedef struct cuda_item {
 	union {
 		void *early;
 		void *scan_out; /* scan: where the prefix sums go (device memory) */
+		struct gr_segjob *seg; /* segs: the request's segments and records */
 	};
 	uint32_t tag;
 	uint8_t op, dtype;
@@ -244,6 +254,7 @@ typedef struct cuda_item {
 	uint8_t scan : 1; /* the prefix sums of device memory (job->scan_out): launched alone */
 	uint8_t argm : 1; /* argmin or argmax of device memory: launched alone */
 	uint8_t mom : 1; /* moments of device memory: launched alone */
+	uint8_t segs : 1; /* segments of device memory (job->seg): launched alone */
 } cuda_item;
 
 /*
@@ -308,7 +319,7 @@ struct cuda_done {
  * and conn-region.c, gr_conn_reduce_region). */
 static inline uint32_t cuda_item_exact(const cuda_item *it)
 {
-	if (it->scan || it->argm || it->mom ||
+	if (it->scan || it->argm || it->mom || it->segs ||
 	    (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
 		return 0;
 	if (it->op == GR_OP_SUM && it->dtype == GR_DT_F32)
@@ -324,7 +335,9 @@ static inline uint32_t cuda_item_exact(const cuda_item *it)
 
 static inline uint64_t cuda_item_units(const cuda_item *it)
 {
-	return it->n && !it->scan && !it->argm && !it->mom ? gr_kernel_units(it->n, gr_dtype_size(it->dtype)) : 0;
+	return it->n && !it->scan && !it->argm && !it->mom && !it->segs
+		       ? gr_kernel_units(it->n, gr_dtype_size(it->dtype))
+		       : 0;
 }
 
 /* ---- small helpers ---- */
@@ -398,6 +411,16 @@ void cuda_fallback_start(cuda_backend *be);
 void cuda_requeue(cuda_dev *d, cuda_batch *list);
 /* The backend's submit(). */
 void cuda_submit(gr_backend *pub, gr_job *list);
+
+/* ---- segs.c: segments of device memory ---- */
+
+/* Launch the segmented reduce of item it (segs) on context c, its
+ * records coming back into c->seg_hrec; c->segs is then it->seg. */
+cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it);
+/* After the launch: the records into the request's. */
+void cuda_segs_finish(cuda_ctx *c);
+/* Free what cuda_segs_launch() grew. */
+void cuda_segs_free(cuda_ctx *c);
 
 /* ---- launch.c: launching ---- */
 

@@ -73,10 +73,12 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	const cuda_item *scan = NULL; /* ... whose prefix sums it is */
 	const cuda_item *argm = NULL; /* ... whose argmin or argmax it is */
 	const cuda_item *mom = NULL; /* ... whose moments it is */
+	const cuda_item *segs = NULL; /* ... whose segments it is */
 
 	c->span = 0;
 	c->argm = false;
 	c->mom = false;
+	c->segs = NULL;
 
 	/* the run: segment table filled as it grows, offsets once lo is known */
 	while (b) {
@@ -100,6 +102,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			scan = it->scan ? it : NULL;
 			argm = it->argm ? it : NULL;
 			mom = it->mom ? it : NULL;
+			segs = it->segs ? it : NULL;
 			if (it->n) {
 				uintptr_t s = (uintptr_t)it->data;
 				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);
@@ -112,7 +115,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			gr_kseg *sg = &c->hsegs[nsegs];
 			c->xslot[nsegs++] = exact ? nx : CUDA_NOT_EXACT;
 			sg->offset = (uintptr_t)it->data;
-			sg->n = exact || it->scan || it->argm || it->mom ? 0 : it->n;
+			sg->n = exact || it->scan || it->argm || it->mom || it->segs ? 0 : it->n;
 			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
 			sg->unit_rows = sg->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
 			sg->first_unit = (uint32_t)units;
@@ -195,6 +198,8 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			 cudaMemcpyAsync(c->hmom, c->dmom, sizeof(*c->hmom), cudaMemcpyDeviceToHost,
 					 c->stream));
 	}
+	if (segs && segs->n)
+		CUDA_TRY("cudaLaunchKernel (segmented reduce)", FAULT_LAUNCH, cuda_segs_launch(c, segs));
 	if (plain && nsegs <= GR_KERNEL_PARAM_SEGS) {
 		/* the common case: the table rides in the launch itself */
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,

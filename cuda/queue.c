@@ -11,6 +11,7 @@
 
 #include "cuda/cuda-internal.h"
 #include "daemon/log.h"
+#include "daemon/segments.h"
 
 /* Post a list of the daemon's jobs as failed (the loop thread's only). */
 static void cuda_fail_list(cuda_backend *be, gr_job *list, int status, const char *why)
@@ -226,8 +227,16 @@ void cuda_requeue(cuda_dev *d, cuda_batch *list)
  */
 static bool cuda_job_alone_kernel(const gr_job *j)
 {
-	return j->on_device && gr_op_cpu_only(j->op) &&
+	return j->on_device && gr_op_cpu_only(j->op) && !j->seg &&
 	       (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
+}
+
+/* Does j go to the segmented reduce, alone in its launch: a whole
+ * request's segments of device memory that it takes? */
+static bool cuda_job_segments(const gr_job *j)
+{
+	return j->seg && j->on_device && j->seg->first == 0 &&
+	       gr_backend_segs_on_device(j->op, j->dtype, j->data, j->n);
 }
 
 void cuda_submit(gr_backend *pub, gr_job *list)
@@ -236,12 +245,14 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	uint32_t n = 0;
 	int pin = -1;
 	/* ops no kernel here reduces (argmin, argmax and moments but of
-	 * device memory on their own size's boundary), segments and prefix
-	 * sums of host data fail: the daemon sends them to its CPU route */
+	 * device memory on their own size's boundary), segments but those
+	 * of device memory that the segmented reduce takes, and prefix sums
+	 * of host data fail: the daemon sends them to its CPU route */
 	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
 	while (*link) {
 		gr_job *j = *link;
-		if ((gr_op_cpu_only(j->op) && !cuda_job_alone_kernel(j)) || j->seg || j->cumsum) {
+		if ((gr_op_cpu_only(j->op) && !cuda_job_alone_kernel(j)) ||
+		    (j->seg && !cuda_job_segments(j)) || j->cumsum) {
 			*link = j->next;
 			j->next = NULL;
 			*nk_tail = j;
@@ -277,6 +288,11 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			/* never answered early: its answer is the loop's */
 			b->items[i].scan_out = j->scan_out;
 			b->items[i].scan = 1;
+			b->items[i].alone = 1;
+		} else if (j->seg) {
+			/* never answered early: its records are the loop's */
+			b->items[i].seg = j->seg;
+			b->items[i].segs = 1;
 			b->items[i].alone = 1;
 		} else if (cuda_job_alone_kernel(j)) {
 			b->items[i].argm = j->op != GR_OP_MOMENTS;

@@ -55,8 +55,10 @@ struct gr_job {
 	 * to: reduce it where it lies, with no copy */
 	bool on_device;
 	/* NULL, or the segments this job's elements belong to: result is
-	 * then the head's partial (daemon/segments.h). Only the CPU backend
-	 * reduces such jobs. */
+	 * then the head's partial (daemon/segments.h). The CPU backend
+	 * reduces such jobs; a backend with map_device also takes the
+	 * segments of a whole request of device memory as one job
+	 * (gr_backend_segs_on_device), and writes every record. */
 	struct gr_segjob *seg;
 	/* NULL, or the job is a phase of a request's prefix sums
 	 * (daemon/cumsum.h), which writes its outputs there and leaves
@@ -226,6 +228,22 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
  * This returns once every job submitted before it was posted; no other
  * thread may submit meanwhile. */
 void gr_backend_cpu_wait_idle(gr_backend *b);
+
+/* Elements one job of segments of device memory may have, at most. */
+#define GR_BACKEND_SEGS_MAX_ELEMS ((uint64_t)1 << 30)
+
+/*
+ * Does a backend with map_device reduce the segments of a request of n
+ * elements of device memory at data as one job (seg->first 0, every
+ * element): sum, min, max or sumsq, the elements on their own size's
+ * boundary, at most GR_BACKEND_SEGS_MAX_ELEMS of them? (The daemon copies
+ * others to the host first.)
+ */
+static inline bool gr_backend_segs_on_device(gr_op op, gr_dtype dt, const void *data, uint64_t n)
+{
+	return (op == GR_OP_SUM || op == GR_OP_MIN || op == GR_OP_MAX || op == GR_OP_SUMSQ) &&
+	       (uintptr_t)data % gr_dtype_size(dt) == 0 && n <= GR_BACKEND_SEGS_MAX_ELEMS;
+}
 
 static inline unsigned gr_backend_ndevices(const gr_backend *b)
 {

@@ -374,8 +374,8 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 		gr_request_chunk_release(req, ch);
 		return;
 	}
-	/* segments: no GPU kernel yet (of GPU memory, copied to the host
-	 * first); prefix sums of host data: on the CPU */
+	/* segments of host data, and prefix sums of host data: on the CPU
+	 * (segments of GPU memory on the GPU, or copied to the host first) */
 	bool via_host = gr_request_via_host(req);
 	ch->job.cpu_route = req->srv->router && !ch->job.on_device &&
 			    (req->data_bytes <= req->srv->route_max || req->segs || req->scan ||
@@ -414,13 +414,14 @@ void gr_request_region_pump(gr_request *req)
 {
 	/* device memory needs no staging-sized pieces: one launch reads a
 	 * gigabyte at the memory's rate; prefix sums are one launch whole,
-	 * whose order counts tiles from the request's first element */
+	 * whose order counts tiles from the request's first element, and so
+	 * are segments, which meet across tiles on the device */
 	uint64_t slot = req->srv->staging.slot_bytes;
 	/* ... but what goes to the host first is cut as a host region is */
 	bool device = req->region->device >= 0 && !gr_request_via_host(req);
 
 	if (device)
-		slot = req->scan ? req->data_bytes : GR_DEVICE_CHUNK_BYTES;
+		slot = req->scan || req->segs ? req->data_bytes : GR_DEVICE_CHUNK_BYTES;
 
 	if (!req->conn) {
 		req->region_left = 0;

@@ -397,12 +397,28 @@ class SegmentsSplitAcrossWorkers(Segments):
 
 
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
+def device_jobs(c):
+    """Jobs the daemon's first GPU has run."""
+    return [x for x in c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["jobs"]
+
+
+def isumsq_records(x, offs):
+    """sumsq of integer segments as a GPU gives them: each element's square
+    in double (rounded, as the CPU does), summed exactly and rounded once
+    (math.fsum), as packed float64 records."""
+    sq = [float(v) * float(v) for v in x.tolist()]
+    return struct.pack("<%dd" % (len(offs) - 1),
+                       *[math.fsum(sq[a:b]) for a, b in zip(offs, offs[1:])])
+
+
 class DeviceMemory(CupyDeviceCase):
-    """Segments of every op, argmin, argmax and moments of GPU memory (on
-    the GPU's argmin/argmax and moments kernels, or, for segments, copied
+    """Segments of every op, argmin, argmax and moments of GPU memory (sum,
+    min, max and sumsq of segments in one segmented launch on the GPU;
+    argmin, argmax and moments on the GPU's kernels; their segments copied
     to the host chunk by chunk and reduced on the CPU route): the same
-    bytes as the same elements sent over the socket, across many chunks
-    and at odd offsets; the region and the device stay in service."""
+    bytes as the same elements sent over the socket (integer sumsq: the
+    exact sum of the rounded squares), across many chunks and at odd
+    offsets; the region and the device stay in service."""
 
     # small chunks: a request of a few hundred thousand elements is many
     # chunks, each copied on its own
@@ -430,8 +446,41 @@ class DeviceMemory(CupyDeviceCase):
                     params = {"op": op, "dtype": dt, "offsets": offsets_bin(offs)}
                     dev, host = self.both(params, region, skip * size, n, x[skip:].tobytes())
                     self.assertIsNone(dev[0], (op, dt, dev[0]))
+                    if op == "sumsq" and dt[0] != "f":
+                        host[1]["values"] = isumsq_records(x[skip:], offs)
                     self.assertEqual(dev, host, (op, dt, skip))
             self.assertEqual(self.c.call("unmap", [{"region": region}]), (None, True))
+        self.healthy()
+
+    def test_segments_on_the_gpu(self):
+        """sum, min, max and sumsq of segments are one job on the GPU, of
+        short segments (one lane each), long ones over many tiles, and
+        floats with -0, infinities and NaNs in some; the others go by way
+        of the host (no GPU job)."""
+        rng = random.Random(13)
+        for dt in DTYPES:
+            x = sample(rng, dt, 1 << 20)
+            if dt[0] == "f":
+                x[5:9] = -0.0
+                x[100] = np.inf
+                x[200] = -np.inf
+                x[201] = np.inf
+                x[300] = np.nan
+            region = self.map(self.cp.asarray(x))
+            lengths = random_lengths(rng, 20000, 20) + [0, 0] + random_lengths(rng, 30, 20000)
+            offs = [o for o in to_offsets(lengths) if o < len(x)] + [len(x)]
+            for op in OPS:
+                params = {"op": op, "dtype": dt, "offsets": offsets_bin(offs)}
+                before = device_jobs(self.c)
+                dev, host = self.both(params, region, 0, len(x), x.tobytes())
+                jobs = device_jobs(self.c) - before
+                self.assertIsNone(dev[0], (op, dt, dev[0]))
+                if op == "sumsq" and dt[0] != "f":
+                    host[1]["values"] = isumsq_records(x, offs)
+                self.assertEqual(dev, host, (op, dt))
+                on_gpu = op in ("sum", "min", "max", "sumsq")
+                self.assertEqual(jobs, 1 if on_gpu else 0, (op, dt))
+            self.c.call("unmap", [{"region": region}])
         self.healthy()
 
     def test_argmin_argmax_moments(self):
@@ -515,6 +564,37 @@ class DeviceMemoryFault(unittest.TestCase):
                                           "offsets": offsets_bin([0, 1, 2]),
                                           "data": b"\1\0\0\0\2\0\0\0"}])
             self.assertIsNone(err, err)
+            self.assertEqual(c.call("unmap", [{"region": region}]), (None, True))
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+@unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
+class DeviceSegmentsFault(unittest.TestCase):
+    """A fault in the segmented launch fails that request with internal,
+    naming the call and the device; host data is still served, and the
+    region is still released."""
+
+    def test_fault(self):
+        cp = cupy_or_skip()
+        cp.cuda.set_allocator(None)
+        d = Daemon("--allow-cuda-ipc", "yes", "--fault", "launch:after=0")
+        try:
+            c = ShmClient(d.path, timeout=30)
+            n = 1 << 20
+            region, x = map_cupy_ones(c, n)
+            err, _ = c.call("reduce", [{"op": "sum", "dtype": "i32", "region": region,
+                                        "offset": 0, "count": n,
+                                        "offsets": offsets_bin([0, 5, n])}])
+            self.assertEqual(err["code"], "internal", err)
+            self.assertIn("segmented reduce", err["message"])
+            self.assertIn("device 0", err["message"])
+            err, res = c.call("reduce", [{"op": "sum", "dtype": "i32",
+                                          "offsets": offsets_bin([0, 1, 2]),
+                                          "data": b"\1\0\0\0\2\0\0\0"}])
+            self.assertIsNone(err, err)
+            self.assertEqual(res["values"], struct.pack("<2q", 1, 2))
             self.assertEqual(c.call("unmap", [{"region": region}]), (None, True))
             c.close()
         finally:

@@ -1,0 +1,98 @@
+/*
+ * Segments of device memory on the GPU: a request's segments of sum,
+ * min, max or sumsq, one job whole (gr_backend_segs_on_device), reduced by
+ * the segmented reduce (segred.h) where the data lie. The offsets go to
+ * the device, the records come back to pinned memory in the same stream,
+ * and the completion thread copies them into the request's records. A
+ * launch covers as many segments as the scratch of their exact sums
+ * holds (CUDA_SEGS_SCRATCH_MAX), so a request of many may take several,
+ * in order on the context's stream.
+ */
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/cuda-internal.h"
+#include "cuda/segred.h"
+#include "daemon/segments.h"
+
+_Static_assert(GR_SEGRED_MAX_ELEMS == GR_BACKEND_SEGS_MAX_ELEMS,
+	       "the daemon sends the segmented reduce what it takes");
+
+/* Scratch a context keeps for exact sums' digits, at most: 64 MiB, some
+ * 60,000 segments of f64 sumsq (the widest) a launch, 750,000 of f32 sum. */
+#define CUDA_SEGS_SCRATCH_MAX ((size_t)64 << 20)
+
+static cudaError_t segs_grow(cuda_ctx *c, uint64_t k, size_t scratch)
+{
+	cudaError_t e;
+
+	if (k > c->seg_cap) {
+		/* the context's last launch is done: it is free */
+		cudaFree(c->seg_doff);
+		cudaFree(c->seg_drec);
+		cudaFreeHost(c->seg_hrec);
+		c->seg_doff = c->seg_drec = c->seg_hrec = NULL;
+		c->seg_cap = 0;
+		if ((e = cudaMalloc((void **)&c->seg_doff, (k + 1) * sizeof(uint64_t))) ||
+		    (e = cudaMalloc((void **)&c->seg_drec, k * sizeof(uint64_t))) ||
+		    (e = cudaHostAlloc((void **)&c->seg_hrec, k * sizeof(uint64_t),
+				       cudaHostAllocPortable)))
+			return e;
+		c->seg_cap = k;
+	}
+	if (scratch > c->seg_scratch_bytes) {
+		cudaFree(c->seg_scratch);
+		c->seg_scratch = NULL;
+		c->seg_scratch_bytes = 0;
+		if ((e = cudaMalloc(&c->seg_scratch, scratch)))
+			return e;
+		c->seg_scratch_bytes = scratch;
+	}
+	return cudaSuccess;
+}
+
+cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
+{
+	const gr_segjob *sj = it->seg;
+	const uint64_t k = sj->nseg, *off = sj->offsets;
+	size_t per = gr_segred_scratch_per_seg(it->op, it->dtype);
+	size_t scratch = per ? (k * per < CUDA_SEGS_SCRATCH_MAX ? k * per : CUDA_SEGS_SCRATCH_MAX) : 0;
+	uint64_t group = per ? CUDA_SEGS_SCRATCH_MAX / per : k;
+	cudaError_t e;
+
+	if ((e = segs_grow(c, k, scratch)))
+		return e;
+	/* from the request's memory: the call returns once it is copied */
+	if ((e = cudaMemcpyAsync(c->seg_doff, off, (k + 1) * sizeof(uint64_t), cudaMemcpyHostToDevice,
+				 c->stream)))
+		return e;
+	for (uint64_t s0 = 0; s0 < k; s0 += group) {
+		uint64_t s1 = k - s0 < group ? k : s0 + group;
+		e = (cudaError_t)gr_segred_launch(it->op, it->dtype, it->data, c->seg_doff + s0, s1 - s0,
+						  off[s0], off[s1], c->seg_drec + s0, c->seg_scratch,
+						  c->seg_scratch_bytes, c->stream);
+		if (e)
+			return e;
+	}
+	if ((e = cudaMemcpyAsync(c->seg_hrec, c->seg_drec, k * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+				 c->stream)))
+		return e;
+	c->segs = it->seg;
+	return cudaSuccess;
+}
+
+void cuda_segs_finish(cuda_ctx *c)
+{
+	/* the records are the loop thread's again once the job is posted */
+	memcpy(c->segs->records, c->seg_hrec, c->segs->nseg * sizeof(uint64_t));
+	c->segs = NULL;
+}
+
+void cuda_segs_free(cuda_ctx *c)
+{
+	cudaFree(c->seg_doff);
+	cudaFree(c->seg_drec);
+	cudaFreeHost(c->seg_hrec);
+	cudaFree(c->seg_scratch);
+}
