@@ -938,7 +938,9 @@ int main(void)
 	printf("faults: ok (%lu checks)\n", checks);
 	test_fallback();
 	test_fault_under_load("launch:after=1", true);
-	test_fault_under_load("sync:after=2", true);
+	/* the second launch's sync fails: with after=2 the third would, and
+	 * the 399 batches behind the first may all go out in the second */
+	test_fault_under_load("sync:after=1", true);
 	printf("CPU fallback: ok (%lu checks)\n", checks);
 	if (!getenv("GPURED_TEST_SKIP_BIG")) {
 		test_big();
