@@ -1,7 +1,7 @@
 /* The segmented reduce's launcher (segred.h). */
 #include <cuda_runtime.h>
 
-#include "cuda/segred.cuh"
+#include "cuda/segred-exact.cuh"
 
 using namespace grsr;
 
