@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""argmin, argmax, moments and a segmented sum of an f32 array in GPU
-memory, against sum and max of the same array, through one daemon in one
-run: the first three and sum and max on the GPU's kernels, in place; the
-segmented sum by way of the host (each chunk copied there and reduced on
-the CPU route: no GPU kernel for segments yet). Where PyTorch is
-installed, its sum and its moments (var_mean, aminmax and sum) of the same
-memory follow, for reference. The array is mapped once by IPC handle
+"""argmin, argmax, moments and segments of an f32 array in GPU memory,
+against sum and max of the same array, through one daemon in one run:
+argmin, argmax, moments, sum and max on the GPU's kernels, in place;
+sum, max and sumsq of 1024 rows, and sum of 10^5 rows, on the GPU's
+segmented reduce (exact float sums), in place; argmin of 1024 rows by way
+of the host (each chunk copied there and reduced on the CPU route: no GPU
+kernel for segments of argmin). Where PyTorch is installed, its sum, its
+moments (var_mean, aminmax and sum) and its row sums (sum(dim=1)) of the
+same memory follow, for reference. The array is mapped once by IPC handle
 (the daemon runs with --allow-cuda-ipc yes); each row is the median of
 REPS requests, one at a time. One JSON line per row.
 
@@ -39,11 +41,15 @@ def main():
     h = bytes(cp.cuda.runtime.ipcGetMemHandle(x.data.ptr))
     region = c.call("map", [{"bytes": x.nbytes, "kind": "cuda_ipc", "device": uuid,
                              "handle": h}])["region"]
-    rows = 1024
-    offs = struct.pack("<%dQ" % (rows + 1), *[i * (n // rows) for i in range(rows)] + [n])
+    def offsets(rows):
+        return struct.pack("<%dQ" % (rows + 1), *[i * (n // rows) for i in range(rows)] + [n])
+
+    o1k, o100k = offsets(1024), offsets(100000)
     cases = [("sum", {}), ("max", {}), ("argmin", {}), ("argmax", {}), ("moments", {}),
-             ("sum", {"offsets": offs})]
+             ("sum", {"offsets": o1k}), ("max", {"offsets": o1k}), ("sumsq", {"offsets": o1k}),
+             ("sum", {"offsets": o100k}), ("argmin", {"offsets": o1k})]
     for op, extra in cases:
+        rows = len(extra["offsets"]) // 8 - 1 if extra else 0
         p = dict({"op": op, "dtype": "f32", "region": region, "offset": 0, "count": n}, **extra)
         c.call("reduce", [p])
         ts = []
@@ -52,7 +58,7 @@ def main():
             c.call("reduce", [p])
             ts.append(time.perf_counter() - t0)
         t = statistics.median(ts)
-        print(json.dumps({"op": op, "segments": rows if extra else 0, "n": n, "reps": reps,
+        print(json.dumps({"op": op, "segments": rows, "n": n, "reps": reps,
                           "ms": round(t * 1e3, 2), "GBps": round(4 * n / t / 1e9, 1)}),
               flush=True)
     c.call("unmap", [{"region": region}])
@@ -61,11 +67,12 @@ def main():
 
 
 def torch_rows(x, n, reps):
-    """The same array's sum and moments in PyTorch, where it is installed,
-    as a PyTorch user would ask (the tensor shares the array's memory): the
-    sum in float32 (torch's default) and in float64, and var_mean, aminmax
-    and sum together for moments (three kernels, f32 arithmetic: not
-    exact). Rows are marked "ref": "torch"."""
+    """The same array's sum, moments and row sums in PyTorch, where it is
+    installed, as a PyTorch user would ask (the tensor shares the array's
+    memory): the sum in float32 (torch's default) and in float64, var_mean,
+    aminmax and sum together for moments (three kernels, f32 arithmetic:
+    not exact), and 1024 rows' sums in float32 and float64. Rows are
+    marked "ref": "torch"."""
     try:
         import torch
     except ImportError:
@@ -77,9 +84,10 @@ def torch_rows(x, n, reps):
         torch.aminmax(t)
         t.sum()
 
-    cases = [("sum", lambda: t.sum()), ("sum f64", lambda: t.sum(dtype=torch.float64)),
-             ("moments", moments)]
-    for op, fn in cases:
+    cases = [("sum", 0, lambda: t.sum()), ("sum f64", 0, lambda: t.sum(dtype=torch.float64)),
+             ("moments", 0, moments), ("sum", 1024, lambda: t.view(1024, -1).sum(dim=1)),
+             ("sum f64", 1024, lambda: t.view(1024, -1).sum(dim=1, dtype=torch.float64))]
+    for op, rows, fn in cases:
         fn()
         torch.cuda.synchronize()
         ts = []
@@ -89,7 +97,7 @@ def torch_rows(x, n, reps):
             torch.cuda.synchronize()
             ts.append(time.perf_counter() - t0)
         t_ = statistics.median(ts)
-        print(json.dumps({"op": op, "ref": "torch", "segments": 0, "n": n, "reps": reps,
+        print(json.dumps({"op": op, "ref": "torch", "segments": rows, "n": n, "reps": reps,
                           "ms": round(t_ * 1e3, 2), "GBps": round(4 * n / t_ / 1e9, 1)}),
               flush=True)
 

@@ -3,7 +3,7 @@
  * next to CUB (cub::DeviceSegmentedReduce::Sum, cub::DeviceScan::
  * InclusiveSum) on the same inputs and output types, in one run.
  *
- *   gpured-ops-bench [--reps N] [--seg-only | --scan-only | --argm-only]
+ *   gpured-ops-bench [--reps N] [--seg-only | --segred-only | --scan-only | --argm-only]
  *
  * Each row: a warm-up of both, then N repetitions (default 41 up to 2^24
  * elements, 15 above), each timing one launch of ours and one of CUB's
@@ -13,11 +13,15 @@
  * CUB's time / ours (above 1: ours is faster). Our results are checked
  * against CUB's (integers exactly where CUB's own arithmetic cannot
  * overflow, floats to a tolerance: CUB's float scan adds in float).
+ * The segred rows time the daemon's segmented reduce (segred.h: a memset,
+ * the reduce and the finish; float sums exact) against CUB's segmented
+ * Sum (in double for floats, rounding as it goes) or Min.
  * The scan rows also time a copy kernel that reads the input and writes
  * 8 bytes an element, the ceiling for a scan's traffic. A table goes to
  * stdout, then one JSON line a row.
  */
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +37,7 @@
 #include "cuda/argm.cuh"
 #include "cuda/scan.cuh"
 #include "cuda/segmented.cuh"
+#include "cuda/segred.h"
 
 #define CU(call)                                                                          \
 	do {                                                                              \
@@ -240,6 +245,118 @@ static void seg_all(int reps)
 	seg_row<float>("skewed", skew, reps);
 }
 
+/* ---- the daemon's segmented reduce (segred.h) ---- */
+
+struct cub_min_op {
+	template <typename A, typename B> __device__ __forceinline__ A operator()(const A &a, const B &b) const
+	{
+		return (A)b < a ? (A)b : a;
+	}
+};
+
+/* op 0 sum, 1 min, 3 sumsq (CUB: the sum of the squares' values is not
+ * at hand, so sumsq is timed against CUB's Sum of the same elements) */
+template <typename T> static void segred_row(const char *name, int op, const std::vector<uint64_t> &len, int reps)
+{
+	using O = typename wide<T>::type;
+	const uint64_t k = len.size();
+	std::vector<uint64_t> off(k + 1, 0);
+	for (uint64_t s = 0; s < k; s++)
+		off[s + 1] = off[s] + len[s];
+	const uint64_t count = off[k];
+	T *x;
+	uint64_t *doff;
+	uint64_t *o1;
+	O *o2;
+	CU(cudaMalloc(&x, count * sizeof(T) + 16));
+	CU(cudaMalloc(&doff, (k + 1) * 8));
+	CU(cudaMalloc(&o1, k * 8));
+	CU(cudaMalloc(&o2, k * 8));
+	fill_kernel<T><<<1024, 256, 0, st>>>(x, count, 12345);
+	CU(cudaMemcpy(doff, off.data(), (k + 1) * 8, cudaMemcpyHostToDevice));
+	size_t sb = gr_segred_scratch_per_seg(op, dtype_of<T>()) * k + 16;
+	void *scratch;
+	CU(cudaMalloc(&scratch, sb));
+	size_t tb = 0;
+	if (op == 1)
+		CU(cub::DeviceSegmentedReduce::Reduce(nullptr, tb, x, o2, (int64_t)k, doff, doff + 1,
+						      cub_min_op(), (O)std::numeric_limits<T>::max(), st));
+	else
+		CU(cub::DeviceSegmentedReduce::Sum(nullptr, tb, x, o2, (int64_t)k, doff, doff + 1, st));
+	void *temp;
+	CU(cudaMalloc(&temp, tb + 16));
+	CU(cudaDeviceSynchronize());
+
+	double us_ours, us_cub;
+	time_pair(
+		[&](int) {
+			CU(gr_segred_launch(op, dtype_of<T>(), x, doff, k, 0, count, o1, scratch, sb, st));
+		},
+		[&](int) {
+			size_t t = tb;
+			if (op == 1)
+				CU(cub::DeviceSegmentedReduce::Reduce(temp, t, x, o2, (int64_t)k, doff, doff + 1,
+								      cub_min_op(),
+								      (O)std::numeric_limits<T>::max(), st));
+			else
+				CU(cub::DeviceSegmentedReduce::Sum(temp, t, x, o2, (int64_t)k, doff, doff + 1, st));
+		},
+		reps, 5, &us_ours, &us_cub);
+	CU(cudaDeviceSynchronize());
+
+	std::vector<uint64_t> a(k);
+	std::vector<O> b(k);
+	CU(cudaMemcpy(a.data(), o1, k * 8, cudaMemcpyDeviceToHost));
+	CU(cudaMemcpy(b.data(), o2, k * 8, cudaMemcpyDeviceToHost));
+	uint64_t bad = 0;
+	for (uint64_t s = 0; s < k && op != 3; s++) {
+		if constexpr (std::is_floating_point<T>::value) {
+			double v;
+			memcpy(&v, &a[s], 8);
+			if (!(fabs(v - (double)b[s]) <= 1e-9 * (double)(len[s] + 1)))
+				bad++;
+		} else if ((O)a[s] != b[s]) {
+			bad++;
+		}
+	}
+	const char *opn = op == 0 ? "sum" : op == 1 ? "min" : "sumsq";
+	double gb = count * sizeof(T) / 1e9;
+	double ratio = us_cub / us_ours;
+	printf("segred  %-14s %-5s %s %8llu segs %11llu elems | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | ratio %.3f | %s\n",
+	       name, opn, dtype_name<T>(), (unsigned long long)k, (unsigned long long)count, us_ours,
+	       gb / (us_ours * 1e-6), us_cub, gb / (us_cub * 1e-6), ratio,
+	       op == 3 ? "unchecked" : bad ? "FAIL" : "PASS");
+	char line[512];
+	snprintf(line, sizeof line,
+		 "{\"bench\":\"segred\",\"case\":\"%s\",\"op\":\"%s\",\"dtype\":\"%s\",\"segments\":%llu,\"elements\":%llu,"
+		 "\"ours_us\":%.3f,\"cub_us\":%.3f,\"ours_gbs\":%.1f,\"cub_gbs\":%.1f,\"ratio\":%.4f,\"check\":\"%s\"}",
+		 name, opn, dtype_name<T>(), (unsigned long long)k, (unsigned long long)count, us_ours, us_cub,
+		 gb / (us_ours * 1e-6), gb / (us_cub * 1e-6), ratio, op == 3 ? "unchecked" : bad ? "FAIL" : "PASS");
+	json.push_back(line);
+	CU(cudaFree(x));
+	CU(cudaFree(doff));
+	CU(cudaFree(o1));
+	CU(cudaFree(o2));
+	CU(cudaFree(scratch));
+	CU(cudaFree(temp));
+}
+
+static void segred_all(int reps)
+{
+	lrng = 0x2545f4914f6cdd1dull;
+	auto target = lengths(100000, 1, 4096);
+	segred_row<float>("rand 1-4096", 0, target, reps);
+	segred_row<double>("rand 1-4096", 0, target, reps);
+	segred_row<int32_t>("rand 1-4096", 0, target, reps);
+	segred_row<float>("rand 1-4096", 1, target, reps);
+	segred_row<float>("rand 1-4096", 3, target, reps);
+	segred_row<double>("rand 1-4096", 3, target, reps);
+	segred_row<float>("rows of 256", 0, std::vector<uint64_t>(100000, 256), reps);
+	segred_row<float>("rand 1-64", 0, lengths(1000000, 1, 64), reps);
+	segred_row<float>("rand 0-8", 0, lengths(1000000, 0, 8), reps);
+	segred_row<float>("100 x 2^20", 0, std::vector<uint64_t>(100, 1u << 20), reps);
+}
+
 /* ---- prefix sums ---- */
 
 static const size_t IN_POOL = (size_t)2 << 30, OUT_POOL = (size_t)2 << 30;
@@ -428,18 +545,20 @@ static void argm_all(int reps)
 int main(int argc, char **argv)
 {
 	int reps = 0;
-	bool seg = true, scan = true, argm = true;
+	bool seg = true, segred = true, scan = true, argm = true;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seg-only"))
-			scan = argm = false;
+			segred = scan = argm = false;
+		else if (!strcmp(argv[i], "--segred-only"))
+			seg = scan = argm = false;
 		else if (!strcmp(argv[i], "--scan-only"))
-			seg = argm = false;
+			seg = segred = argm = false;
 		else if (!strcmp(argv[i], "--argm-only"))
-			seg = scan = false;
+			seg = segred = scan = false;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--seg-only | --scan-only | --argm-only]\n",
+			fprintf(stderr, "usage: %s [--reps N] [--seg-only | --segred-only | --scan-only | --argm-only]\n",
 				argv[0]);
 			return 2;
 		}
@@ -457,6 +576,8 @@ int main(int argc, char **argv)
 		CU(cudaEventCreate(&e));
 	if (seg)
 		seg_all(reps ? reps : 21);
+	if (segred)
+		segred_all(reps ? reps : 21);
 	if (scan)
 		scan_all(reps);
 	if (argm)

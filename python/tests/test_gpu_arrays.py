@@ -158,6 +158,34 @@ def test_torch_cuda_argmin_argmax_moments(make_daemon):
         assert c.moments(big) == c.moments(big.cpu().numpy())
 
 
+def _gpu_jobs(c):
+    return sum(dev["jobs"] for dev in c.info()["devices"] if dev["kind"] == "cuda")
+
+
+def test_torch_cuda_row_sums(make_daemon):
+    """Row sums, minima and sums of squares of a CUDA tensor (offsets=)
+    are one job on the GPU (its segmented reduce), exact: each row's sum
+    is math.fsum of the row, as the same elements on the host give."""
+    torch = _torch_cuda()
+    with _gpu_daemon(make_daemon) as c:
+        g = torch.Generator(device="cuda").manual_seed(5)
+        t = (torch.rand(3001, 257, generator=g, device="cuda", dtype=torch.float64) - 0.5) \
+            * torch.logspace(-20, 20, 257, device="cuda", dtype=torch.float64)
+        t[7] = 0.0
+        t[8] = -0.0
+        offs = np.arange(0, t.numel() + 1, 257)
+        host = t.cpu().numpy()
+        before = _gpu_jobs(c)
+        sums = c.sum(t, offsets=offs)
+        assert _gpu_jobs(c) == before + 1
+        assert sums.tolist() == [math.fsum(r) for r in host.tolist()]
+        assert np.signbit(sums[8]) and not np.signbit(sums[7])
+        assert c.min(t, offsets=offs).tolist() == host.min(axis=1).tolist()
+        assert (c.sumsq(t, offsets=offs) == c.sumsq(host, offsets=offs)).all()
+        f = t.float()
+        assert (c.sum(f, offsets=offs) == c.sum(f.cpu().numpy(), offsets=offs)).all()
+
+
 def test_torch_cuda_pipelined_one_mapping(make_daemon):
     torch = _torch_cuda()
     with _gpu_daemon(make_daemon) as c:
