@@ -174,7 +174,8 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 	}
 	/* the GPUs' exact sum reads whole elements; host data that are not
 	 * aligned go to the CPU route instead (request_exact_on_cpu), and so
-	 * do segments of GPU memory (copied first: request-fetch.c) */
+	 * do segments of GPU memory that are not (copied first:
+	 * request-fetch.c) */
 	bool exact_op = preq->op == GR_OP_SUM || preq->op == GR_OP_SUMSQ;
 	if (r->device >= 0 && exact_op && gr_dtype_is_float(preq->dtype) && !preq->has_offsets &&
 	    ((uintptr_t)r->base + preq->offset) % size) {

@@ -45,8 +45,8 @@ void gr_request_chunk_done(gr_job *job);
 
 /* request-fetch.c: chunks of GPU memory that the CPU reduces, each copied
  * to the host first */
-/* Whether req's chunks go that way (an op or segments no GPU kernel
- * reduces yet, on GPU memory). */
+/* Whether req's chunks go that way (an op, or segments, no GPU kernel
+ * reduces, on GPU memory). */
 bool gr_request_via_host(const gr_request *req);
 /* The filling chunk's job becomes the copy of its elements, which then
  * goes to the CPU route. False when out of memory (or the backend copies
