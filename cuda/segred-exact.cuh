@@ -66,51 +66,57 @@ static __device__ __forceinline__ double pow2(int e)
 enum : uint32_t { F_NAN = 1, F_PINF = 2, F_NINF = 4, F_NOT_NZERO = 8 };
 constexpr uint32_t F_SPECIAL = F_NAN | F_PINF | F_NINF;
 
+/* The float formats' fields: bits type, mantissa bits, exponent mask. */
+template <typename T> struct fbits;
+template <> struct fbits<float> {
+	using B = uint32_t;
+	static constexpr int MB = 23;
+	static constexpr unsigned EMAX = 0xffu;
+	static __device__ __forceinline__ B bits(float x) { return __float_as_uint(x); }
+};
+template <> struct fbits<double> {
+	using B = uint64_t;
+	static constexpr int MB = 52;
+	static constexpr unsigned EMAX = 0x7ffu;
+	static __device__ __forceinline__ B bits(double x) { return (uint64_t)__double_as_longlong(x); }
+};
+
 /*
  * decode(x, hi, lo, P, neg): x's magnitude (hi:lo) and place, and sign,
  * for a finite x; returns its flags: F_SPECIAL bits for a NaN or an
  * infinity (then the magnitude and place are 0), F_NOT_NZERO for any
  * element but -0 (sums only: a sum of squares is never -0). Zero has
  * magnitude 0.
+ *
+ * Sums of f32 or f64 elements: M the significand (the implicit bit added
+ * to normal numbers), the place the exponent field less one (0 for
+ * subnormals, whose least place is that of the field 1).
  */
-struct fm_f32 {
-	using T = float;
+template <typename FT, int Z_, int PMAX_, int S_> struct fm_sum {
+	using T = FT;
+	using FB = fbits<FT>;
+	using B = typename FB::B;
 	static constexpr bool SQ = false;
-	static constexpr int Z = 149, PMAX = 253, MAGBITS = 24, NW = 2, S = 88;
-	static __device__ __forceinline__ uint32_t decode(float x, uint64_t &hi, uint64_t &lo, int &P,
+	static constexpr int Z = Z_, PMAX = PMAX_, MAGBITS = FB::MB + 1, NW = 2, S = S_;
+	static __device__ __forceinline__ uint32_t decode(FT x, uint64_t &hi, uint64_t &lo, int &P,
 							  bool &neg)
 	{
-		uint32_t b = __float_as_uint(x), e = (b >> 23) & 0xffu, m = b & 0x7fffffu;
-		neg = b >> 31;
+		constexpr B SIGN = (B)1 << (8 * sizeof(B) - 1), MMASK = ((B)1 << FB::MB) - 1;
+		const B b = FB::bits(x), m = b & MMASK;
+		const unsigned e = (unsigned)(b >> FB::MB) & FB::EMAX;
+		neg = b >> (8 * sizeof(B) - 1);
 		hi = lo = 0;
 		P = 0;
-		if (e == 0xffu)
+		if (e == FB::EMAX)
 			return m ? F_NAN : neg ? F_NINF : F_PINF;
-		lo = e ? (m | 0x800000u) : m;
+		lo = e ? (uint64_t)(m | ((B)1 << FB::MB)) : (uint64_t)m;
 		P = e ? (int)e - 1 : 0;
-		return b != 0x80000000u ? F_NOT_NZERO : 0;
+		return b != SIGN ? F_NOT_NZERO : 0;
 	}
 };
 
-struct fm_f64 {
-	using T = double;
-	static constexpr bool SQ = false;
-	static constexpr int Z = 1074, PMAX = 2045, MAGBITS = 53, NW = 2, S = 63;
-	static __device__ __forceinline__ uint32_t decode(double x, uint64_t &hi, uint64_t &lo, int &P,
-							  bool &neg)
-	{
-		uint64_t b = (uint64_t)__double_as_longlong(x), m = b & ((1ull << 52) - 1);
-		unsigned e = (unsigned)(b >> 52) & 0x7ffu;
-		neg = b >> 63;
-		hi = lo = 0;
-		P = 0;
-		if (e == 0x7ffu)
-			return m ? F_NAN : neg ? F_NINF : F_PINF;
-		lo = e ? (m | (1ull << 52)) : m;
-		P = e ? (int)e - 1 : 0;
-		return b != 0x8000000000000000ull ? F_NOT_NZERO : 0;
-	}
-};
+using fm_f32 = fm_sum<float, 149, 253, 88>;
+using fm_f64 = fm_sum<double, 1074, 2045, 63>;
 
 /* f32 squares: M^2 (48 bits) at twice the place, each exact */
 struct fm_f32sq {
@@ -416,32 +422,15 @@ template <class F> struct pol_exact {
 		wacc<F::NW> a = {};
 		uint32_t fl = 0, ncomp = 0;
 		long long *d = dig(p, seg);
-		constexpr unsigned U = loads<E>();
-		uint64_t i = lo + lane;
-		for (; i + 32 * (U - 1) < hi; i += 32 * U) {
-			E v[U];
-#pragma unroll
-			for (unsigned g = 0; g < U; g++)
-				v[g] = __ldg(x + i + 32 * g);
+		for_batches(x, lo + lane, hi, pad_value<E>(), [&](const E *v, auto n) {
+			constexpr unsigned N = decltype(n)::value;
 			uint32_t cm = 0;
 #pragma unroll
-			for (unsigned g = 0; g < U; g++)
+			for (unsigned g = 0; g < N; g++)
 				cm |= (uint32_t)fast_add<F>(a, ncomp, v[g], P0, fl) << g;
 			if (cm)
-				fl |= careful_batch<F, U>(d, v, cm);
-		}
-		if (i < hi) {
-			E v[U - 1];
-#pragma unroll
-			for (unsigned g = 0; g < U - 1; g++)
-				v[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : pad_value<E>();
-			uint32_t cm = 0;
-#pragma unroll
-			for (unsigned g = 0; g < U - 1; g++)
-				cm |= (uint32_t)fast_add<F>(a, ncomp, v[g], P0, fl) << g;
-			if (cm)
-				fl |= careful_batch<F, U - 1>(d, v, cm);
-		}
+				fl |= careful_batch<F, N>(d, v, cm);
+		});
 		acc_add_small<F::NW>(a, ncomp);
 #pragma unroll
 		for (int m = 16; m; m >>= 1) {
@@ -544,20 +533,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 				fl |= careful_batch<F, N>(d, v, cm);
 		};
 		batch(first, std::integral_constant<unsigned, U>());
-		for (i += 32 * U; i + 32 * (U - 1) < hi; i += 32 * U) {
-			float v[U];
-#pragma unroll
-			for (unsigned g = 0; g < U; g++)
-				v[g] = __ldg(x + i + 32 * g);
-			batch(v, std::integral_constant<unsigned, U>());
-		}
-		if (i < hi) {
-			float v[U - 1];
-#pragma unroll
-			for (unsigned g = 0; g < U - 1; g++)
-				v[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : -0.0f;
-			batch(v, std::integral_constant<unsigned, U - 1>());
-		}
+		for_batches(x, i + 32 * U, hi, -0.0f, batch);
 		fl |= notnz ? F_NOT_NZERO : 0;
 		/* the bins as integers at their least places, summed over the
 		 * warp where any lane has one (bins 1 and 2 seldom) */

@@ -27,6 +27,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include <cuda_runtime.h>
@@ -67,31 +68,29 @@ struct params {
 	uint32_t *flags;     /* k, one a 64-bit word (exact sums) */
 };
 
-/* Loads of the piece [lo, hi), lane l taking l, l + 32, ..., U at a time:
- * add(v) for each element. */
-template <typename T, typename A>
-static __device__ __forceinline__ void for_piece(const T *x, uint64_t lo, uint64_t hi, unsigned lane, A add)
+/*
+ * A lane's elements of a piece [.., hi) from element i on, i, i + 32,
+ * ..., loaded U at a time: batch(v, n) for each batch, n an
+ * std::integral_constant of its size; the last (U - 1 at most) is padded
+ * with pad, which the caller's op must take as nothing.
+ */
+template <typename T, typename B>
+static __device__ __forceinline__ void for_batches(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
 {
 	constexpr unsigned U = loads<T>();
-	uint64_t i = lo + lane;
 	for (; i + 32 * (U - 1) < hi; i += 32 * U) {
 		T v[U];
 #pragma unroll
 		for (unsigned g = 0; g < U; g++)
 			v[g] = __ldg(x + i + 32 * g);
-#pragma unroll
-		for (unsigned g = 0; g < U; g++)
-			add(v[g]);
+		batch((const T *)v, std::integral_constant<unsigned, U>());
 	}
 	if (i < hi) {
 		T v[U - 1];
 #pragma unroll
 		for (unsigned g = 0; g < U - 1; g++)
-			v[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : T(0);
-#pragma unroll
-		for (unsigned g = 0; g < U - 1; g++)
-			if (i + 32 * g < hi)
-				add(v[g]);
+			v[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : pad;
+		batch((const T *)v, std::integral_constant<unsigned, U - 1>());
 	}
 }
 
@@ -126,7 +125,11 @@ template <typename T> struct pol_isum {
 							  uint64_t seg, unsigned lane)
 	{
 		uint64_t s = 0;
-		for_piece((const T *)p.x, lo, hi, lane, [&](T v) { s += of(v); });
+		for_batches((const T *)p.x, lo + lane, hi, T(0), [&](const T *v, auto n) {
+#pragma unroll
+			for (unsigned g = 0; g < decltype(n)::value; g++)
+				s += of(v[g]);
+		});
 #pragma unroll
 		for (int m = 16; m; m >>= 1)
 			s += __shfl_xor_sync(FULL, s, m);
@@ -139,6 +142,13 @@ template <typename T> struct pol_isum {
 template <typename T, bool MAX> struct pol_ext {
 	using E = T;
 	static constexpr long long WORST = MAX ? LLONG_MIN : LLONG_MAX;
+	/* what pads a piece's last batch: the value whose key no element's
+	 * beats (+-inf for floats: it wins only where every element is that
+	 * infinity, which is then the answer) */
+	static constexpr T PAD = std::is_floating_point<T>::value
+					 ? (MAX ? -std::numeric_limits<T>::infinity()
+						: std::numeric_limits<T>::infinity())
+					 : (MAX ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
 	static __device__ __forceinline__ long long better(long long a, long long b)
 	{
 		return MAX ? (a > b ? a : b) : (a < b ? a : b);
@@ -167,9 +177,12 @@ template <typename T, bool MAX> struct pol_ext {
 	{
 		grargm::key_t<T> k = (grargm::key_t<T>)(MAX ? (sizeof(T) == 4 ? INT_MIN : LLONG_MIN)
 							   : (sizeof(T) == 4 ? INT_MAX : LLONG_MAX));
-		for_piece((const T *)p.x, lo, hi, lane, [&](T v) {
-			grargm::key_t<T> c = grargm::key_of<T, MAX>(v);
-			k = MAX ? (c > k ? c : k) : (c < k ? c : k);
+		for_batches((const T *)p.x, lo + lane, hi, PAD, [&](const T *v, auto n) {
+#pragma unroll
+			for (unsigned g = 0; g < decltype(n)::value; g++) {
+				grargm::key_t<T> c = grargm::key_of<T, MAX>(v[g]);
+				k = MAX ? (c > k ? c : k) : (c < k ? c : k);
+			}
 		});
 		long long w = (long long)k;
 #pragma unroll
