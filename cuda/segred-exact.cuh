@@ -118,42 +118,28 @@ template <typename FT, int Z_, int PMAX_, int S_> struct fm_sum {
 using fm_f32 = fm_sum<float, 149, 253, 88>;
 using fm_f64 = fm_sum<double, 1074, 2045, 63>;
 
-/* f32 squares: M^2 (48 bits) at twice the place, each exact */
-struct fm_f32sq {
-	using T = float;
+/* Exact squares of an f32 or f64 element: M^2 (48 bits, or 106 in two
+ * words) at twice the place; NaN stays NaN, either infinity gives +inf. */
+template <class SUM, int Z_, int PMAX_, int NW_> struct fm_square {
+	using T = typename SUM::T;
 	static constexpr bool SQ = true;
-	static constexpr int Z = 298, PMAX = 506, MAGBITS = 48, NW = 2, S = 64;
-	static __device__ __forceinline__ uint32_t decode(float x, uint64_t &hi, uint64_t &lo, int &P,
+	static constexpr int Z = Z_, PMAX = PMAX_, MAGBITS = 2 * SUM::MAGBITS, NW = NW_, S = 64;
+	static __device__ __forceinline__ uint32_t decode(T x, uint64_t &hi, uint64_t &lo, int &P,
 							  bool &neg)
 	{
-		uint32_t f = fm_f32::decode(x, hi, lo, P, neg);
+		uint32_t f = SUM::decode(x, hi, lo, P, neg);
 		neg = false;
 		if (f & F_SPECIAL)
 			return f & F_NAN ? F_NAN : F_PINF;
+		hi = MAGBITS > 64 ? __umul64hi(lo, lo) : 0;
 		lo *= lo;
 		P *= 2;
 		return 0;
 	}
 };
 
-/* f64 squares: M^2 (106 bits, two words) at twice the place */
-struct fm_f64sq {
-	using T = double;
-	static constexpr bool SQ = true;
-	static constexpr int Z = 2148, PMAX = 4090, MAGBITS = 106, NW = 3, S = 64;
-	static __device__ __forceinline__ uint32_t decode(double x, uint64_t &hi, uint64_t &lo, int &P,
-							  bool &neg)
-	{
-		uint32_t f = fm_f64::decode(x, hi, lo, P, neg);
-		neg = false;
-		if (f & F_SPECIAL)
-			return f & F_NAN ? F_NAN : F_PINF;
-		hi = __umul64hi(lo, lo);
-		lo *= lo;
-		P *= 2;
-		return 0;
-	}
-};
+using fm_f32sq = fm_square<fm_f32, 298, 506, 2>;
+using fm_f64sq = fm_square<fm_f64, 2148, 4090, 3>;
 
 /* integer squares, in double as the CPU rounds them: p = M 2^(P - 52),
  * p >= 1 (so P >= 0) or 0, and below 2^129 */
