@@ -2,10 +2,10 @@
 """argmin, argmax, moments and segments of an f32 array in GPU memory,
 against sum and max of the same array, through one daemon in one run:
 argmin, argmax, moments, sum and max on the GPU's kernels, in place;
-sum, max and sumsq of 1024 rows, and sum of 10^5 rows, on the GPU's
-segmented reduce (exact float sums), in place; argmin of 1024 rows by way
-of the host (each chunk copied there and reduced on the CPU route: no GPU
-kernel for segments of argmin). Where PyTorch is installed, its sum, its
+sum, max, sumsq and argmin of 1024 rows, and sum of 10^5 rows, on the
+GPU's segmented reduce (exact float sums), in place; moments of 1024 rows
+by way of the host (each chunk copied there and reduced on the CPU route:
+no GPU kernel for segments of moments). Where PyTorch is installed, its sum, its
 moments (var_mean, aminmax and sum) and its row sums (sum(dim=1)) of the
 same memory follow, for reference. The array is mapped once by IPC handle
 (the daemon runs with --allow-cuda-ipc yes); each row is the median of
@@ -47,7 +47,8 @@ def main():
     o1k, o100k = offsets(1024), offsets(100000)
     cases = [("sum", {}), ("max", {}), ("argmin", {}), ("argmax", {}), ("moments", {}),
              ("sum", {"offsets": o1k}), ("max", {"offsets": o1k}), ("sumsq", {"offsets": o1k}),
-             ("sum", {"offsets": o100k}), ("argmin", {"offsets": o1k})]
+             ("sum", {"offsets": o100k}), ("argmin", {"offsets": o1k}),
+             ("moments", {"offsets": o1k})]
     for op, extra in cases:
         rows = len(extra["offsets"]) // 8 - 1 if extra else 0
         p = dict({"op": op, "dtype": "f32", "region": region, "offset": 0, "count": n}, **extra)

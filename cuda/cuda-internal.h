@@ -151,7 +151,8 @@ struct cuda_ctx {
 	 * copy for up to seg_cap segments, the scratch, each grown on
 	 * demand; segs is the launch in flight's, else NULL */
 	uint64_t *seg_doff, *seg_drec, *seg_hrec;
-	uint64_t seg_cap;
+	uint64_t seg_cap; /* in 8-byte words of records */
+	size_t seg_rb;    /* bytes of a record of the launch in flight */
 	void *seg_scratch;
 	size_t seg_scratch_bytes;
 	struct gr_segjob *segs;

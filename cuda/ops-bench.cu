@@ -255,7 +255,8 @@ struct cub_min_op {
 };
 
 /* op 0 sum, 1 min, 3 sumsq (CUB: the sum of the squares' values is not
- * at hand, so sumsq is timed against CUB's Sum of the same elements) */
+ * at hand, so sumsq is timed against CUB's Sum of the same elements), 4
+ * argmin (CUB's segmented ArgMin) */
 template <typename T> static void segred_row(const char *name, int op, const std::vector<uint64_t> &len, int reps)
 {
 	using O = typename wide<T>::type;
@@ -270,15 +271,20 @@ template <typename T> static void segred_row(const char *name, int op, const std
 	O *o2;
 	CU(cudaMalloc(&x, count * sizeof(T) + 16));
 	CU(cudaMalloc(&doff, (k + 1) * 8));
-	CU(cudaMalloc(&o1, k * 8));
+	CU(cudaMalloc(&o1, k * 16));
 	CU(cudaMalloc(&o2, k * 8));
 	fill_kernel<T><<<1024, 256, 0, st>>>(x, count, 12345);
 	CU(cudaMemcpy(doff, off.data(), (k + 1) * 8, cudaMemcpyHostToDevice));
 	size_t sb = gr_segred_scratch_per_seg(op, dtype_of<T>()) * k + 16;
 	void *scratch;
 	CU(cudaMalloc(&scratch, sb));
+	using KV = cub::KeyValuePair<int, T>;
+	KV *kv;
+	CU(cudaMalloc(&kv, k * sizeof(KV)));
 	size_t tb = 0;
-	if (op == 1)
+	if (op == 4)
+		CU(cub::DeviceSegmentedReduce::ArgMin(nullptr, tb, x, kv, (int64_t)k, doff, doff + 1, st));
+	else if (op == 1)
 		CU(cub::DeviceSegmentedReduce::Reduce(nullptr, tb, x, o2, (int64_t)k, doff, doff + 1,
 						      cub_min_op(), (O)std::numeric_limits<T>::max(), st));
 	else
@@ -294,7 +300,10 @@ template <typename T> static void segred_row(const char *name, int op, const std
 		},
 		[&](int) {
 			size_t t = tb;
-			if (op == 1)
+			if (op == 4)
+				CU(cub::DeviceSegmentedReduce::ArgMin(temp, t, x, kv, (int64_t)k, doff, doff + 1,
+								      st));
+			else if (op == 1)
 				CU(cub::DeviceSegmentedReduce::Reduce(temp, t, x, o2, (int64_t)k, doff, doff + 1,
 								      cub_min_op(),
 								      (O)std::numeric_limits<T>::max(), st));
@@ -304,12 +313,22 @@ template <typename T> static void segred_row(const char *name, int op, const std
 		reps, 5, &us_ours, &us_cub);
 	CU(cudaDeviceSynchronize());
 
-	std::vector<uint64_t> a(k);
+	const unsigned w = (unsigned)gr_segred_record_bytes(op) / 8;
+	std::vector<uint64_t> a(k * w);
 	std::vector<O> b(k);
-	CU(cudaMemcpy(a.data(), o1, k * 8, cudaMemcpyDeviceToHost));
+	std::vector<KV> c(k);
+	CU(cudaMemcpy(a.data(), o1, k * 8 * w, cudaMemcpyDeviceToHost));
 	CU(cudaMemcpy(b.data(), o2, k * 8, cudaMemcpyDeviceToHost));
+	CU(cudaMemcpy(c.data(), kv, k * sizeof(KV), cudaMemcpyDeviceToHost));
 	uint64_t bad = 0;
-	for (uint64_t s = 0; s < k && op != 3; s++) {
+	for (uint64_t s = 0; s < k && op == 4; s++) {
+		/* the same index (the first minimum) and value */
+		double v;
+		memcpy(&v, &a[2 * s], 8);
+		if (a[2 * s + 1] != (uint64_t)c[s].key || v != (double)c[s].value)
+			bad++;
+	}
+	for (uint64_t s = 0; s < k && op != 3 && op != 4; s++) {
 		if constexpr (std::is_floating_point<T>::value) {
 			double v;
 			memcpy(&v, &a[s], 8);
@@ -319,7 +338,7 @@ template <typename T> static void segred_row(const char *name, int op, const std
 			bad++;
 		}
 	}
-	const char *opn = op == 0 ? "sum" : op == 1 ? "min" : "sumsq";
+	const char *opn = op == 0 ? "sum" : op == 1 ? "min" : op == 3 ? "sumsq" : "argmin";
 	double gb = count * sizeof(T) / 1e9;
 	double ratio = us_cub / us_ours;
 	printf("segred  %-14s %-5s %s %8llu segs %11llu elems | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | ratio %.3f | %s\n",
@@ -339,6 +358,7 @@ template <typename T> static void segred_row(const char *name, int op, const std
 	CU(cudaFree(o2));
 	CU(cudaFree(scratch));
 	CU(cudaFree(temp));
+	CU(cudaFree(kv));
 }
 
 static void segred_all(int reps)
@@ -349,6 +369,8 @@ static void segred_all(int reps)
 	segred_row<double>("rand 1-4096", 0, target, reps);
 	segred_row<int32_t>("rand 1-4096", 0, target, reps);
 	segred_row<float>("rand 1-4096", 1, target, reps);
+	segred_row<float>("rand 1-4096", 4, target, reps);
+	segred_row<float>("rows of 256", 4, std::vector<uint64_t>(100000, 256), reps);
 	segred_row<float>("rand 1-4096", 3, target, reps);
 	segred_row<double>("rand 1-4096", 3, target, reps);
 	segred_row<float>("rows of 256", 0, std::vector<uint64_t>(100000, 256), reps);

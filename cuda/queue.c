@@ -232,7 +232,8 @@ static bool cuda_job_alone_kernel(const gr_job *j)
 }
 
 /* Does j go to the segmented reduce, alone in its launch: a whole
- * request's segments of device memory that it takes? */
+ * request's segments of device memory that it takes (any op but
+ * moments)? */
 static bool cuda_job_segments(const gr_job *j)
 {
 	return j->seg && j->on_device && j->seg->first == 0 &&
@@ -251,8 +252,9 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
 	while (*link) {
 		gr_job *j = *link;
-		if ((gr_op_cpu_only(j->op) && !cuda_job_alone_kernel(j)) ||
-		    (j->seg && !cuda_job_segments(j)) || j->cumsum) {
+		bool nok = j->seg ? !cuda_job_segments(j)
+				  : (gr_op_cpu_only(j->op) && !cuda_job_alone_kernel(j)) || j->cumsum;
+		if (nok) {
 			*link = j->next;
 			j->next = NULL;
 			*nk_tail = j;

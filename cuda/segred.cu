@@ -5,16 +5,23 @@
 
 using namespace grsr;
 
-enum { OP_SUM = 0, OP_MIN = 1, OP_MAX = 2, OP_SUMSQ = 3 };
+enum { OP_SUM = 0, OP_MIN = 1, OP_MAX = 2, OP_SUMSQ = 3, OP_ARGMIN = 4, OP_ARGMAX = 5 };
 enum { DT_I32, DT_I64, DT_U32, DT_U64, DT_F32, DT_F64 };
 
 extern "C" int gr_segred_takes(int op)
 {
-	return op == OP_SUM || op == OP_MIN || op == OP_MAX || op == OP_SUMSQ;
+	return op >= OP_SUM && op <= OP_ARGMAX;
+}
+
+extern "C" size_t gr_segred_record_bytes(int op)
+{
+	return op == OP_ARGMIN || op == OP_ARGMAX ? 16 : 8;
 }
 
 extern "C" size_t gr_segred_scratch_per_seg(int op, int dtype)
 {
+	if (op == OP_ARGMIN || op == OP_ARGMAX)
+		return 16; /* a key and an index */
 	if (op == OP_SUM && dtype == DT_F32)
 		return scratch_per_seg<fm_f32>();
 	if (op == OP_SUM && dtype == DT_F64)
@@ -40,6 +47,10 @@ template <typename T> static cudaError_t by_op(int op, params p, void *scratch, 
 		return launch_ext<T, false>(p, st);
 	case OP_MAX:
 		return launch_ext<T, true>(p, st);
+	case OP_ARGMIN:
+		return launch_arg<T, false>(p, scratch, bytes, st);
+	case OP_ARGMAX:
+		return launch_arg<T, true>(p, scratch, bytes, st);
 	case OP_SUM:
 		if constexpr (std::is_same<T, float>::value)
 			return launch_exact<fm_f32>(p, scratch, bytes, st);

@@ -64,18 +64,22 @@ struct params {
 	const uint64_t *off; /* k + 1 */
 	uint64_t k, first, end, ntiles;
 	uint64_t *rec;       /* k records */
+	uint64_t *keys;      /* k: min's and max's keys (rec for those ops) */
+	uint64_t *idx;       /* k: argmin's and argmax's first index */
 	long long *digits;   /* k * digits<F>() (exact sums) */
 	uint32_t *flags;     /* k, one a 64-bit word (exact sums) */
 };
 
 /*
  * A lane's elements of a piece [.., hi) from element i on, i, i + 32,
- * ..., loaded U at a time: batch(v, n) for each batch, n an
- * std::integral_constant of its size; the last (U - 1 at most) is padded
- * with pad, which the caller's op must take as nothing.
+ * ..., loaded U at a time: batch(v, n, at) for each batch, n an
+ * std::integral_constant of its size and at its first element's index
+ * (element g is at + 32 g); the last (U - 1 at most) is padded with pad,
+ * which the caller's op must take as nothing, or tell by its index (hi
+ * or past).
  */
 template <typename T, typename B>
-static __device__ __forceinline__ void for_batches(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
+static __device__ __forceinline__ void for_batches_at(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
 {
 	constexpr unsigned U = loads<T>();
 	for (; i + 32 * (U - 1) < hi; i += 32 * U) {
@@ -83,15 +87,22 @@ static __device__ __forceinline__ void for_batches(const T *x, uint64_t i, uint6
 #pragma unroll
 		for (unsigned g = 0; g < U; g++)
 			v[g] = __ldg(x + i + 32 * g);
-		batch((const T *)v, std::integral_constant<unsigned, U>());
+		batch((const T *)v, std::integral_constant<unsigned, U>(), i);
 	}
 	if (i < hi) {
 		T v[U - 1];
 #pragma unroll
 		for (unsigned g = 0; g < U - 1; g++)
 			v[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : pad;
-		batch((const T *)v, std::integral_constant<unsigned, U - 1>());
+		batch((const T *)v, std::integral_constant<unsigned, U - 1>(), i);
 	}
+}
+
+/* for_batches_at() for an op that needs no index: batch(v, n). */
+template <typename T, typename B>
+static __device__ __forceinline__ void for_batches(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
+{
+	for_batches_at(x, i, hi, pad, [&](const T *v, auto n, uint64_t) { batch(v, n); });
 }
 
 /* A short segment's elements [lo, hi), hi - lo <= SHORT, into v. */
@@ -157,9 +168,9 @@ template <typename T, bool MAX> struct pol_ext {
 	{
 		unsigned long long u = (unsigned long long)key ^ 0x8000000000000000ull;
 		if (MAX)
-			atomicMax((unsigned long long *)&p.rec[seg], u);
+			atomicMax((unsigned long long *)&p.keys[seg], u);
 		else
-			atomicMin((unsigned long long *)&p.rec[seg], u);
+			atomicMin((unsigned long long *)&p.keys[seg], u);
 	}
 	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi, uint64_t seg)
 	{
@@ -190,6 +201,51 @@ template <typename T, bool MAX> struct pol_ext {
 			w = better(w, __shfl_xor_sync(FULL, w, m));
 		if (lane == 0)
 			put(p, seg, w);
+	}
+};
+
+/* argmin and argmax, the second pass: the first element of each part
+ * whose key is the segment's best (pol_ext's, in keys), its index into
+ * idx by an atomic minimum. */
+template <typename T, bool MAX> struct pol_arg {
+	using E = T;
+	static __device__ __forceinline__ long long best(const params &p, uint64_t seg)
+	{
+		return (long long)(p.keys[seg] ^ 0x8000000000000000ull);
+	}
+	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi, uint64_t seg)
+	{
+		const T *x = (const T *)p.x;
+		const long long b = best(p, seg);
+#pragma unroll 1
+		for (uint64_t i = lo; i < hi; i++) {
+			if ((long long)grargm::key_of<T, MAX>(__ldg(x + i)) == b) {
+				atomicMin((unsigned long long *)&p.idx[seg], (unsigned long long)i);
+				return;
+			}
+		}
+	}
+	static __device__ __forceinline__ void warp_piece(const params &p, uint64_t lo, uint64_t hi,
+							  uint64_t seg, unsigned lane)
+	{
+		const long long b = best(p, seg);
+		uint64_t m = ~0ull;
+		for_batches_at((const T *)p.x, lo + lane, hi, pol_ext<T, MAX>::PAD,
+			       [&](const T *v, auto n, uint64_t at) {
+#pragma unroll
+				       for (unsigned g = 0; g < decltype(n)::value; g++) {
+					       const uint64_t e = at + 32 * g;
+					       if ((long long)grargm::key_of<T, MAX>(v[g]) == b && e < hi && e < m)
+						       m = e;
+				       }
+			       });
+#pragma unroll
+		for (int o = 16; o; o >>= 1) {
+			const uint64_t q = __shfl_xor_sync(FULL, m, o);
+			m = q < m ? q : m;
+		}
+		if (lane == 0 && m != ~0ull)
+			atomicMin((unsigned long long *)&p.idx[seg], (unsigned long long)m);
 	}
 };
 
@@ -287,8 +343,24 @@ template <typename T, bool MAX> __global__ void finish_ext(params p)
 		p.rec[s] = empty_extreme<T, MAX>();
 		return;
 	}
-	long long key = (long long)(p.rec[s] ^ 0x8000000000000000ull);
+	long long key = (long long)(p.keys[s] ^ 0x8000000000000000ull);
 	p.rec[s] = value_of_key<T, MAX>(key);
+}
+
+/* argmin's and argmax's records: the value, then the index counted from
+ * the segment's first element (an empty segment: the identity, 2^64 - 1) */
+template <typename T, bool MAX> __global__ void finish_arg(params p)
+{
+	const uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (s >= p.k)
+		return;
+	if (p.off[s + 1] == p.off[s]) {
+		p.rec[2 * s] = empty_extreme<T, MAX>();
+		p.rec[2 * s + 1] = ~0ull;
+		return;
+	}
+	p.rec[2 * s] = value_of_key<T, MAX>((long long)(p.keys[s] ^ 0x8000000000000000ull));
+	p.rec[2 * s + 1] = p.idx[s] - p.off[s];
 }
 
 /* ---- launching ---- */
@@ -317,12 +389,38 @@ template <typename T> static inline cudaError_t launch_isum(params p, cudaStream
 
 template <typename T, bool MAX> static inline cudaError_t launch_ext(params p, cudaStream_t st)
 {
-	/* the worst key: 0 for a maximum, all ones for a minimum */
-	cudaError_t e = cudaMemsetAsync(p.rec, MAX ? 0 : 0xff, p.k * 8, st);
+	/* the keys in the records; the worst key: 0 for a maximum, all ones
+	 * for a minimum */
+	p.keys = p.rec;
+	cudaError_t e = cudaMemsetAsync(p.keys, MAX ? 0 : 0xff, p.k * 8, st);
 	if (!e)
 		e = reduce<pol_ext<T, MAX>>(p, st);
 	if (!e) {
 		finish_ext<T, MAX><<<finish_blocks(p.k), 256, 0, st>>>(p);
+		e = cudaGetLastError();
+	}
+	return e;
+}
+
+/* argmin and argmax: the keys (pol_ext) in a first pass, the first index
+ * of each segment's best key in a second; scratch: k keys, then k
+ * indices. */
+template <typename T, bool MAX>
+static inline cudaError_t launch_arg(params p, void *scratch, size_t bytes, cudaStream_t st)
+{
+	if (bytes / 16 < p.k)
+		return cudaErrorInvalidValue;
+	p.keys = (uint64_t *)scratch;
+	p.idx = p.keys + p.k;
+	cudaError_t e = cudaMemsetAsync(p.keys, MAX ? 0 : 0xff, p.k * 8, st);
+	if (!e)
+		e = cudaMemsetAsync(p.idx, 0xff, p.k * 8, st);
+	if (!e)
+		e = reduce<pol_ext<T, MAX>>(p, st);
+	if (!e)
+		e = reduce<pol_arg<T, MAX>>(p, st);
+	if (!e) {
+		finish_arg<T, MAX><<<finish_blocks(p.k), 256, 0, st>>>(p);
 		e = cudaGetLastError();
 	}
 	return e;

@@ -1,13 +1,18 @@
 /*
  * Segmented reduces on the GPU: one record per segment of an array in
- * device memory, for sum, min, max and sumsq of every dtype, in one pass
- * over the data, with the protocol's records (PROTOCOL.md, "Segments"):
+ * device memory, for sum, min, max and sumsq of every dtype in one pass
+ * over the data, and argmin and argmax in two, with the protocol's
+ * records (PROTOCOL.md, "Segments"):
  *
  *  - sum of integers: int64 (i32, i64) or uint64 (u32, u64), i64 and u64
  *    wrapping modulo 2^64;
  *  - min and max: the element as int64, uint64 or float64, -0 below +0,
  *    NaN (0x7ff8000000000000) when the segment holds one, the dtype's
  *    largest (min) or smallest (max) value, +-inf for floats, when empty;
+ *  - argmin and argmax: 16 bytes, the value as min and max give it, then
+ *    the index (uint64) of the first element equal to it (the first NaN
+ *    where there is one), counted from the segment's first element;
+ *    2^64 - 1 when empty;
  *  - sum and sumsq of floats: the exact sum of the elements, or of their
  *    exact squares, rounded once to nearest even, with numpy's rules for
  *    NaN, infinities and -0 (every bit as the CPU's exact accumulator);
@@ -22,9 +27,10 @@
  * the tile) or by the whole warp, and the parts of a segment meet through
  * integer atomics, whose order cannot change a result: wrapping adds for
  * integer sums, minima and maxima of ordered keys, and for exact sums
- * digits of a fixed-point number, 32-bit places summed in 64-bit words. A
- * second, small kernel turns each segment's keys or digits into its
- * record.
+ * digits of a fixed-point number, 32-bit places summed in 64-bit words;
+ * argmin and argmax find the keys first, then the first index of each
+ * segment's best key by atomic minima. A last, small kernel turns each
+ * segment's keys, indices or digits into its record.
  */
 #pragma once
 
@@ -43,14 +49,19 @@ extern "C" {
 
 /*
  * Bytes of device scratch a launch needs per segment for op (gr_op's
- * values: 0 sum, 1 min, 2 max, 3 sumsq) and dtype (gr_dtype's: 0 i32,
- * 1 i64, 2 u32, 3 u64, 4 f32, 5 f64): the exact sums' digits and flags,
- * 0 for the other ops. Returns 0 for an op it does not take, too.
+ * values: 0 sum, 1 min, 2 max, 3 sumsq, 4 argmin, 5 argmax) and dtype
+ * (gr_dtype's: 0 i32, 1 i64, 2 u32, 3 u64, 4 f32, 5 f64): the exact sums'
+ * digits and flags, argmin's and argmax's keys and indices, 0 for the
+ * other ops. Returns 0 for an op it does not take, too.
  */
 size_t gr_segred_scratch_per_seg(int op, int dtype);
 
-/* Whether op is one gr_segred_launch() takes (sum, min, max, sumsq). */
+/* Whether op is one gr_segred_launch() takes (sum, min, max, sumsq,
+ * argmin, argmax). */
 int gr_segred_takes(int op);
+
+/* Bytes of one record of op: 16 for argmin and argmax, else 8. */
+size_t gr_segred_record_bytes(int op);
 
 /*
  * records[s] = the record of segment s < nsegs of data, on stream: the
@@ -58,8 +69,9 @@ int gr_segred_takes(int op);
  * memory) holds nsegs + 1 u64 offsets, never decreasing (not checked
  * here: the caller validates them), first == offs[0] and end ==
  * offs[nsegs] given by the caller, end - first <= GR_SEGRED_MAX_ELEMS;
- * data aligned to its element's size; records nsegs x 8 bytes of device
- * memory; scratch at least nsegs * gr_segred_scratch_per_seg() bytes of
+ * data aligned to its element's size; records nsegs x
+ * gr_segred_record_bytes(op) bytes of device memory; scratch at least
+ * nsegs * gr_segred_scratch_per_seg() bytes of
  * device memory, whatever it holds (the launch clears what it uses). One
  * launch at a time per scratch. Returns the cudaError_t of the launches
  * (a memset, the reduce and the finish), 0 on success;

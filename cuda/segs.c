@@ -1,6 +1,6 @@
 /*
  * Segments of device memory on the GPU: a request's segments of sum,
- * min, max or sumsq, one job whole (gr_backend_segs_on_device), reduced by
+ * min, max, sumsq, argmin or argmax, one job whole (gr_backend_segs_on_device), reduced by
  * the segmented reduce (segred.h) where the data lie. The offsets go to
  * the device, the records come back to pinned memory in the same stream,
  * and the completion thread copies them into the request's records. A
@@ -23,10 +23,14 @@ _Static_assert(GR_SEGRED_MAX_ELEMS == GR_BACKEND_SEGS_MAX_ELEMS,
  * 60,000 segments of f64 sumsq (the widest) a launch, 750,000 of f32 sum. */
 #define CUDA_SEGS_SCRATCH_MAX ((size_t)64 << 20)
 
-static cudaError_t segs_grow(cuda_ctx *c, uint64_t k, size_t scratch)
+/* Grow the context's buffers to k records of rb bytes (8 or 16) and
+ * scratch bytes. */
+static cudaError_t segs_grow(cuda_ctx *c, uint64_t k, size_t rb, size_t scratch)
 {
 	cudaError_t e;
 
+	/* capacity counted in 8-byte words of records */
+	k *= rb / sizeof(uint64_t);
 	if (k > c->seg_cap) {
 		/* the context's last launch is done: it is free */
 		cudaFree(c->seg_doff);
@@ -34,6 +38,7 @@ static cudaError_t segs_grow(cuda_ctx *c, uint64_t k, size_t scratch)
 		cudaFreeHost(c->seg_hrec);
 		c->seg_doff = c->seg_drec = c->seg_hrec = NULL;
 		c->seg_cap = 0;
+		/* the offsets need k + 1 words at most, as k counts records' words */
 		if ((e = cudaMalloc((void **)&c->seg_doff, (k + 1) * sizeof(uint64_t))) ||
 		    (e = cudaMalloc((void **)&c->seg_drec, k * sizeof(uint64_t))) ||
 		    (e = cudaHostAlloc((void **)&c->seg_hrec, k * sizeof(uint64_t),
@@ -56,12 +61,12 @@ cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
 {
 	const gr_segjob *sj = it->seg;
 	const uint64_t k = sj->nseg, *off = sj->offsets;
-	size_t per = gr_segred_scratch_per_seg(it->op, it->dtype);
+	size_t per = gr_segred_scratch_per_seg(it->op, it->dtype), rb = gr_segred_record_bytes(it->op);
 	size_t scratch = per ? (k * per < CUDA_SEGS_SCRATCH_MAX ? k * per : CUDA_SEGS_SCRATCH_MAX) : 0;
 	uint64_t group = per ? CUDA_SEGS_SCRATCH_MAX / per : k;
 	cudaError_t e;
 
-	if ((e = segs_grow(c, k, scratch)))
+	if ((e = segs_grow(c, k, rb, scratch)))
 		return e;
 	/* from the request's memory: the call returns once it is copied */
 	if ((e = cudaMemcpyAsync(c->seg_doff, off, (k + 1) * sizeof(uint64_t), cudaMemcpyHostToDevice,
@@ -70,22 +75,23 @@ cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
 	for (uint64_t s0 = 0; s0 < k; s0 += group) {
 		uint64_t s1 = k - s0 < group ? k : s0 + group;
 		e = (cudaError_t)gr_segred_launch(it->op, it->dtype, it->data, c->seg_doff + s0, s1 - s0,
-						  off[s0], off[s1], c->seg_drec + s0, c->seg_scratch,
+						  off[s0], off[s1],
+						  (uint8_t *)c->seg_drec + s0 * rb, c->seg_scratch,
 						  c->seg_scratch_bytes, c->stream);
 		if (e)
 			return e;
 	}
-	if ((e = cudaMemcpyAsync(c->seg_hrec, c->seg_drec, k * sizeof(uint64_t), cudaMemcpyDeviceToHost,
-				 c->stream)))
+	if ((e = cudaMemcpyAsync(c->seg_hrec, c->seg_drec, k * rb, cudaMemcpyDeviceToHost, c->stream)))
 		return e;
 	c->segs = it->seg;
+	c->seg_rb = rb;
 	return cudaSuccess;
 }
 
 void cuda_segs_finish(cuda_ctx *c)
 {
 	/* the records are the loop thread's again once the job is posted */
-	memcpy(c->segs->records, c->seg_hrec, c->segs->nseg * sizeof(uint64_t));
+	memcpy(c->segs->records, c->seg_hrec, c->segs->nseg * c->seg_rb);
 	c->segs = NULL;
 }
 

@@ -235,13 +235,13 @@ void gr_backend_cpu_wait_idle(gr_backend *b);
 /*
  * Does a backend with map_device reduce the segments of a request of n
  * elements of device memory at data as one job (seg->first 0, every
- * element): sum, min, max or sumsq, the elements on their own size's
+ * element): any op but moments, the elements on their own size's
  * boundary, at most GR_BACKEND_SEGS_MAX_ELEMS of them? (The daemon copies
  * others to the host first.)
  */
 static inline bool gr_backend_segs_on_device(gr_op op, gr_dtype dt, const void *data, uint64_t n)
 {
-	return (op == GR_OP_SUM || op == GR_OP_MIN || op == GR_OP_MAX || op == GR_OP_SUMSQ) &&
+	return op != GR_OP_MOMENTS &&
 	       (uintptr_t)data % gr_dtype_size(dt) == 0 && n <= GR_BACKEND_SEGS_MAX_ELEMS;
 }
 

@@ -1,8 +1,8 @@
 /*
- * Requests on GPU memory that no GPU kernel reduces (segments of argmin,
- * argmax and moments, segments of more than GR_BACKEND_SEGS_MAX_ELEMS
- * elements, and any op of elements off their own size's boundary, which
- * the GPU's kernels cannot read): each chunk is first
+ * Requests on GPU memory that no GPU kernel reduces (segments of moments,
+ * segments of more than GR_BACKEND_SEGS_MAX_ELEMS elements, and argmin,
+ * argmax, moments and segments of elements off their own size's
+ * boundary, which the GPU's kernels cannot read): each chunk is first
  * copied to host memory, on a CPU worker of the route (the CUDA backend's
  * copy_to_host), then reduced there on the CPU route as the same chunk of
  * a shared-memory region would be. The chunks are cut where a host
@@ -22,9 +22,9 @@ bool gr_request_via_host(const gr_request *req)
 	if (!req->region || req->region->device < 0 || req->scan)
 		return false;
 	/* argmin, argmax and moments (the ops the CPU reduces of host data)
-	 * have GPU kernels, which read whole elements; so do the segments
-	 * of the other ops, as one job (every chunk of a request moves on by
-	 * whole elements, so region_next is on the boundary when its start
+	 * have GPU kernels, which read whole elements; so do segments of
+	 * every op but moments, as one job (every chunk of a request moves on
+	 * by whole elements, so region_next is on the boundary when its start
 	 * is) */
 	size_t size = gr_dtype_size(req->dtype);
 	if (req->segs)

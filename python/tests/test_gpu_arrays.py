@@ -163,9 +163,10 @@ def _gpu_jobs(c):
 
 
 def test_torch_cuda_row_sums(make_daemon):
-    """Row sums, minima and sums of squares of a CUDA tensor (offsets=)
-    are one job on the GPU (its segmented reduce), exact: each row's sum
-    is math.fsum of the row, as the same elements on the host give."""
+    """Row sums, minima, argmaxes and sums of squares of a CUDA tensor
+    (offsets=) are one job each on the GPU (its segmented reduce), exact:
+    each row's sum is math.fsum of the row, as the same elements on the
+    host give, and argmax NumPy's (the first of equal maxima)."""
     torch = _torch_cuda()
     with _gpu_daemon(make_daemon) as c:
         g = torch.Generator(device="cuda").manual_seed(5)
@@ -181,6 +182,10 @@ def test_torch_cuda_row_sums(make_daemon):
         assert sums.tolist() == [math.fsum(r) for r in host.tolist()]
         assert np.signbit(sums[8]) and not np.signbit(sums[7])
         assert c.min(t, offsets=offs).tolist() == host.min(axis=1).tolist()
+        am = c.argmax(t, offsets=offs)
+        assert am.index.tolist() == host.argmax(axis=1).tolist()
+        assert am.value.tolist() == host.max(axis=1).tolist()
+        assert _gpu_jobs(c) == before + 3
         assert (c.sumsq(t, offsets=offs) == c.sumsq(host, offsets=offs)).all()
         f = t.float()
         assert (c.sum(f, offsets=offs) == c.sum(f.cpu().numpy(), offsets=offs)).all()

@@ -1,7 +1,7 @@
 /*
  * The segmented reduce (cuda/segred.h) against the CPU backend's records
- * (daemon/reduce.c and segments.c, built in): sum, min, max and sumsq of
- * every dtype, each segment's record bit for bit what the CPU gives for
+ * (daemon/reduce.c and segments.c, built in): sum, min, max, sumsq, argmin
+ * and argmax of every dtype, each segment's record bit for bit what the CPU gives for
  * that segment alone, float sums exact. Integer sumsq, which the GPU sums
  * exactly from the rounded squares, against the CPU's exact f64 sum of
  * those squares. Data: random, wide exponents (the careful path), a few
@@ -31,7 +31,7 @@ extern "C" {
 
 static const char *dt_name[] = { "i32", "i64", "u32", "u64", "f32", "f64" };
 static const size_t dt_size[] = { 4, 8, 4, 8, 4, 8 };
-static const char *op_name[] = { "sum", "min", "max", "sumsq" };
+static const char *op_name[] = { "sum", "min", "max", "sumsq", "argmin", "argmax" };
 
 enum { RANDOM, WIDE, OUTLIERS, SPECIALS, ZEROS, CANCEL, SUBNORMAL, EXTREMES, NKINDS };
 static const char *kind_name[] = { "random", "wide", "outliers", "specials",
@@ -149,11 +149,12 @@ static std::vector<uint64_t> make_offsets(int layout, size_t n)
 	return off;
 }
 
-/* The CPU's record of one segment. */
-static uint64_t cpu_record(int op, int dt, const unsigned char *p, size_t n)
+/* The CPU's record of one segment (16 bytes for argmin and argmax: the
+ * value, then the index). */
+static void cpu_record(int op, int dt, const unsigned char *p, size_t n, uint64_t ret[2])
 {
 	gr_partial r;
-	uint8_t rec[8];
+	uint8_t rec[16];
 	if (op == 3 && dt < 4) {
 		/* integer sumsq on the GPU: the exact sum of the squares as the
 		 * CPU rounds them */
@@ -174,9 +175,7 @@ static uint64_t cpu_record(int op, int dt, const unsigned char *p, size_t n)
 		gr_reduce((gr_op)op, (gr_dtype)dt, p, n, &r);
 		gr_segs_record((gr_op)op, (gr_dtype)dt, 0, &r, rec);
 	}
-	uint64_t u;
-	memcpy(&u, rec, 8);
-	return u;
+	memcpy(ret, rec, gr_segs_record_bytes((gr_op)op));
 }
 
 /* Launch segments [s0, s1) of off over h (on the device at dh) and
@@ -186,20 +185,24 @@ static void check(int op, int dt, int kind, int layout, const std::vector<unsign
 		  size_t s0, size_t s1, void *drec, void *scratch, size_t scratch_bytes)
 {
 	uint64_t k = s1 - s0;
-	CU(gr_segred_launch(op, dt, dh, doff + s0, k, off[s0], off[s1], (uint64_t *)drec + s0, scratch,
-			    scratch_bytes, 0));
+	const unsigned w = (unsigned)gr_segred_record_bytes(op) / 8; /* words a record */
+	CU(gr_segred_launch(op, dt, dh, doff + s0, k, off[s0], off[s1], (uint64_t *)drec + s0 * w,
+			    scratch, scratch_bytes, 0));
 	CU(cudaDeviceSynchronize());
-	std::vector<uint64_t> got(k);
-	CU(cudaMemcpy(got.data(), (uint64_t *)drec + s0, k * 8, cudaMemcpyDeviceToHost));
+	std::vector<uint64_t> got(k * w);
+	CU(cudaMemcpy(got.data(), (uint64_t *)drec + s0 * w, k * w * 8, cudaMemcpyDeviceToHost));
 	size_t size = dt_size[dt];
 	for (uint64_t s = 0; s < k; s++) {
-		uint64_t a = off[s0 + s], b = off[s0 + s + 1];
-		uint64_t want = cpu_record(op, dt, h.data() + a * size, (size_t)(b - a));
-		CHECK(got[s] == want,
-		      "%s %s %s layout %d: segment %llu of [%zu, %zu) ([%llu, %llu)): got %016llx, want %016llx",
-		      op_name[op], dt_name[dt], kind_name[kind], layout, (unsigned long long)(s0 + s), s0,
-		      s1, (unsigned long long)a, (unsigned long long)b, (unsigned long long)got[s],
-		      (unsigned long long)want);
+		uint64_t a = off[s0 + s], b = off[s0 + s + 1], want[2] = { 0, 0 };
+		cpu_record(op, dt, h.data() + a * size, (size_t)(b - a), want);
+		for (unsigned j = 0; j < w; j++)
+			CHECK(got[s * w + j] == want[j],
+			      "%s %s %s layout %d: segment %llu of [%zu, %zu) ([%llu, %llu)), word %u: got "
+			      "%016llx, want %016llx",
+			      op_name[op], dt_name[dt], kind_name[kind], layout,
+			      (unsigned long long)(s0 + s), s0, s1, (unsigned long long)a,
+			      (unsigned long long)b, j, (unsigned long long)got[s * w + j],
+			      (unsigned long long)want[j]);
 	}
 }
 
@@ -227,8 +230,8 @@ int main(int argc, char **argv)
 				unsigned char *dh = to_device(h.data(), h.size());
 				uint64_t *doff = (uint64_t *)to_device(off.data(), off.size() * 8);
 				void *drec;
-				CU(cudaMalloc(&drec, k * 8));
-				for (int op = 0; op < 4; op++) {
+				CU(cudaMalloc(&drec, k * 16));
+				for (int op = 0; op < 6; op++) {
 					size_t per = gr_segred_scratch_per_seg(op, dt);
 					if (per && per * k > scratch_bytes)
 						continue;
@@ -260,9 +263,12 @@ int main(int argc, char **argv)
 		CHECK(gr_segred_launch(0, 4, dh + 2, doff, 2, 0, 20, drec, scratch, scratch_bytes, 0) ==
 			      (int)cudaErrorInvalidValue,
 		      "misaligned data is refused");
-		CHECK(gr_segred_launch(4, 4, dh, doff, 2, 0, 20, drec, scratch, scratch_bytes, 0) ==
+		CHECK(gr_segred_launch(6, 4, dh, doff, 2, 0, 20, drec, scratch, scratch_bytes, 0) ==
 			      (int)cudaErrorInvalidValue,
-		      "argmin is not taken");
+		      "moments is not taken");
+		CHECK(gr_segred_launch(4, 4, dh, doff, 2, 0, 20, drec, scratch, 16, 0) ==
+			      (int)cudaErrorInvalidValue,
+		      "an argmin's scratch too small is refused");
 		CHECK(gr_segred_launch(1, 0, dh, doff, 2, 0, GR_SEGRED_MAX_ELEMS + 1, drec, scratch,
 				       scratch_bytes, 0) == (int)cudaErrorInvalidValue,
 		      "too many elements are refused");
