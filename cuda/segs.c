@@ -1,7 +1,7 @@
 /*
- * Segments of device memory on the GPU: a request's segments of sum,
- * min, max, sumsq, argmin or argmax, one job whole (gr_backend_segs_on_device), reduced by
- * the segmented reduce (segred.h) where the data lie. The offsets go to
+ * Segments of device memory on the GPU: a request's segments of any op
+ * but moments, one job whole (gr_backend_segs_on_device), reduced by the
+ * segmented reduce (segred.h) where the data lie. The offsets go to
  * the device, the records come back to pinned memory in the same stream,
  * and the completion thread copies them into the request's records. A
  * launch covers as many segments as the scratch of their exact sums
@@ -27,24 +27,24 @@ _Static_assert(GR_SEGRED_MAX_ELEMS == GR_BACKEND_SEGS_MAX_ELEMS,
  * scratch bytes. */
 static cudaError_t segs_grow(cuda_ctx *c, uint64_t k, size_t rb, size_t scratch)
 {
+	/* capacity in 8-byte words of records: at least k, so the k + 1
+	 * offsets fit words + 1 */
+	const uint64_t words = k * (rb / sizeof(uint64_t));
 	cudaError_t e;
 
-	/* capacity counted in 8-byte words of records */
-	k *= rb / sizeof(uint64_t);
-	if (k > c->seg_cap) {
+	if (words > c->seg_cap) {
 		/* the context's last launch is done: it is free */
 		cudaFree(c->seg_doff);
 		cudaFree(c->seg_drec);
 		cudaFreeHost(c->seg_hrec);
 		c->seg_doff = c->seg_drec = c->seg_hrec = NULL;
 		c->seg_cap = 0;
-		/* the offsets need k + 1 words at most, as k counts records' words */
-		if ((e = cudaMalloc((void **)&c->seg_doff, (k + 1) * sizeof(uint64_t))) ||
-		    (e = cudaMalloc((void **)&c->seg_drec, k * sizeof(uint64_t))) ||
-		    (e = cudaHostAlloc((void **)&c->seg_hrec, k * sizeof(uint64_t),
+		if ((e = cudaMalloc((void **)&c->seg_doff, (words + 1) * sizeof(uint64_t))) ||
+		    (e = cudaMalloc((void **)&c->seg_drec, words * sizeof(uint64_t))) ||
+		    (e = cudaHostAlloc((void **)&c->seg_hrec, words * sizeof(uint64_t),
 				       cudaHostAllocPortable)))
 			return e;
-		c->seg_cap = k;
+		c->seg_cap = words;
 	}
 	if (scratch > c->seg_scratch_bytes) {
 		cudaFree(c->seg_scratch);
