@@ -452,6 +452,26 @@ class DeviceMemory(CupyDeviceCase):
             self.assertEqual(self.c.call("unmap", [{"region": region}]), (None, True))
         self.healthy()
 
+    def test_many_segments_take_several_launches(self):
+        """f64 sumsq of 150,000 segments: more than one launch's scratch of
+        exact digits holds (some 62,000), so the job takes three launches
+        in a row; every record is still the socket's."""
+        rng = random.Random(14)
+        x = sample(rng, "f64", 600001)
+        region = self.map(self.cp.asarray(x))
+        offs = to_offsets(random_lengths(rng, 150000, 7, zeros=0.05))
+        offs = [min(o, len(x)) for o in offs]
+        offs[-1] = len(x)
+        for op in ("sumsq", "sum"):
+            params = {"op": op, "dtype": "f64", "offsets": offsets_bin(offs)}
+            before = device_jobs(self.c)
+            dev, host = self.both(params, region, 0, len(x), x.tobytes())
+            self.assertIsNone(dev[0], dev[0])
+            self.assertEqual(dev, host, op)
+            self.assertEqual(device_jobs(self.c) - before, 1)
+        self.c.call("unmap", [{"region": region}])
+        self.healthy()
+
     def test_segments_on_the_gpu(self):
         """sum, min, max, sumsq, argmin and argmax of segments are one job on
         the GPU, of short segments (one lane each), long ones over many
