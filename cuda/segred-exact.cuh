@@ -380,7 +380,8 @@ template <class F> struct pol_exact {
 	}
 	/* two passes over the few elements (the second from L1), not
 	 * unrolled: the loop's registers are the warp pieces' */
-	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi, uint64_t seg)
+	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi,
+							uint64_t seg)
 	{
 		const E *x = (const E *)p.x;
 		int top = 0;

@@ -121,7 +121,8 @@ template <typename T> struct pol_isum {
 	{
 		return std::is_signed<T>::value ? (uint64_t)(long long)v : (uint64_t)v;
 	}
-	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi, uint64_t seg)
+	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi,
+							uint64_t seg)
 	{
 		T v[SHORT];
 		load_short((const T *)p.x, lo, hi, v);
@@ -159,7 +160,8 @@ template <typename T, bool MAX> struct pol_ext {
 	static constexpr T PAD = std::is_floating_point<T>::value
 					 ? (MAX ? -std::numeric_limits<T>::infinity()
 						: std::numeric_limits<T>::infinity())
-					 : (MAX ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+					 : MAX ? std::numeric_limits<T>::lowest()
+					       : std::numeric_limits<T>::max();
 	static __device__ __forceinline__ long long better(long long a, long long b)
 	{
 		return MAX ? (a > b ? a : b) : (a < b ? a : b);
@@ -172,7 +174,8 @@ template <typename T, bool MAX> struct pol_ext {
 		else
 			atomicMin((unsigned long long *)&p.keys[seg], u);
 	}
-	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi, uint64_t seg)
+	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi,
+							uint64_t seg)
 	{
 		T v[SHORT];
 		load_short((const T *)p.x, lo, hi, v);
@@ -213,7 +216,8 @@ template <typename T, bool MAX> struct pol_arg {
 	{
 		return (long long)(p.keys[seg] ^ 0x8000000000000000ull);
 	}
-	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi, uint64_t seg)
+	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi,
+							uint64_t seg)
 	{
 		const T *x = (const T *)p.x;
 		const long long b = best(p, seg);
@@ -235,7 +239,8 @@ template <typename T, bool MAX> struct pol_arg {
 #pragma unroll
 				       for (unsigned g = 0; g < decltype(n)::value; g++) {
 					       const uint64_t e = at + 32 * g;
-					       if ((long long)grargm::key_of<T, MAX>(v[g]) == b && e < hi && e < m)
+					       const long long key = grargm::key_of<T, MAX>(v[g]);
+					       if (key == b && e < hi && e < m)
 						       m = e;
 				       }
 			       });
