@@ -33,6 +33,13 @@ constexpr int E_LO = -1022 + 3 - B0 + (NB - 1) * D;
  * their bottom place */
 constexpr int LSB_OFF = -1074 - GR_EXACT_LSB_EXP;
 
+/* 2^e as a double, e a normal exponent (the segmented reduce's exact
+ * sums use it too) */
+static __device__ __forceinline__ double pow2(int e)
+{
+	return __hiloint2double((e + 1023) << 20, 0);
+}
+
 template <typename T> struct traits;
 
 /* An f32 element whose square is summed (sumsq): x * x is exact in a

@@ -98,12 +98,6 @@
 
 namespace gre {
 
-/* 2^e as a double, e a normal exponent */
-static __device__ __forceinline__ double pow2(int e)
-{
-	return __hiloint2double((e + 1023) << 20, 0);
-}
-
 /* |mag| * 2^(pos - 2176), with sign, into the digits: three 32-bit pieces
  * (mag < 2^58, pos < 32 (GR_EXACT_DIGITS - 2)) */
 static __device__ __forceinline__ void deposit_int(long long *digits, uint64_t mag, bool neg,

@@ -34,6 +34,7 @@
  */
 #pragma once
 
+#include "cuda/exact-traits.cuh"
 #include "cuda/segred.cuh"
 
 namespace grsr {
@@ -52,12 +53,6 @@ static __device__ __forceinline__ uint64_t shr(uint64_t x, unsigned n)
 	uint64_t r;
 	asm("shr.b64 %0, %1, %2;" : "=l"(r) : "l"(x), "r"(n));
 	return r;
-}
-
-/* 2^e as a double, e a normal exponent */
-static __device__ __forceinline__ double pow2(int e)
-{
-	return __hiloint2double((e + 1023) << 20, 0);
 }
 
 /* ---- exact sums: the forms ---- */
@@ -531,7 +526,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 		for (int j = 0; j < 3; j++) {
 			if (!__any_sync(FULL, a[j] != 0.0))
 				continue;
-			long long t = __double2ll_rn(a[j] * pow2(150 - L[j]));
+			long long t = __double2ll_rn(a[j] * gre::pow2(150 - L[j]));
 #pragma unroll
 			for (int m = 16; m; m >>= 1)
 				t += __shfl_xor_sync(FULL, t, m);
