@@ -4,20 +4,25 @@
 #include "cuda/exact-partial.h"
 #include "daemon/xsum.h"
 
+_Static_assert((int)GR_EXACT_NAN == (int)GR_PARTIAL_NAN && (int)GR_EXACT_PINF == (int)GR_PARTIAL_PINF &&
+		       (int)GR_EXACT_NINF == (int)GR_PARTIAL_NINF &&
+		       (int)GR_EXACT_NOT_NZERO == (int)GR_PARTIAL_SEEN,
+	       "an exact sum's flags are a partial's specials");
+
+void cuda_partial_add_exact(gr_partial *p, const int64_t *d, unsigned n, int lsb, unsigned flags)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (d[i])
+			gr_partial_add_scaled(p, d[i], lsb + GR_EXACT_DIGIT_BITS * (int)i);
+	flags &= GR_PARTIAL_NAN | GR_PARTIAL_PINF | GR_PARTIAL_NINF | GR_PARTIAL_SEEN;
+	if (flags)
+		gr_partial_add_special(p, flags);
+}
+
 /* The exact sum's digits and specials added into p's accumulator. */
 static void exact_add(const gr_exact_sum *s, gr_partial *p)
 {
-	for (int i = 0; i < GR_EXACT_DIGITS; i++)
-		if (s->digit[i])
-			gr_partial_add_scaled(p, s->digit[i],
-					      GR_EXACT_LSB_EXP + GR_EXACT_DIGIT_BITS * i);
-	unsigned f = 0;
-	f |= s->flags & GR_EXACT_NAN ? GR_PARTIAL_NAN : 0;
-	f |= s->flags & GR_EXACT_PINF ? GR_PARTIAL_PINF : 0;
-	f |= s->flags & GR_EXACT_NINF ? GR_PARTIAL_NINF : 0;
-	f |= s->flags & GR_EXACT_NOT_NZERO ? GR_PARTIAL_SEEN : 0;
-	if (f)
-		gr_partial_add_special(p, f);
+	cuda_partial_add_exact(p, s->digit, GR_EXACT_DIGITS, GR_EXACT_LSB_EXP, (unsigned)s->flags);
 }
 
 void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n,
@@ -28,9 +33,7 @@ void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n
 	exact_add(s, ret);
 }
 
-/* The integer kernel's digits, sum(d[i] 2^(32 i)), into an accumulator
- * (xacc or x2acc). */
-static void int_digits_add(uint64_t *acc, const int64_t *d, unsigned nd)
+void cuda_int_digits_add(uint64_t *acc, const int64_t *d, unsigned nd)
 {
 	for (unsigned i = 0; i < nd; i++)
 		if (d[i])
@@ -45,8 +48,8 @@ void cuda_moments_partial(const gr_moments_sums *m, gr_dtype dt, uint64_t n, gr_
 		/* as the CPU's integer moments leave a partial (reduce.c) */
 		gr_partial_identity(GR_OP_MOMENTS, dt, ret);
 		ret->count = n;
-		int_digits_add(ret->xacc, m->isum, GR_MOMENTS_ISUM_DIGITS);
-		int_digits_add(ret->x2acc, m->isq, GR_MOMENTS_ISQ_DIGITS);
+		cuda_int_digits_add(ret->xacc, m->isum, GR_MOMENTS_ISUM_DIGITS);
+		cuda_int_digits_add(ret->x2acc, m->isq, GR_MOMENTS_ISQ_DIGITS);
 		if (gr_dtype_is_signed(dt)) {
 			ret->lo.i = (int64_t)(m->kmin ^ (1ull << 63));
 			ret->hi.i = (int64_t)(m->kmax ^ (1ull << 63));

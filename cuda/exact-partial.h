@@ -20,3 +20,13 @@ void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n
 /* *ret = the moments partial of n >= 1 elements of dt whose moments
  * launch left *m. */
 void cuda_moments_partial(const gr_moments_sums *m, gr_dtype dt, uint64_t n, gr_partial *ret);
+
+/* Add the fixed-point number sum(d[i] 2^(lsb + 32 i)), i < n, into p's
+ * accumulator, exactly, and flags (GR_EXACT_NAN, _PINF, _NINF, _NOT_NZERO,
+ * the values of GR_PARTIAL_NAN ... GR_PARTIAL_SEEN) into its specials;
+ * every place must lie in gr_partial_add_scaled()'s range. */
+void cuda_partial_add_exact(gr_partial *p, const int64_t *d, unsigned n, int lsb, unsigned flags);
+
+/* Add the integer sum(d[i] 2^(32 i)), i < nd, into an integer moments
+ * accumulator (a partial's xacc or x2acc). */
+void cuda_int_digits_add(uint64_t *acc, const int64_t *d, unsigned nd);
