@@ -1,20 +1,39 @@
 /* The segmented reduce's launcher (segred.h). */
 #include <cuda_runtime.h>
 
-#include "cuda/segred-exact.cuh"
+#include "cuda/segred-moments.cuh"
 
 using namespace grsr;
 
-enum { OP_SUM = 0, OP_MIN = 1, OP_MAX = 2, OP_SUMSQ = 3, OP_ARGMIN = 4, OP_ARGMAX = 5 };
+enum { OP_SUM = 0, OP_MIN = 1, OP_MAX = 2, OP_SUMSQ = 3, OP_ARGMIN = 4, OP_ARGMAX = 5, OP_MOMENTS = 6 };
 enum { DT_I32, DT_I64, DT_U32, DT_U64, DT_F32, DT_F64 };
 
 extern "C" int gr_segred_takes(int op)
 {
-	return op >= OP_SUM && op <= OP_ARGMAX;
+	return op >= OP_SUM && op <= OP_MOMENTS;
 }
 
-extern "C" size_t gr_segred_record_bytes(int op)
+static_assert(F_NAN == GR_SEGRED_F_NAN && F_PINF == GR_SEGRED_F_PINF && F_NINF == GR_SEGRED_F_NINF &&
+		      F_NOT_NZERO == GR_SEGRED_F_NOT_NZERO,
+	      "segred.h gives the flags");
+
+extern "C" void gr_segred_moments_layout_of(int dtype, gr_segred_moments_layout *ret)
 {
+	if (dtype == DT_F32)
+		*ret = { digits<fm_f32>(), digits<fm_f32sq>(), -fm_f32::Z, -fm_f32sq::Z };
+	else if (dtype == DT_F64)
+		*ret = { digits<fm_f64>(), digits<fm_f64sq>(), -fm_f64::Z, -fm_f64sq::Z };
+	else
+		*ret = { ISUM, ISQ, 0, 0 };
+}
+
+extern "C" size_t gr_segred_record_bytes(int op, int dtype)
+{
+	if (op == OP_MOMENTS) {
+		gr_segred_moments_layout l;
+		gr_segred_moments_layout_of(dtype, &l);
+		return 8 * (l.sum_digits + l.sq_digits + 4);
+	}
 	return op == OP_ARGMIN || op == OP_ARGMAX ? 16 : 8;
 }
 
@@ -65,6 +84,13 @@ template <typename T> static cudaError_t by_op(int op, params p, void *scratch, 
 			return launch_exact<fm_f64sq>(p, scratch, bytes, st);
 		else
 			return launch_exact<fm_isq<T>>(p, scratch, bytes, st);
+	case OP_MOMENTS:
+		if constexpr (std::is_same<T, float>::value)
+			return launch_fmom<fm_f32, fm_f32sq>(p, st);
+		else if constexpr (std::is_same<T, double>::value)
+			return launch_fmom<fm_f64, fm_f64sq>(p, st);
+		else
+			return launch_imom<T>(p, st);
 	}
 	return cudaErrorInvalidValue;
 }

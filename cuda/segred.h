@@ -21,6 +21,11 @@
  *    and rounded once. (The CPU adds them in double within blocks, so its
  *    last bits can differ; PROTOCOL.md says so.)
  *
+ * moments (gr_op 6) leaves each segment's sums, not its record: the exact
+ * sum of its elements and of their exact squares as digits, and its min
+ * and max records (gr_segred_moments_layout_of()); the host turns them into
+ * the record, rounding mean and variance once (segs-moments.h).
+ *
  * How (segred.cuh has the argument): the array is cut into tiles of
  * GR_SEGRED_TILE_BYTES, one warp a tile whatever the segments are; a
  * segment's part in a tile is reduced by one lane (a short segment inside
@@ -49,7 +54,7 @@ extern "C" {
 
 /*
  * Bytes of device scratch a launch needs per segment for op (gr_op's
- * values: 0 sum, 1 min, 2 max, 3 sumsq, 4 argmin, 5 argmax) and dtype
+ * values: 0 sum, 1 min, 2 max, 3 sumsq, 4 argmin, 5 argmax, 6 moments) and dtype
  * (gr_dtype's: 0 i32, 1 i64, 2 u32, 3 u64, 4 f32, 5 f64): the exact sums'
  * digits and flags, argmin's and argmax's keys and indices, 0 for the
  * other ops. Returns 0 for an op it does not take, too.
@@ -57,11 +62,39 @@ extern "C" {
 size_t gr_segred_scratch_per_seg(int op, int dtype);
 
 /* Whether op is one gr_segred_launch() takes (sum, min, max, sumsq,
- * argmin, argmax). */
+ * argmin, argmax, moments). */
 int gr_segred_takes(int op);
 
-/* Bytes of one record of op: 16 for argmin and argmax, else 8. */
-size_t gr_segred_record_bytes(int op);
+/* Bytes a segment takes in records for op and dtype: 16 for argmin and
+ * argmax, a moments launch's sums for moments (below), else 8. */
+size_t gr_segred_record_bytes(int op, int dtype);
+
+/* An integer moments segment's places: the sum's, the squares'. */
+#define GR_SEGRED_ISUM_DIGITS 4
+#define GR_SEGRED_ISQ_DIGITS 6
+
+/* The flags of a float moments segment's sums (in the low 32 bits of its
+ * flag words): a NaN, +inf, -inf among the elements (their squares), an
+ * element other than -0 (the sum only). */
+#define GR_SEGRED_F_NAN 1u
+#define GR_SEGRED_F_PINF 2u
+#define GR_SEGRED_F_NINF 4u
+#define GR_SEGRED_F_NOT_NZERO 8u
+
+/*
+ * The sums a moments launch of k segments leaves in records, as 8-byte
+ * words, one area after the other: k x sum_digits digits (segment s's at
+ * s x sum_digits), k flag words, k x sq_digits digits of the squares, k
+ * flag words, k min records, k max records (as min's and max's). Digit i
+ * of a sum is a signed 64-bit integer weighing 2^(32 i + lsb); the sum is
+ * the total of its digits. Integers' flag words are 0.
+ */
+typedef struct gr_segred_moments_layout {
+	unsigned sum_digits, sq_digits;
+	int sum_lsb, sq_lsb;
+} gr_segred_moments_layout;
+
+void gr_segred_moments_layout_of(int dtype, gr_segred_moments_layout *ret);
 
 /*
  * records[s] = the record of segment s < nsegs of data, on stream: the
@@ -70,7 +103,7 @@ size_t gr_segred_record_bytes(int op);
  * here: the caller validates them), first == offs[0] and end ==
  * offs[nsegs] given by the caller, end - first <= GR_SEGRED_MAX_ELEMS;
  * data aligned to its element's size; records nsegs x
- * gr_segred_record_bytes(op) bytes of device memory; scratch at least
+ * gr_segred_record_bytes(op, dtype) bytes of device memory; scratch at least
  * nsegs * gr_segred_scratch_per_seg() bytes of
  * device memory, whatever it holds (the launch clears what it uses). One
  * launch at a time per scratch. Returns the cudaError_t of the launches

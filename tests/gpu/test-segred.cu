@@ -1,8 +1,10 @@
 /*
  * The segmented reduce (cuda/segred.h) against the CPU backend's records
- * (daemon/reduce.c and segments.c, built in): sum, min, max, sumsq, argmin
- * and argmax of every dtype, each segment's record bit for bit what the CPU gives for
- * that segment alone, float sums exact. Integer sumsq, which the GPU sums
+ * (daemon/reduce.c and segments.c, built in): sum, min, max, sumsq, argmin,
+ * argmax and moments of every dtype, each segment's record bit for bit
+ * what the CPU gives for that segment alone, float sums exact (moments'
+ * records made on the host from the launch's sums, cuda/segs-moments.c,
+ * with ddof 0 and 1). Integer sumsq, which the GPU sums
  * exactly from the rounded squares, against the CPU's exact f64 sum of
  * those squares. Data: random, wide exponents (the careful path), a few
  * huge or tiny elements among ordinary ones, NaNs and infinities, -0 and
@@ -25,13 +27,14 @@
 #include "cuda/segred.h"
 #include "tests/gpu/gpu-test.h"
 extern "C" {
+#include "cuda/segs-moments.h"
 #include "daemon/reduce.h"
 #include "daemon/segments.h"
 }
 
 static const char *dt_name[] = { "i32", "i64", "u32", "u64", "f32", "f64" };
 static const size_t dt_size[] = { 4, 8, 4, 8, 4, 8 };
-static const char *op_name[] = { "sum", "min", "max", "sumsq", "argmin", "argmax" };
+static const char *op_name[] = { "sum", "min", "max", "sumsq", "argmin", "argmax", "moments" };
 
 enum { RANDOM, WIDE, OUTLIERS, SPECIALS, ZEROS, CANCEL, SUBNORMAL, EXTREMES, NKINDS };
 static const char *kind_name[] = { "random", "wide", "outliers", "specials",
@@ -150,11 +153,12 @@ static std::vector<uint64_t> make_offsets(int layout, size_t n)
 }
 
 /* The CPU's record of one segment (16 bytes for argmin and argmax: the
- * value, then the index). */
-static void cpu_record(int op, int dt, const unsigned char *p, size_t n, uint64_t ret[2])
+ * value, then the index; 40 for moments). */
+static void cpu_record(int op, int dt, const unsigned char *p, size_t n, uint64_t ddof,
+		       uint64_t ret[5])
 {
 	gr_partial r;
-	uint8_t rec[16];
+	uint8_t rec[40];
 	if (op == 3 && dt < 4) {
 		/* integer sumsq on the GPU: the exact sum of the squares as the
 		 * CPU rounds them */
@@ -173,7 +177,7 @@ static void cpu_record(int op, int dt, const unsigned char *p, size_t n, uint64_
 		gr_segs_record(GR_OP_SUM, GR_DT_F64, 0, &r, rec);
 	} else {
 		gr_reduce((gr_op)op, (gr_dtype)dt, p, n, &r);
-		gr_segs_record((gr_op)op, (gr_dtype)dt, 0, &r, rec);
+		gr_segs_record((gr_op)op, (gr_dtype)dt, ddof, &r, rec);
 	}
 	memcpy(ret, rec, gr_segs_record_bytes((gr_op)op));
 }
@@ -185,16 +189,26 @@ static void check(int op, int dt, int kind, int layout, const std::vector<unsign
 		  size_t s0, size_t s1, void *drec, void *scratch, size_t scratch_bytes)
 {
 	uint64_t k = s1 - s0;
-	const unsigned w = (unsigned)gr_segred_record_bytes(op) / 8; /* words a record */
-	CU(gr_segred_launch(op, dt, dh, doff + s0, k, off[s0], off[s1], (uint64_t *)drec + s0 * w,
-			    scratch, scratch_bytes, 0));
+	/* moments: the launch's sums at drec, made into records here */
+	const bool mom = op == 6;
+	const uint64_t ddof = mom && s0 > 0 ? 1 : 0;
+	const unsigned rw = (unsigned)gr_segred_record_bytes(op, dt) / 8; /* words a segment */
+	const unsigned w = mom ? 5 : rw;                                   /* words a record */
+	uint64_t *at = (uint64_t *)drec + (mom ? 0 : s0 * rw);
+	CU(gr_segred_launch(op, dt, dh, doff + s0, k, off[s0], off[s1], at, scratch, scratch_bytes,
+			    0));
 	CU(cudaDeviceSynchronize());
-	std::vector<uint64_t> got(k * w);
-	CU(cudaMemcpy(got.data(), (uint64_t *)drec + s0 * w, k * w * 8, cudaMemcpyDeviceToHost));
+	std::vector<uint64_t> raw(k * rw), got(k * w);
+	CU(cudaMemcpy(raw.data(), at, k * rw * 8, cudaMemcpyDeviceToHost));
+	if (mom)
+		cuda_segs_moments_records((gr_dtype)dt, raw.data(), off.data() + s0, k, ddof,
+					  (uint8_t *)got.data());
+	else
+		got = raw;
 	size_t size = dt_size[dt];
 	for (uint64_t s = 0; s < k; s++) {
-		uint64_t a = off[s0 + s], b = off[s0 + s + 1], want[2] = { 0, 0 };
-		cpu_record(op, dt, h.data() + a * size, (size_t)(b - a), want);
+		uint64_t a = off[s0 + s], b = off[s0 + s + 1], want[5] = { 0 };
+		cpu_record(op, dt, h.data() + a * size, (size_t)(b - a), ddof, want);
 		for (unsigned j = 0; j < w; j++)
 			CHECK(got[s * w + j] == want[j],
 			      "%s %s %s layout %d: segment %llu of [%zu, %zu) ([%llu, %llu)), word %u: got "
@@ -230,8 +244,8 @@ int main(int argc, char **argv)
 				unsigned char *dh = to_device(h.data(), h.size());
 				uint64_t *doff = (uint64_t *)to_device(off.data(), off.size() * 8);
 				void *drec;
-				CU(cudaMalloc(&drec, k * 16));
-				for (int op = 0; op < 6; op++) {
+				CU(cudaMalloc(&drec, k * gr_segred_record_bytes(6, dt)));
+				for (int op = 0; op < 7; op++) {
 					size_t per = gr_segred_scratch_per_seg(op, dt);
 					if (per && per * k > scratch_bytes)
 						continue;
@@ -263,9 +277,9 @@ int main(int argc, char **argv)
 		CHECK(gr_segred_launch(0, 4, dh + 2, doff, 2, 0, 20, drec, scratch, scratch_bytes, 0) ==
 			      (int)cudaErrorInvalidValue,
 		      "misaligned data is refused");
-		CHECK(gr_segred_launch(6, 4, dh, doff, 2, 0, 20, drec, scratch, scratch_bytes, 0) ==
+		CHECK(gr_segred_launch(7, 4, dh, doff, 2, 0, 20, drec, scratch, scratch_bytes, 0) ==
 			      (int)cudaErrorInvalidValue,
-		      "moments is not taken");
+		      "an op past moments is not taken");
 		CHECK(gr_segred_launch(4, 4, dh, doff, 2, 0, 20, drec, scratch, 16, 0) ==
 			      (int)cudaErrorInvalidValue,
 		      "an argmin's scratch too small is refused");

@@ -1,0 +1,20 @@
+/*
+ * Moments of segments of device memory: the records (PROTOCOL.md,
+ * "Segments") from the sums a segmented moments launch leaves (segred.h),
+ * on the host, as the CPU's: each segment's exact sums and min and max
+ * become a moments partial, whose mean and variance round once.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "daemon/reduce.h"
+
+/*
+ * records[s] (40 bytes each), s < k: the moments record, with ddof, of
+ * segment s, [offsets[s], offsets[s + 1]), of a launch of k segments of
+ * dt that left sums (gr_segred_record_bytes(6, dt) x k bytes, in its
+ * layout).
+ */
+void cuda_segs_moments_records(gr_dtype dt, const uint64_t *sums, const uint64_t *offsets,
+			       uint64_t k, uint64_t ddof, uint8_t *records);
