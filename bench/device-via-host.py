@@ -2,12 +2,12 @@
 """argmin, argmax, moments and segments of an f32 array in GPU memory,
 against sum and max of the same array, through one daemon in one run:
 argmin, argmax, moments, sum and max on the GPU's kernels, in place;
-sum, max, sumsq and argmin of 1024 rows, and sum of 10^5 rows, on the
-GPU's segmented reduce (exact float sums), in place; moments of 1024 rows
-by way of the host (each chunk copied there and reduced on the CPU route:
-no GPU kernel for segments of moments). Where PyTorch is installed, its sum, its
-moments (var_mean, aminmax and sum) and its row sums (sum(dim=1)) of the
-same memory follow, for reference. The array is mapped once by IPC handle
+sum, max, sumsq, argmin and moments of 1024 rows, and sum and moments of
+10^5 rows, on the GPU's segmented reduce (exact float sums), in place
+(moments' records made on the host from each row's exact sums). Where
+PyTorch is installed, its sum, its moments (var_mean, aminmax and sum),
+its row sums (sum(dim=1)) and its row moments (var_mean, aminmax and sum
+with dim=1) of the same memory follow, for reference. The array is mapped once by IPC handle
 (the daemon runs with --allow-cuda-ipc yes); each row is the median of
 REPS requests, one at a time. One JSON line per row.
 
@@ -48,7 +48,7 @@ def main():
     cases = [("sum", {}), ("max", {}), ("argmin", {}), ("argmax", {}), ("moments", {}),
              ("sum", {"offsets": o1k}), ("max", {"offsets": o1k}), ("sumsq", {"offsets": o1k}),
              ("sum", {"offsets": o100k}), ("argmin", {"offsets": o1k}),
-             ("moments", {"offsets": o1k})]
+             ("moments", {"offsets": o1k}), ("moments", {"offsets": o100k})]
     for op, extra in cases:
         rows = len(extra["offsets"]) // 8 - 1 if extra else 0
         p = dict({"op": op, "dtype": "f32", "region": region, "offset": 0, "count": n}, **extra)
@@ -72,7 +72,8 @@ def torch_rows(x, n, reps):
     installed, as a PyTorch user would ask (the tensor shares the array's
     memory): the sum in float32 (torch's default) and in float64, var_mean,
     aminmax and sum together for moments (three kernels, f32 arithmetic:
-    not exact), and 1024 rows' sums in float32 and float64. Rows are
+    not exact), 1024 rows' sums in float32 and float64, and their moments
+    the same way. Rows are
     marked "ref": "torch"."""
     try:
         import torch
@@ -85,9 +86,16 @@ def torch_rows(x, n, reps):
         torch.aminmax(t)
         t.sum()
 
+    def row_moments():
+        r = t.view(1024, -1)
+        torch.var_mean(r, dim=1, correction=0)
+        torch.aminmax(r, dim=1)
+        r.sum(dim=1)
+
     cases = [("sum", 0, lambda: t.sum()), ("sum f64", 0, lambda: t.sum(dtype=torch.float64)),
              ("moments", 0, moments), ("sum", 1024, lambda: t.view(1024, -1).sum(dim=1)),
-             ("sum f64", 1024, lambda: t.view(1024, -1).sum(dim=1, dtype=torch.float64))]
+             ("sum f64", 1024, lambda: t.view(1024, -1).sum(dim=1, dtype=torch.float64)),
+             ("moments", 1024, row_moments)]
     for op, rows, fn in cases:
         fn()
         torch.cuda.synchronize()

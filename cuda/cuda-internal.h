@@ -153,6 +153,8 @@ struct cuda_ctx {
 	uint64_t *seg_doff, *seg_drec, *seg_hrec;
 	uint64_t seg_cap; /* in 8-byte words of records */
 	size_t seg_rb;    /* bytes of a record of the launch in flight */
+	gr_op seg_op;     /* ... its op and dtype */
+	gr_dtype seg_dtype;
 	void *seg_scratch;
 	size_t seg_scratch_bytes;
 	struct gr_segjob *segs;

@@ -232,12 +232,11 @@ static bool cuda_job_alone_kernel(const gr_job *j)
 }
 
 /* Does j go to the segmented reduce, alone in its launch: a whole
- * request's segments of device memory that it takes (any op but
- * moments)? */
+ * request's segments of device memory that it takes? */
 static bool cuda_job_segments(const gr_job *j)
 {
 	return j->seg && j->on_device && j->seg->first == 0 &&
-	       gr_backend_segs_on_device(j->op, j->dtype, j->data, j->n);
+	       gr_backend_segs_on_device(j->op, j->dtype, j->data, j->n, j->seg->nseg);
 }
 
 void cuda_submit(gr_backend *pub, gr_job *list)

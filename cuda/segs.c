@@ -1,12 +1,14 @@
 /*
- * Segments of device memory on the GPU: a request's segments of any op
- * but moments, one job whole (gr_backend_segs_on_device), reduced by the
- * segmented reduce (segred.h) where the data lie. The offsets go to
- * the device, the records come back to pinned memory in the same stream,
- * and the completion thread copies them into the request's records. A
- * launch covers as many segments as the scratch of their exact sums
- * holds (CUDA_SEGS_SCRATCH_MAX), so a request of many may take several,
- * in order on the context's stream.
+ * Segments of device memory on the GPU: a request's segments, one job
+ * whole (gr_backend_segs_on_device), reduced by the segmented reduce
+ * (segred.h) where the data lie. The offsets go to the device, the
+ * records come back to pinned memory in the same stream, and the
+ * completion thread copies them into the request's records; for moments
+ * what comes back is each segment's sums, which it turns into records
+ * (segs-moments.h). A launch covers as many segments as the scratch of
+ * their exact sums holds (CUDA_SEGS_SCRATCH_MAX), so a request of many
+ * may take several, in order on the context's stream; moments' sums are
+ * their records' own scratch, one launch whole.
  */
 #include <string.h>
 
@@ -14,6 +16,7 @@
 
 #include "cuda/cuda-internal.h"
 #include "cuda/segred.h"
+#include "cuda/segs-moments.h"
 #include "daemon/segments.h"
 
 _Static_assert(GR_SEGRED_MAX_ELEMS == GR_BACKEND_SEGS_MAX_ELEMS,
@@ -23,8 +26,12 @@ _Static_assert(GR_SEGRED_MAX_ELEMS == GR_BACKEND_SEGS_MAX_ELEMS,
  * 60,000 segments of f64 sumsq (the widest) a launch, 750,000 of f32 sum. */
 #define CUDA_SEGS_SCRATCH_MAX ((size_t)64 << 20)
 
-/* Grow the context's buffers to k records of rb bytes (8 or 16) and
- * scratch bytes. */
+/* What a moments launch leaves may take, at most (the daemon's bound,
+ * gr_backend_segs_moments_max(), keeps within it). */
+#define CUDA_SEGS_MOMENTS_MAX ((size_t)64 << 20)
+
+/* Grow the context's buffers to k records of rb bytes (a multiple of 8)
+ * and scratch bytes. */
 static cudaError_t segs_grow(cuda_ctx *c, uint64_t k, size_t rb, size_t scratch)
 {
 	/* capacity in 8-byte words of records: at least k, so the k + 1
@@ -61,11 +68,14 @@ cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
 {
 	const gr_segjob *sj = it->seg;
 	const uint64_t k = sj->nseg, *off = sj->offsets;
-	size_t per = gr_segred_scratch_per_seg(it->op, it->dtype), rb = gr_segred_record_bytes(it->op);
+	size_t per = gr_segred_scratch_per_seg(it->op, it->dtype);
+	size_t rb = gr_segred_record_bytes(it->op, it->dtype);
 	size_t scratch = per ? (k * per < CUDA_SEGS_SCRATCH_MAX ? k * per : CUDA_SEGS_SCRATCH_MAX) : 0;
 	uint64_t group = per ? CUDA_SEGS_SCRATCH_MAX / per : k;
 	cudaError_t e;
 
+	if (it->op == GR_OP_MOMENTS && k > CUDA_SEGS_MOMENTS_MAX / rb)
+		return cudaErrorInvalidValue;
 	if ((e = segs_grow(c, k, rb, scratch)))
 		return e;
 	/* from the request's memory: the call returns once it is copied */
@@ -85,13 +95,20 @@ cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
 		return e;
 	c->segs = it->seg;
 	c->seg_rb = rb;
+	c->seg_op = (gr_op)it->op;
+	c->seg_dtype = (gr_dtype)it->dtype;
 	return cudaSuccess;
 }
 
 void cuda_segs_finish(cuda_ctx *c)
 {
 	/* the records are the loop thread's again once the job is posted */
-	memcpy(c->segs->records, c->seg_hrec, c->segs->nseg * c->seg_rb);
+	const gr_segjob *sj = c->segs;
+	if (c->seg_op == GR_OP_MOMENTS)
+		cuda_segs_moments_records(c->seg_dtype, c->seg_hrec, sj->offsets, sj->nseg, sj->ddof,
+					  sj->records);
+	else
+		memcpy(sj->records, c->seg_hrec, sj->nseg * c->seg_rb);
 	c->segs = NULL;
 }
 

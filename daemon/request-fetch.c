@@ -22,14 +22,13 @@ bool gr_request_via_host(const gr_request *req)
 	if (!req->region || req->region->device < 0 || req->scan)
 		return false;
 	/* argmin, argmax and moments (the ops the CPU reduces of host data)
-	 * have GPU kernels, which read whole elements; so do segments of
-	 * every op but moments, as one job (every chunk of a request moves on
-	 * by whole elements, so region_next is on the boundary when its start
-	 * is) */
+	 * have GPU kernels, which read whole elements; so do segments, as one
+	 * job (every chunk of a request moves on by whole elements, so
+	 * region_next is on the boundary when its start is) */
 	size_t size = gr_dtype_size(req->dtype);
 	if (req->segs)
 		return !gr_backend_segs_on_device(req->op, req->dtype, req->region_next,
-						  req->data_bytes / size);
+						  req->data_bytes / size, req->segs->nseg);
 	return gr_op_cpu_only(req->op) && (uintptr_t)req->region_next % size;
 }
 

@@ -413,9 +413,10 @@ def isumsq_records(x, offs):
 
 class DeviceMemory(CupyDeviceCase):
     """Segments of every op, argmin, argmax and moments of GPU memory
-    (segments of every op but moments in one segmented launch on the GPU;
-    argmin, argmax and moments on the GPU's kernels; segments of moments
-    copied to the host chunk by chunk and reduced on the CPU route): the same
+    (segments of every op in one segmented launch on the GPU, moments up to
+    a bound on the segments; argmin, argmax and moments on the GPU's
+    kernels; segments at odd offsets, and moments of more segments, copied
+    to the host chunk by chunk and reduced on the CPU route): the same
     bytes as the same elements sent over the socket (integer sumsq: the
     exact sum of the rounded squares), across many chunks and at odd
     offsets; the region and the device stay in service."""
@@ -473,10 +474,10 @@ class DeviceMemory(CupyDeviceCase):
         self.healthy()
 
     def test_segments_on_the_gpu(self):
-        """sum, min, max, sumsq, argmin and argmax of segments are one job on
-        the GPU, of short segments (one lane each), long ones over many
-        tiles, and floats with -0, infinities and NaNs in some; moments go
-        by way of the host (no GPU job)."""
+        """Segments of every op (moments with ddof 0 and 3) are one job on
+        the GPU, of short segments (one lane each, some no longer than
+        ddof), long ones over many tiles, and floats with -0, infinities
+        and NaNs in some."""
         rng = random.Random(13)
         for dt in DTYPES:
             x = sample(rng, dt, 1 << 20)
@@ -489,18 +490,48 @@ class DeviceMemory(CupyDeviceCase):
             region = self.map(self.cp.asarray(x))
             lengths = random_lengths(rng, 20000, 20) + [0, 0] + random_lengths(rng, 30, 20000)
             offs = [o for o in to_offsets(lengths) if o < len(x)] + [len(x)]
-            for op in OPS:
-                params = {"op": op, "dtype": dt, "offsets": offsets_bin(offs)}
+            for op, extra in [(op, {}) for op in OPS] + [("moments", {"ddof": 3})]:
+                params = dict({"op": op, "dtype": dt, "offsets": offsets_bin(offs)}, **extra)
                 before = device_jobs(self.c)
                 dev, host = self.both(params, region, 0, len(x), x.tobytes())
                 jobs = device_jobs(self.c) - before
                 self.assertIsNone(dev[0], (op, dt, dev[0]))
                 if op == "sumsq" and dt[0] != "f":
                     host[1]["values"] = isumsq_records(x, offs)
-                self.assertEqual(dev, host, (op, dt))
-                on_gpu = op != "moments"
-                self.assertEqual(jobs, 1 if on_gpu else 0, (op, dt))
+                self.assertEqual(dev, host, (op, dt, extra))
+                self.assertEqual(jobs, 1, (op, dt))
             self.c.call("unmap", [{"region": region}])
+        self.healthy()
+
+    def test_moments_of_many_segments(self):
+        """moments of more segments than the GPU's bound for the dtype
+        (32,768 for f64) go by way of the host, up to it on the GPU: the
+        same records either way, and mean and var the exact values rounded
+        once (Fractions)."""
+        rng = random.Random(15)
+        x = sample(rng, "f64", 400001)
+        region = self.map(self.cp.asarray(x))
+        for k, gpu_jobs in ((32768, 1), (32769, 0)):
+            offs = to_offsets(random_lengths(rng, k, 12, zeros=0.05))
+            offs = [min(o, len(x)) for o in offs]
+            offs[-1] = len(x)
+            params = {"op": "moments", "dtype": "f64", "offsets": offsets_bin(offs)}
+            before = device_jobs(self.c)
+            dev, host = self.both(params, region, 0, len(x), x.tobytes())
+            self.assertIsNone(dev[0], dev[0])
+            self.assertEqual(dev, host, k)
+            self.assertEqual(device_jobs(self.c) - before, gpu_jobs, k)
+            # mean and var against exact references, rounded once
+            got = decode("moments", "f64", dev[1]["values"], k)
+            for i in rng.sample(range(k), 200):
+                seg = [Fraction(float(v)) for v in x[offs[i]:offs[i + 1]]]
+                if not seg:
+                    continue
+                n = len(seg)
+                s1, s2 = sum(seg), sum(v * v for v in seg)
+                self.assertEqual(got[i]["mean"], float(s1 / n), (k, i))
+                self.assertEqual(got[i]["var"], float((s2 - s1 * s1 / n) / n), (k, i))
+        self.c.call("unmap", [{"region": region}])
         self.healthy()
 
     def test_argmin_argmax_moments(self):
