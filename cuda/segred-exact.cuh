@@ -440,8 +440,8 @@ static __device__ __forceinline__ void add_if_le(double &a, double v, unsigned x
 /*
  * f32 sums of a warp's piece: each lane adds its elements in three
  * doubles, a0 for exponent fields E - 22 to E, a1 for the 23 below, a2
- * for the 23 below those, E being HEAD above the largest of the lanes'
- * first elements. A bin's elements are multiples of its least place,
+ * for the 23 below those, E being HEAD above the largest finite element
+ * of the lanes' first batch. A bin's elements are multiples of its least place,
  * 2^(L - 150) for its lowest field L (or 2^-149 where L < 1), and below
  * 2^(L + 22 - 126); a lane adds at most 128 of them in a piece (a tile
  * over 32 lanes), so every partial sum is a multiple of that place below
@@ -461,14 +461,21 @@ struct pol_xf32 : pol_exact<fm_f32> {
 		constexpr unsigned U = loads<float>();
 		const float *x = (const float *)p.x;
 		/* the first batch (-0 pads it: -0 adds nothing and sets no
-		 * flag), whose first element a lane sets the window */
+		 * flag), whose largest finite element sets the window (a part
+		 * that begins with zeros or tiny values still gets a window
+		 * for the rest, where the first element alone would send them
+		 * the careful way) */
 		uint64_t i = lo + lane;
 		float first[U];
 #pragma unroll
 		for (unsigned g = 0; g < U; g++)
 			first[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : -0.0f;
-		uint32_t e0 = (__float_as_uint(first[0]) >> 23) & 0xffu;
-		e0 = e0 == 0xffu ? 0 : e0;
+		uint32_t e0 = 0;
+#pragma unroll
+		for (unsigned g = 0; g < U; g++) {
+			const uint32_t e = (__float_as_uint(first[g]) >> 23) & 0xffu;
+			e0 = e != 0xffu && e > e0 ? e : e0;
+		}
 		const int top = (int)__reduce_max_sync(FULL, e0);
 		const int E = top + HEAD < 254 ? top + HEAD : 254;
 		const int L0 = E - 22, L1 = E - 45, L2 = E - 68;
