@@ -10,8 +10,9 @@
  *
  * e = min(b, 2a): an integer numerator C (never negative: n * S2 >= S1^2)
  * over an integer divisor. C is scaled up until the quotient has at least
- * 55 bits, then divided by n and by n - ddof in turn: floor(floor(C / a) /
- * b) = floor(C / (a * b)), and the quotient is exact exactly when both
+ * 55 bits, then divided by n (n - ddof) at once where that product fits
+ * 64 bits, else by n and by n - ddof in turn: floor(floor(C / a) / b) =
+ * floor(C / (a * b)), and the quotient is exact exactly when both
  * remainders are zero, which is the sticky bit the rounding needs. The
  * rounding itself is xsum_round()'s: 53 bits from the top, or fewer where
  * the result is subnormal, to nearest, ties to even.
@@ -26,6 +27,7 @@
 #include <string.h>
 
 #include "daemon/moments.h"
+#include "daemon/xsum.h"
 
 #define BN_WORDS (2 * GR_PARTIAL_XWORDS + 8)
 
@@ -39,6 +41,13 @@ static void bn_trim(bn *a)
 {
 	while (a->n && !a->w[a->n - 1])
 		a->n--;
+}
+
+/* r = a, its words in use only */
+static void bn_copy(bn *r, const bn *a)
+{
+	r->n = a->n;
+	memcpy(r->w, a->w, a->n * sizeof(a->w[0]));
 }
 
 /* a = |x| for the two's complement words[0..n); true when x < 0. */
@@ -139,18 +148,30 @@ static bool bn_sub(bn *a, const bn *b)
 	return c == 0;
 }
 
+/* (hi:lo) / d and its remainder, hi < d (so the quotient fits 64 bits):
+ * one divide instruction where there is one that takes 128 bits */
+static inline uint64_t div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *rem)
+{
+#if defined(__x86_64__)
+	uint64_t q;
+	__asm__("divq %4" : "=a"(q), "=d"(*rem) : "a"(lo), "d"(hi), "rm"(d));
+	return q;
+#else
+	unsigned __int128 t = (unsigned __int128)hi << 64 | lo;
+	*rem = (uint64_t)(t % d);
+	return (uint64_t)(t / d);
+#endif
+}
+
 /* a = floor(a / d), d >= 1; the remainder. */
 static uint64_t bn_div_u64(bn *a, uint64_t d)
 {
-	unsigned __int128 r = 0;
+	uint64_t r = 0;
 
-	for (size_t k = a->n; k-- > 0;) {
-		unsigned __int128 t = r << 64 | a->w[k];
-		a->w[k] = (uint64_t)(t / d);
-		r = t % d;
-	}
+	for (size_t k = a->n; k-- > 0;)
+		a->w[k] = div128(r, a->w[k], d, &r);
 	bn_trim(a);
-	return (uint64_t)r;
+	return r;
 }
 
 static unsigned bn_bits(const bn *a)
@@ -161,6 +182,15 @@ static unsigned bn_bits(const bn *a)
 static bool bn_bit(const bn *a, long i)
 {
 	return i >= 0 && (size_t)i / 64 < a->n && (a->w[i / 64] >> (i % 64)) & 1;
+}
+
+/* The 64 bits of a from bit i (i >= 0) up. */
+static uint64_t bn_bits_at(const bn *a, long i)
+{
+	size_t k = (size_t)i / 64;
+	unsigned s = (unsigned)(i % 64);
+	uint64_t lo = k < a->n ? a->w[k] : 0, hi = k + 1 < a->n ? a->w[k + 1] : 0;
+	return s ? lo >> s | hi << (64 - s) : lo;
 }
 
 /* Any bit below bit i (i >= 0) set? */
@@ -191,15 +221,18 @@ static double bn_round_div(bn *c, long e, uint64_t d1, uint64_t d2, bool neg)
 			return NAN;
 		e -= 183 - bits;
 	}
-	bool sticky = bn_div_u64(c, d1) != 0;
-	sticky |= bn_div_u64(c, d2) != 0;
+	bool sticky;
+	if (d1 <= UINT64_MAX / d2) {
+		sticky = bn_div_u64(c, d1 * d2) != 0;
+	} else {
+		sticky = bn_div_u64(c, d1) != 0;
+		sticky |= bn_div_u64(c, d2) != 0;
+	}
 	long h = (long)bn_bits(c) - 1;
 	/* the result's last bit: 53 bits below h, but never below 2^-1074
 	 * (h >= 54, so lo >= 2 and the guard bit lies in c) */
 	long lo = h - 52 > -1074 - e ? h - 52 : -1074 - e;
-	uint64_t m = 0;
-	for (unsigned i = 0; i < 53; i++)
-		m |= (uint64_t)bn_bit(c, lo + i) << i;
+	uint64_t m = bn_bits_at(c, lo) & ((1ull << 53) - 1);
 	if (bn_bit(c, lo - 1) && ((m & 1) || sticky || bn_sticky(c, lo - 1)))
 		m++;
 	/* exact, or infinity when it rounds to 2^1024 or beyond */
@@ -218,13 +251,8 @@ void moments_round(const gr_partial *p, uint64_t ddof, double *ret_mean, double 
 	size_t na = gr_partial_limbs(p, words, GR_PARTIAL_LIMBS_MAX, &a, &f1);
 	bool neg = bn_from_limbs(&A, words, na);
 
-	/* S2 is an exact partial of its own: look at it as one */
-	gr_partial t;
-	memset(&t, 0, sizeof(t));
-	t.count = n;
-	t.xflags = p->x2flags;
-	memcpy(t.xacc, p->x2acc, sizeof(t.xacc));
-	size_t nb = gr_partial_limbs(&t, words, GR_PARTIAL_LIMBS_MAX, &b, &f2);
+	/* S2's accumulator is always open (xsum_moments_identity()) */
+	size_t nb = xsum_acc_limbs(p->x2acc, p->x2flags, n, words, GR_PARTIAL_LIMBS_MAX, &b, &f2);
 	bn_from_limbs(&B, words, nb);
 
 	const unsigned pinf = GR_PARTIAL_PINF, ninf = GR_PARTIAL_NINF;
@@ -235,7 +263,7 @@ void moments_round(const gr_partial *p, uint64_t ddof, double *ret_mean, double 
 	else if (!A.n)
 		*ret_mean = f1 & GR_PARTIAL_NEGZERO ? -0.0 : 0.0;
 	else {
-		q = A; /* bn_round_div() uses its number up */
+		bn_copy(&q, &A); /* bn_round_div() uses its number up */
 		*ret_mean = bn_round_div(&q, a, n, 1, neg);
 	}
 

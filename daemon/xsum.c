@@ -381,6 +381,31 @@ void gr_partial_add_special(gr_partial *p, unsigned flags)
 	p->xflags |= flags & (XF_SPECIALS | XF_SEEN);
 }
 
+size_t xsum_acc_limbs(const uint64_t *acc, uint64_t xflags, uint64_t count, uint64_t *words,
+                      size_t max, int *ret_scale, unsigned *ret_flags)
+{
+	unsigned flags = xflags & XF_SPECIALS;
+	size_t lo = 0, hi = XW;
+	while (lo < XW && !acc[lo])
+		lo++;
+	if (lo == XW) {
+		if (count && !(xflags & XF_SEEN))
+			flags |= GR_PARTIAL_NEGZERO;
+		*ret_flags = flags;
+		*ret_scale = 0;
+		return 0;
+	}
+	/* drop top words that only repeat the sign of the word below */
+	uint64_t sign = xacc_negative(acc) ? UINT64_MAX : 0;
+	while (hi - lo > 1 && acc[hi - 1] == sign && (acc[hi - 2] >> 63) == (sign & 1))
+		hi--;
+	*ret_flags = flags;
+	*ret_scale = GR_PARTIAL_EXP_MIN + (int)lo * 64;
+	if (hi - lo <= max)
+		memcpy(words, acc + lo, (hi - lo) * sizeof(*words));
+	return hi - lo;
+}
+
 size_t gr_partial_limbs(const gr_partial *p, uint64_t *words, size_t max, int *ret_scale,
                         unsigned *ret_flags)
 {
@@ -391,26 +416,7 @@ size_t gr_partial_limbs(const gr_partial *p, uint64_t *words, size_t max, int *r
 		xacc_open(&t);
 		x = &t;
 	}
-	unsigned flags = x->xflags & XF_SPECIALS;
-	size_t lo = 0, hi = XW;
-	while (lo < XW && !x->xacc[lo])
-		lo++;
-	if (lo == XW) {
-		if (x->count && !(x->xflags & XF_SEEN))
-			flags |= GR_PARTIAL_NEGZERO;
-		*ret_flags = flags;
-		*ret_scale = 0;
-		return 0;
-	}
-	/* drop top words that only repeat the sign of the word below */
-	uint64_t sign = xacc_negative(x->xacc) ? UINT64_MAX : 0;
-	while (hi - lo > 1 && x->xacc[hi - 1] == sign && (x->xacc[hi - 2] >> 63) == (sign & 1))
-		hi--;
-	*ret_flags = flags;
-	*ret_scale = GR_PARTIAL_EXP_MIN + (int)lo * 64;
-	if (hi - lo <= max)
-		memcpy(words, x->xacc + lo, (hi - lo) * sizeof(*words));
-	return hi - lo;
+	return xsum_acc_limbs(x->xacc, x->xflags, x->count, words, max, ret_scale, ret_flags);
 }
 
 int gr_partial_from_limbs(gr_partial *ret, uint64_t count, const uint64_t *words, size_t n,

@@ -33,6 +33,11 @@ void xsum_moments_identity(gr_partial *ret, bool is_int);
  * integer sums into an accumulator (xacc or x2acc). */
 void xsum_add_int(uint64_t *a, unsigned bit, unsigned __int128 m, bool neg);
 
+/* gr_partial_limbs() of an open accumulator acc (a partial's xacc or
+ * x2acc) with its flags and the count of elements it covers. */
+size_t xsum_acc_limbs(const uint64_t *acc, uint64_t xflags, uint64_t count, uint64_t *words,
+                      size_t max, int *ret_scale, unsigned *ret_flags);
+
 /*
  * The block kernels of gr_reduce_block(): ret holds the identity, n >= 1
  * elements at p (any alignment).
