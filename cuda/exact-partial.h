@@ -21,12 +21,17 @@ void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n
  * launch left *m. */
 void cuda_moments_partial(const gr_moments_sums *m, gr_dtype dt, uint64_t n, gr_partial *ret);
 
-/* Add the fixed-point number sum(d[i] 2^(lsb + 32 i)), i < n, into p's
- * accumulator, exactly, and flags (GR_EXACT_NAN, _PINF, _NINF, _NOT_NZERO,
- * the values of GR_PARTIAL_NAN ... GR_PARTIAL_SEEN) into its specials;
- * every place must lie in gr_partial_add_scaled()'s range. */
+/* Add the fixed-point number sum(d[i] 2^(lsb + 32 i)), i < n <=
+ * GR_EXACT_DIGITS, into p's accumulator, exactly, and flags (GR_EXACT_NAN,
+ * _PINF, _NINF, _NOT_NZERO, the values of GR_PARTIAL_NAN ...
+ * GR_PARTIAL_SEEN) into its specials; lsb >= GR_PARTIAL_EXP_MIN, and the
+ * number below 2^GR_PARTIAL_EXP_MAX. */
 void cuda_partial_add_exact(gr_partial *p, const int64_t *d, unsigned n, int lsb, unsigned flags);
 
-/* Add the integer sum(d[i] 2^(32 i)), i < nd, into an integer moments
- * accumulator (a partial's xacc or x2acc). */
+/* cuda_partial_add_exact() for the sum of squares of p, a moments
+ * partial of floats (x2acc and its flags: NaN and infinities). */
+void cuda_moments_add_squares(gr_partial *p, const int64_t *d, unsigned n, int lsb, unsigned flags);
+
+/* Add the integer sum(d[i] 2^(32 i)), i < nd <= GR_EXACT_DIGITS, into an
+ * integer moments accumulator (a partial's xacc or x2acc). */
 void cuda_int_digits_add(uint64_t *acc, const int64_t *d, unsigned nd);

@@ -5,7 +5,6 @@
 #include "cuda/segred.h"
 #include "cuda/segs-moments.h"
 #include "daemon/segments.h"
-#include "daemon/xsum.h"
 
 _Static_assert(GR_SEGRED_F_NAN == GR_PARTIAL_NAN && GR_SEGRED_F_PINF == GR_PARTIAL_PINF &&
 		       GR_SEGRED_F_NINF == GR_PARTIAL_NINF && GR_SEGRED_F_NOT_NZERO == GR_PARTIAL_SEEN,
@@ -30,13 +29,10 @@ void cuda_segs_moments_records(gr_dtype dt, const uint64_t *sums, const uint64_t
 		gr_partial_identity(GR_OP_MOMENTS, dt, &p);
 		p.count = offsets[s + 1] - offsets[s];
 		if (gr_dtype_is_float(dt)) {
-			gr_partial q;
 			cuda_partial_add_exact(&p, ds, l.sum_digits, l.sum_lsb,
 					       (unsigned)sum_flags[s]);
-			gr_partial_identity(GR_OP_SUMSQ, dt, &q);
-			q.count = p.count;
-			cuda_partial_add_exact(&q, dq, l.sq_digits, l.sq_lsb, (unsigned)sq_flags[s]);
-			xsum_sq_take(&p, &q);
+			cuda_moments_add_squares(&p, dq, l.sq_digits, l.sq_lsb,
+						 (unsigned)sq_flags[s]);
 		} else {
 			cuda_int_digits_add(p.xacc, ds, l.sum_digits);
 			cuda_int_digits_add(p.x2acc, dq, l.sq_digits);

@@ -355,6 +355,33 @@ void xsum_moments_identity(gr_partial *ret, bool is_int)
 	ret->x2flags = XF_XACC | XF_SEEN;
 }
 
+void xsum_add_limbs(uint64_t *a, int exp2, const uint64_t *words, size_t n)
+{
+	if (!n)
+		return;
+	const uint64_t sign = words[n - 1] >> 63 ? UINT64_MAX : 0;
+	const unsigned o = (unsigned)(exp2 - GR_PARTIAL_EXP_MIN), b = o % 64;
+	unsigned k = o / 64;
+	uint64_t c = 0;
+
+	/* the words, shifted into place, then one of sign for the bits
+	 * shifted out of the last */
+	for (size_t i = 0; i <= n && k < XW; i++, k++) {
+		uint64_t cur = i < n ? words[i] : sign, prev = i ? words[i - 1] : 0;
+		uint64_t x = b ? cur << b | prev >> (64 - b) : cur;
+		uint64_t s1 = a[k] + x, c1 = s1 < x;
+		a[k] = s1 + c;
+		c = c1 | (a[k] < s1);
+	}
+	/* sign words above: adding 0 with no carry, or all ones with one,
+	 * leaves the rest as it is */
+	for (; k < XW && (sign ? !c : c); k++) {
+		uint64_t s1 = a[k] + sign, c1 = s1 < sign;
+		a[k] = s1 + c;
+		c = c1 | (a[k] < s1);
+	}
+}
+
 void xsum_add_int(uint64_t *a, unsigned bit, unsigned __int128 m, bool neg)
 {
 	xacc_addmag(a, (int)bit - GR_PARTIAL_EXP_MIN, m, neg);
