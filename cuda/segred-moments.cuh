@@ -8,12 +8,13 @@
  * sums (segs-moments.c), so the records are the CPU's bit for bit.
  *
  * Floats: the sum and the squares are the exact forms of sum and sumsq
- * (fm_sum, fm_square), each a pass of its own; min and max are min's and
- * max's passes. Four reads of the data, each at the speed of that op.
+ * (fm_sum, fm_square), each a pass of its own; min and max one more pass
+ * (pol_minmax) with min's and max's keys and records. Three reads of the
+ * data.
  *
- * Integers (pol_imom): one pass keeps, in each lane, the sum of its
- * elements in a 128-bit two's complement integer and the sum of their
- * squares (each exact: below 2^128) in a 192-bit one; a lane takes at
+ * Integers: one pass for the sums (pol_imom), one for min and max. In the
+ * first each lane keeps the sum of its elements in a 128-bit two's
+ * complement integer and the sum of their squares (each exact: below 2^128) in a 192-bit one; a lane takes at
  * most a tile's elements (2^12), so neither overflows. At the end of a
  * part the lanes cut both into 32-bit pieces in signed 64-bit words, the
  * warp adds the words (no carries: 32 pieces below 2^32 each), and one
@@ -106,6 +107,60 @@ template <typename T> struct pol_imom {
 	}
 };
 
+/* min and max in one pass: pol_ext's keys of both, the least in keys, the
+ * greatest in idx (as keys, not indices). A piece's last batch is padded
+ * with its first element, which changes neither. */
+template <typename T> struct pol_minmax {
+	using E = T;
+	using LO = pol_ext<T, false>;
+	using HI = pol_ext<T, true>;
+	using K = grargm::key_t<T>;
+	static constexpr K KLO = sizeof(T) == 4 ? (K)INT_MAX : (K)LLONG_MAX; /* no key beats */
+	static constexpr K KHI = sizeof(T) == 4 ? (K)INT_MIN : (K)LLONG_MIN;
+	static __device__ __forceinline__ void put(const params &p, uint64_t seg, long long a, long long b)
+	{
+		atomicMin((unsigned long long *)&p.keys[seg], (unsigned long long)a ^ 0x8000000000000000ull);
+		atomicMax((unsigned long long *)&p.idx[seg], (unsigned long long)b ^ 0x8000000000000000ull);
+	}
+	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi,
+							uint64_t seg)
+	{
+		T v[SHORT];
+		load_short((const T *)p.x, lo, hi, v);
+		long long a = LO::WORST, b = HI::WORST;
+#pragma unroll
+		for (unsigned e = 0; e < SHORT; e++) {
+			if (lo + e < hi) {
+				a = LO::better(a, (long long)grargm::key_of<T, false>(v[e]));
+				b = HI::better(b, (long long)grargm::key_of<T, true>(v[e]));
+			}
+		}
+		put(p, seg, a, b);
+	}
+	static __device__ __forceinline__ void warp_piece(const params &p, uint64_t lo, uint64_t hi,
+							  uint64_t seg, unsigned lane)
+	{
+		const T *x = (const T *)p.x;
+		K a = KLO, b = KHI;
+		for_batches(x, lo + lane, hi, __ldg(x + lo), [&](const T *v, auto n) {
+#pragma unroll
+			for (unsigned g = 0; g < decltype(n)::value; g++) {
+				const K c = grargm::key_of<T, false>(v[g]), d = grargm::key_of<T, true>(v[g]);
+				a = c < a ? c : a;
+				b = d > b ? d : b;
+			}
+		});
+		long long wa = (long long)a, wb = (long long)b;
+#pragma unroll
+		for (int m = 16; m; m >>= 1) {
+			wa = LO::better(wa, __shfl_xor_sync(FULL, wa, m));
+			wb = HI::better(wb, __shfl_xor_sync(FULL, wb, m));
+		}
+		if (lane == 0)
+			put(p, seg, wa, wb);
+	}
+};
+
 /* The words of a launch's sums (segred.h's layout): the sum's digits and
  * flags, the squares', then min's and max's records. */
 struct mom_areas {
@@ -126,13 +181,26 @@ static inline mom_areas areas(uint64_t *base, uint64_t k, unsigned sd, unsigned 
 	return a;
 }
 
+/* min's and max's records, in one pass over the data (pol_minmax): the
+ * keys where the records go, then each finish in place. */
 template <typename T>
 static inline cudaError_t launch_mom_ext(params p, const mom_areas &a, cudaStream_t st)
 {
-	p.rec = a.min;
-	cudaError_t e = launch_ext<T, false>(p, st);
-	p.rec = a.max;
-	return e ? e : launch_ext<T, true>(p, st);
+	p.keys = a.min;
+	p.idx = a.max;
+	/* the worst keys: all ones for a minimum, 0 for a maximum */
+	cudaError_t e = cudaMemsetAsync(a.min, 0xff, p.k * 8, st);
+	if (!e)
+		e = cudaMemsetAsync(a.max, 0, p.k * 8, st);
+	if (!e)
+		e = reduce<pol_minmax<T>>(p, st);
+	if (e)
+		return e;
+	p.rec = p.keys = a.min;
+	finish_ext<T, false><<<finish_blocks(p.k), 256, 0, st>>>(p);
+	p.rec = p.keys = a.max;
+	finish_ext<T, true><<<finish_blocks(p.k), 256, 0, st>>>(p);
+	return cudaGetLastError();
 }
 
 /* Floats: the exact sum of the elements (form FS) and of their squares
