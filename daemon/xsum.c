@@ -13,6 +13,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -355,7 +356,8 @@ void xsum_moments_identity(gr_partial *ret, bool is_int)
 	ret->x2flags = XF_XACC | XF_SEEN;
 }
 
-void xsum_add_limbs(uint64_t *a, int exp2, const uint64_t *words, size_t n)
+/* a += words[0..n) * 2^exp2, words a two's complement integer */
+static void xsum_add_limbs(uint64_t *a, int exp2, const uint64_t *words, size_t n)
 {
 	if (!n)
 		return;
@@ -380,6 +382,43 @@ void xsum_add_limbs(uint64_t *a, int exp2, const uint64_t *words, size_t n)
 		a[k] = s1 + c;
 		c = c1 | (a[k] < s1);
 	}
+}
+
+/*
+ * The number sum(d[i] 2^(32 i)), i < n (signed digits, not normalised), as
+ * a two's complement integer in 64-bit words: returns their count (0 for
+ * zero), at most n / 2 + 2.
+ */
+static size_t digits_to_words(const int64_t *d, unsigned n, uint64_t *w)
+{
+	int64_t c = 0;
+	size_t nw = 0;
+	bool any = false;
+
+	for (unsigned i = 0; i < n; i += 2) {
+		/* two 32-bit places at a time, their carries on */
+		int64_t t0 = d[i] + c;
+		uint64_t lo = (uint32_t)t0;
+		c = t0 >> 32;
+		int64_t t1 = (i + 1 < n ? d[i + 1] : 0) + c;
+		lo |= (uint64_t)(uint32_t)t1 << 32;
+		c = t1 >> 32;
+		w[nw++] = lo;
+		any |= lo != 0;
+	}
+	/* what is left of the carry, with the sign on top */
+	w[nw++] = (uint64_t)c;
+	return any || c ? nw : 0;
+}
+
+void xsum_add_digits(uint64_t *a, int lsb, const int64_t *d, unsigned n)
+{
+	uint64_t w[GR_PARTIAL_XWORDS + 2];
+
+	assert(n <= 2 * GR_PARTIAL_XWORDS);
+	/* the digits carried into words, then added at once: digit by digit,
+	 * each negative one's borrows would run to the top */
+	xsum_add_limbs(a, lsb, w, digits_to_words(d, n, w));
 }
 
 void xsum_add_int(uint64_t *a, unsigned bit, unsigned __int128 m, bool neg)

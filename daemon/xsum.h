@@ -33,12 +33,11 @@ void xsum_moments_identity(gr_partial *ret, bool is_int);
  * integer sums into an accumulator (xacc or x2acc). */
 void xsum_add_int(uint64_t *a, unsigned bit, unsigned __int128 m, bool neg);
 
-/* a += words[0..n) * 2^exp2 exactly, words a two's complement integer
- * (little word first), exp2 >= GR_PARTIAL_EXP_MIN and the value's bits
- * below 2^GR_PARTIAL_EXP_MAX: digits summed elsewhere into an accumulator
- * (xacc or x2acc) at once, where digit by digit a negative value's
- * borrows would run to the top each time. */
-void xsum_add_limbs(uint64_t *a, int exp2, const uint64_t *words, size_t n);
+/* a += sum(d[i] 2^(lsb + 32 i)), i < n <= 2 GR_PARTIAL_XWORDS, exactly:
+ * signed digits, not normalised, summed elsewhere (a device's), into an
+ * accumulator (xacc or x2acc); lsb >= GR_PARTIAL_EXP_MIN, and the value
+ * below 2^GR_PARTIAL_EXP_MAX. */
+void xsum_add_digits(uint64_t *a, int lsb, const int64_t *d, unsigned n);
 
 /* gr_partial_limbs() of an open accumulator acc (a partial's xacc or
  * x2acc) with its flags and the count of elements it covers. */

@@ -1,7 +1,9 @@
 /*
  * The seam of the exact partials: limbs out and in, digits and specials
- * folded in as a device would, and partials filled by hand.
+ * folded in as a device would (one by one, and whole arrays of them at
+ * once), and partials filled by hand.
  */
+#include "daemon/xsum.h"
 #include "tests/cpu/reduce-check.h"
 
 /* Does q export limbs (w, k, scale, flags)? A partial that holds its value
@@ -228,10 +230,70 @@ static void check_limbs(unsigned char *buf)
 	          "hand -0 twice");
 }
 
+/* One random digit: small, near 2^62 of either sign, sparse, or negative
+ * only (each kind carries and borrows its own way). */
+static int64_t random_digit(int kind)
+{
+	uint64_t r = rng();
+	switch (kind) {
+	case 0: return (int64_t)(r % 2000001) - 1000000;
+	case 1: return (int64_t)(r >> 2) * (r & 1 ? 1 : -1);
+	case 2: return rng() % 5 ? 0 : (int64_t)(r >> 3) - ((int64_t)1 << 60);
+	default: return -(int64_t)(r >> 34);
+	}
+}
+
+/* xsum_add_digits(): a whole array of a device's digits at once gives
+ * the words that adding them one by one gives, into empty and non-empty
+ * accumulators, at every scale a device uses and for integers. */
+static void check_digits(unsigned char *buf)
+{
+	(void)buf;
+	int64_t d[2 * GR_PARTIAL_XWORDS];
+	for (int it = 0; it < 20000; it++) {
+		unsigned n = 1 + (unsigned)(rng() % (2 * GR_PARTIAL_XWORDS));
+		int lsb = rng() % 2 ? GR_PARTIAL_EXP_MIN + (int)(rng() % 64) : -149 - (int)(rng() % 300);
+		while (lsb + 32 * (int)n + 66 > GR_PARTIAL_EXP_MAX)
+			n--;
+		int kind = (int)(rng() % 4);
+		for (unsigned i = 0; i < n; i++)
+			d[i] = random_digit(kind);
+		gr_partial a, b;
+		gr_partial_identity(GR_OP_SUM, GR_DT_F64, &a);
+		gr_partial_identity(GR_OP_SUM, GR_DT_F64, &b);
+		if (rng() % 2) {
+			int64_t s = (int64_t)rng();
+			gr_partial_add_scaled(&a, s, 0);
+			gr_partial_add_scaled(&b, s, 0);
+		}
+		xsum_add_digits(a.xacc, lsb, d, n);
+		for (unsigned i = 0; i < n; i++)
+			gr_partial_add_scaled(&b, d[i], lsb + 32 * (int)i);
+		CHECK_MSG(memcmp(a.xacc, b.xacc, sizeof(a.xacc)) == 0,
+		          "digits at once: %u digits of kind %d from 2^%d", n, kind, lsb);
+		/* integers: 32-bit places from 2^0 */
+		uint64_t x1[GR_PARTIAL_XWORDS] = {0}, x2[GR_PARTIAL_XWORDS] = {0};
+		unsigned ni = 1 + (unsigned)(rng() % 6);
+		xsum_add_digits(x1, 0, d, ni);
+		for (unsigned i = 0; i < ni; i++)
+			xsum_add_int(x2, 32 * i,
+			             d[i] < 0 ? (unsigned __int128)(-(uint64_t)d[i]) : (unsigned __int128)d[i],
+			             d[i] < 0);
+		CHECK_MSG(memcmp(x1, x2, sizeof(x1)) == 0, "integer digits at once: %u of kind %d", ni,
+		          kind);
+	}
+	/* digits that cancel to zero add nothing */
+	uint64_t z[GR_PARTIAL_XWORDS] = {0}, zero[GR_PARTIAL_XWORDS] = {0};
+	int64_t c[3] = {(int64_t)1 << 32, -1, 0};
+	xsum_add_digits(z, -149, c, 3);
+	CHECK_MSG(memcmp(z, zero, sizeof(z)) == 0, "cancelling digits");
+}
+
 int main(void)
 {
 	static const reduce_part parts[] = {
 	    {"limbs", check_limbs},
+	    {"digits", check_digits},
 	};
 
 	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]));
