@@ -258,7 +258,9 @@ struct cub_min_op {
  * at hand, so sumsq is timed against CUB's Sum of the same elements), 4
  * argmin (CUB's segmented ArgMin), 6 moments (the sums a launch leaves,
  * without the host's records; timed against CUB's Sum, as sumsq) */
-template <typename T> static void segred_row(const char *name, int op, const std::vector<uint64_t> &len, int reps)
+template <typename T>
+static void segred_row(const char *name, int op, const std::vector<uint64_t> &len, int reps,
+		       uint64_t zero_lead = 0)
 {
 	using O = typename wide<T>::type;
 	const uint64_t k = len.size();
@@ -275,6 +277,10 @@ template <typename T> static void segred_row(const char *name, int op, const std
 	CU(cudaMalloc(&o1, k * std::max<size_t>(16, gr_segred_record_bytes(op, dtype_of<T>()))));
 	CU(cudaMalloc(&o2, k * 8));
 	fill_kernel<T><<<1024, 256, 0, st>>>(x, count, 12345);
+	/* rows of one length that begin with zero_lead zeros (left-padded
+	 * rows) */
+	if (zero_lead)
+		CU(cudaMemset2DAsync(x, len[0] * sizeof(T), 0, zero_lead * sizeof(T), k, st));
 	CU(cudaMemcpy(doff, off.data(), (k + 1) * 8, cudaMemcpyHostToDevice));
 	size_t sb = gr_segred_scratch_per_seg(op, dtype_of<T>()) * k + 16;
 	void *scratch;
@@ -383,6 +389,8 @@ static void segred_all(int reps)
 	segred_row<float>("rand 1-64", 0, lengths(1000000, 1, 64), reps);
 	segred_row<float>("rand 0-8", 0, lengths(1000000, 0, 8), reps);
 	segred_row<float>("100 x 2^20", 0, std::vector<uint64_t>(100, 1u << 20), reps);
+	segred_row<float>("4096, 0 lead", 0, std::vector<uint64_t>(50000, 4096), reps);
+	segred_row<float>("4096, 128 lead", 0, std::vector<uint64_t>(50000, 4096), reps, 128);
 	segred_row<float>("rand 1-4096", 6, target, reps);
 	segred_row<double>("rand 1-4096", 6, target, reps);
 	segred_row<int32_t>("rand 1-4096", 6, target, reps);

@@ -470,13 +470,13 @@ struct pol_xf32 : pol_exact<fm_f32> {
 #pragma unroll
 		for (unsigned g = 0; g < U; g++)
 			first[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : -0.0f;
-		uint32_t e0 = 0;
+		uint32_t m0 = 0; /* the largest finite magnitude's bits */
 #pragma unroll
 		for (unsigned g = 0; g < U; g++) {
-			const uint32_t e = (__float_as_uint(first[g]) >> 23) & 0xffu;
-			e0 = e != 0xffu && e > e0 ? e : e0;
+			const uint32_t m = __float_as_uint(first[g]) & 0x7fffffffu;
+			m0 = max(m0, m < 0x7f800000u ? m : 0u);
 		}
-		const int top = (int)__reduce_max_sync(FULL, e0);
+		const int top = (int)(__reduce_max_sync(FULL, m0) >> 23);
 		const int E = top + HEAD < 254 ? top + HEAD : 254;
 		const int L0 = E - 22, L1 = E - 45, L2 = E - 68;
 		double a0 = 0, a1 = 0, a2 = 0;
