@@ -1,6 +1,7 @@
 /*
- * Requests on GPU memory that no GPU kernel reduces (segments of moments,
- * segments of more than GR_BACKEND_SEGS_MAX_ELEMS elements, and argmin,
+ * Requests on GPU memory that no GPU kernel reduces (moments of more
+ * segments than gr_backend_segs_moments_max(), segments of more than
+ * GR_BACKEND_SEGS_MAX_ELEMS elements, and argmin,
  * argmax, moments and segments of elements off their own size's
  * boundary, which the GPU's kernels cannot read): each chunk is first
  * copied to host memory, on a CPU worker of the route (the CUDA backend's

@@ -163,10 +163,11 @@ def _gpu_jobs(c):
 
 
 def test_torch_cuda_row_sums(make_daemon):
-    """Row sums, minima, argmaxes and sums of squares of a CUDA tensor
-    (offsets=) are one job each on the GPU (its segmented reduce), exact:
-    each row's sum is math.fsum of the row, as the same elements on the
-    host give, and argmax NumPy's (the first of equal maxima)."""
+    """Row sums, minima, argmaxes, sums of squares and moments of a CUDA
+    tensor (offsets=) are one job each on the GPU (its segmented reduce),
+    exact: each row's sum is math.fsum of the row, as the same elements on
+    the host give, argmax NumPy's (the first of equal maxima), and each
+    row's mean and variance the exact ones rounded once."""
     torch = _torch_cuda()
     with _gpu_daemon(make_daemon) as c:
         g = torch.Generator(device="cuda").manual_seed(5)
@@ -189,6 +190,18 @@ def test_torch_cuda_row_sums(make_daemon):
         assert (c.sumsq(t, offsets=offs) == c.sumsq(host, offsets=offs)).all()
         f = t.float()
         assert (c.sum(f, offsets=offs) == c.sum(f.cpu().numpy(), offsets=offs)).all()
+        before = _gpu_jobs(c)
+        mom = c.moments(t, offsets=offs, ddof=1)
+        for x, ref in ((t, host), (f, f.cpu().numpy())):
+            got = c.moments(x, offsets=offs, ddof=1)
+            want = c.moments(ref, offsets=offs, ddof=1)
+            for field in gpured.Moments._fields:
+                assert getattr(got, field).tobytes() == getattr(want, field).tobytes(), field
+        assert _gpu_jobs(c) == before + 3
+        for i in (0, 7, 8, 1234, 3000):
+            row = [Fraction(v) for v in host[i].tolist()]
+            s1, s2, n = sum(row), sum(v * v for v in row), len(row)
+            assert (mom.mean[i], mom.var[i]) == (float(s1 / n), float((s2 - s1 * s1 / n) / (n - 1)))
 
 
 def test_torch_cuda_pipelined_one_mapping(make_daemon):
