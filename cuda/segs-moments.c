@@ -11,7 +11,8 @@ _Static_assert(GR_SEGRED_F_NAN == GR_PARTIAL_NAN && GR_SEGRED_F_PINF == GR_PARTI
 	       "the segmented reduce's flags are a partial's specials");
 
 void cuda_segs_moments_records(gr_dtype dt, const uint64_t *sums, const uint64_t *offsets,
-			       uint64_t k, uint64_t ddof, uint8_t *records)
+			       uint64_t k, uint64_t ddof, uint8_t *records, uint64_t s0,
+			       uint64_t s1)
 {
 	gr_segred_moments_layout l;
 	gr_segred_moments_layout_of(dt, &l);
@@ -22,7 +23,7 @@ void cuda_segs_moments_records(gr_dtype dt, const uint64_t *sums, const uint64_t
 	const uint64_t *min = sq_flags + k, *max = min + k;
 	const size_t rb = gr_segs_record_bytes(GR_OP_MOMENTS);
 
-	for (uint64_t s = 0; s < k; s++) {
+	for (uint64_t s = s0; s < s1; s++) {
 		const int64_t *ds = sum + s * l.sum_digits, *dq = sq + s * l.sq_digits;
 		gr_partial p;
 
