@@ -367,7 +367,7 @@ static __device__ __forceinline__ void exact_flush(wacc<F::NW> &a, int P0, uint3
 }
 
 /* Exact sums of a form F. */
-template <class F> struct pol_exact {
+template <class F> struct pol_exact : tuning {
 	using E = typename F::T;
 	static __device__ __forceinline__ long long *dig(const params &p, uint64_t seg)
 	{
@@ -404,7 +404,7 @@ template <class F> struct pol_exact {
 		wacc<F::NW> a = {};
 		uint32_t fl = 0, ncomp = 0;
 		long long *d = dig(p, seg);
-		for_batches(x, lo + lane, hi, pad_value<E>(), [&](const E *v, auto n) {
+		for_batches<LOAD_BYTES>(x, lo + lane, hi, pad_value<E>(), [&](const E *v, auto n) {
 			constexpr unsigned N = decltype(n)::value;
 			uint32_t cm = 0;
 #pragma unroll
@@ -458,7 +458,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 							  uint64_t seg, unsigned lane)
 	{
 		using F = fm_f32;
-		constexpr unsigned U = loads<float>();
+		constexpr unsigned U = loads<float, LOAD_BYTES>();
 		const float *x = (const float *)p.x;
 		/* the first batch (-0 pads it: -0 adds nothing and sets no
 		 * flag), whose largest finite element sets the window (a part
@@ -522,7 +522,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 				fl |= careful_batch<F, N>(d, v, cm);
 		};
 		batch(first, std::integral_constant<unsigned, U>());
-		for_batches(x, i + 32 * U, hi, -0.0f, batch);
+		for_batches<LOAD_BYTES>(x, i + 32 * U, hi, -0.0f, batch);
 		fl |= notnz ? F_NOT_NZERO : 0;
 		/* the bins as integers at their least places, summed over the
 		 * warp where any lane has one (bins 1 and 2 seldom) */

@@ -32,7 +32,7 @@ namespace grsr {
  * the sum of squares in 6. */
 constexpr unsigned ISUM = GR_SEGRED_ISUM_DIGITS, ISQ = GR_SEGRED_ISQ_DIGITS;
 
-template <typename T> struct pol_imom {
+template <typename T> struct pol_imom : tuning {
 	using E = T;
 	struct sums {
 		wacc<2> s; /* two's complement */
@@ -90,7 +90,7 @@ template <typename T> struct pol_imom {
 							  uint64_t seg, unsigned lane)
 	{
 		sums a = {};
-		for_batches((const T *)p.x, lo + lane, hi, T(0), [&](const T *v, auto n) {
+		for_batches<LOAD_BYTES>((const T *)p.x, lo + lane, hi, T(0), [&](const T *v, auto n) {
 #pragma unroll
 			for (unsigned g = 0; g < decltype(n)::value; g++)
 				add(a, v[g]);
@@ -110,7 +110,7 @@ template <typename T> struct pol_imom {
 /* min and max in one pass: pol_ext's keys of both, the least in keys, the
  * greatest in idx (as keys, not indices). A piece's last batch is padded
  * with its first element, which changes neither. */
-template <typename T> struct pol_minmax {
+template <typename T> struct pol_minmax : tuning {
 	using E = T;
 	using LO = pol_ext<T, false>;
 	using HI = pol_ext<T, true>;
@@ -142,7 +142,7 @@ template <typename T> struct pol_minmax {
 	{
 		const T *x = (const T *)p.x;
 		K a = KLO, b = KHI;
-		for_batches(x, lo + lane, hi, __ldg(x + lo), [&](const T *v, auto n) {
+		for_batches<LOAD_BYTES>(x, lo + lane, hi, __ldg(x + lo), [&](const T *v, auto n) {
 #pragma unroll
 			for (unsigned g = 0; g < decltype(n)::value; g++) {
 				const K c = grargm::key_of<T, false>(v[g]), d = grargm::key_of<T, true>(v[g]);

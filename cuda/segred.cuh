@@ -51,10 +51,22 @@ template <typename T> __host__ __device__ constexpr uint64_t tile_elems()
 	return GR_SEGRED_TILE_BYTES / sizeof(T);
 }
 
-/* loads in flight a lane in a piece's loop */
-template <typename T> __host__ __device__ constexpr unsigned loads()
+/*
+ * How a policy's kernel is built: the bytes a lane loads at once in a
+ * piece's loop, and the blocks an SM it is built to hold (registers
+ * capped to fit them). 32 bytes and four blocks (32 warps an SM) ran the
+ * exact sums 1.3x as fast as 64 bytes and the two blocks their registers
+ * allowed (H200, gpured-ops-bench --segred-only: kernels.md, 3d); integer
+ * sums, with few registers, keep 64 bytes.
+ */
+struct tuning {
+	static constexpr unsigned LOAD_BYTES = 32, MINB = 4;
+};
+
+/* loads in flight a lane in a piece's loop, LB bytes of them */
+template <typename T, unsigned LB> __host__ __device__ constexpr unsigned loads()
 {
-	return 64 / sizeof(T);
+	return LB / sizeof(T);
 }
 
 /* ---- the policies: a lane's short segment, and a warp's piece ---- */
@@ -78,10 +90,10 @@ struct params {
  * which the caller's op must take as nothing, or tell by its index (hi
  * or past).
  */
-template <typename T, typename B>
+template <unsigned LB, typename T, typename B>
 static __device__ __forceinline__ void for_batches_at(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
 {
-	constexpr unsigned U = loads<T>();
+	constexpr unsigned U = loads<T, LB>();
 	for (; i + 32 * (U - 1) < hi; i += 32 * U) {
 		T v[U];
 #pragma unroll
@@ -99,10 +111,10 @@ static __device__ __forceinline__ void for_batches_at(const T *x, uint64_t i, ui
 }
 
 /* for_batches_at() for an op that needs no index: batch(v, n). */
-template <typename T, typename B>
+template <unsigned LB, typename T, typename B>
 static __device__ __forceinline__ void for_batches(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
 {
-	for_batches_at(x, i, hi, pad, [&](const T *v, auto n, uint64_t) { batch(v, n); });
+	for_batches_at<LB>(x, i, hi, pad, [&](const T *v, auto n, uint64_t) { batch(v, n); });
 }
 
 /* A short segment's elements [lo, hi), hi - lo <= SHORT, into v. */
@@ -117,6 +129,7 @@ static __device__ __forceinline__ void load_short(const T *x, uint64_t lo, uint6
 /* Integer sums: 64-bit wrapping. */
 template <typename T> struct pol_isum {
 	using E = T;
+	static constexpr unsigned LOAD_BYTES = 64, MINB = 1;
 	static __device__ __forceinline__ uint64_t of(T v)
 	{
 		return std::is_signed<T>::value ? (uint64_t)(long long)v : (uint64_t)v;
@@ -137,7 +150,7 @@ template <typename T> struct pol_isum {
 							  uint64_t seg, unsigned lane)
 	{
 		uint64_t s = 0;
-		for_batches((const T *)p.x, lo + lane, hi, T(0), [&](const T *v, auto n) {
+		for_batches<LOAD_BYTES>((const T *)p.x, lo + lane, hi, T(0), [&](const T *v, auto n) {
 #pragma unroll
 			for (unsigned g = 0; g < decltype(n)::value; g++)
 				s += of(v[g]);
@@ -151,7 +164,7 @@ template <typename T> struct pol_isum {
 };
 
 /* min and max: the ordered key (argm.cuh), as unsigned 64 bits. */
-template <typename T, bool MAX> struct pol_ext {
+template <typename T, bool MAX> struct pol_ext : tuning {
 	using E = T;
 	static constexpr long long WORST = MAX ? LLONG_MIN : LLONG_MAX;
 	/* what pads a piece's last batch: the value whose key no element's
@@ -191,7 +204,7 @@ template <typename T, bool MAX> struct pol_ext {
 	{
 		grargm::key_t<T> k = (grargm::key_t<T>)(MAX ? (sizeof(T) == 4 ? INT_MIN : LLONG_MIN)
 							   : (sizeof(T) == 4 ? INT_MAX : LLONG_MAX));
-		for_batches((const T *)p.x, lo + lane, hi, PAD, [&](const T *v, auto n) {
+		for_batches<LOAD_BYTES>((const T *)p.x, lo + lane, hi, PAD, [&](const T *v, auto n) {
 #pragma unroll
 			for (unsigned g = 0; g < decltype(n)::value; g++) {
 				grargm::key_t<T> c = grargm::key_of<T, MAX>(v[g]);
@@ -210,7 +223,7 @@ template <typename T, bool MAX> struct pol_ext {
 /* argmin and argmax, the second pass: the first element of each part
  * whose key is the segment's best (pol_ext's, in keys), its index into
  * idx by an atomic minimum. */
-template <typename T, bool MAX> struct pol_arg {
+template <typename T, bool MAX> struct pol_arg : tuning {
 	using E = T;
 	static __device__ __forceinline__ long long best(const params &p, uint64_t seg)
 	{
@@ -234,7 +247,7 @@ template <typename T, bool MAX> struct pol_arg {
 	{
 		const long long b = best(p, seg);
 		uint64_t m = ~0ull;
-		for_batches_at((const T *)p.x, lo + lane, hi, pol_ext<T, MAX>::PAD,
+		for_batches_at<LOAD_BYTES>((const T *)p.x, lo + lane, hi, pol_ext<T, MAX>::PAD,
 			       [&](const T *v, auto n, uint64_t at) {
 #pragma unroll
 				       for (unsigned g = 0; g < decltype(n)::value; g++) {
@@ -257,7 +270,7 @@ template <typename T, bool MAX> struct pol_arg {
 /* ---- the reduce: one warp a tile ---- */
 
 template <class POL>
-__global__ void __launch_bounds__(THREADS) segred_kernel(params p)
+__global__ void __launch_bounds__(THREADS, POL::MINB) segred_kernel(params p)
 {
 	using T = typename POL::E;
 	constexpr uint64_t TE = tile_elems<T>();
