@@ -39,7 +39,7 @@
 namespace grsr {
 
 constexpr unsigned FULL = 0xffffffffu;
-constexpr unsigned WARPS = 8, THREADS = 32 * WARPS;
+constexpr unsigned WARPS = 2, THREADS = 32 * WARPS;
 /* a segment of at most this many elements inside a tile is one lane's */
 constexpr unsigned SHORT = 16;
 /* binades above the largest of a part's first elements that its window
@@ -53,14 +53,14 @@ template <typename T> __host__ __device__ constexpr uint64_t tile_elems()
 
 /*
  * How a policy's kernel is built: the bytes a lane loads at once in a
- * piece's loop, and the blocks an SM it is built to hold (registers
- * capped to fit them). 32 bytes and four blocks (32 warps an SM) ran the
- * exact sums 1.3x as fast as 64 bytes and the two blocks their registers
- * allowed (H200, gpured-ops-bench --segred-only: kernels.md, 3d); integer
- * sums, with few registers, keep 64 bytes.
+ * piece's loop, and the blocks (of WARPS warps) an SM it is built to hold,
+ * registers capped to fit them. 32 bytes and 32 warps an SM, in small
+ * blocks, ran the exact sums 1.3x as fast as 64 bytes and the 16 warps
+ * their registers allowed (H200, gpured-ops-bench --segred-only:
+ * kernels.md, 3d); integer sums, with few registers, keep 64 bytes.
  */
 struct tuning {
-	static constexpr unsigned LOAD_BYTES = 32, MINB = 4;
+	static constexpr unsigned LOAD_BYTES = 32, MINB = 32 / WARPS;
 };
 
 /* loads in flight a lane in a piece's loop, LB bytes of them */
