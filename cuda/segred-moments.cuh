@@ -14,8 +14,9 @@
  *
  * Integers: one pass for the sums (pol_imom), one for min and max. In the
  * first each lane keeps the sum of its elements in a 128-bit two's
- * complement integer and the sum of their squares (each exact: below 2^128) in a 192-bit one; a lane takes at
- * most a tile's elements (2^12), so neither overflows. At the end of a
+ * complement integer and the sum of their squares (each exact: below
+ * 2^128) in a 192-bit one; a lane takes at most a tile's elements (2^12),
+ * so neither overflows. At the end of a
  * part the lanes cut both into 32-bit pieces in signed 64-bit words, the
  * warp adds the words (no carries: 32 pieces below 2^32 each), and one
  * lane adds each non-zero word into the segment's digits by an atomic
