@@ -623,11 +623,16 @@ class DeviceMemoryFault(unittest.TestCase):
 
 @unittest.skipUnless(BACKEND == "cuda", "maps GPU memory")
 class DeviceSegmentsFault(unittest.TestCase):
-    """A fault in the segmented launch fails that request with internal,
-    naming the call and the device; host data is still served, and the
-    region is still released."""
+    """A fault in the segmented launch (of a sum, of moments) fails that
+    request with internal, naming the call and the device; host data is
+    still served, and the region is still released."""
 
     def test_fault(self):
+        for op in ("sum", "moments"):
+            with self.subTest(op=op):
+                self.fault(op)
+
+    def fault(self, op):
         cp = cupy_or_skip()
         cp.cuda.set_allocator(None)
         d = Daemon("--allow-cuda-ipc", "yes", "--fault", "launch:after=0")
@@ -635,7 +640,7 @@ class DeviceSegmentsFault(unittest.TestCase):
             c = ShmClient(d.path, timeout=30)
             n = 1 << 20
             region, x = map_cupy_ones(c, n)
-            err, _ = c.call("reduce", [{"op": "sum", "dtype": "i32", "region": region,
+            err, _ = c.call("reduce", [{"op": op, "dtype": "i32", "region": region,
                                         "offset": 0, "count": n,
                                         "offsets": offsets_bin([0, 5, n])}])
             self.assertEqual(err["code"], "internal", err)
