@@ -5,10 +5,13 @@
  * records come back to pinned memory in the same stream, and the
  * completion thread copies them into the request's records; for moments
  * what comes back is each segment's sums, which it turns into records
- * (segs-moments.h), with a few threads more for many segments. A launch covers as many segments as the scratch of
- * their exact sums holds (CUDA_SEGS_SCRATCH_MAX), so a request of many
- * may take several, in order on the context's stream; moments' sums are
- * their records' own scratch, one launch whole.
+ * (segs-moments.h), with a few threads more for many segments. A launch
+ * covers as many segments as the scratch of their exact sums holds
+ * (CUDA_SEGS_SCRATCH_MAX), so a request of many may take several, in
+ * order on the context's stream; moments' sums are their records' own
+ * scratch, one launch whole. Each context keeps what it grew: the
+ * scratch (64 MiB at most), the offsets, and the records on the device
+ * and pinned (64 MiB each at most, for moments).
  */
 #include <pthread.h>
 #include <stdbool.h>
