@@ -27,9 +27,7 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -37,18 +35,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpured  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from arrays import latency  # noqa: E402
 from pipeline import start_daemon  # noqa: E402
-
-
-def timed(fn, runs):
-    """Median seconds of fn(), after one call to warm up."""
-    fn()
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def per_row(c, t, inflight):
@@ -101,7 +89,7 @@ def main():
                  ("torch sum(dim=1, float64)", torch_f64)]
         secs = {}
         for name, fn in cases:
-            secs[name] = timed(fn, a.runs)
+            secs[name] = latency(fn, reps=a.runs) / 1e6
             print(json.dumps({"case": name, "rows": a.rows, "cols": a.cols,
                               "inflight": a.inflight if name == "per row" else None,
                               "ms": round(secs[name] * 1e3, 3),
