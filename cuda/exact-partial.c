@@ -47,19 +47,14 @@ void cuda_exact_partial(const gr_exact_sum *s, gr_op op, gr_dtype dt, uint64_t n
 	exact_add(s, ret);
 }
 
-void cuda_int_digits_add(uint64_t *acc, const int64_t *d, unsigned nd)
-{
-	xsum_add_digits(acc, 0, d, nd);
-}
-
 void cuda_moments_partial(const gr_moments_sums *m, gr_dtype dt, uint64_t n, gr_partial *ret)
 {
 	if (!gr_dtype_is_float(dt)) {
 		/* as the CPU's integer moments leave a partial (reduce.c) */
 		gr_partial_identity(GR_OP_MOMENTS, dt, ret);
 		ret->count = n;
-		cuda_int_digits_add(ret->xacc, m->isum, GR_MOMENTS_ISUM_DIGITS);
-		cuda_int_digits_add(ret->x2acc, m->isq, GR_MOMENTS_ISQ_DIGITS);
+		xsum_add_digits(ret->xacc, 0, m->isum, GR_MOMENTS_ISUM_DIGITS);
+		xsum_add_digits(ret->x2acc, 0, m->isq, GR_MOMENTS_ISQ_DIGITS);
 		if (gr_dtype_is_signed(dt)) {
 			ret->lo.i = (int64_t)(m->kmin ^ (1ull << 63));
 			ret->hi.i = (int64_t)(m->kmax ^ (1ull << 63));

@@ -31,7 +31,3 @@ void cuda_partial_add_exact(gr_partial *p, const int64_t *d, unsigned n, int lsb
 /* cuda_partial_add_exact() for the sum of squares of p, a moments
  * partial of floats (x2acc and its flags: NaN and infinities). */
 void cuda_moments_add_squares(gr_partial *p, const int64_t *d, unsigned n, int lsb, unsigned flags);
-
-/* Add the integer sum(d[i] 2^(32 i)), i < nd <= GR_EXACT_DIGITS, into an
- * integer moments accumulator (a partial's xacc or x2acc). */
-void cuda_int_digits_add(uint64_t *acc, const int64_t *d, unsigned nd);

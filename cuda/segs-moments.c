@@ -1,10 +1,9 @@
 /* Moments of segments: records from a launch's sums (segs-moments.h). */
-#include <string.h>
-
 #include "cuda/exact-partial.h"
 #include "cuda/segred.h"
 #include "cuda/segs-moments.h"
 #include "daemon/segments.h"
+#include "daemon/xsum.h"
 
 _Static_assert(GR_SEGRED_F_NAN == GR_PARTIAL_NAN && GR_SEGRED_F_PINF == GR_PARTIAL_PINF &&
 		       GR_SEGRED_F_NINF == GR_PARTIAL_NINF && GR_SEGRED_F_NOT_NZERO == GR_PARTIAL_SEEN,
@@ -35,8 +34,8 @@ void cuda_segs_moments_records(gr_dtype dt, const uint64_t *sums, const uint64_t
 			cuda_moments_add_squares(&p, dq, l.sq_digits, l.sq_lsb,
 						 (unsigned)sq_flags[s]);
 		} else {
-			cuda_int_digits_add(p.xacc, ds, l.sum_digits);
-			cuda_int_digits_add(p.x2acc, dq, l.sq_digits);
+			xsum_add_digits(p.xacc, 0, ds, l.sum_digits);
+			xsum_add_digits(p.x2acc, 0, dq, l.sq_digits);
 		}
 		/* min's and max's records: the values as the partial keeps them */
 		p.lo.u = min[s];
