@@ -3,7 +3,8 @@
  * next to CUB (cub::DeviceSegmentedReduce::Sum, cub::DeviceScan::
  * InclusiveSum) on the same inputs and output types, in one run.
  *
- *   gpured-ops-bench [--reps N] [--seg-only | --segred-only | --scan-only | --argm-only]
+ *   gpured-ops-bench [--reps N] [--seg-only | --segred-only | --scan-only |
+ *                     --scan-knobs | --argm-only]
  *
  * Each row: a warm-up of both, then N repetitions (default 41 up to 2^24
  * elements, 15 above), each timing one launch of ours and one of CUB's
@@ -17,7 +18,9 @@
  * the reduce and the finish; float sums exact) against CUB's segmented
  * Sum (in double for floats, rounding as it goes) or Min.
  * The scan rows also time a copy kernel that reads the input and writes
- * 8 bytes an element, the ceiling for a scan's traffic. A table goes to
+ * 8 bytes an element, the ceiling for a scan's traffic; --scan-knobs
+ * times only the scan kernel's other builds (scan.cuh's kn), with a
+ * "prof" line of the production build's phases. A table goes to
  * stdout, then one JSON line a row.
  */
 #include <algorithm>
@@ -402,7 +405,42 @@ static void segred_all(int reps)
 static const size_t IN_POOL = (size_t)2 << 30, OUT_POOL = (size_t)2 << 30;
 static unsigned char *in_pool, *out_pool, *cub_pool;
 
-template <typename T, unsigned MINB = grscan::tuning<T>::MINB, unsigned WARPX = grscan::tuning<T>::WARPX>
+/* where stamped launches write outside scan_prof (as many tiles as 2^28 elements make) */
+static uint64_t *prof_sink;
+
+/* One launch with its blocks' phases stamped (kn::PROF): the mean
+ * cycles of each phase, a block's mean life, and how many blocks an SM
+ * held on average. */
+template <typename T, unsigned KN>
+static void scan_prof(const void *in, uint64_t n, void *out, void *ws, uint32_t epoch)
+{
+	uint64_t nt = grscan::tiles_of(n), *d;
+	CU(cudaMalloc(&d, nt * 64));
+	CU(cudaMemcpyToSymbol(grscan::prof, &d, sizeof d));
+	CU((grscan::launch<T, KN>(in, n, out, ws, epoch, st)));
+	CU(cudaDeviceSynchronize());
+	CU(cudaMemcpyToSymbol(grscan::prof, &prof_sink, sizeof d));
+	std::vector<uint64_t> h(nt * 8);
+	CU(cudaMemcpy(h.data(), d, nt * 64, cudaMemcpyDeviceToHost));
+	CU(cudaFree(d));
+	double ph[4] = { 0 }, life = 0;
+	uint64_t t0 = UINT64_MAX, t1 = 0, inorder = 0;
+	for (uint64_t j = 0; j < nt; j++) {
+		const uint64_t *p = &h[j * 8];
+		for (int k = 0; k < 4; k++)
+			ph[k] += (double)p[1 + k];
+		life += (double)(p[6] - p[0]);
+		t0 = std::min(t0, p[0]);
+		t1 = std::max(t1, p[6]);
+		inorder += p[7] == j;
+	}
+	printf("prof    KN=%#x n=%llu tiles=%llu | cycles: ticket %.0f load+reduce %.0f lookback %.0f store %.0f | "
+	       "life %.0f ns | span %.1f us | blocks/SM %.2f | ticket==block %.3f\n",
+	       KN, (unsigned long long)n, (unsigned long long)nt, ph[0] / nt, ph[1] / nt, ph[2] / nt, ph[3] / nt,
+	       life / nt, (t1 - t0) / 1e3, life / ((double)(t1 - t0) * sms), (double)inorder / nt);
+}
+
+template <typename T, unsigned KN = grscan::tuning<T>::KN>
 static void scan_row(uint64_t n, int reps)
 {
 	using O = typename wide<T>::type;
@@ -425,7 +463,7 @@ static void scan_row(uint64_t n, int reps)
 	auto out_at = [&](int r) { return (O *)(out_pool + (size_t)(r % slots) * ob); };
 
 	double us_ours, us_cub, us_copy, dummy;
-	time_pair([&](int r) { CU((grscan::launch<T, MINB, WARPX>(in_at(r), n, out_at(r), ws, ++epoch, st))); },
+	time_pair([&](int r) { CU((grscan::launch<T, KN>(in_at(r), n, out_at(r), ws, ++epoch, st))); },
 		  [&](int r) {
 			  size_t t = tb;
 			  CU(cub::DeviceScan::InclusiveSum(temp, t, in_at(r), (O *)cub_pool, (int64_t)n, st));
@@ -433,8 +471,10 @@ static void scan_row(uint64_t n, int reps)
 		  reps, 5, &us_ours, &us_cub);
 	time_pair([&](int r) { copy_kernel<T, O><<<sms * 8, 256, 0, st>>>(in_at(r), out_at(r + 1), n); },
 		  [&](int) {}, reps, 2, &us_copy, &dummy);
+	if constexpr ((KN & grscan::kn::PROF) != 0)
+		scan_prof<T, KN>(in_at(1), n, out_at(1), ws, ++epoch);
 	/* the check: slot 0 through both */
-	CU((grscan::launch<T, MINB, WARPX>(in_at(0), n, out_at(0), ws, ++epoch, st)));
+	CU((grscan::launch<T, KN>(in_at(0), n, out_at(0), ws, ++epoch, st)));
 	size_t t = tb;
 	CU(cub::DeviceScan::InclusiveSum(temp, t, in_at(0), (O *)cub_pool, (int64_t)n, st));
 	CU(cudaDeviceSynchronize());
@@ -459,42 +499,55 @@ static void scan_row(uint64_t n, int reps)
 	}
 	double gb = (ib + ob) / 1e9;
 	double ratio = us_cub / us_ours;
-	printf("scan    MINB=%u WARPX=%u %s->%s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | copy %9.2f us %7.1f GB/s | ratio %.3f | ours/copy %.3f | %s\n",
-	       MINB, WARPX, dtype_name<T>(), std::is_floating_point<O>::value ? "f64" : "i64", (int)log2((double)n), us_ours,
+	const unsigned MINB = grscan::kn::minb(KN), WARPX = !!(KN & grscan::kn::WARPX);
+	const unsigned VEC = !!(KN & grscan::kn::VEC), CARVE = !!(KN & grscan::kn::CARVE);
+	printf("scan    MINB=%u WARPX=%u VEC=%u CARVE=%u %s->%s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | copy %9.2f us %7.1f GB/s | ratio %.3f | ours/copy %.3f | %s\n",
+	       MINB, WARPX, VEC, CARVE,
+	       dtype_name<T>(), std::is_floating_point<O>::value ? "f64" : "i64", (int)log2((double)n), us_ours,
 	       gb / (us_ours * 1e-6), us_cub, gb / (us_cub * 1e-6), us_copy, gb / (us_copy * 1e-6), ratio,
 	       us_copy / us_ours, bad ? "FAIL" : "PASS");
 	char line[512];
 	snprintf(line, sizeof line,
-		 "{\"bench\":\"scan\",\"minb\":%u,\"warpx\":%u,\"dtype\":\"%s\",\"n\":%llu,\"ours_us\":%.3f,\"cub_us\":%.3f,\"copy_us\":%.3f,"
+		 "{\"bench\":\"scan\",\"kn\":%u,\"minb\":%u,\"warpx\":%u,\"vec\":%u,\"carve\":%u,\"dtype\":\"%s\",\"n\":%llu,\"ours_us\":%.3f,\"cub_us\":%.3f,\"copy_us\":%.3f,"
 		 "\"ours_gbs\":%.1f,\"cub_gbs\":%.1f,\"copy_gbs\":%.1f,\"ratio\":%.4f,\"slots\":%zu,\"check\":\"%s\"}",
-		 MINB, WARPX, dtype_name<T>(), (unsigned long long)n, us_ours, us_cub, us_copy, gb / (us_ours * 1e-6),
+		 KN, MINB, WARPX, VEC, CARVE, dtype_name<T>(), (unsigned long long)n, us_ours, us_cub, us_copy, gb / (us_ours * 1e-6),
 		 gb / (us_cub * 1e-6), gb / (us_copy * 1e-6), ratio, slots, bad ? "FAIL" : "PASS");
 	json.push_back(line);
 	CU(cudaFree(ws));
 	CU(cudaFree(temp));
 }
 
-static void scan_all(int reps)
+static void scan_all(int reps, bool knobs_only)
 {
 	CU(cudaMalloc(&in_pool, IN_POOL));
 	CU(cudaMalloc(&out_pool, OUT_POOL));
 	CU(cudaMalloc(&cub_pool, OUT_POOL));
+	CU(cudaMalloc(&prof_sink, grscan::tiles_of((uint64_t)1 << 28) * 64));
+	CU(cudaMemcpyToSymbol(grscan::prof, &prof_sink, sizeof prof_sink));
 	for (int e = 20; e <= 28; e += 2)
-		scan_row<float>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		if (!knobs_only)
+			scan_row<float>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
 	for (int e = 20; e <= 28; e += 2)
-		scan_row<int32_t>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		if (!knobs_only)
+			scan_row<int32_t>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
 	for (int e = 20; e <= 26; e += 2)
-		scan_row<double>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-	/* the tuning knobs: blocks per SM asked, and the earlier production
-	 * settings (4-byte MINB 4, 8-byte MINB 3, block-wide transposes) */
-	for (int e : { 20, 24, 28 }) {
-		scan_row<float, 4, 0>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-		scan_row<float, 4, 1>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-		scan_row<float, 3, 0>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-		scan_row<int32_t, 4, 0>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+		if (!knobs_only)
+			scan_row<double>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+	/* the tuning knobs (scan.cuh's kn): the earlier production build
+	 * (three blocks an SM, one element a load), each change alone, one
+	 * more block an SM, and the production build's phases */
+	using namespace grscan::kn;
+	for (int e : { 24, 28 }) {
+		int r = reps ? reps : e <= 24 ? 41 : 15;
+		scan_row<float, make(3, WARPX)>((uint64_t)1 << e, r);
+		scan_row<float, make(3, WARPX | VEC)>((uint64_t)1 << e, r);
+		scan_row<float, make(4, WARPX | CARVE)>((uint64_t)1 << e, r);
+		scan_row<float, make(5, WARPX | VEC | CARVE)>((uint64_t)1 << e, r);
+		scan_row<float, grscan::tuning<float>::KN | PROF>((uint64_t)1 << e, r);
+		scan_row<int32_t, make(3, WARPX | VEC)>((uint64_t)1 << e, r);
+		scan_row<int32_t, make(5, WARPX | VEC | CARVE)>((uint64_t)1 << e, r);
 		if (e <= 26)
-			scan_row<double, 3, 0>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-		scan_row<float, 5>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+			scan_row<double, make(3, WARPX | VEC)>((uint64_t)1 << e, r);
 	}
 	CU(cudaFree(in_pool));
 	CU(cudaFree(out_pool));
@@ -585,7 +638,7 @@ static void argm_all(int reps)
 int main(int argc, char **argv)
 {
 	int reps = 0;
-	bool seg = true, segred = true, scan = true, argm = true;
+	bool seg = true, segred = true, scan = true, argm = true, knobs_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
@@ -597,8 +650,11 @@ int main(int argc, char **argv)
 			seg = segred = argm = false;
 		else if (!strcmp(argv[i], "--argm-only"))
 			seg = segred = scan = false;
+		else if (!strcmp(argv[i], "--scan-knobs"))
+			seg = segred = argm = false, knobs_only = true;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--seg-only | --segred-only | --scan-only | --argm-only]\n",
+			fprintf(stderr,
+				"usage: %s [--reps N] [--seg-only | --segred-only | --scan-only | --scan-knobs | --argm-only]\n",
 				argv[0]);
 			return 2;
 		}
@@ -619,7 +675,7 @@ int main(int argc, char **argv)
 	if (segred)
 		segred_all(reps ? reps : 21);
 	if (scan)
-		scan_all(reps);
+		scan_all(reps, knobs_only);
 	if (argm)
 		argm_all(reps);
 	for (auto &l : json)

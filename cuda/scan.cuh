@@ -98,14 +98,35 @@ static __device__ __forceinline__ unsigned pad(unsigned i)
 	return i + i / IPT;
 }
 
-/* Blocks per SM asked of the compiler (MINB), and how a tile goes
-between stripes in memory and threads' rows (WARPX: 1, each warp its own
-512 elements through its own part of shared memory, with no barrier of
-the block; 0, the block's 4096 at once between two barriers). Neither
-changes a result. */
+/*
+ * How the kernel is built (none of it changes a result), packed in one
+ * word KN so that a benchmark can build several:
+ *  - bits 0-3, MINB: blocks per SM asked of the compiler;
+ *  - WARPX: each warp moves its own 512 elements between stripes and
+ *    threads' rows through its own part of shared memory, with no barrier
+ *    of the block (without it, the block's 4096 at once between two
+ *    barriers);
+ *  - VEC (with WARPX): full tiles move between memory and shared memory
+ *    in 16-byte vectors (input and output 16-byte aligned);
+ *  - CARVE: the launch asks for the largest shared memory carveout, so
+ *    that shared memory allows as many blocks an SM as MINB asks;
+ *  - PROF: thread 0 stamps its block's phases into `prof` (benchmarks
+ *    only: ops-bench's scan_prof reads them).
+ * Production: four blocks of 256 an SM (64 registers; each holds 35 KiB
+ * of shared memory), 16-byte vectors, the whole carveout. The sweeps are
+ * in docs/benchmarks/kernels.md.
+ */
+namespace kn {
+constexpr unsigned WARPX = 1u << 4, VEC = 1u << 5, CARVE = 1u << 6, PROF = 1u << 7;
+__host__ __device__ constexpr unsigned minb(unsigned k) { return k & 15u; }
+__host__ __device__ constexpr unsigned make(unsigned minb, unsigned flags)
+{
+	return minb | flags;
+}
+} /* namespace kn */
+
 template <typename T> struct tuning {
-	static constexpr unsigned MINB = 3;
-	static constexpr unsigned WARPX = 1;
+	static constexpr unsigned KN = kn::make(4, kn::WARPX | kn::VEC | kn::CARVE);
 };
 
 /* Where stripe element k (0..15) of thread t lies in the tile: the
@@ -125,19 +146,36 @@ template <unsigned WARPX> static __device__ __forceinline__ void xsync()
 		__syncthreads();
 }
 
-template <typename T, unsigned MINB = tuning<T>::MINB, unsigned WARPX = tuning<T>::WARPX>
-__global__ void __launch_bounds__(THREADS, MINB)
+/* where PROF stamps go: 8 words a tile */
+static __device__ uint64_t *prof;
+
+static __device__ __forceinline__ uint64_t gtimer()
+{
+	uint64_t t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+template <typename T, unsigned KN = tuning<T>::KN>
+__global__ void __launch_bounds__(THREADS, kn::minb(KN))
 scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *counter,
 	    entry *ents, uint32_t epoch)
 {
 	using S = acc<T>;
 	using A = typename S::A;
+	constexpr unsigned WARPX = (KN & kn::WARPX) ? 1 : 0;
+	constexpr bool VEC = (KN & kn::VEC) && WARPX, PROF = KN & kn::PROF;
 	__shared__ uint64_t buf[TILE + TILE / IPT];
 	__shared__ A wsum[WARPS];
 	__shared__ A carry;
 	__shared__ uint64_t tile_sh;
 	const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
 
+	uint64_t p0 = 0, p1 = 0, p2 = 0, p3 = 0, p4 = 0;
+	if (PROF && t == 0) {
+		p0 = gtimer();
+		p1 = clock64();
+	}
 	if (t == 0) {
 		uint32_t j = atomicAdd(counter, 1u);
 		/* the last ticket handed out: the counter is free again */
@@ -149,29 +187,45 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	const uint64_t j = tile_sh;
 	const uint64_t base = j * TILE;
 	const bool full = base + TILE <= n;
+	if (PROF && t == 0)
+		p2 = clock64();
 
-	/* stripes in, rows out of shared memory */
-	T *sb = (T *)buf;
-	{
-		T v[IPT];
-		if (full) {
-#pragma unroll
-			for (unsigned k = 0; k < IPT; k++)
-				v[k] = in[base + stripe<WARPX>(k, t)];
-		} else {
-#pragma unroll
-			for (unsigned k = 0; k < IPT; k++)
-				v[k] = base + stripe<WARPX>(k, t) < n ? in[base + stripe<WARPX>(k, t)] : T(0);
-		}
-#pragma unroll
-		for (unsigned k = 0; k < IPT; k++)
-			sb[pad(stripe<WARPX>(k, t))] = v[k];
-	}
-	xsync<WARPX>();
 	T x[IPT];
+	{
+		/* stripes in, rows out of shared memory */
+		T *sb = (T *)buf;
+		T v[IPT];
+		if (VEC && full) {
+			/* the warp's 512 elements, 16 bytes a lane at a time */
+			constexpr unsigned E = 16 / sizeof(T);
+			const unsigned w0 = (t & ~31u) * IPT;
 #pragma unroll
-	for (unsigned e = 0; e < IPT; e++)
-		x[e] = sb[pad(t * IPT + e)];
+			for (unsigned c = 0; c < IPT / E; c++)
+				*(uint4 *)&v[c * E] = *(const uint4 *)(in + base + w0 + c * 32 * E + lane * E);
+#pragma unroll
+			for (unsigned c = 0; c < IPT / E; c++)
+#pragma unroll
+				for (unsigned q = 0; q < E; q++)
+					sb[pad(w0 + c * 32 * E + lane * E + q)] = v[c * E + q];
+		} else {
+			if (full) {
+#pragma unroll
+				for (unsigned k = 0; k < IPT; k++)
+					v[k] = in[base + stripe<WARPX>(k, t)];
+			} else {
+#pragma unroll
+				for (unsigned k = 0; k < IPT; k++)
+					v[k] = base + stripe<WARPX>(k, t) < n ? in[base + stripe<WARPX>(k, t)] : T(0);
+			}
+#pragma unroll
+			for (unsigned k = 0; k < IPT; k++)
+				sb[pad(stripe<WARPX>(k, t))] = v[k];
+		}
+		xsync<WARPX>();
+#pragma unroll
+		for (unsigned e = 0; e < IPT; e++)
+			x[e] = sb[pad(t * IPT + e)];
+	}
 
 	/* 2: the thread's total */
 	A r = S::ident();
@@ -213,6 +267,8 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	 * tile's place in it), for F of the range of bit l >= 5 of j (X_j),
 	 * and for F_{j - 2^l}, 5 <= l < z (F_j).
 	 */
+	if (PROF && t == 0)
+		p3 = clock64();
 	if (warp == 0) {
 		const uint64_t blk = j & ~31ull;
 		const unsigned jl = (unsigned)(j & 31);
@@ -227,7 +283,8 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 		const entry *ex = ents + 2 * (needx ? (j & ~((2ull << lane) - 1)) + (1ull << lane) - 1 : 0) + 1;
 		const entry *ef = ents + 2 * (needf ? j - (1ull << lane) : 0) + 1;
 		A v = lane == jl ? agg : S::ident(), vx = S::ident(), vf = S::ident();
-		while (__any_sync(FULL, needa || needx || needf)) {
+		/* one round of polls for what is still missing */
+		auto poll = [&]() {
 			entry ra = {}, rx = {}, rf = {};
 			if (needa)
 				ra = ld_entry(ea);
@@ -247,7 +304,13 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 				vf = S::unbits(rf.value);
 				needf = false;
 			}
-		}
+		};
+		/* F_j needs only the A and F waits: it is published before
+		 * the wait for X_j's ranges ends, so that no publication waits
+		 * on another tile's carry (which would chain every 32nd tile
+		 * to the 32nd before it) */
+		while (__any_sync(FULL, needa || needf))
+			poll();
 		/* the pairwise tree over the block; low[b]: the range of bit b < 5 of j */
 		A low[5];
 		low[0] = __shfl_sync(FULL, v, jl & ~1u);
@@ -266,6 +329,8 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 			if (lane == 0)
 				st_entry(ents + 2 * j + 1, S::bits(F), epoch);
 		}
+		while (__any_sync(FULL, needx))
+			poll();
 		A X = S::ident();
 		for (int b = 30; b >= 5; b--)
 			if ((j >> b) & 1)
@@ -280,6 +345,8 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	__syncthreads();
 
 	/* 8: the outputs, rows into shared memory, stripes out */
+	if (PROF && t == 0)
+		p4 = clock64();
 	const A Q = carry + E;
 	A rr = S::ident();
 #pragma unroll
@@ -288,7 +355,17 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 		buf[pad(t * IPT + e)] = S::bits(Q + rr);
 	}
 	xsync<WARPX>();
-	if (full) {
+	if (VEC && full) {
+		/* the warp's 512 outputs, two a lane at a time */
+		const unsigned w0 = (t & ~31u) * IPT;
+#pragma unroll
+		for (unsigned c = 0; c < IPT / 2; c++) {
+			const unsigned i = w0 + c * 64 + lane * 2;
+			const uint64_t a = buf[pad(i)], b = buf[pad(i + 1)];
+			*(uint4 *)(out + base + i) =
+				make_uint4((unsigned)a, (unsigned)(a >> 32), (unsigned)b, (unsigned)(b >> 32));
+		}
+	} else if (full) {
 #pragma unroll
 		for (unsigned k = 0; k < IPT; k++)
 			out[base + stripe<WARPX>(k, t)] = buf[pad(stripe<WARPX>(k, t))];
@@ -298,16 +375,42 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 			if (base + stripe<WARPX>(k, t) < n)
 				out[base + stripe<WARPX>(k, t)] = buf[pad(stripe<WARPX>(k, t))];
 	}
+	if (PROF && t == 0) {
+		uint64_t *p = prof + 8 * j;
+		unsigned sm;
+		asm("mov.u32 %0, %%smid;" : "=r"(sm));
+		p[0] = p0;
+		p[1] = p2 - p1;
+		p[2] = p3 - p2;
+		p[3] = p4 - p3;
+		p[4] = clock64() - p4;
+		p[5] = sm;
+		p[6] = gtimer();
+		p[7] = blockIdx.x;
+	}
 }
 
-/* gr_scan_launch for n > 0 and a dtype T, with the tuning knobs. */
-template <typename T, unsigned MINB = tuning<T>::MINB, unsigned WARPX = tuning<T>::WARPX>
+/* gr_scan_launch for n > 0 and a dtype T, built as KN says; a KN with
+ * VEC serves only 16-byte aligned input and output, and falls back to
+ * KN without it otherwise (the same bits either way). */
+template <typename T, unsigned KN = tuning<T>::KN>
 static inline cudaError_t launch(const void *in, uint64_t n, void *out, void *workspace,
 				 uint32_t epoch, cudaStream_t st)
 {
+	if constexpr ((KN & kn::VEC) != 0)
+		if (((uintptr_t)in | (uintptr_t)out) & 15)
+			return launch<T, KN & ~kn::VEC>(in, n, out, workspace, epoch, st);
+	if constexpr ((KN & kn::CARVE) != 0) {
+		/* on every launch: it is the current device's, and cheap */
+		cudaError_t e = cudaFuncSetAttribute(scan_kernel<T, KN>,
+						     cudaFuncAttributePreferredSharedMemoryCarveout,
+						     cudaSharedmemCarveoutMaxShared);
+		if (e != cudaSuccess)
+			return e;
+	}
 	uint64_t ntiles = tiles_of(n);
 	unsigned char *w = (unsigned char *)workspace;
-	scan_kernel<T, MINB, WARPX><<<(unsigned)ntiles, THREADS, 0, st>>>(
+	scan_kernel<T, KN><<<(unsigned)ntiles, THREADS, 0, st>>>(
 		(const T *)in, n, (uint64_t *)out, ntiles, (uint32_t *)w, (entry *)(w + 16), epoch);
 	return cudaGetLastError();
 }

@@ -50,7 +50,10 @@
  * ranges of fewer than 32 tiles from the A of its neighbours (F of an
  * aligned range is F of its left half plus F of its right half: the same
  * pairwise tree, so the same bits); only tiles that end an aligned range
- * of 32 tiles or more publish F_j. It then adds X_j and writes its tile.
+ * of 32 tiles or more publish F_j, as soon as the A and F it is made of
+ * have arrived (before the wait for X_j's ranges ends: otherwise each
+ * such tile would wait for the carry of the one 32 tiles before it, a
+ * chain through the whole array). It then adds X_j and writes its tile.
  * A tile waits only on tiles handed out before it, so the pass cannot
  * deadlock, and never on a chain of other tiles' waits for recent tiles.
  */
