@@ -396,6 +396,20 @@ static void scan_case(int dt, int kind, uint64_t n)
 	       kind == DATA_INT ? "int" : kind == DATA_SMALL ? "small" : "real", (unsigned long long)n);
 }
 
+/* Two launches of the same n elements of dtype dt, (in1 -> out1) then
+ * (in2 -> out2), give the same outputs; `what` names the second way. */
+static void scan_same(int dt, uint64_t n, const void *in1, void *out1, const void *in2, void *out2,
+		      const char *what)
+{
+	CU(gr_scan_launch(dt, in1, n, out1, scan_ws, ++scan_epoch, nullptr));
+	CU(gr_scan_launch(dt, in2, n, out2, scan_ws, ++scan_epoch, nullptr));
+	std::vector<uint64_t> a(n), b(n);
+	CU(cudaMemcpy(a.data(), out1, n * 8, cudaMemcpyDeviceToHost));
+	CU(cudaMemcpy(b.data(), out2, n * 8, cudaMemcpyDeviceToHost));
+	CHECK(a == b, "scan %s n=%llu: %s differs", dt_name[dt], (unsigned long long)n, what);
+	printf("scan   %s %s n = %llu: ok\n", dt_name[dt], what, (unsigned long long)n);
+}
+
 /* In place: out over in, for the 8-byte dtypes. */
 static void scan_in_place(int dt, uint64_t n)
 {
@@ -405,15 +419,9 @@ static void scan_in_place(int dt, uint64_t n)
 	CU(cudaMalloc(&d, n * 8));
 	CU(cudaMalloc(&o, n * 8));
 	CU(cudaMemcpy(d, h.data(), n * 8, cudaMemcpyHostToDevice));
-	CU(gr_scan_launch(dt, d, n, o, scan_ws, ++scan_epoch, nullptr));
-	CU(gr_scan_launch(dt, d, n, d, scan_ws, ++scan_epoch, nullptr));
-	std::vector<uint64_t> a(n), b(n);
-	CU(cudaMemcpy(a.data(), o, n * 8, cudaMemcpyDeviceToHost));
-	CU(cudaMemcpy(b.data(), d, n * 8, cudaMemcpyDeviceToHost));
-	CHECK(a == b, "scan %s n=%llu: in place differs", dt_name[dt], (unsigned long long)n);
+	scan_same(dt, n, d, o, d, d, "in place");
 	CU(cudaFree(d));
 	CU(cudaFree(o));
-	printf("scan   %s in place n = %llu: ok\n", dt_name[dt], (unsigned long long)n);
 }
 
 /* Input and output off 16-byte alignment (the launcher then moves tiles
@@ -430,16 +438,10 @@ static void scan_misaligned(int dt, uint64_t n)
 	unsigned char *o2 = o + ((n * 8 + 15) & ~(size_t)15) + 8;
 	CU(cudaMemcpy(d, h.data(), n * es, cudaMemcpyHostToDevice));
 	CU(cudaMemcpy(d2 + es, h.data(), n * es, cudaMemcpyHostToDevice));
-	CU(gr_scan_launch(dt, d, n, o, scan_ws, ++scan_epoch, nullptr));
-	CU(gr_scan_launch(dt, d2 + es, n, o2, scan_ws, ++scan_epoch, nullptr));
-	std::vector<uint64_t> a(n), b(n);
-	CU(cudaMemcpy(a.data(), o, n * 8, cudaMemcpyDeviceToHost));
-	CU(cudaMemcpy(b.data(), o2, n * 8, cudaMemcpyDeviceToHost));
-	CHECK(a == b, "scan %s n=%llu: misaligned differs", dt_name[dt], (unsigned long long)n);
+	scan_same(dt, n, d, o, d2 + es, o2, "misaligned");
 	CU(cudaFree(d));
 	CU(cudaFree(d2));
 	CU(cudaFree(o));
-	printf("scan   %s misaligned n = %llu: ok\n", dt_name[dt], (unsigned long long)n);
 }
 
 int main(int argc, char **argv)
