@@ -533,9 +533,10 @@ static void scan_all(int reps, bool knobs_only)
 	for (int e = 20; e <= 26; e += 2)
 		if (!knobs_only)
 			scan_row<double>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-	/* the tuning knobs (scan.cuh's kn): the earlier production build
-	 * (three blocks an SM, one element a load), each change alone, one
-	 * more block an SM, and the production build's phases */
+	/* the tuning knobs (scan.cuh's kn): the earlier production settings
+	 * (three blocks an SM, one element a load; every build now publishes
+	 * F first), each later change alone, one more block an SM, and the
+	 * production build's phases */
 	using namespace grscan::kn;
 	for (int e : { 24, 28 }) {
 		int r = reps ? reps : e <= 24 ? 41 : 15;
