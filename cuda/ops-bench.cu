@@ -501,8 +501,8 @@ static void scan_row(uint64_t n, int reps)
 	double ratio = us_cub / us_ours;
 	const unsigned MINB = grscan::kn::minb(KN), WARPX = !!(KN & grscan::kn::WARPX);
 	const unsigned VEC = !!(KN & grscan::kn::VEC), CARVE = !!(KN & grscan::kn::CARVE);
-	printf("scan    MINB=%u WARPX=%u VEC=%u CARVE=%u %s->%s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | copy %9.2f us %7.1f GB/s | ratio %.3f | ours/copy %.3f | %s\n",
-	       MINB, WARPX, VEC, CARVE,
+	printf("scan    MINB=%u WARPX=%u VEC=%u CARVE=%u PREF=%u %s->%s n = 2^%-2d | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | copy %9.2f us %7.1f GB/s | ratio %.3f | ours/copy %.3f | %s\n",
+	       MINB, WARPX, VEC, CARVE, !!(KN & grscan::kn::PREF),
 	       dtype_name<T>(), std::is_floating_point<O>::value ? "f64" : "i64", (int)log2((double)n), us_ours,
 	       gb / (us_ours * 1e-6), us_cub, gb / (us_cub * 1e-6), us_copy, gb / (us_copy * 1e-6), ratio,
 	       us_copy / us_ours, bad ? "FAIL" : "PASS");
@@ -533,11 +533,19 @@ static void scan_all(int reps, bool knobs_only)
 	for (int e = 20; e <= 26; e += 2)
 		if (!knobs_only)
 			scan_row<double>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-	/* the tuning knobs (scan.cuh's kn): the earlier production settings
-	 * (three blocks an SM, one element a load; every build now publishes
-	 * F first), each later change alone, one more block an SM, and the
-	 * production build's phases */
+	/* the tuning knobs (scan.cuh's kn): production without the prefetch
+	 * at every size; the earlier production settings (three blocks an SM,
+	 * one element a load; every build now publishes F first), each later
+	 * change alone, one more block an SM, and the production build's
+	 * phases */
 	using namespace grscan::kn;
+	for (int e = 20; e <= 28; e += 2) {
+		int r = reps ? reps : e <= 24 ? 41 : 15;
+		scan_row<float, grscan::tuning<float>::KN & ~PREF>((uint64_t)1 << e, r);
+		scan_row<int32_t, grscan::tuning<int32_t>::KN & ~PREF>((uint64_t)1 << e, r);
+		if (e <= 26)
+			scan_row<double, grscan::tuning<double>::KN & ~PREF>((uint64_t)1 << e, r);
+	}
 	for (int e : { 24, 28 }) {
 		int r = reps ? reps : e <= 24 ? 41 : 15;
 		scan_row<float, make(3, WARPX)>((uint64_t)1 << e, r);

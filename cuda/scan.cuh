@@ -111,13 +111,16 @@ static __device__ __forceinline__ unsigned pad(unsigned i)
  *  - CARVE: the launch asks for the largest shared memory carveout, so
  *    that shared memory allows as many blocks an SM as MINB asks;
  *  - PROF: thread 0 stamps its block's phases into `prof` (benchmarks
- *    only: ops-bench's scan_prof reads them).
+ *    only: ops-bench's scan_prof reads them);
+ *  - PREF: while thread 0 takes the ticket, the block asks L2 for tile
+ *    blockIdx.x (blocks start, and take tickets, in about that order, so
+ *    whichever block gets that tile finds it on its way).
  * Production: four blocks of 256 an SM (64 registers; each holds 35 KiB
- * of shared memory), 16-byte vectors, the whole carveout. The sweeps are
- * in docs/benchmarks/kernels.md.
+ * of shared memory), 16-byte vectors, the whole carveout, the prefetch.
+ * The sweeps are in docs/benchmarks/kernels.md.
  */
 namespace kn {
-constexpr unsigned WARPX = 1u << 4, VEC = 1u << 5, CARVE = 1u << 6, PROF = 1u << 7;
+constexpr unsigned WARPX = 1u << 4, VEC = 1u << 5, CARVE = 1u << 6, PROF = 1u << 7, PREF = 1u << 8;
 __host__ __device__ constexpr unsigned minb(unsigned k) { return k & 15u; }
 __host__ __device__ constexpr unsigned make(unsigned minb, unsigned flags)
 {
@@ -126,7 +129,7 @@ __host__ __device__ constexpr unsigned make(unsigned minb, unsigned flags)
 } /* namespace kn */
 
 template <typename T> struct tuning {
-	static constexpr unsigned KN = kn::make(4, kn::WARPX | kn::VEC | kn::CARVE);
+	static constexpr unsigned KN = kn::make(4, kn::WARPX | kn::VEC | kn::CARVE | kn::PREF);
 };
 
 /* Where stripe element k (0..15) of thread t lies in the tile: the
@@ -175,6 +178,12 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	if (PROF && t == 0) {
 		p0 = gtimer();
 		p1 = clock64();
+	}
+	if ((KN & kn::PREF) && blockIdx.x < ntiles) {
+		/* one 128-byte line a thread while the ticket is out */
+		const uint64_t b = (uint64_t)blockIdx.x * TILE * sizeof(T), at = b + (uint64_t)t * 128;
+		if (at < b + TILE * sizeof(T) && at < n * sizeof(T))
+			asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)in + at));
 	}
 	if (t == 0) {
 		uint32_t j = atomicAdd(counter, 1u);
