@@ -388,6 +388,7 @@ static void segred_all(int reps)
 	segred_row<float>("rows of 256", 4, std::vector<uint64_t>(100000, 256), reps);
 	segred_row<float>("rand 1-4096", 3, target, reps);
 	segred_row<double>("rand 1-4096", 3, target, reps);
+	segred_row<int32_t>("rand 1-4096", 3, target, reps);
 	segred_row<float>("rows of 256", 0, std::vector<uint64_t>(100000, 256), reps);
 	segred_row<float>("rand 1-64", 0, lengths(1000000, 1, 64), reps);
 	segred_row<float>("rand 0-8", 0, lengths(1000000, 0, 8), reps);
