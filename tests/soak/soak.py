@@ -178,6 +178,51 @@ class Pool:
             total += prefix[POOL] - prefix[start] + prefix[end - POOL]
         return total
 
+    @staticmethod
+    def _lt(a, b):
+        """a below b in min's order: -0 below +0."""
+        if a == b and a == 0 and isinstance(a, float):
+            return math.copysign(1, a) < math.copysign(1, b)
+        return a < b
+
+    def arg_reference(self, op, xs):
+        """(value, index) of argmin/argmax over xs (no NaN): the first
+        element equal to min/max, -0 below +0."""
+        best, at = xs[0], 0
+        for i, v in enumerate(xs):
+            if (self._lt(v, best) if op == "argmin" else self._lt(best, v)):
+                best, at = v, i
+        return best, at
+
+    def sum_value(self, xs):
+        """sum as the daemon types it: exact integers (i64/u64 wrapping),
+        floats exact, rounded once (+0.0 unless every element is -0.0)."""
+        if not self.is_float:
+            s = sum(xs)
+            if self.dtype in ("i64", "u64"):
+                s %= 1 << 64
+                if self.dtype == "i64" and s >= 1 << 63:
+                    s -= 1 << 64
+            return s
+        if xs and all(v == 0 and math.copysign(1, v) < 0 for v in xs):
+            return -0.0
+        return float(sum(Fraction(v) for v in xs)) + 0.0
+
+    def moments_reference(self, xs, ddof):
+        """(sum, min, max, mean, var) of xs (no NaN, at least one), as
+        PROTOCOL.md's moments: mean and var from the exact sums, each
+        rounded once."""
+        n = len(xs)
+        s1 = sum(Fraction(v) for v in xs)
+        s2 = sum(Fraction(v) ** 2 for v in xs)
+        mean = float(s1 / n)
+        if mean == 0 and all(v == 0 and math.copysign(1, v) < 0 for v in xs):
+            mean = -0.0
+        elif mean == 0 and s1 < 0:
+            mean = -0.0
+        var = float((s2 - s1 * s1 / n) / (n - ddof)) + 0.0
+        return self.sum_value(xs), self._extreme(xs, "min"), self._extreme(xs, "max"), mean, var
+
     def reference(self, op, start, count):
         """(value, tolerance) for op over the cyclic range; tolerance None
         for results that must be exact."""
@@ -307,6 +352,148 @@ class Soak:
         self.record_wrong("%s %s: got %r, want %r (tolerance %g)" % (kind, desc, got, want, tol))
 
 
+    def check_op(self, kind, desc, resp, pool, params, xs):
+        """Check a reply of Clients.ops against the reference."""
+        self.count("ops_" + kind)
+        err, res = resp[2], resp[3]
+        if err is not None:
+            if self.args.fault and err.get("code") == "internal":
+                with self.lock:
+                    self.faulted += 1
+                return
+            self.record_unexpected("ops %s: error %r" % (desc, err))
+            return
+        op = params["op"]
+
+        def same(got, want):
+            if isinstance(want, float):
+                return isinstance(got, float) and fbits(got) == fbits(want)
+            return isinstance(got, int) and not isinstance(got, bool) and got == want
+
+        def check(what, got, want):
+            if not same(got, want):
+                self.record_wrong("ops %s: %s %r, want %r" % (desc, what, got, want))
+                return False
+            return True
+
+        if not isinstance(res, dict) or res.get("count") != len(xs):
+            self.record_wrong("ops %s: result %r" % (desc, res))
+            return
+        if kind == "argm":
+            v, i = pool.arg_reference(op, xs)
+            if check("value", res.get("value"), v):
+                check("index", res.get("index"), i)
+        elif kind == "moments":
+            want = pool.moments_reference(xs, params.get("ddof", 0))
+            for name, w in zip(("sum", "min", "max", "mean", "var"), want):
+                if not check(name, res.get(name), w):
+                    break
+        elif kind == "segments":
+            offs = struct.unpack("<%dQ" % (len(params["offsets"]) // 8), params["offsets"])
+            k = len(offs) - 1
+            vals = res.get("values")
+            per = {"argmin": 16, "moments": 40}.get(op, 8)
+            if res.get("segments") != k or not isinstance(vals, bytes) or len(vals) != k * per:
+                self.record_wrong("ops %s: %d segments, got %r" % (desc, k, {x: res.get(x) for x in res
+                                                                              if x != "values"}))
+                return
+            vcode = "d" if pool.is_float else ("q" if pool.dtype[0] == "i" else "Q")
+            for j in range(k):
+                seg = xs[offs[j]:offs[j + 1]]
+                rec = vals[j * per:(j + 1) * per]
+                if op == "sum":
+                    got, want = struct.unpack("<" + vcode, rec)[0], [pool.sum_value(seg)]
+                    got = [got]
+                elif op in ("min", "max"):
+                    if seg:
+                        want = [pool._extreme(seg, op)]
+                    elif pool.is_float:
+                        want = [math.inf if op == "min" else -math.inf]
+                    else:
+                        bits = int(pool.dtype[1:])
+                        lo = -(1 << (bits - 1)) if pool.dtype[0] == "i" else 0
+                        hi = (1 << (bits - 1)) - 1 if pool.dtype[0] == "i" else (1 << bits) - 1
+                        want = [hi if op == "min" else lo]
+                    got = [struct.unpack("<" + vcode, rec)[0]]
+                elif op == "argmin":
+                    got = list(struct.unpack("<" + vcode + "Q", rec))
+                    if seg:
+                        want = list(pool.arg_reference(op, seg))
+                    else:
+                        got = got[1:]
+                        want = [(1 << 64) - 1]
+                else:
+                    got = list(struct.unpack("<" + vcode + vcode + vcode + "dd", rec))
+                    if not seg:
+                        # sum 0, min and max the identities; mean and var NaN
+                        if not (math.isnan(got[3]) and math.isnan(got[4]) and got[0] == 0):
+                            self.record_wrong("ops %s: empty segment %d: %r" % (desc, j, got))
+                            return
+                        continue
+                    want = list(pool.moments_reference(seg, 0))
+                for g, w in zip(got, want):
+                    if not same(g, w):
+                        self.record_wrong("ops %s: segment %d [%d, %d): %r, want %r" % (
+                            desc, j, offs[j], offs[j + 1], got, want))
+                        return
+        else:
+            vals = res.get("values")
+            if not isinstance(vals, bytes) or len(vals) != 8 * len(xs):
+                self.record_wrong("ops %s: values %r" % (desc, type(vals)))
+                return
+            if pool.is_float:
+                got = struct.unpack("<%dd" % len(xs), vals)
+                want = cumsum_one_tile(xs)
+                for i in range(len(xs)):
+                    if fbits(got[i]) != fbits(want[i]):
+                        self.record_wrong("ops %s: cumsum[%d] %r, want %r" % (desc, i, got[i], want[i]))
+                        return
+            else:
+                code = "q" if pool.dtype[0] == "i" else "Q"
+                got = struct.unpack("<%d%s" % (len(xs), code), vals)
+                run = 0
+                for i, v in enumerate(xs):
+                    run = (run + v) % (1 << 64)
+                    w = run - (1 << 64) if code == "q" and run >= 1 << 63 else run
+                    if got[i] != w:
+                        self.record_wrong("ops %s: cumsum[%d] %r, want %r" % (desc, i, got[i], w))
+                        return
+
+
+def cumsum_one_tile(xs):
+    """PROTOCOL.md's order of a float cumsum, for at most one tile (4096
+    elements): each of 256 threads' running sums of 16, a Kogge-Stone scan
+    of each group of 32 threads' totals, the groups' totals left to right;
+    "nothing" is -0.0."""
+    assert len(xs) <= 4096
+    x = [float(v) for v in xs] + [0.0] * (4096 - len(xs))
+    r = []
+    for t in range(256):
+        acc, row = None, []
+        for e in range(16):
+            acc = x[16 * t + e] if acc is None else acc + x[16 * t + e]
+            row.append(acc)
+        r.append(row)
+    V, S = [], []
+    for w in range(8):
+        v = [r[32 * w + l][15] for l in range(32)]
+        for d in (1, 2, 4, 8, 16):
+            v = [v[l - d] + v[l] if l >= d else v[l] for l in range(32)]
+        V.append(v)
+        S.append(v[31])
+    out = []
+    for t in range(256):
+        w, l = divmod(t, 32)
+        P = -0.0
+        for q in range(w):
+            P = P + S[q]
+        E = P + (V[w][l - 1] if l else -0.0)
+        Q = -0.0 + E
+        for e in range(16):
+            out.append(Q + r[t][e])
+    return out[:len(xs)]
+
+
 class Conn:
     def __init__(self, path, timeout):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -427,6 +614,42 @@ class Clients:
                 if resp is None or resp[1] != msgid:
                     raise ConnectionError("small: reply %r to msgid %d" % (resp, msgid))
                 self.s.check_reduce("small", (dtype, op, start, count), resp, dtype, op, start, count, nan)
+        finally:
+            c.close()
+
+    def ops(self, rng):
+        """argmin and argmax, moments, segments (offsets) and cumsum on
+        small data (one cumsum tile at most) one request at a time, each
+        against its reference, to the bit."""
+        c = self.conn()
+        try:
+            for _ in range(8):
+                if self.s.stop.is_set():
+                    break
+                dtype = rng.choice(list(DTYPES))
+                pool = self.s.pools[dtype]
+                count = rng.randint(1, 4096)
+                start = rng.randrange(POOL)
+                xs = pool.elements(start, count)
+                data = pool.bytes(start, count)
+                kind = rng.choice(("argm", "moments", "segments", "cumsum"))
+                params = {"op": None, "dtype": dtype}
+                if kind == "argm":
+                    params["op"] = rng.choice(("argmin", "argmax"))
+                elif kind == "moments":
+                    params["op"] = "moments"
+                    params["ddof"] = rng.choice((0, 0, 1)) if count > 1 else 0
+                elif kind == "segments":
+                    params["op"] = rng.choice(("sum", "min", "max", "argmin", "moments"))
+                    cuts = sorted(rng.randint(0, count) for _ in range(rng.randint(0, 40)))
+                    offs = [0] + cuts + [count]
+                    params["offsets"] = struct.pack("<%dQ" % len(offs), *offs)
+                else:
+                    params["op"] = "cumsum"
+                params["data"] = data
+                resp = c.call("reduce", [params])
+                desc = (kind, params["op"], dtype, start, count, params.get("ddof"))
+                self.s.check_op(kind, desc, resp, pool, params, xs)
         finally:
             c.close()
 
@@ -1020,7 +1243,7 @@ def main():
     n, nbytes = cl.prime()
     print("primed staging with %d connections of 2 x %d MiB in %.1f s: rss %d KiB" % (
         n, nbytes >> 20, time.monotonic() - t1, proc_sample(proc.pid)["vmrss_kib"]), flush=True)
-    kinds = [("small", cl.small, 2), ("pipelined", cl.pipelined, 2), ("large", cl.large, 1),
+    kinds = [("small", cl.small, 2), ("pipelined", cl.pipelined, 2), ("large", cl.large, 1), ("ops", cl.ops, 1),
              ("shm", cl.shm, 2), ("disconnect", cl.disconnect, 1), ("malformed", cl.malformed, 1),
              ("poll", cl.poll, 1)]
     pause_lock = threading.Lock()
