@@ -525,15 +525,15 @@ static void scan_all(int reps, bool knobs_only)
 	CU(cudaMalloc(&cub_pool, OUT_POOL));
 	CU(cudaMalloc(&prof_sink, grscan::tiles_of((uint64_t)1 << 28) * 64));
 	CU(cudaMemcpyToSymbol(grscan::prof, &prof_sink, sizeof prof_sink));
-	for (int e = 20; e <= 28; e += 2)
-		if (!knobs_only)
-			scan_row<float>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-	for (int e = 20; e <= 28; e += 2)
-		if (!knobs_only)
-			scan_row<int32_t>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
-	for (int e = 20; e <= 26; e += 2)
-		if (!knobs_only)
-			scan_row<double>((uint64_t)1 << e, reps ? reps : e <= 24 ? 41 : 15);
+	auto reps_at = [&](int e) { return reps ? reps : e <= 24 ? 41 : 15; };
+	if (!knobs_only) {
+		for (int e = 20; e <= 28; e += 2)
+			scan_row<float>((uint64_t)1 << e, reps_at(e));
+		for (int e = 20; e <= 28; e += 2)
+			scan_row<int32_t>((uint64_t)1 << e, reps_at(e));
+		for (int e = 20; e <= 26; e += 2)
+			scan_row<double>((uint64_t)1 << e, reps_at(e));
+	}
 	/* the tuning knobs (scan.cuh's kn): production without the prefetch
 	 * at every size; the earlier production settings (three blocks an SM,
 	 * one element a load; every build now publishes F first), each later
@@ -541,14 +541,14 @@ static void scan_all(int reps, bool knobs_only)
 	 * phases */
 	using namespace grscan::kn;
 	for (int e = 20; e <= 28; e += 2) {
-		int r = reps ? reps : e <= 24 ? 41 : 15;
+		int r = reps_at(e);
 		scan_row<float, grscan::tuning<float>::KN & ~PREF>((uint64_t)1 << e, r);
 		scan_row<int32_t, grscan::tuning<int32_t>::KN & ~PREF>((uint64_t)1 << e, r);
 		if (e <= 26)
 			scan_row<double, grscan::tuning<double>::KN & ~PREF>((uint64_t)1 << e, r);
 	}
 	for (int e : { 24, 28 }) {
-		int r = reps ? reps : e <= 24 ? 41 : 15;
+		int r = reps_at(e);
 		scan_row<float, make(3, WARPX)>((uint64_t)1 << e, r);
 		scan_row<float, make(3, WARPX | VEC)>((uint64_t)1 << e, r);
 		scan_row<float, make(4, WARPX | CARVE)>((uint64_t)1 << e, r);
@@ -562,6 +562,7 @@ static void scan_all(int reps, bool knobs_only)
 	CU(cudaFree(in_pool));
 	CU(cudaFree(out_pool));
 	CU(cudaFree(cub_pool));
+	CU(cudaFree(prof_sink));
 }
 
 /* ---- argmin and argmax ---- */

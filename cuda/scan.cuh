@@ -179,10 +179,10 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 		p0 = gtimer();
 		p1 = clock64();
 	}
-	if ((KN & kn::PREF) && blockIdx.x < ntiles) {
+	if (KN & kn::PREF) {
 		/* one 128-byte line a thread while the ticket is out */
-		const uint64_t b = (uint64_t)blockIdx.x * TILE * sizeof(T), at = b + (uint64_t)t * 128;
-		if (at < b + TILE * sizeof(T) && at < n * sizeof(T))
+		const uint64_t at = (uint64_t)blockIdx.x * TILE * sizeof(T) + t * 128;
+		if (t * 128 < TILE * sizeof(T) && at < n * sizeof(T))
 			asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)in + at));
 	}
 	if (t == 0) {
