@@ -98,14 +98,23 @@
 
 namespace gre {
 
+/* Piece k (0..2) of mag * 2^b, b < 32, in 32-bit pieces */
+static __device__ __forceinline__ uint64_t piece(uint64_t mag, unsigned b, unsigned k)
+{
+	uint64_t lo = mag << b;
+	return k == 0 ? lo & 0xffffffffu : k == 1 ? lo >> 32 : b ? mag >> (64 - b) : 0;
+}
+
 /* |mag| * 2^(pos - 2176), with sign, into the digits: three 32-bit pieces
- * (mag < 2^58, pos < 32 (GR_EXACT_DIGITS - 2)) */
+ * (any mag, pos < 32 (GR_EXACT_DIGITS - 2)) */
 static __device__ __forceinline__ void deposit_int(long long *digits, uint64_t mag, bool neg,
 						   unsigned pos)
 {
-	unsigned w = pos >> 5, b = pos & 31;
-	uint64_t lo = mag << b, hi = b ? mag >> (64 - b) : 0;
-	uint64_t piece[3] = { lo & 0xffffffffu, lo >> 32, hi };
+	unsigned w = pos >> 5;
+	uint64_t piece[3];
+#pragma unroll
+	for (unsigned k = 0; k < 3; k++)
+		piece[k] = gre::piece(mag, pos & 31, k);
 #pragma unroll
 	for (unsigned k = 0; k < 3; k++)
 		if (piece[k])
@@ -176,15 +185,28 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 		pin(E_LO<BINS, B0, D>);
 	}
 
+	/* Bin j's content as an integer, (a_j - start_j) * 2^(52 - bj) (|i| <
+	 * 2^51: 52 bits), in two exact steps, the bin emptied; place(j) is the
+	 * digits' bit of its unit. */
+	__device__ __forceinline__ long long take(int j)
+	{
+		int s = 52 - bexp(e, j);
+		double cj = start(j);
+		long long i = __double2ll_rn((a[j] - cj) * pow2(s / 2) * pow2(s - s / 2));
+		a[j] = cj;
+		return i;
+	}
+	__device__ __forceinline__ int place(int j) const
+	{
+		return bexp(e, j) - 52 - GR_EXACT_LSB_EXP;
+	}
+
 	/* every lane of the warp: the bins into the digits as integers */
 	__device__ __forceinline__ void flush(long long *digits, unsigned lane)
 	{
 #pragma unroll
 		for (int j = 0; j < BINS; j++) {
-			/* (a_j - start_j) * 2^(52 - bj), in two exact steps */
-			int b = bexp(e, j), s = 52 - b;
-			double cj = start(j);
-			long long i = __double2ll_rn((a[j] - cj) * pow2(s / 2) * pow2(s - s / 2));
+			long long i = take(j);
 			/* most flushes find most bins empty across the warp */
 			if (__any_sync(FULL, i != 0)) {
 #pragma unroll
@@ -192,9 +214,8 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 					i += __shfl_xor_sync(FULL, i, m);
 				if (lane == 0 && i)
 					deposit_int(digits, i < 0 ? -(uint64_t)i : (uint64_t)i, i < 0,
-						    (unsigned)(b - 52 - GR_EXACT_LSB_EXP));
+						    (unsigned)place(j));
 			}
-			a[j] = cj;
 		}
 	}
 
@@ -438,24 +459,24 @@ static __device__ __forceinline__ uint4 ends_vector(const unsigned char *data, u
 	return v;
 }
 
-/* A warp's GROUP vectors from vw on (grid stride nt), those at or past
- * nv as padding; which of their elements are the array's (for_each_group's
+/* A warp's G vectors from vw on (grid stride nt), those at or past nv as
+ * padding; which of their elements are the array's (for_each_group's
  * live). */
-template <typename T>
-static __device__ __forceinline__ uint32_t load_group(uint4 (&v)[GROUP], const uint4 *vb,
+template <typename T, unsigned G = GROUP>
+static __device__ __forceinline__ uint32_t load_group(uint4 (&v)[G], const uint4 *vb,
 						      uint64_t vw, uint64_t nt, uint64_t nv,
 						      unsigned lane)
 {
 	constexpr unsigned V = traits<T>::V;
-	if (vw + 31 + (GROUP - 1) * nt < nv) {
+	if (vw + 31 + (G - 1) * nt < nv) {
 #pragma unroll
-		for (unsigned g = 0; g < GROUP; g++)
+		for (unsigned g = 0; g < G; g++)
 			v[g] = __ldg(vb + vw + lane + g * nt);
-		return GROUP * V == 32 ? 0xffffffffu : (1u << (GROUP * V)) - 1;
+		return G * V == 32 ? 0xffffffffu : (1u << (G * V)) - 1;
 	}
 	uint32_t live = 0;
 #pragma unroll
-	for (unsigned g = 0; g < GROUP; g++) {
+	for (unsigned g = 0; g < G; g++) {
 		uint64_t i = vw + lane + g * nt;
 		v[g] = i < nv ? __ldg(vb + i) : traits<T>::pad();
 		live |= i < nv ? ((1u << V) - 1) << (g * V) : 0u;
@@ -576,16 +597,23 @@ static __device__ __forceinline__ bool last_block(uint32_t *ticket, unsigned t)
 	return last;
 }
 
-/* A warp's flags (and whether any element was other than -0) into the
- * block's. */
-template <typename B>
-static __device__ __forceinline__ void warp_flags(const B &st, unsigned long long *sflags,
-						  unsigned lane)
+/* A warp's flags (and whether any element was other than -0), in every
+ * lane */
+template <typename B> static __device__ __forceinline__ uint32_t flag_bits(const B &st)
 {
 	uint32_t f = __reduce_or_sync(FULL, st.flags);
 	int rm = __reduce_max_sync(FULL, st.rawmax);
 	if (rm != (int)0x80000000)
 		f |= GR_EXACT_NOT_NZERO;
+	return f;
+}
+
+/* ... into the block's */
+template <typename B>
+static __device__ __forceinline__ void warp_flags(const B &st, unsigned long long *sflags,
+						  unsigned lane)
+{
+	uint32_t f = flag_bits(st);
 	if (lane == 0 && f)
 		atomicOr(sflags, (unsigned long long)f);
 }
@@ -644,6 +672,149 @@ static inline unsigned grid_blocks(uint64_t n, int sm_count, unsigned per_sm = 2
 	return want ? (unsigned)want : 1u;
 }
 
+/*
+ * One array of up to a few million elements, for latency: every lane of
+ * the grid takes one batch of G vectors (G as small as the grid allows),
+ * block 0's warp 0 the ends first; short chains of adds, many of them at
+ * once. A block agrees on E from every element's key before any add, so
+ * no warp raises it (and flushes) on its way, and every warp's bins stand
+ * at the same places: each warp sums its lanes' bins as integers into shared
+ * memory (what the careful path leaves goes to the digits as ever), a
+ * thread for each bin and piece adds up the warps' sums and cuts out its
+ * piece, and each digit's thread writes it with the pieces that fall
+ * there: no flush by every warp, no atomics, no thread doing it all. The
+ * block's digits are the result, or with more blocks its share, which goes
+ * into the launch's scratch as single_kernel's blocks' do.
+ */
+template <typename T, int FB, unsigned G, unsigned NT = THREADS, unsigned MB = (G < 8 ? 4 : 1)>
+__global__ void __launch_bounds__(NT, MB)
+one_batch_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch,
+		 gr_exact_sum *out)
+{
+	using TR = traits<T>;
+	using B = bins<T, FB>;
+	constexpr unsigned NW = NT / 32;
+	__shared__ long long digits[GR_EXACT_DIGITS];
+	__shared__ uint32_t wkmax[NW], wflags[NW];
+	__shared__ long long wsum[B::BINS][NW], pc[3 * B::BINS];
+	__shared__ unsigned pw[3 * B::BINS];
+	const unsigned t = threadIdx.x, lane = t & 31, w = t / 32;
+	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
+	const uint64_t head = head0 < n ? head0 : n;
+	const uint64_t nv = (n - head) * sizeof(T) / 16;
+	const uint64_t tail = n - head - nv * TR::V;
+	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const bool ends = blockIdx.x == 0 && w == 0 && head + tail;
+	uint4 v[G], ev[1];
+	load_group<T, G>(v, vb, (uint64_t)blockIdx.x * NT + t - lane, (uint64_t)gridDim.x * NT, nv,
+			 lane);
+	if (ends)
+		ev[0] = ends_vector<T>(data, n, head, tail, lane);
+	if (t < GR_EXACT_DIGITS)
+		digits[t] = 0;
+
+	B st;
+	st.init();
+	uint32_t kmax, kmin, emax = 0, emin = 0xffffffffu;
+	st.template keys<G>(v, kmax, kmin);
+	if (ends)
+		st.template keys<1>(ev, emax, emin);
+	uint32_t m = __reduce_max_sync(FULL, max(kmax, emax));
+	if (lane == 0)
+		wkmax[w] = m;
+	__syncthreads();
+#pragma unroll
+	for (unsigned i = 0; i < NW; i++)
+		m = max(m, wkmax[i]);
+	if (m > st.thi) {
+		int ne = TR::bound(m);
+		st.pin(ne < TR::E_HI ? ne : TR::E_HI);
+	}
+	if (ends)
+		st.template batch_keyed<1>(ev, digits, lane, emax, emin);
+	/* a pending flush (after the ends) moves the bins' starts nowhere */
+	st.template batch_keyed<G>(v, digits, lane, kmax, kmin);
+	/* each bin's sum over the warp (|sum| < 2^56) in two halves that
+	 * cannot overflow 32 bits: the low 26 bits of 32 lanes' |i| < 2^51,
+	 * and the signed rest */
+#pragma unroll
+	for (int j = 0; j < B::BINS; j++) {
+		long long i = st.take(j);
+		int hi = __reduce_add_sync(FULL, (int)(i >> 26));
+		unsigned lo = __reduce_add_sync(FULL, (unsigned)i & 0x3ffffffu);
+		if (lane == 0)
+			wsum[j][w] = (long long)hi * (1ll << 26) + (long long)lo;
+	}
+	uint32_t f = flag_bits(st);
+	if (lane == 0)
+		wflags[w] = f;
+	__syncthreads();
+	/* lane 3 j + k of warp 0 adds up bin j's sums over the warps
+	 * (|total| < 2^61) and takes piece k of it (digit place(j) / 32 + k);
+	 * then thread d writes digit d, the pieces that fall there added */
+	if (t < 3 * B::BINS) {
+		const int j = (int)t / 3;
+		long long tj = 0;
+#pragma unroll
+		for (unsigned u = 0; u < NW; u++)
+			tj += wsum[j][u];
+		const unsigned p = (unsigned)st.place(j);
+		uint64_t x = piece(tj < 0 ? -(uint64_t)tj : (uint64_t)tj, p & 31, t % 3);
+		pc[t] = tj < 0 ? -(long long)x : (long long)x;
+		pw[t] = (p >> 5) + t % 3;
+	}
+	__syncthreads();
+	long long d = 0;
+	if (t < GR_EXACT_DIGITS) {
+		d = digits[t];
+#pragma unroll
+		for (unsigned i = 0; i < 3 * B::BINS; i++)
+			if (pw[i] == t)
+				d += pc[i];
+	}
+	uint32_t fl = 0;
+	if (t == 0)
+#pragma unroll
+		for (unsigned i = 0; i < NW; i++)
+			fl |= wflags[i];
+	if (gridDim.x == 1) {
+		if (t < GR_EXACT_DIGITS)
+			out->digit[t] = d;
+		if (t == 0)
+			out->flags = fl;
+		return;
+	}
+	if (t < GR_EXACT_DIGITS)
+		digits[t] = d;
+	__syncthreads();
+	digits_to_scratch(digits, fl, scratch, t);
+	if (last_block(&scratch->ticket, t))
+		scratch_to_out(scratch, out, t);
+}
+
+/* The vectors a lane takes in one_batch_kernel, and its blocks: one
+ * block where one holds the array at up to GROUP a lane (no scratch, no
+ * ticket: the quickest), else as few a lane as let four blocks an SM hold
+ * it; 0 where they cannot (single_kernel runs there) */
+template <typename T> static inline unsigned one_batch_group(uint64_t n, int sm_count,
+							    unsigned &blocks)
+{
+	const uint64_t nv = n * sizeof(T) / 16;
+	const uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * 4;
+	blocks = 1;
+	for (unsigned g = 1; g <= GROUP; g *= 2)
+		if (nv <= (uint64_t)g * THREADS)
+			return g;
+	for (unsigned g = 1; g < GROUP; g *= 2) {
+		const uint64_t b = (nv + (uint64_t)g * THREADS - 1) / ((uint64_t)g * THREADS);
+		if (b <= cap) {
+			blocks = (unsigned)b;
+			return g;
+		}
+	}
+	return 0;
+}
+
 /* The production form of the kernel */
 constexpr unsigned PROD_MINB = 2;
 constexpr bool PROD_PIPE = false;
@@ -660,10 +831,25 @@ static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_s
 					gr_exact_sum *out, int sm_count, cudaStream_t stream,
 					unsigned blocks = 0)
 {
-	if (!blocks)
+	const unsigned char *d = (const unsigned char *)data;
+	if (!blocks) {
+		switch (one_batch_group<T>(n, sm_count, blocks)) {
+		case 1:
+			one_batch_kernel<T, FB, 1><<<blocks, THREADS, 0, stream>>>(d, n, scratch, out);
+			return cudaGetLastError();
+		case 2:
+			one_batch_kernel<T, FB, 2><<<blocks, THREADS, 0, stream>>>(d, n, scratch, out);
+			return cudaGetLastError();
+		case 4:
+			one_batch_kernel<T, FB, 4><<<blocks, THREADS, 0, stream>>>(d, n, scratch, out);
+			return cudaGetLastError();
+		case 8:
+			one_batch_kernel<T, FB, 8><<<1, THREADS, 0, stream>>>(d, n, scratch, out);
+			return cudaGetLastError();
+		}
 		blocks = grid_blocks<T>(n, sm_count, MINB);
-	single_kernel<T, MINB, PIPE, FB><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n,
-								     scratch, out);
+	}
+	single_kernel<T, MINB, PIPE, FB><<<blocks, THREADS, 0, stream>>>(d, n, scratch, out);
 	return cudaGetLastError();
 }
 

@@ -6,9 +6,10 @@
  * same gr_partial; typical and wide-exponent random data at odd sizes and
  * starts, catastrophic cancellation, running sums past DBL_MAX,
  * subnormals, ties, infinities, NaN and signed zeros; grids of one block
- * and of more blocks than the data has batches; the kernel's other forms;
- * the batched form over mixed segments; the scratch left zero. The sums
- * of squares of f64 against the CPU's gr_reduce (which must agree with a
+ * and of more blocks than the data has batches; the one-batch kernel at
+ * each of its group sizes, in one block and in many; the kernel's other
+ * forms; the batched form over mixed segments; the scratch left zero.
+ * The sums of squares of f64 against the CPU's gr_reduce (which must agree with a
  * host integer accumulator of the squares): squares from 2^-2148 to past
  * DBL_MAX, ties decided by the low half of a square or by a square far
  * below 2^-1074, and the scaling edges of the kernel's careful path.
@@ -208,6 +209,13 @@ static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned 
 }
 
 static unsigned checks;
+
+/* Odd sizes, for every kind of random data: each of the one-batch
+ * kernel's groups in one block (up to 8196) and in many (65537, 2^20 + 3,
+ * 2^21 - 3 for f32), and single_kernel past them */
+static const size_t odd_sizes[] = { 1,    2,    3,    5,    31,    33,
+				    100,  1000, 1024, 1028, 2052,  4097,
+				    8192, 8196, 65537, (1u << 20) + 3, (1u << 21) - 3 };
 
 static const char *dt_name(int dt)
 {
@@ -438,8 +446,7 @@ int main(int argc, char **argv)
 			check_array(G, "NaN among many", dt, x, { 0, 3 });
 		}
 		/* random kinds at odd sizes */
-		const size_t sizes[] = { 1, 2, 3, 5, 31, 33, 100, 1000, 4097, 65537, (1u << 20) + 3 };
-		for (size_t n : sizes) {
+		for (size_t n : odd_sizes) {
 			if (quick && n > 70000)
 				continue;
 			for (int kind = 0; kind < 6; kind++)
@@ -480,8 +487,7 @@ int main(int argc, char **argv)
 		check_array(G, "tie to even", dt, { 1.0, ldexp(1, -27), ldexp(1, -27) }, all);
 		check_array(G, "tie broken", dt, { 1.0, ldexp(1, -27), ldexp(1, -27), ldexp(1, -60) },
 			    all);
-		const size_t sizes[] = { 1, 2, 3, 5, 31, 33, 100, 1000, 4097, 65537, (1u << 20) + 3 };
-		for (size_t n : sizes) {
+		for (size_t n : odd_sizes) {
 			if (quick && n > 70000)
 				continue;
 			for (int kind = 0; kind < 6; kind++)
@@ -571,8 +577,7 @@ int main(int argc, char **argv)
 			x[3000] = -INFINITY;
 			check_array(G, "-inf among many", dt, x, { 2 });
 		}
-		const size_t sizes[] = { 1, 2, 3, 5, 31, 33, 100, 1000, 4097, 65537, (1u << 20) + 3 };
-		for (size_t n : sizes) {
+		for (size_t n : odd_sizes) {
 			if (quick && n > 70000)
 				continue;
 			for (int kind = 0; kind < 8; kind++)
