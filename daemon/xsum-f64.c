@@ -329,23 +329,11 @@ static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
 	const size_t ng = n / XF_GROUP;
 	if (packed)
 		mxcsr_de_clear();
-	/* the block after a whole one is most likely next: bring it to L2
-	 * while this one is summed, so that its first pass does not wait */
-	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 8 : 0;
-
-	if (ahead) {
-		for (size_t gi = 0; gi < ng; gi++) {
-			const unsigned char *q = p + gi * XF_GROUP * 8;
-			for (size_t o = 0; o < XF_GROUP * 8; o += 64)
-				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
-			xf64_group(q, sig, last2, &scale, acc, &hi, &lo, &top, &low, levels, sq,
-			           avx2, fma, packed);
-		}
-	} else {
-		for (size_t gi = 0; gi < ng; gi++)
-			xf64_group(p + gi * XF_GROUP * 8, sig, last2, &scale, acc, &hi, &lo, &top,
-			           &low, levels, sq, avx2, fma, packed);
-	}
+	/* (no software prefetch of the next block: the hardware's streams
+	 * are faster without it, in cache and from memory) */
+	for (size_t gi = 0; gi < ng; gi++)
+		xf64_group(p + gi * XF_GROUP * 8, sig, last2, &scale, acc, &hi, &lo, &top, &low,
+		           levels, sq, avx2, fma, packed);
 	size_t groups = ng;
 	if (n % XF_GROUP) {
 		unsigned char tail[XF_GROUP * 8] = {0};
