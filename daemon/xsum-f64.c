@@ -301,6 +301,17 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XF_LE
 	}
 }
 
+/* The sum of a level's lanes, less their count times sigma's bits: its
+ * value in units of the level's ulp. */
+static GR_INLINE __int128 xf64_lanes(const v4du *acc, uint64_t cnt, uint64_t sbits)
+{
+	__int128 s = 0;
+	for (unsigned v = 0; v < 2; v++)
+		for (unsigned k = 0; k < 4; k++)
+			s += (int64_t)(acc[v][k] - cnt * sbits);
+	return s;
+}
+
 /*
  * Sum p[0, n) (or its squares) on f's grids of levels levels, and bound
  * its elements: when the grids held them (*ret_hi below f->bound_hi,
@@ -378,14 +389,19 @@ static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
 		return false;
 	/* each lane took two terms a group; squares were scaled by 2^2k */
 	const uint64_t cnt = 2 * groups;
-	for (unsigned j = 0; j < grids * levels; j++) {
-		const xgrid *g = &f->g[j / levels];
-		__int128 s = 0;
-		for (unsigned v = 0; v < 2; v++)
-			for (unsigned k = 0; k < 4; k++)
-				s += (int64_t)(acc[j][v][k] - cnt * g->sbits[j % levels]);
-		xacc_addmag(ret->xacc, g->ulp[j % levels] - 2 * f->k - GR_PARTIAL_EXP_MIN,
-		            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
+	for (unsigned gr = 0; gr < grids; gr++) {
+		const xgrid *g = &f->g[gr];
+		for (unsigned i = 0; i < levels; i += 2) {
+			const unsigned j = gr * levels + i, last = i + 1 < levels ? i + 1 : i;
+			__int128 s = xf64_lanes(acc[j], cnt, g->sbits[i]);
+			/* two levels into one addition: their units are at most
+			 * 2^51 apart, and each sum is below 2^66 */
+			if (last > i)
+				s = s * ((__int128)1 << (g->ulp[i] - g->ulp[last])) +
+				    xf64_lanes(acc[j + 1], cnt, g->sbits[last]);
+			xacc_addmag(ret->xacc, g->ulp[last] - 2 * f->k - GR_PARTIAL_EXP_MIN,
+			            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
+		}
 	}
 	return true;
 }
