@@ -28,10 +28,10 @@
  * bounds above):
  *
  * - The bounds are checked on the top 16 bits of x as loaded: the high
- *   words of four vectors packed into one (two shuffles, a shift and a
- *   blend), the sign masked off (a), then an unsigned maximum of a and a
- *   minimum of a - 1, on 16 lanes: eight operations a group of 16
- *   elements instead of fourteen. a is zero for zeros, and for
+ *   words of four vectors packed into one (two shuffles and a blend), the
+ *   sign masked off (a), then an unsigned maximum of a and a minimum of
+ *   a - 1, on 16 lanes: seven operations a group of 16 elements instead
+ *   of fourteen. a is zero for zeros, and for
  *   subnormals below 2^-1026 too, which would pass unseen; those are
  *   caught by MXCSR's denormal flag (simd.h) instead, which the pass
  *   clears first and reads after: when it is set, the block's bounds are
@@ -154,20 +154,24 @@ static GR_INLINE void xf64_bound(v8si *hi, v8su *lo, const v4du *c0, const v4du 
 }
 
 /*
- * The AVX2 sums' bounds: the top 16 bits of the four vectors x (as
- * loaded) packed into one, less the sign, a; into *top their unsigned
- * maximum, into *low that of a - 1 (zeros wrap to 0xffff).
+ * The AVX2 sums' bounds: the top 16 bits of the four vectors x of the
+ * group at q packed into one, less the sign, a; into *top their unsigned
+ * maximum, into *low that of a - 1 (zeros wrap to 0xffff). The first two
+ * vectors are loaded again two bytes on (within the group), where their
+ * top words lie in the low halves of the high words: two vshufps and a
+ * vpblendw, no shift.
  */
-static GR_INLINE void xf64_bound_top(v16hu *top, v16hu *low, const v4du *x)
+static GR_INLINE void xf64_bound_top(v16hu *top, v16hu *low, const unsigned char *q, const v4du *x)
 {
+	v4du x0, x1;
+	memcpy(&x0, q + 2, sizeof(x0));
+	memcpy(&x1, q + 34, sizeof(x1));
 	v8si h0, h1;
-	xf64_high(&h0, &x[0], &x[1]);
+	xf64_high(&h0, &x0, &x1);
 	xf64_high(&h1, &x[2], &x[3]);
 	v16hu a, b;
-	h0 = (v8si)((v8su)h0 >> 16);
 	memcpy(&a, &h0, sizeof(a));
 	memcpy(&b, &h1, sizeof(b));
-	/* one vpblendw: the top halves of both, side by side */
 	a = __builtin_shuffle(a, b,
 	                      (v16hu){0, 17, 2, 19, 4, 21, 6, 23, 8, 25, 10, 27, 12, 29, 14, 31});
 	a &= 0x7fff;
@@ -294,7 +298,7 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XF_LE
 		xf64_split(&l, sig[1], &last2[1], acc + levels, v & 1, levels, false);
 	}
 	if (packed) {
-		xf64_bound_top(top, low, c);
+		xf64_bound_top(top, low, q, c);
 	} else {
 		xf64_bound(hi, lo, &c[0], &c[1], avx2);
 		xf64_bound(hi, lo, &c[2], &c[3], avx2);
