@@ -48,11 +48,14 @@ typedef uint64_t v2du __attribute__((vector_size(16)));
 typedef uint16_t v16hu __attribute__((vector_size(32)));
 
 /* Lanes of a and b (counted on from a's into b's) picked by constant
- * indices: __builtin_shufflevector came to GCC only in 12. */
+ * indices: __builtin_shufflevector came to GCC only in 12. GR_SHUFFLE2
+ * for vectors of eight lanes, GR_SHUFFLE2_16 of sixteen 16-bit ones. */
 #ifdef __clang__
 #define GR_SHUFFLE2(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#define GR_SHUFFLE2_16(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
 #else
 #define GR_SHUFFLE2(a, b, ...) __builtin_shuffle(a, b, (v8si){__VA_ARGS__})
+#define GR_SHUFFLE2_16(a, b, ...) __builtin_shuffle(a, b, (v16hu){__VA_ARGS__})
 #endif
 
 /* ---- loads: four elements at p, any alignment ---- */

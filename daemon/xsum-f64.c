@@ -172,8 +172,7 @@ static GR_INLINE void xf64_bound_top(v16hu *top, v16hu *low, const unsigned char
 	v16hu a, b;
 	memcpy(&a, &h0, sizeof(a));
 	memcpy(&b, &h1, sizeof(b));
-	a = __builtin_shuffle(a, b,
-	                      (v16hu){0, 17, 2, 19, 4, 21, 6, 23, 8, 25, 10, 27, 12, 29, 14, 31});
+	a = GR_SHUFFLE2_16(a, b, 0, 17, 2, 19, 4, 21, 6, 23, 8, 25, 10, 27, 12, 29, 14, 31);
 	a &= 0x7fff;
 #ifdef GR_HAVE_AVX2
 	v16hu_max_avx2(top, &a);
@@ -370,7 +369,7 @@ static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
 		 * all done, the flag has seen every operand */
 		for (unsigned j = 0; j < grids * levels; j++)
 			for (unsigned v = 0; v < 2; v++)
-				__asm__ volatile("" : : "x"(acc[j][v]));
+				__asm__ volatile("" : : "m"(acc[j][v]));
 		if (mxcsr_de_seen()) {
 			/* a subnormal (or a grid at the bottom of the range):
 			 * those whose top is zero bound nothing above */
