@@ -16,10 +16,10 @@
 /*
  * On x86-64 every kernel is compiled twice, for the baseline and for AVX2,
  * and the AVX2 table is picked at run time when the CPU has it (or the
- * baseline when GPURED_REDUCE_ISA=baseline, for tests). The f64 sum of
- * squares has a third build, for AVX2 with FMA, which its AVX2 kernel
- * calls when the CPU has FMA (and GPURED_REDUCE_ISA is not avx2, which
- * tests the AVX2 kernels without it). A table chosen in
+ * baseline when GPURED_REDUCE_ISA=baseline, for tests). The f64 sum and
+ * sum of squares have a third build, for AVX2 with FMA, which their AVX2
+ * kernels call when the CPU has FMA (and GPURED_REDUCE_ISA is not avx2,
+ * which tests the AVX2 kernels without it). A table chosen in
  * code, rather than target_clones' ifuncs, keeps the kernels' addresses out
  * of load-time relocations, which sanitizer runtimes cannot survive.
  */
@@ -45,13 +45,17 @@ typedef uint32_t v8su __attribute__((vector_size(32)));
 typedef double v2df __attribute__((vector_size(16)));
 typedef int64_t v2di __attribute__((vector_size(16)));
 typedef uint64_t v2du __attribute__((vector_size(16)));
+typedef uint16_t v16hu __attribute__((vector_size(32)));
 
 /* Lanes of a and b (counted on from a's into b's) picked by constant
- * indices: __builtin_shufflevector came to GCC only in 12. */
+ * indices: __builtin_shufflevector came to GCC only in 12. GR_SHUFFLE2
+ * for vectors of eight lanes, GR_SHUFFLE2_16 of sixteen 16-bit ones. */
 #ifdef __clang__
 #define GR_SHUFFLE2(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#define GR_SHUFFLE2_16(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
 #else
 #define GR_SHUFFLE2(a, b, ...) __builtin_shuffle(a, b, (v8si){__VA_ARGS__})
+#define GR_SHUFFLE2_16(a, b, ...) __builtin_shuffle(a, b, (v16hu){__VA_ARGS__})
 #endif
 
 /* ---- loads: four elements at p, any alignment ---- */
@@ -170,17 +174,82 @@ static GR_INLINE void v8su_min(v8su *a, const v8su *b, const bool avx2)
 	*a = (*a & c) | (*b & ~c);
 }
 
-/* ---- fused multiply-subtract ---- */
+/* ---- 16-bit lanes: unsigned maximum and minimum ----
+ *
+ * For the AVX2 kernels only, which alone ask for them; as the AVX2 helpers
+ * above, they may be named in a baseline kernel that never reaches them.
+ */
+#ifdef GR_HAVE_AVX2
+GR_AVX2 static inline void v16hu_max_avx2(v16hu *a, const v16hu *b)
+{
+	*a = (v16hu)_mm256_max_epu16((__m256i)*a, (__m256i)*b);
+}
+
+GR_AVX2 static inline void v16hu_min_avx2(v16hu *a, const v16hu *b)
+{
+	*a = (v16hu)_mm256_min_epu16((__m256i)*a, (__m256i)*b);
+}
+#endif
+
+/* ---- fused multiply-add and -subtract ---- */
 
 /*
- * *ret = a * b - c rounded once, for the AVX2-with-FMA kernels only; as
- * the helpers above, it may be named in the others, which never reach it.
- * (The kernels' files turn contraction off: FMA is only ever this.)
+ * *ret = a * b - c (fmsub) or a * b + c (fmadd) rounded once, for the
+ * AVX2-with-FMA kernels only; as the helpers above, they may be named in
+ * the others, which never reach them. (The kernels' files turn
+ * contraction off: FMA is only ever these.)
  */
 #ifdef GR_HAVE_AVX2
 GR_AVX2_FMA static inline void v4df_fmsub_fma(v4df *ret, const v4df *a, const v4df *b,
                                               const v4df *c)
 {
 	*ret = (v4df)_mm256_fmsub_pd((__m256d)*a, (__m256d)*b, (__m256d)*c);
+}
+
+GR_AVX2_FMA static inline void v4df_fmadd_fma(v4df *ret, const v4df *a, const v4df *b,
+                                              const v4df *c)
+{
+	*ret = (v4df)_mm256_fmadd_pd((__m256d)*a, (__m256d)*b, (__m256d)*c);
+}
+#endif
+
+/* ---- MXCSR's denormal-operand flag ----
+ *
+ * On x86-64 an SSE or AVX operation with a subnormal operand sets bit 1 of
+ * MXCSR (DE; while DAZ is off, which every exact kernel already needs),
+ * and it stays set until cleared: a kernel clears it, works, and asks.
+ * The flag belongs to the thread, and nothing else in the daemon reads it.
+ * Not every machine that runs x86-64 code keeps it (valgrind does not):
+ * a kernel that counts on it asks first whether it works (xsum-f64.c).
+ * Elsewhere the flag does not exist and always reads as set.
+ */
+#define GR_MXCSR_DE 0x2u
+
+#ifdef GR_HAVE_AVX2
+static inline void mxcsr_de_clear(void)
+{
+	unsigned c;
+	/* "memory": no load of the data the flag is to watch moves above */
+	__asm__ volatile("stmxcsr %0" : "=m"(c) : : "memory");
+	if (c & GR_MXCSR_DE) {
+		c &= ~GR_MXCSR_DE;
+		__asm__ volatile("ldmxcsr %0" : : "m"(c) : "memory");
+	}
+}
+
+static inline bool mxcsr_de_seen(void)
+{
+	unsigned c;
+	__asm__ volatile("stmxcsr %0" : "=m"(c) : : "memory");
+	return c & GR_MXCSR_DE;
+}
+#else
+static inline void mxcsr_de_clear(void)
+{
+}
+
+static inline bool mxcsr_de_seen(void)
+{
+	return true;
 }
 #endif

@@ -23,6 +23,23 @@
  * block whose guess was wrong takes one more pass, whose grid and number
  * of levels (2 to XF_LEVELS_MAX) follow from them, and no pass to find them. A
  * tail shorter than a group is padded with zeros into one.
+ *
+ * The AVX2 sums go further (the baseline kernels and the squares keep the
+ * bounds above):
+ *
+ * - The bounds are checked on the top 16 bits of x as loaded: the high
+ *   words of four vectors packed into one (two shuffles and a blend), the
+ *   sign masked off (a), then an unsigned maximum of a and a minimum of
+ *   a - 1, on 16 lanes: seven operations a group of 16 elements instead
+ *   of fourteen. a is zero for zeros, and for
+ *   subnormals below 2^-1026 too, which would pass unseen; those are
+ *   caught by MXCSR's denormal flag (simd.h) instead, which the pass
+ *   clears first and reads after: when it is set, the block's bounds are
+ *   taken again exactly, element by element. Where the flag does not work
+ *   (valgrind), the AVX2 kernel hands the block to the baseline one.
+ * - Where the CPU has FMA, t_a = y + sigma_a is x * 1 + sigma_a, one
+ *   rounding, the same bits, on the multiplier's pipes, which the sum
+ *   otherwise leaves idle beside the two adders'.
  */
 
 /* x * x + acc must round twice, in every build and on every ISA. */
@@ -114,23 +131,64 @@ static unsigned xf64_levels(int M, unsigned emin, bool sq)
 	return bits <= 51 ? 2 : 1 + ((unsigned)bits + 50) / 51;
 }
 
-/* Pack the high words of two vectors of |x| - 1 and fold them into the
- * bounds. */
-static GR_INLINE void xf64_bound(v8si *hi, v8su *lo, const v4du *c0, const v4du *c1,
-                                 const bool avx2)
+/* The high words of two vectors, packed into one. */
+static GR_INLINE void xf64_high(v8si *ret, const v4du *c0, const v4du *c1)
 {
 	v8sf a, b;
 	memcpy(&a, c0, sizeof(a));
 	memcpy(&b, c1, sizeof(b));
 	/* one vshufps: the odd words of each 128-bit half of both */
 	v8sf h = GR_SHUFFLE2(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+	memcpy(ret, &h, sizeof(*ret));
+}
+
+/* Pack the high words of two vectors of |x| - 1 and fold them into the
+ * bounds. */
+static GR_INLINE void xf64_bound(v8si *hi, v8su *lo, const v4du *c0, const v4du *c1,
+                                 const bool avx2)
+{
 	v8si hs;
-	memcpy(&hs, &h, sizeof(hs));
+	xf64_high(&hs, c0, c1);
 	v8si_max(hi, &hs, avx2);
 	v8su_min(lo, (const v8su *)&hs, avx2);
 }
 
-/* The bounds of elements [0, n) alone: the largest and the least c. */
+/*
+ * The AVX2 sums' bounds: the top 16 bits of the four vectors x of the
+ * group at q packed into one, less the sign, a; into *top their unsigned
+ * maximum, into *low that of a - 1 (zeros wrap to 0xffff). The first two
+ * vectors are loaded again two bytes on (within the group), where their
+ * top words lie in the low halves of the high words: two vshufps and a
+ * vpblendw, no shift.
+ */
+static GR_INLINE void xf64_bound_top(v16hu *top, v16hu *low, const unsigned char *q, const v4du *x)
+{
+	v4du x0, x1;
+	memcpy(&x0, q + 2, sizeof(x0));
+	memcpy(&x1, q + 34, sizeof(x1));
+	v8si h0, h1;
+	xf64_high(&h0, &x0, &x1);
+	xf64_high(&h1, &x[2], &x[3]);
+	v16hu a, b;
+	memcpy(&a, &h0, sizeof(a));
+	memcpy(&b, &h1, sizeof(b));
+	a = GR_SHUFFLE2_16(a, b, 0, 17, 2, 19, 4, 21, 6, 23, 8, 25, 10, 27, 12, 29, 14, 31);
+	a &= 0x7fff;
+#ifdef GR_HAVE_AVX2
+	v16hu_max_avx2(top, &a);
+	a -= 1;
+	v16hu_min_avx2(low, &a);
+#else
+	(void)top;
+	(void)low;
+#endif
+}
+
+/*
+ * The bounds of elements [0, n) alone: the largest high word of |x| (which
+ * bounds |x| as c does, and puts a power of two below the top it gives,
+ * as the AVX2 pass wants), or -1 when all are zeros, and the least c.
+ */
 static GR_INLINE void xf64_bounds(const unsigned char *p, size_t n, const bool avx2,
                                   int32_t *ret_hi, uint32_t *ret_lo)
 {
@@ -138,12 +196,17 @@ static GR_INLINE void xf64_bounds(const unsigned char *p, size_t n, const bool a
 	v8su lo = (v8su){0} - 1;
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		v4du c0, c1;
-		memcpy(&c0, p + 8 * i, sizeof(c0));
-		memcpy(&c1, p + 8 * i + 32, sizeof(c1));
-		c0 = (c0 & INT64_MAX) - 1;
-		c1 = (c1 & INT64_MAX) - 1;
-		xf64_bound(&hi, &lo, &c0, &c1, avx2);
+		v4du a0, a1;
+		memcpy(&a0, p + 8 * i, sizeof(a0));
+		memcpy(&a1, p + 8 * i + 32, sizeof(a1));
+		a0 &= INT64_MAX;
+		a1 &= INT64_MAX;
+		v4du c0 = a0 - 1, c1 = a1 - 1;
+		v8si ha, hc;
+		xf64_high(&ha, &a0, &a1);
+		xf64_high(&hc, &c0, &c1);
+		v8si_max(&hi, &ha, avx2);
+		v8su_min(&lo, (const v8su *)&hc, avx2);
 	}
 	int32_t h = -1;
 	uint32_t l = UINT32_MAX;
@@ -154,17 +217,19 @@ static GR_INLINE void xf64_bounds(const unsigned char *p, size_t n, const bool a
 	for (; i < n; i++) {
 		uint64_t b;
 		memcpy(&b, p + 8 * i, sizeof(b));
+		int32_t a = (int32_t)((b & INT64_MAX) >> 32);
 		uint32_t c = (uint32_t)(((b & INT64_MAX) - 1) >> 32);
-		h = (int32_t)c > h ? (int32_t)c : h;
+		h = a > h ? a : h;
 		l = c < l ? c : l;
 	}
-	*ret_hi = h;
+	*ret_hi = l == UINT32_MAX ? -1 : h;
 	*ret_lo = l;
 }
 
-/* y over the levels of one grid into acc[0, levels), lane set v. */
+/* y over the levels of one grid into acc[0, levels), lane set v (fma:
+ * t_a as y * 1 + sigma_a, the same value). */
 static GR_INLINE void xf64_split(const v4df *py, const v4df *sig, const v4df *last2, v4du (*acc)[2],
-                                 unsigned v, const unsigned levels)
+                                 unsigned v, const unsigned levels, const bool fma)
 {
 	v4df y = *py;
 	v4du tb;
@@ -174,7 +239,17 @@ static GR_INLINE void xf64_split(const v4df *py, const v4df *sig, const v4df *la
 		acc[j][v] += tb;
 		y = y - (t - sig[j]);
 	}
-	v4df ta = y + sig[levels - 2];
+	v4df ta;
+#ifdef GR_HAVE_AVX2
+	if (fma) {
+		const v4df one = (v4df){0} + 1.0;
+		v4df_fmadd_fma(&ta, &y, &one, &sig[levels - 2]);
+	} else
+#endif
+	{
+		(void)fma;
+		ta = y + sig[levels - 2];
+	}
 	v4df tl = y - (ta - *last2);
 	memcpy(&tb, &ta, sizeof(tb));
 	acc[levels - 2][v] += tb;
@@ -182,11 +257,12 @@ static GR_INLINE void xf64_split(const v4df *py, const v4df *sig, const v4df *la
 	acc[levels - 1][v] += tb;
 }
 
-/* One group of XF_GROUP elements at q into the lanes and the bounds. */
+/* One group of XF_GROUP elements at q into the lanes and the bounds
+ * (top: the AVX2 sums' into top and low, else into hi and lo). */
 static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XF_LEVELS_MAX],
                                  const v4df *last2, const v4df *scale, v4du (*acc)[2], v8si *hi,
-                                 v8su *lo, const unsigned levels, const bool sq, const bool avx2,
-                                 const bool fma)
+                                 v8su *lo, v16hu *top, v16hu *low, const unsigned levels,
+                                 const bool sq, const bool avx2, const bool fma, const bool packed)
 {
 	v4du c[4];
 	UNROLL
@@ -194,9 +270,10 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XF_LE
 		v4df y;
 		ld_f64(&y, q + 32 * v);
 		memcpy(&c[v], &y, sizeof(c[v]));
-		c[v] = (c[v] & INT64_MAX) - 1;
+		if (!packed)
+			c[v] = (c[v] & INT64_MAX) - 1;
 		if (!sq) {
-			xf64_split(&y, sig[0], &last2[0], acc, v & 1, levels);
+			xf64_split(&y, sig[0], &last2[0], acc, v & 1, levels, fma);
 			continue;
 		}
 		/* x * x = h + l exactly, while nothing under- or overflows:
@@ -216,11 +293,26 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XF_LE
 			v4df xl = x - xh;
 			l = ((xh * xh - h) + (xh + xh) * xl) + xl * xl;
 		}
-		xf64_split(&h, sig[0], &last2[0], acc, v & 1, levels);
-		xf64_split(&l, sig[1], &last2[1], acc + levels, v & 1, levels);
+		xf64_split(&h, sig[0], &last2[0], acc, v & 1, levels, false);
+		xf64_split(&l, sig[1], &last2[1], acc + levels, v & 1, levels, false);
 	}
-	xf64_bound(hi, lo, &c[0], &c[1], avx2);
-	xf64_bound(hi, lo, &c[2], &c[3], avx2);
+	if (packed) {
+		xf64_bound_top(top, low, q, c);
+	} else {
+		xf64_bound(hi, lo, &c[0], &c[1], avx2);
+		xf64_bound(hi, lo, &c[2], &c[3], avx2);
+	}
+}
+
+/* The sum of a level's lanes, less their count times sigma's bits: its
+ * value in units of the level's ulp. */
+static GR_INLINE __int128 xf64_lanes(const v4du *acc, uint64_t cnt, uint64_t sbits)
+{
+	__int128 s = 0;
+	for (unsigned v = 0; v < 2; v++)
+		for (unsigned k = 0; k < 4; k++)
+			s += (int64_t)(acc[v][k] - cnt * sbits);
+	return s;
 }
 
 /*
@@ -228,12 +320,13 @@ static GR_INLINE void xf64_group(const unsigned char *q, const v4df (*sig)[XF_LE
  * its elements: when the grids held them (*ret_hi below f->bound_hi,
  * *ret_lo at least f->small_hi), add the block's value to ret's
  * accumulator and return true; else leave it alone. The bounds are
- * reported either way.
+ * reported either way (packed: from the top 16 bits of each element, or
+ * when the denormal flag went up, from all of them again).
  */
 static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
                                 const unsigned levels, const bool sq, const bool avx2,
-                                const bool fma, v4du (*acc)[2], gr_partial *ret, int32_t *ret_hi,
-                                uint32_t *ret_lo)
+                                const bool fma, const bool packed, v4du (*acc)[2], gr_partial *ret,
+                                int32_t *ret_hi, uint32_t *ret_lo)
 {
 	const unsigned grids = sq ? 2 : 1;
 	v4df sig[2][XF_LEVELS_MAX], last2[2];
@@ -246,36 +339,52 @@ static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
 	memset(acc, 0, sizeof(*acc) * grids * levels);
 	v8si hi = (v8si){0} - 1;
 	v8su lo = (v8su){0} - 1;
+	v16hu top = {0}, low = (v16hu){0} - 1;
 	const size_t ng = n / XF_GROUP;
-	/* the block after a whole one is most likely next: bring it to L2
-	 * while this one is summed, so that its first pass does not wait */
-	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 8 : 0;
-
-	if (ahead) {
-		for (size_t gi = 0; gi < ng; gi++) {
-			const unsigned char *q = p + gi * XF_GROUP * 8;
-			for (size_t o = 0; o < XF_GROUP * 8; o += 64)
-				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
-			xf64_group(q, sig, last2, &scale, acc, &hi, &lo, levels, sq, avx2, fma);
-		}
-	} else {
-		for (size_t gi = 0; gi < ng; gi++)
-			xf64_group(p + gi * XF_GROUP * 8, sig, last2, &scale, acc, &hi, &lo, levels,
-			           sq, avx2, fma);
-	}
+	if (packed)
+		mxcsr_de_clear();
+	/* (no software prefetch of the next block: the hardware's streams
+	 * are faster without it, in cache and from memory) */
+	for (size_t gi = 0; gi < ng; gi++)
+		xf64_group(p + gi * XF_GROUP * 8, sig, last2, &scale, acc, &hi, &lo, &top, &low,
+		           levels, sq, avx2, fma, packed);
 	size_t groups = ng;
 	if (n % XF_GROUP) {
 		unsigned char tail[XF_GROUP * 8] = {0};
 		memcpy(tail, p + ng * XF_GROUP * 8, (n % XF_GROUP) * 8);
-		xf64_group(tail, sig, last2, &scale, acc, &hi, &lo, levels, sq, avx2, fma);
+		xf64_group(tail, sig, last2, &scale, acc, &hi, &lo, &top, &low, levels, sq, avx2,
+		           fma, packed);
 		groups++;
 	}
 
 	int32_t h = -1;
 	uint32_t l = UINT32_MAX;
-	for (unsigned k = 0; k < 8; k++) {
-		h = hi[k] > h ? hi[k] : h;
-		l = lo[k] < l ? lo[k] : l;
+	if (!packed) {
+		for (unsigned k = 0; k < 8; k++) {
+			h = hi[k] > h ? hi[k] : h;
+			l = lo[k] < l ? lo[k] : l;
+		}
+	} else {
+		/* every operation on an element feeds a lane: once they are
+		 * all done, the flag has seen every operand */
+		for (unsigned j = 0; j < grids * levels; j++)
+			for (unsigned v = 0; v < 2; v++)
+				__asm__ volatile("" : : "m"(acc[j][v]));
+		if (mxcsr_de_seen()) {
+			/* a subnormal (or a grid at the bottom of the range):
+			 * those whose top is zero bound nothing above */
+			xf64_bounds(p, n, avx2, &h, &l);
+		} else {
+			/* no subnormals: a is zero for zeros alone, and bounds
+			 * |x| to [2^32 a 2^16, 2^32 (a + 1) 2^16) */
+			uint16_t t = 0, w = UINT16_MAX;
+			for (unsigned k = 0; k < 16; k++) {
+				t = top[k] > t ? top[k] : t;
+				w = low[k] < w ? low[k] : w;
+			}
+			h = t ? (int32_t)((uint32_t)t << 16 | 0xffff) : -1;
+			l = w == UINT16_MAX ? UINT32_MAX : (uint32_t)(w + 1) << 16;
+		}
 	}
 	*ret_hi = h;
 	*ret_lo = l;
@@ -283,14 +392,19 @@ static GR_INLINE bool xf64_pass(const unsigned char *p, size_t n, const xf64 *f,
 		return false;
 	/* each lane took two terms a group; squares were scaled by 2^2k */
 	const uint64_t cnt = 2 * groups;
-	for (unsigned j = 0; j < grids * levels; j++) {
-		const xgrid *g = &f->g[j / levels];
-		__int128 s = 0;
-		for (unsigned v = 0; v < 2; v++)
-			for (unsigned k = 0; k < 4; k++)
-				s += (int64_t)(acc[j][v][k] - cnt * g->sbits[j % levels]);
-		xacc_addmag(ret->xacc, g->ulp[j % levels] - 2 * f->k - GR_PARTIAL_EXP_MIN,
-		            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
+	for (unsigned gr = 0; gr < grids; gr++) {
+		const xgrid *g = &f->g[gr];
+		for (unsigned i = 0; i < levels; i += 2) {
+			const unsigned j = gr * levels + i, last = i + 1 < levels ? i + 1 : i;
+			__int128 s = xf64_lanes(acc[j], cnt, g->sbits[i]);
+			/* two levels into one addition: their units are at most
+			 * 2^51 apart, and each sum is below 2^66 */
+			if (last > i)
+				s = s * ((__int128)1 << (g->ulp[i] - g->ulp[last])) +
+				    xf64_lanes(acc[j + 1], cnt, g->sbits[last]);
+			xacc_addmag(ret->xacc, g->ulp[last] - 2 * f->k - GR_PARTIAL_EXP_MIN,
+			            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
+		}
 	}
 	return true;
 }
@@ -303,7 +417,7 @@ static int xf64_top(int32_t hi)
 }
 
 static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
-                               const bool avx2, const bool fma)
+                               const bool avx2, const bool fma, const bool packed)
 {
 	/* Guess the grid from a sample, one binade wider at the top and four
 	 * at the bottom (a block's extremes lie beyond its sample's); a small
@@ -338,14 +452,16 @@ static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret
 		if (levels <= XL_MAX) {
 			/* in registers, unrolled */
 			v4du acc[2 * XL_MAX][2];
-			ok = levels == 2 ? xf64_pass(p, n, &f, 2, sq, avx2, fma, acc, ret, &hi, &lo)
-			     : levels == 3
-			         ? xf64_pass(p, n, &f, 3, sq, avx2, fma, acc, ret, &hi, &lo)
-			         : xf64_pass(p, n, &f, 4, sq, avx2, fma, acc, ret, &hi, &lo);
+			ok =
+			    levels == 2
+			        ? xf64_pass(p, n, &f, 2, sq, avx2, fma, packed, acc, ret, &hi, &lo)
+			    : levels == 3
+			        ? xf64_pass(p, n, &f, 3, sq, avx2, fma, packed, acc, ret, &hi, &lo)
+			        : xf64_pass(p, n, &f, 4, sq, avx2, fma, packed, acc, ret, &hi, &lo);
 		} else {
 			/* wide blocks: a loop over the levels, in memory */
 			v4du acc[2 * XF_LEVELS_MAX][2];
-			ok = xf64_pass(p, n, &f, levels, sq, avx2, fma, acc, ret, &hi, &lo);
+			ok = xf64_pass(p, n, &f, levels, sq, avx2, fma, packed, acc, ret, &hi, &lo);
 		}
 		if (!ok)
 			continue;
@@ -364,15 +480,9 @@ static GR_INLINE void xsum_f64(const unsigned char *p, size_t n, gr_partial *ret
 
 void xsum_sum_f64_base(const unsigned char *p, size_t n, gr_partial *ret)
 {
-	xsum_f64(p, n, ret, /* sq= */ false, /* avx2= */ false, /* fma= */ false);
+	xsum_f64(p, n, ret, /* sq= */ false, /* avx2= */ false, /* fma= */ false,
+	         /* packed= */ false);
 }
-
-#ifdef GR_HAVE_AVX2
-GR_AVX2 void xsum_sum_f64_avx2(const unsigned char *p, size_t n, gr_partial *ret)
-{
-	xsum_f64(p, n, ret, /* sq= */ false, /* avx2= */ true, /* fma= */ false);
-}
-#endif
 
 /*
  * f64 squares: the AVX2 kernel hands the block to one built with FMA when
@@ -381,15 +491,11 @@ GR_AVX2 void xsum_sum_f64_avx2(const unsigned char *p, size_t n, gr_partial *ret
  */
 void xsum_sumsq_f64_base(const unsigned char *p, size_t n, gr_partial *ret)
 {
-	xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ false, /* fma= */ false);
+	xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ false, /* fma= */ false,
+	         /* packed= */ false);
 }
 
 #ifdef GR_HAVE_AVX2
-GR_AVX2_FMA static void xsum_sumsq_f64_fma(const unsigned char *p, size_t n, gr_partial *ret)
-{
-	xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ true, /* fma= */ true);
-}
-
 static bool xsum_have_fma(void)
 {
 	/* 0: not asked yet, 1: no, 2: yes; racing first calls agree */
@@ -404,11 +510,53 @@ static bool xsum_have_fma(void)
 	return f == 2;
 }
 
+/* Whether an operation on a subnormal sets MXCSR's denormal flag here. */
+static bool xsum_have_de(void)
+{
+	/* 0: not asked yet, 1: no, 2: yes; racing first calls agree */
+	static _Atomic int de;
+	int d = atomic_load_explicit(&de, memory_order_relaxed);
+	if (!d) {
+		volatile double tiny = 0x1p-1074, one = 1.0;
+		mxcsr_de_clear();
+		double s = tiny + one;
+		__asm__ volatile("" : : "x"(s));
+		d = mxcsr_de_seen() ? 2 : 1;
+		mxcsr_de_clear();
+		atomic_store_explicit(&de, d, memory_order_relaxed);
+	}
+	return d == 2;
+}
+
+GR_AVX2_FMA static void xsum_sum_f64_fma(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	xsum_f64(p, n, ret, /* sq= */ false, /* avx2= */ true, /* fma= */ true, /* packed= */ true);
+}
+
+/* f64 sums: with FMA or without, and where the denormal flag does not
+ * work, by the baseline kernel, whose bounds need none. */
+GR_AVX2 void xsum_sum_f64_avx2(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	if (!xsum_have_de())
+		xsum_sum_f64_base(p, n, ret);
+	else if (xsum_have_fma())
+		xsum_sum_f64_fma(p, n, ret);
+	else
+		xsum_f64(p, n, ret, /* sq= */ false, /* avx2= */ true, /* fma= */ false,
+		         /* packed= */ true);
+}
+
+GR_AVX2_FMA static void xsum_sumsq_f64_fma(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ true, /* fma= */ true, /* packed= */ false);
+}
+
 GR_AVX2 void xsum_sumsq_f64_avx2(const unsigned char *p, size_t n, gr_partial *ret)
 {
 	if (xsum_have_fma())
 		xsum_sumsq_f64_fma(p, n, ret);
 	else
-		xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ true, /* fma= */ false);
+		xsum_f64(p, n, ret, /* sq= */ true, /* avx2= */ true, /* fma= */ false,
+		         /* packed= */ false);
 }
 #endif

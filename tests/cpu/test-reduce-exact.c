@@ -631,12 +631,96 @@ static void check_f64_bounds(unsigned char *buf)
 			}
 }
 
+/* Element at of a block whose exponents lie in [top - span, top] becomes
+ * each of the cases of check_f64_top_words() in turn, then itself again. */
+static void check_top_words_at(unsigned char *buf, size_t n, size_t at, int top, int span)
+{
+	/* subnormals' bits: the top 16 zero, then 1 */
+	static const uint64_t subs[] = {1, (1ull << 48) - 1, 1ull << 48, (1ull << 52) - 1};
+	static const uint64_t mants[] = {0, 1, 15ull << 48, (1ull << 52) - 1};
+	static const int offs[] = {1, 0, -1, -2, -48, -49, -50, -51, -52, -53, -101, -102};
+	unsigned char keep[8];
+	memcpy(keep, buf + 8 * at, 8);
+	for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++) {
+		uint64_t b = subs[k] | (uint64_t)(rng() % 2) << 63;
+		memcpy(buf + 8 * at, &b, 8);
+		check_exact_ref(buf, n, false, "top words: subnormal");
+	}
+	for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); o++) {
+		int e = (offs[o] > 0 ? top : top - span) + offs[o];
+		if (e < -1022 || e > 1023)
+			continue;
+		for (size_t k = 0; k < sizeof(mants) / sizeof(mants[0]); k++) {
+			put_exp(buf, at, e, 1ull << 52 | mants[k], rng() % 2);
+			check_exact_ref(buf, n, false, "top words: bound");
+		}
+	}
+	memcpy(buf + 8 * at, keep, 8);
+}
+
+/*
+ * The AVX2 sums bound each element by the top 16 bits of its bits, and
+ * catch the subnormals whose top is zero (below 2^-1026) by MXCSR's
+ * denormal flag (xsum-f64.c). Blocks of exponents in a window, with one
+ * element anywhere (first, middle, last, in a tail) that is: a subnormal
+ * whose top is zero (2^-1074 alone, or every bit below the top) or one
+ * (2^-1026), or a normal element on a bound of the window or beyond it
+ * with the least or the largest top of its binade (mantissas 1 and
+ * 15 * 2^48, whose tops differ from their values' most); blocks of zeros
+ * of either sign and subnormals whose top is zero alone; and a denormal
+ * flag left set by an operation before the call.
+ */
+static void check_f64_top_words(unsigned char *buf)
+{
+	static const size_t sizes[] = {1, 15, 16, 17, 100, 4099, GR_REDUCE_BLOCK};
+	static const int tops[] = {0, -900, -960, -1000, -1020, 1000};
+	static const int spans[] = {0, 30, 49};
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); t++)
+			for (size_t w = 0; w < sizeof(spans) / sizeof(spans[0]); w++) {
+				size_t n = sizes[s];
+				int top = tops[t], span = spans[w];
+				if (n == GR_REDUCE_BLOCK && top != 0 && top != -960)
+					continue;
+				for (size_t i = 0; i < n; i++) {
+					int e = top - (int)(rng() % (unsigned)(span + 1));
+					uint64_t m = 1ull << 52 | rng() >> 12;
+					put_exp(buf, i, e, m, rng() % 2);
+				}
+				check_top_words_at(buf, n, 0, top, span);
+				check_top_words_at(buf, n, n / 2, top, span);
+				check_top_words_at(buf, n, n - 1, top, span);
+			}
+	/* zeros and subnormals whose top is zero alone */
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s];
+		for (int round = 0; round < 4; round++) {
+			for (size_t i = 0; i < n; i++)
+				put_f(GR_DT_F64, buf, i, rng() % 2 ? -0.0 : 0.0);
+			for (int k = 0; k < round; k++) {
+				uint64_t b =
+				    (rng() & ((1ull << 48) - 1)) | 1 | (uint64_t)(rng() % 2) << 63;
+				memcpy(buf + 8 * (rng() % n), &b, 8);
+			}
+			check_exact_ref(buf, n, false, "top words: zeros and subnormals");
+		}
+	}
+	/* a flag some earlier operation left set */
+	for (size_t i = 0; i < 100; i++)
+		put_exp(buf, i, -(int)(rng() % 40), 1ull << 52 | rng() >> 12, rng() % 2);
+	volatile double tiny = 0x1p-1074;
+	volatile double sink = tiny * 3;
+	(void)sink;
+	check_exact_ref(buf, 100, false, "top words: a flag left set");
+}
+
 int main(void)
 {
 	static const reduce_part parts[] = {
-	    {"exact cases", check_exact_cases}, {"mixed blocks", check_mixed_blocks},
-	    {"late large", check_late_large},   {"spans", check_spans},
-	    {"f64 paths", check_f64_paths},     {"f64 bounds", check_f64_bounds},
+	    {"exact cases", check_exact_cases},     {"mixed blocks", check_mixed_blocks},
+	    {"late large", check_late_large},       {"spans", check_spans},
+	    {"f64 paths", check_f64_paths},         {"f64 bounds", check_f64_bounds},
+	    {"f64 top words", check_f64_top_words},
 	};
 
 	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]));
