@@ -26,10 +26,7 @@ def expect_fatal(c, data, msgid=0):
 def expect_error(c, data, code, fds=None, contains=""):
     """One request fails with code and the connection stays open."""
     msgid = c.msgid
-    if fds:
-        c.send_fds(data, fds)
-    else:
-        c.send(data)
+    c.send(data, fds)
     resp = c.recv()
     if resp is None:
         return "closed instead of %s" % code
@@ -124,7 +121,7 @@ def m_fd_wrong_request(cl, c, rng):
             return expect_error(c, req(c, "reduce", [{"op": "sum", "dtype": "i32", "data": b"\1\0\0\0"}]),
                                 "invalid_params", fds=[fd])
         # with a notification: closed silently, and the next request is fine
-        c.send_fds(pack([2, "ping", []]), [fd])
+        c.send(pack([2, "ping", []]), [fd])
         resp = c.call("ping")
         return None if resp[3] == "pong" else "ping after a notification with a descriptor: %r" % (resp,)
     finally:

@@ -557,7 +557,7 @@ class Clients:
                 fd = memfd(4096)
                 try:
                     msg = pack([0, c.next_id(), "map", [{"bytes": 4096}]])
-                    c.send_fds(msg[:rng.randrange(1, len(msg))], [fd])
+                    c.send(msg[:rng.randrange(1, len(msg))], [fd])
                 finally:
                     os.close(fd)
             else:

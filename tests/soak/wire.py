@@ -50,11 +50,12 @@ class Conn:
         self.msgid = (self.msgid + 1) % (1 << 32)
         return self.msgid
 
-    def send(self, data):
-        self.sock.sendall(data)
-
-    def send_fds(self, data, fds):
-        self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    def send(self, data, fds=None):
+        """data, with fds in SCM_RIGHTS beside its first byte if any."""
+        if fds:
+            self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        else:
+            self.sock.sendall(data)
 
     def recv(self):
         """The next message, or None at end of stream."""
@@ -83,11 +84,7 @@ class Conn:
 
     def call(self, method, params=(), fds=None):
         msgid = self.next_id()
-        data = pack([0, msgid, method, list(params)])
-        if fds:
-            self.send_fds(data, fds)
-        else:
-            self.send(data)
+        self.send(pack([0, msgid, method, list(params)]), fds)
         resp = self.recv()
         if resp is None:
             raise ConnectionError("closed while waiting for %s" % method)
