@@ -12,14 +12,16 @@
  * careful path runs: exponents over 60 binades, and over every binade of
  * the dtype. The device result is not folded inside the timings (the
  * host's fold is one small loop over 134 digits).
- * Each size's exact sum is checked: the same bits twice, and near CUB's.
- * Then the batched form over 2^24 elements cut into equal segments. Last,
- * the exact sums of squares of f32 and f64 (sumsq) against the read kernel
- * and CUB's TransformReduce of x * x, n = 2^20 .. 2^28, and on wide data.
- * And moments (moments.h: the exact sum, the exact sum of squares, min and
- * max in one pass) against the read kernel and the exact sum, in its
- * production form and with 2 and 3 blocks per SM; and moments of i32 and
- * i64 (the integer kernel) against the read kernel.
+ * Each size's exact sum is checked: the same bits twice, the same sum
+ * from the register form, and near CUB's. Then the batched form over 2^24
+ * elements cut into equal segments. Last, the exact sums of squares of f32
+ * and f64 (sumsq) against the read kernel, CUB's TransformReduce of x * x
+ * and the register form, n = 2^20 .. 2^28, and on wide data. And moments
+ * (moments.h: the exact sum, the exact sum of squares, min and max in one
+ * pass) against the read kernel and the exact sum, in its production form
+ * (through shared memory, 2 blocks per SM), loading into registers with 2
+ * and 3 blocks per SM, and through shared memory with 3; and moments of
+ * i32 and i64 (the integer kernel) against the read kernel.
  *
  *   gpured-exact-bench [--hi E] [--moments-only]
  *     (largest n 2^E, 16..28; default 28)
@@ -57,12 +59,14 @@ struct env {
 	cudaStream_t st;
 };
 
-/* EXACT is the production form; PIPE, MINB3 and FB3 the kernel's other
- * forms (exact.cuh: single_kernel's PIPE, MINB and FB); for sums of
+/* EXACT is the production form; REGS, MINB3 and FB3 the kernel's other
+ * forms (exact.cuh: single_kernel's BULK off, MINB and FB); for sums of
  * squares, SQ_EXACT ours and SQ_CUB cub::DeviceReduce::TransformReduce
- * of x * x in the element's type; MOM moments (production: 3 blocks
- * per SM for f32, 2 for f64), MOM1 and MOM3 its forms with 2 and 3 */
-enum impl { EXACT, CUB, BW, PIPE, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, MOM, MOM1, MOM3 };
+ * of x * x in the element's type, SQ_REGS ours loading into registers;
+ * MOM moments (production: through
+ * shared memory, 2 blocks per SM), MOM2 and MOM3 its forms that load into
+ * registers with 2 and 3 blocks per SM, MOMB3 production's with 3 */
+enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, MOM, MOM2, MOM3, MOMB3 };
 
 template <typename T> struct square {
 	__device__ __forceinline__ T operator()(T x) const { return x * x; }
@@ -72,8 +76,15 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 {
 	if (which == EXACT) {
 		CU((gre::launch_single<T>(in, n, E.scratch, E.out, E.sms, E.st)));
-	} else if (which == PIPE) {
-		CU((gre::launch_single<T, 2, true>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == REGS) {
+		CU((gre::launch_single<T, 2, false>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == SQ_REGS) {
+		if constexpr (sizeof(T) == 4)
+			CU((gre::launch_single<gre::sqf, gre::PROD_MINB, false, gre::SQ_FB>(
+				in, n, E.scratch, E.out, E.sms, E.st)));
+		else
+			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, false, gre::SQD_FB>(
+				in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == MINB3) {
 		CU((gre::launch_single<T, 3, false>(in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == FB3) {
@@ -87,10 +98,12 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 	} else if (which == MOM) {
 		int dt = sizeof(T) == 4 ? GR_EXACT_F32 : GR_EXACT_F64;
 		CU((cudaError_t)gr_moments_launch(dt, in, n, E.mscratch, E.mout, E.sms, E.st));
-	} else if (which == MOM1) {
-		CU((grm::launch<T, 2>(in, n, E.mscratch, E.mout, E.sms, E.st)));
+	} else if (which == MOM2) {
+		CU((grm::launch<T, 2, false>(in, n, E.mscratch, E.mout, E.sms, E.st)));
 	} else if (which == MOM3) {
-		CU((grm::launch<T, 3>(in, n, E.mscratch, E.mout, E.sms, E.st)));
+		CU((grm::launch<T, 3, false>(in, n, E.mscratch, E.mout, E.sms, E.st)));
+	} else if (which == MOMB3) {
+		CU((grm::launch<T, 3, true>(in, n, E.mscratch, E.mout, E.sms, E.st)));
 	} else if (which == SQ_CUB) {
 		size_t tb = E.temp_bytes;
 		CU(cub::DeviceReduce::TransformReduce(E.temp, tb, in, (T *)E.cub_out, (int64_t)n,
@@ -117,7 +130,7 @@ static const int REPS = 5;
  * medians in us, by impl */
 template <typename T> static void latency_us(env &E, size_t n, double (&ret)[NIMPL])
 {
-	const int order[] = { EXACT, CUB, PIPE, MINB3, FB3 };
+	const int order[] = { EXACT, CUB, REGS, MINB3, FB3 };
 	pos P = positions(n * sizeof(T));
 	std::vector<double> t[NIMPL];
 	for (int i = -5; i < 300; i++) {
@@ -154,6 +167,14 @@ template <typename T> static bool verify(env &E, size_t n, bool against_cub, dou
 		fprintf(stderr, "exact sum not repeatable: n=%zu %a %a\n", n, a, b);
 		return false;
 	}
+	launch<T>(E, REGS, in, n);
+	CU(cudaStreamSynchronize(E.st));
+	CU(cudaMemcpy(&s[1], E.out, sizeof(s[1]), cudaMemcpyDeviceToHost));
+	b = gr_exact_fold(&s[1], n);
+	if (memcmp(&a, &b, 8) != 0) {
+		fprintf(stderr, "the register form's sum differs: n=%zu %a %a\n", n, a, b);
+		return false;
+	}
 	if (!against_cub)
 		return true;
 	launch<T>(E, CUB, in, n);
@@ -181,9 +202,9 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 	const int exps[] = { 16, 20, 24, 26, 28 };
 	fill<T>(E, 0);
 	printf("\n%s, uniform [-1, 1): back-to-back throughput, medians of %d "
-	       "(pipe, 3/SM, fb3: the kernel's other forms)\n", dt, REPS);
+	       "(regs, 3/SM, fb3: the kernel's other forms)\n", dt, REPS);
 	printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %s\n", "n", "exact GB/s", "cub GB/s",
-	       "read GB/s", "exact/read", "exact/cub", "pipe GB/s", "3/SM GB/s", "fb3 GB/s", "check");
+	       "read GB/s", "exact/read", "exact/cub", "regs GB/s", "3/SM GB/s", "fb3 GB/s", "check");
 	for (int e : exps) {
 		if (e > hi)
 			continue;
@@ -197,25 +218,25 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 				t[w].push_back(throughput_gbs<T>(E, w, n));
 		double x = median(t[0]), c = median(t[1]), b = median(t[2]);
 		printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %s\n", n, x,
-		       c, b, x / b, x / c, median(t[PIPE]), median(t[MINB3]), median(t[FB3]),
+		       c, b, x / b, x / c, median(t[REGS]), median(t[MINB3]), median(t[FB3]),
 		       good ? "ok" : "FAIL");
 	}
 	printf("%s single-launch latency (us, medians of 300, taken in turn)\n", dt);
-	printf("%10s | %9s %9s %7s | %9s %9s %9s\n", "n", "exact", "cub", "ratio", "pipe", "3/SM",
+	printf("%10s | %9s %9s %7s | %9s %9s %9s\n", "n", "exact", "cub", "ratio", "regs", "3/SM",
 	       "fb3");
 	for (int e = 10; e <= 16; e += 2) {
 		size_t n = (size_t)1 << e;
 		double l[NIMPL];
 		latency_us<T>(E, n, l);
 		printf("%10zu | %9.2f %9.2f %7.3f | %9.2f %9.2f %9.2f\n", n, l[EXACT], l[CUB],
-		       l[EXACT] / l[CUB], l[PIPE], l[MINB3], l[FB3]);
+		       l[EXACT] / l[CUB], l[REGS], l[MINB3], l[FB3]);
 	}
 	const char *kinds[] = { "", "exponents over 60 binades", "every finite exponent" };
 	for (int kind = 1; kind <= 2; kind++) {
 		fill<T>(E, kind);
 		printf("%s, %s: exact vs read kernel throughput\n", dt, kinds[kind]);
 		printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %s\n", "n", "exact GB/s",
-		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "pipe GB/s", "3/SM GB/s",
+		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s", "3/SM GB/s",
 		       "fb3 GB/s", "check");
 		for (int e : exps) {
 			if (e > hi)
@@ -231,7 +252,7 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 			double x = median(t[0]), c = median(t[1]), b = median(t[2]);
 			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %s "
 			       "(sum %.6g)\n",
-			       n, x, c, b, x / b, x / c, median(t[PIPE]), median(t[MINB3]),
+			       n, x, c, b, x / b, x / c, median(t[REGS]), median(t[MINB3]),
 			       median(t[FB3]), good ? "ok" : "FAIL", sum);
 		}
 	}
@@ -306,15 +327,15 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 	const int reps = REPS;
 	bool ok = true;
 	const int exps[] = { 20, 24, 26, 28 };
-	const int impls[] = { SQ_EXACT, SQ_CUB, BW };
+	const int impls[] = { SQ_EXACT, SQ_CUB, BW, SQ_REGS };
 	const char *kinds[] = { "uniform [-1, 1)", "exponents over 60 binades",
 				"every finite exponent" };
 	for (int kind = 0; kind <= 2; kind++) {
 		fill<T>(E, kind);
 		printf("\n%s sum of squares, %s: back-to-back throughput, medians of %d\n", dt,
 		       kinds[kind], reps);
-		printf("%10s | %10s %10s %10s | %10s %10s | %s\n", "n", "exact GB/s", "cub GB/s",
-		       "read GB/s", "exact/read", "exact/cub", "check");
+		printf("%10s | %10s %10s %10s | %10s %10s | %10s | %s\n", "n", "exact GB/s",
+		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s", "check");
 		for (int e : exps) {
 			if (e > hi || (kind > 0 && e != 24 && e != 28))
 				continue;
@@ -338,9 +359,9 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 			ok = ok && good;
 			pos P = positions(bytes);
 			int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
-			std::vector<double> t[3];
+			std::vector<double> t[4];
 			for (int r = 0; r < reps; r++) {
-				for (int w = 0; w < 3; w++) {
+				for (int w = 0; w < 4; w++) {
 					if (kind > 0 && impls[w] == SQ_CUB)
 						continue;
 					for (int i = -3; i < k; i++) {
@@ -358,8 +379,9 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 			}
 			double x = median(t[0]), rd = median(t[2]);
 			double c = t[1].empty() ? 0 : median(t[1]);
-			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %s (sum %.6g)\n", n, x, c,
-			       rd, x / rd, c > 0 ? x / c : 0.0, good ? "ok" : "FAIL", a);
+			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %10.1f | %s (sum %.6g)\n", n,
+			       x, c, rd, x / rd, c > 0 ? x / c : 0.0, median(t[3]), good ? "ok" : "FAIL",
+			       a);
 		}
 	}
 	return ok;
@@ -375,22 +397,23 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 template <typename T> static bool bench_moments(env &E, const char *dt, int hi)
 {
 	bool ok = true;
-	const int impls[] = { MOM, BW, EXACT, MOM1, MOM3 };
+	const int impls[] = { MOM, BW, EXACT, MOM2, MOM3, MOMB3 };
 	const char *kinds[] = { "uniform [-1, 1)", "exponents over 60 binades" };
 	for (int kind = 0; kind <= 1; kind++) {
 		fill<T>(E, kind);
 		printf("\n%s moments, %s: back-to-back throughput, medians of %d\n", dt, kinds[kind],
 		       REPS);
-		printf("%10s | %9s %9s %9s %9s %9s | %9s %9s | %s\n", "n", "mom GB/s", "read GB/s",
-		       "sum GB/s", "2/SM", "3/SM", "mom/read", "mom/sum", "check");
+		printf("%10s | %9s %9s %9s %9s %9s %9s | %9s %9s | %s\n", "n", "mom GB/s",
+		       "read GB/s", "sum GB/s", "reg 2/SM", "reg 3/SM", "bulk 3/SM", "mom/read",
+		       "mom/sum", "check");
 		for (int e : { 20, 24, 26, 28 }) {
 			if (e > hi)
 				continue;
 			size_t n = (size_t)1 << e;
-			gr_moments_sums m[2];
+			gr_moments_sums m[3];
 			gr_exact_sum s;
-			for (int r = 0; r < 2; r++) {
-				launch<T>(E, MOM, (const T *)E.pool, n);
+			for (int r = 0; r < 3; r++) {
+				launch<T>(E, r < 2 ? MOM : MOM2, (const T *)E.pool, n);
 				CU(cudaStreamSynchronize(E.st));
 				CU(cudaMemcpy(&m[r], E.mout, sizeof(m[r]), cudaMemcpyDeviceToHost));
 			}
@@ -398,15 +421,20 @@ template <typename T> static bool bench_moments(env &E, const char *dt, int hi)
 			CU(cudaStreamSynchronize(E.st));
 			CU(cudaMemcpy(&s, E.out, sizeof(s), cudaMemcpyDeviceToHost));
 			double a = gr_exact_fold(&m[0].sum, n), b = gr_exact_fold(&s, n);
-			bool good = memcmp(&m[0], &m[1], sizeof(m[0])) == 0 && memcmp(&a, &b, 8) == 0;
+			double q0 = gr_exact_fold(&m[0].sq, n), q2 = gr_exact_fold(&m[2].sq, n),
+			       a2 = gr_exact_fold(&m[2].sum, n);
+			bool good = memcmp(&m[0], &m[1], sizeof(m[0])) == 0 && memcmp(&a, &b, 8) == 0 &&
+				    memcmp(&a, &a2, 8) == 0 && memcmp(&q0, &q2, 8) == 0 &&
+				    m[0].kmin == m[2].kmin && m[0].kmax == m[2].kmax;
 			ok = ok && good;
-			std::vector<double> t[5];
+			std::vector<double> t[6];
 			for (int r = 0; r < REPS; r++)
-				for (int w = 0; w < 5; w++)
+				for (int w = 0; w < 6; w++)
 					t[w].push_back(throughput_gbs<T>(E, impls[w], n));
 			double x = median(t[0]), rd = median(t[1]), sm = median(t[2]);
-			printf("%10zu | %9.1f %9.1f %9.1f %9.1f %9.1f | %9.3f %9.3f | %s\n", n, x, rd, sm,
-			       median(t[3]), median(t[4]), x / rd, x / sm, good ? "ok" : "FAIL");
+			printf("%10zu | %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f | %9.3f %9.3f | %s\n", n, x,
+			       rd, sm, median(t[3]), median(t[4]), median(t[5]), x / rd, x / sm,
+			       good ? "ok" : "FAIL");
 		}
 	}
 	return ok;

@@ -259,4 +259,25 @@ template <> struct traits<sqd> {
 	}
 };
 
+/* The lane's element of a segment's head and tail (lane l < head: element
+ * l; head <= l < head + tail: the tail's), in a vector padded with -0. */
+template <typename T>
+static __device__ __forceinline__ uint4 ends_vector(const unsigned char *data, uint64_t n,
+						    uint64_t head, uint64_t tail, unsigned lane)
+{
+	uint4 v = traits<T>::pad();
+	uint64_t i = lane < head ? lane : n - tail + (lane - head);
+	if (lane < head + tail) {
+		const T *p = (const T *)data + i;
+		if constexpr (sizeof(T) == 4) {
+			v.x = __float_as_uint(*p);
+		} else {
+			long long b = __double_as_longlong(*p);
+			v.x = (uint32_t)b;
+			v.y = (uint32_t)(b >> 32);
+		}
+	}
+	return v;
+}
+
 } /* namespace gre */

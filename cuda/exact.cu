@@ -16,7 +16,7 @@ extern "C" int gr_exact_launch_single(int dtype, const void *data, uint64_t n,
 	case GR_EXACT_F32_SQUARES:
 		if ((uintptr_t)data & 3u)
 			return (int)cudaErrorInvalidValue;
-		return (int)gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_PIPE, gre::SQ_FB>(
+		return (int)gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_BULK, gre::SQ_FB>(
 			data, n, scratch, out, sm_count, st);
 	case GR_EXACT_F64:
 		if ((uintptr_t)data & 7u)
@@ -25,7 +25,7 @@ extern "C" int gr_exact_launch_single(int dtype, const void *data, uint64_t n,
 	case GR_EXACT_F64_SQUARES:
 		if ((uintptr_t)data & 7u)
 			return (int)cudaErrorInvalidValue;
-		return (int)gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_PIPE, gre::SQD_FB>(
+		return (int)gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_BULK, gre::SQD_FB>(
 			data, n, scratch, out, sm_count, st);
 	}
 	return (int)cudaErrorInvalidValue;

@@ -28,7 +28,7 @@ extern "C" int gr_moments_launch(int dtype, const void *data, uint64_t n,
 	case GR_EXACT_F32:
 		if ((uintptr_t)data & 3u)
 			return (int)cudaErrorInvalidValue;
-		return (int)grm::launch<float, grm::F32_MINB>(data, n, scratch, out, sm_count, st);
+		return (int)grm::launch<float>(data, n, scratch, out, sm_count, st);
 	case GR_EXACT_F64:
 		if ((uintptr_t)data & 7u)
 			return (int)cudaErrorInvalidValue;

@@ -54,6 +54,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "cuda/bulk.cuh"
 #include "cuda/exact.cuh"
 #include "cuda/moments.h"
 
@@ -261,7 +262,7 @@ static __device__ __forceinline__ void keys_from_scratch(gr_moments_scratch *scr
 		 atomicExch((unsigned long long *)&scratch->kmax, 0ull));
 }
 
-template <typename T, unsigned MINB = 2>
+template <typename T, unsigned MINB = 2, bool BULK = false>
 __global__ void __launch_bounds__(THREADS, MINB)
 moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratch,
 	       gr_moments_sums *out)
@@ -269,7 +270,16 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 	using M = mtraits<T>;
 	using K = typename M::K;
 	__shared__ long long d1[GR_EXACT_DIGITS], d2[GR_EXACT_DIGITS];
-	__shared__ unsigned long long f1, f2, nkmin, kmax;
+	__shared__ unsigned long long f1, f2, nkmin, kmax, bars[grb_bulk::BARS];
+	extern __shared__ __align__(128) uint4 tiles[];
+	/* the groups from memory (exact.cuh) or through shared memory (bulk.cuh) */
+	auto each = [&](auto &&add) {
+		if constexpr (BULK)
+			grb_bulk::for_each_group<T>(data, n, threadIdx.x, threadIdx.x & 31, tiles,
+						    bars, add);
+		else
+			gre::for_each_group<T>(data, n, threadIdx.x, threadIdx.x & 31, add);
+	};
 	const unsigned t = threadIdx.x, lane = t & 31;
 	if (t < GR_EXACT_DIGITS) {
 		d1[t] = 0;
@@ -289,8 +299,7 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 		q.rawmax = 0;
 		float fmn = __int_as_float(0x7f800000), fmx = -fmn;
 		int rmin = 0x7fffffff;
-		gre::for_each_group<T, false>(data, n, t, lane,
-					      [&](const uint4 (&v)[GROUP], uint32_t live) {
+		each([&](const uint4 (&v)[GROUP], uint32_t live) {
 			f32_group(v, live, s, q, d1, d2, lane, fmn, fmx, rmin);
 		});
 		if (fmn == 0.0f)
@@ -302,8 +311,7 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 	} else {
 		lo = (K)~(K)0;
 		hi = 0;
-		gre::for_each_group<T, false>(data, n, t, lane,
-					      [&](const uint4 (&v)[GROUP], uint32_t live) {
+		each([&](const uint4 (&v)[GROUP], uint32_t live) {
 			uint32_t smax, smin, qmax, qmin;
 			s.template keys<GROUP>(v, smax, smin);
 			q.template keys<GROUP>(v, qmax, qmin);
@@ -556,21 +564,30 @@ static inline cudaError_t launch_int(const void *data, uint64_t n, gr_moments_sc
 	return cudaGetLastError();
 }
 
-/* Blocks per SM: f32 fits three (80 registers, a few spilled, in code
- * the fast path rarely runs), and the extra warps hide more of the
- * memory's latency (H200, 2^28: 0.78 of the read kernel against 0.74
- * with two); f64's squares need more registers, and it runs two. */
-constexpr unsigned F32_MINB = 3;
+/* The production form, f32 and f64: the groups through shared memory
+ * (bulk.cuh), two blocks an SM (no spills, where three need 80 registers
+ * and spill). Loads in registers can keep only one group a warp in
+ * flight; two blocks of them left the memory idle (H100, f32 2^28: 0.93
+ * of the read kernel against 0.90 in registers with two blocks, 0.83 with
+ * three; H200, three in registers: 0.78). */
+constexpr unsigned PROD_MINB = 2;
+constexpr bool PROD_BULK = true;
 
-template <typename T, unsigned MINB = 2>
+template <typename T, unsigned MINB = PROD_MINB, bool BULK = PROD_BULK>
 static inline cudaError_t launch(const void *data, uint64_t n, gr_moments_scratch *scratch,
 				 gr_moments_sums *out, int sm_count, cudaStream_t stream,
 				 unsigned blocks = 0)
 {
 	if (!blocks)
 		blocks = gre::grid_blocks<T>(n, sm_count, MINB);
-	moments_kernel<T, MINB><<<blocks, THREADS, 0, stream>>>((const unsigned char *)data, n,
-								scratch, out);
+	unsigned smem = 0;
+	if constexpr (BULK) {
+		smem = grb_bulk::SMEM_BYTES;
+		if (cudaError_t e = grb_bulk::allow(moments_kernel<T, MINB, BULK>))
+			return e;
+	}
+	moments_kernel<T, MINB, BULK><<<blocks, THREADS, smem, stream>>>(
+		(const unsigned char *)data, n, scratch, out);
 	return cudaGetLastError();
 }
 

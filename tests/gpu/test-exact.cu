@@ -173,17 +173,17 @@ static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned 
 	CU(cudaMemcpy(d, h.data(), bytes, cudaMemcpyHostToDevice));
 	CU(cudaMemset(G.out, 0x5a, sizeof(gr_exact_sum)));
 	if (form) {
-		/* the kernel's other forms: PIPE, three blocks per SM, three
-		 * bins in the fast path */
+		/* the kernel's other forms: loads into registers (no
+		 * BULK), three blocks per SM, three bins in the fast path */
 		const unsigned char *p = d + off * sz;
 		if (dt == 4 && form == 1)
-			CU((gre::launch_single<float, 2, true>(p, n, G.scratch, G.out, G.sms, 0)));
+			CU((gre::launch_single<float, 2, false>(p, n, G.scratch, G.out, G.sms, 0)));
 		else if (dt == 4 && form == 2)
 			CU((gre::launch_single<float, 3, false>(p, n, G.scratch, G.out, G.sms, 0)));
 		else if (dt == 4)
 			CU((gre::launch_single<float, 2, false, 3>(p, n, G.scratch, G.out, G.sms, 0)));
 		else if (form == 1)
-			CU((gre::launch_single<double, 2, true>(p, n, G.scratch, G.out, G.sms, 0)));
+			CU((gre::launch_single<double, 2, false>(p, n, G.scratch, G.out, G.sms, 0)));
 		else if (form == 2)
 			CU((gre::launch_single<double, 3, false>(p, n, G.scratch, G.out, G.sms, 0)));
 		else
@@ -192,10 +192,10 @@ static double gpu_sum(const gpu &G, int dt, const double *x, size_t n, unsigned 
 		if (dt == 4)
 			CU(gre::launch_single<float>(d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks));
 		else if (dt == 6)
-			CU((gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_PIPE, gre::SQ_FB>(
+			CU((gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_BULK, gre::SQ_FB>(
 				d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks)));
 		else if (dt == 7)
-			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_PIPE, gre::SQD_FB>(
+			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_BULK, gre::SQD_FB>(
 				d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks)));
 		else
 			CU(gre::launch_single<double>(d + off * sz, n, G.scratch, G.out, G.sms, 0, blocks));

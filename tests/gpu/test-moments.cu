@@ -139,13 +139,19 @@ static size_t elements_from(size_t n, size_t skip)
 static gr_moments_scratch *scratch;
 static gr_moments_sums *dout;
 
-/* one launch on grid blocks (0: the launcher's choice for sms) against the CPU */
+/* one launch on grid blocks (0: the launcher's choice for sms) against the
+ * CPU; regs: the form that loads into registers (production: through
+ * shared memory, bulk.cuh) */
 static void one(bool f32, int kind, size_t n, const unsigned char *h, const void *d, int sms,
-		unsigned blocks)
+		unsigned blocks, bool regs = false)
 {
 	const gr_dtype dt = f32 ? GR_DT_F32 : GR_DT_F64;
-	if (f32)
-		CU((grm::launch<float, grm::F32_MINB>(d, n, scratch, dout, sms, nullptr, blocks)));
+	if (f32 && regs)
+		CU((grm::launch<float, 2, false>(d, n, scratch, dout, sms, nullptr, blocks)));
+	else if (f32)
+		CU(grm::launch<float>(d, n, scratch, dout, sms, nullptr, blocks));
+	else if (regs)
+		CU((grm::launch<double, 2, false>(d, n, scratch, dout, sms, nullptr, blocks)));
 	else
 		CU(grm::launch<double>(d, n, scratch, dout, sms, nullptr, blocks));
 	gr_moments_sums got;
@@ -154,8 +160,8 @@ static void one(bool f32, int kind, size_t n, const unsigned char *h, const void
 	cuda_moments_partial(&got, dt, n, &gp);
 	gr_reduce(GR_OP_MOMENTS, dt, h, n, &cp);
 	char what[96];
-	snprintf(what, sizeof(what), "%s %s n=%zu sms=%d blocks=%u", f32 ? "f32" : "f64",
-		 kind_name[kind], n, sms, blocks);
+	snprintf(what, sizeof(what), "%s %s n=%zu sms=%d blocks=%u%s", f32 ? "f32" : "f64",
+		 kind_name[kind], n, sms, blocks, regs ? " in registers" : "");
 	compare(gp, cp, dt, n, what);
 }
 
@@ -262,10 +268,12 @@ int main(int argc, char **argv)
 				for (size_t skip = 0; skip < 16 / size; skip++) {
 					size_t m = elements_from(n, skip);
 					const unsigned char *hp = h.data() + skip * size;
-					one(f32, kind, m, hp, d + skip * size, sms, 0);
-					if (skip == 0) {
-						one(f32, kind, m, hp, d, sms, 1);
-						one(f32, kind, m, hp, d, 7, 7);
+					for (int regs = 0; regs < 2; regs++) {
+						one(f32, kind, m, hp, d + skip * size, sms, 0, regs);
+						if (skip == 0) {
+							one(f32, kind, m, hp, d, sms, 1, regs);
+							one(f32, kind, m, hp, d, 7, 7, regs);
+						}
 					}
 				}
 				CU(cudaFree(d));
