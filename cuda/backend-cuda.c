@@ -92,7 +92,8 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	    (e = cudaHostAlloc((void **)&c->hxsegs, CUDA_EXACT_SEGS * sizeof(gr_exact_seg),
 			       cudaHostAllocPortable)) ||
 	    (e = cudaHostAlloc((void **)&c->hxout, CUDA_EXACT_SEGS * sizeof(gr_exact_sum),
-			       cudaHostAllocPortable)) ||
+			       cudaHostAllocPortable | cudaHostAllocMapped)) ||
+	    (e = cudaHostGetDevicePointer((void **)&c->hxout_dev, c->hxout, 0)) ||
 	    (e = cudaMalloc(&c->argm_ws, gr_argm_workspace_bytes((int)d->sms))) ||
 	    (e = cudaMemset(c->argm_ws, 0, gr_argm_workspace_bytes((int)d->sms))) ||
 	    (e = cudaMalloc((void **)&c->dargm, sizeof(gr_argm_result))) ||

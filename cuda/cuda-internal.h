@@ -130,6 +130,9 @@ struct cuda_ctx {
 	gr_exact_seg *hxsegs, *dxsegs;
 	gr_exact_scratch *dxscratch; /* one per place, zero between launches */
 	gr_exact_sum *hxout, *dxout;
+	/* hxout as the device addresses it (mapped): a launch's one float
+	 * sum is written there by its kernel, with no copy after it */
+	gr_exact_sum *hxout_dev;
 	uint32_t *xslot;
 	uint32_t nx;    /* places in use */
 	/* the prefix sum's workspace (scan.h), grown on demand, and the

@@ -222,12 +222,13 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	if (nx == 1) {
 		/* one float sum (a lone request, a region, device memory): the
 		 * single-array launch, with no table to copy ahead of it, and
-		 * its kernels for latency and for large arrays (exact.h) */
+		 * its kernels for latency and for large arrays (exact.h); it
+		 * writes the sum into pinned host memory itself */
 		const gr_exact_seg *xs = &c->hxsegs[0];
 		CUDA_TRY("cudaLaunchKernel (exact sum)", plain ? -1 : FAULT_LAUNCH,
 			 (cudaError_t)gr_exact_launch_single((int)xs->dtype,
 							     (const char *)base + xs->offset, xs->n,
-							     c->dxscratch, c->dxout, (int)d->sms,
+							     c->dxscratch, c->hxout_dev, (int)d->sms,
 							     c->stream));
 	} else if (nx) {
 		/* the float sums; a launch counts once for fault injection */
@@ -238,8 +239,6 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			 (cudaError_t)gr_exact_launch_batch(base, c->dxsegs, nx, (uint32_t)xunits,
 							    c->dxscratch, c->dxout, (int)d->sms,
 							    c->stream));
-	}
-	if (nx) {
 		CUDA_TRY("cudaMemcpyAsync (device to host)", plain ? -1 : FAULT_D2H,
 			 cudaMemcpyAsync(c->hxout, c->dxout, nx * sizeof(gr_exact_sum),
 					 cudaMemcpyDeviceToHost, c->stream));
