@@ -43,7 +43,6 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 		cudaEventDestroy(c->done);
 	cudaFree(c->dbuf);
 	cudaFree(c->dsegs);
-	cudaFree(c->dout);
 	cudaFree(c->dpartials);
 	cudaFree(c->dtickets);
 	cudaFreeHost(c->hsegs);
@@ -79,12 +78,13 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	    (e = cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming | cudaEventBlockingSync)) ||
 	    (e = cudaMalloc((void **)&c->dbuf, c->dbuf_bytes + 16)) ||
 	    (e = cudaMalloc((void **)&c->dsegs, be->cap_segs * sizeof(gr_kseg))) ||
-	    (e = cudaMalloc((void **)&c->dout, be->cap_segs * sizeof(uint64_t))) ||
 	    (e = cudaMalloc((void **)&c->dpartials, 2 * (size_t)be->cap_units * sizeof(uint64_t))) ||
 	    (e = cudaMalloc((void **)&c->dtickets, ((size_t)be->cap_segs + be->cap_units) * sizeof(uint32_t))) ||
 	    (e = cudaMemset(c->dtickets, 0, ((size_t)be->cap_segs + be->cap_units) * sizeof(uint32_t))) ||
 	    (e = cudaHostAlloc((void **)&c->hsegs, be->cap_segs * sizeof(gr_kseg), cudaHostAllocPortable)) ||
-	    (e = cudaHostAlloc((void **)&c->hout, be->cap_segs * sizeof(uint64_t), cudaHostAllocPortable)) ||
+	    (e = cudaHostAlloc((void **)&c->hout, be->cap_segs * sizeof(uint64_t),
+			       cudaHostAllocPortable | cudaHostAllocMapped)) ||
+	    (e = cudaHostGetDevicePointer((void **)&c->hout_dev, c->hout, 0)) ||
 	    (e = cudaMalloc((void **)&c->dxsegs, CUDA_EXACT_SEGS * sizeof(gr_exact_seg))) ||
 	    (e = cudaMalloc((void **)&c->dxscratch, CUDA_EXACT_SEGS * sizeof(gr_exact_scratch))) ||
 	    (e = cudaMemset(c->dxscratch, 0, CUDA_EXACT_SEGS * sizeof(gr_exact_scratch))) ||

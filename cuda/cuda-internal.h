@@ -23,9 +23,10 @@
  * (the daemon packs small requests in order) thus go out as one copy and
  * one launch, however the daemon cut them; a job's result depends only on
  * its own segment, so not on the company it rides in. A launch is the
- * span host to device, one batch kernel, the results device to host and
- * an event; the segment table rides in the kernel's parameters (or, past
- * GR_KERNEL_PARAM_SEGS segments, goes ahead of it in a copy of its own).
+ * span host to device, one batch kernel, which writes the results into
+ * mapped pinned memory (no copy back), and an event; the segment table
+ * rides in the kernel's parameters (or, past GR_KERNEL_PARAM_SEGS
+ * segments, goes ahead of it in a copy of its own).
  *
  * The completion thread takes the contexts in flight and polls their
  * events (for up to the spin time since the last one finished or the first
@@ -121,7 +122,9 @@ struct cuda_ctx {
 	uint8_t *dbuf;
 	size_t dbuf_bytes;
 	gr_kseg *hsegs, *dsegs;
-	uint64_t *hout, *dout;
+	/* the batch kernel's results: in pinned memory, mapped (hout_dev as
+	 * the device addresses it), where the kernel writes them itself */
+	uint64_t *hout, *hout_dev;
 	uint64_t *dpartials;
 	uint32_t *dtickets;
 	/* Float sums go to the exact kernel (exact.h), in a table of their

@@ -205,20 +205,16 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
 			 (cudaError_t)gr_kernel_launch_batch_params(
 				 base, c->hsegs, nsegs, (uint32_t)units, c->dpartials,
-				 c->dtickets, c->dout, (int)d->sms, c->stream));
+				 c->dtickets, c->hout_dev, (int)d->sms, c->stream));
 	} else if (plain) {
 		CUDA_TRY("cudaMemcpyAsync (segment table)", -1,
 			 cudaMemcpyAsync(c->dsegs, c->hsegs, nsegs * sizeof(gr_kseg),
 					 cudaMemcpyHostToDevice, c->stream));
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,
 			 (cudaError_t)gr_kernel_launch_batch(base, c->dsegs, nsegs, (uint32_t)units,
-							     c->dpartials, c->dtickets, c->dout,
+							     c->dpartials, c->dtickets, c->hout_dev,
 							     (int)d->sms, c->stream));
 	}
-	if (plain)
-		CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
-			 cudaMemcpyAsync(c->hout, c->dout, nsegs * sizeof(uint64_t),
-					 cudaMemcpyDeviceToHost, c->stream));
 	if (nx == 1) {
 		/* one float sum (a lone request, a region, device memory): the
 		 * single-array launch, with no table to copy ahead of it, and
