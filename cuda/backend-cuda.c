@@ -52,10 +52,8 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 	cudaFree(c->dxout);
 	cudaFree(c->scan_ws);
 	cudaFree(c->argm_ws);
-	cudaFree(c->dargm);
 	cudaFreeHost(c->hargm);
 	cudaFree(c->mom_scratch);
-	cudaFree(c->dmom);
 	cudaFreeHost(c->hmom);
 	cuda_segs_free(c);
 	cudaFreeHost(c->hxsegs);
@@ -96,12 +94,14 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	    (e = cudaHostGetDevicePointer((void **)&c->hxout_dev, c->hxout, 0)) ||
 	    (e = cudaMalloc(&c->argm_ws, gr_argm_workspace_bytes((int)d->sms))) ||
 	    (e = cudaMemset(c->argm_ws, 0, gr_argm_workspace_bytes((int)d->sms))) ||
-	    (e = cudaMalloc((void **)&c->dargm, sizeof(gr_argm_result))) ||
-	    (e = cudaHostAlloc((void **)&c->hargm, sizeof(gr_argm_result), cudaHostAllocPortable)) ||
+	    (e = cudaHostAlloc((void **)&c->hargm, sizeof(gr_argm_result),
+			       cudaHostAllocPortable | cudaHostAllocMapped)) ||
+	    (e = cudaHostGetDevicePointer((void **)&c->hargm_dev, c->hargm, 0)) ||
 	    (e = cudaMalloc((void **)&c->mom_scratch, sizeof(gr_moments_scratch))) ||
 	    (e = cudaMemset(c->mom_scratch, 0, sizeof(gr_moments_scratch))) ||
-	    (e = cudaMalloc((void **)&c->dmom, sizeof(gr_moments_sums))) ||
-	    (e = cudaHostAlloc((void **)&c->hmom, sizeof(gr_moments_sums), cudaHostAllocPortable)))
+	    (e = cudaHostAlloc((void **)&c->hmom, sizeof(gr_moments_sums),
+			       cudaHostAllocPortable | cudaHostAllocMapped)) ||
+	    (e = cudaHostGetDevicePointer((void **)&c->hmom_dev, c->hmom, 0)))
 		return e;
 	c->runs = malloc(be->cap_segs * sizeof(cuda_run));
 	c->xslot = malloc(be->cap_segs * sizeof(uint32_t));

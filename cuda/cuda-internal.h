@@ -143,15 +143,16 @@ struct cuda_ctx {
 	void *scan_ws;
 	size_t scan_ws_bytes;
 	uint32_t scan_epoch;
-	/* argmin and argmax (argm.h): the workspace, the result on the
-	 * device and its copy; argm says the launch in flight is one */
+	/* argmin and argmax (argm.h): the workspace and the result, in
+	 * pinned host memory the kernel writes; argm says the launch in
+	 * flight is one */
 	void *argm_ws;
-	gr_argm_result *dargm, *hargm;
+	gr_argm_result *hargm, *hargm_dev;
 	bool argm;
-	/* moments (moments.h): the scratch, the sums on the device and their
-	 * copy; mom says the launch in flight is one */
+	/* moments (moments.h): the scratch and the sums, in pinned host
+	 * memory the kernel writes; mom says the launch in flight is one */
 	gr_moments_scratch *mom_scratch;
-	gr_moments_sums *dmom, *hmom;
+	gr_moments_sums *hmom, *hmom_dev;
 	bool mom;
 	/* segments of device memory (segs.c): offsets, records and their
 	 * copy for up to seg_cap segments, the scratch, each grown on

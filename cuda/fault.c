@@ -7,9 +7,9 @@
  * GPURED_CUDA_FAULT, holds rules separated by commas:
  *     WHAT[:device=N][:after=K]
  * WHAT is one of init, h2d, launch, d2h, sync (the completion check of a
- * launch, once per launch). d2h is a copy back: argmin's and argmax's,
- * moments', several float sums' (the other results the kernels write
- * into mapped host memory themselves). On device N (every device when omitted), the
+ * launch, once per launch). d2h is the copy back of several float sums
+ * (the batched exact kernel's); every other result the kernels write
+ * into mapped host memory themselves. On device N (every device when omitted), the
  * calls of that kind after the first K (0 when omitted) fail as if CUDA
  * had returned an error, e.g. "launch:device=0:after=3" lets three
  * launches on device 0 through and fails the fourth and later ones.

@@ -182,21 +182,15 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 		c->argm = true;
 		CUDA_TRY("cudaLaunchKernel (argmin/argmax)", FAULT_LAUNCH,
 			 (cudaError_t)gr_argm_launch(argm->dtype, argm->op == GR_OP_ARGMAX, argm->data,
-						     argm->n, c->dargm, c->argm_ws, (int)d->sms,
+						     argm->n, c->hargm_dev, c->argm_ws, (int)d->sms,
 						     c->stream));
-		CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
-			 cudaMemcpyAsync(c->hargm, c->dargm, sizeof(*c->hargm), cudaMemcpyDeviceToHost,
-					 c->stream));
 	}
 	if (mom && mom->n) {
 		c->mom = true;
 		CUDA_TRY("cudaLaunchKernel (moments)", FAULT_LAUNCH,
 			 (cudaError_t)gr_moments_launch(mom->dtype, mom->data, mom->n,
-							c->mom_scratch, c->dmom, (int)d->sms,
+							c->mom_scratch, c->hmom_dev, (int)d->sms,
 							c->stream));
-		CUDA_TRY("cudaMemcpyAsync (device to host)", FAULT_D2H,
-			 cudaMemcpyAsync(c->hmom, c->dmom, sizeof(*c->hmom), cudaMemcpyDeviceToHost,
-					 c->stream));
 	}
 	if (segs && segs->n)
 		CUDA_TRY("cudaLaunchKernel (segmented reduce)", FAULT_LAUNCH, cuda_segs_launch(c, segs));
