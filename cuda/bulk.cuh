@@ -97,11 +97,9 @@ static __device__ __forceinline__ void for_each_group(const unsigned char *data,
 	constexpr unsigned V = TR::V;
 	static_assert(GROUP * V <= 32, "a group's elements fit live's bits");
 	constexpr uint32_t ALL = GROUP * V == 32 ? 0xffffffffu : (1u << (GROUP * V)) - 1;
-	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
-	const uint64_t head = head0 < n ? head0 : n;
-	const uint64_t nv = (n - head) * sizeof(T) / 16;
-	const uint64_t tail = n - head - nv * V;
-	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const gre::vectors<T> a(data, n);
+	const uint64_t head = a.head, nv = a.nv, tail = a.tail;
+	const uint4 *vb = a.vb;
 	const uint64_t ntiles = (nv + TILE_V - 1) / TILE_V;
 	const unsigned w = t / 32;
 	const uint64_t first = (uint64_t)blockIdx.x * WARPS + w, stride = (uint64_t)gridDim.x * WARPS;
@@ -162,12 +160,16 @@ static __device__ __forceinline__ void for_each_group(const unsigned char *data,
 	}
 }
 
-/* A kernel's launch with SMEM_BYTES of dynamic shared memory allowed (on
- * every launch, since the setting is the current device's, and cheap).
+/* A launch of kernel in the form BULK says: its dynamic shared memory
+ * into smem (none without BULK), and with BULK that much allowed, on
+ * every launch, since the setting is the current device's (and cheap).
  * The carveout is left to the driver: it takes what the blocks need, and
  * the rest stays L1 for the careful path's local array. */
-template <typename K> static inline cudaError_t allow(K *kernel)
+template <bool BULK, typename K> static inline cudaError_t prepare(K *kernel, unsigned &smem)
 {
+	smem = BULK ? SMEM_BYTES : 0;
+	if constexpr (!BULK)
+		return cudaSuccess;
 	return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 				    (int)SMEM_BYTES);
 }

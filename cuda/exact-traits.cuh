@@ -259,6 +259,22 @@ template <> struct traits<sqd> {
 	}
 };
 
+/* An array of T (any element type) as the kernels take it: head elements before its first
+ * 16-byte boundary, nv whole 16-byte vectors from vb, tail elements after
+ * them (the head and tail go to block 0's first warp, ends_vector) */
+template <typename T> struct vectors {
+	uint64_t head, nv, tail;
+	const uint4 *vb;
+	__device__ __forceinline__ vectors(const unsigned char *data, uint64_t n)
+	{
+		const unsigned h = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
+		head = h < n ? h : n;
+		nv = (n - head) * sizeof(T) / 16;
+		tail = n - head - nv * (16 / sizeof(T));
+		vb = (const uint4 *)(data + head * sizeof(T));
+	}
+};
+
 /* The lane's element of a segment's head and tail (lane l < head: element
  * l; head <= l < head + tail: the tail's), in a vector padded with -0. */
 template <typename T>

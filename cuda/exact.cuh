@@ -481,11 +481,9 @@ static __device__ __forceinline__ void for_each_group(const unsigned char *data,
 {
 	using TR = traits<T>;
 	static_assert(GROUP * TR::V <= 32, "a group's elements fit live's bits");
-	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
-	const uint64_t head = head0 < n ? head0 : n;
-	const uint64_t nv = (n - head) * sizeof(T) / 16;
-	const uint64_t tail = n - head - nv * TR::V;
-	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const vectors<T> a(data, n);
+	const uint64_t head = a.head, nv = a.nv, tail = a.tail;
+	const uint4 *vb = a.vb;
 	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
 	uint64_t vw = (uint64_t)blockIdx.x * THREADS + (t - lane); /* the warp's first */
 
@@ -670,11 +668,9 @@ one_batch_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratc
 	__shared__ long long wsum[B::BINS][NW], pc[3 * B::BINS];
 	__shared__ unsigned pw[3 * B::BINS];
 	const unsigned t = threadIdx.x, lane = t & 31, w = t / 32;
-	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
-	const uint64_t head = head0 < n ? head0 : n;
-	const uint64_t nv = (n - head) * sizeof(T) / 16;
-	const uint64_t tail = n - head - nv * TR::V;
-	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const vectors<T> a(data, n);
+	const uint64_t head = a.head, nv = a.nv, tail = a.tail;
+	const uint4 *vb = a.vb;
 	const bool ends = blockIdx.x == 0 && w == 0 && head + tail;
 	uint4 v[G], ev[1];
 	load_group<T, G>(v, vb, (uint64_t)blockIdx.x * NT + t - lane, (uint64_t)gridDim.x * NT, nv,
@@ -822,12 +818,9 @@ static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_s
 		}
 		blocks = grid_blocks<T>(n, sm_count, MINB);
 	}
-	unsigned smem = 0;
-	if constexpr (BULK) {
-		smem = grb_bulk::SMEM_BYTES;
-		if (cudaError_t e = grb_bulk::allow(single_kernel<T, MINB, BULK, FB>))
-			return e;
-	}
+	unsigned smem;
+	if (cudaError_t e = grb_bulk::prepare<BULK>(single_kernel<T, MINB, BULK, FB>, smem))
+		return e;
 	single_kernel<T, MINB, BULK, FB><<<blocks, THREADS, smem, stream>>>(d, n, scratch, out);
 	return cudaGetLastError();
 }
@@ -852,11 +845,9 @@ static __device__ __forceinline__ void seg_unit(const unsigned char *data, uint6
 	__syncwarp();
 	bins<T, FB> st;
 	st.init();
-	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
-	const uint64_t head = head0 < n ? head0 : n;
-	const uint64_t nv = (n - head) * sizeof(T) / 16;
-	const uint64_t tail = n - head - nv * TR::V;
-	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const vectors<T> a(data, n);
+	const uint64_t head = a.head, nv = a.nv, tail = a.tail;
+	const uint4 *vb = a.vb;
 	const uint64_t ub = (uint64_t)u * GR_EXACT_UNIT_VECTORS;
 	const uint64_t ue = ub + GR_EXACT_UNIT_VECTORS < nv ? ub + GR_EXACT_UNIT_VECTORS : nv;
 	bool ends = u == 0 && head + tail;

@@ -272,15 +272,14 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 	__shared__ long long d1[GR_EXACT_DIGITS], d2[GR_EXACT_DIGITS];
 	__shared__ unsigned long long f1, f2, nkmin, kmax, bars[grb_bulk::BARS];
 	extern __shared__ __align__(128) uint4 tiles[];
+	const unsigned t = threadIdx.x, lane = t & 31;
 	/* the groups from memory (exact.cuh) or through shared memory (bulk.cuh) */
 	auto each = [&](auto &&add) {
 		if constexpr (BULK)
-			grb_bulk::for_each_group<T>(data, n, threadIdx.x, threadIdx.x & 31, tiles,
-						    bars, add);
+			grb_bulk::for_each_group<T>(data, n, t, lane, tiles, bars, add);
 		else
-			gre::for_each_group<T>(data, n, threadIdx.x, threadIdx.x & 31, add);
+			gre::for_each_group<T>(data, n, t, lane, add);
 	};
-	const unsigned t = threadIdx.x, lane = t & 31;
 	if (t < GR_EXACT_DIGITS) {
 		d1[t] = 0;
 		d2[t] = 0;
@@ -461,7 +460,6 @@ moments_int_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *sc
 		   gr_moments_sums *out)
 {
 	constexpr unsigned ND1 = GR_MOMENTS_ISUM_DIGITS, ND2 = GR_MOMENTS_ISQ_DIGITS;
-	constexpr unsigned V = 16 / sizeof(T);
 	__shared__ long long d1[ND1], d2[ND2];
 	__shared__ unsigned long long nkmin, kmax;
 	const unsigned t = threadIdx.x, lane = t & 31;
@@ -474,11 +472,9 @@ moments_int_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *sc
 	__syncthreads();
 
 	isums_of<T> a;
-	const unsigned head0 = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / sizeof(T);
-	const uint64_t head = head0 < n ? head0 : n;
-	const uint64_t nv = (n - head) / V;
-	const uint64_t tail = n - head - nv * V;
-	const uint4 *vb = (const uint4 *)(data + head * sizeof(T));
+	const gre::vectors<T> va(data, n);
+	const uint64_t head = va.head, nv = va.nv, tail = va.tail;
+	const uint4 *vb = va.vb;
 	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
 	if (blockIdx.x == 0 && t < head + tail) {
 		uint64_t i = t < head ? t : n - tail + (t - head);
@@ -580,12 +576,9 @@ static inline cudaError_t launch(const void *data, uint64_t n, gr_moments_scratc
 {
 	if (!blocks)
 		blocks = gre::grid_blocks<T>(n, sm_count, MINB);
-	unsigned smem = 0;
-	if constexpr (BULK) {
-		smem = grb_bulk::SMEM_BYTES;
-		if (cudaError_t e = grb_bulk::allow(moments_kernel<T, MINB, BULK>))
-			return e;
-	}
+	unsigned smem;
+	if (cudaError_t e = grb_bulk::prepare<BULK>(moments_kernel<T, MINB, BULK>, smem))
+		return e;
 	moments_kernel<T, MINB, BULK><<<blocks, THREADS, smem, stream>>>(
 		(const unsigned char *)data, n, scratch, out);
 	return cudaGetLastError();
