@@ -63,9 +63,9 @@ struct env {
  * forms (exact.cuh: single_kernel's BULK off, MINB and FB); for sums of
  * squares, SQ_EXACT ours and SQ_CUB cub::DeviceReduce::TransformReduce
  * of x * x in the element's type, SQ_REGS ours loading into registers;
- * MOM moments (production: through
- * shared memory, 2 blocks per SM), MOM2 and MOM3 its forms that load into
- * registers with 2 and 3 blocks per SM, MOMB3 production's with 3 */
+ * MOM moments (production: through shared memory, 2 blocks per SM), MOM2
+ * and MOM3 its forms that load into registers with 2 and 3 blocks per
+ * SM, MOMB3 production's with 3 */
 enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, MOM, MOM2, MOM3, MOMB3 };
 
 template <typename T> struct square {
