@@ -41,6 +41,8 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 	}
 	if (c->done)
 		cudaEventDestroy(c->done);
+	if (c->wait)
+		cudaEventDestroy(c->wait);
 	cudaFree(c->dbuf);
 	cudaFree(c->dsegs);
 	cudaFree(c->dpartials);
@@ -71,9 +73,11 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	c->dev = d;
 	/* a slot's span, rounded down to 16 bytes at its start */
 	c->dbuf_bytes = chunk + 16;
-	/* blocking sync: the completion thread's long waits sleep */
+	/* done is polled and raises no interrupt; the completion thread's long
+	 * waits sleep on wait (cuda-internal.h) */
 	if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) ||
-	    (e = cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming | cudaEventBlockingSync)) ||
+	    (e = cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming)) ||
+	    (e = cudaEventCreateWithFlags(&c->wait, cudaEventDisableTiming | cudaEventBlockingSync)) ||
 	    (e = cudaMalloc((void **)&c->dbuf, c->dbuf_bytes + 16)) ||
 	    (e = cudaMalloc((void **)&c->dsegs, be->cap_segs * sizeof(gr_kseg))) ||
 	    (e = cudaMalloc((void **)&c->dpartials, 2 * (size_t)be->cap_units * sizeof(uint64_t))) ||

@@ -219,10 +219,11 @@ static void cuda_ctx_release(cuda_ctx *c)
 /*
  * Finish the contexts of list (oldest first) whose events are done, and
  * return those still out. oldest_e: the oldest one's state when the
- * caller already knows it (from cudaEventSynchronize), else
+ * caller already knows it (from oldest_call, its long wait), else
  * cudaErrorNotReady. *progress tells whether any finished.
  */
-static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, bool *progress)
+static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, const char *oldest_call,
+			   bool *progress)
 {
 	cuda_ctx *keep = NULL, **keep_end = &keep;
 	bool first = true;
@@ -235,7 +236,7 @@ static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, bo
 		cudaError_t e;
 		if (first && oldest_e != cudaErrorNotReady) {
 			e = oldest_e;
-			call = "cudaEventSynchronize";
+			call = oldest_call;
 		} else {
 			e = cudaEventQuery(c->done);
 		}
@@ -330,7 +331,7 @@ void *cuda_completer(void *arg)
 				since = cuda_now_ns(); /* then poll a while, from now */
 			}
 		}
-		list = cuda_reap(d, list, cudaErrorNotReady, &progress);
+		list = cuda_reap(d, list, cudaErrorNotReady, NULL, &progress);
 		tail = list;
 		while (tail && tail->next)
 			tail = tail->next;
@@ -346,10 +347,16 @@ void *cuda_completer(void *arg)
 				cuda_relax();
 			continue;
 		}
-		/* long work: sleep until the oldest is done (blocking-sync
-		 * events), then look at all of them again */
-		cudaError_t e = cudaEventSynchronize(list->done);
-		list = cuda_reap(d, list, e, &progress);
+		/* long work: sleep until the oldest is done, on a blocking-sync
+		 * event put behind it now (only this one interrupts: see
+		 * cuda-internal.h), then look at all of them again */
+		const char *call = "cudaEventRecord";
+		cudaError_t e = cudaEventRecord(list->wait, list->stream);
+		if (e == cudaSuccess) {
+			call = "cudaEventSynchronize";
+			e = cudaEventSynchronize(list->wait);
+		}
+		list = cuda_reap(d, list, e, call, &progress);
 		tail = list;
 		while (tail && tail->next)
 			tail = tail->next;

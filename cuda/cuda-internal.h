@@ -30,7 +30,15 @@
  *
  * The completion thread takes the contexts in flight and polls their
  * events (for up to the spin time since the last one finished or the first
- * went out), then sleeps in cudaEventSynchronize on the oldest; with
+ * went out), then sleeps on the oldest: it records a blocking-sync event
+ * behind it on its stream (the context's own, which holds nothing more)
+ * and waits in cudaEventSynchronize. The events it polls are not blocking
+ * sync, because such an event makes the GPU raise an interrupt when it
+ * completes, and on a virtual machine the CPU that takes the interrupt
+ * loses about 30 us to it, just when a request is done: a thread of ours
+ * waiting there for that request (the loop, the completion thread) was
+ * late by that much for the life of a daemon that the scheduler put there
+ * (issue 17's "slow daemons"; docs/benchmarks/gpu-e2e.md). With
  * nothing in flight it looks for new launches for the spin time, then
  * sleeps on a condition variable. It copies a finished launch's runs of
  * items and its results out of pinned memory into one post of its own,
@@ -118,7 +126,11 @@ typedef struct cuda_ctx cuda_ctx;
 struct cuda_ctx {
 	cuda_dev *dev;
 	cudaStream_t stream;
-	cudaEvent_t done;
+	/* done: recorded after every launch and polled; made without
+	 * cudaEventBlockingSync, so the GPU raises no interrupt for it. wait:
+	 * blocking sync, recorded behind a launch only once the completion
+	 * thread means to sleep on it (see the comment above) */
+	cudaEvent_t done, wait;
 	uint8_t *dbuf;
 	size_t dbuf_bytes;
 	gr_kseg *hsegs, *dsegs;
