@@ -265,7 +265,7 @@ void gr_config_usage(FILE *f)
 		"  --batch-max-bytes N        a batch goes out at this many bytes (256K)\n"
 		"  --batch-max-requests N     ... or this many requests (4096)\n"
 		"  --batch-delay-us N         hold a batch up to N us for more (default 0)\n"
-		"  --busy-poll-us N           after each event, poll N us before sleeping (50)\n"
+		"  --busy-poll-us N           after a read or an answer, poll N us before sleeping (50)\n"
 		"  --direct-replies yes|no    backend threads write small requests' replies (yes)\n"
 		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
 		"  --write-timeout-ms N       close a client that reads no reply this long (60000; 0: never)\n"

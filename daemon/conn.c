@@ -297,6 +297,7 @@ static void conn_on_read(gr_conn *c, ssize_t nread)
 	c->in_read += (uint64_t)nread;
 	c->srv->stats.bytes_in += (uint64_t)nread;
 	c->srv->now_ns = uv_hrtime();
+	c->srv->busy_ns = c->srv->now_ns;
 	if (c->read_staging) {
 		c->read_staging = false;
 		c->in_parsed += (uint64_t)nread;

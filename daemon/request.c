@@ -128,6 +128,7 @@ void gr_request_answered(gr_request *req, uint64_t elements)
 	s->stats.requests++;
 	s->stats.elements += elements;
 	gr_stats_latency(&s->stats, s->now_ns - req->start_ns);
+	s->busy_ns = s->now_ns;
 }
 
 static void request_reply_segments(gr_request *req)

@@ -186,15 +186,17 @@ static void batch_hold_cb(uv_idle_t *h)
 
 /*
  * With --busy-poll-us, the loop keeps polling (an active idle handle makes
- * its poll return at once) until that long has passed since its last
- * event: a socket read or a completion, the times now_ns is set. A client
- * that sends its next request within that time finds the loop awake, not
- * asleep in epoll_wait, which saves a wake-up on each round trip at the
- * cost of a busy core while requests keep coming.
+ * its poll return at once) until that long has passed since it last read
+ * a socket or answered a request (busy_ns). A client that sends its next
+ * request within that time finds the loop awake, not asleep in
+ * epoll_wait, which saves a wake-up on each round trip at the cost of a
+ * busy core while requests keep coming. A completion that answers no one
+ * (one chunk of a large request, whose next is a copy's time away) does
+ * not keep it polling: a gigabyte in a region is 128 such completions.
  */
 static bool busy_poll_window_open(gr_server *s)
 {
-	return uv_hrtime() - s->now_ns < (uint64_t)s->cfg->busy_poll_us * 1000;
+	return uv_hrtime() - s->busy_ns < (uint64_t)s->cfg->busy_poll_us * 1000;
 }
 
 static void busy_poll_cb(uv_idle_t *h)
@@ -802,6 +804,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	}
 	gr_completion_set_clock(s->cq, &s->now_ns);
 	s->now_ns = uv_hrtime();
+	s->busy_ns = s->now_ns;
 
 	char why[256] = "";
 	r = -ENODEV;

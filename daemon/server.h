@@ -215,6 +215,10 @@ struct gr_server {
 	/* The loop's idea of now, read from the clock once per socket read and
 	 * once per completion drain: requests start and finish then. */
 	uint64_t now_ns;
+	/* now_ns at the last socket read or answered request: busy polling
+	 * counts from here (server.c), not from completions that answer no
+	 * one (a large request's chunks) */
+	uint64_t busy_ns;
 
 	/* The pending batch: jobs whose data lie in batch_slot. */
 	gr_job *batch_head, *batch_tail;

@@ -518,8 +518,8 @@ def cpu_seconds(pid):
 
 class BusyPoll(unittest.TestCase):
     def test_idle_after_busy_polling(self):
-        """The loop polls for --busy-poll-us after each event, then sleeps:
-        an idle daemon uses no CPU, whatever the window."""
+        """The loop polls for --busy-poll-us after each read and answer,
+        then sleeps: an idle daemon uses no CPU, whatever the window."""
         for window in ("50", "100000"):
             d = Daemon("--busy-poll-us", window, "--threads", "1")
             try:
