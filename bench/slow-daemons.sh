@@ -12,21 +12,33 @@
 #   bench/slow-daemons.sh BINDIR [N [OUTDIR]]
 #     (BINDIR holds gpured, gpured-benchmark and gpured-vcpu-speed; N
 #      daemons, default 10; raw files in OUTDIR, default a temporary one)
+#
+# With SLOW_DAEMONS_SPLIT=1 the daemons run on the first half of the CPUs
+# and the load on the second, so that the load generator's threads and the
+# daemon's never share a CPU (their speeds vary with the pairing on
+# virtual machines).
 set -u
 B=${1:?usage: slow-daemons.sh BINDIR [N [OUTDIR]]}
 N=${2:-10}
 L=${3:-$(mktemp -d)}
 mkdir -p "$L"
+ON_D=() ON_B=()
+if [ "${SLOW_DAEMONS_SPLIT:-0}" = 1 ]; then
+	half=$(( $(nproc) / 2 ))
+	ON_D=(taskset -c "0-$((half - 1))")
+	ON_B=(taskset -c "$half-$(( $(nproc) - 1 ))")
+	echo "daemons on CPUs 0-$((half - 1)), load on $half-$(( $(nproc) - 1 ))"
+fi
 lscpu > "$L/lscpu.txt" 2>&1
 "$B/gpured-vcpu-speed" > "$L/vcpu-speed.txt" 2>&1
 grep -v '^pair' "$L/vcpu-speed.txt"
 for k in $(seq "$N"); do
 	S=$L/d$k.sock
-	"$B/gpured" --socket "$S" --backend cuda --route-cpu-max-bytes 0 > "$L/d$k.log" 2>&1 &
+	"${ON_D[@]}" "$B/gpured" --socket "$S" --backend cuda --route-cpu-max-bytes 0 > "$L/d$k.log" 2>&1 &
 	P=$!
 	for i in $(seq 100); do [ -S "$S" ] && break; sleep 0.1; done
 	grep AnonHugePages "/proc/$P/smaps_rollup" > "$L/h$k.txt" 2>&1
-	"$B/gpured-benchmark" -s "$S" -c 8 -P 16 --threads 4 -n 0 -t 3 -d 256 --dtype i32 \
+	"${ON_B[@]}" "$B/gpured-benchmark" -s "$S" -c 8 -P 16 --threads 4 -n 0 -t 3 -d 256 --dtype i32 \
 		--json > "$L/b$k.json" 2> "$L/b$k.err" &
 	BP=$!
 	sleep 1.5
@@ -35,7 +47,7 @@ for k in $(seq "$N"); do
 	nvidia-smi --query-gpu=clocks.sm,clocks.mem,pstate,utilization.gpu --format=csv,noheader \
 		> "$L/g$k.txt" 2>&1
 	wait "$BP"
-	"$B/gpured-benchmark" -s "$S" -c 1 -P 1 -n 20000 -d 256 --dtype i32 --json \
+	"${ON_B[@]}" "$B/gpured-benchmark" -s "$S" -c 1 -P 1 -n 20000 -d 256 --dtype i32 --json \
 		> "$L/l$k.json" 2> "$L/l$k.err"
 	kill "$P"
 	wait "$P"
