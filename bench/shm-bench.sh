@@ -104,7 +104,9 @@ for b in ("cuda", "cpu"):
     reg, sock = gbs(b, "region-1GiB"), gbs(b, "socket-1GiB")
     if reg is None:
         continue
-    print(f"{b}: 1 GiB f32 in a region {reg:.2f} GB/s, over the socket {sock:.2f} GB/s: {reg / sock:.1f}x")
+    big = next(r["elements"] * 4 for r in rows if r["backend"] == b and r["what"] == "region-1GiB")
+    size = f"{big >> 30} GiB" if big % (1 << 30) == 0 else f"{big >> 20} MiB"
+    print(f"{b}: {size} f32 in a region {reg:.2f} GB/s, over the socket {sock:.2f} GB/s: {reg / sock:.1f}x")
     print(f"{b}: daemon CPU s per GB: region {cpu_per_gb(b, 'region-1GiB'):.4f}, socket {cpu_per_gb(b, 'socket-1GiB'):.4f}")
     r4, s4 = med(b, "region-4KiB-c8P16", "requests_per_s"), med(b, "socket-4KiB-c8P16", "requests_per_s")
     print(f"{b}: 4 KiB c8P16: region {r4:.0f} req/s, socket {s4:.0f} req/s: {r4 / s4:.2f}")
