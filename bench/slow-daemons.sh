@@ -16,7 +16,9 @@
 # With SLOW_DAEMONS_SPLIT=1 the daemons run on the first half of the CPUs
 # and the load on the second, so that the load generator's threads and the
 # daemon's never share a CPU (their speeds vary with the pairing on
-# virtual machines).
+# virtual machines). SLOW_DAEMONS_ARGS replaces the daemon's options
+# (default "--backend cuda --route-cpu-max-bytes 0"; "--backend cpu" gives
+# the same spread measured on CPU daemons).
 set -u
 B=${1:?usage: slow-daemons.sh BINDIR [N [OUTDIR]]}
 N=${2:-10}
@@ -34,7 +36,9 @@ lscpu > "$L/lscpu.txt" 2>&1
 grep -v '^pair' "$L/vcpu-speed.txt"
 for k in $(seq "$N"); do
 	S=$L/d$k.sock
-	"${ON_D[@]}" "$B/gpured" --socket "$S" --backend cuda --route-cpu-max-bytes 0 > "$L/d$k.log" 2>&1 &
+	# shellcheck disable=SC2086 # options, split on purpose
+	"${ON_D[@]}" "$B/gpured" --socket "$S" ${SLOW_DAEMONS_ARGS:---backend cuda --route-cpu-max-bytes 0} \
+		> "$L/d$k.log" 2>&1 &
 	P=$!
 	for i in $(seq 100); do [ -S "$S" ] && break; sleep 0.1; done
 	grep AnonHugePages "/proc/$P/smaps_rollup" > "$L/h$k.txt" 2>&1
