@@ -39,14 +39,7 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                      \
-	do {                                                                                       \
-		cudaError_t e_ = (x);                                                              \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                   \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
+#include "cuda/bench-check.h"
 
 static double now_us(void)
 {

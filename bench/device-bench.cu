@@ -22,16 +22,8 @@
 #include <cuda_runtime.h>
 
 #include "client/gpured.h"
+#include "cuda/bench-check.h"
 #include "cuda/kernel.h"
-
-#define CK(x)                                                                                      \
-	do {                                                                                       \
-		cudaError_t e_ = (x);                                                              \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                   \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 template <typename F> static F drv(const char *name)
 {

@@ -21,14 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define CK(x)                                                                                      \
-	do {                                                                                       \
-		cudaError_t e_ = (x);                                                              \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                   \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
+#include "cuda/bench-check.h"
 
 static double median(std::vector<double> v)
 {

@@ -40,14 +40,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CU(call)                                                                   \
-	do {                                                                       \
-		cudaError_t e_ = (call);                                           \
-		if (e_ != cudaSuccess) {                                           \
-			fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_)); \
-			exit(1);                                                   \
-		}                                                                  \
-	} while (0)
+#include "cuda/bench-check.h"
 
 static const size_t PIECE = 1024, BATCH = 32, BATCH_BYTES = PIECE * BATCH;
 static const size_t ROUNDS = 100000, MAX_RING = (size_t)32 << 20;
@@ -107,7 +100,7 @@ static double run(int mode, uint8_t *ring, size_t ring_bytes, uint8_t *dbuf, cud
 		uint8_t *dst = ring + off;
 		/* no piece is rewritten while a copy may still read it */
 		if (dma && sent >= inflight_max)
-			CU(cudaEventSynchronize(ev[(sent - inflight_max) % nev]));
+			CK(cudaEventSynchronize(ev[(sent - inflight_max) % nev]));
 		if (mode >= READ_COPY &&
 		    write(sock[0], src, BATCH_BYTES) != (ssize_t)BATCH_BYTES) {
 			perror("write");
@@ -137,15 +130,15 @@ static double run(int mode, uint8_t *ring, size_t ring_bytes, uint8_t *dbuf, cud
 			_mm_sfence();
 		t_write += now_ns() - t0;
 		if (dma) {
-			CU(cudaMemcpyAsync(dbuf + off, dst, BATCH_BYTES, cudaMemcpyHostToDevice, st));
-			CU(cudaEventRecord(ev[sent % nev], st));
+			CK(cudaMemcpyAsync(dbuf + off, dst, BATCH_BYTES, cudaMemcpyHostToDevice, st));
+			CK(cudaEventRecord(ev[sent % nev], st));
 			sent++;
 		}
 		off += BATCH_BYTES;
 		if (off + BATCH_BYTES > ring_bytes)
 			off = 0;
 	}
-	CU(cudaStreamSynchronize(st));
+	CK(cudaStreamSynchronize(st));
 	return (double)t_write / (double)(ROUNDS * BATCH);
 }
 
@@ -183,15 +176,15 @@ int main(int argc, char **argv)
 	uint8_t *ring = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
 	madvise(ring, MAX_RING, MADV_HUGEPAGE);
 	memset(ring, 1, MAX_RING);
-	CU(cudaHostRegister(ring, MAX_RING, cudaHostRegisterPortable));
+	CK(cudaHostRegister(ring, MAX_RING, cudaHostRegisterPortable));
 	uint8_t *dbuf;
-	CU(cudaMalloc(&dbuf, MAX_RING));
+	CK(cudaMalloc(&dbuf, MAX_RING));
 	cudaStream_t st;
-	CU(cudaStreamCreate(&st));
+	CK(cudaStreamCreate(&st));
 	enum { NEV = 64 };
 	cudaEvent_t ev[NEV];
 	for (int i = 0; i < NEV; i++)
-		CU(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
+		CK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
 
 	printf("%-10s", "ring KiB");
 	for (int mode = 0; mode < NMODES; mode++)
