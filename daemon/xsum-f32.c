@@ -195,41 +195,46 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
  * 2^(emax - 126), so every sum of up to n of them, in any order, is an
  * integer multiple of that unit below 2^(emax - emin + 24 + ceil(log2 n))
  * units: exact in a double while that is at most 2^53. Then the block's
- * exact value is the plain double sum, and no accumulator is needed. The
- * exponents are checked in integer lanes beside the sum; a special (or a
- * sum of zeros, whose sign the exact path decides) goes the exact way.
+ * exact value is the plain double sum, and no accumulator is needed.
+ *
+ * The exponents come from the bits: the largest |x| bits (a signed
+ * maximum, |x| bits being below 2^31) and the least of |x| bits - 1 (an
+ * unsigned minimum, where zeros wrap to the top), one instruction each on
+ * AVX2, beside the sum. A special (or a sum of zeros, whose sign the
+ * exact path decides) goes the exact way. A block that misses goes on to
+ * the grid with its largest |x| bits, *ret_max, known exactly.
  */
 #define XSUM_NARROW_MAX 4096u
 
-static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret)
+static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret,
+                                      const bool avx2, uint32_t *ret_max)
 {
 	v4df a[4] = {{0}};
-	v4si emax = {0}, emin = {255, 255, 255, 255};
-	const v4si one = {1, 1, 1, 1}, big = {255, 255, 255, 255};
+	v8si hi = {0};
+	v8su lo = (v8su){0} - 1;
 	size_t i = 0;
 
 	for (; i + 16 <= n; i += 16) {
 		UNROLL
+		for (unsigned v = 0; v < 2; v++) {
+			v8si b;
+			memcpy(&b, p + 4 * (i + 8 * v), sizeof(b));
+			b &= INT32_MAX;
+			v8si_max(&hi, &b, avx2);
+			v8su c = (v8su)b - 1;
+			v8su_min(&lo, &c, avx2);
+		}
+		UNROLL
 		for (unsigned v = 0; v < 4; v++) {
-			v4si b;
-			v4sf x;
-			memcpy(&b, p + 4 * (i + 4 * v), sizeof(b));
-			memcpy(&x, p + 4 * (i + 4 * v), sizeof(x));
-			v4si e = (b >> 23) & 0xff;
-			v4si nz = (b & 0x7fffffff) != 0;
-			v4si ee = e | (one & (e == 0)); /* subnormals count as exponent 1 */
-			v4si c = emax > ee;
-			emax = (emax & c) | (ee & ~c);
-			v4si m = (ee & nz) | (big & ~nz);
-			c = emin < m;
-			emin = (emin & c) | (m & ~c);
-			a[v] += __builtin_convertvector(x, v4df);
+			v4df x;
+			ld_f32_as_f64(&x, p + 4 * (i + 4 * v));
+			a[v] += x;
 		}
 	}
-	int hi = 0, lo = 255;
-	for (unsigned k = 0; k < 4; k++) {
-		hi = emax[k] > hi ? emax[k] : hi;
-		lo = emin[k] < lo ? emin[k] : lo;
+	uint32_t h = 0, l = UINT32_MAX;
+	for (unsigned k = 0; k < 8; k++) {
+		h = (uint32_t)hi[k] > h ? (uint32_t)hi[k] : h;
+		l = lo[k] < l ? lo[k] : l;
 	}
 	double tail = 0;
 	for (; i < n; i++) {
@@ -237,15 +242,17 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 		float x;
 		memcpy(&b, p + 4 * i, sizeof(b));
 		memcpy(&x, p + 4 * i, sizeof(x));
-		int e = (int)((b >> 23) & 0xff);
-		int ee = e ? e : 1;
-		hi = ee > hi ? ee : hi;
-		if (b & 0x7fffffffu)
-			lo = ee < lo ? ee : lo;
+		b &= INT32_MAX;
+		h = b > h ? b : h;
+		l = b - 1 < l ? b - 1 : l;
 		tail += (double)x;
 	}
-	int lg = n > 1 ? 64 - __builtin_clzll((unsigned long long)n - 1) : 0;
-	if (hi == 255 || lo == 255 || hi - lo + 24 + lg > 53)
+	*ret_max = h;
+	/* subnormals count as exponent 1 */
+	const int eh = (int)(h >> 23), el = (int)((l + 1) >> 23);
+	const int hi_e = eh ? eh : 1, lo_e = el ? el : 1;
+	const int lg = n > 1 ? 64 - __builtin_clzll((unsigned long long)n - 1) : 0;
+	if (l == UINT32_MAX || hi_e == 255 || hi_e - lo_e + 24 + lg > 53)
 		return false;
 	v4df t = (a[0] + a[1]) + (a[2] + a[3]);
 	double sum = ((t[0] + t[1]) + (t[2] + t[3])) + tail;
@@ -259,27 +266,32 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 }
 
 static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
-                                const unsigned levels)
+                                const unsigned levels, const bool avx2)
 {
-	/* small arrays, where it pays: a large block that misses the bound
-	 * would be read twice */
-	if (!sq && n <= XSUM_NARROW_MAX && xsum_f32_narrow(p, n, ret))
-		return;
 	/* One pass over the block when a sample of it, one binade wider,
 	 * bounds the rest (most data); else find the largest, then sum; when
 	 * the exponents lie too far apart, sum with one more level; and when
 	 * even that is not enough, element by element. */
 	int r = XPASS_GUESS;
-	if (n >= 4 * XGUESS) {
-		uint32_t b = x_maxbits(p, XGUESS);
-		b += b ? 1u << 23 : 0;
-		r = xsum_pass(p, n, ret, sq, levels, b, true);
-	}
-	if (r == XPASS_DONE)
-		return;
-	const uint32_t mb = x_maxbits(p, n);
-	if (r == XPASS_GUESS)
+	uint32_t mb;
+	/* small arrays, where it pays: a large block that misses the bound
+	 * would be read twice; one that misses has its largest already */
+	if (!sq && n <= XSUM_NARROW_MAX) {
+		if (xsum_f32_narrow(p, n, ret, avx2, &mb))
+			return;
 		r = xsum_pass(p, n, ret, sq, levels, mb, false);
+	} else {
+		if (n >= 4 * XGUESS) {
+			uint32_t b = x_maxbits(p, XGUESS);
+			b += b ? 1u << 23 : 0;
+			r = xsum_pass(p, n, ret, sq, levels, b, true);
+		}
+		if (r == XPASS_DONE)
+			return;
+		mb = x_maxbits(p, n);
+		if (r == XPASS_GUESS)
+			r = xsum_pass(p, n, ret, sq, levels, mb, false);
+	}
 	if (r == XPASS_WIDE)
 		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false);
 	if (r == XPASS_WIDE)
@@ -290,11 +302,11 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 #define DEF_XSUM(NAME, SQ, LEVELS)                                                                 \
 	void xsum_##NAME##_base(const unsigned char *p, size_t n, gr_partial *ret)                 \
 	{                                                                                          \
-		xsum_body(p, n, ret, SQ, LEVELS);                                                  \
+		xsum_body(p, n, ret, SQ, LEVELS, /* avx2= */ false);                               \
 	}                                                                                          \
 	GR_AVX2_ONLY(GR_AVX2 void xsum_##NAME##_avx2(const unsigned char *p, size_t n,             \
 	                                             gr_partial *ret)                              \
-	             { xsum_body(p, n, ret, SQ, LEVELS); })
+	             { xsum_body(p, n, ret, SQ, LEVELS, /* avx2= */ true); })
 
 DEF_XSUM(sum_f32, false, 1)
 DEF_XSUM(sumsq_f32, true, 2)
