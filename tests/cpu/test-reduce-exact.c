@@ -125,6 +125,26 @@ static void check_exact_cases(unsigned char *buf)
 	           "negative overflow");
 	check_list(GR_OP_SUM, GR_DT_F64, (double[]){0x1p-1074, -0x1p-1073, 0x1p-1074}, 3, 0.0,
 	           "subnormals cancel to +0");
+	/* the rounding's last step at each end of the range: to the largest
+	 * subnormal, up into the normals, and to 2^1024 (infinity) from just
+	 * below it; of either sign */
+	for (int sg = 1; sg >= -1; sg -= 2) {
+		check_list(GR_OP_SUM, GR_DT_F64, (double[]){sg * 0x1p-1022, -sg * 0x1p-1074}, 2,
+		           sg * 0x1.ffffffffffffep-1023, "largest subnormal");
+		check_list(GR_OP_SUM, GR_DT_F64, (double[]){sg * 0x1p-1023, sg * 0x1p-1023}, 2,
+		           sg * 0x1p-1022, "two halves of the least normal");
+		check_list(GR_OP_SUM, GR_DT_F64,
+		           (double[]){sg * 0x1.ffffffffffffep-1023, sg * 0x1p-1074}, 2,
+		           sg * 0x1p-1022, "largest subnormal up to the least normal");
+		check_list(GR_OP_SUM, GR_DT_F64,
+		           (double[]){sg * 0x1p1023, sg * 0x1p1023, -sg * 0x1p-1074}, 3,
+		           sg * INFINITY, "2^1024 less 2^-1074 rounds to infinity");
+		check_list(GR_OP_SUM, GR_DT_F64, (double[]){sg * DBL_MAX, -sg * 0x1p-1074}, 2,
+		           sg * DBL_MAX, "max less 2^-1074");
+		check_list(GR_OP_SUM, GR_DT_F64,
+		           (double[]){sg * 0x1p1023, sg * 0x1p1022, sg * 0x1p1021}, 3,
+		           sg * 0x1.cp1023, "7 * 2^1021");
+	}
 	check_list(GR_OP_SUM, GR_DT_F32, (double[]){FLT_MAX, FLT_MAX, 0x1p-149}, 3, 2.0 * FLT_MAX,
 	           "f32 beyond FLT_MAX");
 	check_list(GR_OP_SUM, GR_DT_F32, (double[]){0x1p-149, -0x1p-148, 0x1p100}, 3, 0x1p100,
