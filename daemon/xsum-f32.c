@@ -82,7 +82,8 @@ enum {
  * XPASS_DONE, ret's value is untouched.
  */
 static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
-                               const unsigned levels, const uint32_t maxbits, const bool guess)
+                               const unsigned levels, const uint32_t maxbits, const bool guess,
+                               const bool avx2)
 {
 	const unsigned eb = maxbits >> 23;
 	/* |element| < 2^M */
@@ -118,15 +119,17 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 	 * Sums prove in integer lanes, rather than with what the last level
 	 * leaves (fewer float operations), that every non-zero element (or
 	 * square) is a multiple of the last level's unit: its exponent field
-	 * is at least ef, that is 0 < |x| bits < th never holds. The unsigned
-	 * compare is a signed one of |x| bits - 1 + 2^31.
+	 * is at least ef, that is 0 < |x| bits < th never holds; and, with a
+	 * guess, that every |x| bits lies below bound. The lanes keep the
+	 * largest |x| bits (a signed maximum) and the least |x| bits - 1 (an
+	 * unsigned minimum, where zeros wrap to the top), one instruction each
+	 * on AVX2, checked once at the end.
 	 */
-	v8si small = {0}, over = {0};
-	const v8si bm = (v8si){0} + (int32_t)(bound - 1);
+	v8si hi = {0};
+	v8su lo = (v8su){0} - 1;
 	const int u = sq ? (g.ulp[levels - 1] + 1) >> 1 : g.ulp[levels - 1];
 	const int ef = u + 150;
 	const uint32_t th = ef <= 1 ? 1 : (uint32_t)(ef >= 0xff ? 0xff : ef) << 23;
-	const v8si thv = (v8si){0} + (int32_t)((th - 1) ^ 0x80000000u);
 	/* the block after a whole one is most likely next: bring it to L2
 	 * while this one is summed, so that the first pass does not wait */
 	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 4 : 0;
@@ -141,10 +144,10 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 			v8su b;
 			memcpy(&b, q + v * 32, sizeof(b));
 			b &= INT32_MAX;
-			if (guess)
-				over |= (v8si)b > bm;
-			b += INT32_MAX;
-			small |= thv > (v8si)b;
+			v8si bs = (v8si)b;
+			v8si_max(&hi, &bs, avx2);
+			b -= 1;
+			v8su_min(&lo, &b, avx2);
 		}
 		UNROLL
 		for (unsigned v = 0; v < XNV; v++) {
@@ -156,23 +159,24 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 		}
 	}
 
+	uint32_t most = 0, least = UINT32_MAX;
+	for (unsigned k = 0; k < 8; k++) {
+		most = (uint32_t)hi[k] > most ? (uint32_t)hi[k] : most;
+		least = lo[k] < least ? lo[k] : least;
+	}
 	if (guess) {
-		int32_t o = 0;
-		for (unsigned l = 0; l < 8; l++)
-			o |= over[l];
 		/* and the tail, which the groups did not see */
 		for (size_t i = ng * XGROUP; i < n; i++) {
 			uint32_t b;
 			memcpy(&b, p + i * 4, 4);
-			o |= (b & INT32_MAX) >= bound;
+			b &= INT32_MAX;
+			most = b > most ? b : most;
 		}
-		if (o)
+		if (most >= bound)
 			return XPASS_GUESS;
 	}
-	int32_t bad = 0;
-	for (unsigned l = 0; l < 8; l++)
-		bad |= small[l];
-	if (bad)
+	/* (zeros wrapped to UINT32_MAX, above any th - 1) */
+	if (least < th - 1)
 		return XPASS_WIDE;
 	const uint64_t cnt = ng;
 	for (unsigned j = 0; j < levels; j++) {
@@ -212,17 +216,36 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 	v4df a[4] = {{0}};
 	v8si hi = {0};
 	v8su lo = (v8su){0} - 1;
+	v4si hi4 = {0}, lo4 = (v4si){0} + INT32_MAX;
 	size_t i = 0;
 
 	for (; i + 16 <= n; i += 16) {
-		UNROLL
-		for (unsigned v = 0; v < 2; v++) {
-			v8si b;
-			memcpy(&b, p + 4 * (i + 8 * v), sizeof(b));
-			b &= INT32_MAX;
-			v8si_max(&hi, &b, avx2);
-			v8su c = (v8su)b - 1;
-			v8su_min(&lo, &c, avx2);
+		if (avx2) {
+			UNROLL
+			for (unsigned v = 0; v < 2; v++) {
+				v8si b;
+				memcpy(&b, p + 4 * (i + 8 * v), sizeof(b));
+				b &= INT32_MAX;
+				v8si_max(&hi, &b, avx2);
+				v8su c = (v8su)b - 1;
+				v8su_min(&lo, &c, avx2);
+			}
+		} else {
+			/* the baseline has neither instruction, and its sixteen
+			 * registers hold bounds of four lanes best: a signed
+			 * compare and blend each, the least on |x| bits - 1
+			 * less the sign bit (zeros wrap to the largest) */
+			UNROLL
+			for (unsigned v = 0; v < 4; v++) {
+				v4si b;
+				memcpy(&b, p + 4 * (i + 4 * v), sizeof(b));
+				b &= INT32_MAX;
+				v4si c = b > hi4;
+				hi4 = (b & c) | (hi4 & ~c);
+				b = (b - 1) & INT32_MAX;
+				c = b < lo4;
+				lo4 = (b & c) | (lo4 & ~c);
+			}
 		}
 		UNROLL
 		for (unsigned v = 0; v < 4; v++) {
@@ -235,6 +258,11 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 	for (unsigned k = 0; k < 8; k++) {
 		h = (uint32_t)hi[k] > h ? (uint32_t)hi[k] : h;
 		l = lo[k] < l ? lo[k] : l;
+	}
+	for (unsigned k = 0; k < 4; k++) {
+		const uint32_t c = lo4[k] == INT32_MAX ? UINT32_MAX : (uint32_t)lo4[k];
+		h = (uint32_t)hi4[k] > h ? (uint32_t)hi4[k] : h;
+		l = c < l ? c : l;
 	}
 	double tail = 0;
 	for (; i < n; i++) {
@@ -279,21 +307,21 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 	if (!sq && n <= XSUM_NARROW_MAX) {
 		if (xsum_f32_narrow(p, n, ret, avx2, &mb))
 			return;
-		r = xsum_pass(p, n, ret, sq, levels, mb, false);
+		r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
 	} else {
 		if (n >= 4 * XGUESS) {
 			uint32_t b = x_maxbits(p, XGUESS);
 			b += b ? 1u << 23 : 0;
-			r = xsum_pass(p, n, ret, sq, levels, b, true);
+			r = xsum_pass(p, n, ret, sq, levels, b, true, avx2);
 		}
 		if (r == XPASS_DONE)
 			return;
 		mb = x_maxbits(p, n);
 		if (r == XPASS_GUESS)
-			r = xsum_pass(p, n, ret, sq, levels, mb, false);
+			r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
 	}
 	if (r == XPASS_WIDE)
-		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false);
+		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2);
 	if (r == XPASS_WIDE)
 		xsum_slow(p, n, ret, /* is64= */ false, sq);
 }

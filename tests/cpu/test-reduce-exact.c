@@ -749,9 +749,9 @@ static void check_f64_top_words(unsigned char *buf)
  * of their doubles by ref_exact(), and rounds to exact_sum()'s. */
 static void check_f32_ref(const unsigned char *p, size_t n, const char *what)
 {
-	static unsigned char d[8 * 8192];
-	static double x[8192];
-	CHECK_MSG(n <= 8192, "check_f32_ref: n=%zu", n);
+	static unsigned char d[8 * 2 * GR_REDUCE_BLOCK];
+	static double x[2 * GR_REDUCE_BLOCK];
+	CHECK_MSG(n <= 2 * GR_REDUCE_BLOCK, "check_f32_ref: n=%zu", n);
 	bool nonzero = false;
 	for (size_t i = 0; i < n; i++) {
 		float f;
@@ -923,6 +923,48 @@ static void check_f32_narrow(unsigned char *buf)
 	}
 }
 
+/*
+ * Larger f32 blocks guess the grid from a sample and check the guess
+ * (AVX2: by the largest and least |x| bits over the block): one element
+ * past the sample, at every exponent from a little above the block's
+ * window to far above it, and from its bottom to far below, with every
+ * mantissa bit set, in sums and sums of squares.
+ */
+static void check_f32_grid(unsigned char *buf)
+{
+	static const size_t sizes[] = {4097, 5000, 8191, GR_REDUCE_BLOCK - 1, GR_REDUCE_BLOCK};
+	const uint32_t ones = (1u << 24) - 1;
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		const size_t n = sizes[s];
+		const int top = (int)(rng() % 100) - 50, span = 8;
+		for (size_t i = 0; i < n; i++) {
+			int e = top - (int)(rng() % (unsigned)(span + 1));
+			put_exp32(buf, i, e, 1u << 23 | (uint32_t)(rng() >> 41), rng() % 2);
+		}
+		for (int d = -2; d <= 60; d++) {
+			/* above the window by d, or below its bottom by d */
+			for (int below = 0; below < 2; below++) {
+				if (below && d < 0)
+					continue;
+				size_t at = rng() % 2 ? n - 1 : 1000 + rng() % (n - 1000);
+				unsigned char keep[4];
+				memcpy(keep, buf + 4 * at, 4);
+				int e = below ? top - span - d : top + d;
+				put_exp32(buf, at,
+				          e < -149  ? -149
+				          : e > 127 ? 127
+				                    : e,
+				          ones, rng() % 2);
+				check_f32_ref(buf, n,
+				              below ? "grid, one below" : "grid, one above");
+				if (d % 7 == 0 && n < GR_REDUCE_BLOCK)
+					check_exact_bits(GR_OP_SUMSQ, GR_DT_F32, buf, n);
+				memcpy(buf + 4 * at, keep, 4);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	static const reduce_part parts[] = {
@@ -930,6 +972,7 @@ int main(void)
 	    {"late large", check_late_large},       {"spans", check_spans},
 	    {"f64 paths", check_f64_paths},         {"f64 bounds", check_f64_bounds},
 	    {"f64 top words", check_f64_top_words}, {"f32 narrow", check_f32_narrow},
+	    {"f32 grid", check_f32_grid},
 	};
 
 	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]));
