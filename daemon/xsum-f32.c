@@ -76,6 +76,24 @@ enum {
 };
 
 /*
+ * The least |x| bits a non-zero element may have for a pass of levels
+ * levels under the top that maxbits gives to take it whole (its square's,
+ * with sq): the exponent field that puts its last bit (or its square's)
+ * on the last level's unit, as xgrid_init() places it.
+ */
+static uint32_t xsum_f32_least(uint32_t maxbits, bool sq, unsigned levels)
+{
+	const unsigned eb = maxbits >> 23;
+	const int M = (eb ? (int)eb : 1) - 127 + 1;
+	const int T = sq ? 2 * M : M;
+	const int K = T + 2 - 51 * (int)(levels - 1);
+	const int ulp = (K < -1022 ? -1022 : K) - 52;
+	const int u = sq ? (ulp + 1) >> 1 : ulp;
+	const int ef = u + 150;
+	return ef <= 1 ? 1 : (uint32_t)(ef >= 0xff ? 0xff : ef) << 23;
+}
+
+/*
  * The summing pass of an f32 block whose largest |element| has the bits
  * maxbits. With guess, maxbits is only an estimate: the pass also checks
  * that every element lies below the grid's bound. Unless it returns
@@ -127,9 +145,7 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 	 */
 	v8si hi = {0};
 	v8su lo = (v8su){0} - 1;
-	const int u = sq ? (g.ulp[levels - 1] + 1) >> 1 : g.ulp[levels - 1];
-	const int ef = u + 150;
-	const uint32_t th = ef <= 1 ? 1 : (uint32_t)(ef >= 0xff ? 0xff : ef) << 23;
+	const uint32_t th = xsum_f32_least(maxbits, sq, levels);
 	/* the block after a whole one is most likely next: bring it to L2
 	 * while this one is summed, so that the first pass does not wait */
 	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 4 : 0;
@@ -206,12 +222,13 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
  * unsigned minimum, where zeros wrap to the top), one instruction each on
  * AVX2, beside the sum. A special (or a sum of zeros, whose sign the
  * exact path decides) goes the exact way. A block that misses goes on to
- * the grid with its largest |x| bits, *ret_max, known exactly.
+ * the grid with its bounds known exactly: *ret_max, the largest |x| bits,
+ * and *ret_low, the least |x| bits - 1 (UINT32_MAX when all are zeros).
  */
 #define XSUM_NARROW_MAX 4096u
 
 static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret,
-                                      const bool avx2, uint32_t *ret_max)
+                                      const bool avx2, uint32_t *ret_max, uint32_t *ret_low)
 {
 	v4df a[4] = {{0}};
 	v8si hi = {0};
@@ -276,6 +293,7 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 		tail += (double)x;
 	}
 	*ret_max = h;
+	*ret_low = l;
 	/* subnormals count as exponent 1 */
 	const int eh = (int)(h >> 23), el = (int)((l + 1) >> 23);
 	const int hi_e = eh ? eh : 1, lo_e = el ? el : 1;
@@ -301,25 +319,32 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 	 * the exponents lie too far apart, sum with one more level; and when
 	 * even that is not enough, element by element. */
 	int r = XPASS_GUESS;
-	uint32_t mb;
 	/* small arrays, where it pays: a large block that misses the bound
-	 * would be read twice; one that misses has its largest already */
+	 * would be read twice; one that misses has its bounds already, and
+	 * so the levels it needs (a constant to each pass, which unrolls
+	 * them) or that the element path must take it */
 	if (!sq && n <= XSUM_NARROW_MAX) {
-		if (xsum_f32_narrow(p, n, ret, avx2, &mb))
+		uint32_t mb, low;
+		if (xsum_f32_narrow(p, n, ret, avx2, &mb, &low))
 			return;
-		r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
-	} else {
-		if (n >= 4 * XGUESS) {
-			uint32_t b = x_maxbits(p, XGUESS);
-			b += b ? 1u << 23 : 0;
-			r = xsum_pass(p, n, ret, sq, levels, b, true, avx2);
-		}
-		if (r == XPASS_DONE)
-			return;
-		mb = x_maxbits(p, n);
-		if (r == XPASS_GUESS)
+		if (low >= xsum_f32_least(mb, sq, levels) - 1)
 			r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
+		else if (low >= xsum_f32_least(mb, sq, levels + 1) - 1)
+			r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2);
+		if (r != XPASS_DONE)
+			xsum_slow(p, n, ret, /* is64= */ false, sq);
+		return;
 	}
+	if (n >= 4 * XGUESS) {
+		uint32_t b = x_maxbits(p, XGUESS);
+		b += b ? 1u << 23 : 0;
+		r = xsum_pass(p, n, ret, sq, levels, b, true, avx2);
+	}
+	if (r == XPASS_DONE)
+		return;
+	const uint32_t mb = x_maxbits(p, n);
+	if (r == XPASS_GUESS)
+		r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
 	if (r == XPASS_WIDE)
 		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2);
 	if (r == XPASS_WIDE)

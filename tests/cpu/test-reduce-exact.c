@@ -806,7 +806,12 @@ static void check_f32_narrow(unsigned char *buf)
 		const int lg = n > 1 ? 64 - __builtin_clzll((unsigned long long)n - 1) : 0;
 		/* the widest span of exponents the plain sum takes */
 		const int wide = 53 - 24 - lg;
-		for (int span = wide - 2; span <= wide + 2; span++) {
+		/* and the spans that one level of the grid, two, or neither
+		 * (the element path) take, on either side of each limit */
+		static const int more[] = {24, 25, 26, 27, 28, 74, 75, 76, 77, 78, 79, 120, 276};
+		const size_t nspans = 5 + sizeof(more) / sizeof(more[0]);
+		for (size_t si = 0; si < nspans; si++) {
+			const int span = si < 5 ? wide - 2 + (int)si : more[si - 5];
 			if (span < 0)
 				continue;
 			for (unsigned round = 0; round < 6; round++) {
@@ -815,6 +820,7 @@ static void check_f32_narrow(unsigned char *buf)
 				          : round == 1 ? -126 + span - 2
 				          : round == 2 ? -149 + span
 				                       : (int)(rng() % 200) - 100;
+				top = top > 127 ? 127 : top;
 				unsigned zeros = rng() % 3 == 0 ? (unsigned)(rng() % 50) : 0;
 				/* one round with every element at the top, of one
 				 * sign: the sum as large as the bound allows */
