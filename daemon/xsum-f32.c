@@ -76,13 +76,32 @@ enum {
 };
 
 /*
+ * The least |x| bits a non-zero element may have for a pass of levels
+ * levels under the top that maxbits gives to take it whole (its square's,
+ * with sq): the exponent field that puts its last bit (or its square's)
+ * on the last level's unit, as xgrid_init() places it.
+ */
+static uint32_t xsum_f32_least(uint32_t maxbits, bool sq, unsigned levels)
+{
+	const unsigned eb = maxbits >> 23;
+	const int M = (eb ? (int)eb : 1) - 127 + 1;
+	const int T = sq ? 2 * M : M;
+	const int K = T + 2 - 51 * (int)(levels - 1);
+	const int ulp = (K < -1022 ? -1022 : K) - 52;
+	const int u = sq ? (ulp + 1) >> 1 : ulp;
+	const int ef = u + 150;
+	return ef <= 1 ? 1 : (uint32_t)(ef >= 0xff ? 0xff : ef) << 23;
+}
+
+/*
  * The summing pass of an f32 block whose largest |element| has the bits
  * maxbits. With guess, maxbits is only an estimate: the pass also checks
  * that every element lies below the grid's bound. Unless it returns
  * XPASS_DONE, ret's value is untouched.
  */
 static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
-                               const unsigned levels, const uint32_t maxbits, const bool guess)
+                               const unsigned levels, const uint32_t maxbits, const bool guess,
+                               const bool avx2)
 {
 	const unsigned eb = maxbits >> 23;
 	/* |element| < 2^M */
@@ -118,15 +137,15 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 	 * Sums prove in integer lanes, rather than with what the last level
 	 * leaves (fewer float operations), that every non-zero element (or
 	 * square) is a multiple of the last level's unit: its exponent field
-	 * is at least ef, that is 0 < |x| bits < th never holds. The unsigned
-	 * compare is a signed one of |x| bits - 1 + 2^31.
+	 * is at least ef, that is 0 < |x| bits < th never holds; and, with a
+	 * guess, that every |x| bits lies below bound. The lanes keep the
+	 * largest |x| bits (a signed maximum) and the least |x| bits - 1 (an
+	 * unsigned minimum, where zeros wrap to the top), one instruction each
+	 * on AVX2, checked once at the end.
 	 */
-	v8si small = {0}, over = {0};
-	const v8si bm = (v8si){0} + (int32_t)(bound - 1);
-	const int u = sq ? (g.ulp[levels - 1] + 1) >> 1 : g.ulp[levels - 1];
-	const int ef = u + 150;
-	const uint32_t th = ef <= 1 ? 1 : (uint32_t)(ef >= 0xff ? 0xff : ef) << 23;
-	const v8si thv = (v8si){0} + (int32_t)((th - 1) ^ 0x80000000u);
+	v8si hi = {0};
+	v8su lo = (v8su){0} - 1;
+	const uint32_t th = xsum_f32_least(maxbits, sq, levels);
 	/* the block after a whole one is most likely next: bring it to L2
 	 * while this one is summed, so that the first pass does not wait */
 	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 4 : 0;
@@ -141,10 +160,10 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 			v8su b;
 			memcpy(&b, q + v * 32, sizeof(b));
 			b &= INT32_MAX;
-			if (guess)
-				over |= (v8si)b > bm;
-			b += INT32_MAX;
-			small |= thv > (v8si)b;
+			v8si bs = (v8si)b;
+			v8si_max(&hi, &bs, avx2);
+			b -= 1;
+			v8su_min(&lo, &b, avx2);
 		}
 		UNROLL
 		for (unsigned v = 0; v < XNV; v++) {
@@ -156,23 +175,24 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 		}
 	}
 
+	uint32_t most = 0, least = UINT32_MAX;
+	for (unsigned k = 0; k < 8; k++) {
+		most = (uint32_t)hi[k] > most ? (uint32_t)hi[k] : most;
+		least = lo[k] < least ? lo[k] : least;
+	}
 	if (guess) {
-		int32_t o = 0;
-		for (unsigned l = 0; l < 8; l++)
-			o |= over[l];
 		/* and the tail, which the groups did not see */
 		for (size_t i = ng * XGROUP; i < n; i++) {
 			uint32_t b;
 			memcpy(&b, p + i * 4, 4);
-			o |= (b & INT32_MAX) >= bound;
+			b &= INT32_MAX;
+			most = b > most ? b : most;
 		}
-		if (o)
+		if (most >= bound)
 			return XPASS_GUESS;
 	}
-	int32_t bad = 0;
-	for (unsigned l = 0; l < 8; l++)
-		bad |= small[l];
-	if (bad)
+	/* (zeros wrapped to UINT32_MAX, above any th - 1) */
+	if (least < th - 1)
 		return XPASS_WIDE;
 	const uint64_t cnt = ng;
 	for (unsigned j = 0; j < levels; j++) {
@@ -195,41 +215,71 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
  * 2^(emax - 126), so every sum of up to n of them, in any order, is an
  * integer multiple of that unit below 2^(emax - emin + 24 + ceil(log2 n))
  * units: exact in a double while that is at most 2^53. Then the block's
- * exact value is the plain double sum, and no accumulator is needed. The
- * exponents are checked in integer lanes beside the sum; a special (or a
- * sum of zeros, whose sign the exact path decides) goes the exact way.
+ * exact value is the plain double sum, and no accumulator is needed.
+ *
+ * The exponents come from the bits: the largest |x| bits (a signed
+ * maximum, |x| bits being below 2^31) and the least of |x| bits - 1 (an
+ * unsigned minimum, where zeros wrap to the top), one instruction each on
+ * AVX2, beside the sum. A special (or a sum of zeros, whose sign the
+ * exact path decides) goes the exact way. A block that misses goes on to
+ * the grid with its bounds known exactly: *ret_max, the largest |x| bits,
+ * and *ret_low, the least |x| bits - 1 (UINT32_MAX when all are zeros).
  */
 #define XSUM_NARROW_MAX 4096u
 
-static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret)
+static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_partial *ret,
+                                      const bool avx2, uint32_t *ret_max, uint32_t *ret_low)
 {
 	v4df a[4] = {{0}};
-	v4si emax = {0}, emin = {255, 255, 255, 255};
-	const v4si one = {1, 1, 1, 1}, big = {255, 255, 255, 255};
+	v8si hi = {0};
+	v8su lo = (v8su){0} - 1;
+	v4si hi4 = {0}, lo4 = (v4si){0} + INT32_MAX;
 	size_t i = 0;
 
 	for (; i + 16 <= n; i += 16) {
+		if (avx2) {
+			UNROLL
+			for (unsigned v = 0; v < 2; v++) {
+				v8si b;
+				memcpy(&b, p + 4 * (i + 8 * v), sizeof(b));
+				b &= INT32_MAX;
+				v8si_max(&hi, &b, avx2);
+				v8su c = (v8su)b - 1;
+				v8su_min(&lo, &c, avx2);
+			}
+		} else {
+			/* the baseline has neither instruction, and its sixteen
+			 * registers hold bounds of four lanes best: a signed
+			 * compare and blend each, the least on |x| bits - 1
+			 * less the sign bit (zeros wrap to the largest) */
+			UNROLL
+			for (unsigned v = 0; v < 4; v++) {
+				v4si b;
+				memcpy(&b, p + 4 * (i + 4 * v), sizeof(b));
+				b &= INT32_MAX;
+				v4si c = b > hi4;
+				hi4 = (b & c) | (hi4 & ~c);
+				b = (b - 1) & INT32_MAX;
+				c = b < lo4;
+				lo4 = (b & c) | (lo4 & ~c);
+			}
+		}
 		UNROLL
 		for (unsigned v = 0; v < 4; v++) {
-			v4si b;
-			v4sf x;
-			memcpy(&b, p + 4 * (i + 4 * v), sizeof(b));
-			memcpy(&x, p + 4 * (i + 4 * v), sizeof(x));
-			v4si e = (b >> 23) & 0xff;
-			v4si nz = (b & 0x7fffffff) != 0;
-			v4si ee = e | (one & (e == 0)); /* subnormals count as exponent 1 */
-			v4si c = emax > ee;
-			emax = (emax & c) | (ee & ~c);
-			v4si m = (ee & nz) | (big & ~nz);
-			c = emin < m;
-			emin = (emin & c) | (m & ~c);
-			a[v] += __builtin_convertvector(x, v4df);
+			v4df x;
+			ld_f32_as_f64(&x, p + 4 * (i + 4 * v));
+			a[v] += x;
 		}
 	}
-	int hi = 0, lo = 255;
+	uint32_t h = 0, l = UINT32_MAX;
+	for (unsigned k = 0; k < 8; k++) {
+		h = (uint32_t)hi[k] > h ? (uint32_t)hi[k] : h;
+		l = lo[k] < l ? lo[k] : l;
+	}
 	for (unsigned k = 0; k < 4; k++) {
-		hi = emax[k] > hi ? emax[k] : hi;
-		lo = emin[k] < lo ? emin[k] : lo;
+		const uint32_t c = lo4[k] == INT32_MAX ? UINT32_MAX : (uint32_t)lo4[k];
+		h = (uint32_t)hi4[k] > h ? (uint32_t)hi4[k] : h;
+		l = c < l ? c : l;
 	}
 	double tail = 0;
 	for (; i < n; i++) {
@@ -237,15 +287,18 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 		float x;
 		memcpy(&b, p + 4 * i, sizeof(b));
 		memcpy(&x, p + 4 * i, sizeof(x));
-		int e = (int)((b >> 23) & 0xff);
-		int ee = e ? e : 1;
-		hi = ee > hi ? ee : hi;
-		if (b & 0x7fffffffu)
-			lo = ee < lo ? ee : lo;
+		b &= INT32_MAX;
+		h = b > h ? b : h;
+		l = b - 1 < l ? b - 1 : l;
 		tail += (double)x;
 	}
-	int lg = n > 1 ? 64 - __builtin_clzll((unsigned long long)n - 1) : 0;
-	if (hi == 255 || lo == 255 || hi - lo + 24 + lg > 53)
+	*ret_max = h;
+	*ret_low = l;
+	/* subnormals count as exponent 1 */
+	const int eh = (int)(h >> 23), el = (int)((l + 1) >> 23);
+	const int hi_e = eh ? eh : 1, lo_e = el ? el : 1;
+	const int lg = n > 1 ? 64 - __builtin_clzll((unsigned long long)n - 1) : 0;
+	if (l == UINT32_MAX || hi_e == 255 || hi_e - lo_e + 24 + lg > 53)
 		return false;
 	v4df t = (a[0] + a[1]) + (a[2] + a[3]);
 	double sum = ((t[0] + t[1]) + (t[2] + t[3])) + tail;
@@ -259,29 +312,41 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 }
 
 static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
-                                const unsigned levels)
+                                const unsigned levels, const bool avx2)
 {
-	/* small arrays, where it pays: a large block that misses the bound
-	 * would be read twice */
-	if (!sq && n <= XSUM_NARROW_MAX && xsum_f32_narrow(p, n, ret))
-		return;
 	/* One pass over the block when a sample of it, one binade wider,
 	 * bounds the rest (most data); else find the largest, then sum; when
 	 * the exponents lie too far apart, sum with one more level; and when
 	 * even that is not enough, element by element. */
 	int r = XPASS_GUESS;
+	/* small arrays, where it pays: a large block that misses the bound
+	 * would be read twice; one that misses has its bounds already, and
+	 * so the levels it needs (a constant to each pass, which unrolls
+	 * them) or that the element path must take it */
+	if (!sq && n <= XSUM_NARROW_MAX) {
+		uint32_t mb, low;
+		if (xsum_f32_narrow(p, n, ret, avx2, &mb, &low))
+			return;
+		if (low >= xsum_f32_least(mb, sq, levels) - 1)
+			r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
+		else if (low >= xsum_f32_least(mb, sq, levels + 1) - 1)
+			r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2);
+		if (r != XPASS_DONE)
+			xsum_slow(p, n, ret, /* is64= */ false, sq);
+		return;
+	}
 	if (n >= 4 * XGUESS) {
 		uint32_t b = x_maxbits(p, XGUESS);
 		b += b ? 1u << 23 : 0;
-		r = xsum_pass(p, n, ret, sq, levels, b, true);
+		r = xsum_pass(p, n, ret, sq, levels, b, true, avx2);
 	}
 	if (r == XPASS_DONE)
 		return;
 	const uint32_t mb = x_maxbits(p, n);
 	if (r == XPASS_GUESS)
-		r = xsum_pass(p, n, ret, sq, levels, mb, false);
+		r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
 	if (r == XPASS_WIDE)
-		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false);
+		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2);
 	if (r == XPASS_WIDE)
 		xsum_slow(p, n, ret, /* is64= */ false, sq);
 }
@@ -290,11 +355,11 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 #define DEF_XSUM(NAME, SQ, LEVELS)                                                                 \
 	void xsum_##NAME##_base(const unsigned char *p, size_t n, gr_partial *ret)                 \
 	{                                                                                          \
-		xsum_body(p, n, ret, SQ, LEVELS);                                                  \
+		xsum_body(p, n, ret, SQ, LEVELS, /* avx2= */ false);                               \
 	}                                                                                          \
 	GR_AVX2_ONLY(GR_AVX2 void xsum_##NAME##_avx2(const unsigned char *p, size_t n,             \
 	                                             gr_partial *ret)                              \
-	             { xsum_body(p, n, ret, SQ, LEVELS); })
+	             { xsum_body(p, n, ret, SQ, LEVELS, /* avx2= */ true); })
 
 DEF_XSUM(sum_f32, false, 1)
 DEF_XSUM(sumsq_f32, true, 2)

@@ -22,6 +22,31 @@
 #include "daemon/xsum-internal.h"
 #include "daemon/xsum.h"
 
+/* The first word of a at or above i that is not w (XW when there is
+ * none): four words a step while it can, for the long runs of sign words
+ * an accumulator holds above and below its value. */
+static unsigned xacc_run_up(const uint64_t *a, unsigned i, uint64_t w)
+{
+	for (; i + 4 <= XW; i += 4)
+		if ((a[i] ^ w) | (a[i + 1] ^ w) | (a[i + 2] ^ w) | (a[i + 3] ^ w))
+			break;
+	while (i < XW && a[i] == w)
+		i++;
+	return i;
+}
+
+/* The last word of a at or below i, and above floor, that is not w
+ * (floor when there is none). */
+static unsigned xacc_run_down(const uint64_t *a, unsigned i, unsigned floor, uint64_t w)
+{
+	for (; i >= floor + 4; i -= 4)
+		if ((a[i] ^ w) | (a[i - 1] ^ w) | (a[i - 2] ^ w) | (a[i - 3] ^ w))
+			break;
+	while (i > floor && a[i] == w)
+		i--;
+	return i;
+}
+
 /* a += m * 2^b (or -= when neg): xsum-internal.h */
 void xacc_addmag(uint64_t *a, int b, unsigned __int128 m, bool neg)
 {
@@ -37,21 +62,30 @@ void xacc_addmag(uint64_t *a, int b, unsigned __int128 m, bool neg)
 	uint64_t x[3] = {(uint64_t)m << s, s ? (uint64_t)(m >> (64 - s)) : (uint64_t)(m >> 64),
 	                 s ? (uint64_t)(m >> 64 >> (64 - s)) : 0};
 	uint64_t c = 0;
-	for (unsigned k = 0; w + k < XW; k++) {
-		uint64_t d = k < 3 ? x[k] : 0;
-		if (k >= 3 && !c)
-			break;
-		uint64_t o = a[w + k];
+	unsigned k = w;
+	for (; k < w + 3 && k < XW; k++) {
+		uint64_t d = x[k - w], o = a[k];
 		if (!neg) {
 			uint64_t s1 = o + d, c1 = s1 < d;
-			a[w + k] = s1 + c;
-			c = c1 | (a[w + k] < s1);
+			a[k] = s1 + c;
+			c = c1 | (a[k] < s1);
 		} else {
 			uint64_t s1 = o - d, c1 = o < d;
-			a[w + k] = s1 - c;
+			a[k] = s1 - c;
 			c = c1 | (s1 < c);
 		}
 	}
+	if (!c || k == XW)
+		return;
+	/* the carry runs through all ones (a borrow through zeros), which
+	 * it turns into zeros (ones), up to the first other word: a whole
+	 * empty accumulator's worth when a negative value goes into it */
+	const uint64_t run = neg ? 0 : UINT64_MAX;
+	const unsigned end = xacc_run_up(a, k, run);
+	for (; k < end; k++)
+		a[k] = ~run;
+	if (end < XW)
+		a[end] += neg ? UINT64_MAX : 1;
 }
 
 /* a += d * 2^scale, d finite; exact as long as the result's bits lie in range. */
@@ -282,17 +316,13 @@ double xsum_round(const gr_partial *p)
 		xacc_add_f64(t, p->v.f, 0);
 		a = t;
 	}
-	unsigned low = 0;
-	while (low < XW && !a[low])
-		low++;
+	const unsigned low = xacc_run_up(a, 0, 0);
 	if (low == XW)
 		/* an exact zero: -0 only when every element was -0 */
 		return p->count && !(f & XF_SEEN) ? -0.0 : 0.0;
 	/* the top word of |a|: the highest above low that is not all sign */
 	const bool neg = xacc_negative(a);
-	unsigned top = XW - 1;
-	while (top > low && a[top] == (neg ? UINT64_MAX : 0))
-		top--;
+	const unsigned top = xacc_run_down(a, XW - 1, low, neg ? UINT64_MAX : 0);
 	const uint64_t wt = xacc_mag(a, top, low, neg);
 	unsigned h = top * 64 + 63 - (unsigned)__builtin_clzll(wt);
 	/* the result's last bit: 53 bits below h, but never below 2^-1074 */
@@ -307,8 +337,19 @@ double xsum_round(const gr_partial *p)
 	if (((xacc_mag(a, r / 64, low, neg) >> (r % 64)) & 1) &&
 	    ((m & 1) || xacc_sticky(a, r, low)))
 		m++;
-	/* exact, or infinity when it rounds to 2^1024 or beyond */
-	double v = ldexp((double)m, (int)lo + GR_PARTIAL_EXP_MIN);
+	/* m * 2^e, exact, or infinity when it rounds to 2^1024 or beyond:
+	 * m < 2^52 only for a subnormal, so from e = 972 on the value is
+	 * at least 2^1024; below, m (exact as a double) times the power of
+	 * two, normal or (for e < -1022) subnormal, is representable, and the
+	 * product, rounded correctly, is exact. */
+	const int e = (int)lo + GR_PARTIAL_EXP_MIN;
+	double v = INFINITY;
+	if (e < 972) {
+		const uint64_t pb = e >= -1022 ? (uint64_t)(e + 1023) << 52 : 1ull << (e + 1074);
+		double pw;
+		memcpy(&pw, &pb, sizeof(pw));
+		v = (double)m * pw;
+	}
 	return neg ? -v : v;
 }
 
@@ -451,9 +492,7 @@ size_t xsum_acc_limbs(const uint64_t *acc, uint64_t xflags, uint64_t count, uint
                       size_t max, int *ret_scale, unsigned *ret_flags)
 {
 	unsigned flags = xflags & XF_SPECIALS;
-	size_t lo = 0, hi = XW;
-	while (lo < XW && !acc[lo])
-		lo++;
+	size_t lo = xacc_run_up(acc, 0, 0), hi = XW;
 	if (lo == XW) {
 		if (count && !(xflags & XF_SEEN))
 			flags |= GR_PARTIAL_NEGZERO;
