@@ -79,7 +79,8 @@ struct gpured {
 	gr_obj_limits reply_limits;
 	size_t reply_max_bytes;
 
-	int timeout_ms; /* -1: wait for ever */
+	int timeout_ms;   /* -1: wait for ever */
+	uint64_t spin_ns; /* poll for a reply this long before sleeping */
 
 	char errmsg[256];
 	char errcode[32];

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/gpured.h"
@@ -337,6 +338,13 @@ void gpured_set_timeout(gpured_t *g, int timeout_ms)
 	g->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
 }
 
+void gpured_set_spin(gpured_t *g, unsigned spin_us)
+{
+	if (spin_us > GPURED_SPIN_MAX_US)
+		spin_us = GPURED_SPIN_MAX_US;
+	g->spin_ns = (uint64_t)spin_us * 1000u;
+}
+
 int gpured_fd(const gpured_t *g)
 {
 	return g->fd;
@@ -582,10 +590,11 @@ void client_expect_reply(gpured_t *g, size_t bytes)
 		g->reply_limits.max_str = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
 }
 
-/* Read what the socket has, without blocking, and process it. */
+/* Read what the socket has, without blocking, and process it: 1 if
+ * anything came, 0 if nothing did. */
 static int conn_read(gpured_t *g)
 {
-	for (;;) {
+	for (int got = 0;; got = 1) {
 		ssize_t k;
 		int r;
 
@@ -597,7 +606,7 @@ static int conn_read(gpured_t *g)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
+				return got;
 			return conn_fail(g, -errno, "receive: %s", strerror(errno));
 		}
 		if (k == 0)
@@ -608,7 +617,7 @@ static int conn_read(gpured_t *g)
 			return r;
 		/* A short read drained the socket. */
 		if ((size_t)k < READ_CHUNK)
-			return 0;
+			return 1;
 	}
 }
 
@@ -637,13 +646,40 @@ static int conn_poll(gpured_t *g, short events)
 	}
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Wait until the socket has something, and read it. With a spin time
+ * (gpured_set_spin()) the socket is read without blocking until then, so
+ * that a quick reply finds the thread awake; then poll() sleeps.
+ */
 static int conn_wait_read(gpured_t *g)
 {
-	int r = conn_poll(g, POLLIN);
+	int r;
 
+	if (g->spin_ns) {
+		uint64_t until = mono_ns() + g->spin_ns;
+
+		do {
+			r = conn_read(g);
+			if (r != 0)
+				return r < 0 ? r : 0;
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		} while (mono_ns() < until);
+	}
+	r = conn_poll(g, POLLIN);
 	if (r < 0)
 		return r;
-	return conn_read(g);
+	r = conn_read(g);
+	return r < 0 ? r : 0;
 }
 
 int client_wait_read(gpured_t *g)

@@ -135,6 +135,16 @@ void gpured_close(gpured_t *g);
  * default).
  */
 void gpured_set_timeout(gpured_t *g, int timeout_ms);
+/*
+ * Before a call sleeps waiting for a reply, read the socket without
+ * blocking for up to spin_us microseconds (0, the default: never; at most
+ * GPURED_SPIN_MAX_US). A reply that comes within that time finds the
+ * thread awake, which saves the scheduler's wake-up (a few microseconds,
+ * more on virtual machines) for a CPU kept busy meanwhile: worth it for
+ * one small request at a time, where the round trip is the cost.
+ */
+#define GPURED_SPIN_MAX_US 1000000u
+void gpured_set_spin(gpured_t *g, unsigned spin_us);
 
 /* The socket's file descriptor (for poll(); do not read or write it). */
 int gpured_fd(const gpured_t *g);

@@ -10,7 +10,8 @@
  * with small ones), pipeline (hundreds in flight, collected out of order),
  * regions (shared-memory regions through the library), connections
  * (many clients at once), ctl (gpuredctl), sigterm (a request in flight is
- * answered, then the daemon exits 0 and removes its socket). Segmented
+ * answered, then the daemon exits 0 and removes its socket), spin (a client
+ * that spins for its replies, gpured_set_spin()). Segmented
  * reduces have a test of their own: test-client-segments.c.
  */
 #include <errno.h>
@@ -522,6 +523,97 @@ static void test_pipeline(void)
 	CHECK_EQ(daemon_stop(&the_daemon), 0);
 }
 
+static void *kill_later(void *arg)
+{
+	const daemon_proc *d = arg;
+
+	usleep(50000);
+	kill(d->pid, SIGKILL);
+	return NULL;
+}
+
+/*
+ * A client that spins for its replies (gpured_set_spin()): replies that
+ * come within the spin time, replies that come after it (a large array;
+ * a spin of 1 us), replies collected pipelined, and a server that goes
+ * away while the client spins: every answer right, and a closed
+ * connection an error, not a hang.
+ */
+static void test_spin(void)
+{
+	rng r = { 4242 };
+	gpured_t *g;
+
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+	gpured_set_spin(g, 2000);
+	for (int i = 0; i < 300; i++) {
+		gpured_dtype dt = (gpured_dtype)(i % 6);
+		size_t n = 1 + (size_t)(rng_next(&r) % 3000);
+		void *data = random_array(&r, dt, n);
+
+		reduce_and_check(g, (gpured_op)(i % 4), dt, data, n);
+		free(data);
+	}
+	/* longer than the spin: the wait goes on in poll() */
+	gpured_set_spin(g, 1);
+	void *big = random_array(&r, GPURED_F64, 4000000);
+	reduce_and_check(g, GPURED_OP_SUM, GPURED_F64, big, 4000000);
+	/* pipelined, collected by whichever comes */
+	gpured_set_spin(g, UINT32_MAX); /* clamped to GPURED_SPIN_MAX_US */
+	enum { P = 40 };
+	expect want[P];
+	uint32_t ids[P];
+	for (int i = 0; i < P; i++) {
+		size_t n = i == 7 ? 4000000 : 1 + (size_t)(rng_next(&r) % 5000);
+		void *data = i == 7 ? big : random_array(&r, GPURED_I64, n);
+
+		want[i] = reference(i == 7 ? GPURED_OP_SUM : GPURED_OP_MAX, i == 7 ? GPURED_F64 : GPURED_I64,
+				    data, n);
+		CHECK_EQ(gpured_submit(g, i == 7 ? GPURED_OP_SUM : GPURED_OP_MAX,
+				       i == 7 ? GPURED_F64 : GPURED_I64, data, n, &ids[i]),
+			 0);
+		if (i != 7)
+			free(data);
+	}
+	for (int k = 0; k < P; k++) {
+		gpured_value v;
+		uint32_t id;
+		int rc = gpured_wait(g, &id, &v), i;
+
+		for (i = 0; i < P && ids[i] != id; i++)
+			;
+		CHECK_MSG(i < P, "unexpected id %u: %s", id, gpured_errmsg(g));
+		check_result("spinning, pipelined", &want[i], rc, &v, g);
+		ids[i] = 0;
+	}
+	free(big);
+	/* a server that does not answer: the spin, then poll() until the
+	 * timeout */
+	gpured_set_spin(g, 100000);
+	gpured_set_timeout(g, 200);
+	CHECK_EQ(kill(the_daemon.pid, SIGSTOP), 0);
+	uint64_t t0 = now_ms();
+	CHECK_EQ(gpured_ping(g), -ETIMEDOUT);
+	CHECK_MSG(now_ms() - t0 >= 290, "timed out after %llu ms", (unsigned long long)(now_ms() - t0));
+	CHECK_EQ(kill(the_daemon.pid, SIGCONT), 0);
+	gpured_close(g);
+	/* the server goes away while the client spins for a reply */
+	g = connect_or_die(&the_daemon);
+	gpured_set_spin(g, GPURED_SPIN_MAX_US);
+	CHECK_EQ(gpured_ping(g), 0);
+	CHECK_EQ(kill(the_daemon.pid, SIGSTOP), 0);
+	pthread_t killer;
+	CHECK_EQ(pthread_create(&killer, NULL, kill_later, &the_daemon), 0);
+	t0 = now_ms();
+	CHECK_EQ(gpured_ping(g), -ECONNRESET);
+	CHECK_MSG(now_ms() - t0 < 900, "the closed connection seen after %llu ms",
+		  (unsigned long long)(now_ms() - t0));
+	CHECK_EQ(pthread_join(killer, NULL), 0);
+	gpured_close(g);
+	daemon_stop(&the_daemon);
+}
+
 enum { CONN_THREADS = 50, CONN_REQUESTS = 20 };
 
 static void *conn_thread(void *arg)
@@ -802,6 +894,7 @@ int main(int argc, char **argv)
 		{ "connections", test_connections },
 		{ "ctl", test_ctl },
 		{ "sigterm", test_sigterm },
+		{ "spin", test_spin },
 	};
 
 	return daemon_harness_main(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
