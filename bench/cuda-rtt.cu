@@ -11,6 +11,10 @@
  *           event made with cudaEventBlockingSync (as the daemon's are);
  *           the same thread polls the event (cudaEventQuery)
  *   espin   as event, with an event made without cudaEventBlockingSync
+ *   kevent  the kernel alone (no copy) and an event as espin's, polled:
+ *           against flag, what finding the end through an event costs
+ *   cflag   the copy and the kernel, the flag spun on: against espin,
+ *           the same
  *   handoff as event, but one thread launches and another polls the event
  *           and hands the result back through memory (the daemon's
  *           submission and completion threads)
@@ -166,9 +170,10 @@ static double run_flag(gpu *g, int iters)
 	return median(t);
 }
 
-static void issue(gpu *g)
+static void issue(gpu *g, bool copy = true)
 {
-	CK(cudaMemcpyAsync(g->din, g->hin, 256 * sizeof(int), cudaMemcpyHostToDevice, g->s));
+	if (copy)
+		CK(cudaMemcpyAsync(g->din, g->hin, 256 * sizeof(int), cudaMemcpyHostToDevice, g->s));
 	sum_flag<<<1, 256, 0, g->s>>>(g->din, g->dout, g->dflag, ++seq);
 	CK(cudaGetLastError());
 	CK(cudaEventRecord(g->ev, g->s));
@@ -182,16 +187,22 @@ static void poll_event(gpu *g)
 	CK(e);
 }
 
-/* Copy, launch, record; poll the event on the same thread. */
-static double run_event(gpu *g, int iters)
+/* Copy (unless !copy), launch, record; poll the event on the same
+ * thread, or (by_flag) spin on the kernel's flag instead. */
+static double run_event(gpu *g, int iters, bool copy = true, bool by_flag = false)
 {
 	std::vector<double> t;
 	for (int i = 0; i < iters; i++) {
 		double t0 = now_us();
-		issue(g);
-		poll_event(g);
+		issue(g, copy);
+		if (by_flag)
+			while (*(volatile unsigned *)g->hflag != seq)
+				relax();
+		else
+			poll_event(g);
 		t.push_back(now_us() - t0);
 	}
+	CK(cudaStreamSynchronize(g->s));
 	check_sum(g);
 	return median(t);
 }
@@ -352,6 +363,8 @@ int main(int argc, char **argv)
 	double event = run_event(&g, iters), event_i = per();
 	g.ev = g.ev_spin;
 	double espin = run_event(&g, iters), espin_i = per();
+	double kevent = run_event(&g, iters, false), kevent_i = per();
+	double cflag = run_event(&g, iters, true, true), cflag_i = per();
 	g.ev = g.ev_sync;
 	int hcpu;
 	double hand = run_handoff(&g, iters, &hcpu), hand_i = per();
@@ -367,10 +380,11 @@ int main(int argc, char **argv)
 	double rflag = run_flag(&g2, iters), rflag_i = per();
 	double revent = run_event(&g2, iters), revent_i = per();
 	gpu_irqs(&after);
-	printf("init %.0f flag %.2f [%.2f] event %.2f [%.2f] espin %.2f [%.2f] handoff %.2f [%.2f]"
+	printf("init %.0f flag %.2f [%.2f] event %.2f [%.2f] espin %.2f [%.2f] kevent %.2f [%.2f]"
+	       " cflag %.2f [%.2f] handoff %.2f [%.2f]"
 	       " spin %.2f wake %.2f reset: flag %.2f [%.2f] event %.2f [%.2f] cpus %d %d irq-cpus",
-	       init / 1000, flag, flag_i, event, event_i, espin, espin_i, hand, hand_i, spin, wake,
-	       rflag, rflag_i, revent, revent_i, mcpu, hcpu);
+	       init / 1000, flag, flag_i, event, event_i, espin, espin_i, kevent, kevent_i, cflag,
+	       cflag_i, hand, hand_i, spin, wake, rflag, rflag_i, revent, revent_i, mcpu, hcpu);
 	for (size_t c = 0; c < after.size() && c < before.size(); c++)
 		if (after[c] > before[c])
 			printf(" %zu:%ld", c, after[c] - before[c]);

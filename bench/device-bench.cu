@@ -3,17 +3,21 @@
  * allocation exported as a file descriptor) and summed many times by one
  * client through the daemon, against the GPU's own ceilings measured in
  * the same run: a plain float4 read-bandwidth kernel over the same array,
- * and the daemon's kernel launched directly (single-launch latency).
- * One JSON line per size.
+ * and the kernels the daemon runs launched directly (single-launch
+ * latency: the rounding kernel, and for floats the exact sum's, which is
+ * the daemon's). One JSON line per size.
  *
- *   gpured-device-bench SOCKET [REQUESTS [DTYPE [LOG2,...]]]
- *       (f32, f64 or i32; sizes 2^16,2^24,2^26,2^28 f32 bytes by default; GPU 0)
+ *   gpured-device-bench [-g GPU] [-S SPIN_US] SOCKET [REQUESTS [DTYPE [LOG2,...]]]
+ *       (f32, f64 or i32; sizes 2^16,2^24,2^26,2^28 f32 bytes by default;
+ *       the array on GPU 0 unless -g says; -S: the client spins that long
+ *       for each reply before it sleeps, gpured_set_spin())
  */
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <getopt.h>
 #include <time.h>
 #include <unistd.h>
 #include <vector>
@@ -23,6 +27,7 @@
 
 #include "client/gpured.h"
 #include "cuda/bench-check.h"
+#include "cuda/exact.h"
 #include "cuda/kernel.h"
 
 template <typename F> static F drv(const char *name)
@@ -64,8 +69,20 @@ __global__ void read_bw(const float4 *p, size_t n4, float *out)
 
 int main(int argc, char **argv)
 {
+	int gpu = 0, opt;
+	unsigned spin_us = 0;
+	while ((opt = getopt(argc, argv, "g:S:")) != -1) {
+		if (opt == 'g')
+			gpu = atoi(optarg);
+		else if (opt == 'S')
+			spin_us = (unsigned)atoi(optarg);
+		else
+			optind = argc + 1;
+	}
+	argc -= optind - 1;
+	argv += optind - 1;
 	if (argc < 2) {
-		fprintf(stderr, "usage: gpured-device-bench SOCKET [REQUESTS]\n");
+		fprintf(stderr, "usage: gpured-device-bench [-g GPU] [-S SPIN_US] SOCKET [REQUESTS [DTYPE [LOG2,...]]]\n");
 		return 2;
 	}
 	int reqs = argc > 2 ? atoi(argv[2]) : 200;
@@ -75,9 +92,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	size_t es = gpured_dtype_size(dt);
-	CK(cudaSetDevice(0));
+	bool flt = dt == GPURED_F32 || dt == GPURED_F64;
+	CK(cudaSetDevice(gpu));
 	cudaDeviceProp p;
-	CK(cudaGetDeviceProperties(&p, 0));
+	CK(cudaGetDeviceProperties(&p, gpu));
 	char uuid[64];
 	const unsigned char *u = (const unsigned char *)p.uuid.bytes;
 	snprintf(uuid, sizeof(uuid),
@@ -96,6 +114,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cannot connect to %s\n", argv[1]);
 		return 1;
 	}
+	gpured_set_spin(g, spin_us);
+	/* the exact sum's scratch, and its result in mapped host memory, as
+	 * the daemon has them */
+	gr_exact_scratch *xscr;
+	gr_exact_sum *xout, *xout_d;
+	CK(cudaMalloc(&xscr, sizeof(*xscr)));
+	CK(cudaMemset(xscr, 0, sizeof(*xscr)));
+	CK(cudaHostAlloc(&xout, sizeof(*xout), cudaHostAllocMapped));
+	CK(cudaHostGetDevicePointer(&xout_d, xout, 0));
 	float *dout;
 	uint64_t *partials, *out;
 	uint32_t *ticket;
@@ -124,7 +151,7 @@ int main(int argc, char **argv)
 		CUmemAllocationProp prop = {};
 		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-		prop.location.id = 0;
+		prop.location.id = gpu;
 		prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 		size_t gr = 0;
 		gran(&gr, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
@@ -151,7 +178,7 @@ int main(int argc, char **argv)
 		CK(cudaDeviceSynchronize());
 
 		/* the ceilings */
-		std::vector<float> bw, lat;
+		std::vector<float> bw, lat, xlat;
 		for (int k = 0; k < 21; k++) {
 			CK(cudaEventRecord(a));
 			read_bw<<<p.multiProcessorCount * 8, 256>>>((const float4 *)x, bytes / 16, dout);
@@ -167,9 +194,22 @@ int main(int argc, char **argv)
 			CK(cudaEventSynchronize(b));
 			CK(cudaEventElapsedTime(&ms, a, b));
 			lat.push_back(ms * 1000);
+			if (flt) {
+				CK(cudaEventRecord(a));
+				CK((cudaError_t)gr_exact_launch_single(
+					dt == GPURED_F64 ? GR_EXACT_F64 : GR_EXACT_F32, x, n, xscr, xout_d,
+					p.multiProcessorCount, 0));
+				CK(cudaEventRecord(b));
+				CK(cudaEventSynchronize(b));
+				CK(cudaEventElapsedTime(&ms, a, b));
+				xlat.push_back(ms * 1000);
+			}
 		}
 		std::sort(bw.begin(), bw.end());
 		std::sort(lat.begin(), lat.end());
+		std::sort(xlat.begin(), xlat.end());
+		/* the kernel the daemon runs for this sum */
+		double klat = flt ? xlat[10] : lat[10];
 
 		uint64_t id;
 		if (gpured_map_cuda_fd(g, fd, bytes, uuid, &id) < 0) {
@@ -203,18 +243,25 @@ int main(int argc, char **argv)
 		double secs = (now_us() - t0) / 1e6;
 		/* one at a time */
 		std::vector<double> rt;
-		for (int k = 0; k < (lg <= 16 ? 2000 : 50); k++) {
+		for (int k = 0; k < (lg <= 16 ? 4096 : 50); k++) {
 			double t = now_us();
 			gpured_reduce_region(g, id, GPURED_OP_SUM, dt, 0, n, &v);
 			rt.push_back(now_us() - t);
 		}
 		std::sort(rt.begin(), rt.end());
-		printf("{\"dtype\":\"%s\",\"elements\":%zu,\"bytes\":%zu,\"gpured_gb_per_s\":%.1f,\"gpured_req_per_s\":%.1f,"
+		/* the daemon's own view of the same requests: the last byte of
+		 * each to its reply, over its window of the latest requests
+		 * (whole microseconds) */
+		gpured_stats_t st = {};
+		gpured_stats(g, &st);
+		printf("{\"dtype\":\"%s\",\"gpu\":%d,\"spin_us\":%u,\"elements\":%zu,\"bytes\":%zu,"
+		       "\"gpured_gb_per_s\":%.1f,\"gpured_req_per_s\":%.1f,"
 		       "\"read_kernel_gb_per_s\":%.1f,\"ratio_to_read\":%.3f,\"rtt_p50_us\":%.1f,"
-		       "\"kernel_launch_us\":%.1f,\"rtt_minus_kernel_us\":%.1f}\n",
-		       gpured_dtype_name(dt), n, bytes, reqs * (double)bytes / secs / 1e9, reqs / secs, bw[10],
-		       reqs * (double)bytes / secs / 1e9 / bw[10], rt[rt.size() / 2], lat[10],
-		       rt[rt.size() / 2] - lat[10]);
+		       "\"daemon_p50_us\":%.0f,\"kernel_launch_us\":%.1f,\"exact_launch_us\":%.1f,"
+		       "\"rtt_minus_kernel_us\":%.1f}\n",
+		       gpured_dtype_name(dt), gpu, spin_us, n, bytes, reqs * (double)bytes / secs / 1e9,
+		       reqs / secs, bw[10], reqs * (double)bytes / secs / 1e9 / bw[10], rt[rt.size() / 2],
+		       st.latency_p50_us, lat[10], flt ? xlat[10] : 0.0, rt[rt.size() / 2] - klat);
 		fflush(stdout);
 		gpured_unmap(g, id);
 		close(fd);

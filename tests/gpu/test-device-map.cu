@@ -10,8 +10,9 @@
  * that is not a CUDA allocation, IPC handles while the option is off);
  * cumsum of a VMM allocation into another mapped writable, every dtype
  * bit for bit against the socket, in place, and its refusals; and many
- * map/unmap cycles leaving the daemon's GPU memory and descriptors flat.
- * Exits 77 where there is no GPU.
+ * map/unmap cycles leaving the daemon's GPU memory and descriptors flat;
+ * and on every GPU in turn, an array there reduced there (the daemon's
+ * jobs and regions per device say where). Exits 77 where there is no GPU.
  *
  *   test-device-map GPURED
  */
@@ -123,7 +124,7 @@ struct vmm {
 	int fd;
 };
 
-static vmm vmm_new(size_t bytes)
+static vmm vmm_new(size_t bytes, int dev = 0)
 {
 	auto create = drv<CUresult (*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long)>("cuMemCreate");
 	auto gran = drv<CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)>("cuMemGetAllocationGranularity");
@@ -134,7 +135,7 @@ static vmm vmm_new(size_t bytes)
 	CUmemAllocationProp prop = {};
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = 0;
+	prop.location.id = dev;
 	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	size_t g = 0;
 	CHECK(gran(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS, "granularity");
@@ -235,6 +236,63 @@ static void check_region(gpured_t *g, uint64_t id, const void *dptr, size_t cap)
 			}
 		}
 	}
+}
+
+/* GPU dev's UUID as the daemon takes it */
+static void gpu_uuid(int dev, char *buf, size_t size)
+{
+	cudaDeviceProp p;
+	CK(cudaGetDeviceProperties(&p, dev));
+	const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+	snprintf(buf, size, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+}
+
+/*
+ * Every GPU in turn: an allocation on it, mapped by its UUID, reduced by
+ * every op and dtype against the socket path (check_region), and reduced
+ * on that GPU: while it is mapped the daemon's info shows the region on
+ * that device (daemon indexes are the CUDA ordinals under the same
+ * CUDA_VISIBLE_DEVICES) and only that device's jobs grow.
+ */
+static void check_every_gpu(gpured_t *g, int ndev)
+{
+	const size_t cap = 4 * 1000003 + 64;
+	for (int d = 0; d < ndev; d++) {
+		char uuid[64];
+		gpu_uuid(d, uuid, sizeof(uuid));
+		CK(cudaSetDevice(d));
+		vmm v = vmm_new(cap, d);
+		gpured_snapshot_t z, a, b;
+		CHECK(gpured_snapshot(g, &z) == 0, "snapshot: %s", gpured_errmsg(g));
+		uint64_t id;
+		CHECK(gpured_map_cuda_fd(g, v.fd, cap, uuid, &id) == 0, "map on GPU %d: %s", d,
+		      gpured_errmsg(g));
+		check_region(g, id, (void *)v.ptr, cap);
+		CHECK(gpured_snapshot(g, &a) == 0, "snapshot: %s", gpured_errmsg(g));
+		CHECK((int)a.ndevices == ndev, "the daemon serves %u GPUs, CUDA sees %d", a.ndevices, ndev);
+		for (int k = 0; k < 50; k++) {
+			gpured_value x;
+			CHECK(gpured_reduce_region(g, id, GPURED_OP_SUM, GPURED_F32, 0, 1000003, &x) == 0,
+			      "sum on GPU %d: %s", d, gpured_errmsg(g));
+		}
+		CHECK(gpured_snapshot(g, &b) == 0, "snapshot: %s", gpured_errmsg(g));
+		for (int e = 0; e < ndev; e++) {
+			uint64_t jobs = b.devices[e].jobs - a.devices[e].jobs;
+			CHECK(e == d ? jobs >= 50 : jobs == 0, "region on GPU %d: %llu jobs on GPU %d", d,
+			      (unsigned long long)jobs, e);
+			uint64_t nr = b.devices[e].regions - z.devices[e].regions;
+			uint64_t nb = b.devices[e].region_bytes - z.devices[e].region_bytes;
+			CHECK(nr == (e == d ? 1u : 0u) && nb == (e == d ? cap : 0u),
+			      "region on GPU %d: GPU %d shows %llu regions more, %llu bytes", d, e,
+			      (unsigned long long)nr, (unsigned long long)nb);
+		}
+		CHECK(gpured_unmap(g, id) == 0, "unmap: %s", gpured_errmsg(g));
+		vmm_free(v);
+		printf("GPU %d of %d: ok\n", d, ndev);
+	}
+	CK(cudaSetDevice(0));
 }
 
 /* The first index where two arrays of n 8-byte values differ, or n. */
@@ -411,6 +469,9 @@ int main(int argc, char **argv)
 
 	/* prefix sums of device memory into device memory */
 	check_cumsum(g, uuid);
+
+	/* an array on each GPU reduced on its own */
+	check_every_gpu(g, ndev);
 
 	/* bad input: each a clear error, the connection and device in service */
 	uint64_t bad;
