@@ -7,7 +7,9 @@
  * CUDA_DEFAULT_SPIN_US; 0 never spins: every wait sleeps).
  * GPURED_CUDA_STAGING=hostalloc takes staging from cudaHostAlloc (4 KiB
  * pages) rather than registering 2 MiB pages (cuda_staging_alloc), to
- * compare the two.
+ * compare the two. GPURED_CUDA_FLAG=0 finds the end of every launch by
+ * its event alone, without the word the stream writes behind it
+ * (cuda-internal.h), to compare the two.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -57,6 +59,7 @@ static void cuda_ctx_deinit(cuda_ctx *c)
 	cudaFreeHost(c->hargm);
 	cudaFree(c->mom_scratch);
 	cudaFreeHost(c->hmom);
+	cudaFreeHost(c->flag);
 	cuda_segs_free(c);
 	cudaFreeHost(c->hxsegs);
 	cudaFreeHost(c->hxout);
@@ -105,8 +108,12 @@ static cudaError_t cuda_ctx_init(cuda_ctx *c, cuda_dev *d, size_t chunk)
 	    (e = cudaMemset(c->mom_scratch, 0, sizeof(gr_moments_scratch))) ||
 	    (e = cudaHostAlloc((void **)&c->hmom, sizeof(gr_moments_sums),
 			       cudaHostAllocPortable | cudaHostAllocMapped)) ||
-	    (e = cudaHostGetDevicePointer((void **)&c->hmom_dev, c->hmom, 0)))
+	    (e = cudaHostGetDevicePointer((void **)&c->hmom_dev, c->hmom, 0)) ||
+	    (e = cudaHostAlloc((void **)&c->flag, 64, cudaHostAllocPortable | cudaHostAllocMapped)) ||
+	    (e = cudaHostGetDevicePointer((void **)&c->flag_dev, c->flag, 0)))
 		return e;
+	*c->flag = 0;
+	c->seq = 0;
 	c->runs = malloc(be->cap_segs * sizeof(cuda_run));
 	c->xslot = malloc(be->cap_segs * sizeof(uint32_t));
 	c->own = malloc(sizeof(cuda_done));
@@ -345,6 +352,23 @@ static int cuda_spin_parse(cuda_backend *be, char *errbuf, size_t errlen)
 	return 0;
 }
 
+/* The driver's cuStreamWriteValue32, where it has one (CUDA 12 on). */
+static void cuda_flag_setup(cuda_backend *be)
+{
+	const char *s = getenv("GPURED_CUDA_FLAG");
+	void *fn = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+	be->write_value = NULL;
+	if (s && strcmp(s, "0") == 0)
+		return;
+	if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault,
+					     &q) == cudaSuccess &&
+	    q == cudaDriverEntryPointSuccess)
+		be->write_value = (int (*)(cudaStream_t, unsigned long long, uint32_t, unsigned))fn;
+	else
+		cudaGetLastError();
+}
+
 int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_backend **ret,
 			char *errbuf, size_t errlen)
 {
@@ -409,6 +433,7 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	be->cap_units = (uint32_t)cap_units;
 	cudaDriverGetVersion(&be->driver_version);
 	cudaRuntimeGetVersion(&be->runtime_version);
+	cuda_flag_setup(be);
 
 	be->devs = calloc((size_t)count, sizeof(*be->devs));
 	if (!be->devs) {

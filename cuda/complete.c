@@ -237,7 +237,14 @@ static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, co
 		if (first && oldest_e != cudaErrorNotReady) {
 			e = oldest_e;
 			call = oldest_call;
+		} else if (c->flagged && __atomic_load_n(c->flag, __ATOMIC_ACQUIRE) == c->seq) {
+			/* the stream got past the launch and its event */
+			e = cudaSuccess;
+		} else if (c->flagged && cuda_now_ns() - c->t_launch < CUDA_FLAG_ALONE_NS) {
+			e = cudaErrorNotReady;
 		} else {
+			/* no word, or none for a while: a launch that failed
+			 * never writes it, its event says why */
 			e = cudaEventQuery(c->done);
 		}
 		first = false;

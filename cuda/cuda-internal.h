@@ -28,9 +28,12 @@
  * rides in the kernel's parameters (or, past GR_KERNEL_PARAM_SEGS
  * segments, goes ahead of it in a copy of its own).
  *
- * The completion thread takes the contexts in flight and polls their
- * events (for up to the spin time since the last one finished or the first
- * went out), then sleeps on the oldest: it records a blocking-sync event
+ * The completion thread takes the contexts in flight and polls them (for
+ * up to the spin time since the last one finished or the first went out):
+ * a word in pinned memory that the stream writes behind each launch and
+ * its event (cuStreamWriteValue32; the event itself where the driver has
+ * no such call, or now and then while the word has not come, so that a
+ * launch that failed is found), then sleeps on the oldest: it records a blocking-sync event
  * behind it on its stream (the context's own, which holds nothing more)
  * and waits in cudaEventSynchronize. The events it polls are not blocking
  * sync, because such an event makes the GPU raise an interrupt when it
@@ -122,6 +125,10 @@ typedef struct cuda_ctx cuda_ctx;
  * comes back whole. */
 #define CUDA_EXACT_SEGS 1024u
 #define CUDA_NOT_EXACT UINT32_MAX
+/* How long the completion thread looks only at a launch's word before it
+ * asks the event too: a small launch's whole round trip, so that one
+ * that failed is found about as soon as an event would tell. */
+#define CUDA_FLAG_ALONE_NS 50000u
 
 struct cuda_ctx {
 	cuda_dev *dev;
@@ -181,6 +188,13 @@ struct cuda_ctx {
 	uint32_t nruns, njobs;
 	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
 	uint64_t t_launch; /* when it went out (ns) */
+	/* The launch's end as the completion thread looks for it first: the
+	 * stream writes seq into flag (pinned, mapped; flag_dev as the device
+	 * addresses it) behind the launch's work and its event, when the
+	 * backend can (cuda_backend.write_value) and flagged says it did */
+	uint32_t *flag, *flag_dev;
+	uint32_t seq;
+	bool flagged;
 	cuda_done *own; /* its post back to the loop, when the launch has no other */
 	struct cuda_ctx *next; /* free list or in-flight list */
 };
@@ -232,6 +246,12 @@ struct cuda_backend {
 	uint32_t cap_segs, cap_units;
 	uint64_t spin_ns;
 	int driver_version, runtime_version;
+	/* cuStreamWriteValue32, from the driver (NULL where it is not, or with
+	 * GPURED_CUDA_FLAG=0): a word written by the stream behind a launch
+	 * is found with a load, where an event takes a driver call, about 2 us
+	 * sooner on the H200 hosts (bench/cuda-rtt.cu, kevent against flag) */
+	int (*write_value)(cudaStream_t stream, unsigned long long addr, uint32_t value,
+			   unsigned flags);
 	cuda_fault_rule faults[8];
 	unsigned nfaults;
 	unsigned last; /* atomic: the device chosen last */

@@ -234,6 +234,15 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 					 cudaMemcpyDeviceToHost, c->stream));
 	}
 	CUDA_TRY("cudaEventRecord", -1, cudaEventRecord(c->done, c->stream));
+	/* and the word the completion thread looks at first; without it the
+	 * event alone tells */
+	c->flagged = false;
+	if (d->be->write_value &&
+	    d->be->write_value(c->stream, (unsigned long long)(uintptr_t)c->flag_dev, c->seq + 1,
+			       0) == 0) {
+		c->seq++;
+		c->flagged = true;
+	}
 	c->t_launch = cuda_now_ns();
 
 	/* in flight only now that its event is recorded: an event never
