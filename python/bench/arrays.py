@@ -11,6 +11,9 @@
     python3 python/bench/arrays.py --daemon build/daemon/gpured
     python3 python/bench/arrays.py --daemon build-gpu/daemon/gpured --backend cuda --gpu
 
+--spin-us makes the client read for its answers that long before it
+sleeps (Client(spin_us=...)).
+
 Each figure is the median of --runs timed loops of --seconds each; with
 --inflight k, k requests are kept in flight (Client.submit). GB/s counts
 the array's bytes once per reduction.
@@ -123,6 +126,8 @@ def main():
     ap.add_argument("--inflight", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--spin-us", type=int, default=0,
+                    help="the client reads for its answers this long before sleeping")
     args = ap.parse_args()
     proc = tmp = None
     path = args.socket
@@ -130,8 +135,9 @@ def main():
         extra = ["--backend", args.backend, "--allow-cuda-ipc", "yes"]
         proc, path, tmp = start_daemon(args.daemon, extra)
     try:
-        with gpured.Client(path) as c:
-            print("daemon backend %s" % c.info().get("backend"), flush=True)
+        with gpured.Client(path, spin_us=args.spin_us) as c:
+            print("daemon backend %s, client spin %d us" % (c.info().get("backend"), args.spin_us),
+                  flush=True)
             if args.mib:
                 host(c, args)
             if args.gpu:

@@ -33,6 +33,8 @@ _RECV_BYTES = 256 << 10
 # the next waiter, or by the background thread after this long).
 _FG_GRACE = 0.005
 _CORK_BYTES = 64 << 10
+# As libgpured's GPURED_SPIN_MAX_US
+_SPIN_MAX_US = 1000000
 _DONE = frozenset(("FINISHED", "CANCELLED", "CANCELLED_AND_NOTIFIED"))
 
 
@@ -59,7 +61,7 @@ class _Conn:
     reader thread. Holds no reference to the Client, so a Client that is
     dropped without close() is collected and closes its connection."""
 
-    def __init__(self, path, timeout):
+    def __init__(self, path, timeout, spin=0.0):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(timeout)
@@ -84,6 +86,7 @@ class _Conn:
             raise ConnectionError("cannot connect to %s: %s" % (path, e.strerror or e)) from e
         self.sock = sock
         self.path = path
+        self.spin = spin        # seconds to read without blocking before a wait sleeps
         self.lock = threading.Lock()
         self.pending = {}
         self.msgid = 0
@@ -353,6 +356,10 @@ class _Conn:
                             # Another thread is sending; it sends them first.
                             self.poller.poll(1)
                             continue
+                        if self.spin and not self._spin(fut, left):
+                            return
+                        if fut._state in _DONE:
+                            break
                         if left is not None or len(self.waiting) > 1:
                             # Wake now and then: to honour the timeout, or
                             # to leave reading to another waiter.
@@ -368,6 +375,20 @@ class _Conn:
             self.waiting.discard(me)
             self.last_fg = time.monotonic()
             self.last_fg_thread = me
+
+    def _spin(self, fut, left):
+        """Read without blocking until fut is done or the spin time (or
+        what is left of the timeout) has passed, so that a quick answer
+        finds the thread awake; False if the connection died. Hold
+        rlock."""
+        spin = self.spin if left is None else min(self.spin, left)
+        end = time.monotonic() + spin
+        while fut._state not in _DONE:
+            if not self._read(socket.MSG_DONTWAIT):
+                return False
+            if time.monotonic() >= end:
+                break
+        return True
 
     def _background(self):
         poller = select.poll()
@@ -505,6 +526,13 @@ class Client:
     progress; when it runs out the call raises :class:`gpured.Timeout` and
     the connection is closed, as with libgpured's ``gpured_set_timeout()``.
 
+    ``spin_us`` (microseconds, default 0: never) makes a call that waits
+    for an answer read the socket without blocking for up to that long
+    before it sleeps, as libgpured's ``gpured_set_spin()``: a quick answer
+    then finds the thread awake, which saves the wake-up for a CPU kept
+    busy meanwhile. It pays for one request at a time on arrays already on
+    the GPU.
+
     Reductions take NumPy arrays of int32, int64, uint32, uint64, float32 or
     float64 (or anything NumPy can view as one: the buffer protocol,
     ``__array__``, CPU tensors); they reduce every element whatever the
@@ -517,10 +545,12 @@ class Client:
     the futures still in flight: keep it while they are.
     """
 
-    def __init__(self, path=None, timeout=None):
+    def __init__(self, path=None, timeout=None, spin_us=0):
         self.path = _wire.socket_path(path)
         self.timeout = timeout
-        self._conn = _Conn(self.path, timeout)
+        if not 0 <= spin_us <= _SPIN_MAX_US:
+            raise ValueError("spin_us: want 0 to %d microseconds, got %r" % (_SPIN_MAX_US, spin_us))
+        self._conn = _Conn(self.path, timeout, spin_us / 1e6)
         self._finalizer = weakref.finalize(self, self._conn.close)
         self._finalizer.atexit = False
 

@@ -2,6 +2,7 @@
 answer, closing and reconnecting."""
 
 import builtins
+import math
 import os
 import re
 import socket
@@ -220,6 +221,52 @@ def test_timeout_on_silent_server(tmp_path):
         assert isinstance(e.value, builtins.TimeoutError) and e.value.code == "timeout"
         assert c.closed
         c.close()
+    finally:
+        srv.close()
+
+
+def test_spin(daemon, tmp_path):
+    """A client that reads the socket for a while before it sleeps:
+    answers within the spin and after it, from several threads, a server
+    that does not answer (the spin, then the timeout) and bad values."""
+    rng = np.random.default_rng(5)
+    with gpured.Client(daemon.path, timeout=30, spin_us=2000) as c:
+        for n in (1, 7, 1000, 3_000_001):
+            x = rng.standard_normal(n)
+            assert c.sum(x) == math.fsum(x)
+            assert c.max(x) == x.max()
+        xs = [rng.integers(-10**6, 10**6, size=k) for k in range(1, 300)]
+        fs = [c.submit("min", y) for y in xs]
+        assert [f.result() for f in reversed(fs)] == [int(y.min()) for y in reversed(xs)]
+        outs = []
+
+        def worker(seed):
+            r = np.random.default_rng(seed)
+            for _ in range(50):
+                y = r.integers(-1000, 1000, size=int(r.integers(1, 5000)))
+                outs.append(c.sum(y) == int(y.sum()))
+        ts = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert len(outs) == 200 and all(outs)
+    with pytest.raises(ValueError):
+        gpured.Client(daemon.path, spin_us=-1)
+    with pytest.raises(ValueError):
+        gpured.Client(daemon.path, spin_us=2_000_001)
+    path = str(tmp_path / "silent.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+    try:
+        c = gpured.Client(path, timeout=0.5, spin_us=200_000)
+        t, cpu = time.monotonic(), time.thread_time()
+        with pytest.raises(gpured.Timeout):
+            c.ping()
+        assert 0.45 < time.monotonic() - t < 0.95      # the timeout, once
+        assert time.thread_time() - cpu > 0.03          # it spun, then slept
+        assert c.closed
     finally:
         srv.close()
 
