@@ -81,7 +81,10 @@ uint64_t gr_pace_budget(gr_conn *c, uint64_t budget, uint64_t shared)
 	if (limit == 0)
 		return budget;
 	pace_roll(c, now);
-	if (!s->light_conn || s->light_conn == c || now - s->light_ms > PACE_RECENT_MS ||
+	/* not streaming (nor the pressure file read for it), alone, or
+	 * with other streams only */
+	if ((c->pace_bytes < limit && c->pace_prev_bytes < limit) || !s->light_conn ||
+	    s->light_conn == c || now - s->light_ms > PACE_RECENT_MS ||
 	    !gr_pressure_short(&s->pressure, uv_hrtime()))
 		return budget;
 	if (c->pace_bytes < limit) {
