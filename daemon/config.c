@@ -40,6 +40,8 @@ void gr_config_init(gr_config *c)
 		.route_cpu_max_bytes = GR_CONFIG_ROUTE_CPU_MAX_BYTES,
 		.shutdown_timeout_ms = 5000,
 		.write_timeout_ms = 60000,
+		.pace_bytes_per_ms = 256 * KiB,
+		.pace_cpu_pressure = 10,
 	};
 }
 
@@ -181,6 +183,8 @@ enum {
 	OPT_ALLOW_CUDA_IPC,
 	OPT_SHUTDOWN_TIMEOUT_MS,
 	OPT_WRITE_TIMEOUT_MS,
+	OPT_PACE_BYTES_PER_MS,
+	OPT_PACE_CPU_PRESSURE,
 	OPT_METRICS_LISTEN,
 	OPT_FAULT,
 	OPT_CONFIG,
@@ -222,6 +226,8 @@ static const struct option options[] = {
 	{"allow-cuda-ipc", required_argument, NULL, OPT_ALLOW_CUDA_IPC},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
 	{"write-timeout-ms", required_argument, NULL, OPT_WRITE_TIMEOUT_MS},
+	{"pace-bytes-per-ms", required_argument, NULL, OPT_PACE_BYTES_PER_MS},
+	{"pace-cpu-pressure", required_argument, NULL, OPT_PACE_CPU_PRESSURE},
 	{"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
 	{"fault", required_argument, NULL, OPT_FAULT},
 	{"config", required_argument, NULL, OPT_CONFIG},
@@ -269,6 +275,10 @@ void gr_config_usage(FILE *f)
 		"  --direct-replies yes|no    backend threads write small requests' replies (yes)\n"
 		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
 		"  --write-timeout-ms N       close a client that reads no reply this long (60000; 0: never)\n"
+		"  --pace-bytes-per-ms N      a stream read while others are, on a host short of\n"
+		"                             CPU, gets N bytes a millisecond (256K; 0: never paced)\n"
+		"  --pace-cpu-pressure PCT    short of CPU: some task waited for one PCT%% of the\n"
+		"                             last 100 ms, per /proc/pressure/cpu (10; 0: always)\n"
 		"  --metrics-listen HOST:PORT serve Prometheus metrics at /metrics (default off)\n"
 		"  --fault SPEC               inject backend faults (testing)\n"
 		"  --config FILE              settings file (default " GR_CONFIG_DEFAULT_PATH ")\n"
@@ -371,6 +381,10 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
 	case OPT_WRITE_TIMEOUT_MS:
 		return parse_uint(arg, 10, 86400000, &c->write_timeout_ms);
+	case OPT_PACE_BYTES_PER_MS:
+		return set_u64(arg, 64 * GiB, &c->pace_bytes_per_ms);
+	case OPT_PACE_CPU_PRESSURE:
+		return parse_uint(arg, 10, 100, &c->pace_cpu_pressure);
 	case OPT_METRICS_LISTEN:
 		/* HOST:PORT is checked where it is bound (daemon/exporter.c) */
 		return *arg && strchr(arg, ':') ? set_string(&c->metrics_listen, arg) : -EINVAL;

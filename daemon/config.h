@@ -57,6 +57,12 @@ typedef struct gr_config {
 	bool allow_cuda_ipc;        /* map kind cuda_ipc, whose handle anyone may know (false) */
 	unsigned shutdown_timeout_ms;
 	unsigned write_timeout_ms;  /* close a peer that takes none of a pending reply this long (0: never) */
+	/* A stream read while others are, on a host short of CPU, gets this
+	 * much a millisecond (256K; 0: never paced) ... */
+	uint64_t pace_bytes_per_ms;
+	/* ... short: some task waited for a CPU this percent of the last
+	 * 100 ms (10; 0: always) */
+	unsigned pace_cpu_pressure;
 	char *metrics_listen;       /* HOST:PORT of GET /metrics; NULL: not served */
 	char *fault;                /* backend fault injection (tests) */
 	char *config_path;          /* NULL: GR_CONFIG_DEFAULT_PATH if it exists */

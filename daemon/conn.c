@@ -296,6 +296,7 @@ static void conn_on_read(gr_conn *c, ssize_t nread)
 	}
 	c->in_read += (uint64_t)nread;
 	c->srv->stats.bytes_in += (uint64_t)nread;
+	gr_pace_read(c, (uint64_t)nread);
 	c->srv->now_ns = uv_hrtime();
 	c->srv->busy_ns = c->srv->now_ns;
 	if (c->read_staging) {
@@ -342,6 +343,12 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 	}
 	ssize_t total = 0;
 	ssize_t budget = c->srv->polled_last > 1 ? CONN_BYTES_SHARED : CONN_BYTES_PER_POLL;
+	/* on a host short of CPU, a stream has its bytes a millisecond */
+	budget = (ssize_t)gr_pace_budget(c, (uint64_t)budget, (uint64_t)CONN_BYTES_SHARED);
+	if (budget == 0) {
+		conn_read_stop(c);
+		return;
+	}
 	c->srv->polled++;
 	for (int k = 0; k < CONN_READS_PER_POLL && total < budget && c->reading && !c->closing;
 	     k++) {
@@ -421,7 +428,8 @@ void gr_conn_pump(gr_conn *c)
 		gr_conn_maybe_close(c);
 		return;
 	}
-	if (!c->reading) {
+	/* a paced connection is polled again by the pace timer */
+	if (!c->reading && !c->paced) {
 		int r = uv_poll_start(&c->poll, UV_READABLE, conn_poll_cb);
 		if (r < 0) {
 			log_warning("cannot read from a connection: %s", uv_strerror(r));
@@ -651,6 +659,7 @@ void gr_conn_close(gr_conn *c)
 	gr_link_del(&c->ready_link);
 	gr_link_del(&c->dirty_link);
 	gr_link_del(&c->link);
+	gr_pace_forget(c);
 
 	if (c->cur) {
 		gr_request *req = c->cur;
@@ -759,6 +768,7 @@ void gr_conn_accept(gr_server *s)
 	gr_link_init(&c->link);
 	gr_link_init(&c->ready_link);
 	gr_link_init(&c->dirty_link);
+	gr_link_init(&c->pace_link);
 	gr_link_init(&c->requests);
 	gr_buf_init(&c->wbuf);
 	gr_fdq_init(&c->fds);

@@ -482,10 +482,11 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "devices", ndevices));
 	W(write_kv_uint(b, "devices_healthy", healthy));
 	W(gr_mpw_cstr(b, "stalls"));
-	W(gr_mpw_map(b, 3));
+	W(gr_mpw_map(b, 4));
 	W(write_kv_uint(b, "staging", s->stats.stalls_staging));
 	W(write_kv_uint(b, "chunks", s->stats.stalls_chunks));
 	W(write_kv_uint(b, "limits", s->stats.stalls_limits));
+	W(write_kv_uint(b, "paced", s->stats.stalls_paced));
 	W(gr_mpw_cstr(b, "latency_us"));
 	W(gr_mpw_map(b, 4));
 	W(write_kv_uint(b, "p50", p50));
@@ -559,7 +560,7 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	W(gr_mpw_map(b, 1));
 	W(write_kv_uint(b, "cpu_max_bytes", s->route_max));
 	W(gr_mpw_cstr(b, "limits"));
-	W(gr_mpw_map(b, 17));
+	W(gr_mpw_map(b, 19));
 	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
 	W(write_kv_uint(b, "max_segments", GR_OFFSETS_DEFAULT_MAX_SEGMENTS));
 	W(write_kv_uint(b, "max_connections_per_uid", cfg->max_connections_per_uid));
@@ -583,6 +584,8 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "max_inflight_bytes", cfg->max_inflight_bytes));
 	W(write_kv_uint(b, "max_unsent_bytes", cfg->max_unsent_bytes));
 	W(write_kv_uint(b, "write_timeout_ms", cfg->write_timeout_ms));
+	W(write_kv_uint(b, "pace_bytes_per_ms", cfg->pace_bytes_per_ms));
+	W(write_kv_uint(b, "pace_cpu_pressure", cfg->pace_cpu_pressure));
 	return 0;
 }
 
@@ -752,6 +755,7 @@ static void server_close_handles(gr_server *s)
 		uv_close((uv_handle_t *)&s->batch_hold, NULL);
 		uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
 		uv_close((uv_handle_t *)&s->write_sweep, NULL);
+		gr_pace_close(s);
 		uv_close((uv_handle_t *)&s->sigterm, NULL);
 		uv_close((uv_handle_t *)&s->sigint, NULL);
 		s->handles_open = false;
@@ -884,6 +888,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	uv_timer_init(loop, &s->shutdown_timer);
 	s->shutdown_timer.data = s;
 	gr_write_timeout_start(s);
+	gr_pace_init(s);
 	uv_signal_init(loop, &s->sigterm);
 	uv_signal_init(loop, &s->sigint);
 	s->sigterm.data = s->sigint.data = s;

@@ -26,6 +26,7 @@
 #include "daemon/exporter.h"
 #include "daemon/fdpass.h"
 #include "daemon/peer.h"
+#include "daemon/pressure.h"
 #include "daemon/region.h"
 #include "daemon/segments.h"
 #include "daemon/staging.h"
@@ -168,6 +169,11 @@ struct gr_conn {
 	 * replies wait in wbuf (and direct ones in the direct side). */
 	gr_request *stream;
 	bool stream_handover;   /* gr_conn_stream_end is handing it on */
+	/* pace.c: bytes read in the loop's millisecond pace_ms, and in the
+	 * one before it; paced: not polled until the next millisecond */
+	uint64_t pace_ms, pace_bytes, pace_prev_bytes;
+	bool paced;
+	gr_link pace_link;      /* in srv->paced while paced */
 };
 
 struct gr_server {
@@ -208,6 +214,13 @@ struct gr_server {
 	uv_idle_t batch_hold;    /* ... and the last one, polled without sleeping */
 	uv_timer_t shutdown_timer;
 	uv_timer_t write_sweep;  /* write-timeout.c */
+	/* pace.c: the connections paced until the next millisecond, the last
+	 * one read that streams nothing and when, and the host's CPU pressure */
+	uv_timer_t pace_timer;
+	gr_link paced;
+	const gr_conn *light_conn;
+	uint64_t light_ms;
+	gr_pressure pressure;
 	uv_signal_t sigterm, sigint;
 
 	gr_link conns, ready, dirty;
@@ -290,6 +303,19 @@ void gr_conn_close(gr_conn *c);
 
 /* write-timeout.c: close clients that take no reply (--write-timeout-ms) */
 void gr_write_timeout_start(gr_server *s);
+
+/* pace.c: a client streaming while others wait, on a host short of CPU */
+void gr_pace_init(gr_server *s);
+void gr_pace_close(gr_server *s);
+/* Before a wake-up reads c: the bytes it may read, given its budget and
+ * the share of one read while others are; 0 when c is to wait for the
+ * next millisecond (it is then on srv->paced, and the caller stops
+ * polling it; the pace timer pumps it). */
+uint64_t gr_pace_budget(gr_conn *c, uint64_t budget, uint64_t shared);
+/* The wake-up read n bytes of c. */
+void gr_pace_read(gr_conn *c, uint64_t n);
+/* c closes. */
+void gr_pace_forget(gr_conn *c);
 
 /* list helpers */
 static inline void gr_link_init(gr_link *l)

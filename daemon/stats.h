@@ -29,10 +29,11 @@ typedef struct gr_stats {
 	uint64_t inflight;
 	/* Times a connection stopped reading: no staging slot free, its
 	 * request at --request-chunks in flight, over its in-flight or
-	 * unsent bounds. */
+	 * unsent bounds, paced for a millisecond (pace.c). */
 	uint64_t stalls_staging;
 	uint64_t stalls_chunks;
 	uint64_t stalls_limits;
+	uint64_t stalls_paced;
 	uint32_t lat_us[GR_STATS_WINDOW];
 	uint64_t lat_n; /* samples ever recorded; the window holds the last ones */
 	/* Latencies ever recorded, per bucket (not cumulative: recording
