@@ -40,7 +40,7 @@ void gr_config_init(gr_config *c)
 		.route_cpu_max_bytes = GR_CONFIG_ROUTE_CPU_MAX_BYTES,
 		.shutdown_timeout_ms = 5000,
 		.write_timeout_ms = 60000,
-		.pace_bytes_per_ms = 256 * KiB,
+		.pace_bytes_per_ms = 64 * KiB,
 		.pace_cpu_pressure = 10,
 	};
 }
@@ -276,7 +276,7 @@ void gr_config_usage(FILE *f)
 		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
 		"  --write-timeout-ms N       close a client that reads no reply this long (60000; 0: never)\n"
 		"  --pace-bytes-per-ms N      a stream read while others are, on a host short of\n"
-		"                             CPU, gets N bytes a millisecond (256K; 0: never paced)\n"
+		"                             CPU, gets N bytes a millisecond (64K; 0: never paced)\n"
 		"  --pace-cpu-pressure PCT    short of CPU: some task waited for one PCT%% of the\n"
 		"                             last 100 ms, per /proc/pressure/cpu (10; 0: always)\n"
 		"  --metrics-listen HOST:PORT serve Prometheus metrics at /metrics (default off)\n"

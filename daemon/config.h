@@ -58,7 +58,7 @@ typedef struct gr_config {
 	unsigned shutdown_timeout_ms;
 	unsigned write_timeout_ms;  /* close a peer that takes none of a pending reply this long (0: never) */
 	/* A stream read while others are, on a host short of CPU, gets this
-	 * much a millisecond (256K; 0: never paced) ... */
+	 * much a millisecond (64K; 0: never paced) ... */
 	uint64_t pace_bytes_per_ms;
 	/* ... short: some task waited for a CPU this percent of the last
 	 * 100 ms (10; 0: always) */

@@ -180,7 +180,7 @@ class Pacing(unittest.TestCase):
         try:
             c = Client(d.path)
             lim = c.call("info")[1]["limits"]
-            self.assertEqual(lim["pace_bytes_per_ms"], 256 << 10)
+            self.assertEqual(lim["pace_bytes_per_ms"], 64 << 10)
             self.assertEqual(lim["pace_cpu_pressure"], 10)
             c.close()
         finally:
