@@ -436,12 +436,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	CK(cudaSetDevice(0));
 	char uuid[64], pci[32];
-	cudaDeviceProp p;
-	CK(cudaGetDeviceProperties(&p, 0));
-	const unsigned char *u = (const unsigned char *)p.uuid.bytes;
-	snprintf(uuid, sizeof(uuid),
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-		 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	gpu_uuid(0, uuid, sizeof(uuid));
 	CK(cudaDeviceGetPCIBusId(pci, sizeof(pci), 0));
 
 	daemon_proc d;
