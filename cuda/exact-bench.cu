@@ -23,8 +23,9 @@
  * and 3 blocks per SM, and through shared memory with 3; and moments of
  * i32 and i64 (the integer kernel) against the read kernel.
  *
- *   gpured-exact-bench [--hi E] [--moments-only]
- *     (largest n 2^E, 16..28; default 28)
+ *   gpured-exact-bench [--hi E] [--moments-only | --latency-only]
+ *     (largest n 2^E, 16..28; default 28; --latency-only: the single
+ *     launches alone)
  */
 #include <algorithm>
 #include <cmath>
@@ -60,13 +61,15 @@ struct env {
 };
 
 /* EXACT is the production form; REGS, MINB3 and FB3 the kernel's other
- * forms (exact.cuh: single_kernel's BULK off, MINB and FB); for sums of
+ * forms (exact.cuh: single_kernel's BULK off, MINB and FB), O256, O128
+ * and O64 the production form with the one-batch kernel's one block at
+ * least that wide (one_batch_group's ONT); for sums of
  * squares, SQ_EXACT ours and SQ_CUB cub::DeviceReduce::TransformReduce
  * of x * x in the element's type, SQ_REGS ours loading into registers;
  * MOM moments (production: through shared memory, 2 blocks per SM), MOM2
  * and MOM3 its forms that load into registers with 2 and 3 blocks per
  * SM, MOMB3 production's with 3 */
-enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, MOM, MOM2, MOM3, MOMB3 };
+enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
 
 template <typename T> struct square {
 	__device__ __forceinline__ T operator()(T x) const { return x * x; }
@@ -85,6 +88,15 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 		else
 			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, false, gre::SQD_FB>(
 				in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == O256) {
+		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::THREADS>(
+			in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == O128) {
+		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::THREADS / 2>(
+			in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == O64) {
+		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::THREADS / 4>(
+			in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == MINB3) {
 		CU((gre::launch_single<T, 3, false>(in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == FB3) {
@@ -126,13 +138,14 @@ template <typename T> static double throughput_gbs(env &E, int which, size_t n)
 
 static const int REPS = 5;
 
-/* single launches of ours (its three forms) and CUB's, taken in turn;
+/* single launches of ours (production, and the one-batch kernel's
+ * narrowest block at 256, 128 and 64 threads) and CUB's, taken in turn;
  * medians in us, by impl */
-template <typename T> static void latency_us(env &E, size_t n, double (&ret)[NIMPL])
+template <typename T> static void latency_us(env &E, size_t n, double (&ret)[NALL])
 {
-	const int order[] = { EXACT, CUB, REGS, MINB3, FB3 };
+	const int order[] = { EXACT, CUB, O256, O128, O64 };
 	pos P = positions(n * sizeof(T));
-	std::vector<double> t[NIMPL];
+	std::vector<double> t[NALL];
 	for (int i = -5; i < 300; i++) {
 		for (int k = 0; k < 5; k++) {
 			const T *in = (const T *)(E.pool + P.at((size_t)(5 * (i + 5) + k)));
@@ -196,6 +209,43 @@ template <typename T> static void fill(env &E, int kind)
 	CU(cudaStreamSynchronize(E.st));
 }
 
+/* Single-launch latency at n = 2^10 .. 2^16, after checking that the
+ * one-batch kernel's widths give the production form's bits there */
+template <typename T> static bool latency(env &E, const char *dt)
+{
+	bool ok = true;
+	for (int e = 10; e <= 16; e += 2) {
+		const size_t n = ((size_t)1 << e) + (e == 12 ? 0 : 3);
+		gr_exact_sum s[4];
+		const int forms[] = { EXACT, O256, O128, O64 };
+		for (int k = 0; k < 4; k++) {
+			launch<T>(E, forms[k], (const T *)E.pool, n);
+			CU(cudaStreamSynchronize(E.st));
+			CU(cudaMemcpy(&s[k], E.out, sizeof(s[k]), cudaMemcpyDeviceToHost));
+		}
+		const double a = gr_exact_fold(&s[0], n);
+		for (int k = 1; k < 4; k++) {
+			const double b = gr_exact_fold(&s[k], n);
+			if (memcmp(&a, &b, 8) != 0) {
+				fprintf(stderr, "%s n=%zu: form %d gives %a, production %a\n", dt, n, k, b, a);
+				ok = false;
+			}
+		}
+	}
+	printf("%s single-launch latency (us, medians of 300, taken in turn)\n", dt);
+	printf("%10s | %9s %9s %7s | %9s %9s %9s | %7s %7s %7s\n", "n", "exact", "cub", "ratio",
+	       "one 256", "one 128", "one 64", "256/cub", "128/cub", "64/cub");
+	for (int e = 10; e <= 16; e += 2) {
+		size_t n = (size_t)1 << e;
+		double l[NALL];
+		latency_us<T>(E, n, l);
+		printf("%10zu | %9.2f %9.2f %7.3f | %9.2f %9.2f %9.2f | %7.3f %7.3f %7.3f\n", n, l[EXACT],
+		       l[CUB], l[EXACT] / l[CUB], l[O256], l[O128], l[O64], l[O256] / l[CUB],
+		       l[O128] / l[CUB], l[O64] / l[CUB]);
+	}
+	return ok;
+}
+
 template <typename T> static bool bench(env &E, const char *dt, int hi)
 {
 	bool ok = true;
@@ -221,16 +271,7 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 		       c, b, x / b, x / c, median(t[REGS]), median(t[MINB3]), median(t[FB3]),
 		       good ? "ok" : "FAIL");
 	}
-	printf("%s single-launch latency (us, medians of 300, taken in turn)\n", dt);
-	printf("%10s | %9s %9s %7s | %9s %9s %9s\n", "n", "exact", "cub", "ratio", "regs", "3/SM",
-	       "fb3");
-	for (int e = 10; e <= 16; e += 2) {
-		size_t n = (size_t)1 << e;
-		double l[NIMPL];
-		latency_us<T>(E, n, l);
-		printf("%10zu | %9.2f %9.2f %7.3f | %9.2f %9.2f %9.2f\n", n, l[EXACT], l[CUB],
-		       l[EXACT] / l[CUB], l[REGS], l[MINB3], l[FB3]);
-	}
+	ok = latency<T>(E, dt) && ok;
 	const char *kinds[] = { "", "exponents over 60 binades", "every finite exponent" };
 	for (int kind = 1; kind <= 2; kind++) {
 		fill<T>(E, kind);
@@ -482,14 +523,16 @@ template <typename T> static bool bench_moments_int(env &E, const char *dt, int 
 int main(int argc, char **argv)
 {
 	int hi = 28;
-	bool moments_only = false;
+	bool moments_only = false, latency_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hi") && i + 1 < argc) {
 			hi = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--moments-only")) {
 			moments_only = true;
+		} else if (!strcmp(argv[i], "--latency-only")) {
+			latency_only = true;
 		} else {
-			fprintf(stderr, "usage: %s [--hi E] [--moments-only]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--hi E] [--moments-only | --latency-only]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -547,6 +590,14 @@ int main(int argc, char **argv)
 	CU(cudaStreamSynchronize(E.st));
 
 	bool ok = true;
+	if (latency_only) {
+		fill<float>(E, 0);
+		ok = latency<float>(E, "f32") && ok;
+		fill<double>(E, 0);
+		ok = latency<double>(E, "f64") && ok;
+		printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
+		return ok ? 0 : 1;
+	}
 	if (!moments_only) {
 		ok = bench<float>(E, "f32", hi) && ok;
 		ok = bench<double>(E, "f64", hi) && ok;

@@ -663,6 +663,7 @@ one_batch_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratc
 	using TR = traits<T>;
 	using B = bins<T, FB>;
 	constexpr unsigned NW = NT / 32;
+	static_assert(NT >= 3 * B::BINS && NT % 32 == 0, "a thread for each bin's piece");
 	__shared__ long long digits[GR_EXACT_DIGITS];
 	__shared__ uint32_t wkmax[NW], wflags[NW];
 	__shared__ long long wsum[B::BINS][NW], pc[3 * B::BINS];
@@ -677,8 +678,8 @@ one_batch_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratc
 			 lane);
 	if (ends)
 		ev[0] = ends_vector<T>(data, n, head, tail, lane);
-	if (t < GR_EXACT_DIGITS)
-		digits[t] = 0;
+	for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT)
+		digits[i] = 0;
 
 	B st;
 	st.init();
@@ -731,47 +732,58 @@ one_batch_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratc
 		pw[t] = (p >> 5) + t % 3;
 	}
 	__syncthreads();
-	long long d = 0;
-	if (t < GR_EXACT_DIGITS) {
-		d = digits[t];
+	/* digit i, the pieces that fall there added (thread i mod NT) */
+	auto digit = [&](unsigned i) {
+		long long d = digits[i];
 #pragma unroll
-		for (unsigned i = 0; i < 3 * B::BINS; i++)
-			if (pw[i] == t)
-				d += pc[i];
-	}
+		for (unsigned k = 0; k < 3 * B::BINS; k++)
+			if (pw[k] == i)
+				d += pc[k];
+		return d;
+	};
 	uint32_t fl = 0;
 	if (t == 0)
 #pragma unroll
 		for (unsigned i = 0; i < NW; i++)
 			fl |= wflags[i];
 	if (gridDim.x == 1) {
-		if (t < GR_EXACT_DIGITS)
-			out->digit[t] = d;
+		for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT)
+			out->digit[i] = digit(i);
 		if (t == 0)
 			out->flags = fl;
 		return;
 	}
-	if (t < GR_EXACT_DIGITS)
-		digits[t] = d;
+	for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT)
+		digits[i] = digit(i);
 	__syncthreads();
-	digits_to_scratch(digits, fl, scratch, t);
+	for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT)
+		digits_to_scratch(digits, fl, scratch, i);
 	if (last_block(&scratch->ticket, t))
-		scratch_to_out(scratch, out, t);
+		for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT)
+			scratch_to_out(scratch, out, i);
 }
 
-/* The vectors a lane takes in one_batch_kernel, and its blocks: one
- * block where one holds the array at up to GROUP a lane (no scratch, no
- * ticket: the quickest), else as few a lane as let four blocks an SM hold
- * it; 0 where they cannot (single_kernel runs there) */
-template <typename T> static inline unsigned one_batch_group(uint64_t n, int sm_count,
-							    unsigned &blocks)
+/* The vectors a lane takes in one_batch_kernel, its blocks and its
+ * threads a block: one block where one holds the array at up to GROUP
+ * vectors a lane, the narrowest of at least ONT threads (64, 128 or 256)
+ * that does, with as few vectors a lane as that allows (no scratch, no
+ * ticket: the quickest); else blocks of THREADS, as few vectors a lane as
+ * let four blocks an SM hold it; 0 where they cannot (single_kernel runs
+ * there) */
+template <typename T, unsigned ONT = THREADS>
+static inline unsigned one_batch_group(uint64_t n, int sm_count, unsigned &blocks, unsigned &nt)
 {
+	static_assert(ONT == THREADS || ONT == THREADS / 2 || ONT == THREADS / 4,
+		      "one_batch_kernel is built for these");
 	const uint64_t nv = n * sizeof(T) / 16;
 	const uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * 4;
 	blocks = 1;
-	for (unsigned g = 1; g <= GROUP; g *= 2)
-		if (nv <= (uint64_t)g * THREADS)
-			return g;
+	for (nt = ONT; nt <= THREADS; nt *= 2)
+		if (nv <= (uint64_t)GROUP * nt)
+			for (unsigned g = 1; g <= GROUP; g *= 2)
+				if (nv <= (uint64_t)g * nt)
+					return g;
+	nt = THREADS;
 	for (unsigned g = 1; g < GROUP; g *= 2) {
 		const uint64_t b = (nv + (uint64_t)g * THREADS - 1) / ((uint64_t)g * THREADS);
 		if (b <= cap) {
@@ -780,6 +792,29 @@ template <typename T> static inline unsigned one_batch_group(uint64_t n, int sm_
 		}
 	}
 	return 0;
+}
+
+/* one_batch_kernel of G vectors a lane in blocks of nt threads (the
+ * shapes one_batch_group gives) */
+template <typename T, int FB, unsigned G>
+static inline cudaError_t launch_one_batch(const unsigned char *d, uint64_t n, unsigned blocks,
+					   unsigned nt, gr_exact_scratch *scratch,
+					   gr_exact_sum *out, cudaStream_t stream)
+{
+	switch (nt) {
+	case THREADS / 4:
+		one_batch_kernel<T, FB, G, THREADS / 4><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
+		break;
+	case THREADS / 2:
+		one_batch_kernel<T, FB, G, THREADS / 2><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
+		break;
+	case THREADS:
+		one_batch_kernel<T, FB, G><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
+		break;
+	default:
+		return cudaErrorInvalidValue;
+	}
+	return cudaGetLastError();
 }
 
 /* The production form of the kernel: two blocks an SM, the groups
@@ -794,27 +829,27 @@ constexpr int PROD_FB = 2;
 constexpr int SQ_FB = 3;
 /* An f64's square takes all four bins on the fast path (see above) */
 constexpr int SQD_FB = 4;
+/* The one-batch kernel's narrowest block (one_batch_group) */
+constexpr unsigned PROD_ONT = THREADS / 2;
 
-template <typename T, unsigned MINB = PROD_MINB, bool BULK = PROD_BULK, int FB = PROD_FB>
+template <typename T, unsigned MINB = PROD_MINB, bool BULK = PROD_BULK, int FB = PROD_FB,
+	  unsigned ONT = PROD_ONT>
 static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_scratch *scratch,
 					gr_exact_sum *out, int sm_count, cudaStream_t stream,
 					unsigned blocks = 0)
 {
 	const unsigned char *d = (const unsigned char *)data;
 	if (!blocks) {
-		switch (one_batch_group<T>(n, sm_count, blocks)) {
+		unsigned nt;
+		switch (one_batch_group<T, ONT>(n, sm_count, blocks, nt)) {
 		case 1:
-			one_batch_kernel<T, FB, 1><<<blocks, THREADS, 0, stream>>>(d, n, scratch, out);
-			return cudaGetLastError();
+			return launch_one_batch<T, FB, 1>(d, n, blocks, nt, scratch, out, stream);
 		case 2:
-			one_batch_kernel<T, FB, 2><<<blocks, THREADS, 0, stream>>>(d, n, scratch, out);
-			return cudaGetLastError();
+			return launch_one_batch<T, FB, 2>(d, n, blocks, nt, scratch, out, stream);
 		case 4:
-			one_batch_kernel<T, FB, 4><<<blocks, THREADS, 0, stream>>>(d, n, scratch, out);
-			return cudaGetLastError();
+			return launch_one_batch<T, FB, 4>(d, n, blocks, nt, scratch, out, stream);
 		case 8:
-			one_batch_kernel<T, FB, 8><<<1, THREADS, 0, stream>>>(d, n, scratch, out);
-			return cudaGetLastError();
+			return launch_one_batch<T, FB, 8>(d, n, blocks, nt, scratch, out, stream);
 		}
 		blocks = grid_blocks<T>(n, sm_count, MINB);
 	}
