@@ -183,6 +183,7 @@ struct cuda_ctx {
 	gr_dtype seg_dtype;
 	void *seg_scratch;
 	size_t seg_scratch_bytes;
+	size_t seg_scratch_zero; /* bytes from its start that hold zeros (segred.h) */
 	struct gr_segjob *segs;
 	cuda_run *runs; /* the launch in flight: its items, in segment order */
 	uint32_t nruns, njobs;

@@ -14,9 +14,11 @@
  * CUB's time / ours (above 1: ours is faster). Our results are checked
  * against CUB's (integers exactly where CUB's own arithmetic cannot
  * overflow, floats to a tolerance: CUB's float scan adds in float).
- * The segred rows time the daemon's segmented reduce (segred.h: a memset,
- * the reduce and the finish; float sums exact) against CUB's segmented
- * Sum (in double for floats, rounding as it goes) or Min.
+ * The segred rows time the daemon's segmented reduce (segred.h: the
+ * reduce and the finish, the scratch left zero from one launch to the
+ * next as the daemon keeps it; float sums exact, and timed again with a
+ * memset of the scratch each launch) against CUB's segmented Sum (in
+ * double for floats, rounding as it goes) or Min.
  * The scan rows also time a copy kernel that reads the input and writes
  * 8 bytes an element, the ceiling for a scan's traffic; --scan-knobs
  * times only the scan kernel's other builds (scan.cuh's kn), with a
@@ -303,24 +305,37 @@ static void segred_row(const char *name, int op, const std::vector<uint64_t> &le
 	CU(cudaMalloc(&temp, tb + 16));
 	CU(cudaDeviceSynchronize());
 
-	double us_ours, us_cub;
+	/* the daemon keeps the scratch's zeros from one launch to the next
+	 * (segred.h's scratch_zero); the exact sums are timed a second time
+	 * clearing it each launch, as before that */
+	size_t zero = 0;
+	auto cub_launch = [&](int) {
+		size_t t = tb;
+		if (op == 4)
+			CU(cub::DeviceSegmentedReduce::ArgMin(temp, t, x, kv, (int64_t)k, doff, doff + 1,
+							      st));
+		else if (op == 1)
+			CU(cub::DeviceSegmentedReduce::Reduce(temp, t, x, o2, (int64_t)k, doff, doff + 1,
+							      cub_min_op(),
+							      (O)std::numeric_limits<T>::max(), st));
+		else
+			CU(cub::DeviceSegmentedReduce::Sum(temp, t, x, o2, (int64_t)k, doff, doff + 1, st));
+	};
+	double us_ours, us_cub, us_clear = 0, us_cub2 = 0;
 	time_pair(
 		[&](int) {
-			CU(gr_segred_launch(op, dtype_of<T>(), x, doff, k, 0, count, o1, scratch, sb, st));
+			CU(gr_segred_launch(op, dtype_of<T>(), x, doff, k, 0, count, o1, scratch, sb, &zero,
+					    st));
 		},
-		[&](int) {
-			size_t t = tb;
-			if (op == 4)
-				CU(cub::DeviceSegmentedReduce::ArgMin(temp, t, x, kv, (int64_t)k, doff, doff + 1,
-								      st));
-			else if (op == 1)
-				CU(cub::DeviceSegmentedReduce::Reduce(temp, t, x, o2, (int64_t)k, doff, doff + 1,
-								      cub_min_op(),
-								      (O)std::numeric_limits<T>::max(), st));
-			else
-				CU(cub::DeviceSegmentedReduce::Sum(temp, t, x, o2, (int64_t)k, doff, doff + 1, st));
-		},
-		reps, 5, &us_ours, &us_cub);
+		cub_launch, reps, 5, &us_ours, &us_cub);
+	const bool exact = (op == 0 && std::is_floating_point<T>::value) || op == 3;
+	if (exact)
+		time_pair(
+			[&](int) {
+				CU(gr_segred_launch(op, dtype_of<T>(), x, doff, k, 0, count, o1, scratch, sb,
+						    NULL, st));
+			},
+			cub_launch, reps, 5, &us_clear, &us_cub2);
 	CU(cudaDeviceSynchronize());
 
 	const unsigned w = (unsigned)gr_segred_record_bytes(op, dtype_of<T>()) / 8;
@@ -356,16 +371,22 @@ static void segred_row(const char *name, int op, const std::vector<uint64_t> &le
 				    : "moments";
 	double gb = count * sizeof(T) / 1e9;
 	double ratio = us_cub / us_ours;
-	printf("segred  %-14s %-5s %s %8llu segs %11llu elems | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | ratio %.3f | %s\n",
+	printf("segred  %-14s %-5s %s %8llu segs %11llu elems | ours %9.2f us %7.1f GB/s | cub %9.2f us %7.1f GB/s | ratio %.3f | %s",
 	       name, opn, dtype_name<T>(), (unsigned long long)k, (unsigned long long)count, us_ours,
 	       gb / (us_ours * 1e-6), us_cub, gb / (us_cub * 1e-6), ratio,
 	       unchecked ? "unchecked" : bad ? "FAIL" : "PASS");
+	if (exact)
+		printf(" | clearing each launch: ours %9.2f us, cub %9.2f us, ratio %.3f", us_clear,
+		       us_cub2, us_cub2 / us_clear);
+	printf("\n");
 	char line[512];
 	snprintf(line, sizeof line,
 		 "{\"bench\":\"segred\",\"case\":\"%s\",\"op\":\"%s\",\"dtype\":\"%s\",\"segments\":%llu,\"elements\":%llu,"
-		 "\"ours_us\":%.3f,\"cub_us\":%.3f,\"ours_gbs\":%.1f,\"cub_gbs\":%.1f,\"ratio\":%.4f,\"check\":\"%s\"}",
+		 "\"ours_us\":%.3f,\"cub_us\":%.3f,\"ours_gbs\":%.1f,\"cub_gbs\":%.1f,\"ratio\":%.4f,\"check\":\"%s\","
+		 "\"clearing_us\":%.3f,\"clearing_cub_us\":%.3f}",
 		 name, opn, dtype_name<T>(), (unsigned long long)k, (unsigned long long)count, us_ours, us_cub,
-		 gb / (us_ours * 1e-6), gb / (us_cub * 1e-6), ratio, unchecked ? "unchecked" : bad ? "FAIL" : "PASS");
+		 gb / (us_ours * 1e-6), gb / (us_cub * 1e-6), ratio, unchecked ? "unchecked" : bad ? "FAIL" : "PASS",
+		 us_clear, us_cub2);
 	json.push_back(line);
 	CU(cudaFree(x));
 	CU(cudaFree(doff));

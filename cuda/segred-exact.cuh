@@ -631,12 +631,15 @@ template <class F> static __device__ uint64_t round_digits(const long long *d, b
 	return (uint64_t)e << 52 | (m & ((1ull << 52) - 1));
 }
 
+/* Each segment's record from its digits and flags, which it leaves zero
+ * (for the next launch on the scratch: launch_exact) */
 template <class F> __global__ void finish_exact(params p)
 {
 	const uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (s >= p.k)
 		return;
 	const uint32_t f = p.flags[2 * s];
+	long long *d = p.digits + s * digits<F>();
 	uint64_t r;
 	if ((f & F_NAN) || (f & (F_PINF | F_NINF)) == (F_PINF | F_NINF)) {
 		r = NAN_BITS;
@@ -646,31 +649,46 @@ template <class F> __global__ void finish_exact(params p)
 		r = 0xfff0000000000000ull;
 	} else {
 		bool neg;
-		r = round_digits<F>(p.digits + s * digits<F>(), &neg);
+		r = round_digits<F>(d, &neg);
 		if (r)
 			r |= neg ? 0x8000000000000000ull : 0;
 		else if (!F::SQ && p.off[s + 1] > p.off[s] && !(f & F_NOT_NZERO))
 			r = 0x8000000000000000ull; /* only -0s */
 	}
 	p.rec[s] = r;
+#pragma unroll 4
+	for (unsigned i = 0; i < digits<F>(); i++)
+		d[i] = 0;
+	p.flags[2 * s] = 0;
+	p.flags[2 * s + 1] = 0;
 }
 
 
-/* The exact forms' scratch: k digits<F>() digits, then k flag words. */
+/* The exact forms' scratch: k digits<F>() digits, then k flag words;
+ * cleared first unless *zero (bytes known zero from the start, where not
+ * NULL) covers them, and left zero by the finish (*zero says so on
+ * success). */
 template <class F>
-static inline cudaError_t launch_exact(params p, void *scratch, size_t bytes, cudaStream_t st)
+static inline cudaError_t launch_exact(params p, void *scratch, size_t bytes, size_t *zero,
+				       cudaStream_t st)
 {
+	const size_t used = p.k * scratch_per_seg<F>(), was = zero ? *zero : 0;
+	const bool clear = was < used;
+	if (zero)
+		*zero = 0;
 	if (bytes / scratch_per_seg<F>() < p.k)
 		return cudaErrorInvalidValue;
 	p.digits = (long long *)scratch;
 	p.flags = (uint32_t *)(p.digits + p.k * digits<F>());
-	cudaError_t e = cudaMemsetAsync(scratch, 0, p.k * scratch_per_seg<F>(), st);
+	cudaError_t e = clear ? cudaMemsetAsync(scratch, 0, used, st) : cudaSuccess;
 	if (!e)
 		e = reduce<typename exact_policy<F>::type>(p, st);
 	if (!e) {
 		finish_exact<F><<<finish_blocks(p.k), 256, 0, st>>>(p);
 		e = cudaGetLastError();
 	}
+	if (!e && zero)
+		*zero = was > used ? was : used;
 	return e;
 }
 

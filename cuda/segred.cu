@@ -59,7 +59,8 @@ static size_t dtype_size(int dtype)
 	return dtype == DT_I32 || dtype == DT_U32 || dtype == DT_F32 ? 4 : 8;
 }
 
-template <typename T> static cudaError_t by_op(int op, params p, void *scratch, size_t bytes, cudaStream_t st)
+template <typename T>
+static cudaError_t by_op(int op, params p, void *scratch, size_t bytes, size_t *zero, cudaStream_t st)
 {
 	switch (op) {
 	case OP_MIN:
@@ -67,23 +68,26 @@ template <typename T> static cudaError_t by_op(int op, params p, void *scratch, 
 	case OP_MAX:
 		return launch_ext<T, true>(p, st);
 	case OP_ARGMIN:
-		return launch_arg<T, false>(p, scratch, bytes, st);
 	case OP_ARGMAX:
-		return launch_arg<T, true>(p, scratch, bytes, st);
+		/* keys and indices: the scratch is not zero after them */
+		if (zero)
+			*zero = 0;
+		return op == OP_ARGMIN ? launch_arg<T, false>(p, scratch, bytes, st)
+				       : launch_arg<T, true>(p, scratch, bytes, st);
 	case OP_SUM:
 		if constexpr (std::is_same<T, float>::value)
-			return launch_exact<fm_f32>(p, scratch, bytes, st);
+			return launch_exact<fm_f32>(p, scratch, bytes, zero, st);
 		else if constexpr (std::is_same<T, double>::value)
-			return launch_exact<fm_f64>(p, scratch, bytes, st);
+			return launch_exact<fm_f64>(p, scratch, bytes, zero, st);
 		else
 			return launch_isum<T>(p, st);
 	case OP_SUMSQ:
 		if constexpr (std::is_same<T, float>::value)
-			return launch_exact<fm_f32sq>(p, scratch, bytes, st);
+			return launch_exact<fm_f32sq>(p, scratch, bytes, zero, st);
 		else if constexpr (std::is_same<T, double>::value)
-			return launch_exact<fm_f64sq>(p, scratch, bytes, st);
+			return launch_exact<fm_f64sq>(p, scratch, bytes, zero, st);
 		else
-			return launch_exact<fm_isq<T>>(p, scratch, bytes, st);
+			return launch_exact<fm_isq<T>>(p, scratch, bytes, zero, st);
 	case OP_MOMENTS:
 		if constexpr (std::is_same<T, float>::value)
 			return launch_fmom<fm_f32, fm_f32sq>(p, st);
@@ -97,12 +101,15 @@ template <typename T> static cudaError_t by_op(int op, params p, void *scratch, 
 
 extern "C" int gr_segred_launch(int op, int dtype, const void *data, const uint64_t *offs,
 				uint64_t nsegs, uint64_t first, uint64_t end, void *records, void *scratch,
-				size_t scratch_bytes, void *stream)
+				size_t scratch_bytes, size_t *scratch_zero, void *stream)
 {
 	cudaStream_t st = (cudaStream_t)stream;
 	if (!gr_segred_takes(op) || dtype < DT_I32 || dtype > DT_F64 || end < first ||
-	    end - first > GR_SEGRED_MAX_ELEMS || (uintptr_t)data % dtype_size(dtype))
+	    end - first > GR_SEGRED_MAX_ELEMS || (uintptr_t)data % dtype_size(dtype)) {
+		if (scratch_zero)
+			*scratch_zero = 0;
 		return (int)cudaErrorInvalidValue;
+	}
 	if (nsegs == 0)
 		return 0;
 	params p = {};
@@ -113,11 +120,11 @@ extern "C" int gr_segred_launch(int op, int dtype, const void *data, const uint6
 	p.end = end;
 	p.rec = (uint64_t *)records;
 	switch (dtype) {
-	case DT_I32: return (int)by_op<int32_t>(op, p, scratch, scratch_bytes, st);
-	case DT_I64: return (int)by_op<int64_t>(op, p, scratch, scratch_bytes, st);
-	case DT_U32: return (int)by_op<uint32_t>(op, p, scratch, scratch_bytes, st);
-	case DT_U64: return (int)by_op<uint64_t>(op, p, scratch, scratch_bytes, st);
-	case DT_F32: return (int)by_op<float>(op, p, scratch, scratch_bytes, st);
-	default: return (int)by_op<double>(op, p, scratch, scratch_bytes, st);
+	case DT_I32: return (int)by_op<int32_t>(op, p, scratch, scratch_bytes, scratch_zero, st);
+	case DT_I64: return (int)by_op<int64_t>(op, p, scratch, scratch_bytes, scratch_zero, st);
+	case DT_U32: return (int)by_op<uint32_t>(op, p, scratch, scratch_bytes, scratch_zero, st);
+	case DT_U64: return (int)by_op<uint64_t>(op, p, scratch, scratch_bytes, scratch_zero, st);
+	case DT_F32: return (int)by_op<float>(op, p, scratch, scratch_bytes, scratch_zero, st);
+	default: return (int)by_op<double>(op, p, scratch, scratch_bytes, scratch_zero, st);
 	}
 }

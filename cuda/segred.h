@@ -110,10 +110,18 @@ void gr_segred_moments_layout_of(int dtype, gr_segred_moments_layout *ret);
  * (a memset, the reduce and the finish), 0 on success;
  * cudaErrorInvalidValue for an op or dtype it does not take, a misaligned
  * pointer, too many elements or too little scratch.
+ *
+ * scratch_zero, where not NULL, tells and is told how many bytes from
+ * the scratch's start hold zeros: where they cover what the exact sums
+ * use, they skip their memset; on return it says how many will once the
+ * launches are done (the exact sums' finish leaves what they used zero;
+ * argmin and argmax leave the start dirty, 0; a launch that fails says
+ * 0). Its first value for a new scratch is 0, or its size after a
+ * cudaMemset of the whole of it.
  */
 int gr_segred_launch(int op, int dtype, const void *data, const uint64_t *offs, uint64_t nsegs,
 		     uint64_t first, uint64_t end, void *records, void *scratch, size_t scratch_bytes,
-		     void *stream);
+		     size_t *scratch_zero, void *stream);
 
 #ifdef __cplusplus
 }

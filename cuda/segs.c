@@ -67,6 +67,7 @@ static cudaError_t segs_grow(cuda_ctx *c, uint64_t k, size_t rb, size_t scratch)
 		cudaFree(c->seg_scratch);
 		c->seg_scratch = NULL;
 		c->seg_scratch_bytes = 0;
+		c->seg_scratch_zero = 0;
 		if ((e = cudaMalloc(&c->seg_scratch, scratch)))
 			return e;
 		c->seg_scratch_bytes = scratch;
@@ -97,7 +98,7 @@ cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
 		e = (cudaError_t)gr_segred_launch(it->op, it->dtype, it->data, c->seg_doff + s0, s1 - s0,
 						  off[s0], off[s1],
 						  (uint8_t *)c->seg_drec + s0 * rb, c->seg_scratch,
-						  c->seg_scratch_bytes, c->stream);
+						  c->seg_scratch_bytes, &c->seg_scratch_zero, c->stream);
 		if (e)
 			return e;
 	}

@@ -183,10 +183,12 @@ static void cpu_record(int op, int dt, const unsigned char *p, size_t n, uint64_
 }
 
 /* Launch segments [s0, s1) of off over h (on the device at dh) and
- * check every record. */
+ * check every record; *zero is the scratch's zero bytes from its start
+ * (segred.h), checked: the exact sums leave what they used zero, argmin
+ * and argmax say none are. */
 static void check(int op, int dt, int kind, int layout, const std::vector<unsigned char> &h,
 		  const unsigned char *dh, const std::vector<uint64_t> &off, const uint64_t *doff,
-		  size_t s0, size_t s1, void *drec, void *scratch, size_t scratch_bytes)
+		  size_t s0, size_t s1, void *drec, void *scratch, size_t scratch_bytes, size_t *zero)
 {
 	uint64_t k = s1 - s0;
 	/* moments: the launch's sums at drec, made into records here */
@@ -195,9 +197,27 @@ static void check(int op, int dt, int kind, int layout, const std::vector<unsign
 	const unsigned rw = (unsigned)gr_segred_record_bytes(op, dt) / 8; /* words a segment */
 	const unsigned w = mom ? 5 : rw;                                   /* words a record */
 	uint64_t *at = (uint64_t *)drec + (mom ? 0 : s0 * rw);
+	const size_t was = *zero;
 	CU(gr_segred_launch(op, dt, dh, doff + s0, k, off[s0], off[s1], at, scratch, scratch_bytes,
-			    0));
+			    zero, 0));
 	CU(cudaDeviceSynchronize());
+	const size_t used = k * gr_segred_scratch_per_seg(op, dt);
+	if (op == 4 || op == 5) {
+		CHECK(*zero == 0, "%s: the scratch is said to hold %zu zero bytes", op_name[op], *zero);
+	} else if (used) {
+		CHECK(*zero == (was > used ? was : used), "%s %s: %zu zero bytes said, %zu before, %zu used",
+		      op_name[op], dt_name[dt], *zero, was, used);
+		std::vector<uint64_t> sc(used / 8);
+		CU(cudaMemcpy(sc.data(), scratch, used, cudaMemcpyDeviceToHost));
+		size_t nz = 0;
+		for (uint64_t v : sc)
+			nz += v != 0;
+		CHECK(nz == 0, "%s %s: %zu words of the scratch's first %zu bytes left non-zero",
+		      op_name[op], dt_name[dt], nz, used);
+	} else {
+		CHECK(*zero == was, "%s: the scratch's zero bytes moved from %zu to %zu", op_name[op], was,
+		      *zero);
+	}
 	std::vector<uint64_t> raw(k * rw), got(k * w);
 	CU(cudaMemcpy(raw.data(), at, k * rw * 8, cudaMemcpyDeviceToHost));
 	if (mom) {
@@ -232,6 +252,9 @@ int main(int argc, char **argv)
 	const size_t scratch_bytes = (size_t)64 << 20;
 	void *scratch;
 	CU(cudaMalloc(&scratch, scratch_bytes));
+	/* not zero to begin with: the first exact sum clears what it uses */
+	CU(cudaMemset(scratch, 0xa5, scratch_bytes));
+	size_t zero = 0;
 
 	for (int dt = 0; dt < 6; dt++) {
 		for (int kind = 0; kind < NKINDS; kind++) {
@@ -254,11 +277,12 @@ int main(int argc, char **argv)
 					if (per && per * k > scratch_bytes)
 						continue;
 					check(op, dt, kind, layout, h, dh, off, doff, 0, k, drec, scratch,
-					      scratch_bytes);
-					/* a middle run of the segments, as the engine cuts them */
+					      scratch_bytes, &zero);
+					/* a middle run of the segments, as the engine cuts them
+					 * (exact sums: on the scratch the run above left zero) */
 					if (k > 4)
 						check(op, dt, kind, layout, h, dh, off, doff, k / 3, k - k / 4,
-						      drec, scratch, scratch_bytes);
+						      drec, scratch, scratch_bytes, &zero);
 				}
 				CU(cudaFree(drec));
 				CU(cudaFree(doff));
@@ -275,20 +299,20 @@ int main(int argc, char **argv)
 		CU(cudaMalloc((void **)&dh, 256));
 		void *drec;
 		CU(cudaMalloc(&drec, 16));
-		CHECK(gr_segred_launch(0, 4, dh, doff, 2, 0, 20, drec, scratch, 8, 0) ==
+		CHECK(gr_segred_launch(0, 4, dh, doff, 2, 0, 20, drec, scratch, 8, NULL, 0) ==
 			      (int)cudaErrorInvalidValue,
 		      "a scratch too small is refused");
-		CHECK(gr_segred_launch(0, 4, dh + 2, doff, 2, 0, 20, drec, scratch, scratch_bytes, 0) ==
+		CHECK(gr_segred_launch(0, 4, dh + 2, doff, 2, 0, 20, drec, scratch, scratch_bytes, NULL, 0) ==
 			      (int)cudaErrorInvalidValue,
 		      "misaligned data is refused");
-		CHECK(gr_segred_launch(7, 4, dh, doff, 2, 0, 20, drec, scratch, scratch_bytes, 0) ==
+		CHECK(gr_segred_launch(7, 4, dh, doff, 2, 0, 20, drec, scratch, scratch_bytes, NULL, 0) ==
 			      (int)cudaErrorInvalidValue,
 		      "an op past moments is not taken");
-		CHECK(gr_segred_launch(4, 4, dh, doff, 2, 0, 20, drec, scratch, 16, 0) ==
+		CHECK(gr_segred_launch(4, 4, dh, doff, 2, 0, 20, drec, scratch, 16, NULL, 0) ==
 			      (int)cudaErrorInvalidValue,
 		      "an argmin's scratch too small is refused");
 		CHECK(gr_segred_launch(1, 0, dh, doff, 2, 0, GR_SEGRED_MAX_ELEMS + 1, drec, scratch,
-				       scratch_bytes, 0) == (int)cudaErrorInvalidValue,
+				       scratch_bytes, NULL, 0) == (int)cudaErrorInvalidValue,
 		      "too many elements are refused");
 		CU(cudaGetLastError());
 		CU(cudaFree(drec));
