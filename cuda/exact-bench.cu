@@ -23,9 +23,11 @@
  * and 3 blocks per SM, and through shared memory with 3; and moments of
  * i32 and i64 (the integer kernel) against the read kernel.
  *
- *   gpured-exact-bench [--hi E] [--moments-only | --latency-only]
+ *   gpured-exact-bench [--hi E] [--moments-only | --latency-only | --once E]
  *     (largest n 2^E, 16..28; default 28; --latency-only: the single
- *     launches alone)
+ *     launches alone; --once E: one launch each of the exact sum, the
+ *     read kernel and the moments forms at 2^E f32, untimed, for a
+ *     profiler)
  */
 #include <algorithm>
 #include <cmath>
@@ -524,6 +526,7 @@ int main(int argc, char **argv)
 {
 	int hi = 28;
 	bool moments_only = false, latency_only = false;
+	int once = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hi") && i + 1 < argc) {
 			hi = atoi(argv[++i]);
@@ -531,8 +534,11 @@ int main(int argc, char **argv)
 			moments_only = true;
 		} else if (!strcmp(argv[i], "--latency-only")) {
 			latency_only = true;
+		} else if (!strcmp(argv[i], "--once") && i + 1 < argc) {
+			once = atoi(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: %s [--hi E] [--moments-only | --latency-only]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--hi E] [--moments-only | --latency-only | --once E]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -584,6 +590,15 @@ int main(int argc, char **argv)
 	cudaRuntimeGetVersion(&rt);
 	printf("device: %s (%d SMs), driver %d, runtime %d; exact kernel %d blocks/SM resident\n",
 	       prop.name, E.sms, drv, rt, ex_per_sm);
+	if (once) {
+		/* one launch of each at 2^once f32, for a profiler */
+		const size_t n = (size_t)1 << (once < 10 ? 10 : once > hi ? hi : once);
+		fill<float>(E, 0);
+		for (int w : { EXACT, BW, MOM, MOM3, MOMB3 })
+			launch<float>(E, w, (const float *)E.pool, n);
+		CU(cudaStreamSynchronize(E.st));
+		return 0;
+	}
 	/* clocks up before anything is timed */
 	for (int i = 0; i < 1000; i++)
 		launch<float>(E, BW, (const float *)E.pool, (size_t)1 << 28);
