@@ -560,18 +560,22 @@ template <> struct exact_policy<fm_f32> {
 
 
 /*
- * round_digits for few digits (f32 sums and squares, integer squares):
- * the same steps with every loop unrolled and every limb picked by
- * compares, not by index, so that the limbs stay in registers (indexed,
- * they went to local memory, and the finish was a sixteenth of a segmented
- * f32 sum's time).
+ * The digits d[0..ND) (signed, weighing 2^(32 i - Z)) rounded to the
+ * nearest double, ties to even, down to 2^-1074: the bits of its
+ * magnitude, its sign in *neg; 0 for zero.
+ *
+ * With few digits (REGS: f32 sums and squares, integer squares) every
+ * loop is unrolled and every limb picked by compares, not by index, so
+ * that the limbs stay in registers (indexed, they went to local memory,
+ * and the finish took a sixteenth of a segmented f32 sum's time).
  */
-template <class F> static __device__ uint64_t round_digits_regs(const long long *d, bool *neg)
+template <class F> static __device__ uint64_t round_digits(const long long *d, bool *neg)
 {
 	constexpr unsigned ND = digits<F>();
+	constexpr bool REGS = ND <= 24;
 	uint32_t L[ND];
 	long long c = 0;
-#pragma unroll
+#pragma unroll(REGS ? ND : 4)
 	for (unsigned i = 0; i < ND; i++) {
 		long long t = d[i] + c;
 		L[i] = (uint32_t)t;
@@ -581,26 +585,36 @@ template <class F> static __device__ uint64_t round_digits_regs(const long long 
 	if (c < 0) {
 		/* the magnitude: 2^(32 ND) - L */
 		uint32_t carry = 1;
-#pragma unroll
+#pragma unroll(REGS ? ND : 1)
 		for (unsigned i = 0; i < ND; i++) {
 			uint32_t v = ~L[i] + carry;
 			carry = carry && v == 0;
 			L[i] = v;
 		}
 	}
-	int top = -1;
+	auto limb = [&](int i) -> uint64_t {
+		if constexpr (REGS) {
+			uint32_t v = 0;
 #pragma unroll
-	for (unsigned i = 0; i < ND; i++)
-		top = L[i] ? (int)i : top;
+			for (unsigned j = 0; j < ND; j++)
+				v = (int)j == i ? L[j] : v;
+			return v;
+		} else {
+			return i >= 0 && i < (int)ND ? L[i] : 0;
+		}
+	};
+	int top = (int)ND - 1;
+	if constexpr (REGS) {
+		top = -1;
+#pragma unroll
+		for (unsigned i = 0; i < ND; i++)
+			top = L[i] ? (int)i : top;
+	} else {
+		while (top >= 0 && !L[top])
+			top--;
+	}
 	if (top < 0)
 		return 0;
-	auto limb = [&](int i) -> uint64_t {
-		uint32_t v = 0;
-#pragma unroll
-		for (unsigned j = 0; j < ND; j++)
-			v = (int)j == i ? L[j] : v;
-		return v;
-	};
 	const int h = top * 32 + 31 - __clz((uint32_t)limb(top));
 	/* the last place kept: 53 bits down from the top, not below 2^-1074 */
 	const int floor_place = F::Z - 1074;
@@ -619,82 +633,15 @@ template <class F> static __device__ uint64_t round_digits_regs(const long long 
 			const int r = lo - 1;
 			const uint32_t lr = (uint32_t)limb(r >> 5);
 			rb = (lr >> (r & 31)) & 1;
+			if constexpr (REGS) {
 #pragma unroll
-			for (unsigned i = 0; i < ND; i++)
-				sticky = sticky || ((int)i < (r >> 5) && L[i] != 0);
+				for (unsigned i = 0; i < ND; i++)
+					sticky = sticky || ((int)i < (r >> 5) && L[i] != 0);
+			} else {
+				for (int i = 0; i < (r >> 5) && !sticky; i++)
+					sticky = L[i] != 0;
+			}
 			sticky = sticky || (lr & ((1u << (r & 31)) - 1));
-		}
-	}
-	if (rb && ((m & 1) || sticky))
-		m++;
-	if (m >> 53) {
-		m >>= 1;
-		lo++;
-	}
-	if (!m)
-		return 0;
-	if (!(m >> 52))
-		return m;
-	const int e = lo - F::Z + 52 + 1023;
-	if (e >= 2047)
-		return 0x7ff0000000000000ull;
-	return (uint64_t)e << 52 | (m & ((1ull << 52) - 1));
-}
-
-/*
- * The digits d[0..ND) (signed, weighing 2^(32 i - Z)) rounded to the
- * nearest double, ties to even, down to 2^-1074: the bits of its
- * magnitude, its sign in *neg; 0 for zero.
- */
-template <class F> static __device__ uint64_t round_digits(const long long *d, bool *neg)
-{
-	constexpr unsigned ND = digits<F>();
-	if constexpr (ND <= 24)
-		return round_digits_regs<F>(d, neg);
-	uint32_t L[ND];
-	long long c = 0;
-#pragma unroll 4
-	for (unsigned i = 0; i < ND; i++) {
-		long long t = d[i] + c;
-		L[i] = (uint32_t)t;
-		c = t >> 32;
-	}
-	*neg = c < 0;
-	if (c < 0) {
-		/* the magnitude: 2^(32 ND) - L */
-		uint32_t carry = 1;
-		for (unsigned i = 0; i < ND; i++) {
-			uint32_t v = ~L[i] + carry;
-			carry = carry && v == 0;
-			L[i] = v;
-		}
-	}
-	int top = (int)ND - 1;
-	while (top >= 0 && !L[top])
-		top--;
-	if (top < 0)
-		return 0;
-	const int h = top * 32 + 31 - __clz(L[top]);
-	/* the last place kept: 53 bits down from the top, not below 2^-1074 */
-	const int floor_place = F::Z - 1074;
-	int lo = h - 52 > floor_place ? h - 52 : floor_place;
-	auto limb = [&](int i) -> uint64_t { return i >= 0 && i < (int)ND ? L[i] : 0; };
-	uint64_t m;
-	bool rb = false, sticky = false;
-	if (lo < 0) {
-		/* fewer than 53 bits above place 0: exact */
-		m = shl(limb(0) | limb(1) << 32, (unsigned)-lo);
-	} else {
-		const int k = lo >> 5;
-		const unsigned b = lo & 31;
-		m = shr(limb(k) | limb(k + 1) << 32, b) | shl(limb(k + 2), 64 - b);
-		m &= (1ull << 53) - 1;
-		if (lo > 0) {
-			const int r = lo - 1;
-			rb = (limb(r >> 5) >> (r & 31)) & 1;
-			for (int i = 0; i < (r >> 5) && !sticky; i++)
-				sticky = L[i] != 0;
-			sticky = sticky || (limb(r >> 5) & ((1u << (r & 31)) - 1));
 		}
 	}
 	if (rb && ((m & 1) || sticky))
