@@ -585,11 +585,18 @@ template <class F> static __device__ uint64_t round_digits(const long long *d, b
 	if (c < 0) {
 		/* the magnitude: 2^(32 ND) - L */
 		uint32_t carry = 1;
-#pragma unroll(REGS ? ND : 1)
-		for (unsigned i = 0; i < ND; i++) {
+		auto negate = [&](unsigned i) {
 			uint32_t v = ~L[i] + carry;
 			carry = carry && v == 0;
 			L[i] = v;
+		};
+		if constexpr (REGS) {
+#pragma unroll
+			for (unsigned i = 0; i < ND; i++)
+				negate(i);
+		} else {
+			for (unsigned i = 0; i < ND; i++)
+				negate(i);
 		}
 	}
 	auto limb = [&](int i) -> uint64_t {
