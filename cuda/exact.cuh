@@ -795,25 +795,28 @@ static inline unsigned one_batch_group(uint64_t n, int sm_count, unsigned &block
 }
 
 /* one_batch_kernel of G vectors a lane in blocks of nt threads (the
- * shapes one_batch_group gives) */
-template <typename T, int FB, unsigned G>
+ * shapes one_batch_group<T, ONT> gives: no block narrower than ONT is
+ * built) */
+template <typename T, int FB, unsigned G, unsigned ONT>
 static inline cudaError_t launch_one_batch(const unsigned char *d, uint64_t n, unsigned blocks,
 					   unsigned nt, gr_exact_scratch *scratch,
 					   gr_exact_sum *out, cudaStream_t stream)
 {
-	switch (nt) {
-	case THREADS / 4:
-		one_batch_kernel<T, FB, G, THREADS / 4><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
-		break;
-	case THREADS / 2:
-		one_batch_kernel<T, FB, G, THREADS / 2><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
-		break;
-	case THREADS:
-		one_batch_kernel<T, FB, G><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
-		break;
-	default:
-		return cudaErrorInvalidValue;
+	if constexpr (ONT <= THREADS / 4) {
+		if (nt == THREADS / 4) {
+			one_batch_kernel<T, FB, G, THREADS / 4><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
+			return cudaGetLastError();
+		}
 	}
+	if constexpr (ONT <= THREADS / 2) {
+		if (nt == THREADS / 2) {
+			one_batch_kernel<T, FB, G, THREADS / 2><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
+			return cudaGetLastError();
+		}
+	}
+	if (nt != THREADS)
+		return cudaErrorInvalidValue;
+	one_batch_kernel<T, FB, G><<<blocks, nt, 0, stream>>>(d, n, scratch, out);
 	return cudaGetLastError();
 }
 
@@ -835,7 +838,7 @@ constexpr unsigned PROD_ONT = THREADS / 2;
 template <typename T, unsigned MINB = PROD_MINB, bool BULK = PROD_BULK, int FB = PROD_FB,
 	  unsigned ONT = PROD_ONT>
 static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_scratch *scratch,
-					gr_exact_sum *out, int sm_count, cudaStream_t stream,
+					gr_exact_sum *out, int sm_count, cudaStream_t st,
 					unsigned blocks = 0)
 {
 	const unsigned char *d = (const unsigned char *)data;
@@ -843,20 +846,20 @@ static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_s
 		unsigned nt;
 		switch (one_batch_group<T, ONT>(n, sm_count, blocks, nt)) {
 		case 1:
-			return launch_one_batch<T, FB, 1>(d, n, blocks, nt, scratch, out, stream);
+			return launch_one_batch<T, FB, 1, ONT>(d, n, blocks, nt, scratch, out, st);
 		case 2:
-			return launch_one_batch<T, FB, 2>(d, n, blocks, nt, scratch, out, stream);
+			return launch_one_batch<T, FB, 2, ONT>(d, n, blocks, nt, scratch, out, st);
 		case 4:
-			return launch_one_batch<T, FB, 4>(d, n, blocks, nt, scratch, out, stream);
+			return launch_one_batch<T, FB, 4, ONT>(d, n, blocks, nt, scratch, out, st);
 		case 8:
-			return launch_one_batch<T, FB, 8>(d, n, blocks, nt, scratch, out, stream);
+			return launch_one_batch<T, FB, 8, ONT>(d, n, blocks, nt, scratch, out, st);
 		}
 		blocks = grid_blocks<T>(n, sm_count, MINB);
 	}
 	unsigned smem;
 	if (cudaError_t e = grb_bulk::prepare<BULK>(single_kernel<T, MINB, BULK, FB>, smem))
 		return e;
-	single_kernel<T, MINB, BULK, FB><<<blocks, THREADS, smem, stream>>>(d, n, scratch, out);
+	single_kernel<T, MINB, BULK, FB><<<blocks, THREADS, smem, st>>>(d, n, scratch, out);
 	return cudaGetLastError();
 }
 
