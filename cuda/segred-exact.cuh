@@ -27,7 +27,8 @@
  * double adds into three bins by exponent, each exact by its range, at a
  * third of the general path's instructions (pol_xf32 has the argument).
  *
- * The finish kernel, one thread a segment, folds the digits into 32-bit
+ * The finish kernel, one thread a segment (a warp reading and zeroing
+ * its 32 segments' digits in whole lines), folds the digits into 32-bit
  * limbs with their carries and rounds the two's complement number once to
  * the nearest double (ties to even, down to 2^-1074), with numpy's rules
  * for specials and -0 (segred.h).
@@ -669,36 +670,72 @@ template <class F> static __device__ uint64_t round_digits(const long long *d, b
 	return (uint64_t)e << 52 | (m & ((1ull << 52) - 1));
 }
 
+/* A segment's record from its digits d and flags f */
+template <class F>
+static __device__ __forceinline__ uint64_t record_of(const long long *d, uint32_t f, const params &p,
+						     uint64_t s)
+{
+	if ((f & F_NAN) || (f & (F_PINF | F_NINF)) == (F_PINF | F_NINF))
+		return NAN_BITS;
+	if (f & F_PINF)
+		return 0x7ff0000000000000ull;
+	if (f & F_NINF)
+		return 0xfff0000000000000ull;
+	bool neg;
+	uint64_t r = round_digits<F>(d, &neg);
+	if (r)
+		r |= neg ? 0x8000000000000000ull : 0;
+	else if (!F::SQ && p.off[s + 1] > p.off[s] && !(f & F_NOT_NZERO))
+		r = 0x8000000000000000ull; /* only -0s */
+	return r;
+}
+
 /* Each segment's record from its digits and flags, which it leaves zero
- * (for the next launch on the scratch: launch_exact) */
+ * (for the next launch on the scratch: launch_exact). A warp's 32
+ * segments' digits are one run of the scratch: with few digits (the
+ * register form of round_digits) the warp reads the run in whole lines
+ * into shared memory (rows of an odd number of words, so that the lanes'
+ * reads of their rows meet no bank twice) and each lane rounds its row
+ * from there; every form zeroes the run in whole lines. Thread by thread,
+ * a segment's words a lane, the reads and writes were 32 pieces of lines
+ * each, and the finish spent its time in L2's requests. */
 template <class F> __global__ void finish_exact(params p)
 {
-	const uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-	if (s >= p.k)
+	constexpr unsigned ND = digits<F>();
+	constexpr unsigned ROW = ND | 1, WPB = 256 / 32; /* finish_blocks' blocks */
+	constexpr bool STAGE = ND <= 24 && WPB * 32 * ROW * 8 <= 48 * 1024;
+	__shared__ long long rows[STAGE ? WPB * 32 * ROW : 1];
+	const unsigned lane = threadIdx.x & 31;
+	const uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, s0 = s - lane;
+	if (s0 >= p.k)
 		return;
-	const uint32_t f = p.flags[2 * s];
-	long long *d = p.digits + s * digits<F>();
-	uint64_t r;
-	if ((f & F_NAN) || (f & (F_PINF | F_NINF)) == (F_PINF | F_NINF)) {
-		r = NAN_BITS;
-	} else if (f & F_PINF) {
-		r = 0x7ff0000000000000ull;
-	} else if (f & F_NINF) {
-		r = 0xfff0000000000000ull;
+	const unsigned ns = p.k - s0 < 32 ? (unsigned)(p.k - s0) : 32u;
+	long long *run = p.digits + s0 * ND;
+	const uint32_t f = lane < ns ? p.flags[2 * s] : 0;
+	uint64_t r = 0;
+	if constexpr (STAGE) {
+		long long *w = rows + (threadIdx.x >> 5) * 32 * ROW;
+#pragma unroll
+		for (unsigned j = 0; j < ND; j++) {
+			const unsigned i = j * 32 + lane;
+			if (i < ns * ND)
+				w[i / ND * ROW + i % ND] = run[i];
+		}
+		__syncwarp();
+		if (lane < ns)
+			r = record_of<F>(w + lane * ROW, f, p, s);
 	} else {
-		bool neg;
-		r = round_digits<F>(d, &neg);
-		if (r)
-			r |= neg ? 0x8000000000000000ull : 0;
-		else if (!F::SQ && p.off[s + 1] > p.off[s] && !(f & F_NOT_NZERO))
-			r = 0x8000000000000000ull; /* only -0s */
+		if (lane < ns)
+			r = record_of<F>(run + lane * ND, f, p, s);
 	}
-	p.rec[s] = r;
+	if (lane < ns)
+		p.rec[s] = r;
+	__syncwarp();
 #pragma unroll 4
-	for (unsigned i = 0; i < digits<F>(); i++)
-		d[i] = 0;
-	p.flags[2 * s] = 0;
-	p.flags[2 * s + 1] = 0;
+	for (unsigned i = lane; i < ns * ND; i += 32)
+		run[i] = 0;
+	if (lane < ns)
+		((uint2 *)p.flags)[s] = make_uint2(0, 0);
 }
 
 
