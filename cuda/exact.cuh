@@ -223,15 +223,26 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 	/* Has a bin reached its headroom limit? (the first two are checked
 	 * after every batch, the others where the fast path uses them; the
 	 * deeper ones only take the careful path's residuals, after which
-	 * they are checked too.) Starts and limits are worked out from e, not
-	 * kept: registers are what the kernels run short of. */
+	 * they are checked too: deep is the warp's, so the usual batch runs
+	 * only the first branch's checks.) Starts and limits are worked out
+	 * from e, not kept: registers are what the kernels run short of. */
+	__device__ __forceinline__ bool far(int j) const
+	{
+		return fabs(a[j] - start(j)) > pow2(bexp(e, j) - 3);
+	}
 	__device__ __forceinline__ bool near_full(bool deep) const
 	{
+		constexpr int NF = FB > 2 ? FB : 2;
 		bool f = false;
+		if (!deep) {
 #pragma unroll
-		for (int j = 0; j < BINS; j++)
-			if (j < 2 || j < FB || deep)
-				f = f || fabs(a[j] - start(j)) > pow2(bexp(e, j) - 3);
+			for (int j = 0; j < NF; j++)
+				f |= far(j);
+		} else {
+#pragma unroll
+			for (int j = 0; j < BINS; j++)
+				f |= far(j);
+		}
 		return f;
 	}
 
