@@ -702,7 +702,7 @@ static __device__ __forceinline__ uint64_t record_of(const long long *d, uint32_
 template <class F> __global__ void finish_exact(params p)
 {
 	constexpr unsigned ND = digits<F>();
-	constexpr unsigned ROW = ND | 1, WPB = 256 / 32; /* finish_blocks' blocks */
+	constexpr unsigned ROW = ND | 1, WPB = FINISH_THREADS / 32;
 	constexpr bool STAGE = ND <= 24 && WPB * 32 * ROW * 8 <= 48 * 1024;
 	__shared__ long long rows[STAGE ? WPB * 32 * ROW : 1];
 	const unsigned lane = threadIdx.x & 31;
@@ -711,8 +711,7 @@ template <class F> __global__ void finish_exact(params p)
 		return;
 	const unsigned ns = p.k - s0 < 32 ? (unsigned)(p.k - s0) : 32u;
 	long long *run = p.digits + s0 * ND;
-	const uint32_t f = lane < ns ? p.flags[2 * s] : 0;
-	uint64_t r = 0;
+	const long long *row = run + lane * ND;
 	if constexpr (STAGE) {
 		long long *w = rows + (threadIdx.x >> 5) * 32 * ROW;
 #pragma unroll
@@ -722,14 +721,10 @@ template <class F> __global__ void finish_exact(params p)
 				w[i / ND * ROW + i % ND] = run[i];
 		}
 		__syncwarp();
-		if (lane < ns)
-			r = record_of<F>(w + lane * ROW, f, p, s);
-	} else {
-		if (lane < ns)
-			r = record_of<F>(run + lane * ND, f, p, s);
+		row = w + lane * ROW;
 	}
 	if (lane < ns)
-		p.rec[s] = r;
+		p.rec[s] = record_of<F>(row, p.flags[2 * s], p, s);
 	__syncwarp();
 #pragma unroll 4
 	for (unsigned i = lane; i < ns * ND; i += 32)
@@ -759,7 +754,7 @@ static inline cudaError_t launch_exact(params p, void *scratch, size_t bytes, si
 	if (!e)
 		e = reduce<typename exact_policy<F>::type>(p, st);
 	if (!e) {
-		finish_exact<F><<<finish_blocks(p.k), 256, 0, st>>>(p);
+		finish_exact<F><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
 		e = cudaGetLastError();
 	}
 	if (!e && zero)

@@ -198,9 +198,9 @@ static inline cudaError_t launch_mom_ext(params p, const mom_areas &a, cudaStrea
 	if (e)
 		return e;
 	p.rec = p.keys = a.min;
-	finish_ext<T, false><<<finish_blocks(p.k), 256, 0, st>>>(p);
+	finish_ext<T, false><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
 	p.rec = p.keys = a.max;
-	finish_ext<T, true><<<finish_blocks(p.k), 256, 0, st>>>(p);
+	finish_ext<T, true><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
 	return cudaGetLastError();
 }
 

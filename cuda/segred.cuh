@@ -394,9 +394,11 @@ template <class POL> static inline cudaError_t reduce(params p, cudaStream_t st)
 	return cudaGetLastError();
 }
 
+/* The finish kernels' blocks: FINISH_THREADS threads, one a segment */
+constexpr unsigned FINISH_THREADS = 256;
 static inline unsigned finish_blocks(uint64_t k)
 {
-	return (unsigned)((k + 255) / 256);
+	return (unsigned)((k + FINISH_THREADS - 1) / FINISH_THREADS);
 }
 
 template <typename T> static inline cudaError_t launch_isum(params p, cudaStream_t st)
@@ -414,7 +416,7 @@ template <typename T, bool MAX> static inline cudaError_t launch_ext(params p, c
 	if (!e)
 		e = reduce<pol_ext<T, MAX>>(p, st);
 	if (!e) {
-		finish_ext<T, MAX><<<finish_blocks(p.k), 256, 0, st>>>(p);
+		finish_ext<T, MAX><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
 		e = cudaGetLastError();
 	}
 	return e;
@@ -438,7 +440,7 @@ static inline cudaError_t launch_arg(params p, void *scratch, size_t bytes, cuda
 	if (!e)
 		e = reduce<pol_arg<T, MAX>>(p, st);
 	if (!e) {
-		finish_arg<T, MAX><<<finish_blocks(p.k), 256, 0, st>>>(p);
+		finish_arg<T, MAX><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
 		e = cudaGetLastError();
 	}
 	return e;
