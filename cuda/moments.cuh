@@ -39,11 +39,13 @@
  *   smallest non-zero key are those of the squares of the largest and of
  *   the smallest non-zero |x| (squaring and the keys are monotonic), so
  *   they come from the sum's keys, once a batch.
- * - min and max are float minima and maxima (fminf, fmaxf: NaNs are the
- *   sum's flags' business), and zeros are told apart at the end: a zero
- *   minimum is -0 where an element's bits, as a signed integer, were
- *   INT_MIN (only -0's are), a zero maximum +0 where one was >= 0 (the
- *   sum's rawmax).
+ * - min and max are PTX's min.f32 and max.f32, one instruction an
+ *   element each: NaNs are the sum's flags' business, and they order -0
+ *   below +0 (the ISA's semantics, whatever the operands' order), so a
+ *   zero minimum is -0 where a -0 was among the elements, a zero maximum
+ *   +0 where a +0 was. The sum's "an element other than -0" (its rawmax)
+ *   follows from them and its flags at the end (f32_rawmax), not from
+ *   each element.
  *
  * f64 keeps the exact kernel's bins and keys (its squares' fast path,
  * p + e, is argued for that placement) and ordered keys for min and max.
@@ -156,51 +158,75 @@ static __device__ __forceinline__ void both_bins(const uint4 (&v)[GROUP], S &s, 
 	q.settle(dq);
 }
 
+/* min.f32 and max.f32 as the ISA defines them (-0 < +0, a NaN operand
+ * ignored), written out so that nothing between here and the instruction
+ * may treat zeros of either sign as the same. */
+static __device__ __forceinline__ float min_f32(float a, float b)
+{
+	float r;
+	asm("min.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+	return r;
+}
+
+static __device__ __forceinline__ float max_f32(float a, float b)
+{
+	float r;
+	asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+	return r;
+}
+
+/*
+ * The sum's rawmax as far as it is read ("an element other than -0 was
+ * seen": >= 0, or INT_MIN) from the lane's float minimum and maximum of its
+ * elements (+inf and -inf for none) and its flags: NaN and infinities set
+ * flags; a +0 or a positive element leaves fmx's sign clear; a negative
+ * one other than -0 leaves fmn below zero; -0s alone do neither.
+ */
+static __device__ __forceinline__ int f32_rawmax(float fmn, float fmx, uint32_t flags)
+{
+	bool seen = flags != 0 || (int)__float_as_uint(fmx) >= 0 || fmn < 0.0f;
+	return seen ? 0 : (int)0x80000000;
+}
+
 /*
  * f32: one group into the sum's bins s and the squares' q, and the lane's
- * float minimum and maximum (and the least of its elements' bits as signed
- * integers, rmin), the group's live elements only (above).
+ * float minimum and maximum, the group's live elements only (above).
  */
 template <typename S, typename Q>
 static __device__ __forceinline__ void f32_group(const uint4 (&v)[GROUP], uint32_t live, S &s,
 						 Q &q, long long *d1, long long *d2,
-						 unsigned lane, float &fmn, float &fmx, int &rmin)
+						 unsigned lane, float &fmn, float &fmx)
 {
 	uint32_t kmax = 0, kmin = 0xffffffffu;
-	int rmax = s.rawmax;
-	/* padding (-0) changes none of the keys, nor rmax */
+	/* padding (-0) changes none of the keys */
 #pragma unroll
 	for (unsigned g = 0; g < GROUP; g++)
 #pragma unroll
 		for (unsigned i = 0; i < 4; i++) {
-			uint32_t w = gre::traits<float>::word(v[g], i), k = w & 0x7fffffffu;
+			uint32_t k = gre::traits<float>::word(v[g], i) & 0x7fffffffu;
 			kmax = max(kmax, k);
 			kmin = min(kmin, k - 1);
-			rmax = max(rmax, (int)w);
 		}
 	if (live == 0xffffffffu) {
 #pragma unroll
 		for (unsigned g = 0; g < GROUP; g++)
 #pragma unroll
 			for (unsigned i = 0; i < 4; i++) {
-				uint32_t w = gre::traits<float>::word(v[g], i);
-				fmn = fminf(fmn, __uint_as_float(w));
-				fmx = fmaxf(fmx, __uint_as_float(w));
-				rmin = min(rmin, (int)w);
+				float x = __uint_as_float(gre::traits<float>::word(v[g], i));
+				fmn = min_f32(fmn, x);
+				fmx = max_f32(fmx, x);
 			}
 	} else {
 #pragma unroll
 		for (unsigned g = 0; g < GROUP; g++)
 #pragma unroll
 			for (unsigned i = 0; i < 4; i++) {
-				uint32_t w = gre::traits<float>::word(v[g], i);
+				float x = __uint_as_float(gre::traits<float>::word(v[g], i));
 				bool in = (live >> (g * 4 + i)) & 1;
-				fmn = in ? fminf(fmn, __uint_as_float(w)) : fmn;
-				fmx = in ? fmaxf(fmx, __uint_as_float(w)) : fmx;
-				rmin = in ? min(rmin, (int)w) : rmin;
+				fmn = in ? min_f32(fmn, x) : fmn;
+				fmx = in ? max_f32(fmx, x) : fmx;
 			}
 	}
-	s.rawmax = rmax;
 	uint32_t qmax, qmin;
 	square_keys(kmax, kmin, qmax, qmin);
 	both_bins(v, s, q, d1, d2, lane, kmax, kmin, qmax, qmin);
@@ -297,14 +323,10 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 		/* squares are never -0: their flags say "not -0" from the start */
 		q.rawmax = 0;
 		float fmn = __int_as_float(0x7f800000), fmx = -fmn;
-		int rmin = 0x7fffffff;
 		each([&](const uint4 (&v)[GROUP], uint32_t live) {
-			f32_group(v, live, s, q, d1, d2, lane, fmn, fmx, rmin);
+			f32_group(v, live, s, q, d1, d2, lane, fmn, fmx);
 		});
-		if (fmn == 0.0f)
-			fmn = rmin == (int)0x80000000 ? -0.0f : 0.0f;
-		if (fmx == 0.0f)
-			fmx = s.rawmax >= 0 ? 0.0f : -0.0f;
+		s.rawmax = f32_rawmax(fmn, fmx, s.flags);
 		lo = M::key_of(__float_as_uint(fmn));
 		hi = M::key_of(__float_as_uint(fmx));
 	} else {

@@ -5,8 +5,9 @@
  * sizes from 1 to past 2^24, data that breaks naive means and variances
  * (a large offset plus noise, magnitudes over the whole exponent range,
  * subnormals, zeros of both signs, every element -0, values near the
- * overflow threshold, a variance that overflows, all equal), infinities
- * of one sign and both, NaNs. Integers: full-range random values, each
+ * overflow threshold, a variance that overflows, all equal, pairs that
+ * cancel to an exact 0, no element above -0), infinities of one sign and
+ * both, NaNs. Integers: full-range random values, each
  * dtype's extremes, small values, all equal to the largest, all zero.
  * Every start in a 16-byte vector (the head and tail path), grids of one
  * block, 7 and every multiprocessor. sum, min, max, mean and var (ddof 0
@@ -41,10 +42,10 @@ static double gauss(void)
 }
 
 enum { RANDOM, OFFSET, MIXED, SUBNORMAL, ZEROS, NEGZERO, NEAR_MAX, OVERFLOW_VAR, EQUAL,
-       INF, BOTH_INF, NAN_ONE, NKINDS };
+       INF, BOTH_INF, NAN_ONE, CANCEL, NEGATIVE, NKINDS };
 static const char *kind_name[] = { "random", "offset", "mixed", "subnormal", "zeros",
 				   "negzero", "near-max", "overflow-var", "equal", "inf",
-				   "both-inf", "nan" };
+				   "both-inf", "nan", "cancel", "negative" };
 
 /* n elements of f32 (f32 true) or f64 of kind into h */
 static void fill(bool f32, int kind, std::vector<unsigned char> &h, size_t n)
@@ -66,6 +67,8 @@ static void fill(bool f32, int kind, std::vector<unsigned char> &h, size_t n)
 		case NEAR_MAX: x = mx * (0.5 + 0.5 * (double)(r >> 11) / 9007199254740992.0); break;
 		case OVERFLOW_VAR: x = r & 1 ? mx : -mx; break;
 		case EQUAL: x = 0.1; break;
+		/* no positive element, -0s among them: a zero maximum is -0 */
+		case NEGATIVE: x = r % 5 ? -fabs(gauss()) : -0.0; break;
 		default: x = gauss(); break;
 		}
 		if (f32) {
@@ -90,6 +93,26 @@ static void fill(bool f32, int kind, std::vector<unsigned char> &h, size_t n)
 		put(rnd() % n, -INFINITY);
 	if (kind == NAN_ONE)
 		put(rnd() % n, rnd() & 1 ? NAN : -NAN);
+	/* x at i and -x at m - 1 - i, -0 between and after: an exact sum of
+	 * +0 over the first m = n - 3 (what a case with no spare elements in
+	 * front reads), the positive elements in other lanes than some
+	 * negative ones */
+	if (kind == CANCEL) {
+		const size_t m = n - 3;
+		for (size_t i = m / 2; i < n; i++)
+			put(i, -0.0);
+		for (size_t i = 0; i < m / 2; i++) {
+			double x = ldexp(gauss(), (int)(rnd() % 40) - 20);
+			put(i, rnd() & 1 ? x : -x);
+			float f;
+			double y;
+			if (f32)
+				memcpy(&f, &h[i * 4], 4), y = f;
+			else
+				memcpy(&y, &h[i * 8], 8);
+			put(m - 1 - i, -y);
+		}
+	}
 }
 
 static bool same(const gr_value &a, const gr_value &b)
