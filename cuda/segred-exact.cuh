@@ -455,6 +455,12 @@ static __device__ __forceinline__ void add_if_le(double &a, double v, unsigned x
  * general path's 64-bit shifts and carries take some 60 instructions.
  */
 struct pol_xf32 : pol_exact<fm_f32> {
+	/* Its loop is the lightest of the exact sums', and it waits on the
+	 * memory: the first 4 KiB of a warp's tile, and each batch 2 KiB
+	 * ahead, into L2 (the issue's 10^5 segments of 1-4096: 0.95 -> 0.98
+	 * of CUB on an H100, 1.02 -> 1.07 on an H200; kernels.md, 3d). A
+	 * whole 16 KiB tile a warp overflows L2 (0.72). */
+	static constexpr unsigned L2_START = 4096, L2_AHEAD = 2048;
 	static __device__ __forceinline__ void warp_piece(const params &p, uint64_t lo, uint64_t hi,
 							  uint64_t seg, unsigned lane)
 	{
@@ -523,7 +529,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 				fl |= careful_batch<F, N>(d, v, cm);
 		};
 		batch(first, std::integral_constant<unsigned, U>());
-		for_batches<LOAD_BYTES>(x, i + 32 * U, hi, -0.0f, batch);
+		for_batches<LOAD_BYTES, float, decltype(batch), L2_AHEAD>(x, i + 32 * U, hi, -0.0f, batch);
 		fl |= notnz ? F_NOT_NZERO : 0;
 		/* the bins as integers at their least places, summed over the
 		 * warp where any lane has one (bins 1 and 2 seldom) */

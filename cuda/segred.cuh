@@ -61,7 +61,23 @@ template <typename T> __host__ __device__ constexpr uint64_t tile_elems()
  */
 struct tuning {
 	static constexpr unsigned LOAD_BYTES = 32, MINB = 32 / WARPS;
+	/* bytes of its tile a warp has brought into L2 as it starts, and how
+	 * far ahead of its loads a piece's loop brings in the next batch's
+	 * bytes (0: none) */
+	static constexpr unsigned L2_START = 0, L2_AHEAD = 0;
 };
+
+/* [a, b), 16-byte aligned inward at the end and outward at the start
+ * (within the allocation: allocations are aligned wider), into L2 by the
+ * copy engine: one instruction, nothing waits for it. */
+static __device__ __forceinline__ void prefetch_l2(uintptr_t a, uintptr_t b)
+{
+	a &= ~(uintptr_t)15;
+	b &= ~(uintptr_t)15;
+	if (b > a)
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"((unsigned)(b - a))
+			     : "memory");
+}
 
 /* loads in flight a lane in a piece's loop, LB bytes of them */
 template <typename T, unsigned LB> __host__ __device__ constexpr unsigned loads()
@@ -90,11 +106,16 @@ struct params {
  * which the caller's op must take as nothing, or tell by its index (hi
  * or past).
  */
-template <unsigned LB, typename T, typename B>
+template <unsigned LB, typename T, typename B, unsigned AHEAD = 0>
 static __device__ __forceinline__ void for_batches_at(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
 {
 	constexpr unsigned U = loads<T, LB>();
 	for (; i + 32 * (U - 1) < hi; i += 32 * U) {
+		if (AHEAD && (threadIdx.x & 31) == 0) {
+			/* the batch AHEAD bytes on, as far as the piece goes */
+			const uintptr_t a = (uintptr_t)(x + i) + AHEAD, e = (uintptr_t)(x + hi);
+			prefetch_l2(a, a + 32 * U * sizeof(T) < e ? a + 32 * U * sizeof(T) : e);
+		}
 		T v[U];
 #pragma unroll
 		for (unsigned g = 0; g < U; g++)
@@ -111,10 +132,11 @@ static __device__ __forceinline__ void for_batches_at(const T *x, uint64_t i, ui
 }
 
 /* for_batches_at() for an op that needs no index: batch(v, n). */
-template <unsigned LB, typename T, typename B>
+template <unsigned LB, typename T, typename B, unsigned AHEAD = 0>
 static __device__ __forceinline__ void for_batches(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
 {
-	for_batches_at<LB>(x, i, hi, pad, [&](const T *v, auto n, uint64_t) { batch(v, n); });
+	auto at = [&](const T *v, auto n, uint64_t) { batch(v, n); };
+	for_batches_at<LB, T, decltype(at), AHEAD>(x, i, hi, pad, at);
 }
 
 /* A short segment's elements [lo, hi), hi - lo <= SHORT, into v. */
@@ -129,7 +151,7 @@ static __device__ __forceinline__ void load_short(const T *x, uint64_t lo, uint6
 /* Integer sums: 64-bit wrapping. */
 template <typename T> struct pol_isum {
 	using E = T;
-	static constexpr unsigned LOAD_BYTES = 64, MINB = 1;
+	static constexpr unsigned LOAD_BYTES = 64, MINB = 1, L2_START = 0, L2_AHEAD = 0;
 	static __device__ __forceinline__ uint64_t of(T v)
 	{
 		return std::is_signed<T>::value ? (uint64_t)(long long)v : (uint64_t)v;
@@ -279,6 +301,12 @@ __global__ void __launch_bounds__(THREADS, POL::MINB) segred_kernel(params p)
 	if (t >= p.ntiles)
 		return;
 	const uint64_t ta = p.first + t * TE, tb = ta + TE < p.end ? ta + TE : p.end;
+	if constexpr (POL::L2_START != 0) {
+		const T *x = (const T *)p.x;
+		const uint64_t pe = ta + POL::L2_START / sizeof(T);
+		if (lane == 0)
+			prefetch_l2((uintptr_t)(x + ta), (uintptr_t)(x + (pe < tb ? pe : tb)));
+	}
 
 	for (uint64_t s = grseg::first_segment(p.off, p.k, ta, lane);; s += 32) {
 		const uint64_t idx = s + lane;
