@@ -457,7 +457,7 @@ static __device__ __forceinline__ void add_if_le(double &a, double v, unsigned x
 struct pol_xf32 : pol_exact<fm_f32> {
 	/* Its loop is the lightest of the exact sums', and it waits on the
 	 * memory: the first 4 KiB of a warp's tile, and each batch 2 KiB
-	 * ahead, into L2 (the issue's 10^5 segments of 1-4096: 0.95 -> 0.98
+	 * ahead, into L2 (10^5 segments of 1-4096 f32: 0.95 -> 0.98
 	 * of CUB on an H100, 1.02 -> 1.07 on an H200; kernels.md, 3d). A
 	 * whole 16 KiB tile a warp overflows L2 (0.72). */
 	static constexpr unsigned L2_START = 4096, L2_AHEAD = 2048;
