@@ -61,10 +61,10 @@ template <typename T> __host__ __device__ constexpr uint64_t tile_elems()
  */
 struct tuning {
 	static constexpr unsigned LOAD_BYTES = 32, MINB = 32 / WARPS;
-	/* bytes of its tile a warp has brought into L2 as it starts, and how
-	 * far ahead of its loads a piece's loop brings in the next batch's
-	 * bytes (0: none) */
-	static constexpr unsigned L2_START = 0, L2_AHEAD = 0;
+	/* bytes of its tile a warp has brought into L2 as it starts (0: none;
+	 * a policy may also pass for_batches how far ahead of its loads to
+	 * bring in the next batch) */
+	static constexpr unsigned L2_START = 0;
 };
 
 /* [a, b), 16-byte aligned inward at the end and outward at the start
@@ -113,8 +113,9 @@ static __device__ __forceinline__ void for_batches_at(const T *x, uint64_t i, ui
 	for (; i + 32 * (U - 1) < hi; i += 32 * U) {
 		if (AHEAD && (threadIdx.x & 31) == 0) {
 			/* the batch AHEAD bytes on, as far as the piece goes */
-			const uintptr_t a = (uintptr_t)(x + i) + AHEAD, e = (uintptr_t)(x + hi);
-			prefetch_l2(a, a + 32 * U * sizeof(T) < e ? a + 32 * U * sizeof(T) : e);
+			const uintptr_t a = (uintptr_t)(x + i) + AHEAD, b = a + 32 * U * sizeof(T),
+					e = (uintptr_t)(x + hi);
+			prefetch_l2(a, b < e ? b : e);
 		}
 		T v[U];
 #pragma unroll
@@ -151,7 +152,7 @@ static __device__ __forceinline__ void load_short(const T *x, uint64_t lo, uint6
 /* Integer sums: 64-bit wrapping. */
 template <typename T> struct pol_isum {
 	using E = T;
-	static constexpr unsigned LOAD_BYTES = 64, MINB = 1, L2_START = 0, L2_AHEAD = 0;
+	static constexpr unsigned LOAD_BYTES = 64, MINB = 1, L2_START = 0;
 	static __device__ __forceinline__ uint64_t of(T v)
 	{
 		return std::is_signed<T>::value ? (uint64_t)(long long)v : (uint64_t)v;
