@@ -18,7 +18,8 @@ int bench_region_memfd(size_t bytes, int *ret_fd, void **ret_map)
 		bytes = 1;
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)bytes) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0 ||
+	if (ftruncate(fd, (off_t)bytes) < 0 || (errno = posix_fallocate(fd, 0, (off_t)bytes)) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0 ||
 	    (p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
 		int r = -errno;
 		close(fd);

@@ -254,9 +254,11 @@ int gpured_region_new_flags(gpured_t *g, size_t bytes, unsigned flags, gpured_re
 	fd = memfd_create("gpured-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return client_error(g, -errno, "memfd_create: %s", strerror(errno));
-	/* Sealed against shrinking, which the daemon requires; growing stays
-	 * allowed but is of no use. */
-	if (ftruncate(fd, (off_t)bytes) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0) {
+	/* Allocated whole (the daemon maps no memfd with holes, whose pages
+	 * its reads would allocate) and sealed against shrinking, which the
+	 * daemon requires; growing stays allowed but is of no use. */
+	if (ftruncate(fd, (off_t)bytes) < 0 || (errno = posix_fallocate(fd, 0, (off_t)bytes)) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0) {
 		r = client_error(g, -errno, "preparing the memfd: %s", strerror(errno));
 		close(fd);
 		return r;

@@ -24,9 +24,9 @@ void gr_config_init(gr_config *c)
 		.max_regions = 64,
 		.max_mapped_bytes = 16 * GiB,
 		.max_mapped_bytes_total = 64 * GiB,
-		.max_connections_per_uid = 512,
+		.max_connections_per_uid = 0,
 		.max_inflight_bytes_per_uid = 256 * MiB,
-		.max_mapped_bytes_per_uid = 32 * GiB,
+		.max_mapped_bytes_per_uid = 0,
 		.inline_max_bytes = SIZE_MAX,
 		.small_max_bytes = 256 * KiB,
 		.max_inflight_bytes = 16 * MiB,
@@ -40,6 +40,9 @@ void gr_config_init(gr_config *c)
 		.route_cpu_max_bytes = GR_CONFIG_ROUTE_CPU_MAX_BYTES,
 		.shutdown_timeout_ms = 5000,
 		.write_timeout_ms = 60000,
+		.request_timeout_ms = 10000,
+		.fd_timeout_ms = 10000,
+		.max_device_regions = 4096,
 		.pace_bytes_per_ms = 64 * KiB,
 		.pace_cpu_pressure = 10,
 	};
@@ -183,6 +186,13 @@ enum {
 	OPT_ALLOW_CUDA_IPC,
 	OPT_SHUTDOWN_TIMEOUT_MS,
 	OPT_WRITE_TIMEOUT_MS,
+	OPT_REQUEST_TIMEOUT_MS,
+	OPT_FIRST_REQUEST_TIMEOUT_MS,
+	OPT_FD_TIMEOUT_MS,
+	OPT_MAX_FDS,
+	OPT_MAX_DEVICE_REGIONS,
+	OPT_MAX_DEVICE_BYTES,
+	OPT_ALLOW_CUDA_IPC_WRITABLE,
 	OPT_PACE_BYTES_PER_MS,
 	OPT_PACE_CPU_PRESSURE,
 	OPT_METRICS_LISTEN,
@@ -226,6 +236,13 @@ static const struct option options[] = {
 	{"allow-cuda-ipc", required_argument, NULL, OPT_ALLOW_CUDA_IPC},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
 	{"write-timeout-ms", required_argument, NULL, OPT_WRITE_TIMEOUT_MS},
+	{"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT_MS},
+	{"first-request-timeout-ms", required_argument, NULL, OPT_FIRST_REQUEST_TIMEOUT_MS},
+	{"fd-timeout-ms", required_argument, NULL, OPT_FD_TIMEOUT_MS},
+	{"max-fds", required_argument, NULL, OPT_MAX_FDS},
+	{"max-device-regions", required_argument, NULL, OPT_MAX_DEVICE_REGIONS},
+	{"max-device-bytes", required_argument, NULL, OPT_MAX_DEVICE_BYTES},
+	{"allow-cuda-ipc-writable", required_argument, NULL, OPT_ALLOW_CUDA_IPC_WRITABLE},
 	{"pace-bytes-per-ms", required_argument, NULL, OPT_PACE_BYTES_PER_MS},
 	{"pace-cpu-pressure", required_argument, NULL, OPT_PACE_CPU_PRESSURE},
 	{"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
@@ -251,9 +268,13 @@ void gr_config_usage(FILE *f)
 		"  --max-regions N            shared-memory regions one connection may map (64)\n"
 		"  --max-mapped-bytes N       bytes one connection may map (16G)\n"
 		"  --max-mapped-bytes-total N bytes all connections together may map (64G)\n"
-		"  --max-connections-per-uid N  connections of one user (512)\n"
+		"  --max-connections-per-uid N  connections of one user (0: its fair share only)\n"
 		"  --max-inflight-bytes-per-uid N  staged but unanswered, one user's (256M)\n"
-		"  --max-mapped-bytes-per-uid N  bytes one user's regions may map (32G)\n"
+		"  --max-mapped-bytes-per-uid N  bytes one user's regions may map (0: its share only)\n"
+		"  --max-fds N                descriptors all users may hold (0: the open-files\n"
+		"                             limit less 256)\n"
+		"  --max-device-regions N     device-memory regions, all users (4096)\n"
+		"  --max-device-bytes N       their bytes (0: no limit)\n"
 		"  --allow-uids LIST          serve only these users (and --allow-gids groups)\n"
 		"  --allow-gids LIST          serve only these groups (a peer's primary gid)\n"
 		"  --staging-bytes N          staging memory (default: cpu 64M, cuda 256M)\n"
@@ -263,6 +284,7 @@ void gr_config_usage(FILE *f)
 		"  --cpu-fallback yes|no      CUDA: reduce on the CPU once no GPU is in service (yes)\n"
 		"  --route-cpu-max-bytes N    CUDA: reduce requests this small on the CPU (1M; 0: none)\n"
 		"  --allow-cuda-ipc yes|no    map kind cuda_ipc (legacy IPC handles; no)\n"
+		"  --allow-cuda-ipc-writable yes|no  cuda_ipc regions may be \"writable\" (no)\n"
 		"  --inline-max-bytes N       CPU: jobs this small run on the loop thread\n"
 		"  --small-max-bytes N        data this small is packed into shared batches (256K)\n"
 		"  --max-inflight-bytes N     per connection, staged but unanswered (16M)\n"
@@ -275,6 +297,12 @@ void gr_config_usage(FILE *f)
 		"  --direct-replies yes|no    backend threads write small requests' replies (yes)\n"
 		"  --shutdown-timeout-ms N    on SIGTERM, wait this long for requests (5000)\n"
 		"  --write-timeout-ms N       close a client that reads no reply this long (60000; 0: never)\n"
+		"  --request-timeout-ms N     close a client whose request gets no byte this long\n"
+		"                             (10000; 0: never)\n"
+		"  --first-request-timeout-ms N  close a client that completes no request this\n"
+		"                             long after it connects (0: never)\n"
+		"  --fd-timeout-ms N          close a client whose descriptors wait this long for\n"
+		"                             their request (10000; 0: never)\n"
 		"  --pace-bytes-per-ms N      a stream read while others are, on a host short of\n"
 		"                             CPU, gets N bytes a millisecond (64K; 0: never paced)\n"
 		"  --pace-cpu-pressure PCT    short of CPU: some task waited for one PCT%% of the\n"
@@ -329,8 +357,7 @@ static int config_set(gr_config *c, int opt, const char *arg)
 	case OPT_MAX_MAPPED_BYTES_TOTAL:
 		return set_u64(arg, UINT64_MAX, &c->max_mapped_bytes_total);
 	case OPT_MAX_CONNECTIONS_PER_UID:
-		r = parse_uint(arg, 10, 1000000, &c->max_connections_per_uid);
-		return r < 0 ? r : c->max_connections_per_uid ? 0 : -EINVAL;
+		return parse_uint(arg, 10, 1000000, &c->max_connections_per_uid);
 	case OPT_MAX_INFLIGHT_BYTES_PER_UID:
 		return set_u64(arg, UINT64_MAX, &c->max_inflight_bytes_per_uid);
 	case OPT_MAX_MAPPED_BYTES_PER_UID:
@@ -375,12 +402,26 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return parse_yes_no(arg, &c->cpu_fallback);
 	case OPT_ALLOW_CUDA_IPC:
 		return parse_yes_no(arg, &c->allow_cuda_ipc);
+	case OPT_ALLOW_CUDA_IPC_WRITABLE:
+		return parse_yes_no(arg, &c->allow_cuda_ipc_writable);
 	case OPT_ROUTE_CPU_MAX_BYTES:
 		return set_size(arg, 1 * GiB, &c->route_cpu_max_bytes);
 	case OPT_SHUTDOWN_TIMEOUT_MS:
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
 	case OPT_WRITE_TIMEOUT_MS:
 		return parse_uint(arg, 10, 86400000, &c->write_timeout_ms);
+	case OPT_REQUEST_TIMEOUT_MS:
+		return parse_uint(arg, 10, 86400000, &c->request_timeout_ms);
+	case OPT_FIRST_REQUEST_TIMEOUT_MS:
+		return parse_uint(arg, 10, 86400000, &c->first_request_timeout_ms);
+	case OPT_FD_TIMEOUT_MS:
+		return parse_uint(arg, 10, 86400000, &c->fd_timeout_ms);
+	case OPT_MAX_FDS:
+		return set_u64(arg, UINT32_MAX, &c->max_fds);
+	case OPT_MAX_DEVICE_REGIONS:
+		return parse_uint(arg, 10, 1000000, &c->max_device_regions);
+	case OPT_MAX_DEVICE_BYTES:
+		return set_u64(arg, UINT64_MAX, &c->max_device_bytes);
 	case OPT_PACE_BYTES_PER_MS:
 		return set_u64(arg, 64 * GiB, &c->pace_bytes_per_ms);
 	case OPT_PACE_CPU_PRESSURE:

@@ -31,7 +31,7 @@ typedef struct gr_config {
 	uint64_t max_mapped_bytes;  /* per connection: their bytes */
 	uint64_t max_mapped_bytes_total; /* the whole daemon's */
 	/* per user (the peer's uid), across all of their connections */
-	unsigned max_connections_per_uid;
+	unsigned max_connections_per_uid; /* 0: none beyond the fair share */
 	uint64_t max_inflight_bytes_per_uid;
 	uint64_t max_mapped_bytes_per_uid;
 	/* Only these users and groups (the peer's primary gid) are served,
@@ -57,6 +57,18 @@ typedef struct gr_config {
 	bool allow_cuda_ipc;        /* map kind cuda_ipc, whose handle anyone may know (false) */
 	unsigned shutdown_timeout_ms;
 	unsigned write_timeout_ms;  /* close a peer that takes none of a pending reply this long (0: never) */
+	/* close a connection whose request gets no byte this long (10000),
+	 * that completes no request this long after it connects (0: never),
+	 * whose descriptors wait this long for their request (10000) */
+	unsigned request_timeout_ms;
+	unsigned first_request_timeout_ms;
+	unsigned fd_timeout_ms;
+	/* descriptors all users together may hold (0: the open-files limit
+	 * less a margin for the daemon's own) */
+	uint64_t max_fds;
+	unsigned max_device_regions;  /* device-memory regions, all users together (4096) */
+	uint64_t max_device_bytes;    /* their bytes (0: no limit) */
+	bool allow_cuda_ipc_writable; /* cuda_ipc regions may be mapped "writable" (false) */
 	/* A stream read while others are, on a host short of CPU, gets this
 	 * much a millisecond (64K; 0: never paced) ... */
 	uint64_t pace_bytes_per_ms;

@@ -5,7 +5,6 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
@@ -20,8 +19,7 @@ void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 
 	if (preq->kind == GR_MAP_CUDA_IPC && nfd > 0) {
 		/* its handle comes in the request */
-		if (fd >= 0)
-			close(fd);
+		gr_conn_drop_fd(c, fd);
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "map of kind cuda_ipc takes no file descriptor; %u came", nfd);
 		return;
@@ -34,8 +32,7 @@ void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 		return;
 	}
 	if (preq->kind != GR_MAP_CUDA_IPC && (nfd != 1 || fd < 0)) {
-		if (fd >= 0)
-			close(fd);
+		gr_conn_drop_fd(c, fd);
 		if (nfd == 0)
 			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 					 "map needs one file descriptor, sent in SCM_RIGHTS with the "
@@ -46,6 +43,7 @@ void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 		return;
 	}
 	gr_err e = gr_region_map(s, &c->regions, preq, fd, &r, why, sizeof(why));
+	gr_conn_drop_fd(c, fd);
 	if (e != GR_OK) {
 		gr_conn_reply_error(c, preq->msgid, e, "%s", why);
 		return;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
@@ -36,13 +37,88 @@ void gr_conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fm
 	gr_server_mark_dirty(c->srv, c);
 }
 
+/* ---- descriptors ---- */
+
+/* A user with this many descriptors waiting for the closer (whose
+ * closes may hang: daemon/closer.h) is not read until they are closed. */
+#define GR_CLOSING_PER_UID 64u
+
+/* A descriptor the connection lets go: closed by the closer, counted
+ * against its user until it is. */
+static void conn_drop_fd(void *userdata, int fd)
+{
+	gr_conn *c = userdata;
+	gr_server *s = c->srv;
+
+	if (fd < 0)
+		return;
+	if (!c->peer) {
+		gr_closer_close(s->closer, fd, NULL);
+		return;
+	}
+	gr_peer_closing(&s->peers, c->peer, 1);
+	gr_closer_close(s->closer, fd, &c->peer->closing);
+}
+
+void gr_conn_drop_fd(gr_conn *c, int fd)
+{
+	conn_drop_fd(c, fd);
+}
+
+/* Count the connection's parked descriptors in its user's, and note
+ * since when some are parked. */
+static void conn_fds_sync(gr_conn *c)
+{
+	gr_server *s = c->srv;
+	unsigned n = c->fds.nfd;
+
+	if (c->peer && n > c->fds_charged)
+		gr_peer_charge(&s->peers, c->peer, GR_RES_FDS, n - c->fds_charged);
+	else if (c->peer && n < c->fds_charged)
+		gr_peer_discharge(&s->peers, c->peer, GR_RES_FDS, c->fds_charged - n);
+	c->fds_charged = c->peer ? n : 0;
+	if (c->fds.n == 0)
+		c->fds_since_ns = 0;
+	else if (c->fds_since_ns == 0)
+		c->fds_since_ns = s->now_ns ? s->now_ns : uv_hrtime();
+}
+
+/* Take the descriptors of the bytes parsed so far (fdpass.h). */
+static unsigned conn_fds_take(gr_conn *c, int *ret_fd)
+{
+	unsigned n = gr_fdq_take(&c->fds, c->in_parsed, ret_fd);
+	conn_fds_sync(c);
+	return n;
+}
+
+/*
+ * Whether c is not to be read now: its user has too many descriptors
+ * waiting for the closer, or the daemon's descriptors are so nearly all
+ * in use that one more message's worth might not fit, and its user holds
+ * descriptors beyond its connections' sockets. The timeouts' sweep reads
+ * it again later.
+ */
+static bool conn_fds_blocked(gr_conn *c)
+{
+	const gr_peers *ps = &c->srv->peers;
+	const gr_pool *pool = &ps->pool[GR_RES_FDS];
+	const gr_peer *p = c->peer;
+
+	if (!p)
+		return false;
+	if (atomic_load(&p->closing) >= GR_CLOSING_PER_UID)
+		return true;
+	return pool->cap && pool->used + GR_FDPASS_PER_READ > pool->cap &&
+	       p->held[GR_RES_FDS] > 2u * (uint64_t)p->conns;
+}
+
 /* ---- parser events ---- */
 
 static bool conn_over_limits(gr_conn *c)
 {
 	const gr_config *cfg = c->srv->cfg;
 	size_t held = c->direct ? gr_direct_held(c->direct) : 0;
-	if (c->peer->inflight > cfg->max_inflight_bytes_per_uid) {
+	if (c->peer->held[GR_RES_INFLIGHT] > cfg->max_inflight_bytes_per_uid) {
 		c->peer->stalled++; /* gr_conn_discharge() wakes it */
 		return true;
 	}
@@ -64,7 +140,8 @@ static void conn_reply_method(gr_conn *c, const gr_req *preq)
 	case GR_METHOD_STATS:
 		r = gr_msg_write_response_header(&c->wbuf, preq->msgid);
 		if (r >= 0)
-			r = gr_server_write_stats(s, &c->wbuf);
+			r = gr_server_write_stats(s, &c->wbuf, c->peer,
+						  /* all= */ c->uid == 0 || c->uid == getuid());
 		break;
 	case GR_METHOD_INFO:
 		r = gr_msg_write_response_header(&c->wbuf, preq->msgid);
@@ -156,14 +233,14 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 		break;
 	case GR_REQ_DONE: {
 		int fd;
-		unsigned nfd = gr_fdq_take(&c->fds, c->in_parsed, &fd);
+		unsigned nfd = conn_fds_take(c, &fd);
+		c->served = true;
 		if (preq->method == GR_METHOD_MAP) {
 			gr_conn_map(c, preq, nfd, fd);
 			break;
 		}
 		if (nfd > 0) {
-			if (fd >= 0)
-				close(fd);
+			conn_drop_fd(c, fd);
 			static const char msg[] = "a file descriptor came with a request that takes none";
 			if (req) {
 				c->cur = NULL;
@@ -199,8 +276,9 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 	}
 	case GR_REQ_ERROR: {
 		int fd;
-		if (gr_fdq_take(&c->fds, c->in_parsed, &fd) > 0 && fd >= 0)
-			close(fd);
+		c->served = true;
+		if (conn_fds_take(c, &fd) > 0)
+			conn_drop_fd(c, fd);
 		if (req) {
 			c->cur = NULL;
 			gr_request_fail(req, /* reply= */ true, preq->err, preq->errmsg);
@@ -299,6 +377,7 @@ static void conn_on_read(gr_conn *c, ssize_t nread)
 	gr_pace_read(c, (uint64_t)nread);
 	c->srv->now_ns = uv_hrtime();
 	c->srv->busy_ns = c->srv->now_ns;
+	c->last_byte_ns = c->srv->now_ns;
 	if (c->read_staging) {
 		c->read_staging = false;
 		c->in_parsed += (uint64_t)nread;
@@ -341,6 +420,14 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 		gr_conn_close(c);
 		return;
 	}
+	if (conn_fds_blocked(c)) {
+		/* the timeouts' sweep reads it again (daemon/timeouts.c) */
+		if (!c->fds_stalled)
+			c->srv->stats.stalls_fds++;
+		c->fds_stalled = true;
+		conn_read_stop(c);
+		return;
+	}
 	ssize_t total = 0;
 	ssize_t budget = c->srv->polled_last > 1 ? CONN_BYTES_SHARED : CONN_BYTES_PER_POLL;
 	/* on a host short of CPU, a stream has its bytes a millisecond */
@@ -363,6 +450,8 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 		if ((ssize_t)b.len > budget - total)
 			b.len = (size_t)(budget - total);
 		ssize_t n = gr_fdpass_recv(c->rfd, b.base, b.len, &c->fds, c->in_read);
+		if (c->fds.n != c->fds_charged)
+			conn_fds_sync(c);
 		if (n == -EAGAIN) {
 			c->read_staging = false;
 			return;
@@ -380,9 +469,8 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 static void conn_drop_stray_fds(gr_conn *c)
 {
 	int fd;
-	if (c->fds.n && gr_req_parser_idle(c->parser) &&
-	    gr_fdq_take(&c->fds, c->in_parsed, &fd) > 0 && fd >= 0)
-		close(fd);
+	if (c->fds.n && gr_req_parser_idle(c->parser) && conn_fds_take(c, &fd) > 0)
+		conn_drop_fd(c, fd);
 }
 
 void gr_conn_pump(gr_conn *c)
@@ -428,7 +516,13 @@ void gr_conn_pump(gr_conn *c)
 		gr_conn_maybe_close(c);
 		return;
 	}
-	/* a paced connection is polled again by the pace timer */
+	/* a paced connection is polled again by the pace timer, and one
+	 * whose user's descriptors are over their bound by the sweep */
+	if (c->fds_stalled) {
+		if (conn_fds_blocked(c))
+			return;
+		c->fds_stalled = false;
+	}
 	if (!c->reading && !c->paced) {
 		int r = uv_poll_start(&c->poll, UV_READABLE, conn_poll_cb);
 		if (r < 0) {
@@ -636,8 +730,9 @@ static void conn_close_cb(uv_handle_t *h)
 
 	if (--c->handles > 0)
 		return;
-	if (c->rfd >= 0)
-		close(c->rfd);
+	/* the last reference to the socket: its close drops what is still
+	 * queued in it, the descriptors too (daemon/closer.h) */
+	gr_closer_close(s->closer, c->rfd, NULL);
 	gr_req_parser_free(c->parser);
 	gr_buf_deinit(&c->wbuf);
 	c->direct = gr_direct_unref(c->direct);
@@ -675,16 +770,23 @@ void gr_conn_close(gr_conn *c)
 	}
 	s->stats.connections--;
 	gr_fdq_clear(&c->fds);
+	conn_fds_sync(c);
 	gr_regions_release(&c->regions);
 	if (c->peer) {
 		/* what its requests still hold is no longer theirs to wait on */
-		c->peer->inflight -= c->staged_bytes;
+		gr_peer_discharge(&s->peers, c->peer, GR_RES_INFLIGHT, c->staged_bytes);
+		gr_peer_discharge(&s->peers, c->peer, GR_RES_STAGING, c->staging_bytes);
+		if (c->charged) {
+			gr_peer_discharge(&s->peers, c->peer, GR_RES_CONNECTIONS, 1);
+			gr_peer_discharge(&s->peers, c->peer, GR_RES_FDS, 2);
+			c->charged = false;
+		}
 		gr_peers_leave(&s->peers, c->peer);
 		c->peer = NULL;
 	}
 	if (c->direct)
 		gr_direct_close(c->direct); /* before the descriptor is */
-	if (c->rfd >= 0)
+	if (c->handles > 1)
 		uv_close((uv_handle_t *)&c->poll, conn_close_cb);
 	uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
 }
@@ -743,15 +845,26 @@ static bool conn_admit(gr_conn *c)
 		return true;
 	}
 	c->regions.peer = c->peer;
-	if (s->stats.connections > cfg->max_connections) {
-		conn_refuse(c, "too many connections (the limit is %u)", cfg->max_connections);
+	gr_peers *ps = &s->peers;
+	gr_res short_of = GR_RES_N;
+	if (!gr_peer_may(ps, c->peer, GR_RES_CONNECTIONS, 1))
+		short_of = GR_RES_CONNECTIONS;
+	else if (!gr_peer_may(ps, c->peer, GR_RES_FDS, 2 + GR_FDQ_MAX))
+		short_of = GR_RES_FDS; /* its socket, and what it may park */
+	if (short_of != GR_RES_N) {
+		const gr_pool *pool = &ps->pool[short_of];
+		ps->pool[short_of].refused++;
+		conn_refuse(c,
+			    "too many connections: uid %u holds %" PRIu64 " of the daemon's %" PRIu64
+			    " %s (%" PRIu64 " in use by %u users; a user's share is what the others "
+			    "leave, gpured(8) SECURITY)",
+			    (unsigned)c->uid, c->peer->held[short_of], pool->cap,
+			    gr_res_name(short_of), pool->used, pool->holders);
 		return true;
 	}
-	if (c->peer->conns > cfg->max_connections_per_uid) {
-		conn_refuse(c, "too many connections from uid %u (the limit is %u a user)",
-			    (unsigned)c->uid, cfg->max_connections_per_uid);
-		return true;
-	}
+	gr_peer_charge(ps, c->peer, GR_RES_CONNECTIONS, 1);
+	gr_peer_charge(ps, c->peer, GR_RES_FDS, 2);
+	c->charged = true;
 	return false;
 }
 
@@ -771,8 +884,8 @@ void gr_conn_accept(gr_server *s)
 	gr_link_init(&c->pace_link);
 	gr_link_init(&c->requests);
 	gr_buf_init(&c->wbuf);
-	gr_fdq_init(&c->fds);
-	gr_regions_init(&c->regions, NULL);
+	gr_fdq_init(&c->fds, conn_drop_fd, c);
+	gr_regions_init(&c->regions, s, NULL);
 	c->rfd = -1;
 	c->waiter.wake = conn_waiter_wake;
 	if ((r = uv_pipe_init(s->loop, &c->pipe, 0)) < 0) {
@@ -791,14 +904,7 @@ void gr_conn_accept(gr_server *s)
 		return;
 	}
 	s->stats.connections_total++;
-	if (conn_admit(c))
-		return;
-	c->rbuf = malloc(GR_CONN_RBUF_BYTES);
-	if (!c->rbuf || gr_req_parser_new(&s->limits, &c->parser) < 0) {
-		log_error("out of memory accepting a connection");
-		gr_conn_close(c);
-		return;
-	}
+	c->accepted_ns = c->last_byte_ns = uv_hrtime();
 	uv_os_fd_t fd;
 	if ((r = uv_fileno((uv_handle_t *)&c->pipe, &fd)) < 0) {
 		log_warning("accept: %s", uv_strerror(r));
@@ -807,16 +913,24 @@ void gr_conn_accept(gr_server *s)
 	}
 	/* Reads go through a duplicate of the descriptor, polled on its own
 	 * (fdpass.h): libuv watches a descriptor for one handle only, and
-	 * the pipe's is for writes. */
+	 * the pipe's is for writes. It is also the socket's last reference,
+	 * which the closer closes (conn_close_cb), a refused connection's
+	 * too: what a client queued in it may block that close. */
 	if ((c->rfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
 		log_warning("accept: cannot duplicate a descriptor: %s", strerror(errno));
 		gr_conn_close(c);
 		return;
 	}
+	if (conn_admit(c))
+		return;
+	c->rbuf = malloc(GR_CONN_RBUF_BYTES);
+	if (!c->rbuf || gr_req_parser_new(&s->limits, &c->parser) < 0) {
+		log_error("out of memory accepting a connection");
+		gr_conn_close(c);
+		return;
+	}
 	if ((r = uv_poll_init(s->loop, &c->poll, c->rfd)) < 0) {
 		log_warning("accept: uv_poll_init: %s", uv_strerror(r));
-		close(c->rfd);
-		c->rfd = -1;
 		gr_conn_close(c);
 		return;
 	}

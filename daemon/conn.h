@@ -11,6 +11,9 @@
 #include "proto/request.h"
 
 /* conn.c */
+/* Let go of a descriptor the client handed over (negative: none): the
+ * closer closes it (daemon/closer.h), counted against the user till then. */
+void gr_conn_drop_fd(gr_conn *c, int fd);
 void gr_conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Close c if nothing of it is left to write and it is to close: told to,

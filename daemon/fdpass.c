@@ -6,14 +6,21 @@
 
 #include "daemon/fdpass.h"
 
+void gr_fdq_drop(gr_fdq *q, int fd)
+{
+	if (fd < 0)
+		return;
+	if (q->drop)
+		q->drop(q->userdata, fd);
+	else
+		close(fd);
+}
+
 void gr_fdq_clear(gr_fdq *q)
 {
-	for (unsigned i = 0; i < q->n; i++) {
-		int fd = q->e[(q->head + i) % GR_FDQ_MAX].fd;
-		if (fd >= 0)
-			close(fd);
-	}
-	q->head = q->n = 0;
+	for (unsigned i = 0; i < q->n; i++)
+		gr_fdq_drop(q, q->e[(q->head + i) % GR_FDQ_MAX].fd);
+	q->head = q->n = q->nfd = 0;
 }
 
 unsigned gr_fdq_take(gr_fdq *q, uint64_t end, int *ret_fd)
@@ -25,10 +32,12 @@ unsigned gr_fdq_take(gr_fdq *q, uint64_t end, int *ret_fd)
 		gr_fdq_entry *e = &q->e[q->head];
 		if (e->pos >= end)
 			break;
+		if (e->fd >= 0)
+			q->nfd--;
 		if (got == 0)
 			*ret_fd = e->fd;
-		else if (e->fd >= 0)
-			close(e->fd);
+		else
+			gr_fdq_drop(q, e->fd);
 		got++;
 		q->head = (q->head + 1) % GR_FDQ_MAX;
 		q->n--;
@@ -37,13 +46,13 @@ unsigned gr_fdq_take(gr_fdq *q, uint64_t end, int *ret_fd)
 }
 
 /* What to queue for a descriptor that arrived (fdpass.h: sockets are
- * closed at once). */
-static int fdpass_keep(int fd)
+ * let go at once). */
+static int fdpass_keep(gr_fdq *q, int fd)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
-		close(fd);
+		gr_fdq_drop(q, fd);
 		return GR_FDQ_SOCKET;
 	}
 	return fd;
@@ -55,6 +64,8 @@ static bool fdq_push(gr_fdq *q, int fd, uint64_t pos)
 		return false;
 	q->e[(q->head + q->n) % GR_FDQ_MAX] = (gr_fdq_entry){ .fd = fd, .pos = pos };
 	q->n++;
+	if (fd >= 0)
+		q->nfd++;
 	return true;
 }
 
@@ -81,7 +92,7 @@ ssize_t gr_fdpass_recv(int fd, void *buf, size_t len, gr_fdq *q, uint64_t pos)
 	if (mh.msg_controllen == 0 && !(mh.msg_flags & MSG_CTRUNC))
 		return n;
 
-	/* Every descriptor is either queued or closed here, whatever else
+	/* Every descriptor is either queued or let go here, whatever else
 	 * goes wrong. */
 	uint64_t at = n > 0 ? pos + (uint64_t)n - 1 : pos;
 	bool full = false;
@@ -92,11 +103,10 @@ ssize_t gr_fdpass_recv(int fd, void *buf, size_t len, gr_fdq *q, uint64_t pos)
 		for (size_t i = 0; i < k; i++) {
 			int f;
 			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(f));
-			f = fdpass_keep(f);
+			f = fdpass_keep(q, f);
 			if (full || !fdq_push(q, f, at)) {
 				full = true;
-				if (f >= 0)
-					close(f);
+				gr_fdq_drop(q, f);
 			}
 		}
 	}

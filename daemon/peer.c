@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,16 +34,50 @@ gr_peer *gr_peers_join(gr_peers *ps, uid_t uid)
 	return p;
 }
 
+/* Settle what p's closer has closed since the last look: the pool no
+ * longer counts those descriptors. */
+static void peer_settle_closing(gr_peers *ps, gr_peer *p)
+{
+	uint64_t now = atomic_load(&p->closing);
+
+	if (now < p->closing_seen) {
+		gr_peer_discharge(ps, p, GR_RES_FDS, p->closing_seen - now);
+		p->closing_seen = now;
+	}
+}
+
+static void peer_free_at(gr_peers *ps, unsigned i)
+{
+	gr_peer *p = ps->v[i];
+	for (unsigned r = 0; r < GR_RES_N; r++)
+		if (p->held[r])
+			gr_peer_discharge(ps, p, (gr_res)r, p->held[r]);
+	ps->v[i] = ps->v[--ps->n];
+	free(p);
+}
+
 void gr_peers_leave(gr_peers *ps, gr_peer *p)
 {
 	if (!p || --p->conns > 0)
 		return;
+	peer_settle_closing(ps, p);
+	if (p->closing_seen > 0)
+		return; /* gr_peers_sweep frees it once its closer is done */
 	for (unsigned i = 0; i < ps->n; i++)
 		if (ps->v[i] == p) {
-			ps->v[i] = ps->v[--ps->n];
+			peer_free_at(ps, i);
 			break;
 		}
-	free(p);
+}
+
+void gr_peers_sweep(gr_peers *ps)
+{
+	for (unsigned i = ps->n; i-- > 0;) {
+		gr_peer *p = ps->v[i];
+		peer_settle_closing(ps, p);
+		if (p->conns == 0 && p->closing_seen == 0)
+			peer_free_at(ps, i);
+	}
 }
 
 void gr_peers_deinit(gr_peers *ps)
@@ -52,6 +87,49 @@ void gr_peers_deinit(gr_peers *ps)
 	free(ps->v);
 	ps->v = NULL;
 	ps->n = ps->cap = 0;
+}
+
+uint64_t gr_peer_held(const gr_peer *p, gr_res r)
+{
+	return p->held[r];
+}
+
+bool gr_peer_may(const gr_peers *ps, const gr_peer *p, gr_res r, uint64_t n)
+{
+	uint64_t cap = ps->user_cap[r];
+
+	if (cap && (n > cap || p->held[r] > cap - n))
+		return false;
+	return gr_quota_allows(&ps->pool[r], p->held[r], n);
+}
+
+void gr_peer_charge(gr_peers *ps, gr_peer *p, gr_res r, uint64_t n)
+{
+	if (n == 0)
+		return;
+	if (p->held[r] == 0)
+		ps->pool[r].holders++;
+	p->held[r] += n;
+	ps->pool[r].used += n;
+}
+
+void gr_peer_discharge(gr_peers *ps, gr_peer *p, gr_res r, uint64_t n)
+{
+	if (n == 0)
+		return;
+	if (n > p->held[r])
+		n = p->held[r];
+	p->held[r] -= n;
+	ps->pool[r].used -= n;
+	if (p->held[r] == 0)
+		ps->pool[r].holders--;
+}
+
+void gr_peer_closing(gr_peers *ps, gr_peer *p, uint64_t n)
+{
+	gr_peer_charge(ps, p, GR_RES_FDS, n);
+	p->closing_seen += n;
+	atomic_fetch_add(&p->closing, n);
 }
 
 bool gr_peer_cred(int fd, uid_t *ret_uid, gid_t *ret_gid, pid_t *ret_pid)

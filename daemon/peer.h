@@ -12,27 +12,54 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "daemon/quota.h"
 
 typedef struct gr_peer {
 	uid_t uid;
 	unsigned conns;    /* connections open */
-	uint64_t inflight; /* bytes its requests hold in staging or in flight from regions */
-	uint64_t mapped;   /* bytes its regions map */
+	/* what it holds of each pool (daemon/quota.h); its descriptors being
+	 * closed off the loop are counted apart, in closing */
+	uint64_t held[GR_RES_N];
+	/* descriptors of its handed to the closer thread and not yet closed
+	 * (daemon/closer.h): that thread counts them down */
+	_Atomic uint64_t closing;
+	uint64_t closing_seen;  /* closing as the pool last counted it */
 	unsigned stalled;  /* its connections waiting on its in-flight bound */
 } gr_peer;
 
 typedef struct gr_peers {
 	gr_peer **v;
 	unsigned n, cap;
+	gr_pool pool[GR_RES_N];
+	/* operators' fixed caps per user on top of the shares (0: none) */
+	uint64_t user_cap[GR_RES_N];
 } gr_peers;
 
 /* The user's entry, made on its first connection (NULL: out of memory). */
 gr_peer *gr_peers_join(gr_peers *ps, uid_t uid);
-/* One of the user's connections is gone: the entry goes with its last. */
+/* One of the user's connections is gone: the entry goes with its last,
+ * unless descriptors of its are still being closed (gr_peers_sweep). */
 void gr_peers_leave(gr_peers *ps, gr_peer *p);
+/* Free the entries of users with no connection left whose descriptors
+ * are all closed now. */
+void gr_peers_sweep(gr_peers *ps);
 void gr_peers_deinit(gr_peers *ps);
+
+/* What p holds of r, its descriptors being closed included. */
+uint64_t gr_peer_held(const gr_peer *p, gr_res r);
+/* May p take n more of r: its fair share (daemon/quota.h) and the
+ * operator's cap per user allow it. */
+bool gr_peer_may(const gr_peers *ps, const gr_peer *p, gr_res r, uint64_t n);
+/* p takes n more of r, or gives n back; a pool's holders follow. */
+void gr_peer_charge(gr_peers *ps, gr_peer *p, gr_res r, uint64_t n);
+void gr_peer_discharge(gr_peers *ps, gr_peer *p, gr_res r, uint64_t n);
+/* Descriptors counted in r = GR_RES_FDS for a closer that counts them
+ * down on p->closing: charged to the pool now, discharged by sweep. */
+void gr_peer_closing(gr_peers *ps, gr_peer *p, uint64_t n);
 
 /* The peer's credentials of a connected Unix socket; false when the
  * kernel cannot tell (not a Unix socket). */

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
@@ -80,6 +82,31 @@ static gr_err region_check_memfd(int fd, uint64_t bytes, bool writable, char *wh
 			 bytes, (long long)st.st_size);
 		return GR_ERR_INVALID_PARAMS;
 	}
+	struct statfs sf;
+	if (fstatfs(fd, &sf) == 0 && sf.f_type == HUGETLBFS_MAGIC) {
+		snprintf(why, whylen,
+			 "the memfd is of huge pages (MFD_HUGETLB), which the daemon does not map; "
+			 "make it without MFD_HUGETLB");
+		return GR_ERR_INVALID_PARAMS;
+	}
+	/*
+	 * Every page must be there already. Reading a hole of a memfd makes
+	 * the reader allocate a page, which stays with the memfd, charged to
+	 * the daemon, for as long as the client keeps it open: a sparse
+	 * memfd would have the daemon allocate memory nobody counts. The
+	 * whole file, not only the mapped part, since its blocks are all
+	 * that can be told apart without moving the file offset it shares
+	 * with the client.
+	 */
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t need = ((uint64_t)st.st_size + page - 1) / page * page;
+	if ((uint64_t)st.st_blocks * 512 < need) {
+		snprintf(why, whylen,
+			 "the memfd has holes: %" PRIu64 " of its %lld bytes are allocated; write "
+			 "it whole, or fallocate() it, before mapping",
+			 (uint64_t)st.st_blocks * 512, (long long)st.st_size);
+		return GR_ERR_INVALID_PARAMS;
+	}
 	return GR_OK;
 }
 
@@ -91,6 +118,32 @@ static gr_err region_check_count(gr_server *s, const gr_regions *set, char *why,
 		return GR_ERR_INVALID_PARAMS;
 	}
 	return GR_OK;
+}
+
+/* The user's share of a pool (daemon/quota.h) allows n more. */
+static gr_err region_check_share(gr_server *s, const gr_regions *set, gr_res r, uint64_t n,
+				 char *why, size_t whylen)
+{
+	gr_peers *ps = &s->peers;
+	const gr_pool *pool = &ps->pool[r];
+
+	if (!set->peer || gr_peer_may(ps, set->peer, r, n))
+		return GR_OK;
+	ps->pool[r].refused++;
+	uint64_t held = set->peer->held[r], cap = ps->user_cap[r];
+	if (cap && (n > cap || held > cap - n))
+		snprintf(why, whylen,
+			 "uid %u holds %" PRIu64 " %s, and %" PRIu64 " more would take it past "
+			 "its limit of %" PRIu64,
+			 (unsigned)set->peer->uid, held, gr_res_name(r), n, cap);
+	else
+		snprintf(why, whylen,
+			 "uid %u holds %" PRIu64 " %s, and its share now allows %" PRIu64 " more, "
+			 "not %" PRIu64 " (the daemon's %" PRIu64 " are %" PRIu64 " in use by %u "
+			 "users; gpured(8) SECURITY)",
+			 (unsigned)set->peer->uid, held, gr_res_name(r),
+			 gr_quota_room(pool, held), n, pool->cap, pool->used, pool->holders);
+	return GR_ERR_TOO_LARGE;
 }
 
 /* Host memory: the number of regions, then the bytes mapped. */
@@ -109,24 +162,23 @@ static gr_err region_check_limits(gr_server *s, const gr_regions *set, uint64_t 
 			 bytes, cfg->max_mapped_bytes, set->bytes);
 		return GR_ERR_TOO_LARGE;
 	}
-	if (set->peer && (bytes > cfg->max_mapped_bytes_per_uid ||
-			  set->peer->mapped + bytes > cfg->max_mapped_bytes_per_uid)) {
-		snprintf(why, whylen,
-			 "mapping %" PRIu64 " bytes would take uid %u past its limit of %" PRIu64
-			 " mapped bytes (%" PRIu64 " mapped now)",
-			 bytes, (unsigned)set->peer->uid, cfg->max_mapped_bytes_per_uid,
-			 set->peer->mapped);
-		return GR_ERR_TOO_LARGE;
+	return region_check_share(s, set, GR_RES_MAPPED, bytes, why, whylen);
+}
+
+/* What a region counts in its user's pools. */
+static void region_charge(gr_server *s, gr_peer *p, const gr_region *r, bool charge)
+{
+	void (*f)(gr_peers *, gr_peer *, gr_res, uint64_t) =
+		charge ? gr_peer_charge : gr_peer_discharge;
+
+	if (!p)
+		return;
+	if (r->device < 0) {
+		f(&s->peers, p, GR_RES_MAPPED, r->bytes);
+	} else {
+		f(&s->peers, p, GR_RES_DEVICE_REGIONS, 1);
+		f(&s->peers, p, GR_RES_DEVICE_BYTES, r->bytes);
 	}
-	if (bytes > cfg->max_mapped_bytes_total ||
-	    s->mapped_bytes + bytes > cfg->max_mapped_bytes_total) {
-		snprintf(why, whylen,
-			 "mapping %" PRIu64 " bytes would take the daemon past its limit of %" PRIu64
-			 " mapped bytes (%" PRIu64 " mapped now)",
-			 bytes, cfg->max_mapped_bytes_total, s->mapped_bytes);
-		return GR_ERR_TOO_LARGE;
-	}
-	return GR_OK;
 }
 
 static void region_add(gr_server *s, gr_regions *set, gr_region *r)
@@ -136,10 +188,9 @@ static void region_add(gr_server *s, gr_regions *set, gr_region *r)
 	set->n++;
 	if (r->device < 0) {
 		set->bytes += r->bytes;
-		if (set->peer)
-			set->peer->mapped += r->bytes;
 		s->mapped_bytes += r->bytes;
 	}
+	region_charge(s, set->peer, r, /* charge= */ true);
 	s->stats.regions++;
 }
 
@@ -167,8 +218,21 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 			 "cuda), or the operator allows IPC handles (--allow-cuda-ipc yes)");
 		goto out;
 	}
+	/* Anyone who learns an IPC handle can open it: writing through one
+	 * would write into whichever process made it (gpured(8) SECURITY). */
+	if (req->kind == GR_MAP_CUDA_IPC && req->writable && !s->cfg->allow_cuda_ipc_writable) {
+		snprintf(why, whylen, "kind cuda_ipc cannot be mapped \"writable\": the daemon "
+			 "cannot tell that the handle is the client's own; export the allocation "
+			 "as a file descriptor (kind cuda), or the operator allows it "
+			 "(--allow-cuda-ipc-writable yes)");
+		goto out;
+	}
 	if (region_check_count(s, set, why, whylen) != GR_OK)
 		goto out;
+	if ((e = region_check_share(s, set, GR_RES_DEVICE_REGIONS, 1, why, whylen)) != GR_OK ||
+	    (e = region_check_share(s, set, GR_RES_DEVICE_BYTES, req->bytes, why, whylen)) != GR_OK)
+		goto out;
+	e = GR_ERR_INVALID_PARAMS;
 	if (req->bytes > SIZE_MAX || !(r = calloc(1, sizeof(*r)))) {
 		snprintf(why, whylen, "out of memory");
 		e = GR_ERR_INTERNAL;
@@ -198,8 +262,6 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 	*ret = r;
 	e = GR_OK;
 out:
-	if (fd >= 0)
-		close(fd);
 	return e;
 }
 
@@ -226,10 +288,11 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 		e = GR_ERR_INTERNAL;
 		goto fail;
 	}
-	/* Populated now, on the loop thread, rather than page by page by
-	 * whichever thread reads it first. */
+	/* Not populated here: its pages are all there (region_check_memfd),
+	 * so the threads that first read it only map them, and the loop
+	 * serves others meanwhile. */
 	int prot = req->writable ? PROT_READ | PROT_WRITE : PROT_READ;
-	void *p = mmap(NULL, (size_t)req->bytes, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
+	void *p = mmap(NULL, (size_t)req->bytes, prot, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		int err = errno;
 		snprintf(why, whylen, "cannot map the memfd: %s", strerror(err));
@@ -237,7 +300,6 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 		e = err == ENOMEM ? GR_ERR_TOO_LARGE : GR_ERR_INTERNAL;
 		goto fail;
 	}
-	close(fd);
 	r->srv = s;
 	r->id = ++s->last_region_id;
 	r->refs = 1;
@@ -260,7 +322,6 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 	return GR_OK;
 
 fail:
-	close(fd);
 	return e;
 }
 
@@ -281,11 +342,9 @@ bool gr_region_unmap(gr_regions *set, uint64_t id)
 		*pp = r->next;
 		r->next = NULL;
 		set->n--;
-		if (r->device < 0) {
+		if (r->device < 0)
 			set->bytes -= r->bytes;
-			if (set->peer)
-				set->peer->mapped -= r->bytes;
-		}
+		region_charge(set->srv, set->peer, r, /* charge= */ false);
 		gr_region_unref(r);
 		return true;
 	}

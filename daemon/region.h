@@ -51,20 +51,23 @@ typedef struct gr_regions {
 	gr_region *head;
 	unsigned n;
 	uint64_t bytes;
-	gr_peer *peer; /* its user's, whose mapped bytes it counts in */
+	gr_server *srv;
+	gr_peer *peer; /* its user's, whose pools it counts in */
 } gr_regions;
 
-static inline void gr_regions_init(gr_regions *set, gr_peer *peer)
+static inline void gr_regions_init(gr_regions *set, gr_server *srv, gr_peer *peer)
 {
 	set->head = NULL;
 	set->n = 0;
 	set->bytes = 0;
+	set->srv = srv;
 	set->peer = peer;
 }
 
 /*
  * Map what a map request (req) handed over in fd (-1 for kind cuda_ipc,
- * which comes with none), which this takes and closes whatever happens. Returns GR_OK and the new region in *ret (its
+ * which comes with none); fd stays the caller's to close (a mapping
+ * keeps what it needs of the file). Returns GR_OK and the new region in *ret (its
  * id is what the client names it by), or the error code to answer with
  * and a message in why.
  */

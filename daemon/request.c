@@ -87,7 +87,7 @@ bool gr_request_take_segments(gr_request *req, gr_req_parser *parser, const gr_r
 void gr_conn_charge(gr_conn *c, uint64_t bytes)
 {
 	c->staged_bytes += bytes;
-	c->peer->inflight += bytes;
+	gr_peer_charge(&c->srv->peers, c->peer, GR_RES_INFLIGHT, bytes);
 }
 
 void gr_conn_discharge(gr_conn *c, uint64_t bytes)
@@ -96,8 +96,11 @@ void gr_conn_discharge(gr_conn *c, uint64_t bytes)
 	gr_peer *p = c->peer;
 
 	c->staged_bytes -= bytes;
-	p->inflight -= bytes;
-	if (p->stalled && p->inflight <= s->cfg->max_inflight_bytes_per_uid) {
+	gr_peer_discharge(&s->peers, p, GR_RES_INFLIGHT, bytes);
+	/* connections waiting on their share of staging look again */
+	if (bytes && s->staging.waiters.next != &s->staging.waiters)
+		s->staging.wake_pending = true;
+	if (p->stalled && p->held[GR_RES_INFLIGHT] <= s->cfg->max_inflight_bytes_per_uid) {
 		p->stalled = 0;
 		for (gr_link *l = s->conns.next; l != &s->conns; l = l->next) {
 			gr_conn *o = gr_container_of(l, gr_conn, link);
@@ -113,6 +116,11 @@ void gr_request_chunk_release(gr_request *req, gr_chunk *ch)
 		gr_staging_release(&req->srv->staging, ch->slot);
 		ch->slot = NULL;
 	}
+	if (req->conn && ch->staging) {
+		req->conn->staging_bytes -= ch->staging;
+		gr_peer_discharge(&req->srv->peers, req->conn->peer, GR_RES_STAGING, ch->staging);
+	}
+	ch->staging = 0;
 	free(ch->host_copy);
 	ch->host_copy = NULL;
 	if (req->conn)
@@ -482,6 +490,17 @@ int gr_conn_set_dest(gr_conn *c)
 
 	ch->job.outside_staging = false;
 
+	/* The user's share of staging, from the first byte of its data on:
+	 * one user's requests whose bytes stop coming hold only its share. */
+	uint64_t want = req->small ? left : s->staging.slot_bytes;
+	if (!gr_peer_may(&s->peers, c->peer, GR_RES_STAGING, want)) {
+		if (c->stall != GR_STALL_STAGING)
+			s->peers.pool[GR_RES_STAGING].refused++;
+		c->stall = GR_STALL_STAGING;
+		s->stats.stalls_staging++;
+		gr_staging_wait(&s->staging, &c->waiter);
+		return -EAGAIN;
+	}
 	if (req->small) {
 		dst = gr_staging_alloc_piece(&s->staging, (size_t)left, &slot, &closed);
 		cap = (size_t)left;
@@ -503,6 +522,9 @@ int gr_conn_set_dest(gr_conn *c)
 	ch->job.data = dst;
 	ch->staged = cap;
 	gr_conn_charge(c, cap);
+	ch->staging = cap;
+	c->staging_bytes += cap;
+	gr_peer_charge(&s->peers, c->peer, GR_RES_STAGING, cap);
 	req->filling = ch;
 	req->filling_start = preq->data_done;
 	gr_req_parser_set_dest(c->parser, dst, cap);

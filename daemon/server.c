@@ -1,5 +1,8 @@
 #include <errno.h>
+#include <stdatomic.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <sys/resource.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,9 @@
 /* ---- request objects ---- */
 
 #define MAX_SPARE_REQUESTS 1024u
+/* Descriptors left to the daemon's own use: listener, loop, threads,
+ * devices, logs (server_pools_init). */
+#define SERVER_OWN_FDS 256u
 
 gr_request *gr_server_request_get(gr_server *s)
 {
@@ -446,7 +452,50 @@ static int write_latency_hist(gr_buf *b, const gr_stats *st)
 	return write_kv_uint(b, "count", count);
 }
 
-int gr_server_write_stats(gr_server *s, gr_buf *b)
+/* One user's holdings: {"uid", "connections", "closing_fds", "held": {...}}. */
+static int write_user(gr_buf *b, const gr_peer *p)
+{
+	W(gr_mpw_map(b, 4));
+	W(write_kv_uint(b, "uid", p->uid));
+	W(write_kv_uint(b, "connections", p->conns));
+	W(write_kv_uint(b, "closing_fds", atomic_load(&p->closing)));
+	W(gr_mpw_cstr(b, "held"));
+	W(gr_mpw_map(b, GR_RES_N));
+	for (unsigned r = 0; r < GR_RES_N; r++)
+		W(write_kv_uint(b, gr_res_name((gr_res)r), p->held[r]));
+	return 0;
+}
+
+/* The pools users share: {name: {"cap", "used", "users", "refused"}}, and
+ * what users hold: every user's for root and the daemon's own user, the
+ * asker's alone for others. */
+static int write_shares(gr_server *s, gr_buf *b, const gr_peer *asker, bool all)
+{
+	const gr_peers *ps = &s->peers;
+
+	W(gr_mpw_cstr(b, "shares"));
+	W(gr_mpw_map(b, GR_RES_N));
+	for (unsigned r = 0; r < GR_RES_N; r++) {
+		const gr_pool *pool = &ps->pool[r];
+		W(gr_mpw_cstr(b, gr_res_name((gr_res)r)));
+		W(gr_mpw_map(b, 4));
+		W(write_kv_uint(b, "cap", pool->cap));
+		W(write_kv_uint(b, "used", pool->used));
+		W(write_kv_uint(b, "users", pool->holders));
+		W(write_kv_uint(b, "refused", pool->refused));
+	}
+	W(gr_mpw_cstr(b, "users"));
+	if (!all) {
+		W(gr_mpw_array(b, asker ? 1 : 0));
+		return asker ? write_user(b, asker) : 0;
+	}
+	W(gr_mpw_array(b, ps->n));
+	for (unsigned i = 0; i < ps->n; i++)
+		W(write_user(b, ps->v[i]));
+	return 0;
+}
+
+int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool all)
 {
 	uint32_t p50, p99, max;
 	gr_backend *be = s->backend;
@@ -458,7 +507,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 		healthy += d.healthy;
 	}
 	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 23));
+	W(gr_mpw_map(b, 26));
 	W(gr_mpw_cstr(b, "uptime_s"));
 	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
 	W(write_kv_str(b, "backend", be->name));
@@ -466,6 +515,8 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "connections_total", s->stats.connections_total));
 	W(write_kv_uint(b, "connections_refused", s->stats.connections_refused));
 	W(write_kv_uint(b, "connections_timed_out", s->stats.write_timeouts));
+	W(write_kv_uint(b, "requests_timed_out", s->stats.request_timeouts));
+	W(write_shares(s, b, asker, all));
 	W(write_kv_uint(b, "requests", s->stats.requests));
 	W(write_kv_uint(b, "errors", s->stats.errors));
 	W(write_kv_uint(b, "bytes_in", s->stats.bytes_in));
@@ -482,8 +533,9 @@ int gr_server_write_stats(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "devices", ndevices));
 	W(write_kv_uint(b, "devices_healthy", healthy));
 	W(gr_mpw_cstr(b, "stalls"));
-	W(gr_mpw_map(b, 4));
+	W(gr_mpw_map(b, 5));
 	W(write_kv_uint(b, "staging", s->stats.stalls_staging));
+	W(write_kv_uint(b, "fds", s->stats.stalls_fds));
 	W(write_kv_uint(b, "chunks", s->stats.stalls_chunks));
 	W(write_kv_uint(b, "limits", s->stats.stalls_limits));
 	W(write_kv_uint(b, "paced", s->stats.stalls_paced));
@@ -560,7 +612,17 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	W(gr_mpw_map(b, 1));
 	W(write_kv_uint(b, "cpu_max_bytes", s->route_max));
 	W(gr_mpw_cstr(b, "limits"));
-	W(gr_mpw_map(b, 19));
+	W(gr_mpw_map(b, 28));
+	W(write_kv_uint(b, "request_timeout_ms", cfg->request_timeout_ms));
+	W(write_kv_uint(b, "first_request_timeout_ms", cfg->first_request_timeout_ms));
+	W(write_kv_uint(b, "fd_timeout_ms", cfg->fd_timeout_ms));
+	W(write_kv_uint(b, "max_fds", s->peers.pool[GR_RES_FDS].cap));
+	W(write_kv_uint(b, "max_staging_bytes", s->peers.pool[GR_RES_STAGING].cap));
+	W(write_kv_uint(b, "max_device_regions", cfg->max_device_regions));
+	W(write_kv_uint(b, "max_device_bytes", cfg->max_device_bytes));
+	W(write_kv_uint(b, "fds_per_connection", 2 + GR_FDQ_MAX));
+	W(gr_mpw_cstr(b, "allow_cuda_ipc_writable"));
+	W(gr_mpw_bool(b, cfg->allow_cuda_ipc_writable));
 	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
 	W(write_kv_uint(b, "max_segments", GR_OFFSETS_DEFAULT_MAX_SEGMENTS));
 	W(write_kv_uint(b, "max_connections_per_uid", cfg->max_connections_per_uid));
@@ -755,6 +817,7 @@ static void server_close_handles(gr_server *s)
 		uv_close((uv_handle_t *)&s->batch_hold, NULL);
 		uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
 		uv_close((uv_handle_t *)&s->write_sweep, NULL);
+		gr_timeouts_stop(s);
 		gr_pace_close(s);
 		uv_close((uv_handle_t *)&s->sigterm, NULL);
 		uv_close((uv_handle_t *)&s->sigint, NULL);
@@ -773,6 +836,48 @@ static void server_finish(gr_server *s)
 	if (s->on_finished)
 		s->on_finished(s);
 	uv_stop(s->loop);
+}
+
+/* How long the daemon's end waits for closes that hang (daemon/closer.h). */
+static unsigned cfg_closer_wait_ms(const gr_server *s)
+{
+	return s->cfg->shutdown_timeout_ms < 1000 ? s->cfg->shutdown_timeout_ms : 1000;
+}
+
+/*
+ * What users share (daemon/quota.h): connections, descriptors (the
+ * open-files limit less a margin for the daemon's own: listener, loop,
+ * threads, devices), staging, mapped host bytes, device regions and
+ * their bytes; and the operators' fixed caps per user.
+ */
+static void server_pools_init(gr_server *s)
+{
+	const gr_config *cfg = s->cfg;
+	gr_peers *ps = &s->peers;
+	uint64_t fds = cfg->max_fds;
+
+	if (!fds) {
+		struct rlimit rl;
+		uint64_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+				       ? (uint64_t)rl.rlim_cur
+				       : 1024;
+		fds = lim > 2 * SERVER_OWN_FDS ? lim - SERVER_OWN_FDS : lim / 2;
+	}
+	ps->pool[GR_RES_CONNECTIONS].cap = cfg->max_connections;
+	ps->pool[GR_RES_FDS].cap = fds;
+	ps->pool[GR_RES_STAGING].cap = (uint64_t)s->staging.nslots * s->staging.slot_bytes;
+	ps->pool[GR_RES_MAPPED].cap = cfg->max_mapped_bytes_total;
+	ps->pool[GR_RES_DEVICE_REGIONS].cap = cfg->max_device_regions;
+	ps->pool[GR_RES_DEVICE_BYTES].cap = cfg->max_device_bytes;
+	ps->user_cap[GR_RES_CONNECTIONS] = cfg->max_connections_per_uid;
+	ps->user_cap[GR_RES_MAPPED] = cfg->max_mapped_bytes_per_uid;
+	/* a connection takes two descriptors and may park GR_FDQ_MAX */
+	uint64_t per_conn = 2 + GR_FDQ_MAX;
+	if (fds / per_conn < cfg->max_connections)
+		log_warning("%" PRIu64 " descriptors hold %" PRIu64 " connections with what they "
+			    "may send, not --max-connections %u: raise the open-files limit "
+			    "(LimitNOFILE=)",
+			    fds, fds / per_conn, cfg->max_connections);
 }
 
 int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *errbuf,
@@ -871,6 +976,11 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	}
 	s->small_max = cfg->small_max_bytes < s->staging.slot_bytes ? cfg->small_max_bytes
 								      : s->staging.slot_bytes;
+	if ((r = gr_closer_new(&s->closer)) < 0) {
+		snprintf(errbuf, errlen, "cannot start the closer's threads: %s", strerror(-r));
+		goto fail;
+	}
+	server_pools_init(s);
 	if (s->router)
 		s->route_max = cfg->route_cpu_max_bytes;
 
@@ -888,6 +998,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	uv_timer_init(loop, &s->shutdown_timer);
 	s->shutdown_timer.data = s;
 	gr_write_timeout_start(s);
+	gr_timeouts_start(s);
 	gr_pace_init(s);
 	uv_signal_init(loop, &s->sigterm);
 	uv_signal_init(loop, &s->sigint);
@@ -904,6 +1015,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	return 0;
 
 fail:
+	s->closer = gr_closer_free(s->closer, 0);
 	s->backend = gr_backend_free(s->backend); /* it may share the router */
 	s->router = gr_backend_free(s->router);
 	gr_staging_deinit(&s->staging);
@@ -942,5 +1054,6 @@ void gr_server_free(gr_server *s)
 	free(s->canary_jobs);
 	free(s->path);
 	gr_peers_deinit(&s->peers);
+	s->closer = gr_closer_free(s->closer, cfg_closer_wait_ms(s));
 	free(s);
 }

@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "daemon/backend.h"
+#include "daemon/closer.h"
 #include "daemon/config.h"
 #include "daemon/cumsum.h"
 #include "daemon/direct.h"
@@ -58,6 +59,7 @@ typedef struct gr_chunk {
 	gr_request *req;
 	gr_slot *slot;
 	size_t staged;  /* bytes charged to the connection */
+	size_t staging; /* of those, staging charged to its user's share */
 	/* GPU memory's elements copied for the CPU (request-fetch.c): from
 	 * which device, and into the slot above or else this memory */
 	int fetch_device;
@@ -131,6 +133,16 @@ struct gr_conn {
 	int rfd;
 	unsigned handles;    /* libuv handles not yet closed; the last close frees c */
 	gr_fdq fds;          /* descriptors waiting for their request */
+	unsigned fds_charged; /* of those, counted in its user's descriptors */
+	/* timeouts (daemon/timeouts.c): when it was accepted, whether a
+	 * request of its was ever whole, when the request being received
+	 * last got a byte, and when its oldest parked descriptor came */
+	uint64_t accepted_ns;
+	bool served;
+	uint64_t last_byte_ns;
+	uint64_t fds_since_ns;
+	bool fds_stalled;    /* not read while its user's descriptors are over their bound */
+	bool charged;        /* its connection and socket count in its user's */
 	uint64_t in_read;    /* bytes read from the socket */
 	uint64_t in_parsed;  /* of those, bytes the parser has consumed */
 	gr_regions regions;
@@ -157,6 +169,7 @@ struct gr_conn {
 	gr_link requests;    /* every request not yet finished */
 	unsigned nrequests;
 	uint64_t staged_bytes;  /* staging held by this connection's requests */
+	uint64_t staging_bytes; /* of those, in its user's share of staging */
 	gr_buf wbuf;
 	size_t writing_bytes;   /* handed to uv_write, not yet written */
 	uint64_t writes_done;   /* uv_writes finished: the peer is taking replies */
@@ -214,6 +227,7 @@ struct gr_server {
 	uv_idle_t batch_hold;    /* ... and the last one, polled without sleeping */
 	uv_timer_t shutdown_timer;
 	uv_timer_t write_sweep;  /* write-timeout.c */
+	uv_timer_t timeouts;     /* timeouts.c */
 	/* pace.c: the connections paced until the next millisecond, the last
 	 * one read that streams nothing and when, and the host's CPU pressure */
 	uv_timer_t pace_timer;
@@ -252,6 +266,7 @@ struct gr_server {
 	gr_exporter *exporter;   /* --metrics-listen, or NULL */
 
 	gr_peers peers;
+	gr_closer *closer;      /* closes what clients hand over (daemon/closer.h) */
 	uint64_t last_region_id;
 	uint64_t mapped_bytes; /* every region's, until its last request is done */
 
@@ -290,7 +305,8 @@ void gr_server_mark_dirty(gr_server *s, gr_conn *c);
 void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot);
 void gr_server_batch_flush(gr_server *s);
 void gr_server_submit(gr_server *s, gr_job *job);
-int gr_server_write_stats(gr_server *s, gr_buf *b);
+/* stats: asker's holdings, or every user's when all */
+int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool all);
 int gr_server_write_info(gr_server *s, gr_buf *b);
 void gr_server_conn_closed(gr_server *s);
 
@@ -303,6 +319,12 @@ void gr_conn_close(gr_conn *c);
 
 /* write-timeout.c: close clients that take no reply (--write-timeout-ms) */
 void gr_write_timeout_start(gr_server *s);
+
+/* timeouts.c: close clients whose request stops halfway
+ * (--request-timeout-ms, --first-request-timeout-ms, --fd-timeout-ms),
+ * and settle users' descriptors the closer has closed */
+void gr_timeouts_start(gr_server *s);
+void gr_timeouts_stop(gr_server *s);
 
 /* pace.c: a client streaming while others wait, on a host short of CPU */
 void gr_pace_init(gr_server *s);

@@ -19,6 +19,7 @@ typedef struct gr_stats {
 	uint64_t connections_total;
 	uint64_t connections_refused;
 	uint64_t write_timeouts;  /* closed by --write-timeout-ms */
+	uint64_t request_timeouts; /* closed by the timeouts of daemon/timeouts.c */
 	uint64_t requests;
 	uint64_t errors;
 	uint64_t bytes_in;
@@ -34,6 +35,7 @@ typedef struct gr_stats {
 	uint64_t stalls_chunks;
 	uint64_t stalls_limits;
 	uint64_t stalls_paced;
+	uint64_t stalls_fds;      /* not read: its user's descriptors over their bound */
 	uint32_t lat_us[GR_STATS_WINDOW];
 	uint64_t lat_n; /* samples ever recorded; the window holds the last ones */
 	/* Latencies ever recorded, per bucket (not cumulative: recording

@@ -42,6 +42,8 @@ def new_memfd(nbytes):
     fd = os.memfd_create("gpured", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         os.ftruncate(fd, nbytes)
+        # allocated whole: the daemon maps no memfd with holes
+        os.posix_fallocate(fd, 0, nbytes)
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
         m = _Mapping(fd, nbytes)
     except BaseException:

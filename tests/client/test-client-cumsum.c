@@ -447,7 +447,8 @@ static void test_regions(void)
 	/* a memfd of our own, mapped writable by hand */
 	int fd = memfd_create("cumsum-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	uint64_t id;
-	CHECK(fd >= 0 && ftruncate(fd, 4096) == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+	CHECK(fd >= 0 && ftruncate(fd, 4096) == 0 && posix_fallocate(fd, 0, 4096) == 0 &&
+	      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
 	int64_t *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	CHECK(m != MAP_FAILED);
 	CHECK_EQ(gpured_map_fd_flags(g, fd, 4096, GPURED_REGION_WRITABLE, &id), 0);
@@ -544,7 +545,8 @@ static void test_errors(void)
 	int fd = memfd_create("cumsum-ro", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	char path[64];
 	uint64_t rid;
-	CHECK(fd >= 0 && ftruncate(fd, 4096) == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+	CHECK(fd >= 0 && ftruncate(fd, 4096) == 0 && posix_fallocate(fd, 0, 4096) == 0 &&
+	      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	int rofd = open(path, O_RDONLY | O_CLOEXEC);
 	CHECK(rofd >= 0);

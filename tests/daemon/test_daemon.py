@@ -262,6 +262,8 @@ class Hostile(unittest.TestCase):
 
 class Limits(unittest.TestCase):
     def test_max_connections(self):
+        """One user alone holds at most three quarters of the connections
+        (gpured(8) SECURITY): the rest is kept for other users."""
         d = Daemon("--max-connections", "20")
         try:
             # The start-up probe's connection may still be closing: wait
@@ -270,19 +272,23 @@ class Limits(unittest.TestCase):
             end = time.monotonic() + 5
             while first.call("stats")[1]["connections"] != 1 and time.monotonic() < end:
                 time.sleep(0.02)
-            conns = [first] + [Client(d.path) for _ in range(19)]
+            conns = [first] + [Client(d.path) for _ in range(14)]
             for c in conns:
                 self.assertEqual(c.call("ping"), (None, "pong"))
             extra = Client(d.path)
             resp = extra.recv()
             self.assertEqual(resp[1], 0)
             self.assertEqual(resp[2]["code"], "busy")
+            self.assertIn("holds 15 of the daemon's 20 connections", resp[2]["message"])
             self.assertTrue(extra.closed())
             extra.close()
             conns.pop().close()
             time.sleep(0.1)
             c = Client(d.path)
             self.assertEqual(c.call("ping"), (None, "pong"))
+            st = c.call("stats")[1]
+            self.assertGreaterEqual(st["shares"]["connections"]["refused"], 1)
+            self.assertEqual(st["shares"]["connections"]["cap"], 20)
             c.close()
             for c in conns:
                 c.close()

@@ -30,10 +30,12 @@ def pack(obj):
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def memfd(size, seal=True, name="gpured-test"):
+def memfd(size, seal=True, name="gpured-test", allocate=True):
     flags = os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if seal is not None else 0)
     fd = os.memfd_create(name, flags)
     os.ftruncate(fd, size)
+    if allocate and size:
+        os.posix_fallocate(fd, 0, size)
     if seal:
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
     return fd

@@ -26,6 +26,8 @@ def pack(obj):
 def memfd(size, seal=True):
     fd = os.memfd_create("gpured-soak", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, size)
+    if size:
+        os.posix_fallocate(fd, 0, size)
     if seal:
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
     return fd

@@ -1,0 +1,42 @@
+/*
+ * Closing what clients hand over, off the loop thread.
+ *
+ * close() of a descriptor can wait on whoever made it: a TCP socket with
+ * SO_LINGER and unsent data waits up to its linger time, a file on a FUSE
+ * mount waits for its server's answer to the flush, and the last close of
+ * a Unix socket drops the descriptors still queued in it, each of which
+ * may be such a one. None of that may stall the loop, so every descriptor
+ * a client passed, and every connection's own socket, is closed by a few
+ * threads here. A descriptor waiting its turn or being closed stays
+ * counted against the user who sent it (gr_peer.closing), so a user whose
+ * closes do not finish stops being read (daemon/conn.c), not everyone.
+ */
+#pragma once
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct gr_closer gr_closer;
+
+/* Threads that close: a few, since a close may wait for ever. */
+#define GR_CLOSER_THREADS 4u
+
+/* A closer with its threads; 0 or a negative errno. */
+int gr_closer_new(gr_closer **ret);
+
+/*
+ * Close fd on a closer thread, then count *counter down by one (counter
+ * may be NULL). With no closer (NULL), or no memory for the queue, fd is
+ * closed here and now.
+ */
+void gr_closer_close(gr_closer *cl, int fd, _Atomic uint64_t *counter);
+
+/* Descriptors queued or being closed now. */
+uint64_t gr_closer_pending(gr_closer *cl);
+
+/*
+ * Stop the threads once the queue is empty, waiting up to timeout_ms for
+ * closes that hang; threads still in a close then are left to the
+ * process's exit, with what they hold. Returns NULL.
+ */
+gr_closer *gr_closer_free(gr_closer *cl, unsigned timeout_ms);
