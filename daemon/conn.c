@@ -112,6 +112,53 @@ static bool conn_fds_blocked(gr_conn *c)
 	       p->held[GR_RES_FDS] > 2u * (uint64_t)p->conns;
 }
 
+/* ---- the parser's memory ---- */
+
+/*
+ * Count what the parser holds for the request being parsed (its offsets,
+ * as their bytes come) in the connection's and its user's in-flight
+ * bytes; a request that would take its user past its bound is refused
+ * then, not once its client has sent all of it.
+ */
+static void conn_parser_charge(gr_conn *c)
+{
+	const gr_config *cfg = c->srv->cfg;
+	uint64_t held = gr_req_parser_held(c->parser);
+
+	if (held == c->parser_charged)
+		return;
+	if (held > c->parser_charged) {
+		gr_conn_charge(c, held - c->parser_charged);
+		if (c->peer->held[GR_RES_INFLIGHT] > cfg->max_inflight_bytes_per_uid) {
+			char msg[200];
+			snprintf(msg, sizeof(msg),
+				 "uid %u holds %" PRIu64 " bytes in flight, past its bound of %" PRIu64
+				 " (--max-inflight-bytes-per-uid): 'offsets' refused",
+				 (unsigned)c->uid, c->peer->held[GR_RES_INFLIGHT],
+				 cfg->max_inflight_bytes_per_uid);
+			/* the parser skips the rest; the answer is ours to send */
+			gr_req_parser_reject(c->parser, GR_ERR_TOO_LARGE, "%s", msg);
+			if (c->cur) {
+				gr_request *req = c->cur;
+				c->cur = NULL;
+				gr_request_fail(req, /* reply= */ true, GR_ERR_TOO_LARGE, msg);
+			} else {
+				const gr_req *preq = gr_req_parser_req(c->parser);
+				gr_conn_reply_error(c, preq->msgid, GR_ERR_TOO_LARGE, "%s", msg);
+			}
+		}
+	} else {
+		gr_conn_discharge(c, c->parser_charged - held);
+	}
+	c->parser_charged = held;
+	/* a refusal frees the offsets at once */
+	held = gr_req_parser_held(c->parser);
+	if (held < c->parser_charged) {
+		gr_conn_discharge(c, c->parser_charged - held);
+		c->parser_charged = held;
+	}
+}
+
 /* ---- parser events ---- */
 
 static bool conn_over_limits(gr_conn *c)
@@ -504,6 +551,7 @@ void gr_conn_pump(gr_conn *c)
 		size_t n = gr_req_parser_feed(c->parser, c->rbuf + c->rpos, c->rlen - c->rpos, &ev);
 		c->rpos += n;
 		c->in_parsed += n;
+		conn_parser_charge(c);
 		if (!conn_on_event(c, ev)) {
 			conn_read_stop(c);
 			return;

@@ -207,6 +207,15 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 	gr_err e = GR_ERR_INVALID_PARAMS;
 	gr_region *r = NULL;
 
+	/* Anyone who learns an IPC handle can open it: writing through one
+	 * would write into whichever process made it (gpured(8) SECURITY). */
+	if (req->kind == GR_MAP_CUDA_IPC && req->writable && !s->cfg->allow_cuda_ipc_writable) {
+		snprintf(why, whylen, "kind cuda_ipc cannot be mapped \"writable\": the daemon "
+			 "cannot tell that the handle is the client's own; export the allocation "
+			 "as a file descriptor (kind cuda), or the operator allows it "
+			 "(--allow-cuda-ipc-writable yes)");
+		goto out;
+	}
 	if (!be->ops->map_device) {
 		snprintf(why, whylen, "this daemon reduces on the %s and cannot map device memory "
 			 "(kind %s)", be->name, gr_map_kind_name(req->kind));
@@ -216,15 +225,6 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 		snprintf(why, whylen, "kind cuda_ipc is off: the daemon cannot tell that an IPC handle "
 			 "is the client's own; export the allocation as a file descriptor (kind "
 			 "cuda), or the operator allows IPC handles (--allow-cuda-ipc yes)");
-		goto out;
-	}
-	/* Anyone who learns an IPC handle can open it: writing through one
-	 * would write into whichever process made it (gpured(8) SECURITY). */
-	if (req->kind == GR_MAP_CUDA_IPC && req->writable && !s->cfg->allow_cuda_ipc_writable) {
-		snprintf(why, whylen, "kind cuda_ipc cannot be mapped \"writable\": the daemon "
-			 "cannot tell that the handle is the client's own; export the allocation "
-			 "as a file descriptor (kind cuda), or the operator allows it "
-			 "(--allow-cuda-ipc-writable yes)");
 		goto out;
 	}
 	if (region_check_count(s, set, why, whylen) != GR_OK)

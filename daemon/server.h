@@ -134,6 +134,7 @@ struct gr_conn {
 	unsigned handles;    /* libuv handles not yet closed; the last close frees c */
 	gr_fdq fds;          /* descriptors waiting for their request */
 	unsigned fds_charged; /* of those, counted in its user's descriptors */
+	uint64_t parser_charged; /* the parser's memory, counted in its in-flight bytes */
 	/* timeouts (daemon/timeouts.c): when it was accepted, whether a
 	 * request of its was ever whole, when the request being received
 	 * last got a byte, and when its oldest parked descriptor came */

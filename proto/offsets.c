@@ -10,15 +10,20 @@
 
 #include "offsets.h"
 
+/* The bytes a bin's memory starts with; it doubles as they come. */
+#define OFFSETS_FIRST_BYTES ((uint64_t)64 << 10)
+
 int gr_offsets_begin(gr_offsets *o, uint64_t bytes)
 {
 	gr_offsets_clear(o);
 	/* malloc(0) may return NULL; the parser refuses short bins first */
-	o->v = malloc(bytes ? (size_t)bytes : 1);
+	uint64_t cap = bytes < OFFSETS_FIRST_BYTES ? bytes : OFFSETS_FIRST_BYTES;
+	o->v = malloc(cap ? (size_t)cap : 1);
 	if (!o->v)
 		return -ENOMEM;
 	o->bytes = bytes;
 	o->got = 0;
+	o->cap = cap;
 	return 0;
 }
 
@@ -27,6 +32,21 @@ size_t gr_offsets_feed(gr_offsets *o, const uint8_t *buf, size_t len)
 	uint64_t left = o->bytes - o->got;
 	size_t n = len < left ? len : (size_t)left;
 
+	if (o->got + n > o->cap) {
+		uint64_t cap = o->cap ? o->cap : OFFSETS_FIRST_BYTES;
+		while (cap < o->got + n)
+			cap *= 2;
+		if (cap > o->bytes)
+			cap = o->bytes;
+		void *v = realloc(o->v, (size_t)cap);
+		if (!v) {
+			/* take what fits; the rest waits for the next call */
+			n = (size_t)(o->cap - o->got);
+		} else {
+			o->v = v;
+			o->cap = cap;
+		}
+	}
 	memcpy((uint8_t *)o->v + o->got, buf, n);
 	o->got += n;
 	return n;
@@ -61,7 +81,7 @@ uint64_t *gr_offsets_take(gr_offsets *o)
 	uint64_t *v = o->v;
 
 	o->v = NULL;
-	o->bytes = o->got = 0;
+	o->bytes = o->got = o->cap = 0;
 	return v;
 }
 
@@ -69,5 +89,5 @@ void gr_offsets_clear(gr_offsets *o)
 {
 	free(o->v);
 	o->v = NULL;
-	o->bytes = o->got = 0;
+	o->bytes = o->got = o->cap = 0;
 }

@@ -18,9 +18,12 @@ typedef struct gr_offsets {
 	uint64_t *v;    /* k + 1 offsets, host order once finished */
 	uint64_t bytes; /* the bin's length */
 	uint64_t got;   /* bytes of it collected */
+	uint64_t cap;   /* bytes v holds: it grows as the bin's bytes come */
 } gr_offsets;
 
-/* Start collecting a bin of bytes bytes. Returns 0 or -ENOMEM. */
+/* Start collecting a bin of bytes bytes: the memory for them grows as
+ * they come, so that a bin whose bytes stop coming holds little. Returns
+ * 0 or -ENOMEM. */
 int gr_offsets_begin(gr_offsets *o, uint64_t bytes);
 /* Take up to len bytes of the bin from buf; returns how many were taken. */
 size_t gr_offsets_feed(gr_offsets *o, const uint8_t *buf, size_t len);

@@ -543,6 +543,13 @@ size_t gr_req_parser_feed(gr_req_parser *p, const uint8_t *buf, size_t len, gr_r
 			if (p->body_left > 0 && used == len)
 				goto need_more;
 			n = gr_offsets_feed(&p->offs, buf + used, len - used);
+			if (n == 0) {
+				/* no memory to grow it: the rest is skipped */
+				gr_offsets_clear(&p->offs);
+				req_fail(p, GR_ERR_INTERNAL, "out of memory for 'offsets'");
+				p->state = ST_SKIP;
+				break;
+			}
 			p->body_left -= n;
 			used += n;
 			if (p->body_left == 0)
@@ -606,6 +613,11 @@ gr_req_parser *gr_req_parser_free(gr_req_parser *p)
 	return NULL;
 }
 
+uint64_t gr_req_parser_held(const gr_req_parser *p)
+{
+	return p->offs.cap;
+}
+
 uint64_t *gr_req_parser_take_offsets(gr_req_parser *p)
 {
 	if (!p->req.has_offsets)
@@ -638,6 +650,8 @@ void gr_req_parser_reject(gr_req_parser *p, gr_err err, const char *fmt, ...)
 	va_start(ap, fmt);
 	req_vset(p, err, fmt, ap);
 	va_end(ap);
+	if (p->state == ST_OFFSETS)
+		gr_offsets_clear(&p->offs); /* what it held goes now, not at the end */
 	if (p->state == ST_PAYLOAD || p->state == ST_OFFSETS)
 		p->state = ST_SKIP;
 	else if (p->state == ST_ELEM)

@@ -155,3 +155,7 @@ uint64_t gr_req_parser_skip_remaining(const gr_req_parser *p);
  * connection that ends while this is false ended mid-message.
  */
 bool gr_req_parser_idle(const gr_req_parser *p);
+
+/* Bytes of memory the parser holds for the request being parsed (its
+ * offsets as they come), for the caller to count against its client. */
+uint64_t gr_req_parser_held(const gr_req_parser *p);
