@@ -90,6 +90,8 @@ struct cpu_work {
 
 typedef struct cpu_backend {
 	gr_backend base;
+	gr_backend_ops ops;    /* cpu_ops, with the tests' slow registration */
+	unsigned register_ms;  /* fault "register-ms=N" (cpu_fault_parse) */
 	size_t inline_max;
 	const gr_early_ops *early;
 
@@ -491,6 +493,42 @@ static const gr_backend_ops cpu_ops = {
     .free = cpu_free,
 };
 
+/*
+ * Fault injection (tests): the CPU reads any memory at full speed and
+ * registers none, but "register-ms=N" in the fault rules (--fault, commas
+ * between rules; the CUDA backend's rules are left to it) gives it a
+ * registration that takes N ms to do and to undo, as pinning a large
+ * region does on a GPU, so that the daemon's handling of a slow one
+ * (daemon/region-pin.c) is tested where there is no GPU.
+ */
+static int cpu_slow_register(gr_backend *b, const void *p, size_t bytes, void **ret_reg,
+			     char *why, size_t whylen)
+{
+	cpu_backend *cb = (cpu_backend *)b;
+	usleep(cb->register_ms * 1000u);
+	*ret_reg = (void *)p;
+	return 0;
+}
+
+static void cpu_slow_unregister(gr_backend *b, void *reg)
+{
+	cpu_backend *cb = (cpu_backend *)b;
+	usleep(cb->register_ms * 1000u);
+}
+
+static void cpu_fault_parse(cpu_backend *cb, const char *spec)
+{
+	const char *at = spec ? strstr(spec, "register-ms=") : NULL;
+
+	cb->ops = cpu_ops;
+	if (!at || (at != spec && at[-1] != ','))
+		return;
+	unsigned long ms = strtoul(at + strlen("register-ms="), NULL, 10);
+	cb->register_ms = ms > 60000 ? 60000 : (unsigned)ms;
+	cb->ops.register_host = cpu_slow_register;
+	cb->ops.unregister_host = cpu_slow_unregister;
+}
+
 static void cpu_read_model(char *buf, size_t len)
 {
 	FILE *f = fopen("/proc/cpuinfo", "re");
@@ -560,7 +598,8 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 		snprintf(errbuf, errlen, "cpu backend: out of memory");
 		return -ENOMEM;
 	}
-	cb->base.ops = &cpu_ops;
+	cpu_fault_parse(cb, cfg->fault);
+	cb->base.ops = &cb->ops;
 	cb->base.name = "cpu";
 	cb->base.ndevices = 1;
 	cb->base.cq = cq;

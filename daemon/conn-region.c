@@ -15,7 +15,6 @@ void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 	gr_server *s = c->srv;
 	gr_region *r;
 	char why[256];
-	int w;
 
 	if (preq->kind == GR_MAP_CUDA_IPC && nfd > 0) {
 		/* its handle comes in the request */
@@ -48,7 +47,18 @@ void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 		gr_conn_reply_error(c, preq->msgid, e, "%s", why);
 		return;
 	}
-	if ((w = gr_msg_write_response_header(&c->wbuf, preq->msgid)) >= 0 &&
+	/* answered once registered, where the backend registers it */
+	if (r->device < 0 && gr_region_pin(c, r, preq->msgid))
+		return;
+	gr_conn_map_reply(c, preq->msgid, r);
+}
+
+void gr_conn_map_reply(gr_conn *c, uint32_t msgid, const gr_region *r)
+{
+	gr_server *s = c->srv;
+	int w;
+
+	if ((w = gr_msg_write_response_header(&c->wbuf, msgid)) >= 0 &&
 	    (w = gr_mpw_map(&c->wbuf, 2)) >= 0 && (w = gr_mpw_cstr(&c->wbuf, "region")) >= 0 &&
 	    (w = gr_mpw_uint(&c->wbuf, r->id)) >= 0 && (w = gr_mpw_cstr(&c->wbuf, "bytes")) >= 0)
 		w = gr_mpw_uint(&c->wbuf, r->bytes);

@@ -770,14 +770,33 @@ void gr_conn_maybe_close(gr_conn *c)
 		gr_conn_close(c);
 }
 
-/* The last of the connection's handles closed: free it. */
+static void conn_free(gr_conn *c);
+
+/* The last of the connection's handles closed: free it, unless held. */
 static void conn_close_cb(uv_handle_t *h)
 {
 	gr_conn *c = h->data;
+
+	if (--c->handles > 0 || c->holds > 0)
+		return;
+	conn_free(c);
+}
+
+void gr_conn_hold(gr_conn *c)
+{
+	c->holds++;
+}
+
+void gr_conn_release(gr_conn *c)
+{
+	if (--c->holds == 0 && c->closing && c->handles == 0)
+		conn_free(c);
+}
+
+static void conn_free(gr_conn *c)
+{
 	gr_server *s = c->srv;
 
-	if (--c->handles > 0)
-		return;
 	/* the last reference to the socket: its close drops what is still
 	 * queued in it, the descriptors too (daemon/closer.h) */
 	gr_closer_close(s->closer, c->rfd, NULL);

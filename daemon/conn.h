@@ -79,7 +79,19 @@ int gr_conn_stream_write(gr_conn *c, void *mem, size_t len);
  * waiting to stream its own begins. */
 void gr_conn_stream_end(gr_conn *c);
 
+/* conn.c: keep c (freed only once its handles are closed and every hold
+ * is released) for work that answers on it later. */
+void gr_conn_hold(gr_conn *c);
+void gr_conn_release(gr_conn *c);
+
+/* region-pin.c: register r with the backend off the loop, then answer
+ * the map (msgid) on c. False when there is nothing to register: the
+ * caller answers now. */
+bool gr_region_pin(gr_conn *c, gr_region *r, uint32_t msgid);
+
 /* conn-region.c: map, unmap, reduce by region */
+/* A map's answer: the region's id and bytes. */
+void gr_conn_map_reply(gr_conn *c, uint32_t msgid, const gr_region *r);
 void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd);
 void gr_conn_unmap(gr_conn *c, const gr_req *preq);
 void gr_conn_reduce_region(gr_conn *c, const gr_req *preq);

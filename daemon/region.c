@@ -268,7 +268,6 @@ out:
 gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, gr_region **ret,
 		     char *why, size_t whylen)
 {
-	gr_backend *be = s->backend;
 	gr_err e;
 
 	if (req->kind != GR_MAP_HOST)
@@ -308,15 +307,7 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 	r->bytes = (size_t)req->bytes;
 	r->device = -1;
 	r->writable = req->writable;
-	if (be->ops->register_host) {
-		char rwhy[192] = "";
-		if (be->ops->register_host(be, p, r->bytes, &r->reg, rwhy, sizeof(rwhy)) < 0) {
-			/* Still readable, only slower to move. */
-			log_warning("region %" PRIu64 " (%zu bytes) not registered with the backend: %s",
-				    r->id, r->bytes, rwhy);
-			r->reg = NULL;
-		}
-	}
+	/* a backend that registers it does so off the loop (region-pin.c) */
 	region_add(s, set, r);
 	*ret = r;
 	return GR_OK;
@@ -370,6 +361,8 @@ gr_region *gr_region_unref(gr_region *r)
 		free(r);
 		return NULL;
 	}
+	if (gr_region_unpin(r))
+		return NULL; /* the pool unregisters, unmaps and frees it */
 	if (r->reg && be && be->ops->unregister_host)
 		be->ops->unregister_host(be, r->reg);
 	munmap((void *)r->base, r->bytes);

@@ -43,6 +43,7 @@ struct gr_region {
 	void *reg;           /* what the backend registered, or NULL */
 	int device;          /* -1: host memory; else the device that holds it */
 	bool writable;       /* mapped for writing too ("writable") */
+	bool pinning;        /* being registered off the loop (region-pin.c) */
 	gr_device_region dev;
 };
 
@@ -91,3 +92,11 @@ static inline gr_region *gr_region_ref(gr_region *r)
 }
 
 gr_region *gr_region_unref(gr_region *r);
+
+/* region-pin.c: a region's last reference, where the backend registered
+ * it: unregister, unmap and free it on the thread pool. False when that
+ * is not to be (nothing registered, or the server is ending): the caller
+ * does it now. */
+bool gr_region_unpin(gr_region *r);
+/* The server ends: wait for the pool's pinning work, and do no more. */
+void gr_region_pins_close(gr_server *s);

@@ -1037,6 +1037,9 @@ void gr_server_free(gr_server *s)
 	 * comes back. */
 	gr_server_batch_flush(s);
 	server_route_flush(s);
+	/* regions being registered or unregistered: done before the
+	 * backend goes */
+	gr_region_pins_close(s);
 	/* Wait for the backend's threads to give every job back, then run
 	 * the callbacks that release what those jobs held. */
 	s->backend->ops->free(s->backend);

@@ -188,6 +188,7 @@ struct gr_conn {
 	uint64_t pace_ms, pace_bytes, pace_prev_bytes;
 	bool paced;
 	gr_link pace_link;      /* in srv->paced while paced */
+	unsigned holds;         /* work that needs it after its close (gr_conn_hold) */
 };
 
 struct gr_server {
@@ -270,6 +271,8 @@ struct gr_server {
 	gr_closer *closer;      /* closes what clients hand over (daemon/closer.h) */
 	uint64_t last_region_id;
 	uint64_t mapped_bytes; /* every region's, until its last request is done */
+	unsigned pins;         /* regions being registered or unregistered (region-pin.c) */
+	bool pins_closed;      /* the backend is going: no more of that work */
 
 	/* Finished requests kept for reuse: malloc is a visible cost at a
 	 * million small requests a second. */

@@ -193,6 +193,52 @@ class Charges(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
 
+class SlowRegistration(unittest.TestCase):
+    """A backend that registers regions slowly (a GPU pinning a large one;
+    here the CPU backend's test fault) does it off the loop: others are
+    served meanwhile, the map is answered once it is done, and a client
+    that goes before then leaves nothing behind."""
+
+    def test_others_served_while_a_region_registers(self):
+        d = Daemon("--fault", "register-ms=800")
+        try:
+            c = ShmClient(d.path)
+            other = Client(d.path)
+            fd = memfd(1 << 20)
+            t0 = time.monotonic()
+            c.msgid += 1
+            c.send_fds(pack([0, c.msgid, "map", [{"bytes": 1 << 20}]]), [fd])
+            os.close(fd)
+            time.sleep(0.1)
+            t1 = time.monotonic()
+            self.assertEqual(other.call("ping"), (None, "pong"))
+            self.assertLess(time.monotonic() - t1, 0.3 * SLACK)
+            resp = c.recv()
+            self.assertGreaterEqual(time.monotonic() - t0, 0.7)
+            self.assertEqual(resp[:3], [1, c.msgid, None])
+            rid = resp[3]["region"]
+            err, res = c.reduce_region("sum", "f32", rid, 0, 1 << 18)
+            self.assertIsNone(err, err)
+            self.assertEqual(c.call("unmap", [{"region": rid}]), (None, True))
+            # a client that goes while its region registers
+            gone = ShmClient(d.path)
+            fd = memfd(1 << 20)
+            gone.send_fds(pack([0, 1, "map", [{"bytes": 1 << 20}]]), [fd])
+            os.close(fd)
+            time.sleep(0.1)
+            gone.close()
+            time.sleep(2.0)
+            st = other.call("stats")[1]
+            self.assertEqual(st["regions"], 0)
+            self.assertEqual(st["mapped_bytes"], 0)
+            self.assertEqual(st["shares"]["mapped_bytes"]["used"], 0)
+            self.assertEqual(st["connections"], 2)
+            c.close()
+            other.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 class Memfds(unittest.TestCase):
     def test_holes_refused_whole_accepted(self):
         d = Daemon()
