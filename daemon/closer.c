@@ -10,19 +10,45 @@
 typedef struct closer_item {
 	struct closer_item *next;
 	int fd;
+	uint32_t owner;
 	_Atomic uint64_t *counter;
 } closer_item;
 
 struct gr_closer {
 	pthread_mutex_t lock;
-	pthread_cond_t work;  /* an item was queued, or stop */
-	pthread_cond_t idle;  /* the queue emptied and no close is under way */
-	closer_item *head, *tail;
+	pthread_cond_t work;  /* an item was queued, an owner's close ended, or stop */
+	pthread_cond_t idle;  /* a thread returned */
+	closer_item *head;
 	uint64_t pending;     /* queued or being closed */
-	unsigned threads;     /* started */
-	unsigned running;     /* not yet returned */
+	/* owners whose close is under way: at most one thread each */
+	uint32_t busy[GR_CLOSER_THREADS_MAX];
+	unsigned nbusy;
+	unsigned threads;     /* started, not yet returned */
+	unsigned waiting;     /* of those, waiting for work */
 	bool stop;
 };
+
+static bool closer_owner_busy(const gr_closer *cl, uint32_t owner)
+{
+	for (unsigned i = 0; i < cl->nbusy; i++)
+		if (cl->busy[i] == owner)
+			return true;
+	return false;
+}
+
+/* The oldest item whose owner has no close under way, unlinked; NULL
+ * when there is none. */
+static closer_item *closer_take(gr_closer *cl)
+{
+	for (closer_item **pp = &cl->head; *pp; pp = &(*pp)->next) {
+		closer_item *it = *pp;
+		if (closer_owner_busy(cl, it->owner))
+			continue;
+		*pp = it->next;
+		return it;
+	}
+	return NULL;
+}
 
 static void *closer_main(void *arg)
 {
@@ -30,68 +56,83 @@ static void *closer_main(void *arg)
 
 	pthread_mutex_lock(&cl->lock);
 	for (;;) {
-		while (!cl->head && !cl->stop)
+		closer_item *it = closer_take(cl);
+		if (!it) {
+			if (cl->stop && !cl->head)
+				break;
+			cl->waiting++;
 			pthread_cond_wait(&cl->work, &cl->lock);
-		if (!cl->head)
-			break;
-		closer_item *it = cl->head;
-		cl->head = it->next;
-		if (!cl->head)
-			cl->tail = NULL;
+			cl->waiting--;
+			continue;
+		}
+		cl->busy[cl->nbusy++] = it->owner;
 		pthread_mutex_unlock(&cl->lock);
 		/* EINTR leaves the descriptor closed on Linux: never again */
 		close(it->fd);
 		if (it->counter)
 			atomic_fetch_sub(it->counter, 1);
-		free(it);
 		pthread_mutex_lock(&cl->lock);
-		if (--cl->pending == 0)
-			pthread_cond_broadcast(&cl->idle);
+		for (unsigned i = 0; i < cl->nbusy; i++)
+			if (cl->busy[i] == it->owner) {
+				cl->busy[i] = cl->busy[--cl->nbusy];
+				break;
+			}
+		cl->pending--;
+		free(it);
+		/* the owner's next item may go now, on any thread */
+		if (cl->head)
+			pthread_cond_broadcast(&cl->work);
 	}
-	cl->running--;
+	cl->threads--;
 	pthread_cond_broadcast(&cl->idle);
 	pthread_mutex_unlock(&cl->lock);
 	return NULL;
 }
 
+/* Start one more thread; with the lock held. */
+static int closer_spawn(gr_closer *cl)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* a close needs little stack */
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	r = pthread_create(&t, &attr, closer_main, cl);
+	pthread_attr_destroy(&attr);
+	if (r == 0)
+		cl->threads++;
+	return -r;
+}
+
 int gr_closer_new(gr_closer **ret)
 {
 	gr_closer *cl = calloc(1, sizeof(*cl));
-	pthread_attr_t attr;
-	int r;
+	int r = 0;
 
 	if (!cl)
 		return -ENOMEM;
 	pthread_mutex_init(&cl->lock, NULL);
 	pthread_cond_init(&cl->work, NULL);
 	pthread_cond_init(&cl->idle, NULL);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* a close needs little stack */
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	for (unsigned i = 0; i < GR_CLOSER_THREADS; i++) {
-		pthread_t t;
-		pthread_mutex_lock(&cl->lock);
-		if ((r = pthread_create(&t, &attr, closer_main, cl)) == 0) {
-			cl->threads++;
-			cl->running++;
-		}
-		pthread_mutex_unlock(&cl->lock);
-		if (r != 0)
-			break;
-	}
-	pthread_attr_destroy(&attr);
-	if (cl->threads == 0) {
+	pthread_mutex_lock(&cl->lock);
+	for (unsigned i = 0; i < GR_CLOSER_THREADS && r == 0; i++)
+		r = closer_spawn(cl);
+	unsigned started = cl->threads;
+	pthread_mutex_unlock(&cl->lock);
+	if (started == 0) {
 		gr_closer_free(cl, 0);
-		return -r;
+		return r;
 	}
 	*ret = cl;
 	return 0;
 }
 
-void gr_closer_close(gr_closer *cl, int fd, _Atomic uint64_t *counter)
+void gr_closer_close(gr_closer *cl, int fd, uint32_t owner, _Atomic uint64_t *counter)
 {
-	closer_item *it = cl ? malloc(sizeof(*it)) : NULL;
+	closer_item *it = cl && fd >= 0 ? malloc(sizeof(*it)) : NULL;
 
 	if (fd < 0)
 		return;
@@ -103,15 +144,19 @@ void gr_closer_close(gr_closer *cl, int fd, _Atomic uint64_t *counter)
 	}
 	it->next = NULL;
 	it->fd = fd;
+	it->owner = owner;
 	it->counter = counter;
 	pthread_mutex_lock(&cl->lock);
-	if (cl->tail)
-		cl->tail->next = it;
-	else
-		cl->head = it;
-	cl->tail = it;
+	closer_item **pp = &cl->head;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = it;
 	cl->pending++;
-	pthread_cond_signal(&cl->work);
+	/* An owner with nothing under way should not wait for threads that
+	 * others' closes hold: one more thread, up to the bound. */
+	if (cl->waiting == 0 && !closer_owner_busy(cl, owner) && cl->threads < GR_CLOSER_THREADS_MAX)
+		closer_spawn(cl);
+	pthread_cond_broadcast(&cl->work);
 	pthread_mutex_unlock(&cl->lock);
 }
 
@@ -143,10 +188,10 @@ gr_closer *gr_closer_free(gr_closer *cl, unsigned timeout_ms)
 	pthread_mutex_lock(&cl->lock);
 	cl->stop = true;
 	pthread_cond_broadcast(&cl->work);
-	while (cl->running > 0)
+	while (cl->threads > 0)
 		if (pthread_cond_timedwait(&cl->idle, &cl->lock, &until) == ETIMEDOUT)
 			break;
-	bool done = cl->running == 0;
+	bool done = cl->threads == 0;
 	pthread_mutex_unlock(&cl->lock);
 	if (!done)
 		return NULL; /* a thread still closes: it keeps cl */

@@ -6,10 +6,15 @@
  * mount waits for its server's answer to the flush, and the last close of
  * a Unix socket drops the descriptors still queued in it, each of which
  * may be such a one. None of that may stall the loop, so every descriptor
- * a client passed, and every connection's own socket, is closed by a few
- * threads here. A descriptor waiting its turn or being closed stays
- * counted against the user who sent it (gr_peer.closing), so a user whose
- * closes do not finish stops being read (daemon/conn.c), not everyone.
+ * a client passed, and every connection's own socket, is closed by
+ * threads here. Each descriptor has an owner (the uid that sent it, or
+ * whose connection it was), and no owner has more than one close under
+ * way: the next owner's descriptors go to another thread, one more being
+ * started while every thread is held, up to GR_CLOSER_THREADS_MAX. So a
+ * user whose closes hang holds one thread and waits behind itself. A
+ * descriptor waiting its turn or being closed stays counted against its
+ * user (gr_peer.closing), so a user whose closes do not finish stops being
+ * read (daemon/conn.c), not everyone.
  */
 #pragma once
 
@@ -18,18 +23,20 @@
 
 typedef struct gr_closer gr_closer;
 
-/* Threads that close: a few, since a close may wait for ever. */
-#define GR_CLOSER_THREADS 4u
+/* Threads that close: a few from the start, more while owners whose
+ * closes hang hold those, up to the most (a close may wait for ever). */
+#define GR_CLOSER_THREADS 2u
+#define GR_CLOSER_THREADS_MAX 64u
 
 /* A closer with its threads; 0 or a negative errno. */
 int gr_closer_new(gr_closer **ret);
 
 /*
- * Close fd on a closer thread, then count *counter down by one (counter
- * may be NULL). With no closer (NULL), or no memory for the queue, fd is
- * closed here and now.
+ * Close fd on a closer thread, after owner's earlier ones, then count
+ * *counter down by one (counter may be NULL). With no closer (NULL), or no
+ * memory for the queue, fd is closed here and now.
  */
-void gr_closer_close(gr_closer *cl, int fd, _Atomic uint64_t *counter);
+void gr_closer_close(gr_closer *cl, int fd, uint32_t owner, _Atomic uint64_t *counter);
 
 /* Descriptors queued or being closed now. */
 uint64_t gr_closer_pending(gr_closer *cl);

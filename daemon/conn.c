@@ -53,11 +53,11 @@ static void conn_drop_fd(void *userdata, int fd)
 	if (fd < 0)
 		return;
 	if (!c->peer) {
-		gr_closer_close(s->closer, fd, NULL);
+		gr_closer_close(s->closer, fd, c->uid, NULL);
 		return;
 	}
 	gr_peer_closing(&s->peers, c->peer, 1);
-	gr_closer_close(s->closer, fd, &c->peer->closing);
+	gr_closer_close(s->closer, fd, c->uid, &c->peer->closing);
 }
 
 void gr_conn_drop_fd(gr_conn *c, int fd)
@@ -596,11 +596,29 @@ typedef struct conn_write {
 	gr_buf buf;
 } conn_write;
 
+/* Replies not yet written count in the user's in-flight bytes: one
+ * connection's are bounded (--max-unsent-bytes) only at request
+ * boundaries, and a user's connections together by this. */
+static void conn_unsent_charge(gr_conn *c)
+{
+	gr_server *s = c->srv;
+	uint64_t n = c->wbuf.len + c->writing_bytes;
+
+	if (!c->peer || n == c->unsent_charged)
+		return;
+	if (n > c->unsent_charged)
+		gr_peer_charge(&s->peers, c->peer, GR_RES_INFLIGHT, n - c->unsent_charged);
+	else
+		gr_peer_discharge_inflight(s, c->peer, c->unsent_charged - n);
+	c->unsent_charged = n;
+}
+
 /* After a write finished or went to libuv: once nothing of the loop's is
  * left to write, backend threads may send again (or what they held since
  * goes next), and what waited on unsent bytes or on the writes goes on. */
 static void conn_after_write(gr_conn *c)
 {
+	conn_unsent_charge(c);
 	/* a stream keeps the backend threads from sending until it ends */
 	if (c->direct && !c->stream && c->writing_bytes == 0 && c->wbuf.len == 0 &&
 	    gr_direct_written(c->direct))
@@ -798,8 +816,9 @@ static void conn_free(gr_conn *c)
 	gr_server *s = c->srv;
 
 	/* the last reference to the socket: its close drops what is still
-	 * queued in it, the descriptors too (daemon/closer.h) */
-	gr_closer_close(s->closer, c->rfd, NULL);
+	 * queued in it, the descriptors too (daemon/closer.h); counted
+	 * against its user until done (gr_conn_close) */
+	gr_closer_close(s->closer, c->rfd, c->uid, c->rfd_counter);
 	gr_req_parser_free(c->parser);
 	gr_buf_deinit(&c->wbuf);
 	c->direct = gr_direct_unref(c->direct);
@@ -843,10 +862,17 @@ void gr_conn_close(gr_conn *c)
 		/* what its requests still hold is no longer theirs to wait on */
 		gr_peer_discharge(&s->peers, c->peer, GR_RES_INFLIGHT, c->staged_bytes);
 		gr_peer_discharge(&s->peers, c->peer, GR_RES_STAGING, c->staging_bytes);
+		gr_peer_discharge(&s->peers, c->peer, GR_RES_INFLIGHT, c->unsent_charged);
+		c->unsent_charged = 0;
 		if (c->charged) {
 			gr_peer_discharge(&s->peers, c->peer, GR_RES_CONNECTIONS, 1);
 			gr_peer_discharge(&s->peers, c->peer, GR_RES_FDS, 2);
 			c->charged = false;
+		}
+		if (c->rfd >= 0) {
+			/* its socket, till the closer has closed it */
+			gr_peer_closing(&s->peers, c->peer, 1);
+			c->rfd_counter = &c->peer->closing;
 		}
 		gr_peers_leave(&s->peers, c->peer);
 		c->peer = NULL;

@@ -135,6 +135,7 @@ struct gr_conn {
 	gr_fdq fds;          /* descriptors waiting for their request */
 	unsigned fds_charged; /* of those, counted in its user's descriptors */
 	uint64_t parser_charged; /* the parser's memory, counted in its in-flight bytes */
+	uint64_t unsent_charged; /* replies not yet written, counted in its user's */
 	/* timeouts (daemon/timeouts.c): when it was accepted, whether a
 	 * request of its was ever whole, when the request being received
 	 * last got a byte, and when its oldest parked descriptor came */
@@ -144,6 +145,7 @@ struct gr_conn {
 	uint64_t fds_since_ns;
 	bool fds_stalled;    /* not read while its user's descriptors are over their bound */
 	bool charged;        /* its connection and socket count in its user's */
+	_Atomic uint64_t *rfd_counter; /* its user's closing count, for rfd's close */
 	uint64_t in_read;    /* bytes read from the socket */
 	uint64_t in_parsed;  /* of those, bytes the parser has consumed */
 	gr_regions regions;
