@@ -22,8 +22,10 @@ bool gr_quota_allows(const gr_pool *p, uint64_t held, uint64_t ask)
 	uint64_t free = p->used < p->cap ? p->cap - p->used : 0;
 	if (ask > free)
 		return false;
-	/* a newcomer may dip into the reserve, for half of what is free */
-	if (held == 0 && (ask <= free / 2 || (ask == 1 && free >= 1)))
+	/* a newcomer may dip into the reserve, for half of what is free or
+	 * one unit */
+	uint64_t unit = p->unit ? p->unit : 1;
+	if (held == 0 && (ask <= free / 2 || ask <= unit))
 		return true;
 	if (free - ask < gr_pool_reserve(p))
 		return false;
@@ -38,7 +40,8 @@ uint64_t gr_quota_room(const gr_pool *p, uint64_t held)
 	if (p->cap == 0)
 		return UINT64_MAX;
 	uint64_t free = p->used < p->cap ? p->cap - p->used : 0;
-	uint64_t newcomer = held == 0 ? (free > 1 ? free / 2 : free) : 0;
+	uint64_t unit = p->unit ? p->unit : 1;
+	uint64_t newcomer = held == 0 ? (free / 2 > unit ? free / 2 : (unit < free ? unit : free)) : 0;
 	uint64_t reserve = gr_pool_reserve(p);
 	if (free <= reserve)
 		return newcomer;

@@ -12,8 +12,9 @@
  *    (held + ask) * n <= free + held, n being the users holding it, the
  *    asker counted;
  *  - a user that holds none of it may also dip into the reserve, for up
- *    to half of what is free: whatever the others hold, a newcomer is
- *    served, and the next one after it still finds half of the rest.
+ *    to half of what is free, or one unit of the pool if that is more:
+ *    whatever the others hold, a newcomer is served, and the next one
+ *    after it still finds half of the rest.
  *
  * So a user alone may hold three quarters of a pool, k users together
  * never more than all but the reserve, and no set of users can deny the
@@ -42,6 +43,10 @@ const char *gr_res_name(gr_res r);
 
 typedef struct gr_pool {
 	uint64_t cap;      /* 0: no limit */
+	/* the least that is any use to a newcomer (a staging slot, a
+	 * connection's descriptors): one is granted while that much is
+	 * free, even past half of it (0 counts as 1) */
+	uint64_t unit;
 	uint64_t used;     /* held by every user together */
 	unsigned holders;  /* users holding some */
 	uint64_t refused;  /* asks refused (or made to wait) */

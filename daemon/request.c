@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
@@ -96,10 +97,15 @@ void gr_conn_discharge(gr_conn *c, uint64_t bytes)
 	gr_peer *p = c->peer;
 
 	c->staged_bytes -= bytes;
-	gr_peer_discharge(&s->peers, p, GR_RES_INFLIGHT, bytes);
 	/* connections waiting on their share of staging look again */
 	if (bytes && s->staging.waiters.next != &s->staging.waiters)
 		s->staging.wake_pending = true;
+	gr_peer_discharge_inflight(s, p, bytes);
+}
+
+void gr_peer_discharge_inflight(gr_server *s, gr_peer *p, uint64_t bytes)
+{
+	gr_peer_discharge(&s->peers, p, GR_RES_INFLIGHT, bytes);
 	if (p->stalled && p->held[GR_RES_INFLIGHT] <= s->cfg->max_inflight_bytes_per_uid) {
 		p->stalled = 0;
 		for (gr_link *l = s->conns.next; l != &s->conns; l = l->next) {
@@ -459,6 +465,18 @@ void gr_request_region_pump(gr_request *req)
 	}
 }
 
+/* Whether the next n bytes of c's stream have come: read into its
+ * envelope buffer, or waiting in the socket. */
+static bool conn_payload_here(gr_conn *c, uint64_t n)
+{
+	uint64_t have = c->rlen - c->rpos;
+	int unread = 0;
+
+	if (have >= n)
+		return true;
+	return ioctl(c->rfd, FIONREAD, &unread) == 0 && unread > 0 && have + (uint64_t)unread >= n;
+}
+
 /* Find staging for the next part of the current request's data and point
  * the parser at it. -EAGAIN: none now, the connection waits. */
 int gr_conn_set_dest(gr_conn *c)
@@ -489,6 +507,13 @@ int gr_conn_set_dest(gr_conn *c)
 	size_t cap;
 
 	ch->job.outside_staging = false;
+
+	/* A small request whose bytes are not all here takes a slot of its
+	 * own, charged whole, rather than a piece of the batch slot others'
+	 * requests share: a piece whose bytes stop coming would hold that
+	 * slot, and every piece after it, while charged for its own bytes. */
+	if (req->small && !conn_payload_here(c, left))
+		req->small = false;
 
 	/* The user's share of staging, from the first byte of its data on:
 	 * one user's requests whose bytes stop coming hold only its share. */

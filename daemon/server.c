@@ -2,7 +2,6 @@
 #include <stdatomic.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sys/resource.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 
 #include "daemon/completion.h"
 #include "daemon/log.h"
+#include "daemon/nofile.h"
 #include "daemon/server.h"
 #include "proto/offsets.h"
 
@@ -857,15 +857,19 @@ static void server_pools_init(gr_server *s)
 	uint64_t fds = cfg->max_fds;
 
 	if (!fds) {
-		struct rlimit rl;
-		uint64_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-				       ? (uint64_t)rl.rlim_cur
-				       : 1024;
+		uint64_t lim = gr_nofile_limit();
+		if (lim > UINT32_MAX)
+			lim = UINT32_MAX;
 		fds = lim > 2 * SERVER_OWN_FDS ? lim - SERVER_OWN_FDS : lim / 2;
 	}
 	ps->pool[GR_RES_CONNECTIONS].cap = cfg->max_connections;
 	ps->pool[GR_RES_FDS].cap = fds;
-	ps->pool[GR_RES_STAGING].cap = (uint64_t)s->staging.nslots * s->staging.slot_bytes;
+	/* the slots chunks may take: the allocator keeps the rest for
+	 * batches of small requests (daemon/staging.h) */
+	ps->pool[GR_RES_STAGING].cap =
+		(uint64_t)(s->staging.nslots - s->staging.reserve) * s->staging.slot_bytes;
+	ps->pool[GR_RES_STAGING].unit = s->staging.slot_bytes;
+	ps->pool[GR_RES_FDS].unit = 2 + GR_FDQ_MAX;
 	ps->pool[GR_RES_MAPPED].cap = cfg->max_mapped_bytes_total;
 	ps->pool[GR_RES_DEVICE_REGIONS].cap = cfg->max_device_regions;
 	ps->pool[GR_RES_DEVICE_BYTES].cap = cfg->max_device_bytes;
