@@ -42,6 +42,9 @@ int gr_conn_set_dest(gr_conn *c);
 /* Bytes a connection's requests hold, for the connection and its user. */
 void gr_conn_charge(gr_conn *c, uint64_t bytes);
 void gr_conn_discharge(gr_conn *c, uint64_t bytes);
+/* The user's in-flight bytes, given back: its connections waiting on its
+ * bound go on once it is back under. */
+void gr_peer_discharge_inflight(gr_server *s, gr_peer *p, uint64_t bytes);
 
 /* A chunk's job is back: take it into its request (its done()). */
 void gr_request_chunk_done(gr_job *job);
