@@ -307,7 +307,8 @@ void gr_config_usage(FILE *f)
 		"                             CPU, gets N bytes a millisecond (64K; 0: never paced)\n"
 		"  --pace-cpu-pressure PCT    short of CPU: some task waited for one PCT%% of the\n"
 		"                             last 100 ms, per /proc/pressure/cpu (10; 0: always)\n"
-		"  --metrics-listen HOST:PORT serve Prometheus metrics at /metrics (default off)\n"
+		"  --metrics-listen [HOST:]PORT  serve Prometheus metrics at /metrics (a port\n"
+		"                             alone: 127.0.0.1; default off)\n"
 		"  --fault SPEC               inject backend faults (testing)\n"
 		"  --config FILE              settings file (default " GR_CONFIG_DEFAULT_PATH ")\n"
 		"  -v, --verbose              log debug messages\n"
@@ -427,8 +428,8 @@ static int config_set(gr_config *c, int opt, const char *arg)
 	case OPT_PACE_CPU_PRESSURE:
 		return parse_uint(arg, 10, 100, &c->pace_cpu_pressure);
 	case OPT_METRICS_LISTEN:
-		/* HOST:PORT is checked where it is bound (daemon/exporter.c) */
-		return *arg && strchr(arg, ':') ? set_string(&c->metrics_listen, arg) : -EINVAL;
+		/* [HOST:]PORT is checked where it is bound (daemon/exporter.c) */
+		return *arg ? set_string(&c->metrics_listen, arg) : -EINVAL;
 	case OPT_FAULT:
 		return set_string(&c->fault, arg);
 	case OPT_CONFIG:

@@ -75,7 +75,7 @@ typedef struct gr_config {
 	/* ... short: some task waited for a CPU this percent of the last
 	 * 100 ms (10; 0: always) */
 	unsigned pace_cpu_pressure;
-	char *metrics_listen;       /* HOST:PORT of GET /metrics; NULL: not served */
+	char *metrics_listen;       /* [HOST:]PORT of GET /metrics; NULL: not served */
 	char *fault;                /* backend fault injection (tests) */
 	char *config_path;          /* NULL: GR_CONFIG_DEFAULT_PATH if it exists */
 	int verbosity;              /* -v: 1 = debug */

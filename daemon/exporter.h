@@ -13,8 +13,10 @@
  * GR_EXPORTER_INTERVAL_MS old (and a millisecond more each time a scrape
  * was copying out at the moment of publishing).
  *
- * The HTTP side is libmicrohttpd's (exporter.c); a daemon built without
- * it has exporter-none.c, whose gr_exporter_new() says so and fails.
+ * The HTTP side is libmicrohttpd's (exporter.c), with a deadline on each
+ * connection so that slow or idle clients cannot hold a scrape up; a
+ * daemon built without it has exporter-none.c, whose gr_exporter_new()
+ * says so and fails.
  */
 #pragma once
 
@@ -28,11 +30,11 @@ typedef struct gr_server gr_server;
 /*
  * Serve s's metrics on listen, "HOST:PORT" (a numeric IPv4 or IPv6
  * address, the latter in brackets, or a name that resolves to one; only
- * that address is bound), from a thread of its own. On the loop thread,
- * after the server is set up. Returns 0 and the exporter in *ret, or a
- * negative errno and why in errbuf (-EOPNOTSUPP: built without
- * libmicrohttpd). ret_url, when not NULL, gets where it serves (e.g.
- * "http://127.0.0.1:9470/metrics").
+ * that address is bound) or "PORT" or ":PORT" (127.0.0.1), from a thread
+ * of its own. On the loop thread, after the server is set up. Returns 0
+ * and the exporter in *ret, or a negative errno and why in errbuf
+ * (-EOPNOTSUPP: built without libmicrohttpd). ret_url, when not NULL,
+ * gets where it serves (e.g. "http://127.0.0.1:9470/metrics").
  */
 int gr_exporter_new(gr_server *s, const char *listen, gr_exporter **ret, char *ret_url,
 		    size_t urllen, char *errbuf, size_t errlen);

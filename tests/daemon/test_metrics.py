@@ -2,11 +2,14 @@
 metrics, both checked by an independent checker of the text format
 (exposition.py) and by promtool where installed; their values move with
 requests, regions and latencies; other paths and methods are refused; the
-daemon keeps answering while /metrics is scraped hard; and it stops
-cleanly on SIGTERM with the HTTP server running."""
+daemon keeps answering while /metrics is scraped hard; slow or silent
+HTTP clients are closed within a few seconds and never hold a scrape up;
+an address given as only a port is loopback; and it stops cleanly on
+SIGTERM with the HTTP server running."""
 
 import http.client
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -28,6 +31,9 @@ NO_HTTP = os.environ.get("GPURED_NO_HTTP") == "1"
 PROMTOOL = shutil.which("promtool")
 # A published sample is at most this old (daemon/exporter.h), plus slack.
 STALE_S = 0.1 + 0.2
+# An HTTP client that has not sent its whole request 2 s after it was
+# accepted is closed (daemon/exporter.c); this allows for a loaded host.
+SLOW_CLOSED_S = 4.0
 
 NAMES = [
     "gpured_build_info", "gpured_uptime_seconds", "gpured_requests_total",
@@ -135,8 +141,10 @@ class Metrics(unittest.TestCase):
         return p.stdout
 
     def test_http_valid(self):
-        status, _, body = self.get()
+        status, headers, body = self.get()
         self.assertEqual(status, 200)
+        # one request a connection: its deadline bounds the request
+        self.assertEqual(headers.get("Connection"), "close")
         self.assertEqual(exposition.check(body), [])
         promtool(self, body)
         names = {k[0] for k in exposition.parse(body)}
@@ -284,6 +292,198 @@ class Metrics(unittest.TestCase):
         self.assertLess(worst, 1.0)
 
 
+class SlowClients:
+    """n connections to the metrics port, each of which sends the start of
+    a request line and then one more byte every interval (silent: nothing
+    at all), from a thread of their own. Each one the server closes is
+    replaced, as an attacker would, so that n stay open. Records how long
+    each one lived."""
+
+    START = b"GET /metr"
+
+    def __init__(self, port, n, silent, interval=0.5):
+        self.port = port
+        self.n = n
+        self.silent = silent
+        self.interval = interval
+        self.socks = {}          # socket -> when it was connected
+        self.lifetimes = []      # of those the server closed
+        self.connect_errors = 0
+        self.replace = True
+        self.stop = threading.Event()
+        for _ in range(n):
+            self.open_one()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def open_one(self):
+        s = socket.socket()
+        s.settimeout(2.0)
+        try:
+            s.connect(("127.0.0.1", self.port))
+            if not self.silent:
+                s.sendall(self.START)
+        except OSError:
+            self.connect_errors += 1
+            s.close()
+            return
+        s.setblocking(False)
+        self.socks[s] = time.monotonic()
+
+    def closed(self, s):
+        self.lifetimes.append(time.monotonic() - self.socks.pop(s))
+        s.close()
+        if self.replace:
+            self.open_one()
+
+    def run(self):
+        tick = time.monotonic() + self.interval
+        while not self.stop.is_set():
+            wait = max(0.0, min(tick - time.monotonic(), 0.05))
+            readable, _, _ = select.select(list(self.socks), [], [], wait)
+            for s in readable:
+                try:
+                    if s.recv(4096):
+                        continue  # an answer (an error): the close comes next
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    pass
+                self.closed(s)
+            if time.monotonic() < tick:
+                continue
+            tick += self.interval
+            if self.silent:
+                continue
+            for s in list(self.socks):
+                try:
+                    s.send(b"a")
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self.closed(s)
+
+    def oldest(self):
+        now = time.monotonic()
+        return max((now - t for t in self.socks.values()), default=0.0)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        for s in self.socks:
+            s.close()
+        self.socks.clear()
+
+
+@unittest.skipIf(NO_HTTP, "built without libmicrohttpd")
+class Slow(unittest.TestCase):
+    """64 clients that trickle a request a byte every 0.5 s, or send
+    nothing, hold no scrape up, and are closed within a few seconds."""
+
+    N = 64
+    RUN_S = 5.0
+
+    @classmethod
+    def setUpClass(cls):
+        cls.port = free_port()
+        cls.d = Daemon("--threads", "1", "--metrics-listen", "127.0.0.1:%d" % cls.port)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.d.stop()
+        assert rc == 0, (rc, cls.d.stderr())
+
+    def scrape_timed(self):
+        """Seconds a whole GET /metrics took, and what went wrong, if anything."""
+        t0 = time.monotonic()
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=12)
+        try:
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            body = r.read()
+            bad = None if r.status == 200 and exposition.check(body) == [] else r.status
+        except (OSError, http.client.HTTPException) as e:
+            bad = repr(e)
+        finally:
+            c.close()
+        return time.monotonic() - t0, bad
+
+    def check_not_held_up(self, silent):
+        slow = SlowClients(self.port, self.N, silent)
+        times = []
+        try:
+            time.sleep(0.3)
+            end = time.monotonic() + self.RUN_S
+            while time.monotonic() < end:
+                took, bad = self.scrape_timed()
+                times.append(took)
+                self.assertIsNone(bad, "scrape %d failed after %.1f s" % (len(times), took))
+                self.assertLess(took, 1.0, "scrape %d took %.1f s with %d slow clients open"
+                                % (len(times), took, len(slow.socks)))
+                time.sleep(0.1)
+            # the attack went on all along
+            self.assertGreaterEqual(len(slow.socks) + slow.connect_errors, self.N // 2)
+            # stop replacing them: what is open now is closed in time too
+            slow.replace = False
+            deadline = time.monotonic() + SLOW_CLOSED_S + 1.0
+            while slow.socks and time.monotonic() < deadline:
+                time.sleep(0.1)
+            worst = max(slow.lifetimes + [slow.oldest()])
+            self.assertLess(worst, SLOW_CLOSED_S, "a slow client was open for %.1f s" % worst)
+            self.assertEqual(len(slow.socks), 0)
+            self.assertGreaterEqual(len(slow.lifetimes), self.N)
+        finally:
+            slow.close()
+        self.assertGreater(len(times), 10)
+        # a scrape after the attack is fine
+        took, bad = self.scrape_timed()
+        self.assertIsNone(bad)
+
+    def test_trickling(self):
+        self.check_not_held_up(silent=False)
+
+    def test_silent(self):
+        self.check_not_held_up(silent=True)
+
+
+@unittest.skipIf(NO_HTTP, "built without libmicrohttpd")
+class Loopback(unittest.TestCase):
+    """--metrics-listen PORT and :PORT bind 127.0.0.1, and answer there."""
+
+    def listeners(self, port):
+        want = ":%04X" % port
+        found = []
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    lines = f.readlines()[1:]
+            except FileNotFoundError:
+                continue
+            for line in lines:
+                fields = line.split()
+                if fields[1].endswith(want) and fields[3] == "0A":
+                    found.append(fields[1].split(":")[0])
+        return found
+
+    def test_port_only(self):
+        for form in ("%d", ":%d"):
+            with self.subTest(form=form):
+                port = free_port()
+                d = Daemon("--threads", "1", "--metrics-listen", form % port)
+                try:
+                    self.assertEqual(self.listeners(port), ["0100007F"])
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                    try:
+                        c.request("GET", "/metrics")
+                        r = c.getresponse()
+                        self.assertEqual(r.status, 200)
+                        r.read()
+                    finally:
+                        c.close()
+                finally:
+                    self.assertEqual(d.stop(), 0)
+
+
 @unittest.skipUnless(GPUREDCTL, "GPUREDCTL not set")
 class Output(unittest.TestCase):
     def test_output_file(self):
@@ -360,7 +560,8 @@ class Refused(unittest.TestCase):
         return p.returncode, p.stderr.decode()
 
     def test_bad_address(self):
-        for bad in ("9470", "", "127.0.0.1:", "::1:9470", "[::1]9470", "127.0.0.1:port"):
+        for bad in ("", ":", "127.0.0.1:", "65536", ":65536", "9470x", "::1:9470", "[::1]9470",
+                    "127.0.0.1:port", "127.0.0.1:+9470"):
             rc, err = self.run_daemon("--metrics-listen", bad)
             self.assertNotEqual(rc, 0, bad)
             self.assertIn("metrics-listen", err, bad)
