@@ -1,3 +1,4 @@
+#include <inttypes.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -6,6 +7,7 @@
 #include "daemon/config.h"
 #include "daemon/launch.h"
 #include "daemon/log.h"
+#include "daemon/nofile.h"
 #include "daemon/server.h"
 #include "daemon/service.h"
 
@@ -103,6 +105,12 @@ int gr_service_main(int argc, char **argv)
 	if (cfg.verbosity > 0)
 		gr_log_max_level = LOG_DEBUG;
 	signal(SIGPIPE, SIG_IGN);
+	uint64_t soft, hard;
+	if ((r = gr_nofile_raise(&soft, &hard)) < 0)
+		log_warning("cannot raise the limit on open files to %" PRIu64 ": %s; it stays %" PRIu64,
+			    hard, strerror(-r), soft);
+	else
+		log_debug("limit on open files: %" PRIu64, soft);
 
 	if ((r = uv_loop_init(&loop)) < 0) {
 		log_error("uv_loop_init: %s", uv_strerror(r));
