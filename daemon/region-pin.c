@@ -101,8 +101,6 @@ static void unpin_done(uv_work_t *w, int status)
 	gr_server *s = r->srv;
 
 	s->pins--;
-	s->mapped_bytes -= r->bytes;
-	s->stats.regions--;
 	free(r);
 	free(p);
 }
@@ -122,6 +120,9 @@ bool gr_region_unpin(gr_region *r)
 		free(p);
 		return false;
 	}
+	/* gone for clients and the counters now; the pool lets go of it */
+	s->mapped_bytes -= r->bytes;
+	s->stats.regions--;
 	s->pins++;
 	return true;
 }

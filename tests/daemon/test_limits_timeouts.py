@@ -12,7 +12,7 @@ import unittest
 import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpured_harness import Client, Daemon  # noqa: E402
+from gpured_harness import BACKEND, Client, Daemon  # noqa: E402
 from test_shm import ShmClient, memfd  # noqa: E402
 
 SANITIZED = bool(os.environ.get("GPURED_SANITIZED"))
@@ -193,6 +193,7 @@ class Charges(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
 
+@unittest.skipUnless(BACKEND == "cpu", "the slow registration is the CPU backend's test fault")
 class SlowRegistration(unittest.TestCase):
     """A backend that registers regions slowly (a GPU pinning a large one;
     here the CPU backend's test fault) does it off the loop: others are
