@@ -4,7 +4,8 @@ PyTorch and CuPy on the same array in the same run.
 
 An array x (f32 or i32) in GPU memory and out arrays of 8-byte values
 (float64 or int64, what the daemon's cumsum writes) are mapped once by
-IPC handle (the daemon runs with --allow-cuda-ipc yes); then, per size:
+IPC handle (the daemon runs with --allow-cuda-ipc yes and, for the out
+arrays, --allow-cuda-ipc-writable yes); then, per size:
 
 - daemon, 1 in flight: the round trip of one cumsum request (x into one
   out array), the median of REPS;

@@ -340,7 +340,7 @@ def test_gpu_aio(make_daemon):
     torch = _torch_cuda()
     if BACKEND != "cuda":
         pytest.skip("needs a CUDA daemon")
-    d = make_daemon("--threads", "2", "--allow-cuda-ipc", "yes")
+    d = make_daemon("--threads", "2", "--allow-cuda-ipc", "yes", "--allow-cuda-ipc-writable", "yes")
     host = sample("float32", 100003, seed=9)
 
     async def run():

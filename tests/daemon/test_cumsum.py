@@ -871,7 +871,8 @@ class DeviceFault(unittest.TestCase):
     def test_fault_with_cumsums_in_flight(self):
         cp = cupy_or_skip()
         cp.cuda.set_allocator(None)
-        d = Daemon("--allow-cuda-ipc", "yes", "--fault", "launch:after=3")
+        d = Daemon("--allow-cuda-ipc", "yes", "--allow-cuda-ipc-writable", "yes",
+                   "--fault", "launch:after=3")
         try:
             c = ShmClient(d.path, timeout=30)
             uuid = [x for x in c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]

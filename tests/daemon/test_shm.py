@@ -546,16 +546,17 @@ def map_cupy_ones(c, n):
 
 
 class CupyDeviceCase(unittest.TestCase):
-    """A class's CUDA daemon taking IPC handles (with DAEMON_ARGS too), one
-    client, and CuPy arrays each in an allocation of its own, so that an
-    IPC handle's memory starts where the array does."""
+    """A class's CUDA daemon taking IPC handles, writable ones too (with
+    DAEMON_ARGS too), one client, and CuPy arrays each in an allocation of
+    its own, so that an IPC handle's memory starts where the array does."""
     DAEMON_ARGS = ()
 
     @classmethod
     def setUpClass(cls):
         cls.cp = cupy_or_skip()
         cls.cp.cuda.set_allocator(None)
-        cls.d = Daemon("--allow-cuda-ipc", "yes", *cls.DAEMON_ARGS)
+        cls.d = Daemon("--allow-cuda-ipc", "yes", "--allow-cuda-ipc-writable", "yes",
+                       *cls.DAEMON_ARGS)
         cls.c = ShmClient(cls.d.path, timeout=60)
         cls.uuid = [x for x in cls.c.call("info")[1]["devices"] if x["kind"] == "cuda"][0]["uuid"]
 
