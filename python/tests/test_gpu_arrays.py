@@ -83,10 +83,11 @@ def _cupy():
 
 
 def _gpu_daemon(make_daemon):
-    """A CUDA daemon that accepts legacy IPC handles, and a client of it."""
+    """A CUDA daemon that accepts legacy IPC handles, writable ones too (a
+    cumsum's out), and a client of it."""
     if BACKEND != "cuda":
         pytest.skip("GPU arrays are read in place by a CUDA daemon (GPURED_TEST_BACKEND=cuda)")
-    d = make_daemon("--threads", "2", "--allow-cuda-ipc", "yes")
+    d = make_daemon("--threads", "2", "--allow-cuda-ipc", "yes", "--allow-cuda-ipc-writable", "yes")
     return gpured.Client(d.path, timeout=60)
 
 
