@@ -65,18 +65,13 @@ void gr_conn_drop_fd(gr_conn *c, int fd)
 	conn_drop_fd(c, fd);
 }
 
-/* Count the connection's parked descriptors in its user's, and note
- * since when some are parked. */
+/* Note since when descriptors are parked (their count is in the
+ * connection's reservation: conn_admit). */
 static void conn_fds_sync(gr_conn *c)
 {
 	gr_server *s = c->srv;
-	unsigned n = c->fds.nfd;
 
-	if (c->peer && n > c->fds_charged)
-		gr_peer_charge(&s->peers, c->peer, GR_RES_FDS, n - c->fds_charged);
-	else if (c->peer && n < c->fds_charged)
-		gr_peer_discharge(&s->peers, c->peer, GR_RES_FDS, c->fds_charged - n);
-	c->fds_charged = c->peer ? n : 0;
+	c->fds_seen = c->fds.n;
 	if (c->fds.n == 0)
 		c->fds_since_ns = 0;
 	else if (c->fds_since_ns == 0)
@@ -93,10 +88,9 @@ static unsigned conn_fds_take(gr_conn *c, int *ret_fd)
 
 /*
  * Whether c is not to be read now: its user has too many descriptors
- * waiting for the closer, or the daemon's descriptors are so nearly all
- * in use that one more message's worth might not fit, and its user holds
- * descriptors beyond its connections' sockets. The timeouts' sweep reads
- * it again later.
+ * waiting for the closer, or has some and the daemon's descriptors are so
+ * nearly all in use that one more message's worth might not fit. The
+ * timeouts' sweep reads it again later.
  */
 static bool conn_fds_blocked(gr_conn *c)
 {
@@ -106,10 +100,10 @@ static bool conn_fds_blocked(gr_conn *c)
 
 	if (!p)
 		return false;
-	if (atomic_load(&p->closing) >= GR_CLOSING_PER_UID)
+	uint64_t closing = atomic_load(&p->closing);
+	if (closing >= GR_CLOSING_PER_UID)
 		return true;
-	return pool->cap && pool->used + GR_FDPASS_PER_READ > pool->cap &&
-	       p->held[GR_RES_FDS] > 2u * (uint64_t)p->conns;
+	return closing > 0 && pool->cap && pool->used + GR_FDPASS_PER_READ > pool->cap;
 }
 
 /* ---- the parser's memory ---- */
@@ -497,7 +491,7 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 		if ((ssize_t)b.len > budget - total)
 			b.len = (size_t)(budget - total);
 		ssize_t n = gr_fdpass_recv(c->rfd, b.base, b.len, &c->fds, c->in_read);
-		if (c->fds.n != c->fds_charged)
+		if (c->fds.n != c->fds_seen)
 			conn_fds_sync(c);
 		if (n == -EAGAIN) {
 			c->read_staging = false;
@@ -866,7 +860,7 @@ void gr_conn_close(gr_conn *c)
 		c->unsent_charged = 0;
 		if (c->charged) {
 			gr_peer_discharge(&s->peers, c->peer, GR_RES_CONNECTIONS, 1);
-			gr_peer_discharge(&s->peers, c->peer, GR_RES_FDS, 2);
+			gr_peer_discharge(&s->peers, c->peer, GR_RES_FDS, GR_CONN_FDS);
 			c->charged = false;
 		}
 		if (c->rfd >= 0) {
@@ -942,8 +936,8 @@ static bool conn_admit(gr_conn *c)
 	gr_res short_of = GR_RES_N;
 	if (!gr_peer_may(ps, c->peer, GR_RES_CONNECTIONS, 1))
 		short_of = GR_RES_CONNECTIONS;
-	else if (!gr_peer_may(ps, c->peer, GR_RES_FDS, 2 + GR_FDQ_MAX))
-		short_of = GR_RES_FDS; /* its socket, and what it may park */
+	else if (!gr_peer_may(ps, c->peer, GR_RES_FDS, GR_CONN_FDS))
+		short_of = GR_RES_FDS;
 	if (short_of != GR_RES_N) {
 		const gr_pool *pool = &ps->pool[short_of];
 		ps->pool[short_of].refused++;
@@ -956,7 +950,7 @@ static bool conn_admit(gr_conn *c)
 		return true;
 	}
 	gr_peer_charge(ps, c->peer, GR_RES_CONNECTIONS, 1);
-	gr_peer_charge(ps, c->peer, GR_RES_FDS, 2);
+	gr_peer_charge(ps, c->peer, GR_RES_FDS, GR_CONN_FDS);
 	c->charged = true;
 	return false;
 }

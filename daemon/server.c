@@ -620,7 +620,7 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	W(write_kv_uint(b, "max_staging_bytes", s->peers.pool[GR_RES_STAGING].cap));
 	W(write_kv_uint(b, "max_device_regions", cfg->max_device_regions));
 	W(write_kv_uint(b, "max_device_bytes", cfg->max_device_bytes));
-	W(write_kv_uint(b, "fds_per_connection", 2 + GR_FDQ_MAX));
+	W(write_kv_uint(b, "fds_per_connection", GR_CONN_FDS));
 	W(gr_mpw_cstr(b, "allow_cuda_ipc_writable"));
 	W(gr_mpw_bool(b, cfg->allow_cuda_ipc_writable));
 	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
@@ -869,14 +869,13 @@ static void server_pools_init(gr_server *s)
 	ps->pool[GR_RES_STAGING].cap =
 		(uint64_t)(s->staging.nslots - s->staging.reserve) * s->staging.slot_bytes;
 	ps->pool[GR_RES_STAGING].unit = s->staging.slot_bytes;
-	ps->pool[GR_RES_FDS].unit = 2 + GR_FDQ_MAX;
+	ps->pool[GR_RES_FDS].unit = GR_CONN_FDS;
 	ps->pool[GR_RES_MAPPED].cap = cfg->max_mapped_bytes_total;
 	ps->pool[GR_RES_DEVICE_REGIONS].cap = cfg->max_device_regions;
 	ps->pool[GR_RES_DEVICE_BYTES].cap = cfg->max_device_bytes;
 	ps->user_cap[GR_RES_CONNECTIONS] = cfg->max_connections_per_uid;
 	ps->user_cap[GR_RES_MAPPED] = cfg->max_mapped_bytes_per_uid;
-	/* a connection takes two descriptors and may park GR_FDQ_MAX */
-	uint64_t per_conn = 2 + GR_FDQ_MAX;
+	uint64_t per_conn = GR_CONN_FDS;
 	if (fds / per_conn < cfg->max_connections)
 		log_warning("%" PRIu64 " descriptors hold %" PRIu64 " connections with what they "
 			    "may send, not --max-connections %u: raise the open-files limit "

@@ -40,6 +40,9 @@
 #define GR_DEVICE_CHUNK_BYTES ((size_t)1 << 30)
 /* Chunks of one request in flight at most (--request-chunks up to this). */
 #define GR_REQUEST_CHUNKS_MAX 4u
+/* Descriptors a connection holds at most, reserved in its user's share
+ * when it is accepted: its socket's two and those it may park. */
+#define GR_CONN_FDS (2u + GR_FDQ_MAX)
 
 typedef struct gr_server gr_server;
 typedef struct gr_conn gr_conn;
@@ -133,7 +136,7 @@ struct gr_conn {
 	int rfd;
 	unsigned handles;    /* libuv handles not yet closed; the last close frees c */
 	gr_fdq fds;          /* descriptors waiting for their request */
-	unsigned fds_charged; /* of those, counted in its user's descriptors */
+	unsigned fds_seen;   /* fds.n when its parking time was last noted */
 	uint64_t parser_charged; /* the parser's memory, counted in its in-flight bytes */
 	uint64_t unsent_charged; /* replies not yet written, counted in its user's */
 	/* timeouts (daemon/timeouts.c): when it was accepted, whether a

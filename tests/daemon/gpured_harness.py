@@ -17,8 +17,15 @@ BACKEND = os.environ.get("GPURED_TEST_BACKEND") or "cpu"
 
 
 class Daemon:
-    def __init__(self, *args, env=None):
-        self.dir = tempfile.mkdtemp(prefix="gpured-test-")
+    """tmp: where its directory goes; dir_mode: that directory's mode (so
+    that other users reach the socket); preexec_fn: run in the child
+    before exec (limits, say)."""
+
+    def __init__(self, *args, env=None, tmp=None, dir_mode=None, preexec_fn=None,
+                 listen_timeout=10.0):
+        self.dir = tempfile.mkdtemp(prefix="gpured-test-", dir=tmp)
+        if dir_mode is not None:
+            os.chmod(self.dir, dir_mode)
         self.path = os.path.join(self.dir, "gpured.sock")
         route = []
         if BACKEND == "cuda" and "--route-cpu-max-bytes" not in args:
@@ -32,20 +39,23 @@ class Daemon:
         e.pop("LISTEN_FDS", None)
         if env:
             e.update(env)
-        self.proc = subprocess.Popen(self.args, stderr=self.log, env=e)
-        self.wait_listening()
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stderr=self.log, env=e,
+                                     preexec_fn=preexec_fn)
+        self.wait_listening(listen_timeout)
 
     def wait_listening(self, timeout=10.0):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError("gpured exited with %d: %s" % (self.proc.returncode, self.stderr()))
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                c = Client(self.path)
-                c.close()
+                s.connect(self.path)
                 return
             except OSError:
                 time.sleep(0.02)
+            finally:
+                s.close()
         raise RuntimeError("gpured did not start listening: " + self.stderr())
 
     def stderr(self):

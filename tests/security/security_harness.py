@@ -32,7 +32,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "daemon"))
 import gpured_harness  # noqa: E402
-from gpured_harness import BACKEND, Client, Daemon  # noqa: E402,F401
+from gpured_harness import Client, Daemon  # noqa: E402
 
 GPURED = gpured_harness.GPURED
 KiB = 1 << 10
@@ -112,21 +112,6 @@ class SharedDaemon(Daemon):
     process; stop() kills it when SIGTERM is not enough."""
 
     def __init__(self, *args, nofile=None, env=None):
-        self.dir = tempfile.mkdtemp(prefix="gpured-security-", dir=reachable_tmp())
-        os.chmod(self.dir, 0o755)
-        self.path = os.path.join(self.dir, "gpured.sock")
-        route = []
-        if BACKEND == "cuda" and "--route-cpu-max-bytes" not in args:
-            route = ["--route-cpu-max-bytes", "0"]
-        self.args = [GPURED, "--socket", self.path, "--socket-mode", "0666",
-                     "--backend", BACKEND, *route, *args]
-        self.log = open(os.path.join(self.dir, "stderr"), "w+")
-        e = dict(os.environ)
-        e.pop("NOTIFY_SOCKET", None)
-        e.pop("LISTEN_FDS", None)
-        if env:
-            e.update(env)
-
         self.nofile = nofile and possible_nofile(nofile)
 
         def preexec():
@@ -137,26 +122,10 @@ class SharedDaemon(Daemon):
         self.killed = False
         self.stopped = False
         self.rc = None
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stderr=self.log,
-                                     env=e, preexec_fn=preexec)
+        super().__init__("--socket-mode", "0666", *args, env=env, tmp=reachable_tmp(),
+                         dir_mode=0o755, preexec_fn=preexec,
+                         listen_timeout=30.0 if SANITIZED else 10.0)
         self.pid = self.proc.pid
-        self.wait_listening(30.0 if SANITIZED else 10.0)
-
-    def wait_listening(self, timeout=10.0):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise RuntimeError("gpured exited with %d: %s" % (self.proc.returncode,
-                                                                  self.stderr()))
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                s.connect(self.path)
-                return
-            except OSError:
-                time.sleep(0.02)
-            finally:
-                s.close()
-        raise RuntimeError("gpured did not start listening: " + self.stderr())
 
     def stop(self, timeout=None):
         """SIGTERM, then SIGKILL after timeout; the exit code (negative for a
