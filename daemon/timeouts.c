@@ -16,6 +16,7 @@
  * while their user's descriptors were over their bound are read again.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <uv.h>
 
@@ -25,6 +26,32 @@
 
 /* How often the sweep runs: a timeout is then met within this much. */
 #define SWEEP_MS 100u
+/* At most this many closes are logged one by one a window, the rest
+ * counted and logged once when the window ends: a client that times out
+ * on purpose cannot flood the log. */
+#define LOG_WINDOW_MS 10000u
+#define LOG_PER_WINDOW 10u
+
+static uint64_t log_window_ns;
+static unsigned log_in_window, log_suppressed;
+
+/* Whether this close is to be logged one by one. */
+static bool timeouts_log_this(uint64_t now)
+{
+	if (now - log_window_ns >= (uint64_t)LOG_WINDOW_MS * 1000000u) {
+		if (log_suppressed)
+			log_notice("%u more connections closed by timeouts in the last %u s",
+				   log_suppressed, LOG_WINDOW_MS / 1000);
+		log_window_ns = now;
+		log_in_window = log_suppressed = 0;
+	}
+	if (log_in_window < LOG_PER_WINDOW) {
+		log_in_window++;
+		return true;
+	}
+	log_suppressed++;
+	return false;
+}
 
 #define MS(ns) ((ns) / 1000000u)
 
@@ -33,8 +60,9 @@ static void timeouts_close(gr_conn *c, const char *what, unsigned ms)
 	gr_server *s = c->srv;
 	const gr_req *preq = gr_req_parser_req(c->parser);
 
-	log_notice("closing the connection of pid %d (uid %u): %s for %u ms", (int)c->pid,
-		   (unsigned)c->uid, what, ms);
+	if (timeouts_log_this(uv_hrtime()))
+		log_notice("closing the connection of pid %d (uid %u): %s for %u ms", (int)c->pid,
+			   (unsigned)c->uid, what, ms);
 	s->stats.request_timeouts++;
 	if (c->cur) {
 		gr_request *req = c->cur;
