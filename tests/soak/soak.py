@@ -2,11 +2,14 @@
 """A long run of one gpured under a mix of clients: small requests, pipelined
 and not, large requests, shared-memory regions with map/unmap churn, clients
 that hang up mid-payload, malformed input on its own connections and
-stats/info polling. Every well-formed answer is checked against a reference
-computed here; the daemon's RSS, descriptors and threads are sampled every
-10 s and must be flat between the end of the warm-up and the end of the run.
+stats/info polling; with --attackers, the security suite's attacks beside
+them from two other uids. Every well-formed answer is checked against a
+reference computed here; the daemon's RSS, descriptors and threads are
+sampled every 10 s and must be flat between the end of the warm-up and the
+end of the run.
 
-Needs Debian's python3 and python3-msgpack only. See tests/soak/README.md.
+Needs Debian's python3 and python3-msgpack only (and python3-numpy with
+--attackers). See tests/soak/README.md.
 """
 
 import argparse
@@ -54,6 +57,13 @@ class Soak:
         self.workers = 0
         rng = random.Random(args.seed)
         self.pools = {dt: Pool(dt, rng) for dt in DTYPES}
+        self.client_uid = 0
+
+    def as_client(self):
+        """In a client thread: become the legitimate clients' uid, if not root."""
+        if self.client_uid:
+            from attackers import become_in_this_thread
+            become_in_this_thread(self.client_uid)
 
     def count(self, kind, n=1):
         with self.lock:
@@ -401,6 +411,7 @@ class Clients:
 
         def one(i):
             try:
+                self.s.as_client()
                 c = self.conn(timeout=300)
                 try:
                     for dtype in ("f64", "u32"):
@@ -424,6 +435,7 @@ class Clients:
             # small requests go to the daemon's shared batches: fill those too
             rng = random.Random(i)
             try:
+                self.s.as_client()
                 c = self.conn(timeout=300)
                 try:
                     want, out = {}, []
@@ -628,6 +640,35 @@ def proc_sample(pid):
     return s
 
 
+# Flatness under load: of the samples between the baseline and the final
+# one, the last third's largest against the first third's, for each of
+# these: at most the first's plus this fraction of it or this many,
+# whichever is more.
+UNDER_LOAD_BOUNDS = {"vmrss_kib": (0.05, 8 * 1024), "fds": (0.10, 16), "threads": (0.0, 1)}
+
+
+def flat_under_load(samples, baseline, final):
+    """The under-load flatness judgement: {"reasons": [...], key: {...}}."""
+    out = {"reasons": []}
+    if not baseline or not final:
+        return out
+    xs = [s for s in samples if baseline["t"] < s["t"] < final["t"] and "vmrss_kib" in s]
+    k = len(xs) // 3
+    out["samples"] = len(xs)
+    if k < 3:
+        out["skipped"] = "too few samples after the baseline"
+        return out
+    for key, (frac, slack) in UNDER_LOAD_BOUNDS.items():
+        a = max(s[key] for s in xs[:k])
+        b = max(s[key] for s in xs[-k:])
+        bound = a + max(int(frac * a), slack)
+        out[key] = {"first_third_max": a, "last_third_max": b, "bound": bound}
+        if b > bound:
+            out["reasons"].append("under load, %s's largest went from %d (first third) to %d (last third), "
+                                  "bound %d" % (key, a, b, bound))
+    return out
+
+
 def daemon_stats(path):
     c = Conn(path, 10)
     try:
@@ -638,7 +679,13 @@ def daemon_stats(path):
 
 def worker(soak, name, fn, seed, pause_lock):
     rng = random.Random(seed)
-    while not soak.stop.is_set():
+    ok = True
+    try:
+        soak.as_client()
+    except OSError as e:
+        soak.record_unexpected("%s: could not become uid %d: %s" % (name, soak.client_uid, e))
+        ok = False
+    while ok and not soak.stop.is_set():
         if not soak.gate.is_set():
             with pause_lock:
                 soak.idle += 1
@@ -672,16 +719,44 @@ def main():
     ap.add_argument("--json", help="write the summary here")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sample-seconds", type=float, default=10.0)
+    ap.add_argument("--attackers", action="store_true",
+                    help="beside the clients, run the security suite's attacks (tests/security) in a loop "
+                    "from two attacker uids, and the clients as a third uid; needs root")
+    ap.add_argument("--attacker-uids", default="60001,60002", help="with --attackers: the two attackers' uids")
+    ap.add_argument("--client-uid", type=int, default=60010,
+                    help="with --attackers: the legitimate clients' uid (0: root)")
     ap.add_argument("daemon_args", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
+
+    attacker_uids = []
+    if args.attackers:
+        if os.geteuid() != 0:
+            sys.exit("--attackers needs root: its attackers and clients run under other uids "
+                     "(setresuid); run the soak as root, or without --attackers")
+        attacker_uids = [int(u) for u in args.attacker_uids.split(",")]
+        if len(attacker_uids) != 2 or 0 in attacker_uids or args.client_uid in attacker_uids:
+            sys.exit("--attacker-uids: two uids, neither 0 nor the clients' (%d)" % args.client_uid)
+        import attackers
+        attackers.load()
+        if args.client_uid and not attackers.thread_uid_supported():
+            sys.exit("--attackers: clients under uid %d need this machine's system call numbers; "
+                     "use --client-uid 0 here" % args.client_uid)
 
     t0 = time.monotonic()
     soak = Soak(args)
     print("pools ready in %.1f s" % (time.monotonic() - t0), flush=True)
 
-    tmp = tempfile.mkdtemp(prefix="gpured-soak-")
+    if args.attackers:
+        # a folder and a socket the attackers' and the clients' uids can reach
+        from security_harness import reachable_tmp
+        tmp = tempfile.mkdtemp(prefix="gpured-soak-", dir=reachable_tmp())
+        os.chmod(tmp, 0o755)
+    else:
+        tmp = tempfile.mkdtemp(prefix="gpured-soak-")
     path = os.path.join(tmp, "gpured.sock")
     dargs = [args.gpured, "--socket", path, "--backend", args.backend]
+    if args.attackers:
+        dargs += ["--socket-mode", "0666"]
     if args.backend == "cuda" and "--route-cpu-max-bytes" not in args.daemon_args:
         dargs += ["--route-cpu-max-bytes", "0"]
     if args.fault:
@@ -705,6 +780,35 @@ def main():
                 sys.exit("gpured did not start listening")
             time.sleep(0.05)
 
+    att = None
+    if args.attackers:
+        # forked before any thread starts; idle until resumed
+        att = attackers.Attackers(path, attacker_uids, args.seed,
+                                  log=lambda m: print(m, flush=True))
+        if args.client_uid:
+            soak.client_uid = args.client_uid
+            probe = []
+
+            def try_uid():
+                try:
+                    soak.as_client()
+                    c = Conn(path, 10)
+                    try:
+                        probe.append(c.call("ping")[3])
+                    finally:
+                        c.close()
+                except OSError as e:
+                    probe.append(e)
+            t = threading.Thread(target=try_uid)
+            t.start()
+            t.join()
+            if probe != ["pong"] or os.geteuid() != 0:
+                att.stop()
+                proc.kill()
+                sys.exit("--attackers: a client thread under uid %d: %r" % (args.client_uid, probe))
+        print("attackers: uids %s; clients: uid %d%s" % (
+            attacker_uids, soak.client_uid, " (root)" if not soak.client_uid else ""), flush=True)
+
     cl = Clients(soak, path)
     t1 = time.monotonic()
     n, nbytes = cl.prime()
@@ -723,17 +827,21 @@ def main():
                                  daemon=True)
             threads.append(t)
     soak.workers = len(threads)
-    for t in threads:
-        t.start()
 
     samples = []
     reasons = []
     crashed = False
 
-    def quiesce(label):
-        """Every client idle, the daemon's connections, regions and in-flight
-        requests back to nothing: then a sample comparable with another."""
+    def quiesce(label, attacks=None):
+        """Every client idle (and with attacks, "pause" or "stop", the
+        attackers too), the daemon's connections, regions and in-flight
+        requests back to nothing (and no descriptor left closing): then a
+        sample comparable with another."""
         soak.gate.clear()
+        t_q = time.monotonic()
+        if att and attacks and not att.gone:
+            if not (att.pause() if attacks == "pause" else att.stop()):
+                reasons.append("%s: the attackers did not %s in time" % (label, attacks))
         limit = time.monotonic() + 600
         while soak.idle < soak.workers and time.monotonic() < limit:
             time.sleep(0.1)
@@ -744,7 +852,8 @@ def main():
             except OSError as e:
                 reasons.append("%s: stats failed: %r" % (label, e))
                 return None
-            if st["connections"] <= 1 and st["regions"] == 0 and st["inflight"] == 0:
+            closing = sum(u.get("closing_fds", 0) for u in st.get("users", ()))
+            if st["connections"] <= 1 and st["regions"] == 0 and st["inflight"] == 0 and closing == 0:
                 break
             time.sleep(0.2)
         else:
@@ -755,10 +864,21 @@ def main():
         s = proc_sample(proc.pid)
         s["t"] = round(time.monotonic() - start, 1)
         s["label"] = label
+        s["settle_s"] = round(time.monotonic() - t_q, 1)
         print("%s sample: %s" % (label, json.dumps(s)), flush=True)
         return s
 
     start = time.monotonic()
+    first = None
+    if att:
+        soak.gate.clear()
+    for t in threads:
+        t.start()
+    if att:
+        # before any attack: the daemon as the clients' priming left it
+        first = quiesce("start")
+        att.resume()
+        soak.gate.set()
     run_s = args.minutes * 60
     warm_s = min(args.warmup_minutes * 60, run_s / 2)
     baseline = None
@@ -770,7 +890,9 @@ def main():
             reasons.append("the daemon exited with %d during the run" % proc.returncode)
             break
         if baseline is None and time.monotonic() - start >= warm_s:
-            baseline = quiesce("baseline")
+            baseline = quiesce("baseline", "pause")
+            if att:
+                att.resume()
             soak.gate.set()
         if time.monotonic() >= next_sample:
             next_sample += args.sample_seconds
@@ -778,22 +900,42 @@ def main():
             try:
                 st = daemon_stats(path)
                 s.update({k: st[k] for k in ("connections", "regions", "requests", "errors", "batches")})
-            except OSError as e:
+                s["fds_held"] = st["shares"]["fds"]["used"]
+                s["refused"] = {k: v["refused"] for k, v in st["shares"].items() if v["refused"]}
+                if att:
+                    # what each user but the prober's root holds
+                    s["users_held"] = {str(u["uid"]): {"connections": u["held"]["connections"],
+                                                       "fds": u["held"]["fds"],
+                                                       "closing_fds": u.get("closing_fds", 0),
+                                                       "staging_bytes": u["held"]["staging_bytes"],
+                                                       "mapped_bytes": u["held"]["mapped_bytes"]}
+                                       for u in st.get("users", ()) if u["uid"] != 0}
+            except (OSError, KeyError, TypeError) as e:
                 s["stats_error"] = str(e)
             s["t"] = round(time.monotonic() - start, 1)
+            s["phase"] = "warmup" if baseline is None else "run"
             samples.append(s)
             with soak.lock:
                 done = sum(v for k, v in soak.counts.items() if "." not in k)
                 wrong, unexp = soak.wrong_n, soak.unexpected_n
+            extra = ""
+            if att:
+                runs, bad = att.runs()
+                held = {u: h for u, h in s.get("users_held", {}).items() if int(u) in attacker_uids}
+                extra = " | attacks ended %d (failed/killed %d), attackers hold conns %d fds %d" % (
+                    runs, bad, sum(h["connections"] for h in held.values()),
+                    sum(h["fds"] for h in held.values()))
             print("[%6.0fs] rss %d KiB (anon %d shmem %d) fds %d threads %d conns %s regions %s daemon-requests "
-                  "%s batches %s | checked %d wrong %d unexpected %d" % (
+                  "%s batches %s | checked %d wrong %d unexpected %d%s" % (
                       s["t"], s.get("vmrss_kib", 0), s.get("rssanon_kib", 0), s.get("rssshmem_kib", 0),
                       s["fds"], s.get("threads", 0), s.get("connections"), s.get("regions"), s.get("requests"),
-                      s.get("batches"), done, wrong, unexp), flush=True)
+                      s.get("batches"), done, wrong, unexp, extra), flush=True)
 
     final = None
     if not crashed:
-        final = quiesce("final")
+        final = quiesce("final", "stop")
+    if att and not att.gone:
+        att.stop()
     soak.stop.set()
     soak.gate.set()
     for t in threads:
@@ -824,6 +966,21 @@ def main():
                 reasons.append("%s went from %d to %d" % (key, a, b))
     elif not crashed:
         reasons.append("no baseline sample (run shorter than its warm-up)")
+    if first and final and final["fds"] > first["fds"]:
+        reasons.append("descriptors did not come back once the attackers stopped: %d, %d before they started"
+                       % (final["fds"], first["fds"]))
+    under_load = flat_under_load(samples, baseline, final)
+    reasons += under_load.pop("reasons")
+    peak = {k: max((s[k] for s in samples if k in s), default=None) for k in ("vmrss_kib", "fds", "threads")}
+    att_summary = None
+    if att:
+        att_summary = att.summary()
+        att_summary["client_uid"] = soak.client_uid
+        if att.gone and not att_summary["by_attack"]:
+            reasons.append("the attackers did not run")
+        for name, a in att_summary["by_attack"].items():
+            if a["runs"] == 0:
+                reasons.append("attack %s never ran" % name)
 
     log.flush()
     with open(log.name) as f:
@@ -847,13 +1004,23 @@ def main():
         "wrong_examples": soak.wrong,
         "unexpected": soak.unexpected_n,
         "unexpected_examples": soak.unexpected,
+        "start": first,
         "baseline": baseline,
         "final": final,
+        "peak": peak,
+        "under_load": under_load,
+        "attackers": att_summary,
         "samples": samples,
         "daemon_stderr_tail": stderr[-4000:],
     }
     print(json.dumps({k: summary[k] for k in ("counts", "float_results", "faulted", "wrong", "unexpected",
-                                              "baseline", "final", "daemon_exit_code")}, indent=1))
+                                              "start", "baseline", "final", "peak", "under_load",
+                                              "daemon_exit_code")}, indent=1))
+    if att_summary:
+        for name, a in att_summary["by_attack"].items():
+            print("attack %-16s runs %4d %s by uid %s" % (
+                name, a["runs"], json.dumps(a["by_outcome"], sort_keys=True),
+                json.dumps({u: v["runs"] for u, v in a["by_uid"].items()}, sort_keys=True)))
     print("%s%s" % (result, "".join("\n  " + r for r in reasons)), flush=True)
     if args.json:
         with open(args.json, "w") as f:
