@@ -277,6 +277,8 @@ struct gr_server {
 	uint64_t last_region_id;
 	uint64_t mapped_bytes; /* every region's, until its last request is done */
 	unsigned pins;         /* regions being registered or unregistered (region-pin.c) */
+	unsigned trim_peak;    /* connections open at most since the last trim (trim.c) */
+	uint64_t trim_ns;      /* when that was */
 	bool pins_closed;      /* the backend is going: no more of that work */
 
 	/* Finished requests kept for reuse: malloc is a visible cost at a

@@ -13,7 +13,8 @@
  *
  * The same sweep settles what the closer has closed (daemon/closer.h):
  * users' descriptors are counted down, and connections that were not read
- * while their user's descriptors were over their bound are read again.
+ * while their user's descriptors were over their bound are read again;
+ * and it gives memory back after a burst of connections (daemon/trim.h).
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -22,6 +23,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
+#include "daemon/trim.h"
 #include "proto/request.h"
 
 /* How often the sweep runs: a timeout is then met within this much. */
@@ -106,6 +108,7 @@ static void timeouts_cb(uv_timer_t *t)
 	gr_link *l = s->conns.next;
 
 	gr_peers_sweep(&s->peers);
+	gr_trim_sweep(s, now);
 	while (l != &s->conns) {
 		gr_conn *c = gr_container_of(l, gr_conn, link);
 		unsigned ms;
