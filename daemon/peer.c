@@ -89,11 +89,6 @@ void gr_peers_deinit(gr_peers *ps)
 	ps->n = ps->cap = 0;
 }
 
-uint64_t gr_peer_held(const gr_peer *p, gr_res r)
-{
-	return p->held[r];
-}
-
 bool gr_peer_may(const gr_peers *ps, const gr_peer *p, gr_res r, uint64_t n)
 {
 	uint64_t cap = ps->user_cap[r];

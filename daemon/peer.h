@@ -21,8 +21,8 @@
 typedef struct gr_peer {
 	uid_t uid;
 	unsigned conns;    /* connections open */
-	/* what it holds of each pool (daemon/quota.h); its descriptors being
-	 * closed off the loop are counted apart, in closing */
+	/* what it holds of each pool (daemon/quota.h), its descriptors
+	 * being closed off the loop among its fds */
 	uint64_t held[GR_RES_N];
 	/* descriptors of its handed to the closer thread and not yet closed
 	 * (daemon/closer.h): that thread counts them down */
@@ -49,8 +49,6 @@ void gr_peers_leave(gr_peers *ps, gr_peer *p);
 void gr_peers_sweep(gr_peers *ps);
 void gr_peers_deinit(gr_peers *ps);
 
-/* What p holds of r, its descriptors being closed included. */
-uint64_t gr_peer_held(const gr_peer *p, gr_res r);
 /* May p take n more of r: its fair share (daemon/quota.h) and the
  * operator's cap per user allow it. */
 bool gr_peer_may(const gr_peers *ps, const gr_peer *p, gr_res r, uint64_t n);
