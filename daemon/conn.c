@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
@@ -35,122 +34,6 @@ void gr_conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fm
 		return;
 	}
 	gr_server_mark_dirty(c->srv, c);
-}
-
-/* ---- descriptors ---- */
-
-/* A user with this many descriptors waiting for the closer (whose
- * closes may hang: daemon/closer.h) is not read until they are closed. */
-#define GR_CLOSING_PER_UID 64u
-
-/* A descriptor the connection lets go: closed by the closer, counted
- * against its user until it is. */
-static void conn_drop_fd(void *userdata, int fd)
-{
-	gr_conn *c = userdata;
-	gr_server *s = c->srv;
-
-	if (fd < 0)
-		return;
-	if (!c->peer) {
-		gr_closer_close(s->closer, fd, c->uid, NULL);
-		return;
-	}
-	gr_peer_closing(&s->peers, c->peer, 1);
-	gr_closer_close(s->closer, fd, c->uid, &c->peer->closing);
-}
-
-void gr_conn_drop_fd(gr_conn *c, int fd)
-{
-	conn_drop_fd(c, fd);
-}
-
-/* Note since when descriptors are parked (their count is in the
- * connection's reservation: conn_admit). */
-static void conn_fds_sync(gr_conn *c)
-{
-	gr_server *s = c->srv;
-
-	c->fds_seen = c->fds.n;
-	if (c->fds.n == 0)
-		c->fds_since_ns = 0;
-	else if (c->fds_since_ns == 0)
-		c->fds_since_ns = s->now_ns ? s->now_ns : uv_hrtime();
-}
-
-/* Take the descriptors of the bytes parsed so far (fdpass.h). */
-static unsigned conn_fds_take(gr_conn *c, int *ret_fd)
-{
-	unsigned n = gr_fdq_take(&c->fds, c->in_parsed, ret_fd);
-	conn_fds_sync(c);
-	return n;
-}
-
-/*
- * Whether c is not to be read now: its user has too many descriptors
- * waiting for the closer, or has some and the daemon's descriptors are so
- * nearly all in use that one more message's worth might not fit. The
- * timeouts' sweep reads it again later.
- */
-static bool conn_fds_blocked(gr_conn *c)
-{
-	const gr_peers *ps = &c->srv->peers;
-	const gr_pool *pool = &ps->pool[GR_RES_FDS];
-	const gr_peer *p = c->peer;
-
-	if (!p)
-		return false;
-	uint64_t closing = atomic_load(&p->closing);
-	if (closing >= GR_CLOSING_PER_UID)
-		return true;
-	return closing > 0 && pool->cap && pool->used + GR_FDPASS_PER_READ > pool->cap;
-}
-
-/* ---- the parser's memory ---- */
-
-/*
- * Count what the parser holds for the request being parsed (its offsets,
- * as their bytes come) in the connection's and its user's in-flight
- * bytes; a request that would take its user past its bound is refused
- * then, not once its client has sent all of it.
- */
-static void conn_parser_charge(gr_conn *c)
-{
-	const gr_config *cfg = c->srv->cfg;
-	uint64_t held = gr_req_parser_held(c->parser);
-
-	if (held == c->parser_charged)
-		return;
-	if (held > c->parser_charged) {
-		gr_conn_charge(c, held - c->parser_charged);
-		if (c->peer->held[GR_RES_INFLIGHT] > cfg->max_inflight_bytes_per_uid) {
-			char msg[200];
-			snprintf(msg, sizeof(msg),
-				 "uid %u holds %" PRIu64 " bytes in flight, past its bound of %" PRIu64
-				 " (--max-inflight-bytes-per-uid): 'offsets' refused",
-				 (unsigned)c->uid, c->peer->held[GR_RES_INFLIGHT],
-				 cfg->max_inflight_bytes_per_uid);
-			/* the parser skips the rest; the answer is ours to send */
-			gr_req_parser_reject(c->parser, GR_ERR_TOO_LARGE, "%s", msg);
-			if (c->cur) {
-				gr_request *req = c->cur;
-				c->cur = NULL;
-				gr_request_fail(req, /* reply= */ true, GR_ERR_TOO_LARGE, msg);
-			} else {
-				const gr_req *preq = gr_req_parser_req(c->parser);
-				gr_conn_reply_error(c, preq->msgid, GR_ERR_TOO_LARGE, "%s", msg);
-			}
-		}
-	} else {
-		gr_conn_discharge(c, c->parser_charged - held);
-	}
-	c->parser_charged = held;
-	/* a refusal frees the offsets at once */
-	held = gr_req_parser_held(c->parser);
-	if (held < c->parser_charged) {
-		gr_conn_discharge(c, c->parser_charged - held);
-		c->parser_charged = held;
-	}
 }
 
 /* ---- parser events ---- */
@@ -274,14 +157,14 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 		break;
 	case GR_REQ_DONE: {
 		int fd;
-		unsigned nfd = conn_fds_take(c, &fd);
+		unsigned nfd = gr_conn_fds_take(c, &fd);
 		c->served = true;
 		if (preq->method == GR_METHOD_MAP) {
 			gr_conn_map(c, preq, nfd, fd);
 			break;
 		}
 		if (nfd > 0) {
-			conn_drop_fd(c, fd);
+			gr_conn_drop_fd(c, fd);
 			static const char msg[] = "a file descriptor came with a request that takes none";
 			if (req) {
 				c->cur = NULL;
@@ -318,8 +201,8 @@ static bool conn_on_event(gr_conn *c, gr_req_event ev)
 	case GR_REQ_ERROR: {
 		int fd;
 		c->served = true;
-		if (conn_fds_take(c, &fd) > 0)
-			conn_drop_fd(c, fd);
+		if (gr_conn_fds_take(c, &fd) > 0)
+			gr_conn_drop_fd(c, fd);
 		if (req) {
 			c->cur = NULL;
 			gr_request_fail(req, /* reply= */ true, preq->err, preq->errmsg);
@@ -461,7 +344,7 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 		gr_conn_close(c);
 		return;
 	}
-	if (conn_fds_blocked(c)) {
+	if (gr_conn_fds_blocked(c)) {
 		/* the timeouts' sweep reads it again (daemon/timeouts.c) */
 		if (!c->fds_stalled)
 			c->srv->stats.stalls_fds++;
@@ -492,7 +375,7 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 			b.len = (size_t)(budget - total);
 		ssize_t n = gr_fdpass_recv(c->rfd, b.base, b.len, &c->fds, c->in_read);
 		if (c->fds.n != c->fds_seen)
-			conn_fds_sync(c);
+			gr_conn_fds_sync(c);
 		if (n == -EAGAIN) {
 			c->read_staging = false;
 			return;
@@ -510,8 +393,8 @@ static void conn_poll_cb(uv_poll_t *h, int status, int events)
 static void conn_drop_stray_fds(gr_conn *c)
 {
 	int fd;
-	if (c->fds.n && gr_req_parser_idle(c->parser) && conn_fds_take(c, &fd) > 0)
-		conn_drop_fd(c, fd);
+	if (c->fds.n && gr_req_parser_idle(c->parser) && gr_conn_fds_take(c, &fd) > 0)
+		gr_conn_drop_fd(c, fd);
 }
 
 void gr_conn_pump(gr_conn *c)
@@ -545,7 +428,7 @@ void gr_conn_pump(gr_conn *c)
 		size_t n = gr_req_parser_feed(c->parser, c->rbuf + c->rpos, c->rlen - c->rpos, &ev);
 		c->rpos += n;
 		c->in_parsed += n;
-		conn_parser_charge(c);
+		gr_conn_parser_charge(c);
 		if (!conn_on_event(c, ev)) {
 			conn_read_stop(c);
 			return;
@@ -561,7 +444,7 @@ void gr_conn_pump(gr_conn *c)
 	/* a paced connection is polled again by the pace timer, and one
 	 * whose user's descriptors are over their bound by the sweep */
 	if (c->fds_stalled) {
-		if (conn_fds_blocked(c))
+		if (gr_conn_fds_blocked(c))
 			return;
 		c->fds_stalled = false;
 	}
@@ -590,29 +473,12 @@ typedef struct conn_write {
 	gr_buf buf;
 } conn_write;
 
-/* Replies not yet written count in the user's in-flight bytes: one
- * connection's are bounded (--max-unsent-bytes) only at request
- * boundaries, and a user's connections together by this. */
-static void conn_unsent_charge(gr_conn *c)
-{
-	gr_server *s = c->srv;
-	uint64_t n = c->wbuf.len + c->writing_bytes;
-
-	if (!c->peer || n == c->unsent_charged)
-		return;
-	if (n > c->unsent_charged)
-		gr_peer_charge(&s->peers, c->peer, GR_RES_INFLIGHT, n - c->unsent_charged);
-	else
-		gr_peer_discharge_inflight(s, c->peer, c->unsent_charged - n);
-	c->unsent_charged = n;
-}
-
 /* After a write finished or went to libuv: once nothing of the loop's is
  * left to write, backend threads may send again (or what they held since
  * goes next), and what waited on unsent bytes or on the writes goes on. */
 static void conn_after_write(gr_conn *c)
 {
-	conn_unsent_charge(c);
+	gr_conn_unsent_charge(c);
 	/* a stream keeps the backend threads from sending until it ends */
 	if (c->direct && !c->stream && c->writing_bytes == 0 && c->wbuf.len == 0 &&
 	    gr_direct_written(c->direct))
@@ -850,24 +716,10 @@ void gr_conn_close(gr_conn *c)
 	}
 	s->stats.connections--;
 	gr_fdq_clear(&c->fds);
-	conn_fds_sync(c);
+	gr_conn_fds_sync(c);
 	gr_regions_release(&c->regions);
 	if (c->peer) {
-		/* what its requests still hold is no longer theirs to wait on */
-		gr_peer_discharge(&s->peers, c->peer, GR_RES_INFLIGHT, c->staged_bytes);
-		gr_peer_discharge(&s->peers, c->peer, GR_RES_STAGING, c->staging_bytes);
-		gr_peer_discharge(&s->peers, c->peer, GR_RES_INFLIGHT, c->unsent_charged);
-		c->unsent_charged = 0;
-		if (c->charged) {
-			gr_peer_discharge(&s->peers, c->peer, GR_RES_CONNECTIONS, 1);
-			gr_peer_discharge(&s->peers, c->peer, GR_RES_FDS, GR_CONN_FDS);
-			c->charged = false;
-		}
-		if (c->rfd >= 0) {
-			/* its socket, till the closer has closed it */
-			gr_peer_closing(&s->peers, c->peer, 1);
-			c->rfd_counter = &c->peer->closing;
-		}
+		gr_conn_share_release(c);
 		gr_peers_leave(&s->peers, c->peer);
 		c->peer = NULL;
 	}
@@ -932,26 +784,11 @@ static bool conn_admit(gr_conn *c)
 		return true;
 	}
 	c->regions.peer = c->peer;
-	gr_peers *ps = &s->peers;
-	gr_res short_of = GR_RES_N;
-	if (!gr_peer_may(ps, c->peer, GR_RES_CONNECTIONS, 1))
-		short_of = GR_RES_CONNECTIONS;
-	else if (!gr_peer_may(ps, c->peer, GR_RES_FDS, GR_CONN_FDS))
-		short_of = GR_RES_FDS;
-	if (short_of != GR_RES_N) {
-		const gr_pool *pool = &ps->pool[short_of];
-		ps->pool[short_of].refused++;
-		conn_refuse(c,
-			    "too many connections: uid %u holds %" PRIu64 " of the daemon's %" PRIu64
-			    " %s (%" PRIu64 " in use by %u users; a user's share is what the others "
-			    "leave, gpured(8) SECURITY)",
-			    (unsigned)c->uid, c->peer->held[short_of], pool->cap,
-			    gr_res_name(short_of), pool->used, pool->holders);
+	char why[192];
+	if (!gr_conn_share_take(c, why, sizeof(why))) {
+		conn_refuse(c, "%s", why);
 		return true;
 	}
-	gr_peer_charge(ps, c->peer, GR_RES_CONNECTIONS, 1);
-	gr_peer_charge(ps, c->peer, GR_RES_FDS, GR_CONN_FDS);
-	c->charged = true;
 	return false;
 }
 
@@ -971,7 +808,7 @@ void gr_conn_accept(gr_server *s)
 	gr_link_init(&c->pace_link);
 	gr_link_init(&c->requests);
 	gr_buf_init(&c->wbuf);
-	gr_fdq_init(&c->fds, conn_drop_fd, c);
+	gr_fdq_init(&c->fds, gr_conn_fdq_drop, c);
 	gr_regions_init(&c->regions, s, NULL);
 	c->rfd = -1;
 	c->waiter.wake = conn_waiter_wake;

@@ -10,10 +10,30 @@
 #include "daemon/server.h"
 #include "proto/request.h"
 
-/* conn.c */
+/* conn-charge.c: what a connection holds, counted against its user */
 /* Let go of a descriptor the client handed over (negative: none): the
- * closer closes it (daemon/closer.h), counted against the user till then. */
+ * closer closes it (daemon/closer.h), counted against the user till then.
+ * gr_conn_fdq_drop is the same as the descriptor queue's drop(). */
 void gr_conn_drop_fd(gr_conn *c, int fd);
+void gr_conn_fdq_drop(void *userdata, int fd);
+/* Note since when descriptors are parked; and take those of the bytes
+ * parsed so far (daemon/fdpass.h). */
+void gr_conn_fds_sync(gr_conn *c);
+unsigned gr_conn_fds_take(gr_conn *c, int *ret_fd);
+/* Whether c is not to be read now for its user's descriptors. */
+bool gr_conn_fds_blocked(gr_conn *c);
+/* Count what the parser holds for the request being parsed; refuse the
+ * request once its user is past its bound. */
+void gr_conn_parser_charge(gr_conn *c);
+/* Count the replies not yet written in the user's in-flight bytes. */
+void gr_conn_unsent_charge(gr_conn *c);
+/* A new connection's place and descriptors from its user's shares: false,
+ * with why, when they do not allow it. */
+bool gr_conn_share_take(gr_conn *c, char *why, size_t whylen);
+/* Everything c holds, given back to its user's shares as it closes. */
+void gr_conn_share_release(gr_conn *c);
+
+/* conn.c */
 void gr_conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Close c if nothing of it is left to write and it is to close: told to,
