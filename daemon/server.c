@@ -1,6 +1,4 @@
 #include <errno.h>
-#include <stdatomic.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,7 +11,6 @@
 
 #include "daemon/completion.h"
 #include "daemon/log.h"
-#include "daemon/nofile.h"
 #include "daemon/server.h"
 #include "proto/offsets.h"
 
@@ -24,9 +21,7 @@
 /* ---- request objects ---- */
 
 #define MAX_SPARE_REQUESTS 1024u
-/* Descriptors left to the daemon's own use: listener, loop, threads,
- * devices, logs (server_pools_init). */
-#define SERVER_OWN_FDS 256u
+
 
 gr_request *gr_server_request_get(gr_server *s)
 {
@@ -452,49 +447,6 @@ static int write_latency_hist(gr_buf *b, const gr_stats *st)
 	return write_kv_uint(b, "count", count);
 }
 
-/* One user's holdings: {"uid", "connections", "closing_fds", "held": {...}}. */
-static int write_user(gr_buf *b, const gr_peer *p)
-{
-	W(gr_mpw_map(b, 4));
-	W(write_kv_uint(b, "uid", p->uid));
-	W(write_kv_uint(b, "connections", p->conns));
-	W(write_kv_uint(b, "closing_fds", atomic_load(&p->closing)));
-	W(gr_mpw_cstr(b, "held"));
-	W(gr_mpw_map(b, GR_RES_N));
-	for (unsigned r = 0; r < GR_RES_N; r++)
-		W(write_kv_uint(b, gr_res_name((gr_res)r), p->held[r]));
-	return 0;
-}
-
-/* The pools users share: {name: {"cap", "used", "users", "refused"}}, and
- * what users hold: every user's for root and the daemon's own user, the
- * asker's alone for others. */
-static int write_shares(gr_server *s, gr_buf *b, const gr_peer *asker, bool all)
-{
-	const gr_peers *ps = &s->peers;
-
-	W(gr_mpw_cstr(b, "shares"));
-	W(gr_mpw_map(b, GR_RES_N));
-	for (unsigned r = 0; r < GR_RES_N; r++) {
-		const gr_pool *pool = &ps->pool[r];
-		W(gr_mpw_cstr(b, gr_res_name((gr_res)r)));
-		W(gr_mpw_map(b, 4));
-		W(write_kv_uint(b, "cap", pool->cap));
-		W(write_kv_uint(b, "used", pool->used));
-		W(write_kv_uint(b, "users", pool->holders));
-		W(write_kv_uint(b, "refused", pool->refused));
-	}
-	W(gr_mpw_cstr(b, "users"));
-	if (!all) {
-		W(gr_mpw_array(b, asker ? 1 : 0));
-		return asker ? write_user(b, asker) : 0;
-	}
-	W(gr_mpw_array(b, ps->n));
-	for (unsigned i = 0; i < ps->n; i++)
-		W(write_user(b, ps->v[i]));
-	return 0;
-}
-
 int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool all)
 {
 	uint32_t p50, p99, max;
@@ -516,7 +468,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool al
 	W(write_kv_uint(b, "connections_refused", s->stats.connections_refused));
 	W(write_kv_uint(b, "connections_timed_out", s->stats.write_timeouts));
 	W(write_kv_uint(b, "requests_timed_out", s->stats.request_timeouts));
-	W(write_shares(s, b, asker, all));
+	W(gr_shares_write(s, b, asker, all));
 	W(write_kv_uint(b, "requests", s->stats.requests));
 	W(write_kv_uint(b, "errors", s->stats.errors));
 	W(write_kv_uint(b, "bytes_in", s->stats.bytes_in));
@@ -844,45 +796,6 @@ static unsigned cfg_closer_wait_ms(const gr_server *s)
 	return s->cfg->shutdown_timeout_ms < 1000 ? s->cfg->shutdown_timeout_ms : 1000;
 }
 
-/*
- * What users share (daemon/quota.h): connections, descriptors (the
- * open-files limit less a margin for the daemon's own: listener, loop,
- * threads, devices), staging, mapped host bytes, device regions and
- * their bytes; and the operators' fixed caps per user.
- */
-static void server_pools_init(gr_server *s)
-{
-	const gr_config *cfg = s->cfg;
-	gr_peers *ps = &s->peers;
-	uint64_t fds = cfg->max_fds;
-
-	if (!fds) {
-		uint64_t lim = gr_nofile_limit();
-		if (lim > UINT32_MAX)
-			lim = UINT32_MAX;
-		fds = lim > 2 * SERVER_OWN_FDS ? lim - SERVER_OWN_FDS : lim / 2;
-	}
-	ps->pool[GR_RES_CONNECTIONS].cap = cfg->max_connections;
-	ps->pool[GR_RES_FDS].cap = fds;
-	/* the slots chunks may take: the allocator keeps the rest for
-	 * batches of small requests (daemon/staging.h) */
-	ps->pool[GR_RES_STAGING].cap =
-		(uint64_t)(s->staging.nslots - s->staging.reserve) * s->staging.slot_bytes;
-	ps->pool[GR_RES_STAGING].unit = s->staging.slot_bytes;
-	ps->pool[GR_RES_FDS].unit = GR_CONN_FDS;
-	ps->pool[GR_RES_MAPPED].cap = cfg->max_mapped_bytes_total;
-	ps->pool[GR_RES_DEVICE_REGIONS].cap = cfg->max_device_regions;
-	ps->pool[GR_RES_DEVICE_BYTES].cap = cfg->max_device_bytes;
-	ps->user_cap[GR_RES_CONNECTIONS] = cfg->max_connections_per_uid;
-	ps->user_cap[GR_RES_MAPPED] = cfg->max_mapped_bytes_per_uid;
-	uint64_t per_conn = GR_CONN_FDS;
-	if (fds / per_conn < cfg->max_connections)
-		log_warning("%" PRIu64 " descriptors hold %" PRIu64 " connections with what they "
-			    "may send, not --max-connections %u: raise the open-files limit "
-			    "(LimitNOFILE=)",
-			    fds, fds / per_conn, cfg->max_connections);
-}
-
 int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *errbuf,
 		  size_t errlen)
 {
@@ -983,7 +896,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 		snprintf(errbuf, errlen, "cannot start the closer's threads: %s", strerror(-r));
 		goto fail;
 	}
-	server_pools_init(s);
+	gr_shares_init(s);
 	if (s->router)
 		s->route_max = cfg->route_cpu_max_bytes;
 

@@ -321,6 +321,11 @@ int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool al
 int gr_server_write_info(gr_server *s, gr_buf *b);
 void gr_server_conn_closed(gr_server *s);
 
+/* shares.c: the pools users share, sized at start; and shown in stats:
+ * asker's holdings, or every user's when all */
+void gr_shares_init(gr_server *s);
+int gr_shares_write(gr_server *s, gr_buf *b, const gr_peer *asker, bool all);
+
 /* conn.c */
 void gr_conn_accept(gr_server *s);
 void gr_conn_pump(gr_conn *c);
