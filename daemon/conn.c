@@ -5,13 +5,16 @@
  * daemon/conn-region.c the region methods); writes the replies; and closes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
@@ -675,10 +678,20 @@ static void conn_free(gr_conn *c)
 {
 	gr_server *s = c->srv;
 
-	/* the last reference to the socket: its close drops what is still
-	 * queued in it, the descriptors too (daemon/closer.h); counted
-	 * against its user until done (gr_conn_close) */
-	gr_closer_close(s->closer, c->rfd, c->uid, c->rfd_counter);
+	/* The last reference to the socket: its close drops what is still
+	 * queued in it, descriptors too, whose closes may wait
+	 * (daemon/closer.h). Shut for reading first, so that nothing more
+	 * comes: with nothing queued it closes here, else the closer closes
+	 * it, counted against its user until done (gr_conn_close). */
+	int queued = 1;
+	if (c->rfd >= 0 && shutdown(c->rfd, SHUT_RD) == 0 && ioctl(c->rfd, FIONREAD, &queued) == 0 &&
+	    queued == 0) {
+		close(c->rfd);
+		if (c->rfd_counter)
+			atomic_fetch_sub(c->rfd_counter, 1);
+	} else {
+		gr_closer_close(s->closer, c->rfd, c->uid, c->rfd_counter);
+	}
 	gr_req_parser_free(c->parser);
 	gr_buf_deinit(&c->wbuf);
 	c->direct = gr_direct_unref(c->direct);
