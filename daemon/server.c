@@ -407,18 +407,8 @@ static void server_unlink_socket(gr_server *s)
 
 /* ---- stats and info ---- */
 
-#define W(call)                           \
-	do {                              \
-		int r_ = (call);          \
-		if (r_ < 0)               \
-			return r_;        \
-	} while (0)
-
-static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
-{
-	W(gr_mpw_cstr(b, k));
-	return gr_mpw_uint(b, v);
-}
+#define W(call) GR_MPW_TRY(call)
+#define write_kv_uint gr_mpw_kv_uint
 
 static int write_kv_str(gr_buf *b, const char *k, const char *v)
 {

@@ -13,18 +13,8 @@
  * devices, logs. */
 #define SHARES_OWN_FDS 256u
 
-#define W(call)                           \
-	do {                              \
-		int r_ = (call);          \
-		if (r_ < 0)               \
-			return r_;        \
-	} while (0)
-
-static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
-{
-	W(gr_mpw_cstr(b, k));
-	return gr_mpw_uint(b, v);
-}
+#define W(call) GR_MPW_TRY(call)
+#define write_kv_uint gr_mpw_kv_uint
 
 /*
  * What users share (daemon/quota.h): connections, descriptors (the

@@ -375,3 +375,9 @@ int gr_buf_printf(gr_buf *b, const char *fmt, ...)
 	b->len += (size_t)k;
 	return 0;
 }
+
+int gr_mpw_kv_uint(gr_buf *b, const char *k, uint64_t v)
+{
+	int r = gr_mpw_cstr(b, k);
+	return r < 0 ? r : gr_mpw_uint(b, v);
+}

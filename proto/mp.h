@@ -98,6 +98,16 @@ int gr_mpw_f64(gr_buf *b, double v);  /* always float64, even if integral */
 int gr_mpw_f32(gr_buf *b, float v);
 int gr_mpw_str(gr_buf *b, const char *s, size_t len);
 int gr_mpw_cstr(gr_buf *b, const char *s);
+/* A map's key k and its value v. */
+int gr_mpw_kv_uint(gr_buf *b, const char *k, uint64_t v);
+
+/* Return a writer's negative errno from the function that called it. */
+#define GR_MPW_TRY(call)                  \
+	do {                              \
+		int r_ = (call);          \
+		if (r_ < 0)               \
+			return r_;        \
+	} while (0)
 int gr_mpw_bin_header(gr_buf *b, uint32_t len); /* body appended by caller */
 int gr_mpw_bin(gr_buf *b, const void *p, size_t len); /* header and body */
 int gr_mpw_array(gr_buf *b, uint32_t n);
