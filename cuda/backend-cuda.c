@@ -1,5 +1,5 @@
 /*
- * The CUDA engine behind the backend seam (daemon/backend.h): setting it
+ * The CUDA engine behind the backend seam (engine/backend.h): setting it
  * up, describing its devices and tearing it down. cuda/cuda-internal.h
  * says how the engine works.
  *
@@ -23,8 +23,8 @@
 #include "cuda/cuda-internal.h"
 #include "cuda/device-map.h"
 #include "cuda/host-register.h"
-#include "daemon/completion.h"
-#include "daemon/staging.h"
+#include "engine/completion.h"
+#include "engine/staging.h"
 
 #define CUDA_DEFAULT_STAGING ((size_t)256 << 20)
 #define CUDA_DEFAULT_CHUNK ((size_t)8 << 20)

@@ -22,7 +22,7 @@ static void cuda_ctx_release(cuda_ctx *c);
  * v), or from its exact sum xs or its moments sums mom when it has them,
  * status 0. What is already
  * right is only read, not written, and the exact accumulator's words are
- * not touched unless its flags say they are in use (daemon/reduce.h). */
+ * not touched unless its flags say they are in use (math/reduce.h). */
 static void cuda_fill(gr_job *j, uint64_t raw, const gr_exact_sum *xs,
 		      const gr_moments_sums *mom)
 {

@@ -1,5 +1,5 @@
 /*
- * The CUDA engine behind the backend seam (daemon/backend.h): what the
+ * The CUDA engine behind the backend seam (engine/backend.h): what the
  * files of the CUDA backend share, and how they work together.
  *
  * submit() runs on the daemon's loop thread and only queues: it copies
@@ -91,7 +91,7 @@
 #include "cuda/exact.h"
 #include "cuda/kernel.h"
 #include "cuda/moments.h"
-#include "daemon/backend.h"
+#include "engine/backend.h"
 
 /* The calls a fault can be injected into (fault.c). */
 enum cuda_fault_kind { FAULT_INIT, FAULT_H2D, FAULT_LAUNCH, FAULT_D2H, FAULT_SYNC, FAULT_N };

@@ -1,11 +1,11 @@
 /*
  * The CUDA backend's map_device, unmap_device and copy_to_host
- * (daemon/backend.h): device memory that clients exported, imported once
+ * (engine/backend.h): device memory that clients exported, imported once
  * and read in place, or copied to the host for the CPU.
  */
 #pragma once
 
-#include "daemon/backend.h"
+#include "engine/backend.h"
 
 int cuda_map_device(gr_backend *b, const gr_device_map *m, gr_device_region *ret, char *why,
 		    size_t whylen);

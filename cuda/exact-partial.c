@@ -2,7 +2,7 @@
 #include <math.h>
 
 #include "cuda/exact-partial.h"
-#include "daemon/xsum.h"
+#include "math/xsum.h"
 
 _Static_assert((int)GR_EXACT_NAN == (int)GR_PARTIAL_NAN && (int)GR_EXACT_PINF == (int)GR_PARTIAL_PINF &&
 		       (int)GR_EXACT_NINF == (int)GR_PARTIAL_NINF &&

@@ -1,5 +1,5 @@
 /*
- * The GPU's exact results as the daemon's partials (daemon/reduce.h): an
+ * The GPU's exact results as the daemon's partials (math/reduce.h): an
  * exact sum (exact.h) as a float sum's or sumsq's, and a moments launch's
  * sums and keys (moments.h) as a moments partial, so that they round, and
  * combine with other chunks', as the CPU's do.
@@ -10,7 +10,7 @@
 
 #include "cuda/exact.h"
 #include "cuda/moments.h"
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 /* *ret = the partial of op (sum or sumsq) over n float elements of dt
  * whose exact sum the kernel left in *s. */

@@ -28,7 +28,7 @@ extern "C" {
 /* Digits of an exact sum: 134 x 32-bit places from 2^-2176, so every
  * finite double's bits, every f64's exact square (2^-2148 to below
  * 2^2048) and the carries of up to 2^64 of them fit. The bottom place is
- * the CPU's exact accumulator's (daemon/reduce.h), two digits to its
+ * the CPU's exact accumulator's (math/reduce.h), two digits to its
  * word. */
 #define GR_EXACT_DIGITS 134
 #define GR_EXACT_DIGIT_BITS 32

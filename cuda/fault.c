@@ -24,7 +24,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/cuda-internal.h"
-#include "daemon/log.h"
+#include "util/log.h"
 
 static const char *const fault_names[FAULT_N] = { "init", "h2d", "launch", "d2h", "sync" };
 

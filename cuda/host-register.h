@@ -1,11 +1,11 @@
 /*
- * The CUDA backend's register_host and unregister_host (daemon/backend.h).
+ * The CUDA backend's register_host and unregister_host (engine/backend.h).
  */
 #pragma once
 
 #include <stddef.h>
 
-#include "daemon/backend.h"
+#include "engine/backend.h"
 
 int cuda_register_host(gr_backend *b, const void *p, size_t bytes, void **ret_reg, char *why,
 		       size_t whylen);

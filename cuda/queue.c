@@ -10,8 +10,8 @@
 #include <stdlib.h>
 
 #include "cuda/cuda-internal.h"
-#include "daemon/log.h"
-#include "daemon/segments.h"
+#include "util/log.h"
+#include "math/segments.h"
 
 /* Post a list of the daemon's jobs as failed (the loop thread's only). */
 static void cuda_fail_list(cuda_backend *be, gr_job *list, int status, const char *why)

@@ -2,8 +2,8 @@
 #include "cuda/exact-partial.h"
 #include "cuda/segred.h"
 #include "cuda/segs-moments.h"
-#include "daemon/segments.h"
-#include "daemon/xsum.h"
+#include "math/segments.h"
+#include "math/xsum.h"
 
 _Static_assert(GR_SEGRED_F_NAN == GR_PARTIAL_NAN && GR_SEGRED_F_PINF == GR_PARTIAL_PINF &&
 		       GR_SEGRED_F_NINF == GR_PARTIAL_NINF && GR_SEGRED_F_NOT_NZERO == GR_PARTIAL_SEEN,

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 /*
  * records[s] (40 bytes each), s0 <= s < s1 <= k: the moments record, with

@@ -23,7 +23,7 @@
 #include "cuda/cuda-internal.h"
 #include "cuda/segred.h"
 #include "cuda/segs-moments.h"
-#include "daemon/segments.h"
+#include "math/segments.h"
 
 _Static_assert(GR_SEGRED_MAX_ELEMS == GR_BACKEND_SEGS_MAX_ELEMS,
 	       "the daemon sends the segmented reduce what it takes");

@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 	int sndbuf = 4 * (int)BATCH_BYTES;
 	setsockopt(sock[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 
-	/* 2 MiB pages, as the daemon's staging (daemon/staging.c) */
+	/* 2 MiB pages, as the daemon's staging (engine/staging.c) */
 	size_t huge = (size_t)2 << 20;
 	uint8_t *m = (uint8_t *)mmap(NULL, MAX_RING + huge, PROT_READ | PROT_WRITE,
 				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -8,7 +8,7 @@
 
 #include "daemon/config.h"
 #include "daemon/peer.h"
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB (KiB * 1024)
@@ -552,7 +552,7 @@ int gr_config_parse(gr_config *c, int argc, char **argv, char *errbuf, size_t er
 		return -EINVAL;
 	}
 	/* Chunks end on block boundaries, so that chunking cannot change a
-	 * result (daemon/reduce.h). */
+	 * result (math/reduce.h). */
 	if (c->chunk_bytes % GR_REDUCE_ALIGN_BYTES != 0) {
 		snprintf(errbuf, errlen, "--chunk-bytes must be a multiple of %zu KiB",
 			 GR_REDUCE_ALIGN_BYTES >> 10);

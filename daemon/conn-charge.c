@@ -2,7 +2,7 @@
  * What a connection holds, counted against its user's shares
  * (daemon/quota.h): its place and its descriptors, reserved when it is
  * accepted; the descriptors it passes, closed off the loop
- * (daemon/closer.h); what the parser holds for a request as its bytes
+ * (util/closer.h); what the parser holds for a request as its bytes
  * come; and the replies it has not yet taken. All of it is given back
  * when it closes.
  */
@@ -15,7 +15,7 @@
 
 
 /* A user with this many descriptors waiting for the closer (whose
- * closes may hang: daemon/closer.h) is not read until they are closed. */
+ * closes may hang: util/closer.h) is not read until they are closed. */
 #define GR_CLOSING_PER_UID 64u
 
 /* A descriptor the connection lets go: closed by the closer, counted

@@ -1,13 +1,13 @@
 /*
  * The region methods of a connection: map (a descriptor that came with
- * the request, daemon/fdpass.h), unmap, and reduce by region, whose chunks
+ * the request, util/fdpass.h), unmap, and reduce by region, whose chunks
  * are cut from the mapping in place (daemon/request.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "proto/message.h"
 
 void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "proto/message.h"
 
 void gr_conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fmt, ...)
@@ -680,7 +680,7 @@ static void conn_free(gr_conn *c)
 
 	/* The last reference to the socket: its close drops what is still
 	 * queued in it, descriptors too, whose closes may wait
-	 * (daemon/closer.h). Shut for reading first, so that nothing more
+	 * (util/closer.h). Shut for reading first, so that nothing more
 	 * comes: with nothing queued it closes here, else the closer closes
 	 * it, counted against its user until done (gr_conn_close). */
 	int queued = 1;

@@ -12,12 +12,12 @@
 
 /* conn-charge.c: what a connection holds, counted against its user */
 /* Let go of a descriptor the client handed over (negative: none): the
- * closer closes it (daemon/closer.h), counted against the user till then.
+ * closer closes it (util/closer.h), counted against the user till then.
  * gr_conn_fdq_drop is the same as the descriptor queue's drop(). */
 void gr_conn_drop_fd(gr_conn *c, int fd);
 void gr_conn_fdq_drop(void *userdata, int fd);
 /* Note since when descriptors are parked; and take those of the bytes
- * parsed so far (daemon/fdpass.h). */
+ * parsed so far (util/fdpass.h). */
 void gr_conn_fds_sync(gr_conn *c);
 unsigned gr_conn_fds_take(gr_conn *c, int *ret_fd);
 /* Whether c is not to be read now for its user's descriptors. */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "daemon/exporter.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/server.h"
 #include "proto/metrics.h"
 

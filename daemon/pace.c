@@ -20,7 +20,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/server.h"
 
 /* A connection that read this many milliseconds ago or less counts as

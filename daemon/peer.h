@@ -25,7 +25,7 @@ typedef struct gr_peer {
 	 * being closed off the loop among its fds */
 	uint64_t held[GR_RES_N];
 	/* descriptors of its handed to the closer thread and not yet closed
-	 * (daemon/closer.h): that thread counts them down */
+	 * (util/closer.h): that thread counts them down */
 	_Atomic uint64_t closing;
 	uint64_t closing_seen;  /* closing as the pool last counted it */
 	unsigned stalled;  /* its connections waiting on its in-flight bound */

@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "util/log.h"
 
 typedef struct region_pin {
 	uv_work_t work;

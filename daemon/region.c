@@ -10,7 +10,7 @@
 #include <linux/magic.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/region.h"
 #include "daemon/server.h"
 

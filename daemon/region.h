@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/backend.h"
+#include "engine/backend.h"
 #include "daemon/peer.h"
 #include "proto/request.h"
 #include "proto/types.h"

@@ -1,5 +1,5 @@
 /*
- * A cumsum request on a connection (daemon/cumsum.h): each chunk's job
+ * A cumsum request on a connection (math/cumsum.h): each chunk's job
  * runs its LOCAL phase as soon as the chunk is full (or cut from its
  * region), the carries are taken in chunk order as those come back, each
  * chunk's CARRY phase follows, and the prefix sums go out in chunk order
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "proto/message.h"
 
 static void cumsum_chunk_done(gr_job *job);

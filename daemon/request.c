@@ -14,7 +14,7 @@
 #include <sys/ioctl.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "proto/message.h"
 
 /* What a request's own bookkeeping costs, counted against its

@@ -9,8 +9,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/completion.h"
-#include "daemon/log.h"
+#include "engine/completion.h"
+#include "util/log.h"
 #include "daemon/server.h"
 #include "proto/offsets.h"
 
@@ -780,7 +780,7 @@ static void server_finish(gr_server *s)
 	uv_stop(s->loop);
 }
 
-/* How long the daemon's end waits for closes that hang (daemon/closer.h). */
+/* How long the daemon's end waits for closes that hang (util/closer.h). */
 static unsigned cfg_closer_wait_ms(const gr_server *s)
 {
 	return s->cfg->shutdown_timeout_ms < 1000 ? s->cfg->shutdown_timeout_ms : 1000;

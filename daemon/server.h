@@ -19,18 +19,18 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "daemon/backend.h"
-#include "daemon/closer.h"
+#include "engine/backend.h"
+#include "util/closer.h"
 #include "daemon/config.h"
-#include "daemon/cumsum.h"
-#include "daemon/direct.h"
+#include "math/cumsum.h"
+#include "engine/direct.h"
 #include "daemon/exporter.h"
-#include "daemon/fdpass.h"
+#include "util/fdpass.h"
 #include "daemon/peer.h"
-#include "daemon/pressure.h"
+#include "util/pressure.h"
 #include "daemon/region.h"
-#include "daemon/segments.h"
-#include "daemon/staging.h"
+#include "math/segments.h"
+#include "engine/staging.h"
 #include "daemon/stats.h"
 #include "proto/mp.h"
 #include "proto/request.h"
@@ -84,18 +84,18 @@ struct gr_request {
 	uint64_t ddof;  /* moments: delta degrees of freedom */
 	bool received;  /* the whole request was parsed */
 	bool failed;    /* answered with an error; results are dropped */
-	bool answered;  /* its reply went out directly (daemon/direct.h) */
+	bool answered;  /* its reply went out directly (engine/direct.h) */
 	gr_direct *direct; /* a reference while its job may be answered directly */
 	/* Reduce in place: the region (a reference), where the next chunk
 	 * starts in it and the bytes not yet submitted. */
 	gr_region *region;
 	const uint8_t *region_next;
 	uint64_t region_left;
-	/* Segments ("offsets"), or NULL: one result each (daemon/segments.h),
+	/* Segments ("offsets"), or NULL: one result each (math/segments.h),
 	 * and the bytes they hold, charged to the connection. */
 	gr_segs *segs;
 	uint64_t segs_bytes;
-	/* Prefix sums ("op": "cumsum"): their state (daemon/cumsum.h, NULL
+	/* Prefix sums ("op": "cumsum"): their state (math/cumsum.h, NULL
 	 * until the first chunk goes out) and the bytes it holds, charged to
 	 * the connection. A region's go to out_region (a reference) from
 	 * out_base on; the others stream out as the reply
@@ -273,7 +273,7 @@ struct gr_server {
 	gr_exporter *exporter;   /* --metrics-listen, or NULL */
 
 	gr_peers peers;
-	gr_closer *closer;      /* closes what clients hand over (daemon/closer.h) */
+	gr_closer *closer;      /* closes what clients hand over (util/closer.h) */
 	uint64_t last_region_id;
 	uint64_t mapped_bytes; /* every region's, until its last request is done */
 	unsigned pins;         /* regions being registered or unregistered (region-pin.c) */

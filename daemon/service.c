@@ -6,8 +6,8 @@
 
 #include "daemon/config.h"
 #include "daemon/launch.h"
-#include "daemon/log.h"
-#include "daemon/nofile.h"
+#include "util/log.h"
+#include "util/nofile.h"
 #include "daemon/server.h"
 #include "daemon/service.h"
 

@@ -5,8 +5,8 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 
-#include "daemon/log.h"
-#include "daemon/nofile.h"
+#include "util/log.h"
+#include "util/nofile.h"
 #include "daemon/server.h"
 
 /* Descriptors left to the daemon's own use: listener, loop, threads,
@@ -37,7 +37,7 @@ void gr_shares_init(gr_server *s)
 	ps->pool[GR_RES_CONNECTIONS].cap = cfg->max_connections;
 	ps->pool[GR_RES_FDS].cap = fds;
 	/* the slots chunks may take: the allocator keeps the rest for
-	 * batches of small requests (daemon/staging.h) */
+	 * batches of small requests (engine/staging.h) */
 	ps->pool[GR_RES_STAGING].cap =
 		(uint64_t)(s->staging.nslots - s->staging.reserve) * s->staging.slot_bytes;
 	ps->pool[GR_RES_STAGING].unit = s->staging.slot_bytes;

@@ -11,7 +11,7 @@
  *    work, and an idle connection holds no more than its user's share);
  *  - one whose descriptors waited --fd-timeout-ms for their request.
  *
- * The same sweep settles what the closer has closed (daemon/closer.h):
+ * The same sweep settles what the closer has closed (util/closer.h):
  * users' descriptors are counted down, and connections that were not read
  * while their user's descriptors were over their bound are read again;
  * and it gives memory back after a burst of connections (daemon/trim.h).
@@ -22,7 +22,7 @@
 #include <uv.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/trim.h"
 #include "proto/request.h"
 

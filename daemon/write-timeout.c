@@ -18,7 +18,7 @@
  */
 #include <uv.h>
 
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/server.h"
 
 #define SWEEPS 4

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/completion.h"
+#include "engine/completion.h"
 
 static double clock_s(clockid_t id)
 {

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 typedef uint64_t bench_v4du __attribute__((vector_size(32)));
 typedef double bench_v4df __attribute__((vector_size(32)));

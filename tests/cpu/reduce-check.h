@@ -1,6 +1,6 @@
 /*
  * What the CPU reduction's tests share: seeded data in every dtype, the
- * references they check daemon/reduce.c against (written here,
+ * references they check math/reduce.c against (written here,
  * independently of it: naive loops in wider types, exact integers and
  * long double floats within a bound; an exact sum, Shewchuk's partials,
  * that float sums and sumsq of f32/f64 must match bit for bit; a plain
@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "tests/check.h"
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 /* Every check counts: a change to the tests can show that none was lost. */
 extern unsigned long checks;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "tests/check.h"
-#include "daemon/completion.h"
+#include "engine/completion.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 

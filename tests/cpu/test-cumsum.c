@@ -1,5 +1,5 @@
 /*
- * Prefix sums (daemon/cumsum.c): the pieces of a chunk's job against the
+ * Prefix sums (math/cumsum.c): the pieces of a chunk's job against the
  * definition of cumsum.h (cuda/scan.h's order) written out the plain way,
  * for every dtype, at sizes around the tile and the chunk; the request
  * cut into chunks of one to three blocks and run as the daemon runs them
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/cumsum.h"
+#include "math/cumsum.h"
 #include "tests/check.h"
 #include "tests/cpu/test-fill.h"
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 /* xorshift64 (13, 7, 17) from *state: the same data on every run. */
 static inline uint64_t test_rnd(uint64_t *state)

@@ -3,7 +3,7 @@
  * folded in as a device would (one by one, and whole arrays of them at
  * once), and partials filled by hand.
  */
-#include "daemon/xsum.h"
+#include "math/xsum.h"
 #include "tests/cpu/reduce-check.h"
 
 /* Does q export limbs (w, k, scale, flags)? A partial that holds its value

@@ -1,5 +1,5 @@
 /*
- * Segmented reduces (daemon/segments.c) cut into jobs anywhere: every
+ * Segmented reduces (math/segments.c) cut into jobs anywhere: every
  * op and dtype, random segment lengths (empty ones, and ones longer than
  * a block), the request cut into jobs at random elements (not only at
  * block boundaries, as the daemon's chunks are), some jobs cut again into
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/segments.h"
+#include "math/segments.h"
 #include "tests/check.h"
 #include "tests/cpu/test-fill.h"
 

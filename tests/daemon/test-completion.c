@@ -16,7 +16,7 @@
 
 #include <uv.h>
 
-#include "daemon/completion.h"
+#include "engine/completion.h"
 #include "tests/check.h"
 
 #define ROUNDS 50000

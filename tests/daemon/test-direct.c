@@ -1,5 +1,5 @@
 /*
- * Direct replies (daemon/direct.h) on a socket pair: a backend thread's
+ * Direct replies (engine/direct.h) on a socket pair: a backend thread's
  * answers go straight out while the loop writes nothing, are held while
  * it writes, go in front of the loop's next bytes, survive a full socket
  * whole and in order, and stop once the loop closes the connection; a
@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/direct.h"
+#include "engine/direct.h"
 #include "proto/message.h"
 #include "tests/check.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/pressure.h"
+#include "util/pressure.h"
 #include "tests/check.h"
 
 #define MS 1000000ull

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/staging.h"
+#include "engine/staging.h"
 #include "tests/check.h"
 
 #define SLOT 4096u

@@ -734,7 +734,7 @@ class CumsumRegions(CumsumCase):
 
 class CumsumDirect(CumsumCase):
     """Every job on a worker thread, so that small requests are answered
-    by the workers themselves (daemon/direct.h): their replies must wait
+    by the workers themselves (engine/direct.h): their replies must wait
     for a streamed one to end, never land inside it."""
     DAEMON_ARGS = ("--inline-max-bytes", "0")
 

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 #include "tests/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

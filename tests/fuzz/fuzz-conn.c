@@ -1,6 +1,6 @@
 /*
  * Fuzz target: the daemon's whole connection input path, bytes and
- * descriptors together (daemon/conn.c, daemon/fdpass.c, daemon/region.c,
+ * descriptors together (daemon/conn.c, util/fdpass.c, daemon/region.c,
  * proto/request.c, the CPU backend). Each input starts a CPU daemon core
  * in this process, as gr_service_main() builds it (settings through
  * gr_config_parse(), gr_server_new(), a listening socket handed over with
@@ -73,7 +73,7 @@
 #include <uv.h>
 
 #include "daemon/config.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/server.h"
 #include "proto/message.h"
 #include "proto/mp.h"

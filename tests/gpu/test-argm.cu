@@ -1,6 +1,6 @@
 /*
  * The argmin/argmax kernel (cuda/argm.h) against the CPU backend's argmin
- * and argmax (daemon/reduce.c, built in): every dtype, sizes from 1 to
+ * and argmax (math/reduce.c, built in): every dtype, sizes from 1 to
  * past 2^24, random data, many ties, -0 beside +0, NaNs (the first one
  * reported), infinities, every element equal, and each dtype's extremes;
  * the same value (bit for bit; any NaN for a NaN) and index, on grids of
@@ -21,7 +21,7 @@
 #include "cuda/argm.h"
 #include "tests/gpu/gpu-test.h"
 extern "C" {
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 }
 
 static const char *dt_name[] = { "i32", "i64", "u32", "u64", "f32", "f64" };

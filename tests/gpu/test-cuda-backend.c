@@ -1,5 +1,5 @@
 /*
- * The CUDA backend through the seam (daemon/backend.h), on a libuv loop
+ * The CUDA backend through the seam (engine/backend.h), on a libuv loop
  * with the daemon's completion queue: every op and dtype against the CPU
  * reduction gr_reduce() at sizes 0 to a million, misaligned starts, NaN,
  * infinities, integer extremes and f64 squares at the ends of their
@@ -23,9 +23,9 @@
 #include <cuda_runtime_api.h>
 #include <uv.h>
 
-#include "daemon/backend.h"
-#include "daemon/completion.h"
-#include "daemon/reduce.h"
+#include "engine/backend.h"
+#include "engine/completion.h"
+#include "math/reduce.h"
 
 /* The ops the GPUs reduce (sum, min, max, sumsq: the first four); the
  * rest (argmin, argmax, moments) the CUDA backend refuses, and the daemon

@@ -1,7 +1,7 @@
 /*
  * The exact-sum kernel against exact host references, bit for bit: the
  * CPU's exact accumulator (gr_partial_combine of one-element partials,
- * daemon/reduce.c) for every adversarial array and up to a million
+ * math/reduce.c) for every adversarial array and up to a million
  * elements, and past that a host integer accumulator rounded through the
  * same gr_partial; typical and wide-exponent random data at odd sizes and
  * starts, catastrophic cancellation, running sums past DBL_MAX,
@@ -30,7 +30,7 @@
 
 #include "cuda/exact.cuh"
 extern "C" {
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 }
 
 #define CHECK(cond, ...)                                                                 \

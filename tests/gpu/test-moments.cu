@@ -1,7 +1,7 @@
 /*
  * The moments kernels (cuda/moments.h) and their partial
  * (cuda/exact-partial.c) against the CPU backend's moments
- * (daemon/reduce.c and moments.c, built in), every dtype. f32 and f64:
+ * (math/reduce.c and moments.c, built in), every dtype. f32 and f64:
  * sizes from 1 to past 2^24, data that breaks naive means and variances
  * (a large offset plus noise, magnitudes over the whole exponent range,
  * subnormals, zeros of both signs, every element -0, values near the
@@ -29,7 +29,7 @@
 #include "tests/gpu/gpu-test.h"
 extern "C" {
 #include "cuda/exact-partial.h"
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 }
 
 /* a normal deviate, roughly (the sum of four uniforms, centred) */

@@ -8,7 +8,7 @@
  *  - prefix sums: sizes 1, odd, around a tile, 2^20 + 3 and many tiles;
  *    integers exactly, floats bit for bit against the host's reproduction
  *    of the order scan.h documents (written here from that text) and
- *    against the CPU backend's prefix sums (daemon/cumsum.c), and the
+ *    against the CPU backend's prefix sums (math/cumsum.c), and the
  *    same bits on a second run.
  * --quick keeps to small cases (for compute-sanitizer). Exits 77 when
  * there is no GPU.
@@ -25,7 +25,7 @@
 #include "cuda/scan.h"
 #include "cuda/segmented.h"
 extern "C" {
-#include "daemon/cumsum.h"
+#include "math/cumsum.h"
 }
 
 #define CHECK(cond, ...)                                                                 \
@@ -370,7 +370,7 @@ static void scan_case(int dt, int kind, uint64_t n)
 				      dt_name[dt], (unsigned long long)n, (unsigned long long)i);
 		}
 	}
-	/* the CPU backend's prefix sums (daemon/cumsum.c): the same bits */
+	/* the CPU backend's prefix sums (math/cumsum.c): the same bits */
 	{
 		std::vector<uint64_t> cpu(n);
 		CHECK(gr_cumsum_whole((gr_dtype)dt, h.data(), n, (uint8_t *)cpu.data()) == 0,

@@ -1,6 +1,6 @@
 /*
  * The segmented reduce (cuda/segred.h) against the CPU backend's records
- * (daemon/reduce.c and segments.c, built in): sum, min, max, sumsq, argmin,
+ * (math/reduce.c and segments.c, built in): sum, min, max, sumsq, argmin,
  * argmax and moments of every dtype, each segment's record bit for bit
  * what the CPU gives for that segment alone, float sums exact (moments'
  * records made on the host from the launch's sums, cuda/segs-moments.c,
@@ -28,8 +28,8 @@
 #include "tests/gpu/gpu-test.h"
 extern "C" {
 #include "cuda/segs-moments.h"
-#include "daemon/reduce.h"
-#include "daemon/segments.h"
+#include "math/reduce.h"
+#include "math/segments.h"
 }
 
 static const char *dt_name[] = { "i32", "i64", "u32", "u64", "f32", "f64" };

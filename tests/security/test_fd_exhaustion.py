@@ -15,7 +15,7 @@ from security_harness import (ATTACKER_UIDS, KiB, Monitor, SHMEM_NOISE_KIB,  # n
                               SecurityCase, main, pack, send_fds)
 
 CONNECTIONS = 600
-PER_CONNECTION = 16  # the most one connection may have waiting (daemon/fdpass.h)
+PER_CONNECTION = 16  # the most one connection may have waiting (util/fdpass.h)
 
 
 def park_attack(ctx, path, n, per_conn):

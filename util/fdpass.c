@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/fdpass.h"
+#include "util/fdpass.h"
 
 void gr_fdq_drop(gr_fdq *q, int fd)
 {

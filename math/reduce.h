@@ -114,7 +114,7 @@ gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *r
  * delta degrees of freedom: GR_OK; GR_ERR_EMPTY when p counts no
  * elements; GR_ERR_INVALID_PARAMS when ddof is not below the count (the
  * request parser refuses those already). mean and var are the exact
- * values rounded once (daemon/moments.c).
+ * values rounded once (math/moments.c).
  */
 gr_err gr_moments_finish(gr_dtype dt, const gr_partial *p, uint64_t ddof, gr_moments *ret);
 

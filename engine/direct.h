@@ -35,7 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "daemon/backend.h"
+#include "engine/backend.h"
 #include "proto/mp.h"
 
 typedef struct gr_direct gr_direct;

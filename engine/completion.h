@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#include "daemon/backend.h"
+#include "engine/backend.h"
 
 int gr_completion_new(uv_loop_t *loop, gr_completion **ret);
 

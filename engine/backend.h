@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "proto/types.h"
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 typedef struct gr_job gr_job;
 typedef struct gr_backend gr_backend;
@@ -55,13 +55,13 @@ struct gr_job {
 	 * to: reduce it where it lies, with no copy */
 	bool on_device;
 	/* NULL, or the segments this job's elements belong to: result is
-	 * then the head's partial (daemon/segments.h). The CPU backend
+	 * then the head's partial (math/segments.h). The CPU backend
 	 * reduces such jobs; a backend with map_device also takes the
 	 * segments of a whole request of device memory as one job
 	 * (gr_backend_segs_on_device), and writes every record. */
 	struct gr_segjob *seg;
 	/* NULL, or the job is a phase of a request's prefix sums
-	 * (daemon/cumsum.h), which writes its outputs there and leaves
+	 * (math/cumsum.h), which writes its outputs there and leaves
 	 * result alone. Only the CPU backend runs such jobs. */
 	struct gr_cumsum_job *cumsum;
 	/* NULL, or the job is a whole request's prefix sums of device

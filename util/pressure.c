@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/pressure.h"
+#include "util/pressure.h"
 
 int gr_pressure_parse(const char *text, uint64_t *ret_total_us)
 {

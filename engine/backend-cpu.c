@@ -28,10 +28,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/backend.h"
-#include "daemon/cumsum.h"
-#include "daemon/segments.h"
-#include "daemon/staging.h"
+#include "engine/backend.h"
+#include "math/cumsum.h"
+#include "math/segments.h"
+#include "engine/staging.h"
 
 #define CPU_DEFAULT_STAGING ((size_t)64 << 20)
 #define CPU_DEFAULT_CHUNK ((size_t)4 << 20)
@@ -84,7 +84,7 @@ struct cpu_work {
 	atomic_uint left; /* units not finished yet */
 	gr_partial *part; /* NULL for a whole job; else nblocks partials */
 	/* a segmented job's split: one part per unit, whose heads are in
-	 * part[0..nunits) (daemon/segments.h) */
+	 * part[0..nunits) (math/segments.h) */
 	gr_segjob *segs;
 };
 

@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 /* elements a tile; chunks are a whole number of tiles */
 #define GR_CUMSUM_TILE 4096u

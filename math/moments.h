@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 /*
  * p is a moments partial of count >= 1 elements, ddof < count. With S1 and

@@ -55,9 +55,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/simd.h"
-#include "daemon/xsum-internal.h"
-#include "daemon/xsum.h"
+#include "math/simd.h"
+#include "math/xsum-internal.h"
+#include "math/xsum.h"
 
 #define XF_GROUP 16
 

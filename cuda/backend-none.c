@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "daemon/backend.h"
+#include "engine/backend.h"
 
 int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_backend **ret,
 			char *errbuf, size_t errlen)

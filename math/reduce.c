@@ -49,10 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/moments.h"
-#include "daemon/reduce.h"
-#include "daemon/simd.h"
-#include "daemon/xsum.h"
+#include "math/moments.h"
+#include "math/reduce.h"
+#include "math/simd.h"
+#include "math/xsum.h"
 
 typedef void (*gr_block_fn)(const unsigned char *p, size_t n, gr_partial *ret);
 

@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "daemon/completion.h"
+#include "engine/completion.h"
 
 struct gr_completion {
 	uv_async_t async;

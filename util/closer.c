@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/closer.h"
+#include "util/closer.h"
 
 typedef struct closer_item {
 	struct closer_item *next;

@@ -3,7 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "daemon/staging.h"
+#include "engine/staging.h"
 
 #define PIECE_ALIGN 64u
 #define HUGE_PAGE ((size_t)2 << 20)

@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "daemon/xsum-internal.h"
-#include "daemon/xsum.h"
+#include "math/xsum-internal.h"
+#include "math/xsum.h"
 
 /* The first word of a at or above i that is not w (XW when there is
  * none): four words a step while it can, for the long runs of sign words

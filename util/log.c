@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "daemon/log.h"
+#include "util/log.h"
 
 int gr_log_max_level = LOG_INFO;
 static bool log_to_journal;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/cumsum.h"
+#include "math/cumsum.h"
 
 /* the order's shape within a tile (cuda/scan.h) */
 enum { THREADS = 256, PER = 16, LANES = 32, WARPS = THREADS / LANES };

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/moments.h"
-#include "daemon/segments.h"
+#include "math/moments.h"
+#include "math/segments.h"
 
 size_t gr_segs_record_bytes(gr_op op)
 {

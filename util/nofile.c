@@ -1,7 +1,7 @@
 #include <errno.h>
 #include <sys/resource.h>
 
-#include "daemon/nofile.h"
+#include "util/nofile.h"
 
 static uint64_t rlim_u64(rlim_t r)
 {

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 #define GR_SEG_NONE UINT64_MAX
 

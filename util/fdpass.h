@@ -20,7 +20,7 @@
  *
  * Nothing here closes a descriptor itself: each one the daemon lets go
  * goes to the queue's drop(), which hands it to a closer thread
- * (daemon/closer.h), since a client's descriptor may block its close.
+ * (util/closer.h), since a client's descriptor may block its close.
  * For the same reason every read takes all the descriptors a message
  * can carry: those the kernel drops for want of room it closes in the
  * reader's thread.

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "daemon/reduce.h"
+#include "math/reduce.h"
 
 enum {
 	XF_NAN = GR_PARTIAL_NAN,

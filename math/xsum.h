@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "daemon/reduce.h"
-#include "daemon/simd.h"
+#include "math/reduce.h"
+#include "math/simd.h"
 
 /* Make ret, the identity of a float sum (sq false) or sumsq, exact and empty. */
 void xsum_identity(gr_partial *ret, bool sq);

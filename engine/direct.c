@@ -4,8 +4,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "daemon/direct.h"
-#include "daemon/reduce.h"
+#include "engine/direct.h"
+#include "math/reduce.h"
 #include "proto/message.h"
 
 struct gr_direct {

@@ -26,8 +26,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "daemon/moments.h"
-#include "daemon/xsum.h"
+#include "math/moments.h"
+#include "math/xsum.h"
 
 #define BN_WORDS (2 * GR_PARTIAL_XWORDS + 8)
 

@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "daemon/simd.h"
-#include "daemon/xsum-internal.h"
-#include "daemon/xsum.h"
+#include "math/simd.h"
+#include "math/xsum-internal.h"
+#include "math/xsum.h"
 
 #define XNV 4
 #define XGROUP (4 * XNV)
