@@ -13,7 +13,7 @@
 #include <sys/uio.h>
 
 #include "client/gpured.h"
-#include "proto/fsum.h"
+#include "math/fsum.h"
 #include "proto/mp.h"
 #include "proto/obj.h"
 #include "proto/types.h"

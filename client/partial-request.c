@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "client/gpured-private.h"
-#include "proto/fsum.h"
+#include "math/fsum.h"
 
 int client_partial_reply(pending *e, const gr_obj *result, char *why, size_t size)
 {

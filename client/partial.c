@@ -1,6 +1,6 @@
 /*
  * libgpured's exact partials as values (gpured.h, "Exact partials"):
- * gpured_partial carries proto/fsum.h's partial with the op and dtype it
+ * gpured_partial carries math/fsum.h's partial with the op and dtype it
  * belongs to, and the arithmetic is proto's, so that what the library
  * reads off the wire and what it combines obey one set of rules.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "client/gpured-private.h"
-#include "proto/fsum.h"
+#include "math/fsum.h"
 
 _Static_assert(GPURED_PARTIAL_LIMBS_MAX == GR_FSUM_LIMBS_MAX, "limbs");
 _Static_assert(GPURED_PARTIAL_SCALE_MIN == GR_FSUM_SCALE_MIN, "scale");

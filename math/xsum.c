@@ -20,31 +20,12 @@
 #include <string.h>
 
 #include "math/xsum-internal.h"
+#include "math/wide.h"
 #include "math/xsum.h"
 
-/* The first word of a at or above i that is not w (XW when there is
- * none): four words a step while it can, for the long runs of sign words
- * an accumulator holds above and below its value. */
 static unsigned xacc_run_up(const uint64_t *a, unsigned i, uint64_t w)
 {
-	for (; i + 4 <= XW; i += 4)
-		if ((a[i] ^ w) | (a[i + 1] ^ w) | (a[i + 2] ^ w) | (a[i + 3] ^ w))
-			break;
-	while (i < XW && a[i] == w)
-		i++;
-	return i;
-}
-
-/* The last word of a at or below i, and above floor, that is not w
- * (floor when there is none). */
-static unsigned xacc_run_down(const uint64_t *a, unsigned i, unsigned floor, uint64_t w)
-{
-	for (; i >= floor + 4; i -= 4)
-		if ((a[i] ^ w) | (a[i - 1] ^ w) | (a[i - 2] ^ w) | (a[i - 3] ^ w))
-			break;
-	while (i > floor && a[i] == w)
-		i--;
-	return i;
+	return gr_wide_run_up(a, XW, i, w);
 }
 
 /* a += m * 2^b (or -= when neg): xsum-internal.h */
@@ -102,17 +83,6 @@ static void xacc_add_f64(uint64_t *a, double d, int scale)
 	int lsb = (e ? (int)e - 1075 : -1074) + scale;
 	int tz = __builtin_ctzll(m);
 	xacc_addmag(a, lsb + tz - GR_PARTIAL_EXP_MIN, m >> tz, bits >> 63);
-}
-
-/* a += b, word by word */
-static void xacc_add_words(uint64_t *a, const uint64_t *b)
-{
-	uint64_t c = 0;
-	for (unsigned k = 0; k < XW; k++) {
-		uint64_t s = a[k] + b[k], c1 = s < b[k];
-		a[k] = s + c;
-		c = c1 | (a[k] < s);
-	}
 }
 
 /* Make p an exact partial (xacc + flags), folding in a double left in v.f. */
@@ -265,35 +235,6 @@ void xacc_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64, bo
 	}
 }
 
-static bool xacc_negative(const uint64_t *a)
-{
-	return a[XW - 1] >> 63;
-}
-
-/*
- * Word k of |a|, where low is a's least non-zero word: for a negative a,
- * -a = ~a + 1 is zero below low, -a[low] there (no carry leaves a word
- * that is not zero) and ~a[k] above.
- */
-static uint64_t xacc_mag(const uint64_t *a, unsigned k, unsigned low, bool neg)
-{
-	if (!neg)
-		return a[k];
-	return k < low ? 0 : k == low ? -a[k] : ~a[k];
-}
-
-/* Any bit below bit i of |a| set? The same bits as of a: -a and a agree
- * on whether they are zero modulo 2^i. */
-static bool xacc_sticky(const uint64_t *a, unsigned i, unsigned low)
-{
-	if (low != i / 64)
-		return low < i / 64;
-	return i % 64 && (a[low] & ((1ull << (i % 64)) - 1));
-}
-
-/* Bit 0 of xacc weighs 2^EXP_MIN; the least subnormal sits at this bit. */
-#define XBIT_SUBMIN (-1074 - GR_PARTIAL_EXP_MIN)
-
 /* The exact value of a float partial, rounded to nearest, ties to even. */
 double xsum_round(const gr_partial *p)
 {
@@ -316,41 +257,10 @@ double xsum_round(const gr_partial *p)
 		xacc_add_f64(t, p->v.f, 0);
 		a = t;
 	}
-	const unsigned low = xacc_run_up(a, 0, 0);
-	if (low == XW)
+	if (xacc_run_up(a, 0, 0) == XW)
 		/* an exact zero: -0 only when every element was -0 */
 		return p->count && !(f & XF_SEEN) ? -0.0 : 0.0;
-	/* the top word of |a|: the highest above low that is not all sign */
-	const bool neg = xacc_negative(a);
-	const unsigned top = xacc_run_down(a, XW - 1, low, neg ? UINT64_MAX : 0);
-	const uint64_t wt = xacc_mag(a, top, low, neg);
-	unsigned h = top * 64 + 63 - (unsigned)__builtin_clzll(wt);
-	/* the result's last bit: 53 bits below h, but never below 2^-1074 */
-	unsigned lo = h >= XBIT_SUBMIN + 52 ? h - 52 : XBIT_SUBMIN;
-	unsigned w = lo / 64, b = lo % 64;
-	uint64_t m = xacc_mag(a, w, low, neg) >> b;
-	if (b && w + 1 < XW)
-		m |= xacc_mag(a, w + 1, low, neg) << (64 - b);
-	m &= (1ull << 53) - 1;
-	/* lo >= XBIT_SUBMIN > 0; this holds for values below 2^-1074 too */
-	const unsigned r = lo - 1;
-	if (((xacc_mag(a, r / 64, low, neg) >> (r % 64)) & 1) &&
-	    ((m & 1) || xacc_sticky(a, r, low)))
-		m++;
-	/* m * 2^e, exact, or infinity when it rounds to 2^1024 or beyond:
-	 * m < 2^52 only for a subnormal, so from e = 972 on the value is
-	 * at least 2^1024; below, m (exact as a double) times the power of
-	 * two, normal or (for e < -1022) subnormal, is representable, and the
-	 * product, rounded correctly, is exact. */
-	const int e = (int)lo + GR_PARTIAL_EXP_MIN;
-	double v = INFINITY;
-	if (e < 972) {
-		const uint64_t pb = e >= -1022 ? (uint64_t)(e + 1023) << 52 : 1ull << (e + 1074);
-		double pw;
-		memcpy(&pw, &pb, sizeof(pw));
-		v = (double)m * pw;
-	}
-	return neg ? -v : v;
+	return gr_wide_round(a, XW, GR_PARTIAL_EXP_MIN);
 }
 
 void xsum_identity(gr_partial *ret, bool sq)
@@ -363,7 +273,7 @@ void xsum_combine(gr_partial *acc, const gr_partial *next)
 {
 	xacc_open(acc);
 	if (next->xflags & XF_XACC) {
-		xacc_add_words(acc->xacc, next->xacc);
+		gr_wide_add(acc->xacc, next->xacc, XW);
 		acc->xflags |= next->xflags;
 		if (next->v.f != 0.0)
 			xacc_add_f64(acc->xacc, next->v.f, 0);
@@ -386,7 +296,7 @@ void xsum_sq_take(gr_partial *ret, const gr_partial *sq)
 
 void xsum_sq_combine(gr_partial *acc, const gr_partial *next)
 {
-	xacc_add_words(acc->x2acc, next->x2acc);
+	gr_wide_add(acc->x2acc, next->x2acc, XW);
 	acc->x2flags |= next->x2flags;
 }
 
@@ -501,7 +411,7 @@ size_t xsum_acc_limbs(const uint64_t *acc, uint64_t xflags, uint64_t count, uint
 		return 0;
 	}
 	/* drop top words that only repeat the sign of the word below */
-	uint64_t sign = xacc_negative(acc) ? UINT64_MAX : 0;
+	uint64_t sign = acc[XW - 1] >> 63 ? UINT64_MAX : 0;
 	while (hi - lo > 1 && acc[hi - 1] == sign && (acc[hi - 2] >> 63) == (sign & 1))
 		hi--;
 	*ret_flags = flags;
@@ -561,7 +471,8 @@ int gr_partial_from_limbs(gr_partial *ret, uint64_t count, const uint64_t *words
 	if ((a[XW - 1] >> 63) != (sign & 1))
 		return -EINVAL;
 
-	gr_partial_identity(GR_OP_SUM, GR_DT_F64, ret);
+	memset(ret, 0, sizeof(*ret));
+	xsum_identity(ret, /* sq= */ false);
 	ret->count = count;
 	ret->xflags = XF_XACC | (flags & XF_SPECIALS);
 	if (count && !(flags & GR_PARTIAL_NEGZERO))

@@ -48,7 +48,7 @@ int gr_msg_write_reduce_moments_header(gr_buf *b, uint32_t msgid, gr_dtype dt, u
 /*
  * The same with "partial": true after op and dtype: the response then
  * carries the exact partial of a float sum or sumsq (PROTOCOL.md, "Exact
- * partials"; proto/fsum.h reads it).
+ * partials"; math/fsum.h reads it).
  */
 int gr_msg_write_reduce_partial_header(gr_buf *b, uint32_t msgid, gr_op op, gr_dtype dt,
 				       uint32_t nbytes);

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proto/fsum.h"
+#include "math/fsum.h"
 #include "proto/message.h"
 #include "proto/obj.h"
 #include "tests/check.h"

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "obj.h"
+#include "proto/obj.h"
 
 #define GR_FSUM_LIMBS_MAX 68
 #define GR_FSUM_SCALE_MIN (-2176)

@@ -1,9 +1,9 @@
 /*
- * Exact partials: the limb arithmetic. Values are added and rounded on a
- * fixed grid, a two's complement integer of XW words whose bit 0 weighs
- * 2^GR_FSUM_SCALE_MIN: one word more than the range needs, so that the
- * sum of two values in range cannot wrap, and the range check comes after
- * the addition.
+ * Exact partials as they travel: checked, made canonical, combined and
+ * rounded on a fixed grid, the accumulator's number (wide.h) of XW words
+ * whose bit 0 weighs 2^GR_FSUM_SCALE_MIN: one word more than the range
+ * needs, so that the sum of two values in range cannot wrap, and the range
+ * check comes after the addition.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,13 +13,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fsum.h"
+#include "math/fsum.h"
+#include "math/wide.h"
 
 #define XW (GR_FSUM_LIMBS_MAX + 1)
 /* Bits a value in range takes, sign included, on the grid. */
 #define RANGE_BITS (64L * GR_FSUM_LIMBS_MAX)
-/* The grid bit of the least subnormal double, 2^-1074. */
-#define BIT_SUBMIN (-1074L - GR_FSUM_SCALE_MIN)
 
 __attribute__((format(printf, 3, 4)))
 static int fail(char *why, size_t size, const char *fmt, ...)
@@ -128,28 +127,6 @@ static void grid_place(uint64_t *a, const gr_fsum *x)
 
 	for (long k = 0; k < XW; k++)
 		a[k] = bits_at(x->limbs, x->nlimbs, sign, 64 * k - o);
-}
-
-static void grid_add(uint64_t *a, const uint64_t *b)
-{
-	uint64_t c = 0;
-
-	for (unsigned k = 0; k < XW; k++) {
-		uint64_t s = a[k] + b[k], c1 = s < b[k];
-
-		a[k] = s + c;
-		c = c1 | (a[k] < s);
-	}
-}
-
-static void grid_negate(uint64_t *a)
-{
-	uint64_t c = 1;
-
-	for (unsigned k = 0; k < XW; k++) {
-		a[k] = ~a[k] + c;
-		c = c && a[k] == 0;
-	}
 }
 
 /* The value on the grid as x's canonical limbs and scale; -ERANGE when it
@@ -284,7 +261,7 @@ int gr_fsum_combine(gr_fsum *acc, const gr_fsum *next)
 		return -ERANGE;
 	grid_place(a, acc);
 	grid_place(b, next);
-	grid_add(a, b);
+	gr_wide_add(a, b, XW);
 	t.count = acc->count + next->count;
 	t.specials = (acc->specials | next->specials) & (GR_FSUM_NAN | GR_FSUM_PINF | GR_FSUM_NINF);
 	/* both have elements */
@@ -298,9 +275,7 @@ int gr_fsum_combine(gr_fsum *acc, const gr_fsum *next)
 
 double gr_fsum_round(const gr_fsum *x)
 {
-	uint64_t a[XW], m;
-	long h, lo;
-	bool neg, half, sticky;
+	uint64_t a[XW];
 
 	if ((x->specials & GR_FSUM_NAN) ||
 	    (x->specials & (GR_FSUM_PINF | GR_FSUM_NINF)) == (GR_FSUM_PINF | GR_FSUM_NINF))
@@ -312,19 +287,5 @@ double gr_fsum_round(const gr_fsum *x)
 	grid_place(a, x);
 	if (is_zero(a, XW))
 		return x->specials & GR_FSUM_NEGZERO ? -0.0 : 0.0;
-	neg = a[XW - 1] >> 63;
-	if (neg)
-		grid_negate(a);
-	h = tc_bits(a, XW) - 2; /* the top bit of the magnitude */
-	/* the result's last bit: 53 bits below the top, never below 2^-1074 */
-	lo = h - 52 > BIT_SUBMIN ? h - 52 : BIT_SUBMIN;
-	m = bits_at(a, XW, 0, lo) & ((1ull << 53) - 1);
-	half = (bits_at(a, XW, 0, lo - 1) & 1) != 0;
-	sticky = low_bit(a, XW) < lo - 1;
-	if (half && (sticky || (m & 1)))
-		m++;
-	/* exact (m <= 2^53, its last bit at least 2^-1074), or +inf when
-	 * the value rounds to 2^1024 or past it */
-	double v = ldexp((double)m, (int)(lo + GR_FSUM_SCALE_MIN));
-	return neg ? -v : v;
+	return gr_wide_round(a, XW, GR_FSUM_SCALE_MIN);
 }

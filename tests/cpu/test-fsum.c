@@ -1,5 +1,5 @@
 /*
- * Exact partials (proto/fsum.h): what the daemon writes, the client reads
+ * Exact partials (math/fsum.h): what the daemon writes, the client reads
  * back; every malformed "exact" map is refused with a reason; and the
  * arithmetic on random partials, at any scales, agrees with an
  * independent big-integer sum here, rounded by the C library's strtod()
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "proto/fsum.h"
+#include "tests/proto/check.h"
+#include "math/fsum.h"
 #include "proto/message.h"
 #include "proto/obj.h"
 
