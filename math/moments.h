@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "math/reduce.h"
+#include "math/partial.h"
 
 /*
  * p is a moments partial of count >= 1 elements, ddof < count. With S1 and

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "math/reduce.h"
+#include "math/partial.h"
 
 enum {
 	XF_NAN = GR_PARTIAL_NAN,

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "math/reduce.h"
+#include "math/partial.h"
 #include "math/simd.h"
 
 /* Make ret, the identity of a float sum (sq false) or sumsq, exact and empty. */
