@@ -193,9 +193,8 @@ static void cuda_describe(gr_backend *b, unsigned i, gr_device_info *ret)
 	cuda_backend *be = (cuda_backend *)b;
 	memset(ret, 0, sizeof(*ret));
 	if (i >= be->ndev) {
-		gr_backend *cpu = __atomic_load_n(&be->cpu, __ATOMIC_ACQUIRE);
-		if (i == be->ndev && cpu) {
-			cpu->ops->describe(cpu, 0, ret);
+		if (i == be->ndev && __atomic_load_n(&be->moving, __ATOMIC_ACQUIRE)) {
+			be->mover->describe(be->mover->ctx, ret);
 			ret->index = (int)i;
 			snprintf(ret->health, sizeof(ret->health),
 				 "ok (in place of the CUDA devices, none of which is in service)");
@@ -262,11 +261,8 @@ static void cuda_free(gr_backend *b)
 		pthread_join(d->cthread, NULL);
 	}
 	/* No device thread is left to hand it jobs; it posts all it has. */
-	if (be->cpu && be->cpu == be->cpu_pool) {
-		gr_backend_cpu_wait_idle(be->cpu);
-		be->cpu = NULL;
-	}
-	be->cpu = gr_backend_free(be->cpu);
+	if (be->moving)
+		be->mover->wait_idle(be->mover->ctx);
 	/* What is posted still refers to batches and contexts: finish it
 	 * while they are here. */
 	if (be->pub.cq)
@@ -325,6 +321,7 @@ static cudaError_t cuda_staging_alloc(cuda_backend *be, size_t bytes)
 
 static const gr_backend_ops cuda_ops = {
 	.submit = cuda_submit,
+	.takes = cuda_takes,
 	.describe = cuda_describe,
 	.free = cuda_free,
 	.register_host = cuda_register_host,
@@ -394,18 +391,10 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 	be->pub.ops = &cuda_ops;
 	be->pub.name = "cuda";
 	be->pub.cq = cq;
+	be->pub.kinds = GR_JOB_BIT(GR_JOB_REDUCE) | GR_JOB_BIT(GR_JOB_SEGMENTS) |
+			GR_JOB_BIT(GR_JOB_SCAN);
 	pthread_mutex_init(&be->fb_lock, NULL);
-	be->fallback = cfg && cfg->cpu_fallback;
-	be->cpu_pool = cfg ? cfg->cpu_pool : NULL;
-	if (be->fallback)
-		/* no staging of its own: it reads jobs in ours */
-		be->fbcfg = (gr_backend_config){
-			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
-			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
-			.threads = cfg->threads,
-			.inline_max_bytes = cfg->inline_max_bytes,
-			.early = cfg->early,
-		};
+	be->mover = cfg ? cfg->mover : NULL;
 	const char *fault = cfg && cfg->fault ? cfg->fault : getenv("GPURED_CUDA_FAULT");
 	r = cuda_fault_parse(be, fault, errbuf, errlen);
 	if (r == 0)

@@ -28,7 +28,7 @@ static void cuda_fill(gr_job *j, uint64_t raw, const gr_exact_sum *xs,
 {
 	if (j->early) {
 		/* answered already (cuda_answer): done() reads the status */
-	} else if (j->n == 0 || j->seg) {
+	} else if (j->n == 0 || j->kind == GR_JOB_SEGMENTS) {
 		/* segments: the records are written (segs.c), the head is none */
 		gr_partial_identity(j->op, j->dtype, &j->result);
 	} else if (mom) {
@@ -92,7 +92,8 @@ static void cuda_answer(cuda_backend *be, const cuda_done *dn)
 	for (uint32_t r = 0; r < nruns; r++) {
 		const cuda_item *it = runs[r].b->items + runs[r].first;
 		for (uint32_t i = 0; i < runs[r].count; i++, k++) {
-			if (it[i].scan || it[i].segs || !it[i].early)
+			if (it[i].kind == CUDA_ITEM_SCAN || it[i].kind == CUDA_ITEM_SEGMENTS ||
+			    !it[i].early)
 				continue;
 			gr_partial p;
 			if (dn->xslot[k] != CUDA_NOT_EXACT) {
@@ -106,7 +107,7 @@ static void cuda_answer(cuda_backend *be, const cuda_done *dn)
 				p.v.u = dn->raw[k];
 				p.xflags = 0;
 				/* argmin, argmax: alone in the launch */
-				p.index = it[i].argm ? dn->argm_index : 0;
+				p.index = it[i].kind == CUDA_ITEM_ARGM ? dn->argm_index : 0;
 			}
 			be->early->answer(it[i].early, it[i].tag, (gr_op)it[i].op,
 					  (gr_dtype)it[i].dtype, &p);

@@ -107,6 +107,16 @@ void cuda_errfmt(char *buf, size_t len, cuda_dev *d, const char *call, cudaError
 }
 
 /* Take a device out of service (first reason wins) and wake its threads. */
+/* Start moving jobs to the mover, unless under way; fb_lock held. */
+void cuda_fallback_start(cuda_backend *be)
+{
+	if (be->moving || !be->mover)
+		return;
+	__atomic_store_n(&be->moving, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&be->pub.ndevices, be->ndev + 1, __ATOMIC_RELEASE);
+	log_warning("no CUDA device left in service: reducing on the CPU from now on");
+}
+
 void cuda_dev_fail(cuda_dev *d, const char *why)
 {
 	bool first = false;
@@ -127,7 +137,7 @@ void cuda_dev_fail(cuda_dev *d, const char *why)
 	for (unsigned i = 0; i < be->ndev; i++)
 		if (__atomic_load_n(&be->devs[i].healthy, __ATOMIC_RELAXED))
 			return;
-	if (be->fallback) {
+	if (be->mover) {
 		pthread_mutex_lock(&be->fb_lock);
 		cuda_fallback_start(be);
 		pthread_mutex_unlock(&be->fb_lock);

@@ -52,6 +52,36 @@ static cudaError_t cuda_scan(cuda_ctx *c, const cuda_item *it)
 					   ++c->scan_epoch, c->stream);
 }
 
+/* argmin or argmax of an item in device memory, into the context's
+ * pinned result */
+static cudaError_t cuda_argm(cuda_ctx *c, const cuda_item *it)
+{
+	c->argm = true;
+	return (cudaError_t)gr_argm_launch(it->dtype, it->op == GR_OP_ARGMAX, it->data, it->n,
+					   c->hargm_dev, c->argm_ws, (int)c->dev->sms, c->stream);
+}
+
+/* moments of an item in device memory, into the context's pinned sums */
+static cudaError_t cuda_moments(cuda_ctx *c, const cuda_item *it)
+{
+	c->mom = true;
+	return (cudaError_t)gr_moments_launch(it->dtype, it->data, it->n, c->mom_scratch,
+					      c->hmom_dev, (int)c->dev->sms, c->stream);
+}
+
+/* The kinds launched alone, each by its own launcher, with the call's name
+ * for errors; an empty item launches only where empty says so. */
+static const struct {
+	cudaError_t (*launch)(cuda_ctx *c, const cuda_item *it);
+	const char *name;
+	bool empty;
+} cuda_launchers[CUDA_ITEM_KINDS] = {
+	[CUDA_ITEM_SCAN] = {cuda_scan, "cudaLaunchKernel (prefix sum)", true},
+	[CUDA_ITEM_ARGM] = {cuda_argm, "cudaLaunchKernel (argmin/argmax)", false},
+	[CUDA_ITEM_MOMENTS] = {cuda_moments, "cudaLaunchKernel (moments)", false},
+	[CUDA_ITEM_SEGMENTS] = {cuda_segs_launch, "cudaLaunchKernel (segmented reduce)", false},
+};
+
 /*
  * Launch on context c the longest run of items, from batch b's start on,
  * that fits one launch, and return where the next launch begins (b or a
@@ -70,10 +100,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 	bool plain = false; /* the batch kernel has elements to reduce */
 	bool alone = false; /* the run is one item outside staging */
 	bool on_device = false; /* ... in device memory, read in place */
-	const cuda_item *scan = NULL; /* ... whose prefix sums it is */
-	const cuda_item *argm = NULL; /* ... whose argmin or argmax it is */
-	const cuda_item *mom = NULL; /* ... whose moments it is */
-	const cuda_item *segs = NULL; /* ... whose segments it is */
+	const cuda_item *single = NULL; /* ... of a kind launched alone */
 
 	c->span = 0;
 	c->argm = false;
@@ -99,10 +126,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 				break;
 			alone = it->alone;
 			on_device = it->on_device;
-			scan = it->scan ? it : NULL;
-			argm = it->argm ? it : NULL;
-			mom = it->mom ? it : NULL;
-			segs = it->segs ? it : NULL;
+			single = it->kind != CUDA_ITEM_BATCH ? it : NULL;
 			if (it->n) {
 				uintptr_t s = (uintptr_t)it->data;
 				uintptr_t e = s + it->n * gr_dtype_size(it->dtype);
@@ -115,7 +139,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			gr_kseg *sg = &c->hsegs[nsegs];
 			c->xslot[nsegs++] = exact ? nx : CUDA_NOT_EXACT;
 			sg->offset = (uintptr_t)it->data;
-			sg->n = exact || it->scan || it->argm || it->mom || it->segs ? 0 : it->n;
+			sg->n = exact || it->kind != CUDA_ITEM_BATCH ? 0 : it->n;
 			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
 			sg->unit_rows = sg->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
 			sg->first_unit = (uint32_t)units;
@@ -176,24 +200,9 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16,
 					 cudaMemcpyHostToDevice, c->stream));
 	}
-	if (scan)
-		CUDA_TRY("cudaLaunchKernel (prefix sum)", FAULT_LAUNCH, cuda_scan(c, scan));
-	if (argm && argm->n) {
-		c->argm = true;
-		CUDA_TRY("cudaLaunchKernel (argmin/argmax)", FAULT_LAUNCH,
-			 (cudaError_t)gr_argm_launch(argm->dtype, argm->op == GR_OP_ARGMAX, argm->data,
-						     argm->n, c->hargm_dev, c->argm_ws, (int)d->sms,
-						     c->stream));
-	}
-	if (mom && mom->n) {
-		c->mom = true;
-		CUDA_TRY("cudaLaunchKernel (moments)", FAULT_LAUNCH,
-			 (cudaError_t)gr_moments_launch(mom->dtype, mom->data, mom->n,
-							c->mom_scratch, c->hmom_dev, (int)d->sms,
-							c->stream));
-	}
-	if (segs && segs->n)
-		CUDA_TRY("cudaLaunchKernel (segmented reduce)", FAULT_LAUNCH, cuda_segs_launch(c, segs));
+	if (single && (single->n || cuda_launchers[single->kind].empty))
+		CUDA_TRY(cuda_launchers[single->kind].name, FAULT_LAUNCH,
+			 cuda_launchers[single->kind].launch(c, single));
 	if (plain && nsegs <= GR_KERNEL_PARAM_SEGS) {
 		/* the common case: the table rides in the launch itself */
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,

@@ -122,43 +122,19 @@ static int cuda_dev_queue(cuda_dev *d, cuda_batch *b, char *why, size_t whylen)
 	return 0;
 }
 
-/* Start the CPU fallback unless it runs or failed to start; fb_lock held. */
-void cuda_fallback_start(cuda_backend *be)
-{
-	char why[160];
-	gr_backend *cpu = NULL;
-
-	if (be->cpu || be->fb_why[0])
-		return;
-	if (be->cpu_pool) {
-		cpu = be->cpu_pool; /* the daemon's CPU route: no threads of our own */
-	} else if (gr_backend_cpu_new(&be->fbcfg, be->pub.cq, &cpu, why, sizeof(why)) < 0) {
-		cuda_fmt(be->fb_why, sizeof(be->fb_why),
-			 "no healthy CUDA device left, and the CPU fallback did not start: %s", why);
-		log_error("%s", be->fb_why);
-		return;
-	}
-	__atomic_store_n(&be->cpu, cpu, __ATOMIC_RELEASE);
-	__atomic_store_n(&be->pub.ndevices, be->ndev + 1, __ATOMIC_RELEASE);
-	log_warning("no CUDA device left in service: reducing on the CPU from now on");
-}
-
 /*
- * No device left in service: the CPU fallback takes the rest of b (none
- * of it pinned); without it, it fails.
+ * No device left in service: the mover takes the rest of b (none of it
+ * pinned); without one, it fails.
  */
 static void cuda_fallback(cuda_backend *be, cuda_batch *b)
 {
-	if (!be->fallback) {
+	if (!be->mover) {
 		cuda_batch_rest(b, -EIO, "no healthy CUDA device left");
 		return;
 	}
 	pthread_mutex_lock(&be->fb_lock);
 	cuda_fallback_start(be); /* normally done by the last device to fail */
-	if (be->cpu)
-		be->cpu->ops->submit(be->cpu, cuda_batch_rest(b, 0, NULL));
-	else
-		cuda_batch_rest(b, -EIO, be->fb_why);
+	be->mover->move(be->mover->ctx, cuda_batch_rest(b, 0, NULL));
 	pthread_mutex_unlock(&be->fb_lock);
 }
 
@@ -227,16 +203,49 @@ void cuda_requeue(cuda_dev *d, cuda_batch *list)
  */
 static bool cuda_job_alone_kernel(const gr_job *j)
 {
-	return j->on_device && gr_op_cpu_only(j->op) && !j->seg &&
+	return j->kind == GR_JOB_REDUCE && j->where == GR_AT_DEVICE && gr_op_cpu_only(j->op) &&
 	       (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
 }
 
-/* Does j go to the segmented reduce, alone in its launch: a whole
- * request's segments of device memory that it takes? */
-static bool cuda_job_segments(const gr_job *j)
+/* Which jobs of each kind a kernel here runs (gr_backend_ops.takes). */
+static bool cuda_takes_reduce(const gr_job *j)
 {
-	return j->seg && j->on_device && j->seg->first == 0 &&
+	/* argmin, argmax and moments: of device memory on their own size's
+	 * boundary (the CPU reduces those of host data) */
+	if (gr_op_cpu_only(j->op))
+		return cuda_job_alone_kernel(j);
+	/* the exact kernels read whole elements: a float sum or sum of
+	 * squares of host data off its size's boundary (which only a
+	 * region's offset can make) goes to the CPU */
+	if (j->where != GR_AT_DEVICE && gr_dtype_is_float(j->dtype) &&
+	    (j->op == GR_OP_SUM || j->op == GR_OP_SUMSQ))
+		return (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
+	return true;
+}
+
+/* the segmented reduce, alone in its launch: a whole request's segments
+ * of device memory that it takes */
+static bool cuda_takes_segments(const gr_job *j)
+{
+	return j->where == GR_AT_DEVICE && j->seg->first == 0 &&
 	       gr_backend_segs_on_device(j->op, j->dtype, j->data, j->n, j->seg->nseg);
+}
+
+/* the prefix sums of device memory, into device memory */
+static bool cuda_takes_scan(const gr_job *j)
+{
+	return j->where == GR_AT_DEVICE;
+}
+
+static bool (*const cuda_takes_kind[GR_JOB_KINDS])(const gr_job *j) = {
+	[GR_JOB_REDUCE] = cuda_takes_reduce,
+	[GR_JOB_SEGMENTS] = cuda_takes_segments,
+	[GR_JOB_SCAN] = cuda_takes_scan,
+};
+
+bool cuda_takes(const gr_backend *b, const gr_job *j)
+{
+	return j->kind < GR_JOB_KINDS && cuda_takes_kind[j->kind] && cuda_takes_kind[j->kind](j);
 }
 
 void cuda_submit(gr_backend *pub, gr_job *list)
@@ -244,16 +253,12 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	cuda_backend *be = (cuda_backend *)pub;
 	uint32_t n = 0;
 	int pin = -1;
-	/* ops no kernel here reduces (argmin, argmax and moments but of
-	 * device memory on their own size's boundary), segments but those
-	 * of device memory that the segmented reduce takes, and prefix sums
-	 * of host data fail: the daemon sends them to its CPU route */
+	/* jobs no kernel here runs (cuda_takes) fail: the scheduler sends
+	 * them to the CPU engine */
 	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
 	while (*link) {
 		gr_job *j = *link;
-		bool nok = j->seg ? !cuda_job_segments(j)
-				  : (gr_op_cpu_only(j->op) && !cuda_job_alone_kernel(j)) || j->cumsum;
-		if (nok) {
+		if (!cuda_takes(pub, j)) {
 			*link = j->next;
 			j->next = NULL;
 			*nk_tail = j;
@@ -282,22 +287,21 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			pin = j->device;
 		b->items[i] = (cuda_item){
 			.data = j->data, .n = j->n, .early = j->early, .tag = j->tag,
-			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype, .alone = j->outside_staging,
-			.on_device = j->on_device,
+			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype,
+			.alone = j->where != GR_AT_STAGING, .on_device = j->where == GR_AT_DEVICE,
 		};
-		if (j->scan_out) {
+		if (j->kind == GR_JOB_SCAN) {
 			/* never answered early: its answer is the loop's */
 			b->items[i].scan_out = j->scan_out;
-			b->items[i].scan = 1;
+			b->items[i].kind = CUDA_ITEM_SCAN;
 			b->items[i].alone = 1;
-		} else if (j->seg) {
+		} else if (j->kind == GR_JOB_SEGMENTS) {
 			/* never answered early: its records are the loop's */
 			b->items[i].seg = j->seg;
-			b->items[i].segs = 1;
+			b->items[i].kind = CUDA_ITEM_SEGMENTS;
 			b->items[i].alone = 1;
 		} else if (cuda_job_alone_kernel(j)) {
-			b->items[i].argm = j->op != GR_OP_MOMENTS;
-			b->items[i].mom = j->op == GR_OP_MOMENTS;
+			b->items[i].kind = j->op == GR_OP_MOMENTS ? CUDA_ITEM_MOMENTS : CUDA_ITEM_ARGM;
 			b->items[i].alone = 1;
 		}
 		b->jobs[i] = j;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "daemon/conn.h"
+#include "daemon/server.h"
 #include "proto/request.h"
 
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "daemon/conn.h"
+#include "daemon/server.h"
 #include "util/log.h"
 #include "proto/message.h"
 
@@ -181,7 +182,8 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 		return;
 	}
 	/* the GPUs' exact sum reads whole elements; host data that are not
-	 * aligned go to the CPU route instead (request_exact_on_cpu), and so
+	 * aligned go to the CPU engine instead (the CUDA engine does not take
+	 * them: cuda/queue.c, cuda_takes), and so
 	 * do segments of GPU memory that are not (copied first:
 	 * request-fetch.c) */
 	bool exact_op = preq->op == GR_OP_SUM || preq->op == GR_OP_SUMSQ;

@@ -1,8 +1,7 @@
 /*
  * One client connection: reads into a small envelope buffer or, while a
- * bin payload is arriving, straight into staging; feeds the request parser;
- * answers the methods, starting each reduce (daemon/request.c runs it, and
- * daemon/conn-region.c the region methods); writes the replies; and closes.
+ * bin payload is arriving, straight into staging; feeds the request parser,
+ * whose events conn-events.c takes; writes the replies; and closes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/conn.h"
+#include "daemon/server.h"
 #include "util/log.h"
 #include "proto/message.h"
 
@@ -40,209 +40,6 @@ void gr_conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fm
 }
 
 /* ---- parser events ---- */
-
-static bool conn_over_limits(gr_conn *c)
-{
-	const gr_config *cfg = c->srv->cfg;
-	size_t held = c->direct ? gr_direct_held(c->direct) : 0;
-	if (c->peer->held[GR_RES_INFLIGHT] > cfg->max_inflight_bytes_per_uid) {
-		c->peer->stalled++; /* gr_conn_discharge() wakes it */
-		return true;
-	}
-	return c->staged_bytes > cfg->max_inflight_bytes ||
-	       c->wbuf.len + c->writing_bytes + held > cfg->max_unsent_bytes;
-}
-
-static void conn_reply_method(gr_conn *c, const gr_req *preq)
-{
-	gr_server *s = c->srv;
-	int r = 0;
-
-	switch (preq->method) {
-	case GR_METHOD_PING:
-		r = gr_msg_write_response_header(&c->wbuf, preq->msgid);
-		if (r >= 0)
-			r = gr_mpw_cstr(&c->wbuf, "pong");
-		break;
-	case GR_METHOD_STATS:
-		r = gr_msg_write_response_header(&c->wbuf, preq->msgid);
-		if (r >= 0)
-			r = gr_server_write_stats(s, &c->wbuf, c->peer,
-						  /* all= */ c->uid == 0 || c->uid == getuid());
-		break;
-	case GR_METHOD_INFO:
-		r = gr_msg_write_response_header(&c->wbuf, preq->msgid);
-		if (r >= 0)
-			r = gr_server_write_info(s, &c->wbuf);
-		break;
-	default:
-		gr_conn_reply_error(c, preq->msgid, GR_ERR_INTERNAL, "method not handled");
-		return;
-	}
-	if (r < 0) {
-		gr_conn_close(c);
-		return;
-	}
-	s->stats.requests++;
-	gr_server_mark_dirty(s, c);
-}
-
-static void conn_begin_data(gr_conn *c, const gr_req *preq)
-{
-	gr_server *s = c->srv;
-	gr_request *req = gr_request_new(c, preq);
-
-	if (!req) {
-		gr_req_parser_reject(c->parser, GR_ERR_INTERNAL, "out of memory");
-		gr_conn_reply_error(c, preq->msgid, GR_ERR_INTERNAL, "out of memory");
-		return;
-	}
-	req->op = preq->op;
-	req->dtype = preq->dtype;
-	req->scan = preq->scan;
-	req->small = preq->data_bytes <= s->small_max;
-	c->cur = req;
-	if (preq->has_offsets && !gr_request_take_segments(req, c->parser, preq)) {
-		gr_req_parser_reject(c->parser, GR_ERR_INTERNAL, "out of memory");
-		c->cur = NULL;
-		gr_request_fail(req, /* reply= */ true, GR_ERR_INTERNAL, "out of memory");
-		return;
-	}
-	if (!req->small && !(preq->has_op && preq->has_dtype) &&
-	    preq->data_bytes > s->staging.slot_bytes) {
-		char msg[160];
-		snprintf(msg, sizeof(msg),
-			 "'op' and 'dtype' must come before a 'data' larger than %zu bytes",
-			 s->staging.slot_bytes);
-		gr_req_parser_reject(c->parser, GR_ERR_INVALID_PARAMS, "%s", msg);
-		c->cur = NULL;
-		gr_request_fail(req, /* reply= */ true, GR_ERR_INVALID_PARAMS, msg);
-		return;
-	}
-	if (preq->data_bytes == 0) {
-		gr_req_parser_set_dest(c->parser, NULL, 0);
-		return;
-	}
-	c->need_dest = true;
-}
-
-/* Handle one parser event; false stops processing (stalled or closing). */
-static bool conn_on_event(gr_conn *c, gr_req_event ev)
-{
-	gr_server *s = c->srv;
-	const gr_req *preq = gr_req_parser_req(c->parser);
-	gr_request *req = c->cur;
-
-	switch (ev) {
-	case GR_REQ_NEED_MORE:
-		return true;
-	case GR_REQ_DATA:
-		conn_begin_data(c, preq);
-		break;
-	case GR_REQ_DEST_FULL:
-		if (!req)
-			return true;
-		if (!(preq->has_op && preq->has_dtype)) {
-			char msg[160];
-			snprintf(msg, sizeof(msg),
-				 "'op' and 'dtype' must come before a 'data' larger than %zu bytes",
-				 s->staging.slot_bytes);
-			gr_req_parser_reject(c->parser, GR_ERR_INVALID_PARAMS, "%s", msg);
-			c->cur = NULL;
-			gr_request_fail(req, true, GR_ERR_INVALID_PARAMS, msg);
-			break;
-		}
-		req->op = preq->op;
-		req->dtype = preq->dtype;
-		req->scan = preq->scan;
-		gr_request_submit_filling(req, preq->data_done);
-		c->need_dest = true;
-		break;
-	case GR_REQ_DONE: {
-		int fd;
-		unsigned nfd = gr_conn_fds_take(c, &fd);
-		c->served = true;
-		if (preq->method == GR_METHOD_MAP) {
-			gr_conn_map(c, preq, nfd, fd);
-			break;
-		}
-		if (nfd > 0) {
-			gr_conn_drop_fd(c, fd);
-			static const char msg[] = "a file descriptor came with a request that takes none";
-			if (req) {
-				c->cur = NULL;
-				gr_request_fail(req, /* reply= */ true, GR_ERR_INVALID_PARAMS, msg);
-			} else {
-				gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS, "%s", msg);
-			}
-			break;
-		}
-		if (preq->method == GR_METHOD_UNMAP) {
-			gr_conn_unmap(c, preq);
-		} else if (preq->method == GR_METHOD_REDUCE && preq->has_region) {
-			gr_conn_reduce_region(c, preq);
-		} else if (preq->method != GR_METHOD_REDUCE) {
-			conn_reply_method(c, preq);
-		} else if (req) {
-			c->cur = NULL;
-			req->op = preq->op;
-			req->dtype = preq->dtype;
-			req->scan = preq->scan;
-			req->partial = preq->partial;
-			req->ddof = preq->ddof;
-			req->received = true;
-			if (req->filling)
-				gr_request_submit_filling(req, preq->data_done);
-			else if (req->nsubmitted == 0) {
-				gr_partial_identity(req->op, req->dtype, &req->acc);
-				req->result = &req->acc;
-			}
-			gr_request_settle(req);
-		}
-		break;
-	}
-	case GR_REQ_ERROR: {
-		int fd;
-		c->served = true;
-		if (gr_conn_fds_take(c, &fd) > 0)
-			gr_conn_drop_fd(c, fd);
-		if (req) {
-			c->cur = NULL;
-			gr_request_fail(req, /* reply= */ true, preq->err, preq->errmsg);
-		} else {
-			gr_conn_reply_error(c, preq->msgid, preq->err, "%s", preq->errmsg);
-		}
-		break;
-	}
-	case GR_REQ_FATAL:
-		log_debug("closing a connection: %s", preq->errmsg);
-		if (req) {
-			c->cur = NULL;
-			gr_request_fail(req, /* reply= */ false, preq->err, preq->errmsg);
-		}
-		gr_conn_reply_error(c, preq->has_msgid ? preq->msgid : 0, preq->err, "%s",
-				 preq->errmsg);
-		c->stall = GR_STALL_CLOSING;
-		return false;
-	}
-	if (c->closing)
-		return false;
-	if (c->need_dest)
-		return gr_conn_set_dest(c) == 0;
-	if (!c->cur && (ev == GR_REQ_DONE || ev == GR_REQ_ERROR)) {
-		/* At a request boundary: the place to apply backpressure. */
-		if (c->draining) {
-			c->stall = GR_STALL_DRAIN;
-			return false;
-		}
-		if (conn_over_limits(c)) {
-			c->stall = GR_STALL_LIMITS;
-			s->stats.stalls_limits++;
-			return false;
-		}
-	}
-	return true;
-}
 
 /* ---- reading ---- */
 
@@ -309,7 +106,7 @@ static void conn_on_read(gr_conn *c, ssize_t nread)
 		c->read_staging = false;
 		c->in_parsed += (uint64_t)nread;
 		gr_req_event ev = gr_req_parser_commit(c->parser, (size_t)nread);
-		if (!conn_on_event(c, ev)) {
+		if (!gr_conn_on_event(c, ev)) {
 			conn_read_stop(c);
 			return;
 		}
@@ -414,7 +211,7 @@ void gr_conn_pump(gr_conn *c)
 		}
 		break;
 	case GR_STALL_LIMITS:
-		if (conn_over_limits(c))
+		if (gr_conn_over_limits(c))
 			return;
 		c->stall = GR_STALL_NONE;
 		break;
@@ -432,7 +229,7 @@ void gr_conn_pump(gr_conn *c)
 		c->rpos += n;
 		c->in_parsed += n;
 		gr_conn_parser_charge(c);
-		if (!conn_on_event(c, ev)) {
+		if (!gr_conn_on_event(c, ev)) {
 			conn_read_stop(c);
 			return;
 		}

@@ -1,14 +1,113 @@
 /*
- * What the parts of a connection share (daemon/conn.c, daemon/request.c,
- * daemon/conn-region.c); the daemon's other files see daemon/server.h.
+ * A client's connection: its socket, the descriptors it passed, the
+ * request whose data is arriving and those in flight, its replies
+ * (conn.c); what it holds against its user's shares (conn-charge.c); its
+ * regions (conn-region.c, region-pin.c).
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
 
-#include "daemon/server.h"
+#include "daemon/peer.h"
+#include "daemon/region.h"
+#include "daemon/request.h"
+#include "engine/direct.h"
+#include "engine/staging.h"
+#include "proto/mp.h"
 #include "proto/request.h"
+#include "util/fdpass.h"
+#include "util/list.h"
+
+#define GR_CONN_RBUF_BYTES (64u * 1024u)
+/* Descriptors a connection holds at most, reserved in its user's share
+ * when it is accepted: its socket's two and those it may park. */
+#define GR_CONN_FDS (2u + GR_FDQ_MAX)
+
+typedef enum gr_stall {
+	GR_STALL_NONE,
+	GR_STALL_STAGING,   /* waiting for a staging slot */
+	GR_STALL_CHUNKS,    /* the request has its maximum of chunks in flight */
+	GR_STALL_LIMITS,    /* in-flight or unsent bytes over their bounds */
+	GR_STALL_UNSENT,    /* a streamed reply's bytes not yet taken are over the unsent bound */
+	GR_STALL_DRAIN,     /* shutting down: no new requests */
+	GR_STALL_CLOSING,   /* answering a fatal error, then closing */
+} gr_stall;
+
+struct gr_conn {
+	uv_pipe_t pipe;      /* writes; reads go through poll and fdpass.h */
+	uv_poll_t poll;      /* readable: on rfd, a duplicate of the pipe's fd */
+	int rfd;
+	unsigned handles;    /* libuv handles not yet closed; the last close frees c */
+	gr_fdq fds;          /* descriptors waiting for their request */
+	unsigned fds_seen;   /* fds.n when its parking time was last noted */
+	uint64_t parser_charged; /* the parser's memory, counted in its in-flight bytes */
+	uint64_t unsent_charged; /* replies not yet written, counted in its user's */
+	/* timeouts (daemon/timeouts.c): when it was accepted, whether a
+	 * request of its was ever whole, when the request being received
+	 * last got a byte, and when its oldest parked descriptor came */
+	uint64_t accepted_ns;
+	bool served;
+	uint64_t last_byte_ns;
+	uint64_t fds_since_ns;
+	bool fds_stalled;    /* not read while its user's descriptors are over their bound */
+	bool charged;        /* its connection and socket count in its user's */
+	_Atomic uint64_t *rfd_counter; /* its user's closing count, for rfd's close */
+	uint64_t in_read;    /* bytes read from the socket */
+	uint64_t in_parsed;  /* of those, bytes the parser has consumed */
+	gr_regions regions;
+	gr_peer *peer;       /* its user's entry (NULL until accepted) */
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	gr_server *srv;
+	gr_link link;        /* in srv->conns */
+	gr_link ready_link;  /* in srv->ready when it should be pumped */
+	gr_link dirty_link;  /* in srv->dirty when wbuf has bytes to write */
+	gr_req_parser *parser;
+	uint8_t *rbuf;
+	size_t rpos, rlen;
+	bool read_staging;   /* the current read goes straight into staging */
+	bool reading;
+	bool closing;
+	bool eof;
+	bool draining;
+	bool need_dest;      /* the parser waits for a destination */
+	gr_stall stall;
+	gr_staging_waiter waiter;
+	gr_request *cur;     /* the request whose data is arriving */
+	gr_link requests;    /* every request not yet finished */
+	unsigned nrequests;
+	uint64_t staged_bytes;  /* staging held by this connection's requests */
+	uint64_t staging_bytes; /* of those, in its user's share of staging */
+	gr_buf wbuf;
+	size_t writing_bytes;   /* handed to uv_write, not yet written */
+	uint64_t writes_done;   /* uv_writes finished: the peer is taking replies */
+	uint64_t writes_seen;   /* writes_done at the last write-timeout sweep */
+	size_t queue_seen;      /* and the pipe's write queue then */
+	unsigned write_stuck;   /* sweeps since, with bytes waiting and none taken */
+	gr_direct *direct;      /* NULL: the loop writes every reply */
+	/* The request whose reply is streaming out (gr_conn_stream_begin):
+	 * until it is whole, no other bytes go to the socket, and other
+	 * replies wait in wbuf (and direct ones in the direct side). */
+	gr_request *stream;
+	bool stream_handover;   /* gr_conn_stream_end is handing it on */
+	/* pace.c: bytes read in the loop's millisecond pace_ms, and in the
+	 * one before it; paced: not polled until the next millisecond */
+	uint64_t pace_ms, pace_bytes, pace_prev_bytes;
+	bool paced;
+	gr_link pace_link;      /* in srv->paced while paced */
+	unsigned holds;         /* work that needs it after its close (gr_conn_hold) */
+};
+
+/* conn.c */
+void gr_conn_accept(gr_server *s);
+void gr_conn_pump(gr_conn *c);
+void gr_conn_flush(gr_conn *c);
+void gr_conn_drain(gr_conn *c);
+void gr_conn_close(gr_conn *c);
 
 /* conn-charge.c: what a connection holds, counted against its user */
 /* Let go of a descriptor the client handed over (negative: none): the
@@ -40,22 +139,13 @@ void gr_conn_reply_error(gr_conn *c, uint32_t msgid, gr_err code, const char *fm
  * or draining or at EOF with no request left. */
 void gr_conn_maybe_close(gr_conn *c);
 
-/* request.c: a reduce request, from its data to its reply */
-gr_request *gr_request_new(gr_conn *c, const gr_req *preq);
-bool gr_request_take_segments(gr_request *req, gr_req_parser *parser, const gr_req *preq);
-/* Reply once every chunk is in, and free it. */
-void gr_request_settle(gr_request *req);
-/* Fail it (with an error reply, or none when the connection is gone;
- * closing the connection if its reply has begun to stream). */
-void gr_request_fail(gr_request *req, bool reply, gr_err code, const char *msg);
-/* A chunk's staging and charges, given back. */
-void gr_request_chunk_release(gr_request *req, gr_chunk *ch);
-/* Count an answered request of this many elements. */
-void gr_request_answered(gr_request *req, uint64_t elements);
-/* The filling chunk holds data up to data_done: to the backend with it. */
-void gr_request_submit_filling(gr_request *req, uint64_t data_done);
-/* Cut a region's next chunks while the request may have more in flight. */
-void gr_request_region_pump(gr_request *req);
+/* conn-events.c: the parser's event ev on c, taken; false when c is to
+ * stop reading (it waits, or closes) */
+bool gr_conn_on_event(gr_conn *c, gr_req_event ev);
+/* Are c's in-flight or unsent bytes, or its user's, over their bounds? */
+bool gr_conn_over_limits(gr_conn *c);
+
+/* request.c: a connection's side of its requests */
 /* Staging for the next part of the current request's data; -EAGAIN: the
  * connection waits (its stall says for what). */
 int gr_conn_set_dest(gr_conn *c);
@@ -65,30 +155,6 @@ void gr_conn_discharge(gr_conn *c, uint64_t bytes);
 /* The user's in-flight bytes, given back: its connections waiting on its
  * bound go on once it is back under. */
 void gr_peer_discharge_inflight(gr_server *s, gr_peer *p, uint64_t bytes);
-
-/* A chunk's job is back: take it into its request (its done()). */
-void gr_request_chunk_done(gr_job *job);
-
-/* request-fetch.c: chunks of GPU memory that the CPU reduces, each copied
- * to the host first */
-/* Whether req's chunks go that way (an op, or segments, no GPU kernel
- * reduces, on GPU memory). */
-bool gr_request_via_host(const gr_request *req);
-/* The filling chunk's job becomes the copy of its elements, which then
- * goes to the CPU route. False when out of memory (or the backend copies
- * nothing to the host). */
-bool gr_request_fetch_job(gr_request *req, gr_chunk *ch);
-
-/* request-cumsum.c: a cumsum request's chunks, in two phases, and its
- * prefix sums, into a region or streamed out */
-/* The filling chunk's job (n elements, the request's from
- * req->filling_start on) becomes its first phase. False when out of
- * memory or when the request failed already. */
-bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch);
-/* Take whatever can go on: carries, second phases, prefix sums out. */
-void gr_request_cumsum_advance(gr_request *req);
-/* The reply once every prefix sum is out. */
-void gr_request_cumsum_reply(gr_request *req);
 
 /* conn.c: a reply streamed out as it is computed (a cumsum's values).
  * Begin req's reply with hdr[0..len): everything queued before goes out

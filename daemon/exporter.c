@@ -120,7 +120,7 @@ static void exporter_sample(gr_exporter *e, gr_metrics *m)
 	m->inflight = s->stats.inflight;
 	m->elements = s->stats.elements;
 	m->batches = be->batches;
-	m->routed_cpu = s->routed;
+	m->routed_cpu = s->sched.routed;
 	m->regions = s->stats.regions;
 	m->mapped_bytes = s->mapped_bytes;
 	m->bytes_socket = s->stats.bytes_in;

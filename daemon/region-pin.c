@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "daemon/conn.h"
+#include "daemon/server.h"
 #include "util/log.h"
 
 typedef struct region_pin {

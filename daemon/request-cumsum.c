@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "daemon/conn.h"
+#include "daemon/server.h"
 #include "util/log.h"
 #include "proto/message.h"
 
@@ -64,6 +65,7 @@ bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch)
 	}
 	gr_cumsum_job *cj = gr_cumsum_job_new(req->cumsum, req->nsubmitted, n, out);
 	cj->out_owned = !req->out_base;
+	ch->job.kind = GR_JOB_CUMSUM;
 	ch->job.cumsum = cj;
 	ch->job.done = cumsum_chunk_done;
 	return true;
@@ -158,7 +160,7 @@ void gr_request_cumsum_advance(gr_request *req)
 		}
 		ch->job.status = 0;
 		ch->job.early = NULL;
-		gr_server_submit(req->srv, &ch->job);
+		gr_server_submit(req->srv, &ch->job, req->data_bytes);
 	}
 	/* the final prefix sums out, in chunk order */
 	req->stream_wait = false;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "daemon/conn.h"
+#include "daemon/server.h"
 
 bool gr_request_via_host(const gr_request *req)
 {
@@ -56,7 +57,11 @@ static void fetch_done(gr_job *job)
 	gr_chunk *ch = job->userdata;
 	gr_request *req = ch->req;
 
-	job->run = NULL;
+	/* the job it was before the copy, now of host data */
+	job->kind = ch->fetch_kind;
+	if (job->kind == GR_JOB_SEGMENTS)
+		job->seg = ch->fetch_seg;
+	job->where = GR_AT_HOST;
 	job->done = gr_request_chunk_done;
 	if (job->status < 0 || req->failed) {
 		/* chunk_done fails the request, or drops the chunk */
@@ -64,7 +69,7 @@ static void fetch_done(gr_job *job)
 		return;
 	}
 	job->data = fetch_to(ch);
-	gr_server_submit(req->srv, job);
+	gr_server_submit(req->srv, job, req->data_bytes);
 }
 
 bool gr_request_fetch_job(gr_request *req, gr_chunk *ch)
@@ -80,11 +85,13 @@ bool gr_request_fetch_job(gr_request *req, gr_chunk *ch)
 		return false;
 	}
 	ch->fetch_device = req->region->device;
-	/* a CPU route job until it is reduced, with no device (and never
-	 * answered early: gr_request_submit_filling) */
+	/* a job of the CPU's until it is reduced, with no device (and
+	 * never answered early: gr_request_submit_filling) */
+	ch->fetch_kind = ch->job.kind;
+	ch->fetch_seg = ch->job.kind == GR_JOB_SEGMENTS ? ch->job.seg : NULL;
 	ch->job.device = -1;
-	ch->job.on_device = false;
-	ch->job.cpu_route = true;
+	ch->job.where = GR_AT_HOST;
+	ch->job.kind = GR_JOB_RUN;
 	ch->job.run = fetch_run;
 	ch->job.done = fetch_done;
 	return true;

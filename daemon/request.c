@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 
 #include "daemon/conn.h"
+#include "daemon/server.h"
 #include "util/log.h"
 #include "proto/message.h"
 
@@ -336,23 +337,6 @@ void gr_request_chunk_done(gr_job *job)
 	}
 }
 
-/*
- * Host data that a GPU would not reduce exactly, and so goes to a CUDA
- * daemon's CPU route whatever its size: argmin, argmax and moments (the
- * GPUs have no kernel for them yet), and a float sum or sum of squares
- * whose elements do not lie on their own size's boundary in memory (the
- * exact kernel reads whole elements), which only a region's offset can do.
- */
-static bool request_exact_on_cpu(gr_op op, gr_dtype dt, const void *data)
-{
-	/* no GPU kernel yet (gr_conn_reduce_region refuses them on device memory) */
-	if (gr_op_cpu_only(op))
-		return true;
-	if (!gr_dtype_is_float(dt) || (op != GR_OP_SUM && op != GR_OP_SUMSQ))
-		return false;
-	return (uintptr_t)data % gr_dtype_size(dt);
-}
-
 /* The chunk being filled is complete: hand it to the backend. */
 void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 {
@@ -366,21 +350,23 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.n = (size_t)(data_done - req->filling_start) / gr_dtype_size(req->dtype);
 	/* device memory: pinned to its device, read in place */
 	ch->job.device = req->region ? req->region->device : -1;
-	ch->job.on_device = req->region && req->region->device >= 0;
+	ch->job.where = !req->region ? GR_AT_STAGING
+			: req->region->device >= 0 ? GR_AT_DEVICE : GR_AT_HOST;
 	ch->job.status = 0;
 	ch->job.done = gr_request_chunk_done;
 	ch->job.userdata = ch;
 	ch->job.next = NULL;
 	ch->job.early = NULL;
-	ch->job.seg = req->segs ? gr_segs_job(req->segs, req->nsubmitted,
-					      req->filling_start / gr_dtype_size(req->dtype))
-				: NULL;
-	ch->job.cumsum = NULL;
-	ch->job.scan_out = NULL;
-	ch->job.run = NULL;
-	if (req->scan && ch->job.on_device) {
+	ch->job.kind = GR_JOB_REDUCE;
+	if (req->segs) {
+		ch->job.kind = GR_JOB_SEGMENTS;
+		ch->job.seg = gr_segs_job(req->segs, req->nsubmitted,
+					  req->filling_start / gr_dtype_size(req->dtype));
+	}
+	if (req->scan && ch->job.where == GR_AT_DEVICE) {
 		/* one launch over the whole request (gr_request_region_pump),
 		 * into device memory of the same device */
+		ch->job.kind = GR_JOB_SCAN;
 		ch->job.scan_out = req->out_base;
 	} else if (req->scan && !gr_request_cumsum_job(req, ch)) {
 		/* out of memory, or failed already: no job */
@@ -392,9 +378,6 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	/* segments of host data, and prefix sums of host data: on the CPU
 	 * (segments of GPU memory on the GPU, or copied to the host first) */
 	bool via_host = gr_request_via_host(req);
-	ch->job.cpu_route = req->srv->router && !ch->job.on_device &&
-			    (req->data_bytes <= req->srv->route_max || req->segs || req->scan ||
-			     request_exact_on_cpu(req->op, req->dtype, ch->job.data));
 	/* A small request is one job, submitted whole, and so is a region's
 	 * that fits one: the backend may answer it from its own thread. */
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
@@ -413,9 +396,9 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	}
 	req->nsubmitted++;
 	if (req->small)
-		gr_server_batch_add(req->srv, &ch->job, ch->slot);
+		gr_server_batch_add(req->srv, &ch->job, ch->slot, req->data_bytes);
 	else
-		gr_server_submit(req->srv, &ch->job);
+		gr_server_submit(req->srv, &ch->job, req->data_bytes);
 }
 
 /*
@@ -451,7 +434,6 @@ void gr_request_region_pump(gr_request *req)
 		ch->slot = NULL;
 		ch->done = false;
 		ch->job.data = req->region_next;
-		ch->job.outside_staging = true;
 		/* counted against the connection's in-flight bytes, like
 		 * staging; device memory read in place holds none of the
 		 * host's, a copy for the CPU (request-fetch.c) as much */
@@ -505,8 +487,6 @@ int gr_conn_set_dest(gr_conn *c)
 	gr_slot *slot, *closed = NULL;
 	void *dst;
 	size_t cap;
-
-	ch->job.outside_staging = false;
 
 	/* A small request whose bytes are not all here takes a slot of its
 	 * own, charged whole, rather than a piece of the batch slot others'

@@ -78,37 +78,18 @@ void gr_server_batch_flush(gr_server *s)
 	s->backend->ops->submit(s->backend, batch);
 }
 
-/* A job on the CPU route waits for the check phase, where the route's
- * jobs go out in one list, as a CPU daemon's batch does: those small
- * enough run there, on the loop thread, and their completions are drained
- * in the same pass without waking the loop. */
-static bool server_route(gr_server *s, gr_job *job)
+/* The CPU engine's jobs wait for the check phase (gr_sched_route). */
+static bool server_route(gr_server *s, gr_job *job, uint64_t request_bytes)
 {
-	if (!job->cpu_route)
+	if (!gr_sched_on_cpu(&s->sched, job, request_bytes))
 		return false;
-	job->next = NULL;
-	if (s->route_tail)
-		s->route_tail->next = job;
-	else
-		s->route_head = job;
-	s->route_tail = job;
-	s->routed++;
+	gr_sched_route(&s->sched, job);
 	return true;
 }
 
-static void server_route_flush(gr_server *s)
+void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot, uint64_t request_bytes)
 {
-	gr_job *list = s->route_head;
-
-	if (!list)
-		return;
-	s->route_head = s->route_tail = NULL;
-	s->router->ops->submit(s->router, list);
-}
-
-void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot)
-{
-	if (server_route(s, job))
+	if (server_route(s, job, request_bytes))
 		return;
 	if (s->batch_head && s->batch_slot != slot)
 		gr_server_batch_flush(s);
@@ -128,9 +109,9 @@ void gr_server_batch_add(gr_server *s, gr_job *job, gr_slot *slot)
 		gr_server_batch_flush(s);
 }
 
-void gr_server_submit(gr_server *s, gr_job *job)
+void gr_server_submit(gr_server *s, gr_job *job, uint64_t request_bytes)
 {
-	if (server_route(s, job))
+	if (server_route(s, job, request_bytes))
 		return;
 	job->next = NULL;
 	s->backend->ops->submit(s->backend, job);
@@ -249,7 +230,7 @@ static void server_check_cb(uv_check_t *h)
 			gr_link_del(&c->ready_link);
 			gr_conn_pump(c);
 		}
-		server_route_flush(s);
+		gr_sched_flush(&s->sched);
 		if (s->batch_head) {
 			if (s->cfg->batch_delay_us > 0)
 				batch_hold(s);
@@ -260,7 +241,7 @@ static void server_check_cb(uv_check_t *h)
 		gr_completion_drain(s->cq);
 		/* ... and their done() may have routed more (a region's
 		 * next chunks, a cumsum's next phase) */
-		if (!gr_link_linked(&s->ready) && !s->staging.wake_pending && !s->route_head)
+		if (!gr_link_linked(&s->ready) && !s->staging.wake_pending && !gr_sched_pending(&s->sched))
 			break;
 	}
 	gr_completion_defer(s->cq, false);
@@ -403,211 +384,6 @@ static void server_unlink_socket(gr_server *s)
 	    st.st_ino == s->path_ino)
 		unlink(s->path);
 	s->created_path = false;
-}
-
-/* ---- stats and info ---- */
-
-#define W(call) GR_MPW_TRY(call)
-#define write_kv_uint gr_mpw_kv_uint
-
-static int write_kv_str(gr_buf *b, const char *k, const char *v)
-{
-	W(gr_mpw_cstr(b, k));
-	return gr_mpw_cstr(b, v);
-}
-
-/* The cumulative latency histogram (PROTOCOL.md, stats.latency_hist). */
-static int write_latency_hist(gr_buf *b, const gr_stats *st)
-{
-	uint64_t cum[GR_STATS_HIST_BOUNDS];
-	uint64_t count = gr_stats_hist_cumulative(st, cum);
-
-	W(gr_mpw_cstr(b, "latency_hist"));
-	W(gr_mpw_map(b, 4));
-	W(gr_mpw_cstr(b, "le_us"));
-	W(gr_mpw_array(b, GR_STATS_HIST_BOUNDS));
-	for (unsigned i = 0; i < GR_STATS_HIST_BOUNDS; i++)
-		W(gr_mpw_uint(b, gr_stats_hist_le_us[i]));
-	W(gr_mpw_cstr(b, "counts"));
-	W(gr_mpw_array(b, GR_STATS_HIST_BOUNDS));
-	for (unsigned i = 0; i < GR_STATS_HIST_BOUNDS; i++)
-		W(gr_mpw_uint(b, cum[i]));
-	W(gr_mpw_cstr(b, "sum_us"));
-	W(gr_mpw_f64(b, (double)st->hist_sum_ns / 1e3));
-	return write_kv_uint(b, "count", count);
-}
-
-int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool all)
-{
-	uint32_t p50, p99, max;
-	gr_backend *be = s->backend;
-	unsigned ndevices = gr_backend_ndevices(be), healthy = 0;
-
-	for (unsigned i = 0; i < ndevices; i++) {
-		gr_device_info d = {0};
-		be->ops->describe(be, i, &d);
-		healthy += d.healthy;
-	}
-	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 26));
-	W(gr_mpw_cstr(b, "uptime_s"));
-	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
-	W(write_kv_str(b, "backend", be->name));
-	W(write_kv_uint(b, "connections", s->stats.connections));
-	W(write_kv_uint(b, "connections_total", s->stats.connections_total));
-	W(write_kv_uint(b, "connections_refused", s->stats.connections_refused));
-	W(write_kv_uint(b, "connections_timed_out", s->stats.write_timeouts));
-	W(write_kv_uint(b, "requests_timed_out", s->stats.request_timeouts));
-	W(gr_shares_write(s, b, asker, all));
-	W(write_kv_uint(b, "requests", s->stats.requests));
-	W(write_kv_uint(b, "errors", s->stats.errors));
-	W(write_kv_uint(b, "bytes_in", s->stats.bytes_in));
-	W(write_kv_uint(b, "bytes_shm", s->stats.bytes_shm));
-	W(write_kv_uint(b, "bytes_device", s->stats.bytes_device));
-	W(write_kv_uint(b, "regions", s->stats.regions));
-	W(write_kv_uint(b, "mapped_bytes", s->mapped_bytes));
-	W(write_kv_uint(b, "elements", s->stats.elements));
-	W(write_kv_uint(b, "batches", be->batches));
-	W(write_kv_uint(b, "routed_cpu", s->routed));
-	W(gr_mpw_cstr(b, "batch_mean"));
-	W(gr_mpw_f64(b, be->batches ? (double)be->batched_jobs / (double)be->batches : 0.0));
-	W(write_kv_uint(b, "inflight", s->stats.inflight));
-	W(write_kv_uint(b, "devices", ndevices));
-	W(write_kv_uint(b, "devices_healthy", healthy));
-	W(gr_mpw_cstr(b, "stalls"));
-	W(gr_mpw_map(b, 5));
-	W(write_kv_uint(b, "staging", s->stats.stalls_staging));
-	W(write_kv_uint(b, "fds", s->stats.stalls_fds));
-	W(write_kv_uint(b, "chunks", s->stats.stalls_chunks));
-	W(write_kv_uint(b, "limits", s->stats.stalls_limits));
-	W(write_kv_uint(b, "paced", s->stats.stalls_paced));
-	W(gr_mpw_cstr(b, "latency_us"));
-	W(gr_mpw_map(b, 4));
-	W(write_kv_uint(b, "p50", p50));
-	W(write_kv_uint(b, "p99", p99));
-	W(write_kv_uint(b, "max", max));
-	W(write_kv_uint(b, "window", s->stats.lat_n < GR_STATS_WINDOW ? s->stats.lat_n
-								       : GR_STATS_WINDOW));
-	return write_latency_hist(b, &s->stats);
-}
-
-/* Device memory regions mapped on device index: how many, how large. */
-static void device_regions(gr_server *s, int index, uint64_t *ret_n, uint64_t *ret_bytes)
-{
-	*ret_n = *ret_bytes = 0;
-	for (gr_link *l = s->conns.next; l != &s->conns; l = l->next) {
-		gr_conn *c = gr_container_of(l, gr_conn, link);
-		for (gr_region *r = c->regions.head; r; r = r->next)
-			if (r->device == index) {
-				(*ret_n)++;
-				*ret_bytes += r->bytes;
-			}
-	}
-}
-
-static int write_device(gr_server *s, gr_buf *b, const gr_device_info *d)
-{
-	bool cuda = !strcmp(d->kind, "cuda");
-	uint64_t nreg, reg_bytes;
-
-	device_regions(s, d->index, &nreg, &reg_bytes);
-	W(gr_mpw_map(b, cuda ? 15 : 10));
-	W(write_kv_uint(b, "regions", nreg));
-	W(write_kv_uint(b, "region_bytes", reg_bytes));
-	W(write_kv_uint(b, "index", (uint64_t)d->index));
-	W(write_kv_str(b, "kind", d->kind));
-	W(write_kv_str(b, "name", d->name));
-	W(gr_mpw_cstr(b, "healthy"));
-	W(gr_mpw_bool(b, d->healthy));
-	W(write_kv_str(b, "health", d->health));
-	W(write_kv_uint(b, cuda ? "sms" : "threads", d->units));
-	W(write_kv_uint(b, "memory_bytes", d->memory_bytes));
-	W(write_kv_uint(b, "jobs", d->jobs));
-	if (cuda) {
-		W(write_kv_str(b, "compute_capability", d->compute_capability));
-		W(write_kv_uint(b, "driver_version", (uint64_t)d->driver_version));
-		W(write_kv_uint(b, "runtime_version", (uint64_t)d->runtime_version));
-		W(write_kv_str(b, "pci_bus_id", d->pci_bus_id));
-		W(write_kv_str(b, "uuid", d->uuid));
-	}
-	return 0;
-}
-
-int gr_server_write_info(gr_server *s, gr_buf *b)
-{
-	gr_backend *be = s->backend;
-	const gr_config *cfg = s->cfg;
-	unsigned ndevices = gr_backend_ndevices(be);
-
-	W(gr_mpw_map(b, 6));
-	W(write_kv_str(b, "version", GPURED_VERSION));
-	W(write_kv_str(b, "backend", be->name));
-	W(write_kv_str(b, "socket", s->path ? s->path : ""));
-	W(gr_mpw_cstr(b, "devices"));
-	W(gr_mpw_array(b, ndevices));
-	for (unsigned i = 0; i < ndevices; i++) {
-		gr_device_info d = {0};
-		be->ops->describe(be, i, &d);
-		W(write_device(s, b, &d));
-	}
-	W(gr_mpw_cstr(b, "routing"));
-	W(gr_mpw_map(b, 1));
-	W(write_kv_uint(b, "cpu_max_bytes", s->route_max));
-	W(gr_mpw_cstr(b, "limits"));
-	W(gr_mpw_map(b, 28));
-	W(write_kv_uint(b, "request_timeout_ms", cfg->request_timeout_ms));
-	W(write_kv_uint(b, "first_request_timeout_ms", cfg->first_request_timeout_ms));
-	W(write_kv_uint(b, "fd_timeout_ms", cfg->fd_timeout_ms));
-	W(write_kv_uint(b, "max_fds", s->peers.pool[GR_RES_FDS].cap));
-	W(write_kv_uint(b, "max_staging_bytes", s->peers.pool[GR_RES_STAGING].cap));
-	W(write_kv_uint(b, "max_device_regions", cfg->max_device_regions));
-	W(write_kv_uint(b, "max_device_bytes", cfg->max_device_bytes));
-	W(write_kv_uint(b, "fds_per_connection", GR_CONN_FDS));
-	W(gr_mpw_cstr(b, "allow_cuda_ipc_writable"));
-	W(gr_mpw_bool(b, cfg->allow_cuda_ipc_writable));
-	W(write_kv_uint(b, "max_request_bytes", cfg->max_request_bytes));
-	W(write_kv_uint(b, "max_segments", GR_OFFSETS_DEFAULT_MAX_SEGMENTS));
-	W(write_kv_uint(b, "max_connections_per_uid", cfg->max_connections_per_uid));
-	W(write_kv_uint(b, "max_inflight_bytes_per_uid", cfg->max_inflight_bytes_per_uid));
-	W(write_kv_uint(b, "max_mapped_bytes_per_uid", cfg->max_mapped_bytes_per_uid));
-	W(gr_mpw_cstr(b, "allow_uids"));
-	W(gr_mpw_array(b, cfg->n_allow_uids));
-	for (unsigned i = 0; i < cfg->n_allow_uids; i++)
-		W(gr_mpw_uint(b, cfg->allow_uids[i]));
-	W(gr_mpw_cstr(b, "allow_gids"));
-	W(gr_mpw_array(b, cfg->n_allow_gids));
-	for (unsigned i = 0; i < cfg->n_allow_gids; i++)
-		W(gr_mpw_uint(b, cfg->allow_gids[i]));
-	W(write_kv_uint(b, "max_connections", cfg->max_connections));
-	W(write_kv_uint(b, "max_regions", cfg->max_regions));
-	W(write_kv_uint(b, "max_mapped_bytes", cfg->max_mapped_bytes));
-	W(write_kv_uint(b, "max_mapped_bytes_total", cfg->max_mapped_bytes_total));
-	W(write_kv_uint(b, "staging_bytes", be->staging_bytes));
-	W(write_kv_uint(b, "chunk_bytes", s->staging.slot_bytes));
-	W(write_kv_uint(b, "small_max_bytes", s->small_max));
-	W(write_kv_uint(b, "max_inflight_bytes", cfg->max_inflight_bytes));
-	W(write_kv_uint(b, "max_unsent_bytes", cfg->max_unsent_bytes));
-	W(write_kv_uint(b, "write_timeout_ms", cfg->write_timeout_ms));
-	W(write_kv_uint(b, "pace_bytes_per_ms", cfg->pace_bytes_per_ms));
-	W(write_kv_uint(b, "pace_cpu_pressure", cfg->pace_cpu_pressure));
-	return 0;
-}
-
-void gr_server_status(gr_server *s, char *buf, size_t len)
-{
-	static uint64_t last_ns, last_requests;
-	uint64_t now = uv_hrtime();
-	unsigned ndevices = gr_backend_ndevices(s->backend);
-	double rate = 0;
-
-	if (last_ns && now > last_ns)
-		rate = (double)(s->stats.requests - last_requests) * 1e9 / (double)(now - last_ns);
-	last_ns = now;
-	last_requests = s->stats.requests;
-	snprintf(buf, len, "backend %s, %u device%s, %llu connection%s, %.0f req/s",
-		 s->backend->name, ndevices, ndevices == 1 ? "" : "s",
-		 (unsigned long long)s->stats.connections, s->stats.connections == 1 ? "" : "s",
-		 rate);
 }
 
 /* ---- canaries ---- */
@@ -797,7 +573,6 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 		.inline_max_bytes = cfg->inline_max_bytes,
 		.fault = cfg->fault,
 		.early = cfg->direct_replies ? &gr_direct_early : NULL,
-		.cpu_fallback = cfg->cpu_fallback,
 	};
 	gr_server *s = calloc(1, sizeof(*s));
 	int r;
@@ -821,38 +596,17 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 	s->now_ns = uv_hrtime();
 	s->busy_ns = s->now_ns;
 
-	char why[256] = "";
-	r = -ENODEV;
-	if (cfg->backend != GR_BACKEND_CPU) {
-		/* A CUDA daemon's CPU route, which is also where its jobs go
-		 * once no GPU is left: no staging of its own, it reads jobs
-		 * where they lie. */
-		gr_backend_config rc = {
-			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
-			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
-			.threads = cfg->threads,
-			.inline_max_bytes = cfg->inline_max_bytes,
-			.early = bc.early,
-		};
-		if ((r = gr_backend_cpu_new(&rc, s->cq, &s->router, why, sizeof(why))) < 0) {
-			snprintf(errbuf, errlen, "the CPU route: %s", why);
-			goto fail;
-		}
-		bc.cpu_pool = s->router;
-		r = gr_backend_cuda_new(&bc, s->cq, &s->backend, why, sizeof(why));
-		if (r < 0 && cfg->backend == GR_BACKEND_CUDA) {
-			snprintf(errbuf, errlen, "CUDA backend unavailable: %s", why);
-			goto fail;
-		}
-		if (r < 0) {
-			log_info("no CUDA backend (%s); using the CPU", why);
-			s->router = gr_backend_free(s->router);
-		}
-	}
-	if (r < 0 && (r = gr_backend_cpu_new(&bc, s->cq, &s->backend, why, sizeof(why))) < 0) {
-		snprintf(errbuf, errlen, "CPU backend: %s", why);
+	gr_sched_config sc = {
+		.main = bc,
+		.gpu = cfg->backend == GR_BACKEND_CPU	 ? GR_SCHED_GPU_NO
+		       : cfg->backend == GR_BACKEND_CUDA ? GR_SCHED_GPU_NEED
+							 : GR_SCHED_GPU_AUTO,
+		.cpu_fallback = cfg->cpu_fallback,
+		.route_max_bytes = cfg->route_cpu_max_bytes,
+	};
+	if ((r = gr_sched_init(&s->sched, &sc, s->cq, errbuf, errlen)) < 0)
 		goto fail;
-	}
+	s->backend = s->sched.main;
 
 	/* The last CANARY_BYTES of staging hold the canary's data; the rest
 	 * is carved into slots. */
@@ -887,8 +641,6 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 		goto fail;
 	}
 	gr_shares_init(s);
-	if (s->router)
-		s->route_max = cfg->route_cpu_max_bytes;
 
 	uv_check_init(loop, &s->check);
 	s->check.data = s;
@@ -922,8 +674,8 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 
 fail:
 	s->closer = gr_closer_free(s->closer, 0);
-	s->backend = gr_backend_free(s->backend); /* it may share the router */
-	s->router = gr_backend_free(s->router);
+	gr_sched_deinit(&s->sched);
+	s->backend = NULL;
 	gr_staging_deinit(&s->staging);
 	gr_completion_close(s->cq);
 	uv_run(loop, UV_RUN_NOWAIT);
@@ -942,15 +694,14 @@ void gr_server_free(gr_server *s)
 	 * the pending batch: they go out too, so that everything they hold
 	 * comes back. */
 	gr_server_batch_flush(s);
-	server_route_flush(s);
+	gr_sched_flush(&s->sched);
 	/* regions being registered or unregistered: done before the
 	 * backend goes */
 	gr_region_pins_close(s);
 	/* Wait for the backend's threads to give every job back, then run
 	 * the callbacks that release what those jobs held. */
-	s->backend->ops->free(s->backend);
+	gr_sched_deinit(&s->sched);
 	s->backend = NULL;
-	s->router = gr_backend_free(s->router);
 	gr_completion_drain(s->cq);
 	gr_completion_close(s->cq);
 	uv_run(s->loop, UV_RUN_DEFAULT);

@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include "daemon/conn.h"
+#include "daemon/server.h"
 #include "util/log.h"
 #include "daemon/trim.h"
 #include "proto/request.h"

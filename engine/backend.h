@@ -30,49 +30,67 @@
 typedef struct gr_job gr_job;
 typedef struct gr_backend gr_backend;
 typedef struct gr_completion gr_completion;
+typedef struct gr_device_info gr_device_info;
+
+/*
+ * What a job is. Every kind reads n elements of op and dtype at data;
+ * each has its own data (the union in gr_job), and each engine declares
+ * the kinds it runs (gr_backend.kinds); the scheduler (engine/scheduler.h)
+ * sends a job only to an engine that runs its kind.
+ */
+typedef enum gr_job_kind {
+	/* reduce: result is the elements' partial */
+	GR_JOB_REDUCE,
+	/* segments: the elements belong to segments (seg), each of which
+	 * gets its record (math/segments.h); result is the head's partial */
+	GR_JOB_SEGMENTS,
+	/* a phase of a request's prefix sums (cumsum, math/cumsum.h), which
+	 * writes its outputs there and leaves result alone */
+	GR_JOB_CUMSUM,
+	/* a whole request's prefix sums of device memory: n 8-byte values to
+	 * write at scan_out, device memory of the same device */
+	GR_JOB_SCAN,
+	/* run(job) on a worker in place of reducing (never inline: it may
+	 * block): 0, or a negative errno with errmsg written; never split,
+	 * result left alone */
+	GR_JOB_RUN,
+	GR_JOB_KINDS
+} gr_job_kind;
+
+/* Where a job's elements lie. */
+typedef enum gr_job_where {
+	GR_AT_STAGING, /* in the engine's staging memory */
+	/* host memory outside staging (a mapped region, daemon/region.h):
+	 * an engine that moves the data of several jobs in one span must not
+	 * span this one with others */
+	GR_AT_HOST,
+	/* device memory (map_device) on the device the job is pinned to:
+	 * reduced where it lies, with no copy */
+	GR_AT_DEVICE,
+} gr_job_where;
 
 struct gr_job {
 	/* set by the submitter: with next, what a backend's own threads read
 	 * of a job, kept together at its start */
 	gr_op op;
 	gr_dtype dtype;
-	const void *data; /* inside the backend's staging memory */
+	const void *data; /* inside the backend's staging memory, or where says */
 	size_t n;         /* elements */
-	int device;       /* -1: any; else run on this device (canaries) */
+	int device;       /* -1: any; else run on this device (canaries, device memory) */
 	uint32_t tag;     /* the submitter's, for early answers */
 	gr_job *next;     /* batch list; completion queue */
 	void (*done)(gr_job *job);
 	void *userdata;
 	void *early;      /* NULL, or where an early answer goes (gr_early_ops) */
-	/* data lies outside staging (in a mapped region, daemon/region.h):
-	 * a backend that moves the data of several jobs in one span must
-	 * not span this one with others (read on the submitting thread) */
-	bool outside_staging;
-	/* the daemon's own: reduce on its CPU route (gr_server), not the
-	 * backend it would otherwise go to */
-	bool cpu_route;
-	/* data is device memory (map_device) on the device the job is pinned
-	 * to: reduce it where it lies, with no copy */
-	bool on_device;
-	/* NULL, or the segments this job's elements belong to: result is
-	 * then the head's partial (math/segments.h). The CPU backend
-	 * reduces such jobs; a backend with map_device also takes the
-	 * segments of a whole request of device memory as one job
-	 * (gr_backend_segs_on_device), and writes every record. */
-	struct gr_segjob *seg;
-	/* NULL, or the job is a phase of a request's prefix sums
-	 * (math/cumsum.h), which writes its outputs there and leaves
-	 * result alone. Only the CPU backend runs such jobs. */
-	struct gr_cumsum_job *cumsum;
-	/* NULL, or the job is a whole request's prefix sums of device
-	 * memory (on_device), n 8-byte values to write here, in device
-	 * memory of the same device. Only the CUDA backend runs such jobs. */
-	void *scan_out;
-	/* NULL, or what a CPU backend runs for this job in place of reducing
-	 * it, on a worker (never inline: it may block): 0, or a negative
-	 * errno with errmsg written. The job is never split, and result is
-	 * left alone. */
-	int (*run)(gr_job *job);
+	uint8_t kind;     /* gr_job_kind */
+	uint8_t where;    /* gr_job_where */
+	/* the kind's own data */
+	union {
+		struct gr_segjob *seg;           /* GR_JOB_SEGMENTS */
+		struct gr_cumsum_job *cumsum;    /* GR_JOB_CUMSUM */
+		void *scan_out;                  /* GR_JOB_SCAN */
+		int (*run)(gr_job *job);         /* GR_JOB_RUN */
+	};
 
 	/* set by the backend before done() runs */
 	int status;       /* 0, or a negative errno; errmsg says why */
@@ -106,6 +124,20 @@ typedef struct gr_early_ops {
 	void (*end)(void);
 } gr_early_ops;
 
+/*
+ * Work an engine can no longer run, moved elsewhere: a GPU engine with no
+ * device left in service hands its jobs over (any thread), shows where
+ * they go as its last device, and waits for every job moved to be posted
+ * before it frees the memory they read (engine/scheduler.c makes one onto the
+ * CPU engine).
+ */
+typedef struct gr_engine_mover {
+	void (*move)(void *ctx, gr_job *list);
+	void (*wait_idle)(void *ctx);
+	void (*describe)(void *ctx, gr_device_info *ret);
+	void *ctx;
+} gr_engine_mover;
+
 typedef struct gr_backend_config {
 	size_t staging_bytes;     /* 0: the backend's default */
 	size_t chunk_bytes;       /* slot size; a multiple of GR_REDUCE_ALIGN_BYTES; 0: default */
@@ -114,17 +146,12 @@ typedef struct gr_backend_config {
 	size_t inline_max_bytes;  /* jobs this small may run on the submitting thread; SIZE_MAX: default */
 	const char *fault;        /* fault injection spec for tests (backend-specific), or NULL */
 	const gr_early_ops *early; /* NULL: jobs are never answered early */
-	/* CUDA: once no GPU is left in service, run jobs on CPU workers (a CPU
-	 * backend started then, with threads and inline_max_bytes above)
-	 * rather than failing them */
-	bool cpu_fallback;
-	/* CUDA: ... on this CPU backend rather than one of its own (the
-	 * daemon's CPU route), which it shares and does not free, but waits
-	 * idle (gr_backend_cpu_wait_idle) before it frees what its jobs read */
-	gr_backend *cpu_pool;
+	/* CUDA: where jobs go once no GPU is left in service, rather than
+	 * failing (NULL: they fail); the scheduler's CPU engine */
+	const struct gr_engine_mover *mover;
 } gr_backend_config;
 
-typedef struct gr_device_info {
+struct gr_device_info {
 	int index;
 	char kind[8];           /* "cpu", "cuda" */
 	char name[128];
@@ -138,7 +165,7 @@ typedef struct gr_device_info {
 	char pci_bus_id[32];
 	char uuid[48];          /* CUDA: "GPU-..." as nvidia-smi writes it */
 	uint64_t jobs;          /* jobs run on this device */
-} gr_device_info;
+};
 
 /* Device memory a client exported, to import (map kind cuda or cuda_ipc). */
 typedef struct gr_device_map {
@@ -161,6 +188,11 @@ typedef struct gr_backend_ops {
 	/* Queue a batch (non-empty list via next). Never blocks, never fails:
 	 * a failing job is posted with status < 0. */
 	void (*submit)(gr_backend *b, gr_job *batch);
+	/* Optional (NULL: every job of the kinds it declares): whether it
+	 * runs this job, of a kind it declares (an op, a dtype or an
+	 * alignment it has no kernel for). The scheduler asks before it
+	 * submits; a job it would not take fails. */
+	bool (*takes)(const gr_backend *b, const gr_job *job);
 	/* Describe device i < b->ndevices. */
 	void (*describe)(gr_backend *b, unsigned i, gr_device_info *ret);
 	/* Wait for every submitted job to be posted, stop threads, free
@@ -193,9 +225,13 @@ typedef struct gr_backend_ops {
 			    char *why, size_t whylen);
 } gr_backend_ops;
 
+/* gr_backend.kinds: the kinds an engine runs */
+#define GR_JOB_BIT(k) (1u << (k))
+
 struct gr_backend {
 	const gr_backend_ops *ops;
 	const char *name;       /* "cpu", "cuda" */
+	unsigned kinds;         /* GR_JOB_BIT() of each gr_job_kind it runs */
 	uint8_t *staging;       /* staging memory, carved into slots by the daemon */
 	size_t staging_bytes;
 	size_t chunk_bytes;     /* slot size */

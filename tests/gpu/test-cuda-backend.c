@@ -25,6 +25,7 @@
 
 #include "engine/backend.h"
 #include "engine/completion.h"
+#include "engine/scheduler.h"
 #include "math/reduce.h"
 
 /* The ops the GPUs reduce (sum, min, max, sumsq: the first four); the
@@ -199,18 +200,34 @@ static void run_batch(gr_backend *b, gr_job *jobs, size_t count)
 		uv_run(&loop, UV_RUN_ONCE);
 }
 
+/* The CPU engine the fallback's jobs move to, as the scheduler makes it
+ * (engine/scheduler.c): started at the first backend that falls back. */
+static gr_backend *fb_cpu;
+static gr_engine_mover fb_mover;
+
 static gr_backend *backend_new_fb(size_t staging, size_t chunk, unsigned streams,
 				  const char *fault, bool fallback, int *ret_err, char *errbuf,
 				  size_t errlen)
 {
+	if (fallback && !fb_cpu) {
+		gr_backend_config cc = {
+			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
+			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
+			.threads = 2,
+			.inline_max_bytes = SIZE_MAX,
+		};
+		CHECK(gr_backend_cpu_new(&cc, cq, &fb_cpu, errbuf, errlen) == 0, "CPU engine: %s",
+		      errbuf);
+		gr_sched_mover_cpu(fb_cpu, &fb_mover);
+	}
 	gr_backend_config cfg = {
 		.staging_bytes = staging,
 		.chunk_bytes = chunk,
 		.streams = streams,
-		.threads = 2, /* the CPU fallback's */
+		.threads = 2,
 		.inline_max_bytes = SIZE_MAX,
 		.fault = fault,
-		.cpu_fallback = fallback,
+		.mover = fallback ? &fb_mover : NULL,
 	};
 	gr_backend *b = NULL;
 	*ret_err = gr_backend_cuda_new(&cfg, cq, &b, errbuf, errlen);
@@ -947,6 +964,7 @@ int main(void)
 		printf("2^28+5: ok (%lu checks)\n", checks);
 	}
 
+	fb_cpu = gr_backend_free(fb_cpu);
 	gr_completion_close(cq);
 	CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0, "uv_run");
 	CHECK(uv_loop_close(&loop) == 0, "a handle was left open");

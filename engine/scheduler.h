@@ -1,0 +1,73 @@
+/*
+ * The scheduler: it owns every engine, the CPU's and, on a CUDA daemon,
+ * the GPUs', and routes each job to one of them by its kind, where its
+ * data lie and its request's size. When no GPU is left in service it
+ * moves the GPU engine's work to the CPU engine (gr_engine_mover).
+ *
+ * The main engine holds staging and every device the daemon reports
+ * (the GPUs' engine, or the CPU's on a CPU daemon); beside a GPU engine
+ * the CPU engine takes what no GPU kernel runs and host data small enough
+ * that a CPU core is done before a GPU could answer (--route-cpu-max).
+ * The route depends on the job and its request alone, so the same request
+ * always gets the same bits. Loop thread, but for the mover.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/backend.h"
+
+typedef enum gr_sched_gpu {
+	GR_SCHED_GPU_NO,     /* the CPU engine alone */
+	GR_SCHED_GPU_AUTO,   /* the GPUs' where there is one, else the CPU's */
+	GR_SCHED_GPU_NEED,   /* the GPUs', or fail */
+} gr_sched_gpu;
+
+typedef struct gr_sched_config {
+	gr_backend_config main;  /* the main engine's (mover is the scheduler's) */
+	gr_sched_gpu gpu;
+	bool cpu_fallback;       /* move the GPUs' work to the CPU once none is left */
+	size_t route_max_bytes;  /* host data of requests up to this go to the CPU */
+} gr_sched_config;
+
+typedef struct gr_sched {
+	gr_backend *main;
+	gr_backend *cpu;        /* beside a GPU engine, else NULL */
+	gr_engine_mover mover;  /* onto cpu */
+	size_t route_max;
+	/* the CPU engine's jobs, submitted together at gr_sched_flush() */
+	gr_job *route_head, *route_tail;
+	uint64_t routed;        /* jobs sent to the CPU engine beside a GPU one */
+} gr_sched;
+
+/* Build the engines. 0, or a negative errno and why in errbuf. */
+int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, char *errbuf,
+		  size_t errlen);
+/* Free the engines (each waits for its jobs to be posted first). */
+void gr_sched_deinit(gr_sched *s);
+
+/* Whether engine b runs job: its kind, and the job itself (takes()). */
+static inline bool gr_engine_runs(const gr_backend *b, const gr_job *job)
+{
+	return (b->kinds & GR_JOB_BIT(job->kind)) && (!b->ops->takes || b->ops->takes(b, job));
+}
+
+/* Does job go to the CPU engine beside the main one, its request being
+ * request_bytes long? */
+bool gr_sched_on_cpu(const gr_sched *s, const gr_job *job, uint64_t request_bytes);
+/* Queue job for the CPU engine (gr_sched_on_cpu() said so): the jobs go
+ * out together at the next flush, from the loop's check phase, where
+ * those small enough run inline and their completions drain in the same
+ * pass. */
+void gr_sched_route(gr_sched *s, gr_job *job);
+void gr_sched_flush(gr_sched *s);
+/* Jobs queued for the CPU engine, not yet flushed? */
+static inline bool gr_sched_pending(const gr_sched *s)
+{
+	return s->route_head != NULL;
+}
+
+/* A mover onto CPU engine cpu (whose submit any thread may call). */
+void gr_sched_mover_cpu(gr_backend *cpu, gr_engine_mover *ret);
