@@ -45,8 +45,8 @@ extern "C" {
 
 /*
  * The send buffer (SO_SNDBUF) gpured_connect() asks for: large arrays
- * cross a Unix socket up to twice as fast with it as with Linux's default
- * of about 200 KiB (docs/benchmarks/regions.md). The kernel caps it at
+ * cross a Unix socket faster with it than with Linux's default of about
+ * 200 KiB (docs/design/socket.md). The kernel caps it at
  * net.core.wmem_max; small requests do not care.
  */
 #define GPURED_SNDBUF_BYTES (4 << 20)

@@ -41,7 +41,7 @@
  * loses about 30 us to it, just when a request is done: a thread of ours
  * waiting there for that request (the loop, the completion thread) was
  * late by that much for the life of a daemon that the scheduler put there
- * (issue 17's "slow daemons"; docs/benchmarks/gpu-e2e.md). With
+ * (docs/design/completion.md). With
  * nothing in flight it looks for new launches for the spin time, then
  * sleeps on a condition variable. It copies a finished launch's runs of
  * items and its results out of pinned memory into one post of its own,

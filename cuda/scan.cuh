@@ -117,7 +117,7 @@ static __device__ __forceinline__ unsigned pad(unsigned i)
  *    whichever block gets that tile finds it on its way).
  * Production: four blocks of 256 an SM (64 registers; each holds 35 KiB
  * of shared memory), 16-byte vectors, the whole carveout, the prefetch.
- * The sweeps are in docs/benchmarks/kernels.md.
+ * Why these: docs/KERNELS.md (the scan); the rates: docs/BENCHMARKS.md.
  */
 namespace kn {
 constexpr unsigned WARPX = 1u << 4, VEC = 1u << 5, CARVE = 1u << 6, PROF = 1u << 7, PREF = 1u << 8;

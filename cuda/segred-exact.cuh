@@ -457,9 +457,9 @@ static __device__ __forceinline__ void add_if_le(double &a, double v, unsigned x
 struct pol_xf32 : pol_exact<fm_f32> {
 	/* Its loop is the lightest of the exact sums', and it waits on the
 	 * memory: the first 4 KiB of a warp's tile, and each batch 2 KiB
-	 * ahead, into L2 (10^5 segments of 1-4096 f32: 0.95 -> 0.98
-	 * of CUB on an H100, 1.02 -> 1.07 on an H200; kernels.md, 3d). A
-	 * whole 16 KiB tile a warp overflows L2 (0.72). */
+	 * ahead, into L2, which brings short segments of f32 level with
+	 * CUB's segmented sum (docs/BENCHMARKS.md); a whole 16 KiB tile a
+	 * warp overflows L2 and is slower. */
 	static constexpr unsigned L2_START = 4096, L2_AHEAD = 2048;
 	static __device__ __forceinline__ void warp_piece(const params &p, uint64_t lo, uint64_t hi,
 							  uint64_t seg, unsigned lane)

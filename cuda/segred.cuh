@@ -54,10 +54,10 @@ template <typename T> __host__ __device__ constexpr uint64_t tile_elems()
 /*
  * How a policy's kernel is built: the bytes a lane loads at once in a
  * piece's loop, and the blocks (of WARPS warps) an SM it is built to hold,
- * registers capped to fit them. 32 bytes and 32 warps an SM, in small
- * blocks, ran the exact sums 1.3x as fast as 64 bytes and the 16 warps
- * their registers allowed (H200, gpured-ops-bench --segred-only:
- * kernels.md, 3d); integer sums, with few registers, keep 64 bytes.
+ * registers capped to fit them. The exact sums run faster at 32 bytes
+ * and 32 warps an SM, in small blocks, than at 64 bytes and the 16 warps
+ * their registers allow (gpured-ops-bench --segred-only measures it:
+ * docs/BENCHMARKS.md); integer sums, with few registers, keep 64 bytes.
  */
 struct tuning {
 	static constexpr unsigned LOAD_BYTES = 32, MINB = 32 / WARPS;

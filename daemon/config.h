@@ -17,8 +17,8 @@ typedef enum gr_backend_kind {
 
 #define GR_CONFIG_DEFAULT_PATH "/etc/gpured/gpured.conf"
 /* Requests a CUDA daemon reduces on the CPU by default: a CPU core is done
- * with them before a GPU could answer (docs/benchmarks/regions.md, "The
- * CPU route"). */
+ * with them before a GPU could answer (docs/design/staging.md, "The CPU
+ * route"). */
 #define GR_CONFIG_ROUTE_CPU_MAX_BYTES ((size_t)1 << 20)
 
 typedef struct gr_config {
