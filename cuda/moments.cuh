@@ -585,9 +585,8 @@ static inline cudaError_t launch_int(const void *data, uint64_t n, gr_moments_sc
 /* The production form, f32 and f64: the groups through shared memory
  * (bulk.cuh), two blocks an SM (no spills, where three need 80 registers
  * and spill). Loads in registers can keep only one group a warp in
- * flight; two blocks of them left the memory idle (H100, f32 2^28: 0.93
- * of the read kernel against 0.90 in registers with two blocks, 0.83 with
- * three; H200, three in registers: 0.78). */
+ * flight, and two blocks of them leave the memory idle (gpured-exact-bench
+ * measures the forms: docs/BENCHMARKS.md). */
 constexpr unsigned PROD_MINB = 2;
 constexpr bool PROD_BULK = true;
 

@@ -11,48 +11,15 @@
 #include <cuda_runtime.h>
 
 #include "cuda/scan.h"
+#include "cuda/warp.cuh"
 
 namespace grscan {
 
-constexpr unsigned FULL = 0xffffffffu;
+using grwarp::FULL;
 constexpr unsigned THREADS = 256, IPT = 16, TILE = THREADS * IPT, WARPS = THREADS / 32;
 static_assert(TILE == GR_SCAN_TILE, "tile size");
 
-template <typename T> struct acc {
-	static constexpr bool fp = std::is_floating_point<T>::value;
-	using A = typename std::conditional<fp, double, unsigned long long>::type;
-	/* -0.0: adding it changes nothing, so "left out" costs no branch */
-	static __device__ __forceinline__ A ident()
-	{
-		if constexpr (fp)
-			return -0.0;
-		else
-			return 0;
-	}
-	static __device__ __forceinline__ A of(T x)
-	{
-		if constexpr (fp)
-			return (double)x;
-		else if constexpr (std::is_signed<T>::value)
-			return (A)(long long)x;
-		else
-			return (A)x;
-	}
-	static __device__ __forceinline__ uint64_t bits(A a)
-	{
-		if constexpr (fp)
-			return (uint64_t)__double_as_longlong(a);
-		else
-			return (uint64_t)a;
-	}
-	static __device__ __forceinline__ A unbits(uint64_t u)
-	{
-		if constexpr (fp)
-			return __longlong_as_double((long long)u);
-		else
-			return (A)u;
-	}
-};
+template <typename T> using acc = grwarp::sum_acc<T>;
 
 /*
  * The workspace: the tile counter, then two 16-byte entries a tile,

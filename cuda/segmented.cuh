@@ -11,47 +11,16 @@
 #include <cuda_runtime.h>
 
 #include "cuda/segmented.h"
+#include "cuda/warp.cuh"
 
 namespace grseg {
 
-constexpr unsigned FULL = 0xffffffffu;
+using grwarp::FULL;
 constexpr unsigned WARPS = 8;
 
-/* The sum's accumulator: double for floats, 64-bit wrapping integers
- * otherwise (signed elements widened with their sign). */
-template <typename T> struct acc {
-	static constexpr bool fp = std::is_floating_point<T>::value;
-	using A = typename std::conditional<fp, double, unsigned long long>::type;
-	static __device__ __forceinline__ A ident()
-	{
-		if constexpr (fp)
-			return -0.0;
-		else
-			return 0;
-	}
-	static __device__ __forceinline__ A of(T x)
-	{
-		if constexpr (fp)
-			return (double)x;
-		else if constexpr (std::is_signed<T>::value)
-			return (A)(long long)x;
-		else
-			return (A)x;
-	}
-	static __device__ __forceinline__ uint64_t bits(A a)
-	{
-		if constexpr (fp)
-			return (uint64_t)__double_as_longlong(a);
-		else
-			return (uint64_t)a;
-	}
-	static __device__ __forceinline__ A unbits(uint64_t u)
-	{
-		if constexpr (fp)
-			return __longlong_as_double((long long)u);
-		else
-			return (A)u;
-	}
+/* The sum's accumulator (warp.cuh), and its butterfly across a warp. */
+template <typename T> struct acc : grwarp::sum_acc<T> {
+	using A = typename grwarp::sum_acc<T>::A;
 	static __device__ __forceinline__ A butterfly(A v)
 	{
 #pragma unroll
@@ -159,20 +128,7 @@ static __device__ __forceinline__ typename acc<T>::A warp_piece(const T *x, uint
 	return S::butterfly(s);
 }
 
-/* Whether this warp arrived last of `of` at ticket; lane 0 published its
- * piece before. */
-static __device__ __forceinline__ bool arrive_last(uint32_t *ticket, uint32_t of, unsigned lane)
-{
-	unsigned last = 0;
-	if (lane == 0) {
-		__threadfence();
-		last = atomicAdd(ticket, 1u) == of - 1;
-	}
-	last = __shfl_sync(FULL, last, 0);
-	if (last)
-		__threadfence();
-	return last;
-}
+using grwarp::arrive_last;
 
 /* Items 0..count of a sequence (item(i) gives its bits, from other SMs:
  * read past L1) folded as lane l taking l, l + 32, ... in order, then the
