@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/types.h"
+
 /* The elements one block partial covers at most: arrays are reduced
  * block by block (reduce.h). */
 #define GR_REDUCE_BLOCK 32768u
@@ -131,3 +133,22 @@ size_t gr_partial_limbs(const gr_partial *p, uint64_t *words, size_t max, int *r
  */
 int gr_partial_from_limbs(gr_partial *ret, uint64_t count, const uint64_t *words, size_t n,
                           int scale, unsigned flags);
+
+/* partial.c */
+/* The partial of no elements. */
+void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret);
+/* acc = acc (+) next, where next covers the elements right after acc's. */
+void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial *next);
+/* The wire result: GR_OK, or GR_ERR_EMPTY for min/max/argmin/argmax/moments
+ * of no elements. argmin's and argmax's index is p->index; moments' value
+ * is its sum (gr_moments_finish() gives the whole result). */
+gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *ret);
+
+/*
+ * moments' result (PROTOCOL.md, "moments") from its partial, with ddof
+ * delta degrees of freedom: GR_OK; GR_ERR_EMPTY when p counts no
+ * elements; GR_ERR_INVALID_PARAMS when ddof is not below the count (the
+ * request parser refuses those already). mean and var are the exact
+ * values rounded once (math/moments.c).
+ */
+gr_err gr_moments_finish(gr_dtype dt, const gr_partial *p, uint64_t ddof, gr_moments *ret);

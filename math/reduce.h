@@ -31,24 +31,6 @@
 #include "math/partial.h"
 #include "proto/types.h"
 
-/* The partial of no elements. */
-void gr_partial_identity(gr_op op, gr_dtype dt, gr_partial *ret);
-/* acc = acc (+) next, where next covers the elements right after acc's. */
-void gr_partial_combine(gr_op op, gr_dtype dt, gr_partial *acc, const gr_partial *next);
-/* The wire result: GR_OK, or GR_ERR_EMPTY for min/max/argmin/argmax/moments
- * of no elements. argmin's and argmax's index is p->index; moments' value
- * is its sum (gr_moments_finish() gives the whole result). */
-gr_err gr_partial_finish(gr_op op, gr_dtype dt, const gr_partial *p, gr_value *ret);
-
-/*
- * moments' result (PROTOCOL.md, "moments") from its partial, with ddof
- * delta degrees of freedom: GR_OK; GR_ERR_EMPTY when p counts no
- * elements; GR_ERR_INVALID_PARAMS when ddof is not below the count (the
- * request parser refuses those already). mean and var are the exact
- * values rounded once (math/moments.c).
- */
-gr_err gr_moments_finish(gr_dtype dt, const gr_partial *p, uint64_t ddof, gr_moments *ret);
-
 /* Reduce one block: n <= GR_REDUCE_BLOCK elements at data (any alignment). */
 void gr_reduce_block(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret);
 
