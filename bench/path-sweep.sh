@@ -10,6 +10,9 @@
 # GPU (gpured-device-bench, which also times the read-bandwidth kernel);
 # the raw socket (gpured-sockbw) and pinned host-to-device copies
 # (gpured-h2d-bench). bench/plot-paths.py draws OUT.jsonl.
+# BINDIR holds gpured, gpured-benchmark, gpured-sockbw and, where there
+# is a GPU, gpured-device-bench and gpured-h2d-bench, or is a meson build
+# folder that has them (-Dbenchmarks=true).
 set -euo pipefail
 b=$1
 out=$2
@@ -21,7 +24,7 @@ i64 | u64 | f64) size=8 ;;
 esac
 exe() {
 	local d
-	for d in "$b" "$b/daemon" "$b/bench" "$b/cuda"; do
+	for d in "$b" "$b/daemon" "$b/bench" "$b/bench/cuda"; do
 		[ -x "$d/$1" ] && { echo "$d/$1"; return; }
 	done
 	echo "path-sweep: no $1 in $b" >&2
@@ -43,7 +46,6 @@ start() {
 stop() { kill "$pid"; wait "$pid" || true; pid=; }
 : >"$out"
 backends="cpu"
-[ -x "$(dirname "$gpured")/../bench/gpured-device-bench" ] || true
 command -v nvidia-smi >/dev/null && backends="cpu cuda"
 for be in $backends; do
 	start "$be"

@@ -5,7 +5,9 @@
 #   bench/shm-bench.sh BINDIR [ROUNDS] [BACKENDS]
 #
 # BINDIR holds gpured, gpured-benchmark, gpured-readsum and, for the CUDA
-# backend, gpured-h2d-bench (or is a meson build folder that has them). BACKENDS is "cuda cpu" (the default) or "cpu".
+# backend, gpured-h2d-bench (or is a meson build folder that has them:
+# -Dbenchmarks=true, or those two built by name). BACKENDS is "cuda cpu"
+# (the default) or "cpu".
 # For each backend, a fresh daemon each round, on the same array:
 #   - 1 GiB of f32 (SHM_BENCH_BYTES) summed in a region by one client, -P 1, and over the
 #     socket, and the daemon's CPU seconds per GB of each (/proc/PID/stat);
@@ -32,7 +34,7 @@ trap cleanup EXIT
 # BINDIR/NAME, or where a meson build folder puts it
 exe() {
 	local d
-	for d in "$bin" "$bin/daemon" "$bin/bench" "$bin/cuda"; do
+	for d in "$bin" "$bin/daemon" "$bin/bench" "$bin/bench/cpu" "$bin/bench/cuda"; do
 		[ -x "$d/$1" ] && { echo "$d/$1"; return; }
 	done
 	echo "shm-bench: no $1 in $bin" >&2

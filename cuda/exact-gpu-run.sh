@@ -4,7 +4,7 @@
 # and the device-array test, each benchmark twice (run-to-run spread).
 #   cuda/exact-gpu-run.sh BINDIR OUTDIR [TAR]
 # BINDIR holds test-exact and gpured-exact-bench (from the build's
-# tests/gpu and cuda folders), and may hold test-cuda-backend,
+# tests/gpu and bench/cuda folders), and may hold test-cuda-backend,
 # test-device-map with gpured (the daemon it starts), and gpured-det-bench
 # (built with -Dcccl_include). Each step's log goes to OUTDIR, which is
 # packed into TAR after every step when one is named, so that a run cut

@@ -25,8 +25,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "bench/cuda/bench-check.h"
 #include "client/gpured.h"
-#include "cuda/bench-check.h"
 #include "cuda/exact.h"
 #include "cuda/kernel.h"
 

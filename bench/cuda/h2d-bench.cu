@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cuda/bench-check.h"
+#include "bench/cuda/bench-check.h"
 
 static double median(std::vector<double> v)
 {

@@ -36,7 +36,7 @@
 #include <cuda/std/execution>
 #include <cuda_runtime.h>
 
-#include "cuda/bench-common.cuh"
+#include "bench/cuda/bench-common.cuh"
 #include "cuda/exact.h"
 
 using grb::median;

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "check.h"
+#include "tests/check.h"
 #include "proto/mp.h"
 #include "proto/request.h"
 

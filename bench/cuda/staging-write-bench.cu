@@ -40,7 +40,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cuda/bench-check.h"
+#include "bench/cuda/bench-check.h"
 
 static const size_t PIECE = 1024, BATCH = 32, BATCH_BYTES = PIECE * BATCH;
 static const size_t ROUNDS = 100000, MAX_RING = (size_t)32 << 20;

@@ -39,7 +39,7 @@
 #include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>
 
-#include "cuda/bench-common.cuh"
+#include "bench/cuda/bench-common.cuh"
 #include "cuda/exact.cuh"
 #include "cuda/moments.cuh"
 

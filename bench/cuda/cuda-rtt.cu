@@ -43,7 +43,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/bench-check.h"
+#include "bench/cuda/bench-check.h"
 
 static double now_us(void)
 {
