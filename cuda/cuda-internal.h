@@ -41,7 +41,7 @@
  * loses about 30 us to it, just when a request is done: a thread of ours
  * waiting there for that request (the loop, the completion thread) was
  * late by that much for the life of a daemon that the scheduler put there
- * (issue 17's "slow daemons"; docs/benchmarks/gpu-e2e.md). With
+ * (docs/design/completion.md). With
  * nothing in flight it looks for new launches for the spin time, then
  * sleeps on a condition variable. It copies a finished launch's runs of
  * items and its results out of pinned memory into one post of its own,
@@ -62,10 +62,9 @@
  * A CUDA error fails the jobs it touched with -EIO, names the call and the
  * device, and takes the device out of service for good; its queued batches
  * then go to the other devices (those pinned to it fail). Once none is
- * left, jobs go to the CPU fallback (cfg->cpu_fallback): a CPU backend
- * started then, sharing this backend's completion queue and reading the
- * jobs where they lie in staging, and described as one more device. Without
- * it they fail at once. Failures come back to the loop thread as posts of
+ * left, jobs are moved (cfg->mover: the scheduler's CPU engine, which
+ * reads them where they lie in staging and is described as one more
+ * device). Without a mover they fail at once. Failures come back to the loop thread as posts of
  * their own too, and the loop thread writes the jobs' status and message.
  *
  * By role: queue.c takes submit() and routes batches to devices (or to
@@ -258,17 +257,15 @@ struct cuda_backend {
 	unsigned last; /* atomic: the device chosen last */
 	const gr_early_ops *early;
 
-	/* The CPU fallback, when allowed: started by whichever thread first
-	 * finds no device in service. A CPU backend's submit() takes one
-	 * caller at a time, and jobs reach this one from the loop thread and
-	 * from the submission thread of a device going out of service, so
-	 * every submit to it holds fb_lock. */
-	bool fallback;
-	gr_backend_config fbcfg;
+	/* Where jobs go once no device is in service (NULL: they fail);
+	 * moving is set by whichever thread first finds none, before
+	 * pub.ndevices grows. Jobs reach the mover from the loop thread and
+	 * from the submission thread of a device going out of service: every
+	 * move holds fb_lock, so the engine they go to sees one caller at a
+	 * time. */
+	const gr_engine_mover *mover;
+	bool moving;
 	pthread_mutex_t fb_lock;
-	gr_backend *cpu;  /* written once, before pub.ndevices grows */
-	gr_backend *cpu_pool; /* the daemon's, to be cpu rather than one of ours (not freed) */
-	char fb_why[192]; /* why it did not start, when it did not */
 	bool staging_registered; /* gr_staging_map's memory, registered; else cudaHostAlloc's */
 	cuda_batch *spare; /* batches kept for reuse (the loop thread's) */
 	unsigned nspare;
@@ -282,6 +279,20 @@ struct cuda_backend {
  * daemon's jobs themselves: a job's lines stay in the cache of the loop
  * thread, which writes them for every request, and two items share a line.
  */
+/*
+ * What an item launches. Items of the batch kinds share launches (the
+ * batch kernel's table, the exact kernel's); each other kind is launched
+ * alone, by its own launcher (launch.c, cuda_launchers).
+ */
+typedef enum cuda_item_kind {
+	CUDA_ITEM_BATCH,    /* a reduce in the batch kernel, or an exact sum */
+	CUDA_ITEM_SCAN,     /* the prefix sums of device memory (job->scan_out) */
+	CUDA_ITEM_ARGM,     /* argmin or argmax of device memory */
+	CUDA_ITEM_MOMENTS,  /* moments of device memory */
+	CUDA_ITEM_SEGMENTS, /* segments of device memory (job->seg) */
+	CUDA_ITEM_KINDS
+} cuda_item_kind;
+
 typedef struct cuda_item {
 	const uint8_t *data;
 	uint64_t n;
@@ -292,12 +303,9 @@ typedef struct cuda_item {
 	};
 	uint32_t tag;
 	uint8_t op, dtype;
+	uint8_t kind : 3; /* cuda_item_kind; all but CUDA_ITEM_BATCH launch alone */
 	uint8_t alone : 1; /* outside staging: launched alone, never in a span with others */
 	uint8_t on_device : 1; /* device memory: read in place, no copy */
-	uint8_t scan : 1; /* the prefix sums of device memory (job->scan_out): launched alone */
-	uint8_t argm : 1; /* argmin or argmax of device memory: launched alone */
-	uint8_t mom : 1; /* moments of device memory: launched alone */
-	uint8_t segs : 1; /* segments of device memory (job->seg): launched alone */
 } cuda_item;
 
 /*
@@ -358,12 +366,11 @@ struct cuda_done {
  * float sums and float sums of squares (each element's exact square).
  * The exact kernel reads whole elements, so an item whose elements are
  * not aligned to their size stays with the batch kernel, which rounds as
- * it goes; the daemon sends none such (request.c, request_exact_on_cpu,
- * and conn-region.c, gr_conn_reduce_region). */
+ * it goes; the daemon sends none such (queue.c, cuda_takes, and
+ * conn-region.c, gr_conn_reduce_region). */
 static inline uint32_t cuda_item_exact(const cuda_item *it)
 {
-	if (it->scan || it->argm || it->mom || it->segs ||
-	    (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
+	if (it->kind != CUDA_ITEM_BATCH || (uintptr_t)it->data % gr_dtype_size((gr_dtype)it->dtype))
 		return 0;
 	if (it->op == GR_OP_SUM && it->dtype == GR_DT_F32)
 		return GR_EXACT_F32;
@@ -378,9 +385,8 @@ static inline uint32_t cuda_item_exact(const cuda_item *it)
 
 static inline uint64_t cuda_item_units(const cuda_item *it)
 {
-	return it->n && !it->scan && !it->argm && !it->mom && !it->segs
-		       ? gr_kernel_units(it->n, gr_dtype_size(it->dtype))
-		       : 0;
+	return it->n && it->kind == CUDA_ITEM_BATCH ? gr_kernel_units(it->n, gr_dtype_size(it->dtype))
+						     : 0;
 }
 
 /* ---- small helpers ---- */
@@ -448,7 +454,9 @@ void cuda_dev_fail(cuda_dev *d, const char *why);
 
 /* ---- queue.c: queueing ---- */
 
-/* Start the CPU fallback unless it runs or failed to start; fb_lock held. */
+/* Whether a kernel here runs job j (gr_backend_ops.takes). */
+bool cuda_takes(const gr_backend *b, const gr_job *j);
+/* Start moving jobs to the mover, unless under way; fb_lock held. */
 void cuda_fallback_start(cuda_backend *be);
 /* Route the queue of a device found out of service elsewhere. */
 void cuda_requeue(cuda_dev *d, cuda_batch *list);

@@ -135,19 +135,41 @@ static bool cpu_answer(cpu_backend *cb, gr_job *job)
 }
 
 /* On the loop thread: the loop answers it itself. */
-/* Reduce a whole job on the calling thread (or run its hook): 0, or a
+/* Each kind of job the CPU runs, whole, on the calling thread: 0, or a
  * negative errno with errmsg written. */
+static int cpu_run_reduce(gr_job *job)
+{
+	gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
+	return 0;
+}
+
+static int cpu_run_segments(gr_job *job)
+{
+	gr_segs_reduce(job->seg, job->op, job->dtype, job->data, job->n, &job->result);
+	return 0;
+}
+
+static int cpu_run_cumsum(gr_job *job)
+{
+	gr_cumsum_run(job->cumsum, job->dtype, job->data, job->n);
+	return 0;
+}
+
+static int cpu_run_hook(gr_job *job)
+{
+	return job->run(job);
+}
+
+static int (*const cpu_runs[GR_JOB_KINDS])(gr_job *job) = {
+	[GR_JOB_REDUCE] = cpu_run_reduce,
+	[GR_JOB_SEGMENTS] = cpu_run_segments,
+	[GR_JOB_CUMSUM] = cpu_run_cumsum,
+	[GR_JOB_RUN] = cpu_run_hook,
+};
+
 static int cpu_reduce(gr_job *job)
 {
-	if (job->run)
-		return job->run(job);
-	if (job->cumsum)
-		gr_cumsum_run(job->cumsum, job->dtype, job->data, job->n);
-	else if (job->seg)
-		gr_segs_reduce(job->seg, job->op, job->dtype, job->data, job->n, &job->result);
-	else
-		gr_reduce(job->op, job->dtype, job->data, job->n, &job->result);
-	return 0;
+	return cpu_runs[job->kind](job);
 }
 
 static void cpu_run_inline(cpu_backend *cb, gr_job *job)
@@ -307,6 +329,7 @@ static void *cpu_worker(void *arg)
 static bool cpu_job_valid(const gr_job *job)
 {
 	return (unsigned)job->op < GR_OP_N && (unsigned)job->dtype < GR_DT_N &&
+	       job->kind < GR_JOB_KINDS && cpu_runs[job->kind] &&
 	       (job->data || job->n == 0) && job->n <= SIZE_MAX / 8;
 }
 
@@ -314,22 +337,23 @@ static bool cpu_job_valid(const gr_job *job)
 static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 {
 	size_t nblocks = (job->n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK;
-	/* a phase of prefix sums runs whole: its request's chunks share the
-	 * workers */
-	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX || job->cumsum ||
-	    job->run)
+	/* a phase of prefix sums runs whole (its request's chunks share the
+	 * workers), and so does a hook */
+	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX ||
+	    job->kind == GR_JOB_CUMSUM || job->kind == GR_JOB_RUN)
 		return NULL;
+	const bool seg = job->kind == GR_JOB_SEGMENTS;
 	unsigned per = (unsigned)((nblocks + cb->nthreads - 1) / cb->nthreads);
 	if (per < CPU_SPLIT_MIN_BLOCKS)
 		per = CPU_SPLIT_MIN_BLOCKS;
 	unsigned nunits = (unsigned)((nblocks + per - 1) / per);
 	/* a segmented job: a head and a part for each unit; else a partial
 	 * for each block */
-	if (job->seg && nunits < 2)
+	if (seg && nunits < 2)
 		return NULL;
-	size_t nparts = job->seg ? nunits : nblocks;
+	size_t nparts = seg ? nunits : nblocks;
 	cpu_work *w = malloc(sizeof(*w) + nparts * sizeof(gr_partial) +
-			     (job->seg ? nunits * sizeof(gr_segjob) : 0));
+			     (seg ? nunits * sizeof(gr_segjob) : 0));
 	if (!w)
 		return NULL;
 	w->job = job;
@@ -341,7 +365,7 @@ static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 	/* gr_partial and gr_segjob are 8-byte aligned, and so is what
 	 * follows *w */
 	w->part = (gr_partial *)(void *)(w + 1);
-	w->segs = job->seg ? (gr_segjob *)(void *)(w->part + nparts) : NULL;
+	w->segs = seg ? (gr_segjob *)(void *)(w->part + nparts) : NULL;
 	w->next = NULL;
 	return w;
 }
@@ -368,7 +392,7 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 			continue;
 		}
 		/* a run hook may block (a copy from a GPU): never the loop's */
-		if (cpu_job_bytes(job) <= cb->inline_max && !job->run) {
+		if (cpu_job_bytes(job) <= cb->inline_max && job->kind != GR_JOB_RUN) {
 			*inl_tail = job;
 			inl_tail = &job->next;
 			continue;
@@ -601,6 +625,8 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	cpu_fault_parse(cb, cfg->fault);
 	cb->base.ops = &cb->ops;
 	cb->base.name = "cpu";
+	cb->base.kinds = GR_JOB_BIT(GR_JOB_REDUCE) | GR_JOB_BIT(GR_JOB_SEGMENTS) |
+			 GR_JOB_BIT(GR_JOB_CUMSUM) | GR_JOB_BIT(GR_JOB_RUN);
 	cb->base.ndevices = 1;
 	cb->base.cq = cq;
 	cb->base.chunk_bytes = chunk;
