@@ -3,9 +3,9 @@
 connection (Client.submit), or one at a time (--inflight 1 uses the
 blocking call).
 
-    python3 python/bench/pipeline.py --daemon build/daemon/gpured
-    python3 python/bench/pipeline.py --socket /run/gpured.sock --inflight 16
-    python3 python/bench/pipeline.py --daemon build/daemon/gpured --aio
+    python3 bench/python/pipeline.py --daemon build/daemon/gpured
+    python3 bench/python/pipeline.py --socket /run/gpured.sock --inflight 16
+    python3 bench/python/pipeline.py --daemon build/daemon/gpured --aio
 
 With --daemon it starts that gpured (CPU backend) on a temporary socket.
 Prints one line per run and the median.
@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import gpured  # noqa: E402
 import gpured.aio  # noqa: E402
 

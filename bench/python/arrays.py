@@ -8,8 +8,8 @@
   in place by the daemon (map kind cuda_ipc; the daemon must run with
   --allow-cuda-ipc yes) against torch.sum of the same tensor.
 
-    python3 python/bench/arrays.py --daemon build/daemon/gpured
-    python3 python/bench/arrays.py --daemon build-gpu/daemon/gpured --backend cuda --gpu
+    python3 bench/python/arrays.py --daemon build/daemon/gpured
+    python3 bench/python/arrays.py --daemon build-gpu/daemon/gpured --backend cuda --gpu
 
 --spin-us makes the client read for its answers that long before it
 sleeps (Client(spin_us=...)).
@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import gpured  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

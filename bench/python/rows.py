@@ -2,7 +2,7 @@
 """Row sums of a CUDA tensor from Python: one segmented request against one
 request a row, beside PyTorch, in one run.
 
-    python3 python/bench/rows.py --daemon build-gpu/daemon/gpured [--rows 100000]
+    python3 bench/python/rows.py --daemon build-gpu/daemon/gpured [--rows 100000]
         [--cols 256] [--inflight 64] [--runs 3]
 
 A (rows, cols) float32 torch tensor on the GPU, mapped by the daemon (run
@@ -31,7 +31,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import gpured  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
