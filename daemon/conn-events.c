@@ -36,7 +36,8 @@ static void conn_begin_data(gr_conn *c, const gr_req *preq)
 	}
 	req->op = preq->op;
 	req->dtype = preq->dtype;
-	req->scan = preq->scan;
+	if (preq->scan)
+		req->kind = GR_REQUEST_CUMSUM;
 	req->small = preq->data_bytes <= s->small_max;
 	c->cur = req;
 	if (preq->has_offsets && !gr_request_take_segments(req, c->parser, preq)) {
@@ -136,7 +137,8 @@ static void conn_done_reduce(gr_conn *c, const gr_req *preq, gr_request *req, un
 	c->cur = NULL;
 	req->op = preq->op;
 	req->dtype = preq->dtype;
-	req->scan = preq->scan;
+	if (preq->scan)
+		req->kind = GR_REQUEST_CUMSUM;
 	req->partial = preq->partial;
 	req->ddof = preq->ddof;
 	req->received = true;
@@ -214,7 +216,8 @@ bool gr_conn_on_event(gr_conn *c, gr_req_event ev)
 		}
 		req->op = preq->op;
 		req->dtype = preq->dtype;
-		req->scan = preq->scan;
+		if (preq->scan)
+			req->kind = GR_REQUEST_CUMSUM;
 		gr_request_submit_filling(req, preq->data_done);
 		c->need_dest = true;
 		break;

@@ -202,15 +202,16 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 	}
 	req->op = preq->op;
 	req->dtype = preq->dtype;
-	req->scan = preq->scan;
+	if (preq->scan)
+		req->kind = GR_REQUEST_CUMSUM;
 	req->partial = preq->partial;
 	req->ddof = preq->ddof;
 	req->received = true;
 	req->data_bytes = preq->count * size;
 	if (out) {
-		req->out_region = gr_region_ref(out);
+		req->scan.out_region = gr_region_ref(out);
 		/* mapped for writing (gr_region_map) */
-		req->out_base = (uint8_t *)(uintptr_t)out->base + preq->out_offset;
+		req->scan.out_base = (uint8_t *)(uintptr_t)out->base + preq->out_offset;
 	}
 	if (preq->has_offsets && !gr_request_take_segments(req, c->parser, preq)) {
 		req->data_bytes = 0;

@@ -424,7 +424,7 @@ void gr_conn_stream_end(gr_conn *c)
 		gr_request *next = NULL;
 		for (gr_link *l = c->requests.next; l != &c->requests; l = l->next) {
 			gr_request *req = gr_container_of(l, gr_request, link);
-			if (req->stream_wait) {
+			if (req->scan.stream_wait) {
 				next = req;
 				break;
 			}

@@ -36,12 +36,12 @@ static bool cumsum_start(gr_request *req)
 	uint64_t nchunks = chunk ? (count + chunk - 1) / chunk : 0;
 	unsigned njobs =
 	    nchunks < GR_REQUEST_CHUNKS_MAX ? (unsigned)nchunks : GR_REQUEST_CHUNKS_MAX;
-	req->cumsum = gr_cumsum_new(req->dtype, (size_t)chunk, njobs ? njobs : 1);
-	if (!req->cumsum)
+	req->scan.cs = gr_cumsum_new(req->dtype, (size_t)chunk, njobs ? njobs : 1);
+	if (!req->scan.cs)
 		return false;
-	req->cumsum_bytes = gr_cumsum_bytes(req->cumsum);
+	req->scan.bytes = gr_cumsum_bytes(req->scan.cs);
 	if (req->conn)
-		gr_conn_charge(req->conn, req->cumsum_bytes);
+		gr_conn_charge(req->conn, req->scan.bytes);
 	return true;
 }
 
@@ -51,10 +51,10 @@ bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch)
 	uint64_t first = req->filling_start / gr_dtype_size(req->dtype);
 	uint8_t *out;
 
-	if (req->failed || (!req->cumsum && !cumsum_start(req)))
+	if (req->failed || (!req->scan.cs && !cumsum_start(req)))
 		return false;
-	if (req->out_base) {
-		out = req->out_base + first * 8;
+	if (req->scan.out_base) {
+		out = req->scan.out_base + first * 8;
 	} else {
 		/* its own memory, handed to the socket's write once final */
 		out = malloc(n ? n * 8 : 8);
@@ -63,8 +63,8 @@ bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch)
 		if (req->conn)
 			gr_conn_charge(req->conn, n * 8);
 	}
-	gr_cumsum_job *cj = gr_cumsum_job_new(req->cumsum, req->nsubmitted, n, out);
-	cj->out_owned = !req->out_base;
+	gr_cumsum_job *cj = gr_cumsum_job_new(req->scan.cs, req->nsubmitted, n, out);
+	cj->out_owned = !req->scan.out_base;
 	ch->job.kind = GR_JOB_CUMSUM;
 	ch->job.cumsum = cj;
 	ch->job.done = cumsum_chunk_done;
@@ -97,11 +97,11 @@ static bool cumsum_emit(gr_request *req, gr_chunk *ch)
 	uint64_t count = request_count(req);
 	size_t n = ch->job.n, bytes = n * 8;
 
-	if (req->out_base) {
-		req->emitted += n;
+	if (req->scan.out_base) {
+		req->scan.emitted += n;
 		return true;
 	}
-	if (req->emitted == 0 && n == count) {
+	if (req->scan.emitted == 0 && n == count) {
 		/* the whole reply at once, like any other */
 		if (gr_msg_write_response_cumsum_header(&c->wbuf, req->msgid, count) < 0 ||
 		    gr_buf_append(&c->wbuf, cj->out, bytes) < 0) {
@@ -110,7 +110,7 @@ static bool cumsum_emit(gr_request *req, gr_chunk *ch)
 			return true;
 		}
 		gr_server_mark_dirty(c->srv, c);
-		req->emitted += n;
+		req->scan.emitted += n;
 		return true;
 	}
 	if (c->stream != req) {
@@ -137,23 +137,23 @@ static bool cumsum_emit(gr_request *req, gr_chunk *ch)
 	gr_conn_discharge(c, bytes);
 	if (gr_conn_stream_write(c, mem, bytes) < 0)
 		return true;
-	req->emitted += n;
-	if (req->emitted == count)
+	req->scan.emitted += n;
+	if (req->scan.emitted == count)
 		gr_conn_stream_end(c);
 	return true;
 }
 
 void gr_request_cumsum_advance(gr_request *req)
 {
-	gr_cumsum *cs = req->cumsum;
+	gr_cumsum *cs = req->scan.cs;
 
 	/* the carries, in chunk order, as soon as each chunk's LOCAL is in */
-	while (req->ncarried < req->nsubmitted) {
-		gr_chunk *ch = &req->chunks[req->ncarried % GR_REQUEST_CHUNKS_MAX];
+	while (req->scan.ncarried < req->nsubmitted) {
+		gr_chunk *ch = &req->chunks[req->scan.ncarried % GR_REQUEST_CHUNKS_MAX];
 		gr_cumsum_job *cj = ch->job.cumsum;
 		if (!cj->local_done)
 			break;
-		req->ncarried++;
+		req->scan.ncarried++;
 		if (req->failed || !gr_cumsum_carry(cs, cj, ch->job.n)) {
 			cj->final = true;
 			continue;
@@ -163,13 +163,13 @@ void gr_request_cumsum_advance(gr_request *req)
 		gr_server_submit(req->srv, &ch->job, req->data_bytes);
 	}
 	/* the final prefix sums out, in chunk order */
-	req->stream_wait = false;
-	while (req->ncombined < req->ncarried) {
+	req->scan.stream_wait = false;
+	while (req->ncombined < req->scan.ncarried) {
 		gr_chunk *ch = &req->chunks[req->ncombined % GR_REQUEST_CHUNKS_MAX];
 		if (!ch->job.cumsum->final)
 			break;
 		if (!req->failed && req->conn && !cumsum_emit(req, ch)) {
-			req->stream_wait = true;
+			req->scan.stream_wait = true;
 			break;
 		}
 		cumsum_chunk_release(req, ch);
@@ -210,7 +210,7 @@ void gr_request_cumsum_reply(gr_request *req)
 	uint64_t count = request_count(req);
 	int r = 0;
 
-	if (req->out_region)
+	if (req->scan.out_region)
 		r = gr_msg_write_response_count(&c->wbuf, req->msgid, count);
 	else if (count == 0)
 		r = gr_msg_write_response_cumsum_header(&c->wbuf, req->msgid, 0);

@@ -21,16 +21,16 @@
 
 bool gr_request_via_host(const gr_request *req)
 {
-	if (!req->region || req->region->device < 0 || req->scan)
+	if (!req->region || req->region->device < 0 || req->kind == GR_REQUEST_CUMSUM)
 		return false;
 	/* argmin, argmax and moments (the ops the CPU reduces of host data)
 	 * have GPU kernels, which read whole elements; so do segments, as one
 	 * job (every chunk of a request moves on by whole elements, so
 	 * region_next is on the boundary when its start is) */
 	size_t size = gr_dtype_size(req->dtype);
-	if (req->segs)
+	if (req->kind == GR_REQUEST_SEGMENTS)
 		return !gr_backend_segs_on_device(req->op, req->dtype, req->region_next,
-						  req->data_bytes / size, req->segs->nseg);
+						  req->data_bytes / size, req->seg.segs->nseg);
 	return gr_op_cpu_only(req->op) && (uintptr_t)req->region_next % size;
 }
 

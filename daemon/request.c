@@ -33,13 +33,13 @@ static void request_free(gr_request *req)
 		gr_conn_discharge(c, REQUEST_COST);
 	}
 	req->srv->stats.inflight--;
-	if (c && req->segs_bytes)
-		gr_conn_discharge(c, req->segs_bytes);
-	req->segs = gr_segs_free(req->segs);
-	if (c && req->cumsum_bytes)
-		gr_conn_discharge(c, req->cumsum_bytes);
-	req->cumsum = gr_cumsum_free(req->cumsum);
-	req->out_region = gr_region_unref(req->out_region);
+	if (c && req->seg.bytes)
+		gr_conn_discharge(c, req->seg.bytes);
+	req->seg.segs = gr_segs_free(req->seg.segs);
+	if (c && req->scan.bytes)
+		gr_conn_discharge(c, req->scan.bytes);
+	req->scan.cs = gr_cumsum_free(req->scan.cs);
+	req->scan.out_region = gr_region_unref(req->scan.out_region);
 	req->direct = gr_direct_unref(req->direct);
 	req->region = gr_region_unref(req->region);
 	gr_server_request_put(req->srv, req);
@@ -72,12 +72,13 @@ bool gr_request_take_segments(gr_request *req, gr_req_parser *parser, const gr_r
 
 	if (!offsets)
 		return false;
-	req->segs = gr_segs_new(offsets, preq->nsegments, preq->op, preq->ddof,
+	req->seg.segs = gr_segs_new(offsets, preq->nsegments, preq->op, preq->ddof,
 				GR_REQUEST_CHUNKS_MAX);
-	if (!req->segs)
+	if (!req->seg.segs)
 		return false;
-	req->segs_bytes = gr_segs_bytes(req->segs);
-	gr_conn_charge(req->conn, req->segs_bytes);
+	req->kind = GR_REQUEST_SEGMENTS;
+	req->seg.bytes = gr_segs_bytes(req->seg.segs);
+	gr_conn_charge(req->conn, req->seg.bytes);
 	return true;
 }
 
@@ -149,7 +150,7 @@ void gr_request_answered(gr_request *req, uint64_t elements)
 static void request_reply_segments(gr_request *req)
 {
 	gr_conn *c = req->conn;
-	gr_segs *sg = req->segs;
+	gr_segs *sg = req->seg.segs;
 	uint64_t count = req->data_bytes / gr_dtype_size(req->dtype);
 
 	if (count == 0)
@@ -168,11 +169,11 @@ static void request_reply(gr_request *req)
 	gr_conn *c = req->conn;
 	gr_value v;
 
-	if (req->segs) {
+	if (req->kind == GR_REQUEST_SEGMENTS) {
 		request_reply_segments(req);
 		return;
 	}
-	if (req->scan) {
+	if (req->kind == GR_REQUEST_CUMSUM) {
 		gr_request_cumsum_reply(req);
 		return;
 	}
@@ -306,8 +307,8 @@ void gr_request_chunk_done(gr_job *job)
 		if (!next->done)
 			break;
 		if (req->failed) {
-		} else if (req->segs) {
-			gr_segs_join(req->segs, req->op, req->dtype, next->job.seg, &next->job.result);
+		} else if (req->kind == GR_REQUEST_SEGMENTS) {
+			gr_segs_join(req->seg.segs, req->op, req->dtype, next->job.seg, &next->job.result);
 		} else if (req->ncombined == 0 && req->received && req->nsubmitted == 1) {
 			/* the only chunk: its slot in the ring is never reused */
 			req->result = &next->job.result;
@@ -358,17 +359,17 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.next = NULL;
 	ch->job.early = NULL;
 	ch->job.kind = GR_JOB_REDUCE;
-	if (req->segs) {
+	if (req->kind == GR_REQUEST_SEGMENTS) {
 		ch->job.kind = GR_JOB_SEGMENTS;
-		ch->job.seg = gr_segs_job(req->segs, req->nsubmitted,
+		ch->job.seg = gr_segs_job(req->seg.segs, req->nsubmitted,
 					  req->filling_start / gr_dtype_size(req->dtype));
 	}
-	if (req->scan && ch->job.where == GR_AT_DEVICE) {
+	if (req->kind == GR_REQUEST_CUMSUM && ch->job.where == GR_AT_DEVICE) {
 		/* one launch over the whole request (gr_request_region_pump),
 		 * into device memory of the same device */
 		ch->job.kind = GR_JOB_SCAN;
-		ch->job.scan_out = req->out_base;
-	} else if (req->scan && !gr_request_cumsum_job(req, ch)) {
+		ch->job.scan_out = req->scan.out_base;
+	} else if (req->kind == GR_REQUEST_CUMSUM && !gr_request_cumsum_job(req, ch)) {
 		/* out of memory, or failed already: no job */
 		if (!req->failed)
 			request_mark_failed(req, /* reply= */ true, GR_ERR_INTERNAL, "out of memory");
@@ -382,7 +383,7 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	 * that fits one: the backend may answer it from its own thread. */
 	bool whole = req->small || (req->region && req->region_left == 0 && req->nsubmitted == 0);
 	/* answers with an exact partial, and moments', are the loop's to write */
-	if (whole && !req->partial && req->op != GR_OP_MOMENTS && !req->segs && !req->scan &&
+	if (whole && !req->partial && req->op != GR_OP_MOMENTS && req->kind == GR_REQUEST_REDUCE &&
 	    !via_host && req->received && ch->job.n > 0 && req->conn && req->conn->direct) {
 		req->direct = gr_direct_ref(req->conn->direct);
 		ch->job.early = req->direct;
@@ -419,7 +420,7 @@ void gr_request_region_pump(gr_request *req)
 	bool device = req->region->device >= 0 && !gr_request_via_host(req);
 
 	if (device)
-		slot = req->scan || req->segs ? req->data_bytes : GR_DEVICE_CHUNK_BYTES;
+		slot = req->kind != GR_REQUEST_REDUCE ? req->data_bytes : GR_DEVICE_CHUNK_BYTES;
 
 	if (!req->conn) {
 		req->region_left = 0;
@@ -477,7 +478,7 @@ int gr_conn_set_dest(gr_conn *c)
 	 * while the client leaves what went out untaken. Only what is
 	 * written counts here, which drains without any more reading;
 	 * replies waiting in wbuf behind a stream would not. */
-	if (req->scan && c->writing_bytes > s->cfg->max_unsent_bytes) {
+	if (req->kind == GR_REQUEST_CUMSUM && c->writing_bytes > s->cfg->max_unsent_bytes) {
 		if (c->stall != GR_STALL_UNSENT)
 			s->stats.stalls_limits++;
 		c->stall = GR_STALL_UNSENT;

@@ -23,6 +23,13 @@
 /* Chunks of one request in flight at most (--request-chunks up to this). */
 #define GR_REQUEST_CHUNKS_MAX 4u
 
+/* What a request is: a reduce, one result per segment, or prefix sums. */
+typedef enum gr_request_kind {
+	GR_REQUEST_REDUCE,
+	GR_REQUEST_SEGMENTS,
+	GR_REQUEST_CUMSUM,
+} gr_request_kind;
+
 typedef struct gr_server gr_server;
 typedef struct gr_conn gr_conn;
 typedef struct gr_request gr_request;
@@ -67,23 +74,29 @@ struct gr_request {
 	gr_region *region;
 	const uint8_t *region_next;
 	uint64_t region_left;
-	/* Segments ("offsets"), or NULL: one result each (math/segments.h),
-	 * and the bytes they hold, charged to the connection. */
-	gr_segs *segs;
-	uint64_t segs_bytes;
-	/* Prefix sums ("op": "cumsum"): their state (math/cumsum.h, NULL
-	 * until the first chunk goes out) and the bytes it holds, charged to
-	 * the connection. A region's go to out_region (a reference) from
-	 * out_base on; the others stream out as the reply
+	/* What it is (gr_request_kind), and each kind's own state. */
+	uint8_t kind;
+	/* GR_REQUEST_SEGMENTS ("offsets"): one result each
+	 * (math/segments.h), and the bytes they hold, charged to the
+	 * connection. */
+	struct {
+		gr_segs *segs;
+		uint64_t bytes;
+	} seg;
+	/* GR_REQUEST_CUMSUM ("op": "cumsum"): the prefix sums' state
+	 * (math/cumsum.h, NULL until the first chunk goes out) and the bytes
+	 * it holds, charged to the connection. A region's go to out_region
+	 * (a reference) from out_base on; the others stream out as the reply
 	 * (daemon/request-cumsum.c). */
-	bool scan;
-	gr_cumsum *cumsum;
-	uint64_t cumsum_bytes;
-	gr_region *out_region;
-	uint8_t *out_base;
-	unsigned ncarried;  /* chunks whose carries are known, in order */
-	uint64_t emitted;   /* elements whose prefix sums are out, in order */
-	bool stream_wait;   /* its next chunk waits for another reply's stream */
+	struct {
+		gr_cumsum *cs;
+		uint64_t bytes;
+		gr_region *out_region;
+		uint8_t *out_base;
+		unsigned ncarried;  /* chunks whose carries are known, in order */
+		uint64_t emitted;   /* elements whose prefix sums are out, in order */
+		bool stream_wait;   /* its next chunk waits for another reply's stream */
+	} scan;
 
 	/* The chunk pipeline: chunk k lives in chunks[k % GR_REQUEST_CHUNKS_MAX]. */
 	gr_chunk chunks[GR_REQUEST_CHUNKS_MAX];
