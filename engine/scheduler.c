@@ -4,7 +4,13 @@
 #include <string.h>
 
 #include "engine/scheduler.h"
+#include "util/cleanup.h"
 #include "util/log.h"
+
+static void backend_freep(gr_backend **b)
+{
+	gr_backend_free(*b);
+}
 
 static void mover_move(void *ctx, gr_job *list)
 {
@@ -36,6 +42,7 @@ void gr_sched_mover_cpu(gr_backend *cpu, gr_engine_mover *ret)
 int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, char *errbuf,
 		  size_t errlen)
 {
+	_cleanup_(backend_freep) gr_backend *cpu = NULL, *main = NULL;
 	gr_backend_config mc = cfg->main;
 	char why[256] = "";
 	int r = -ENODEV;
@@ -52,31 +59,32 @@ int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, ch
 			.inline_max_bytes = mc.inline_max_bytes,
 			.early = mc.early,
 		};
-		if ((r = gr_backend_cpu_new(&cc, cq, &s->cpu, why, sizeof(why))) < 0) {
+		if ((r = gr_backend_cpu_new(&cc, cq, &cpu, why, sizeof(why))) < 0) {
 			snprintf(errbuf, errlen, "the CPU route: %s", why);
 			return r;
 		}
-		gr_sched_mover_cpu(s->cpu, &s->mover);
+		gr_sched_mover_cpu(cpu, &s->mover);
 		if (cfg->cpu_fallback)
 			mc.mover = &s->mover;
-		r = gr_backend_cuda_new(&mc, cq, &s->main, why, sizeof(why));
+		r = gr_backend_cuda_new(&mc, cq, &main, why, sizeof(why));
 		if (r < 0 && cfg->gpu == GR_SCHED_GPU_NEED) {
 			snprintf(errbuf, errlen, "CUDA backend unavailable: %s", why);
-			s->cpu = gr_backend_free(s->cpu);
 			return r;
 		}
 		if (r < 0) {
 			log_info("no CUDA backend (%s); using the CPU", why);
-			s->cpu = gr_backend_free(s->cpu);
+			cpu = gr_backend_free(cpu);
 		}
 	}
 	if (r < 0) {
 		mc.mover = NULL;
-		if ((r = gr_backend_cpu_new(&mc, cq, &s->main, why, sizeof(why))) < 0) {
+		if ((r = gr_backend_cpu_new(&mc, cq, &main, why, sizeof(why))) < 0) {
 			snprintf(errbuf, errlen, "CPU backend: %s", why);
 			return r;
 		}
 	}
+	s->cpu = TAKE_PTR(cpu);
+	s->main = TAKE_PTR(main);
 	if (s->cpu)
 		s->route_max = cfg->route_max_bytes;
 	return 0;
