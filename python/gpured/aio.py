@@ -16,22 +16,28 @@ full; no stream buffers copying the data).
 
 import array
 import asyncio
-import os
 import socket
 
-import msgpack
 import numpy as np
 
-from . import _cumsum, _device, _regions, _wire
-from .client import SNDBUF_BYTES, _dict, _full, _ident, _value
-from .errors import Busy, ConnectionError, Error, Internal, InvalidParams, Timeout, TooLarge
-from .errors import error_from_wire
+from . import _protocol, _wire
+from ._protocol import CORK_BYTES, METHODS, RECV_BYTES, SNDBUF_BYTES
+from .errors import ConnectionError, Error, Timeout
 
 __all__ = ["Client", "connect"]
 
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
-_RECV_BYTES = 256 << 10
-_CORK_BYTES = 64 << 10
+
+
+def _settle(fut, outcome, failed):
+    """Settle fut (a request's outcome, _protocol.Protocol's settle)
+    unless its owner cancelled it."""
+    if fut.done():
+        return
+    if failed:
+        fut.set_exception(outcome)
+    else:
+        fut.set_result(outcome)
 
 
 async def connect(path=None, timeout=None):
@@ -52,25 +58,13 @@ class Client:
         self.timeout = timeout
         self._sock = None
         self._loop = None
-        self._pending = {}
-        self._msgid = 0
-        self._dead = None
-        self._closing = None    # why the daemon said it closes
-        self._regions = _regions.RegionTable()
-        self._device_maps = _device.DeviceMaps()
+        self._proto = _protocol.Protocol(self.path, _settle, self._kick_unmaps)
         self._send_lock = asyncio.Lock()
         self._out = []                  # small requests held for one write
         self._out_bytes = 0
         self._flush_scheduled = False
         self._lost = None               # a future, done once the connection is gone
         self._writable = None           # a future a send waits on, if one does
-        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
-                                          max_buffer_size=_wire.UNPACK_MAX_BYTES)
-        # As gpured.Client's: how large a reply may grow, the bytes fed
-        # and those whole replies took.
-        self._reply_limit = _wire.MAX_REPLY_BYTES
-        self._fed = 0
-        self._parsed = 0
 
     async def __aenter__(self):
         if self._sock is None:
@@ -81,7 +75,7 @@ class Client:
         await self.close()
 
     def __repr__(self):
-        state = "closed" if self._dead else ("open" if self._sock else "not connected")
+        state = "closed" if self._proto.dead else ("open" if self._sock else "not connected")
         return "<gpured.aio.Client %s %s>" % (self.path, state)
 
     async def connect(self):
@@ -96,10 +90,10 @@ class Client:
                 pass
         except asyncio.TimeoutError:
             sock.close()
-            raise Timeout("connecting to %s took longer than %gs" % (self.path, self.timeout)) from None
+            raise _protocol.connect_timeout(self.path, self.timeout) from None
         except OSError as e:
             sock.close()
-            raise ConnectionError("cannot connect to %s: %s" % (self.path, e.strerror or e)) from e
+            raise _protocol.connect_failed(self.path, e) from e
         self._sock = sock
         self._loop = loop
         self._lost = loop.create_future()
@@ -107,7 +101,7 @@ class Client:
 
     @property
     def closed(self):
-        return self._dead is not None
+        return self._proto.dead is not None
 
     async def close(self):
         """Close the connection; requests in flight fail with
@@ -119,8 +113,7 @@ class Client:
     # ---- wire ----
 
     def _fail(self, cls, message):
-        if self._dead is None:
-            self._dead = (cls, message)
+        self._proto.fail(cls, message)
         if self._sock is not None:
             if self._lost is not None and not self._lost.done():
                 self._lost.set_result(None)
@@ -130,71 +123,24 @@ class Client:
                 self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        self._regions.close()
-        self._device_maps.clear()
         self._out = []
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)     # the send fails at once
-        cls, message = self._dead
-        pending, self._pending = self._pending, {}
-        for fut, _conv in pending.values():
-            if fut is not None and not fut.done():
-                fut.set_exception(cls(message))
-
-    def _raise_dead(self):
-        cls, message = self._dead
-        raise cls(message)
 
     def _on_readable(self):
         # Called by the loop whenever the socket is readable: no task and
         # no future per read.
-        if self._dead is not None:
+        proto = self._proto
+        if proto.dead is not None:
             return
         try:
-            data = self._sock.recv(_RECV_BYTES)
+            proto.receive(self._sock.recv(RECV_BYTES))
         except (BlockingIOError, InterruptedError):
-            return
+            pass
         except OSError as e:
-            self._fail(*(self._closing or (ConnectionError, "connection to %s lost: %s"
-                                           % (self.path, e.strerror or e))))
-            return
-        if not data:
-            self._fail(*(self._closing or (ConnectionError, "connection closed by the daemon")))
-            return
-        self._unpacker.feed(data)
-        self._fed += len(data)
-        pending = self._pending
-        try:
-            for msg in self._unpacker:
-                end = self._unpacker.tell()
-                if end - self._parsed > self._reply_limit:
-                    raise ValueError("a reply larger than %d bytes" % self._reply_limit)
-                self._parsed = end
-                if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
-                    raise ValueError("not a msgpack-RPC response: %.100r" % (msg,))
-                _, msgid, err, res = msg
-                entry = pending.pop(msgid, None)
-                fut = entry[0] if entry is not None else None
-                if err is not None:
-                    exc = error_from_wire(err)
-                    if exc.code in ("busy", "invalid_request"):
-                        # The daemon closes the connection after these.
-                        self._closing = (type(exc), exc.message)
-                    if fut is not None and not fut.done():
-                        fut.set_exception(exc)
-                    continue
-                if fut is None or fut.done():
-                    continue
-                try:
-                    fut.set_result(entry[1](res))
-                except (ValueError, TypeError) as e:
-                    fut.set_exception(Error(str(e), code="internal"))
-        except Exception as e:      # msgpack's errors too: the stream is garbage
-            self._fail(ConnectionError, "malformed response from %s: %s" % (self.path, e))
-            return
-        if self._fed - self._parsed > self._reply_limit:
-            self._fail(ConnectionError, "a reply from %s larger than %d bytes"
-                       % (self.path, self._reply_limit))
+            self._fail(*proto.lost(e))
+        except _protocol.Broken as e:
+            self._fail(*e.args)
 
     async def _wait_writable(self):
         fut = self._writable = self._loop.create_future()
@@ -224,11 +170,7 @@ class Client:
             if not left:
                 break
             anc = []
-            while n >= len(bufs[0]):
-                n -= len(bufs[0])
-                bufs = bufs[1:]
-            if n:
-                bufs = [memoryview(bufs[0])[n:]] + bufs[1:]
+            bufs = _protocol.sent(bufs, n)
         return None, None
 
     async def _send(self, bufs, fds=None):
@@ -238,7 +180,7 @@ class Client:
             # out in one write.
             self._out.append(bufs[0])
             self._out_bytes += len(bufs[0])
-            if self._out_bytes < _CORK_BYTES:
+            if self._out_bytes < CORK_BYTES:
                 if not self._flush_scheduled:
                     self._flush_scheduled = True
                     self._loop.call_soon(self._flush_soon)
@@ -250,7 +192,7 @@ class Client:
         async with self._send_lock:
             if self._out:
                 await self._send_out_locked()
-            if self._regions._doomed:
+            if self._proto.regions._doomed:
                 await self._send_unmaps_locked()
             if bufs:
                 await self._send_locked(bufs, anc)
@@ -261,7 +203,7 @@ class Client:
 
     def _flush_soon(self):
         self._flush_scheduled = False
-        if not self._out or self._dead is not None:
+        if not self._out or self._proto.dead is not None:
             return
         if not self._send_lock.locked():
             # Usually the socket takes it all at once: no task needed.
@@ -285,12 +227,12 @@ class Client:
             await asyncio.wait_for(asyncio.shield(self._lost), 1.0)
         except asyncio.TimeoutError:
             pass
-        self._fail(ConnectionError, "connection to %s lost: %s" % (self.path, e.strerror or e))
+        self._fail(*self._proto.lost(e))
 
     async def _flush_task(self):
         try:
             async with self._send_lock:
-                if self._out and self._dead is None:
+                if self._out and self._proto.dead is None:
                     await self._send_out_locked()
         except OSError as e:
             await self._lost_on_send(e)
@@ -306,51 +248,39 @@ class Client:
                 await self._wait_writable()
             except asyncio.TimeoutError:
                 self._fail(Timeout, "no progress sending to %s within %gs" % (self.path, self.timeout))
-                self._raise_dead()
+                self._proto.raise_dead()
 
     async def _send_unmaps_locked(self):
-        # Their replies are dropped.
-        for region in self._regions.take_doomed():
-            m = self._next_msgid()
-            self._pending[m] = (None, None)
-            await self._send_locked([b"\x94\x00\xce" + m.to_bytes(4, "big") +
-                                     _regions.unmap_params(region)], [])
+        for head in self._proto.unmap_requests():
+            await self._send_locked([head], [])
 
     async def _flush_unmaps(self):
         try:
             async with self._send_lock:
-                if self._dead is None:
+                if self._proto.dead is None:
                     await self._send_unmaps_locked()
         except (Error, OSError):
             pass
 
-    def _next_msgid(self):
-        m = self._msgid + 1
-        if m > 0xFFFFFFFF:
-            m = 1
-        while m in self._pending:
-            m += 1
-        self._msgid = m
-        return m
-
     async def _request(self, tail, conv, fds=None, data=None):
-        if self._dead is not None:
-            self._raise_dead()
+        """Send a request (a _protocol.Call's fields); the future of its
+        result, once it is sent."""
+        proto = self._proto
+        if proto.dead is not None:
+            proto.raise_dead()
         if self._sock is None:
             raise ConnectionError("not connected: await client.connect() first")
-        m = self._next_msgid()
         fut = self._loop.create_future()
-        self._pending[m] = (fut, conv)
-        head = b"\x94\x00\xce" + m.to_bytes(4, "big") + tail
+        m, head = proto.request(fut, tail, conv)
         try:
             await self._send(_wire.buffers(head, data), fds)
         except (OSError, Error) as e:
-            self._pending.pop(m, None)
+            proto.forget(m)
             if fut.done():
                 fut.exception()         # raised below instead: not "never retrieved"
             if isinstance(e, OSError):
                 await self._lost_on_send(e)
-            self._raise_dead()
+            proto.raise_dead()
         return fut
 
     async def _wait(self, fut):
@@ -363,7 +293,19 @@ class Client:
                 return fut.result()
             self._fail(Timeout, "no answer from %s within %gs" % (self.path, self.timeout))
             fut.exception()             # raised below instead: not "never retrieved"
-            self._raise_dead()
+            self._proto.raise_dead()
+
+    async def _run(self, s):
+        """As gpured.Client's: run a method's Steps, sending what they
+        yield and handing back its answer; what they end with."""
+        while s.call is not None:
+            try:
+                res = await self._wait(await self._request(*s.call))
+            except BaseException as e:
+                s.throw(e)
+            else:
+                s.send(res)
+        return s.value
 
     # ---- the API ----
 
@@ -377,99 +319,10 @@ class Client:
         as :meth:`gpured.Client.reduce` says; ``"cumsum"`` with ``out=``,
         as :meth:`gpured.Client.cumsum` says).
         ``f = await c.submit("sum", x)``, later ``await f``."""
-        if op == _wire.CUMSUM:
-            _cumsum.check_options(full, False, ddof, offsets)
-            return await self._submit_cumsum(x, out, allow_copy)
-        if out is not None:
-            raise ValueError("out= is for cumsum, not %s" % (op,))
-        if op not in _wire.REDUCE_OPS:
-            _wire.check_op(op)
-        ddof = _wire.check_ddof(op, ddof)
-        if offsets is not None:
-            return await self._submit_segments(op, x, full, allow_copy, ddof, offsets)
-        conv = (_wire.arg_result if op in _wire.ARG_OPS else
-                _wire.moments_result if op == _wire.MOMENTS else _full if full else _value)
-        x, sp = _device.gpu_span(x, allow_copy)
-        where = await self._device_target(sp, allow_copy) if sp is not None else None
-        if where is not None:
-            sp.sync()
-            return await self._request(_wire.region_reduce_tail(
-                op, sp.dtype, where[0], where[1], sp.count, ddof=ddof), conv)
-        a, name = _wire.as_array(x, allow_copy)
-        if self._regions._ranges:
-            where = self._regions.find(a)
-            if where is not None:
-                return await self._request(
-                    _wire.region_reduce_tail(op, name, where[0], where[1], a.size, ddof=ddof),
-                    conv)
-        mid = _wire.REDUCE_MID[op, name] if ddof is None else _wire.moments_mid(name, ddof)
-        n = a.nbytes
-        if n <= _wire.SMALL_COPY_BYTES:
-            return await self._request(mid + _wire.bin_header(n) + a.tobytes(order="A"), conv)
-        if n > _wire.MAX_BIN:
-            raise TooLarge("%d bytes do not fit in one request (at most %d); "
-                                 "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
-        return await self._request(mid + _wire.bin_header(n), conv, data=_wire.data_view(a))
-
-    async def _submit_segments(self, op, x, full, allow_copy, ddof, offsets):
-        """As gpured.Client's: submit() with offsets."""
-        x, sp = _device.gpu_span(x, allow_copy)
-        where = await self._device_target(sp, allow_copy) if sp is not None else None
-        if where is not None:
-            tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets, full,
-                                                   where)
-            sp.sync()
-            return await self._request(tail, conv)
-        tail, conv, data = _wire.host_segments_request(op, x, allow_copy, ddof, offsets, full,
-                                                       self._regions)
-        return await self._request(tail, conv, data=data)
-
-    async def _submit_cumsum(self, x, out, allow_copy):
-        """As gpured.Client's: submit("cumsum")."""
-        dev = _cumsum.device_plan(x, out, allow_copy)
-        if dev is not None:
-            req = None
-            if dev.alloc is not None:
-                out_where = await self._device_target(dev.out_sp, allow_copy, dev.out_alloc,
-                                                      True)
-                where = (None if out_where is None else
-                         await self._device_target(dev.sp, allow_copy, dev.alloc))
-                if where is not None:
-                    dev.sync()
-                    req = dev.request(where, out_where)
-            if req is None:
-                req = dev.host_request(self._regions)
-        else:
-            plan = _cumsum.Plan(x, out, allow_copy, self._regions)
-            if plan.needs_out:
-                plan.set_out(await self.empty(plan.count, plan.rdt, writable=True))
-            req = plan.request()
-        if req.reply_bytes > self._reply_limit:
-            self._reply_limit = req.reply_bytes
-        return await self._request(req.tail, req.conv, data=req.data)
-
-    async def _device_target(self, sp, allow_copy, alloc=None, writable=False):
-        """As gpured.Client's: (region id, byte offset) or None."""
-        if alloc is None:
-            alloc = _device.allocation(sp, allow_copy)
-            if alloc is None:
-                return None
-        hit = self._device_maps.lookup(alloc, writable)
-        if hit is None:
-            params, fd = alloc.map_params(writable)
-            try:
-                res = await self._wait(await self._request(_device.map_tail(params), _ident,
-                                                            fds=None if fd is None else [fd]))
-            except (InvalidParams, Busy, Internal) as e:
-                return _device.map_refused(e, allow_copy)
-            finally:
-                if fd is not None:
-                    os.close(fd)
-            hit, unmap = self._device_maps.store(alloc, res, writable)
-            if unmap:
-                self._regions.doom(unmap)
-                self._unmaps_soon()
-        return hit[0], sp.ptr - hit[1]
+        call = self._proto.submit(op, x, full, allow_copy, False, ddof, offsets, out)
+        if type(call) is not tuple:
+            call = await self._run(call)
+        return await self._request(*call)
 
     async def reduce(self, op, x, *, full=False, allow_copy=False, ddof=None, offsets=None):
         """As :meth:`gpured.Client.reduce` (``offsets=`` included)."""
@@ -507,36 +360,21 @@ class Client:
         return await self.reduce("moments", x, ddof=ddof, **kw)
 
     async def ping(self):
-        return await self._wait(await self._request(_wire._str("ping") + b"\x90", _ident))
+        return await self._wait(await self._request(*METHODS["ping"]))
 
     async def info(self):
-        return await self._wait(await self._request(_wire._str("info") + b"\x90", _dict))
+        return await self._wait(await self._request(*METHODS["info"]))
 
     async def stats(self):
-        return await self._wait(await self._request(_wire._str("stats") + b"\x90", _dict))
+        return await self._wait(await self._request(*METHODS["stats"]))
 
     async def call(self, method, *params):
         """Any method with msgpack-packed params; the raw result."""
-        tail = _wire._str(method) if len(method.encode()) < 32 else msgpack.packb(method)
-        return await self._wait(await self._request(tail + msgpack.packb(list(params)), _ident))
+        return await self._wait(await self._request(*_protocol.method_call(method, params)))
 
     async def empty(self, shape, dtype=np.float64, *, writable=False):
         """As :meth:`gpured.Client.empty`."""
-        shape, dt, nbytes = _regions.array_spec(shape, dtype)
-        fd, m = _regions.new_memfd(nbytes)
-        try:
-            res = await self._wait(await self._request(_regions.map_params(nbytes, writable),
-                                                       _dict, fds=[fd]))
-        except BaseException:
-            m.close()
-            raise
-        finally:
-            os.close(fd)
-        region = res.get("region")
-        if not isinstance(region, int):
-            raise InvalidParams("map answered %r" % (res,))
-        self._regions.add(m, region, self._kick_unmaps, writable)
-        return _regions.region_array(m, shape, dt, False)
+        return await self._run(self._proto.empty(shape, dtype, writable))
 
     async def zeros(self, shape, dtype=np.float64, *, writable=False):
         """As :meth:`gpured.Client.zeros`."""
@@ -545,7 +383,7 @@ class Client:
     def _kick_unmaps(self):
         # From a finalizer, in any thread: send the unmaps from the loop.
         loop = self._loop
-        if loop is None or loop.is_closed() or self._dead is not None:
+        if loop is None or loop.is_closed() or self._proto.dead is not None:
             return
         try:
             loop.call_soon_threadsafe(self._unmaps_soon)
@@ -553,5 +391,5 @@ class Client:
             pass
 
     def _unmaps_soon(self):
-        if self._dead is None and self._regions._doomed:
+        if self._proto.dead is None and self._proto.regions._doomed:
             self._loop.create_task(self._flush_unmaps())

@@ -245,7 +245,7 @@ def test_asyncio(daemon):
             with pytest.raises(ValueError, match="writable=True"):
                 await c.cumsum(a, out=np.empty(1000, np.int64))
             big = await c.cumsum(np.ones(17_000_000, dtype=np.int32))
-            c._reply_limit = 1000
+            c._proto.replies.limit = 1000
             with pytest.raises(gpured.ConnectionError, match="larger than 1000 bytes"):
                 await c.sum(np.arange(5000, dtype=np.int64), offsets=np.arange(0, 5001, 10))
             return out, small, r, o.copy(), big[-1]
