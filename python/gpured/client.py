@@ -10,7 +10,6 @@ reads only while nobody waits (see _Conn.drive and _Conn._background).
 
 import array
 import concurrent.futures
-import os
 import select
 import socket
 import struct
@@ -18,48 +17,27 @@ import threading
 import time
 import weakref
 
-import msgpack
 import numpy as np
 
-from . import _cumsum, _device, _exact, _regions, _wire
-from .errors import (Busy, ConnectionError, Error, Internal, InvalidParams, Timeout, TooLarge,
-                     error_from_wire)
+from . import _protocol, _wire
+from ._protocol import CORK_BYTES, METHODS, RECV_BYTES, SNDBUF_BYTES
+from .errors import ConnectionError, Error, Timeout
 
-SNDBUF_BYTES = 4 << 20
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
-_RECV_BYTES = 256 << 10
 # The background reader leaves the socket alone this long after a waiter
 # read it; small requests submitted meanwhile are corked (sent together by
 # the next waiter, or by the background thread after this long).
 _FG_GRACE = 0.005
-_CORK_BYTES = 64 << 10
 # As libgpured's GPURED_SPIN_MAX_US
 _SPIN_MAX_US = 1000000
 _DONE = frozenset(("FINISHED", "CANCELLED", "CANCELLED_AND_NOTIFIED"))
 
 
-def _ident(res):
-    return res
-
-
-def _value(res):
-    return _wire.reduce_value(res, False)
-
-
-def _full(res):
-    return _wire.reduce_value(res, True)
-
-
-def _dict(res):
-    if not isinstance(res, dict):
-        raise ValueError("expected a map, got %r" % (res,))
-    return res
-
-
 class _Conn:
-    """The socket, the send lock, the table of requests in flight and the
-    reader thread. Holds no reference to the Client, so a Client that is
-    dropped without close() is collected and closes its connection."""
+    """The socket, the send lock, the reader thread and the connection's
+    Protocol (the requests in flight, the reply decoder, the regions).
+    Holds no reference to the Client, so a Client that is dropped without
+    close() is collected and closes its connection."""
 
     def __init__(self, path, timeout, spin=0.0):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -80,30 +58,18 @@ class _Conn:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", sec, usec))
         except socket.timeout:
             sock.close()
-            raise Timeout("connecting to %s took longer than %gs" % (path, timeout)) from None
+            raise _protocol.connect_timeout(path, timeout) from None
         except OSError as e:
             sock.close()
-            raise ConnectionError("cannot connect to %s: %s" % (path, e.strerror or e)) from e
+            raise _protocol.connect_failed(path, e) from e
         self.sock = sock
         self.path = path
         self.spin = spin        # seconds to read without blocking before a wait sleeps
-        self.lock = threading.Lock()
-        self.pending = {}
-        self.msgid = 0
-        self.dead = None        # (class, message) once the connection is gone
-        self.regions = _regions.RegionTable()
-        self.device_maps = _device.DeviceMaps()
+        self.proto = _protocol.Protocol(path, _set, self.flush_unmaps)
+        self.lock = threading.Lock()        # held by whoever sends
         self.rlock = threading.Lock()       # held by whoever reads the socket
-        self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
-                                         max_buffer_size=_wire.UNPACK_MAX_BYTES)
-        # How large a reply may grow (raised by expect_reply), and the
-        # bytes fed to the unpacker and taken by whole replies so far.
-        self.reply_limit = _wire.MAX_REPLY_BYTES
-        self.fed = 0
-        self.parsed = 0
         self.poller = select.poll()
         self.poller.register(sock, select.POLLIN)
-        self.closing = None     # why the daemon said it closes
         self.out = []                       # corked small requests, in order
         self.out_bytes = 0
         self.waiting = set()                # threads in drive() (set ops are atomic)
@@ -115,37 +81,18 @@ class _Conn:
 
     # ---- sending ----
 
-    def _next_msgid(self):
-        m = self.msgid + 1
-        if m > 0xFFFFFFFF:
-            m = 1
-        while m in self.pending:
-            m += 1
-        self.msgid = m
-        return m
-
-    def raise_dead(self):
-        cls, msg = self.dead
-        raise cls(msg)
-
     def request(self, tail, conv, fds=None, data=None):
         """Send REQ + msgid + tail (+ data, a buffer or a list of buffers
         sent from their own memory) and return the future of its result,
-        converted by conv. fds go with the request's bytes in SCM_RIGHTS."""
+        converted by conv. fds go with the request's bytes in SCM_RIGHTS.
+        (A _protocol.Call's fields, in order.)"""
         fut = _Future()
         fut._conn = self
+        proto = self.proto
         with self.lock:
-            if self.dead is not None:
-                self.raise_dead()
-            m = self.msgid + 1
-            if m > 0xFFFFFFFF or m in self.pending:
-                m = self._next_msgid()
-            else:
-                self.msgid = m
-            self.pending[m] = (fut, conv)
-            head = b"\x94\x00\xce" + m.to_bytes(4, "big") + tail
+            m, head = proto.request(fut, tail, conv)
             try:
-                if self.regions._doomed:
+                if proto.regions._doomed:
                     self._send_unmaps()
                 if data is None and fds is None:
                     if (self.last_fg_thread == threading.get_ident()
@@ -157,7 +104,7 @@ class _Conn:
                         # sends them once _FG_GRACE has passed.)
                         self.out.append(head)
                         self.out_bytes += len(head)
-                        if self.out_bytes >= _CORK_BYTES:
+                        if self.out_bytes >= CORK_BYTES:
                             self._flush()
                     else:
                         if self.out:
@@ -168,12 +115,12 @@ class _Conn:
                         self._flush()
                     self._sendmsg(_wire.buffers(head, data), fds)
             except OSError as e:
-                self.pending.pop(m, None)
+                proto.forget(m)
                 self._send_failed(e)
             except BaseException:
                 # Interrupted (KeyboardInterrupt) maybe halfway through a
                 # message: the stream cannot be trusted any more.
-                self.pending.pop(m, None)
+                proto.forget(m)
                 self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
                 raise
         return fut
@@ -191,7 +138,7 @@ class _Conn:
         if not self.lock.acquire(False):
             return not self.out
         try:
-            if self.out and self.dead is None:
+            if self.out and self.proto.dead is None:
                 try:
                     self._flush()
                 except OSError as e:
@@ -214,21 +161,13 @@ class _Conn:
             if left <= 0:
                 return
             anc = []
-            # Drop what went out; the rest of a buffer is a view, not a copy.
-            while n >= len(bufs[0]):
-                n -= len(bufs[0])
-                bufs = bufs[1:]
-            if n:
-                bufs = [memoryview(bufs[0])[n:]] + bufs[1:]
+            bufs = _protocol.sent(bufs, n)
 
     def _send_unmaps(self):
         if self.out:
             self._flush()
-        for region in self.regions.take_doomed():
-            m = self._next_msgid()
-            self.pending[m] = (None, None)
-            self.sock.sendall(b"\x94\x00\xce" + m.to_bytes(4, "big") + _regions.unmap_params(region),
-                              _MSG_NOSIGNAL)
+        for head in self.proto.unmap_requests():
+            self.sock.sendall(head, _MSG_NOSIGNAL)
 
     def flush_unmaps(self):
         """Called when a region's arrays are gone: send its unmap now if no
@@ -237,18 +176,12 @@ class _Conn:
         if not self.lock.acquire(blocking=False):
             return
         try:
-            if self.dead is None:
+            if self.proto.dead is None:
                 self._send_unmaps()
         except OSError:
             pass
         finally:
             self.lock.release()
-
-    def expect_reply(self, nbytes):
-        """Let replies be as large as nbytes (a cumsum's values), for the
-        rest of the connection."""
-        if nbytes > self.reply_limit:
-            self.reply_limit = nbytes
 
     def _send_failed(self, e):
         """A send failed: the stream is broken mid-message (or the daemon
@@ -258,9 +191,8 @@ class _Conn:
         else:
             # The daemon may have said why it closed (busy).
             self._drain()
-            self.fail(*(self.closing or (ConnectionError, "connection to %s lost: %s"
-                                         % (self.path, e.strerror or e))))
-        self.raise_dead()
+            self.fail(*self.proto.lost(e))
+        self.proto.raise_dead()
 
     # ---- receiving ----
     #
@@ -275,56 +207,19 @@ class _Conn:
         """One recv and the dispatch of every complete response; False at
         the end of the stream or on a broken one (the connection is then
         dead). Hold rlock."""
+        proto = self.proto
         try:
-            data = self.sock.recv(_RECV_BYTES, flags)
+            proto.receive(self.sock.recv(RECV_BYTES, flags))
+            return True
         except (BlockingIOError, InterruptedError):
             return True
         except OSError as e:
             # After busy or invalid_request the daemon closes, maybe with a
-            # reset: the reply said why.
-            self.fail(*(self.closing or (ConnectionError, "connection to %s lost: %s"
-                                         % (self.path, e.strerror or e))))
-            return False
-        if not data:
-            self.fail(*(self.closing or (ConnectionError, "connection closed by the daemon")))
-            return False
-        self.unpacker.feed(data)
-        self.fed += len(data)
-        pending = self.pending
-        try:
-            for msg in self.unpacker:
-                end = self.unpacker.tell()
-                if end - self.parsed > self.reply_limit:
-                    raise ValueError("a reply larger than %d bytes" % self.reply_limit)
-                self.parsed = end
-                if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
-                    raise ValueError("not a msgpack-RPC response: %.100r" % (msg,))
-                _, msgid, err, res = msg
-                entry = pending.pop(msgid, None)
-                if err is not None:
-                    exc = error_from_wire(err)
-                    if exc.code in ("busy", "invalid_request"):
-                        # The daemon closes the connection after these.
-                        self.closing = (type(exc), exc.message)
-                    if entry is not None and entry[0] is not None:
-                        _set(entry[0], exc, True)
-                    continue
-                if entry is None or entry[0] is None:
-                    continue
-                try:
-                    value = entry[1](res)
-                except (ValueError, TypeError) as e:
-                    _set(entry[0], Error(str(e), code="internal"), True)
-                    continue
-                _set(entry[0], value, False)
-        except Exception as e:     # msgpack's errors too: the stream is garbage
-            self.fail(ConnectionError, "malformed response from %s: %s" % (self.path, e))
-            return False
-        if self.fed - self.parsed > self.reply_limit:
-            self.fail(ConnectionError, "a reply from %s larger than %d bytes"
-                      % (self.path, self.reply_limit))
-            return False
-        return True
+            # reset: the reply said why (proto.lost).
+            self.fail(*proto.lost(e))
+        except _protocol.Broken as e:
+            self.fail(*e.args)
+        return False
 
     def drive(self, fut, timeout):
         """Read until fut is done or timeout (seconds, None: for ever)."""
@@ -337,7 +232,7 @@ class _Conn:
         deadline = None if timeout is None else time.monotonic() + timeout
         self.waiting.add(me)
         try:
-            while fut._state not in _DONE and self.dead is None:
+            while fut._state not in _DONE and self.proto.dead is None:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return
@@ -393,8 +288,9 @@ class _Conn:
     def _background(self):
         poller = select.poll()
         poller.register(self.sock, select.POLLIN)
-        while self.dead is None:
-            if self.regions._doomed:
+        proto = self.proto
+        while proto.dead is None:
+            if proto.regions._doomed:
                 self.flush_unmaps()
             if self.waiting or time.monotonic() - self.last_fg < _FG_GRACE:
                 time.sleep(_FG_GRACE)
@@ -405,13 +301,13 @@ class _Conn:
                     self.try_flush()
                 except Error:
                     return
-            if not poller.poll(100 if self.pending else 1000):
+            if not poller.poll(100 if proto.pending else 1000):
                 continue
             if self.waiting or not self.rlock.acquire(False):
                 continue
             self.reader_ident = threading.get_ident()
             try:
-                if self.dead is None:
+                if proto.dead is None:
                     self._read(socket.MSG_DONTWAIT)
             finally:
                 self.reader_ident = None
@@ -424,7 +320,7 @@ class _Conn:
             return
         try:
             end = time.monotonic() + 1.0
-            while self.dead is None and time.monotonic() < end:
+            while self.proto.dead is None and time.monotonic() < end:
                 if not self.poller.poll(100):
                     continue
                 self._read(socket.MSG_DONTWAIT)
@@ -434,26 +330,15 @@ class _Conn:
     def fail(self, cls, message):
         """Mark the connection dead (first reason wins), fail every request
         in flight, and release the regions (the daemon does too)."""
-        if self.dead is None:
-            self.dead = (cls, message)
+        self.proto.fail(cls, message)
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        self.regions.close()
-        self.device_maps.clear()
         self.out = []
-        cls, message = self.dead
-        while self.pending:
-            try:
-                _, (fut, _conv) = self.pending.popitem()
-            except KeyError:
-                break
-            if fut is not None:
-                _set(fut, cls(message), True)
 
     def close(self):
-        if self.dead is None:
+        if self.proto.dead is None:
             self.fail(ConnectionError, "the client was closed")
         if threading.current_thread() is not self.reader:
             self.reader.join(5.0)
@@ -500,11 +385,8 @@ def _wait_done(fut, timeout):
             fut._condition.wait(timeout)
 
 
-def _bad(msg):
-    raise ValueError("not a msgpack-RPC response: %r" % (msg,))
-
-
 def _set(fut, value, is_exc):
+    """Settle fut (a request's outcome, _protocol.Protocol's settle)."""
     try:
         if is_exc:
             fut.set_exception(value)
@@ -561,7 +443,7 @@ class Client:
         self.close()
 
     def __repr__(self):
-        state = "closed" if self._conn.dead else "open"
+        state = "closed" if self._conn.proto.dead else "open"
         return "<gpured.Client %s %s>" % (self.path, state)
 
     def close(self):
@@ -574,7 +456,7 @@ class Client:
     @property
     def closed(self):
         """True once the connection is gone (closed here or by the daemon)."""
-        return self._conn.dead is not None
+        return self._conn.proto.dead is not None
 
     # ---- the futures behind every call ----
 
@@ -585,7 +467,20 @@ class Client:
             if fut.done():
                 raise
             self._conn.fail(Timeout, "no answer from %s within %gs" % (self.path, self.timeout))
-            self._conn.raise_dead()
+            self._conn.proto.raise_dead()
+
+    def _run(self, s):
+        """Run the Steps of a method (_protocol): send each request they
+        yield and wait for its answer, handed back to them; what they
+        end with."""
+        while s.call is not None:
+            try:
+                res = self._wait(self._conn.request(*s.call))
+            except BaseException as e:
+                s.throw(e)
+            else:
+                s.send(res)
+        return s.value
 
     def submit(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None,
                offsets=None, out=None):
@@ -605,120 +500,10 @@ class Client:
         ``full``, ``partial``, ``ddof`` or ``offsets``): a future of the
         prefix sums; an ``out`` it names is written only once the future
         is done."""
-        if op == _wire.CUMSUM:
-            _cumsum.check_options(full, partial, ddof, offsets)
-            return self._submit_cumsum(x, out, allow_copy)
-        if out is not None:
-            raise ValueError("out= is for cumsum, not %s" % (op,))
-        if op not in _wire.REDUCE_OPS:
-            _wire.check_op(op)
-        ddof = _wire.check_ddof(op, ddof)
-        if offsets is not None:
-            return self._submit_segments(op, x, full, allow_copy, partial, ddof, offsets)
-        conn = self._conn
-        x, sp = _device.gpu_span(x, allow_copy)
-        where = self._device_target(sp, allow_copy) if sp is not None else None
-        if where is not None:
-            sp.sync()
-            tail = _wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count, partial,
-                                            ddof)
-            return conn.request(tail, self._conv(op, sp.dtype, full, partial))
-        a, name = _wire.as_array(x, allow_copy)
-        conv = self._conv(op, name, full, partial)
-        if ddof is not None:
-            mid = _wire.moments_mid(name, ddof)
-        else:
-            mid = (_wire.REDUCE_MID_PARTIAL if partial else _wire.REDUCE_MID)[op, name]
-        if conn.regions._ranges:
-            where = conn.regions.find(a)
-            if where is not None:
-                tail = _wire.region_reduce_tail(op, name, where[0], where[1], a.size, partial,
-                                                ddof)
-                return conn.request(tail, conv)
-        n = a.nbytes
-        if n <= _wire.SMALL_COPY_BYTES:
-            return conn.request(mid + _wire.bin_header(n) + a.tobytes(order="A"), conv)
-        if n > _wire.MAX_BIN:
-            raise TooLarge("%d bytes do not fit in one request (at most %d); "
-                                 "use a shared-memory region (Client.empty)" % (n, _wire.MAX_BIN))
-        return conn.request(mid + _wire.bin_header(n), conv, data=_wire.data_view(a))
-
-    def _submit_segments(self, op, x, full, allow_copy, partial, ddof, offsets):
-        """submit() with offsets (_wire.segments_request)."""
-        if partial:
-            raise ValueError("partial=True is not available with offsets")
-        conn = self._conn
-        x, sp = _device.gpu_span(x, allow_copy)
-        where = self._device_target(sp, allow_copy) if sp is not None else None
-        if where is not None:
-            tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets, full,
-                                                   where)
-            sp.sync()
-            return conn.request(tail, conv)
-        tail, conv, data = _wire.host_segments_request(op, x, allow_copy, ddof, offsets, full,
-                                                       conn.regions)
-        return conn.request(tail, conv, data=data)
-
-    def _submit_cumsum(self, x, out, allow_copy):
-        """submit("cumsum"): a region of this connection for the prefix
-        sums of an array in a region, mapped first when out names none;
-        for an array in GPU memory, out's allocation mapped writable."""
-        conn = self._conn
-        dev = _cumsum.device_plan(x, out, allow_copy)
-        if dev is not None:
-            req = None
-            if dev.alloc is not None:
-                out_where = self._device_target(dev.out_sp, allow_copy, dev.out_alloc, True)
-                where = (None if out_where is None else
-                         self._device_target(dev.sp, allow_copy, dev.alloc))
-                if where is not None:
-                    dev.sync()
-                    req = dev.request(where, out_where)
-            if req is None:
-                req = dev.host_request(conn.regions)
-        else:
-            plan = _cumsum.Plan(x, out, allow_copy, conn.regions)
-            if plan.needs_out:
-                plan.set_out(self.empty(plan.count, plan.rdt, writable=True))
-            req = plan.request()
-        conn.expect_reply(req.reply_bytes)
-        return conn.request(req.tail, req.conv, data=req.data)
-
-    @staticmethod
-    def _conv(op, name, full, partial):
-        if op in _wire.ARG_OPS or op == _wire.MOMENTS:
-            if partial:
-                raise ValueError("partial=True is for %s, not %s" % (", ".join(_wire.OPS), op))
-            return _wire.arg_result if op in _wire.ARG_OPS else _wire.moments_result
-        if partial:
-            return lambda res: _exact.from_result(op, name, res)
-        return _full if full else _value
-
-    def _device_target(self, sp, allow_copy, alloc=None, writable=False):
-        """(region id, byte offset) of GPU array sp in this connection's
-        mapping of its allocation (alloc, found here when None), mapping
-        it first (writable: for writing too); None to copy it."""
-        if alloc is None:
-            alloc = _device.allocation(sp, allow_copy)
-            if alloc is None:
-                return None
-        conn = self._conn
-        hit = conn.device_maps.lookup(alloc, writable)
-        if hit is None:
-            params, fd = alloc.map_params(writable)
-            try:
-                res = self._wait(conn.request(_device.map_tail(params), _ident,
-                                              fds=None if fd is None else [fd]))
-            except (InvalidParams, Busy, Internal) as e:
-                return _device.map_refused(e, allow_copy)
-            finally:
-                if fd is not None:
-                    os.close(fd)
-            hit, unmap = conn.device_maps.store(alloc, res, writable)
-            if unmap:
-                conn.regions.doom(unmap)
-                conn.flush_unmaps()
-        return hit[0], sp.ptr - hit[1]
+        call = self._conn.proto.submit(op, x, full, allow_copy, partial, ddof, offsets, out)
+        if type(call) is not tuple:
+            call = self._run(call)
+        return self._conn.request(*call)
 
     def reduce(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None,
                offsets=None):
@@ -849,23 +634,22 @@ class Client:
 
     def ping(self):
         """Ask the daemon for ``"pong"``; returns it."""
-        return self._wait(self._conn.request(_wire._str("ping") + b"\x90", _ident))
+        return self._wait(self._conn.request(*METHODS["ping"]))
 
     def info(self):
         """The daemon's version, backend, devices and limits, as a dict
         (PROTOCOL.md, "info")."""
-        return self._wait(self._conn.request(_wire._str("info") + b"\x90", _dict))
+        return self._wait(self._conn.request(*METHODS["info"]))
 
     def stats(self):
         """The daemon's counters since it started, as a dict (PROTOCOL.md,
         "stats")."""
-        return self._wait(self._conn.request(_wire._str("stats") + b"\x90", _dict))
+        return self._wait(self._conn.request(*METHODS["stats"]))
 
     def call(self, method, *params):
         """Any method, with params packed by msgpack; returns the raw
         result. For methods this class does not wrap, and for tests."""
-        tail = _wire._str(method) if len(method.encode()) < 32 else msgpack.packb(method)
-        return self._wait(self._conn.request(tail + msgpack.packb(list(params)), _ident))
+        return self._wait(self._conn.request(*_protocol.method_call(method, params)))
 
     # ---- shared-memory regions ----
 
@@ -882,22 +666,7 @@ class Client:
         ``writable=True`` has the daemon map it for writing too, so that
         :meth:`cumsum` of an array in a region can write its prefix sums
         there (``out=``); the daemon writes nothing else."""
-        shape, dt, nbytes = _regions.array_spec(shape, dtype)
-        fd, m = _regions.new_memfd(nbytes)
-        try:
-            res = self._wait(self._conn.request(_regions.map_params(nbytes, writable), _dict,
-                                                fds=[fd]))
-        except BaseException:
-            m.close()
-            raise
-        finally:
-            os.close(fd)
-        region = res.get("region")
-        if not isinstance(region, int):
-            raise InvalidParams("map answered %r" % (res,))
-        conn = self._conn
-        conn.regions.add(m, region, conn.flush_unmaps, writable)
-        return _regions.region_array(m, shape, dt, False)
+        return self._run(self._conn.proto.empty(shape, dtype, writable))
 
     def zeros(self, shape, dtype=np.float64, *, writable=False):
         """As :meth:`empty`, filled with zeros (a new region already reads

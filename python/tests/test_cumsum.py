@@ -111,7 +111,7 @@ def test_past_the_default_reply_bound(client):
 
 def test_reply_bound_holds(client):
     """A reply past what the connection expects ends it."""
-    client._conn.reply_limit = 1000
+    client._conn.proto.replies.limit = 1000
     x = np.arange(5000, dtype=np.int64)
     with pytest.raises(gpured.ConnectionError, match="larger than 1000 bytes"):
         client.sum(x, offsets=np.arange(0, 5001, 10))
