@@ -4,7 +4,7 @@
  * CPU time, when the job runs inline vs on a worker; and the same for
  * batches of 64 such jobs.
  *
- *   inline-bench [threads = online CPUs] [repetitions = 2000]
+ *   inline-bench [threads = online CPUs] [repetitions = 2000, at least 10]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +81,11 @@ int main(int argc, char **argv)
 	gr_backend *bi, *bw;
 	char err[256];
 
-	if (reps < 10 || uv_loop_init(&loop) < 0 || gr_completion_new(&loop, &cq) < 0)
+	if (reps < 10) {
+		fprintf(stderr, "usage: inline-bench [threads] [repetitions >= 10]\n");
+		return 2;
+	}
+	if (uv_loop_init(&loop) < 0 || gr_completion_new(&loop, &cq) < 0)
 		return 1;
 	gr_backend_config ci = {.threads = threads, .inline_max_bytes = SIZE_MAX - 1};
 	gr_backend_config cw = {.threads = threads, .inline_max_bytes = 0};

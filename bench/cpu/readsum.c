@@ -109,5 +109,6 @@ int main(int argc, char **argv)
 	qsort(gbps, (size_t)repeats, sizeof(double), cmp);
 	printf("{\"bytes\":%zu,\"threads\":%u,\"gb_per_s\":%.2f,\"sum\":%.17g}\n", bytes, threads,
 	       gbps[repeats / 2], sum);
+	free(s);
 	return 0;
 }
