@@ -5,6 +5,7 @@
 
 #include "client/ctl-cumsum.h"
 #include "client/ctl-input.h"
+#include "util/cleanup.h"
 
 /* ctl_cumsum_compute() in two new regions, the values copied out of the
  * second: -ENOSYS, -EINVAL or -E2BIG when the daemon has no regions, or
@@ -12,16 +13,13 @@
 static int cumsum_in_regions(gpured_t *g, gpured_dtype dt, const void *data, size_t n,
 			     void *values)
 {
-	size_t bytes = n * gpured_dtype_size(dt);
 	gpured_region_t *in = NULL, *out = NULL;
-	int r = gpured_region_new(g, bytes, &in);
+	int r = ctl_input_region(g, data, n * gpured_dtype_size(dt), &in);
 
 	if (r == 0)
 		r = gpured_region_new_flags(g, n * 8, GPURED_REGION_WRITABLE, &out);
-	if (r == 0) {
-		memcpy(gpured_region_data(in), data, bytes);
+	if (r == 0)
 		r = gpured_region_cumsum(g, in, dt, 0, n, out, 0);
-	}
 	if (r == 0)
 		memcpy(values, gpured_region_data(out), n * 8);
 	int f = gpured_region_free(g, out);
@@ -32,7 +30,7 @@ static int cumsum_in_regions(gpured_t *g, gpured_dtype dt, const void *data, siz
 int ctl_cumsum_compute(gpured_t *g, gpured_dtype dt, const void *data, size_t n, bool raw,
 		       void **ret_values)
 {
-	void *values;
+	_cleanup_(freep) void *values = NULL;
 	int r = -ENOSYS;
 
 	if (n > SIZE_MAX / 8)
@@ -44,11 +42,9 @@ int ctl_cumsum_compute(gpured_t *g, gpured_dtype dt, const void *data, size_t n,
 		r = cumsum_in_regions(g, dt, data, n, values);
 	if (r == -ENOSYS || r == -EINVAL || r == -E2BIG)
 		r = gpured_cumsum(g, dt, data, n, values);
-	if (r < 0) {
-		free(values);
+	if (r < 0)
 		return r;
-	}
-	*ret_values = values;
+	*ret_values = TAKE_PTR(values);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "client/ctl-input.h"
+#include "util/cleanup.h"
 
 /* One read() at most: the progress bar moves between reads. */
 #define READ_MAX ((size_t)1 << 20)
@@ -33,7 +34,7 @@ int ctl_input_read_all(int fd, uint64_t size_hint, ctl_progress *progress, char 
 	/* One byte past the hint, so that reading the end needs no growth. */
 	size_t len = 0, cap = size_hint > 0 && size_hint < SIZE_MAX / 2 ? (size_t)size_hint + 1
 									: (size_t)1 << 16;
-	char *buf = malloc(cap);
+	_cleanup_(freep) char *buf = malloc(cap);
 
 	if (!buf)
 		return -ENOMEM;
@@ -44,10 +45,8 @@ int ctl_input_read_all(int fd, uint64_t size_hint, ctl_progress *progress, char 
 		if (len == cap) {
 			char *p = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
 
-			if (!p) {
-				free(buf);
+			if (!p)
 				return -ENOMEM;
-			}
 			buf = p;
 			cap *= 2;
 		}
@@ -56,9 +55,7 @@ int ctl_input_read_all(int fd, uint64_t size_hint, ctl_progress *progress, char 
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			k = -errno;
-			free(buf);
-			return (int)k;
+			return -errno;
 		}
 		if (k == 0)
 			break;
@@ -66,9 +63,18 @@ int ctl_input_read_all(int fd, uint64_t size_hint, ctl_progress *progress, char 
 		if (progress)
 			ctl_progress_update(progress, len);
 	}
-	*ret = buf;
+	*ret = TAKE_PTR(buf);
 	*ret_len = len;
 	return 0;
+}
+
+int ctl_input_region(gpured_t *g, const void *data, size_t bytes, gpured_region_t **ret)
+{
+	int r = gpured_region_new(g, bytes, ret);
+
+	if (r == 0)
+		memcpy(gpured_region_data(*ret), data, bytes);
+	return r;
 }
 
 /* Longer tokens cannot be numbers of any dtype we read (a float with
@@ -201,7 +207,7 @@ int ctl_input_parse_text(const char *text, size_t len, gpured_dtype dt, void **r
 {
 	size_t esz = gpured_dtype_size(dt);
 	size_t line = 1, line_start = 0, n = 0, cap = 0;
-	uint8_t *data = NULL;
+	_cleanup_(freep) uint8_t *data = NULL;
 	size_t i = 0;
 
 	if (esz == 0)
@@ -226,7 +232,6 @@ int ctl_input_parse_text(const char *text, size_t len, gpured_dtype dt, void **r
 			uint8_t *p = realloc(data, ncap * esz);
 
 			if (!p) {
-				free(data);
 				*ret_err = (ctl_input_error){ .err = -ENOMEM, .line = line,
 							      .column = start - line_start + 1, .index = n };
 				return -ENOMEM;
@@ -238,7 +243,6 @@ int ctl_input_parse_text(const char *text, size_t len, gpured_dtype dt, void **r
 		if (r < 0) {
 			size_t tl = i - start;
 
-			free(data);
 			*ret_err = (ctl_input_error){ .err = r, .line = line,
 						      .column = start - line_start + 1, .index = n };
 			if (tl < sizeof(ret_err->token)) {
@@ -254,7 +258,7 @@ int ctl_input_parse_text(const char *text, size_t len, gpured_dtype dt, void **r
 		}
 		n++;
 	}
-	*ret_data = data;
+	*ret_data = TAKE_PTR(data);
 	*ret_n = n;
 	return 0;
 }

@@ -26,6 +26,10 @@ uint64_t ctl_input_remaining(int fd);
 int ctl_input_read_all(int fd, uint64_t size_hint, ctl_progress *progress, char **ret,
 		       size_t *ret_len);
 
+/* A new region (gpured_region_new()) holding data[0..bytes): 0 or the
+ * call's error. */
+int ctl_input_region(gpured_t *g, const void *data, size_t bytes, gpured_region_t **ret);
+
 /*
  * Parse tok[0..len) as one element of dt and store it, packed, at out
  * (gpured_dtype_size(dt) bytes). Integers: decimal digits with an optional

@@ -4,6 +4,7 @@
 
 #include "client/ctl-input.h"
 #include "client/ctl-segments.h"
+#include "util/cleanup.h"
 
 int ctl_segments_rows(size_t n, uint64_t rows, uint64_t **ret, size_t *ret_nseg)
 {
@@ -41,7 +42,7 @@ int ctl_segments_parse(const void *bytes, size_t len, size_t n, uint64_t **ret,
 {
 	const uint8_t *p = bytes;
 	size_t k = len / 8;
-	uint64_t *o;
+	_cleanup_(freep) uint64_t *o = NULL;
 
 	if (len % 8 != 0 || k < 2) {
 		snprintf(why, size,
@@ -62,16 +63,14 @@ int ctl_segments_parse(const void *bytes, size_t len, size_t n, uint64_t **ret,
 				 (unsigned long long)o[i], (unsigned long long)o[i - 1]);
 		else
 			continue;
-		free(o);
 		return -EINVAL;
 	}
 	if (o[k - 1] != n) {
 		snprintf(why, size, "the last offset is %llu, not the %zu elements of the input",
 			 (unsigned long long)o[k - 1], n);
-		free(o);
 		return -EINVAL;
 	}
-	*ret = o;
+	*ret = TAKE_PTR(o);
 	*ret_nseg = k - 1;
 	return 0;
 }
@@ -82,13 +81,11 @@ static int reduce_in_region(gpured_t *g, gpured_op op, gpured_dtype dt, const vo
 			    size_t n, const uint64_t *offsets, size_t nseg, uint64_t ddof,
 			    void *records, size_t records_bytes)
 {
-	size_t bytes = n * gpured_dtype_size(dt);
 	gpured_region_t *rg;
-	int r = gpured_region_new(g, bytes, &rg);
+	int r = ctl_input_region(g, data, n * gpured_dtype_size(dt), &rg);
 
 	if (r < 0)
 		return r;
-	memcpy(gpured_region_data(rg), data, bytes);
 	r = gpured_region_reduce_segments(g, rg, op, dt, 0, n, offsets, nseg, ddof, records,
 					  records_bytes);
 	int f = gpured_region_free(g, rg);
@@ -100,7 +97,7 @@ int ctl_segments_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *
 			void **ret_records)
 {
 	size_t bytes = nseg * gpured_segment_record_bytes(op);
-	void *records = malloc(bytes ? bytes : 1);
+	_cleanup_(freep) void *records = malloc(bytes ? bytes : 1);
 	int r = -ENOSYS;
 
 	if (!records)
@@ -109,11 +106,9 @@ int ctl_segments_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *
 		r = reduce_in_region(g, op, dt, data, n, offsets, nseg, ddof, records, bytes);
 	if (r == -ENOSYS || r == -EINVAL || r == -E2BIG)
 		r = gpured_reduce_segments(g, op, dt, data, n, offsets, nseg, ddof, records, bytes);
-	if (r < 0) {
-		free(records);
+	if (r < 0)
 		return r;
-	}
-	*ret_records = records;
+	*ret_records = TAKE_PTR(records);
 	return 0;
 }
 
