@@ -134,19 +134,3 @@ int client_collect(gpured_t *g, pending *e, gpured_value *ret);
  * points into (the caller frees both). */
 int client_call_result(gpured_t *g, gr_method m, uint8_t **ret_bytes, gr_obj_tree *tree,
 		       const gr_obj **ret_result);
-
-/*
- * stats and info, fetched and read into metrics (proto/metrics.h): what
- * gpuredctl metrics renders and gpured_snapshot() copies. The replies'
- * parsed trees stay for callers that read more of them.
- */
-typedef struct client_metrics {
-	uint8_t *st_bytes, *in_bytes;
-	gr_obj_tree st_tree, in_tree;
-	const gr_obj *st, *in;
-	struct gr_metrics *m;
-} client_metrics;
-
-/* 0, or a negative errno (with gpured_errmsg() set); deinit either way. */
-int client_metrics_fetch(gpured_t *g, client_metrics *ret);
-void client_metrics_deinit(client_metrics *cm);

@@ -1,7 +1,7 @@
 /*
  * libgpured's renderings of the daemon's replies: stats and info as JSON
- * or a readable table (gpured_stats_format, gpured_info_format), and the
- * Prometheus exposition (gpured_metrics_format).
+ * or a readable table (gpured_stats_format, gpured_info_format). The
+ * Prometheus exposition is snapshot.c's.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/cleanup.h"
 #include "client/gpured-private.h"
 #include "proto/message.h"
-#include "proto/metrics.h"
+#include "proto/mp.h"
 #include "proto/obj.h"
 
 /* ---- rendering ------------------------------------------------------ */
@@ -205,10 +206,10 @@ static int render_text(gr_buf *b, const gr_obj *o, unsigned indent)
 
 static int call_format(gpured_t *g, gr_method m, gpured_format fmt, char **ret)
 {
-	gr_obj_tree tree = { 0 };
+	_cleanup_(gr_obj_tree_deinitp) gr_obj_tree tree = { 0 };
+	_cleanup_(gr_buf_deinitp) gr_buf out = { 0 };
+	_cleanup_(freep) uint8_t *bytes = NULL;
 	const gr_obj *res = NULL;
-	uint8_t *bytes = NULL;
-	gr_buf out;
 	int r;
 
 	if ((unsigned)fmt > GPURED_FORMAT_TEXT)
@@ -216,7 +217,6 @@ static int call_format(gpured_t *g, gr_method m, gpured_format fmt, char **ret)
 	r = client_call_result(g, m, &bytes, &tree, &res);
 	if (r < 0)
 		return r;
-	gr_buf_init(&out);
 	if (fmt == GPURED_FORMAT_TEXT) {
 		r = render_text(&out, res, 0);
 	} else {
@@ -225,19 +225,9 @@ static int call_format(gpured_t *g, gr_method m, gpured_format fmt, char **ret)
 			r = gr_buf_append(&out, "\n", 1);
 	}
 	r = r ? r : gr_buf_append(&out, "", 1);
-	gr_obj_tree_deinit(&tree);
-	free(bytes);
-	if (r < 0) {
-		gr_buf_deinit(&out);
+	if (r < 0)
 		return client_error(g, r, "out of memory");
-	}
-	*ret = malloc(out.len);
-	if (!*ret) {
-		gr_buf_deinit(&out);
-		return client_error(g, -ENOMEM, "out of memory");
-	}
-	memcpy(*ret, out.data, out.len);
-	gr_buf_deinit(&out);
+	*ret = (char *)TAKE_PTR(out.data);
 	return 0;
 }
 
@@ -249,60 +239,6 @@ int gpured_stats_format(gpured_t *g, gpured_format fmt, char **ret)
 int gpured_info_format(gpured_t *g, gpured_format fmt, char **ret)
 {
 	return call_format(g, GR_METHOD_INFO, fmt, ret);
-}
-
-int client_metrics_fetch(gpured_t *g, client_metrics *ret)
-{
-	client_metrics *cm = ret;
-	int r;
-
-	memset(cm, 0, sizeof(*cm));
-	r = client_call_result(g, GR_METHOD_STATS, &cm->st_bytes, &cm->st_tree, &cm->st);
-	if (r < 0)
-		return r;
-	r = client_call_result(g, GR_METHOD_INFO, &cm->in_bytes, &cm->in_tree, &cm->in);
-	if (r < 0)
-		return r;
-	cm->m = malloc(sizeof(*cm->m));
-	if (!cm->m)
-		return client_error(g, -ENOMEM, "out of memory");
-	if (gr_metrics_from_obj(cm->m, cm->st, cm->in) < 0)
-		return client_error(g, -EPROTO, "stats or info is not a map");
-	return 0;
-}
-
-void client_metrics_deinit(client_metrics *cm)
-{
-	free(cm->m);
-	gr_obj_tree_deinit(&cm->st_tree);
-	gr_obj_tree_deinit(&cm->in_tree);
-	free(cm->st_bytes);
-	free(cm->in_bytes);
-	memset(cm, 0, sizeof(*cm));
-}
-
-int gpured_metrics_format(gpured_t *g, char **ret)
-{
-	client_metrics cm;
-	gr_buf out;
-	int r;
-
-	gr_buf_init(&out);
-	r = client_metrics_fetch(g, &cm);
-	if (r < 0)
-		goto done;
-	r = gr_metrics_render(cm.m, &out);
-	r = r ? r : gr_buf_append(&out, "", 1);
-	if (r < 0) {
-		r = client_error(g, r, "out of memory");
-		goto done;
-	}
-	*ret = (char *)out.data;
-	gr_buf_init(&out);
-done:
-	client_metrics_deinit(&cm);
-	gr_buf_deinit(&out);
-	return r;
 }
 
 int gpured_stats_json(gpured_t *g, char **ret)

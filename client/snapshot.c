@@ -1,19 +1,77 @@
 /*
- * gpured_snapshot(): the stats and info replies in one struct, for
- * monitors. The counters, devices and histogram are read by the same code
- * as the Prometheus exposition (gr_metrics_from_obj), so a monitor and a
- * scrape cannot disagree; what the exposition leaves out (each device's
- * regions) is read here.
+ * The stats and info replies read as one gr_metrics (proto/metrics.h):
+ * gpured_snapshot() copies them into one struct, for monitors, and
+ * gpured_metrics_format() renders the Prometheus exposition of them, so
+ * a monitor and a scrape cannot disagree. What the exposition leaves out
+ * (each device's regions) is read for the snapshot here.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/cleanup.h"
 #include "client/gpured-private.h"
 #include "proto/message.h"
+#include "proto/mp.h"
 #include "proto/metrics.h"
 #include "proto/obj.h"
+
+/* stats and info, fetched and read into m; the replies' parsed trees stay
+ * for what the metrics leave out. */
+typedef struct metrics {
+	uint8_t *st_bytes, *in_bytes;
+	gr_obj_tree st_tree, in_tree;
+	const gr_obj *st, *in;
+	struct gr_metrics *m;
+} metrics;
+
+static void metrics_deinit(metrics *cm)
+{
+	free(cm->m);
+	gr_obj_tree_deinit(&cm->st_tree);
+	gr_obj_tree_deinit(&cm->in_tree);
+	free(cm->st_bytes);
+	free(cm->in_bytes);
+	memset(cm, 0, sizeof(*cm));
+}
+
+/* 0, or a negative errno (with gpured_errmsg() set); *cm wants
+ * metrics_deinit() either way. */
+static int metrics_fetch(gpured_t *g, metrics *cm)
+{
+	int r;
+
+	r = client_call_result(g, GR_METHOD_STATS, &cm->st_bytes, &cm->st_tree, &cm->st);
+	if (r < 0)
+		return r;
+	r = client_call_result(g, GR_METHOD_INFO, &cm->in_bytes, &cm->in_tree, &cm->in);
+	if (r < 0)
+		return r;
+	cm->m = malloc(sizeof(*cm->m));
+	if (!cm->m)
+		return client_error(g, -ENOMEM, "out of memory");
+	if (gr_metrics_from_obj(cm->m, cm->st, cm->in) < 0)
+		return client_error(g, -EPROTO, "stats or info is not a map");
+	return 0;
+}
+
+int gpured_metrics_format(gpured_t *g, char **ret)
+{
+	_cleanup_(metrics_deinit) metrics cm = { 0 };
+	_cleanup_(gr_buf_deinitp) gr_buf out = { 0 };
+	int r;
+
+	r = metrics_fetch(g, &cm);
+	if (r < 0)
+		return r;
+	r = gr_metrics_render(cm.m, &out);
+	r = r ? r : gr_buf_append(&out, "", 1);
+	if (r < 0)
+		return client_error(g, r, "out of memory");
+	*ret = (char *)TAKE_PTR(out.data);
+	return 0;
+}
 
 static uint64_t get_uint(const gr_obj *map, const char *key)
 {
@@ -43,13 +101,15 @@ static void device_regions(const gr_obj *info, gpured_snapshot_t *s)
 
 int gpured_snapshot(gpured_t *g, gpured_snapshot_t *ret)
 {
+	_cleanup_(metrics_deinit) metrics cm = { 0 };
 	gpured_snapshot_t s = { 0 };
-	client_metrics cm;
-	int r = client_metrics_fetch(g, &cm);
-	const gr_metrics *m = cm.m;
+	const gr_metrics *m;
+	int r;
 
+	r = metrics_fetch(g, &cm);
 	if (r < 0)
-		goto done;
+		return r;
+	m = cm.m;
 	snprintf(s.version, sizeof(s.version), "%s", m->version);
 	s.uptime_s = m->uptime_s;
 	s.requests = m->requests;
@@ -78,7 +138,5 @@ int gpured_snapshot(gpured_t *g, gpured_snapshot_t *ret)
 	s.count = m->count;
 	s.sum_us = m->sum_s * 1e6;
 	*ret = s;
-done:
-	client_metrics_deinit(&cm);
-	return r;
+	return 0;
 }
