@@ -12,20 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/gpured-private.h"
+#include "client/conn.h"
 #include "proto/message.h"
+#include "proto/mp.h"
 
 _Static_assert(GPURED_CUMSUM_MAX == UINT32_MAX / 8, "values of one bin");
 
 /* A reply's bytes besides its values: the response's array, msgid and map
  * with its keys, count and the bin's header; generously. */
 #define REPLY_HEAD_BYTES 64
-
-static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
-{
-	int r = gr_mpw_cstr(b, k);
-	return r < 0 ? r : gr_mpw_uint(b, v);
-}
 
 /* The count of a cumsum result against the request's. */
 static int check_count(const pending *e, const gr_obj *result, char *why, size_t size)
@@ -44,8 +39,9 @@ static int check_count(const pending *e, const gr_obj *result, char *why, size_t
 	return 0;
 }
 
-/* Socket data: the values, into e->out or e->records. */
-static int data_reply(pending *e, const gr_obj *result, char *why, size_t size)
+/* Socket data: the values, into e->u.out or e->u.values. */
+static int data_read(pending *e, const gr_obj *result, const uint8_t *msg, size_t len, char *why,
+		     size_t size)
 {
 	const gr_obj *values = gr_obj_get(result, "values");
 	int r = check_count(e, result, why, size);
@@ -57,28 +53,40 @@ static int data_reply(pending *e, const gr_obj *result, char *why, size_t size)
 			 (unsigned long long)e->value.count);
 		return -EPROTO;
 	}
-	if (e->out) {
-		memcpy(e->out, values->v.str, values->len);
+	if (e->u.out) {
+		memcpy(e->u.out, values->v.str, values->len);
 	} else {
-		e->records = malloc(values->len ? values->len : 1);
-		if (!e->records) {
+		e->u.values = malloc(values->len ? values->len : 1);
+		if (!e->u.values) {
 			snprintf(why, size, "out of memory");
 			return -ENOMEM;
 		}
-		memcpy(e->records, values->v.str, values->len);
+		memcpy(e->u.values, values->v.str, values->len);
 	}
 	return 0;
 }
 
+static const client_kind data_kind = {
+	.read = data_read,
+	.clear = client_pending_free_values,
+};
+
 /* A region: the values are in the out region; only their count comes. */
-static int region_reply(pending *e, const gr_obj *result, char *why, size_t size)
+static int region_read(pending *e, const gr_obj *result, const uint8_t *msg, size_t len,
+		       char *why, size_t size)
 {
+	(void)msg;
+	(void)len;
 	return check_count(e, result, why, size);
 }
 
-/* A new entry for a cumsum of n elements of dt, its result read by fn. */
-static int add_entry(gpured_t *g, gpured_dtype dt, size_t n,
-		     int (*fn)(pending *, const gr_obj *, char *, size_t), pending **ret)
+static const client_kind region_kind = {
+	.read = region_read,
+};
+
+/* A new entry of kind for a cumsum of n elements of dt. */
+static int add_entry(gpured_t *g, gpured_dtype dt, size_t n, const client_kind *kind,
+		     pending **ret)
 {
 	int r;
 
@@ -86,18 +94,15 @@ static int add_entry(gpured_t *g, gpured_dtype dt, size_t n,
 		return client_dead(g);
 	if ((unsigned)dt >= GR_DT_N)
 		return client_error(g, -EINVAL, "unknown dtype");
-	r = client_pending_add(g, GR_METHOD_REDUCE, GR_OP_SUM, (gr_dtype)dt, ret);
+	r = client_pending_add(g, GR_METHOD_REDUCE, GR_OP_SUM, (gr_dtype)dt, kind, ret);
 	if (r < 0)
 		return r;
-	(*ret)->read_result = fn;
 	(*ret)->value.kind = (gpured_kind)gr_result_kind(GR_OP_SUM, (gr_dtype)dt);
 	(*ret)->value.count = n; /* what the reply must say */
 	g->wbuf.len = 0;
 	r = gr_msg_write_request_header(&g->wbuf, (*ret)->id, GR_METHOD_REDUCE, 1);
-	if (r < 0) {
-		client_pending_unadd(g, *ret);
-		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
-	}
+	if (r < 0)
+		return client_pending_unwritten(g, *ret, r);
 	return 0;
 }
 
@@ -106,7 +111,6 @@ static int add_entry(gpured_t *g, gpured_dtype dt, size_t n,
 static int submit_data(gpured_t *g, gpured_dtype dt, const void *data, size_t n, void *out,
 		       uint32_t *ret_id)
 {
-	struct iovec iov[2];
 	size_t esz;
 	pending *e;
 	uint32_t id;
@@ -119,7 +123,7 @@ static int submit_data(gpured_t *g, gpured_dtype dt, const void *data, size_t n,
 				    "the prefix sums of %zu elements do not fit in one reply (at "
 				    "most %zu elements; a region takes any number)",
 				    n, GPURED_CUMSUM_MAX);
-	r = add_entry(g, dt, n, data_reply, &e);
+	r = add_entry(g, dt, n, &data_kind, &e);
 	if (r < 0)
 		return r;
 	esz = gr_dtype_size((gr_dtype)dt);
@@ -129,18 +133,14 @@ static int submit_data(gpured_t *g, gpured_dtype dt, const void *data, size_t n,
 	    (r = gr_mpw_cstr(&g->wbuf, gr_dtype_name((gr_dtype)dt))) >= 0 &&
 	    (r = gr_mpw_cstr(&g->wbuf, "data")) >= 0)
 		r = gr_mpw_bin_header(&g->wbuf, (uint32_t)(n * esz));
-	if (r < 0) {
-		client_pending_unadd(g, e);
-		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
-	}
+	if (r < 0)
+		return client_pending_unwritten(g, e, r);
 	id = e->id;
-	e->out = out;
+	e->u.out = out;
 	/* The values and the map around them must not be taken for a hostile
 	 * server's. */
 	client_expect_reply(g, n * 8 + REPLY_HEAD_BYTES);
-	iov[0] = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
-	iov[1] = (struct iovec){ .iov_base = (void *)data, .iov_len = n * esz };
-	r = client_send(g, iov, n ? 2 : 1, -1);
+	r = client_send_request(g, data, n * esz, -1);
 	if (r < 0)
 		return r;
 	*ret_id = id;
@@ -179,7 +179,7 @@ int gpured_wait_id_cumsum(gpured_t *g, uint32_t id, void *out, size_t out_n)
 
 	if (!e)
 		return client_error(g, -ESRCH, "request %u is not outstanding", id);
-	if (e->read_result != data_reply)
+	if (e->kind != &data_kind)
 		return client_error(g, -EINVAL, "request %u is not a cumsum of data", id);
 	if (out && out_n < e->value.count)
 		return client_error(g, -EINVAL, "request %u's %llu prefix sums do not fit in %zu",
@@ -187,18 +187,17 @@ int gpured_wait_id_cumsum(gpured_t *g, uint32_t id, void *out, size_t out_n)
 	e = client_wait_entry(g, id, &r);
 	if (!e)
 		return r;
-	if (e->err == 0 && out && e->records)
-		memcpy(out, e->records, (size_t)e->value.count * 8);
+	if (e->err == 0 && out && e->u.values)
+		memcpy(out, e->u.values, (size_t)e->value.count * 8);
 	return client_collect(g, e, NULL);
 }
 
 int gpured_submit_cumsum_region(gpured_t *g, uint64_t region, gpured_dtype dt, size_t offset,
 				size_t n, uint64_t out_region, size_t out_offset, uint32_t *ret_id)
 {
-	struct iovec iov;
 	pending *e;
 	uint32_t id;
-	int r = add_entry(g, dt, n, region_reply, &e);
+	int r = add_entry(g, dt, n, &region_kind, &e);
 
 	if (r < 0)
 		return r;
@@ -206,18 +205,15 @@ int gpured_submit_cumsum_region(gpured_t *g, uint64_t region, gpured_dtype dt, s
 	    (r = gr_mpw_cstr(&g->wbuf, "op")) >= 0 && (r = gr_mpw_cstr(&g->wbuf, "cumsum")) >= 0 &&
 	    (r = gr_mpw_cstr(&g->wbuf, "dtype")) >= 0 &&
 	    (r = gr_mpw_cstr(&g->wbuf, gr_dtype_name((gr_dtype)dt))) >= 0 &&
-	    (r = write_kv_uint(&g->wbuf, "region", region)) >= 0 &&
-	    (r = write_kv_uint(&g->wbuf, "offset", offset)) >= 0 &&
-	    (r = write_kv_uint(&g->wbuf, "count", n)) >= 0 &&
-	    (r = write_kv_uint(&g->wbuf, "out_region", out_region)) >= 0)
-		r = write_kv_uint(&g->wbuf, "out_offset", out_offset);
-	if (r < 0) {
-		client_pending_unadd(g, e);
-		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
-	}
+	    (r = gr_mpw_kv_uint(&g->wbuf, "region", region)) >= 0 &&
+	    (r = gr_mpw_kv_uint(&g->wbuf, "offset", offset)) >= 0 &&
+	    (r = gr_mpw_kv_uint(&g->wbuf, "count", n)) >= 0 &&
+	    (r = gr_mpw_kv_uint(&g->wbuf, "out_region", out_region)) >= 0)
+		r = gr_mpw_kv_uint(&g->wbuf, "out_offset", out_offset);
+	if (r < 0)
+		return client_pending_unwritten(g, e, r);
 	id = e->id;
-	iov = (struct iovec){ .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
-	r = client_send(g, &iov, 1, -1);
+	r = client_send_request(g, NULL, 0, -1);
 	if (r < 0)
 		return r;
 	*ret_id = id;

@@ -1,36 +1,25 @@
 /*
- * moments requests, by data or by region, and their collection: the reply
- * is read whole as it arrives (gpured.c), and handed over here.
+ * moments requests, by data or by region, and their collection: a
+ * reduce whose reply is read whole as it arrives (client_kind_reduce),
+ * and handed over here.
  */
 #include <errno.h>
 
-#include "client/gpured-private.h"
-
-static gpured_value value_of(const gr_value *v, uint64_t count)
-{
-	gpured_value out = { .kind = (gpured_kind)v->kind, .count = count };
-
-	if (v->kind == GR_KIND_I64)
-		out.v.i = v->i;
-	else if (v->kind == GR_KIND_U64)
-		out.v.u = v->u;
-	else
-		out.v.f = v->f;
-	return out;
-}
+#include "client/conn.h"
+#include "client/reduce.h"
 
 int gpured_submit_moments(gpured_t *g, gpured_dtype dt, const void *data, size_t n,
 			  uint64_t ddof, uint32_t *ret_id)
 {
-	return client_submit_data(g, GPURED_OP_MOMENTS, dt, data, n, /* partial= */ false, ddof,
-				  ret_id);
+	return client_reduce_submit_data(g, &client_kind_reduce, GPURED_OP_MOMENTS, dt, data, n,
+					  /* partial= */ false, ddof, ret_id);
 }
 
 int gpured_submit_region_moments(gpured_t *g, uint64_t region, gpured_dtype dt, size_t offset,
 				 size_t n, uint64_t ddof, uint32_t *ret_id)
 {
-	return client_submit_region(g, region, GPURED_OP_MOMENTS, dt, offset, n,
-				    /* partial= */ false, ddof, ret_id);
+	return client_reduce_submit_region(g, &client_kind_reduce, region, GPURED_OP_MOMENTS, dt,
+					    offset, n, /* partial= */ false, ddof, ret_id);
 }
 
 int gpured_wait_id_moments(gpured_t *g, uint32_t id, gpured_moments *ret)
@@ -47,9 +36,9 @@ int gpured_wait_id_moments(gpured_t *g, uint32_t id, gpured_moments *ret)
 		const gr_moments *m = &e->moments;
 		*ret = (gpured_moments){
 			.count = m->count,
-			.sum = value_of(&m->sum, m->count),
-			.min = value_of(&m->min, m->count),
-			.max = value_of(&m->max, m->count),
+			.sum = client_value_of(&m->sum, m->count),
+			.min = client_value_of(&m->min, m->count),
+			.max = client_value_of(&m->max, m->count),
 			.mean = m->mean,
 			.var = m->var,
 		};

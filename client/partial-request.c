@@ -9,15 +9,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/gpured-private.h"
+#include "client/conn.h"
+#include "client/partial.h"
+#include "client/reduce.h"
 #include "math/fsum.h"
 
-int client_partial_reply(pending *e, const gr_obj *result, char *why, size_t size)
+/*
+ * A reduce's value, then the exact partial of e's result into e->u.exact,
+ * checked against that value: 0, -ENOMEM, or -EPROTO with why.
+ */
+static int partial_read(pending *e, const gr_obj *result, const uint8_t *msg, size_t len,
+			char *why, size_t size)
 {
 	char what[128];
 	gr_fsum x;
 	double v;
+	int r;
 
+	r = client_reduce_read(e, result, msg, len, why, size);
+	if (r < 0)
+		return r;
 	if (gr_fsum_parse(result, e->value.count, &x, what, sizeof(what)) < 0) {
 		snprintf(why, size, "malformed exact partial: %s", what);
 		return -EPROTO;
@@ -31,14 +42,24 @@ int client_partial_reply(pending *e, const gr_obj *result, char *why, size_t siz
 			 e->value.v.f);
 		return -EPROTO;
 	}
-	e->exact = malloc(sizeof(*e->exact));
-	if (!e->exact) {
+	e->u.exact = malloc(sizeof(*e->u.exact));
+	if (!e->u.exact) {
 		snprintf(why, size, "out of memory");
 		return -ENOMEM;
 	}
-	client_partial_from_exact(&x, (gpured_op)e->op, (gpured_dtype)e->dtype, e->exact);
+	client_partial_from_exact(&x, (gpured_op)e->op, (gpured_dtype)e->dtype, e->u.exact);
 	return 0;
 }
+
+static void partial_clear(pending *e)
+{
+	free(e->u.exact);
+}
+
+static const client_kind partial_kind = {
+	.read = partial_read,
+	.clear = partial_clear,
+};
 
 static int refuse_kind(gpured_t *g, gpured_op op, gpured_dtype dt)
 {
@@ -51,11 +72,11 @@ static int refuse_kind(gpured_t *g, gpured_op op, gpured_dtype dt)
 /* Hand e's partial to the caller, and the entry's outcome. */
 static int partial_collect(gpured_t *g, pending *e, gpured_partial *ret)
 {
-	if (e->err == 0 && !e->exact)
+	if (e->err == 0 && !e->u.exact)
 		/* not reachable: a reply without one fails the connection */
 		return client_error(g, -EPROTO, "reply without its exact partial");
 	if (e->err == 0 && ret)
-		*ret = *e->exact;
+		*ret = *e->u.exact;
 	return client_collect(g, e, NULL);
 }
 
@@ -66,7 +87,8 @@ int gpured_submit_partial(gpured_t *g, gpured_op op, gpured_dtype dt, const void
 		return client_dead(g);
 	if (!client_partial_kind(op, dt))
 		return refuse_kind(g, op, dt);
-	return client_submit_data(g, op, dt, data, n, /* partial= */ true, /* ddof= */ 0, ret_id);
+	return client_reduce_submit_data(g, &partial_kind, op, dt, data, n, /* partial= */ true,
+					  /* ddof= */ 0, ret_id);
 }
 
 int gpured_submit_region_partial(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
@@ -76,8 +98,8 @@ int gpured_submit_region_partial(gpured_t *g, uint64_t region, gpured_op op, gpu
 		return client_dead(g);
 	if (!client_partial_kind(op, dt))
 		return refuse_kind(g, op, dt);
-	return client_submit_region(g, region, op, dt, offset, n, /* partial= */ true, /* ddof= */ 0,
-				    ret_id);
+	return client_reduce_submit_region(g, &partial_kind, region, op, dt, offset, n,
+					    /* partial= */ true, /* ddof= */ 0, ret_id);
 }
 
 int gpured_region_submit_partial(gpured_t *g, const gpured_region_t *r, gpured_op op,
@@ -93,7 +115,7 @@ int gpured_wait_id_partial(gpured_t *g, uint32_t id, gpured_partial *ret)
 
 	if (!e)
 		return client_error(g, -ESRCH, "request %u is not outstanding", id);
-	if (!e->partial)
+	if (e->kind != &partial_kind)
 		return client_error(g, -EINVAL, "request %u did not ask for a partial", id);
 	e = client_wait_entry(g, id, &r);
 	if (!e)
@@ -103,39 +125,16 @@ int gpured_wait_id_partial(gpured_t *g, uint32_t id, gpured_partial *ret)
 
 int gpured_wait_partial(gpured_t *g, uint32_t *ret_id, gpured_partial *ret)
 {
+	pending *e;
+	int r;
+
+	/* Other replies stay queued for gpured_wait(). */
 	*ret_id = 0;
-	for (;;) {
-		/* Drop the ids at the queue's head that were collected
-		 * already, as gpured_wait() does, then take the first
-		 * partial request's reply; other replies stay queued for
-		 * gpured_wait(). */
-		while (g->doneq_len > 0) {
-			const pending *e = client_pending_find(g, g->doneq[g->doneq_head]);
-
-			if (e && e->done)
-				break;
-			g->doneq_head++;
-			g->doneq_len--;
-		}
-		if (g->doneq_len == 0)
-			g->doneq_head = 0;
-		for (size_t i = 0; i < g->doneq_len; i++) {
-			uint32_t id = g->doneq[g->doneq_head + i];
-			pending *e = client_pending_find(g, id);
-
-			if (e && e->done && e->partial) {
-				*ret_id = id;
-				return partial_collect(g, e, ret);
-			}
-		}
-		if (g->dead)
-			return client_dead(g);
-		if (g->n_live_partial == 0)
-			return client_error(g, -ECHILD, "no partial request outstanding");
-		int r = client_wait_read(g);
-		if (r < 0)
-			return r;
-	}
+	e = client_wait_next(g, &partial_kind, "partial request", &r);
+	if (!e)
+		return r;
+	*ret_id = e->id;
+	return partial_collect(g, e, ret);
 }
 
 int gpured_reduce_partial(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, size_t n,

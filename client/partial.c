@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "client/gpured-private.h"
+#include "client/partial.h"
 #include "math/fsum.h"
 
 _Static_assert(GPURED_PARTIAL_LIMBS_MAX == GR_FSUM_LIMBS_MAX, "limbs");

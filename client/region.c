@@ -10,8 +10,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "client/gpured-private.h"
+#include "client/call.h"
+#include "client/cleanup.h"
+#include "client/conn.h"
 #include "proto/message.h"
+#include "proto/mp.h"
 #include "proto/obj.h"
 
 struct gpured_region {
@@ -21,22 +24,6 @@ struct gpured_region {
 	bool writable; /* the daemon maps it for writing too */
 };
 
-/* Write the request built in g->wbuf (entry e), with fd in SCM_RIGHTS when
- * fd >= 0, and wait for its reply; the entry is returned done (or NULL
- * and *ret_err). */
-static pending *region_call(gpured_t *g, pending *e, int fd, int *ret_err)
-{
-	struct iovec iov = { .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
-	uint32_t id = e->id;
-	int r = client_send(g, &iov, 1, fd);
-
-	if (r < 0) {
-		*ret_err = r;
-		return NULL;
-	}
-	return client_wait_entry(g, id, ret_err);
-}
-
 /* A new entry of method m and the start of its request's one map param,
  * of nkeys keys. */
 static int region_begin(gpured_t *g, gr_method m, uint32_t nkeys, pending **ret)
@@ -45,24 +32,53 @@ static int region_begin(gpured_t *g, gr_method m, uint32_t nkeys, pending **ret)
 
 	if (g->dead)
 		return client_dead(g);
-	r = client_pending_add(g, m, GR_OP_SUM, GR_DT_I32, ret);
+	r = client_pending_add(g, m, GR_OP_SUM, GR_DT_I32, &client_kind_reply, ret);
 	if (r < 0)
 		return r;
 	g->wbuf.len = 0;
 	r = gr_msg_write_request_header(&g->wbuf, (*ret)->id, m, 1);
 	if (r >= 0)
 		r = gr_mpw_map(&g->wbuf, nkeys);
-	if (r < 0) {
-		client_pending_unadd(g, *ret);
-		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
+	if (r < 0)
+		return client_pending_unwritten(g, *ret, r);
+	return 0;
+}
+
+/* A map request's keys: bytes, writable, and the kind's (cuda: kind
+ * and device; cuda_ipc: the handle too). */
+static int write_map_keys(gr_buf *b, gr_map_kind kind, const void *handle, size_t bytes,
+			  const char *device, bool writable)
+{
+	GR_MPW_TRY(gr_mpw_kv_uint(b, "bytes", bytes));
+	if (writable) {
+		GR_MPW_TRY(gr_mpw_cstr(b, "writable"));
+		GR_MPW_TRY(gr_mpw_bool(b, true));
+	}
+	if (kind == GR_MAP_HOST)
+		return 0;
+	GR_MPW_TRY(gr_mpw_cstr(b, "kind"));
+	GR_MPW_TRY(gr_mpw_cstr(b, gr_map_kind_name(kind)));
+	GR_MPW_TRY(gr_mpw_cstr(b, "device"));
+	GR_MPW_TRY(gr_mpw_cstr(b, device));
+	if (kind == GR_MAP_CUDA_IPC) {
+		GR_MPW_TRY(gr_mpw_cstr(b, "handle"));
+		GR_MPW_TRY(gr_mpw_bin(b, handle, 64));
 	}
 	return 0;
 }
 
-static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
+/* The region id of a map's reply, whole in bytes[0..len): 0 or -EPROTO. */
+static int read_region_id(const uint8_t *bytes, size_t len, uint64_t *ret)
 {
-	int r = gr_mpw_cstr(b, k);
-	return r < 0 ? r : gr_mpw_uint(b, v);
+	_cleanup_(gr_obj_tree_deinitp) gr_obj_tree tree = { 0 };
+	const gr_obj *id = NULL;
+
+	if (gr_obj_parse(bytes, len, &gr_msg_response_limits, &tree) > 0)
+		id = gr_obj_get(&tree.root->v.items[3], "region");
+	if (!id || id->type != GR_MP_UINT)
+		return -EPROTO;
+	*ret = id->v.u;
+	return 0;
 }
 
 /* A map request of kind (host, cuda with fd, cuda_ipc with handle);
@@ -70,9 +86,8 @@ static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
 static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, size_t bytes,
 		    const char *device, bool writable, uint64_t *ret_region)
 {
-	gr_obj_tree tree = { 0 };
 	pending *e;
-	int r;
+	int r, c;
 
 	if (bytes == 0 || (kind != GR_MAP_CUDA_IPC && fd < 0) || (kind != GR_MAP_HOST && !device))
 		return client_error(g, -EINVAL, "a region needs at least one byte, and its "
@@ -81,35 +96,15 @@ static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, s
 			 (kind == GR_MAP_HOST ? 1 : kind == GR_MAP_CUDA ? 3 : 4) + writable, &e);
 	if (r < 0)
 		return r;
-	r = write_kv_uint(&g->wbuf, "bytes", bytes);
-	if (r >= 0 && writable && (r = gr_mpw_cstr(&g->wbuf, "writable")) >= 0)
-		r = gr_mpw_bool(&g->wbuf, true);
-	if (r >= 0 && kind != GR_MAP_HOST) {
-		if ((r = gr_mpw_cstr(&g->wbuf, "kind")) >= 0 &&
-		    (r = gr_mpw_cstr(&g->wbuf, gr_map_kind_name(kind))) >= 0 &&
-		    (r = gr_mpw_cstr(&g->wbuf, "device")) >= 0)
-			r = gr_mpw_cstr(&g->wbuf, device);
-		if (r >= 0 && kind == GR_MAP_CUDA_IPC && (r = gr_mpw_cstr(&g->wbuf, "handle")) >= 0)
-			r = gr_mpw_bin(&g->wbuf, handle, 64);
-	}
-	if (r < 0) {
-		client_pending_unadd(g, e);
-		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
-	}
-	e = region_call(g, e, fd, &r);
+	r = write_map_keys(&g->wbuf, kind, handle, bytes, device, writable);
+	if (r < 0)
+		return client_pending_unwritten(g, e, r);
+	e = client_call_send(g, e, fd, &r);
 	if (!e)
 		return r;
-	if (e->err == 0) {
-		const gr_obj *id = NULL;
-		if (gr_obj_parse(e->reply, e->reply_len, &gr_msg_response_limits, &tree) > 0)
-			id = gr_obj_get(&tree.root->v.items[3], "region");
-		if (id && id->type == GR_MP_UINT)
-			*ret_region = id->v.u;
-		else
-			r = client_error(g, -EPROTO, "map answered without a region id");
-		gr_obj_tree_deinit(&tree);
-	}
-	int c = client_collect(g, e, NULL);
+	if (e->err == 0 && read_region_id(e->u.reply, e->u.reply_len, ret_region) < 0)
+		r = client_error(g, -EPROTO, "map answered without a region id");
+	c = client_collect(g, e, NULL);
 	return r < 0 ? r : c;
 }
 
@@ -166,73 +161,13 @@ int gpured_unmap(gpured_t *g, uint64_t region)
 	r = region_begin(g, GR_METHOD_UNMAP, 1, &e);
 	if (r < 0)
 		return r;
-	if ((r = write_kv_uint(&g->wbuf, "region", region)) < 0) {
-		client_pending_unadd(g, e);
-		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
-	}
-	e = region_call(g, e, -1, &r);
+	r = gr_mpw_kv_uint(&g->wbuf, "region", region);
+	if (r < 0)
+		return client_pending_unwritten(g, e, r);
+	e = client_call_send(g, e, -1, &r);
 	if (!e)
 		return r;
 	return client_collect(g, e, NULL);
-}
-
-int gpured_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
-			 size_t offset, size_t n, uint32_t *ret_id)
-{
-	return client_submit_region(g, region, op, dt, offset, n, /* partial= */ false, /* ddof= */ 0,
-				    ret_id);
-}
-
-int client_submit_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
-			 size_t offset, size_t n, bool partial, uint64_t ddof, uint32_t *ret_id)
-{
-	const bool moments = op == GPURED_OP_MOMENTS;
-	pending *e;
-	int r;
-
-	if (g->dead)
-		return client_dead(g);
-	if ((unsigned)op >= GR_OP_N || (unsigned)dt >= GR_DT_N)
-		return client_error(g, -EINVAL, "unknown op or dtype");
-	r = client_pending_add(g, GR_METHOD_REDUCE, (gr_op)op, (gr_dtype)dt, &e);
-	if (r < 0)
-		return r;
-	if (partial) {
-		e->partial = true;
-		g->n_live_partial++;
-	}
-	g->wbuf.len = 0;
-	if ((r = gr_msg_write_request_header(&g->wbuf, e->id, GR_METHOD_REDUCE, 1)) < 0 ||
-	    (r = gr_mpw_map(&g->wbuf, 5 + partial + moments)) < 0 ||
-	    (partial && ((r = gr_mpw_cstr(&g->wbuf, "partial")) < 0 ||
-			 (r = gr_mpw_bool(&g->wbuf, true)) < 0)) ||
-	    (r = gr_mpw_cstr(&g->wbuf, "op")) < 0 ||
-	    (r = gr_mpw_cstr(&g->wbuf, gr_op_name((gr_op)op))) < 0 ||
-	    (r = gr_mpw_cstr(&g->wbuf, "dtype")) < 0 ||
-	    (r = gr_mpw_cstr(&g->wbuf, gr_dtype_name((gr_dtype)dt))) < 0 ||
-	    (r = write_kv_uint(&g->wbuf, "region", region)) < 0 ||
-	    (r = write_kv_uint(&g->wbuf, "offset", offset)) < 0 ||
-	    (r = write_kv_uint(&g->wbuf, "count", n)) < 0 ||
-	    (moments && (r = write_kv_uint(&g->wbuf, "ddof", ddof)) < 0)) {
-		client_pending_unadd(g, e);
-		return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
-	}
-	uint32_t id = e->id;
-	struct iovec iov = { .iov_base = g->wbuf.data, .iov_len = g->wbuf.len };
-	r = client_send(g, &iov, 1, -1);
-	if (r < 0)
-		return r;
-	*ret_id = id;
-	return 0;
-}
-
-int gpured_reduce_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtype dt,
-			 size_t offset, size_t n, gpured_value *ret)
-{
-	uint32_t id;
-	int r = gpured_submit_region(g, region, op, dt, offset, n, &id);
-
-	return r < 0 ? r : gpured_wait_id(g, id, ret);
 }
 
 /* ---- the region object ---- */
@@ -242,10 +177,26 @@ int gpured_region_new(gpured_t *g, size_t bytes, gpured_region_t **ret)
 	return gpured_region_new_flags(g, bytes, 0, ret);
 }
 
+/* Our side of a region, however far it was made: its mapping and itself. */
+static gpured_region_t *region_drop(gpured_region_t *rg)
+{
+	if (rg && rg->data)
+		munmap(rg->data, rg->bytes);
+	free(rg);
+	return NULL;
+}
+
+static void region_dropp(gpured_region_t **rg)
+{
+	region_drop(*rg);
+}
+
 int gpured_region_new_flags(gpured_t *g, size_t bytes, unsigned flags, gpured_region_t **ret)
 {
-	gpured_region_t *rg;
-	int fd, r;
+	_cleanup_(region_dropp) gpured_region_t *rg = NULL;
+	_cleanup_(closep) int fd = -1;
+	void *data;
+	int r;
 
 	if (flags & ~(unsigned)GPURED_REGION_WRITABLE)
 		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
@@ -258,33 +209,21 @@ int gpured_region_new_flags(gpured_t *g, size_t bytes, unsigned flags, gpured_re
 	 * its reads would allocate) and sealed against shrinking, which the
 	 * daemon requires; growing stays allowed but is of no use. */
 	if (ftruncate(fd, (off_t)bytes) < 0 || (errno = posix_fallocate(fd, 0, (off_t)bytes)) != 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0) {
-		r = client_error(g, -errno, "preparing the memfd: %s", strerror(errno));
-		close(fd);
-		return r;
-	}
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
+		return client_error(g, -errno, "preparing the memfd: %s", strerror(errno));
 	rg = calloc(1, sizeof(*rg));
-	if (!rg) {
-		close(fd);
+	if (!rg)
 		return client_error(g, -ENOMEM, "out of memory");
-	}
 	rg->bytes = bytes;
 	rg->writable = flags & GPURED_REGION_WRITABLE;
-	rg->data = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (rg->data == MAP_FAILED) {
-		r = client_error(g, -errno, "mmap: %s", strerror(errno));
-		close(fd);
-		free(rg);
-		return r;
-	}
+	data = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (data == MAP_FAILED)
+		return client_error(g, -errno, "mmap: %s", strerror(errno));
+	rg->data = data;
 	r = gpured_map_fd_flags(g, fd, bytes, flags, &rg->id);
-	close(fd);
-	if (r < 0) {
-		munmap(rg->data, bytes);
-		free(rg);
+	if (r < 0)
 		return r;
-	}
-	*ret = rg;
+	*ret = TAKE_PTR(rg);
 	return 0;
 }
 
@@ -330,7 +269,6 @@ int gpured_region_free(gpured_t *g, gpured_region_t *rg)
 	 * goes at once. A dead connection released the region already. */
 	if (g && !g->dead)
 		r = gpured_unmap(g, rg->id);
-	munmap(rg->data, rg->bytes);
-	free(rg);
+	region_drop(rg);
 	return r;
 }

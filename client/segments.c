@@ -3,17 +3,17 @@
  * request names op, dtype, ddof and the offsets before the data, as the
  * daemon needs to reduce segments chunk by chunk as they arrive, and sends
  * the offsets and the data from the caller's memory. The reply's records
- * are checked and copied as it arrives (gpured.c calls
- * segments_reply() through the entry), and handed over by
- * gpured_wait_id_segments().
+ * are checked and copied as it arrives (segments_kind), and handed over
+ * by gpured_wait_id_segments().
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/gpured-private.h"
+#include "client/conn.h"
 #include "proto/message.h"
+#include "proto/mp.h"
 
 _Static_assert(sizeof(gpured_number) == 8, "record layout");
 _Static_assert(sizeof(gpured_arg_record) == 16, "record layout");
@@ -87,13 +87,49 @@ static int check_room(gpured_t *g, gpured_op op, size_t nseg, const void *record
 	return 0;
 }
 
-static int segments_reply(pending *e, const gr_obj *result, char *why, size_t size);
-
-static int write_kv_uint(gr_buf *b, const char *k, uint64_t v)
+/* Read the records of e's result into e->u.values and check them
+ * against the request: 0, -ENOMEM, or -EPROTO with why. */
+static int segments_read(pending *e, const gr_obj *result, const uint8_t *msg, size_t len,
+			 char *why, size_t size)
 {
-	int r = gr_mpw_cstr(b, k);
-	return r < 0 ? r : gr_mpw_uint(b, v);
+	const gr_obj *count = gr_obj_get(result, "count"), *k = gr_obj_get(result, "segments");
+	const gr_obj *values = gr_obj_get(result, "values");
+	size_t rb = gpured_segment_record_bytes((gpured_op)e->op);
+	uint64_t nseg = e->u.nseg;
+
+	if (!count || count->type != GR_MP_UINT || !k || k->type != GR_MP_UINT || !values ||
+	    values->type != GR_MP_BIN) {
+		snprintf(why, size, "malformed segments result");
+		return -EPROTO;
+	}
+	(void)msg;
+	(void)len;
+	if (count->v.u != e->value.count || k->v.u != nseg) {
+		snprintf(why, size,
+			 "segments result of %llu elements in %llu segments, for %llu in %llu",
+			 (unsigned long long)count->v.u, (unsigned long long)k->v.u,
+			 (unsigned long long)e->value.count, (unsigned long long)nseg);
+		return -EPROTO;
+	}
+	if (values->len != nseg * rb) {
+		snprintf(why, size, "segments result of %u bytes, not %llu records of %zu bytes",
+			 values->len, (unsigned long long)nseg, rb);
+		return -EPROTO;
+	}
+	e->u.values = malloc(values->len);
+	if (!e->u.values) {
+		snprintf(why, size, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(e->u.values, values->v.str, values->len);
+	e->value.kind = (gpured_kind)gr_result_kind(e->op, e->dtype);
+	return 0;
 }
+
+static const client_kind segments_kind = {
+	.read = segments_read,
+	.clear = client_pending_free_values,
+};
 
 /*
  * Write and send a segmented reduce: op, dtype, ddof (moments) and the
@@ -122,13 +158,12 @@ static int submit(gpured_t *g, const uint64_t *region, gpured_op op, gpured_dtyp
 		return client_error(g, -E2BIG,
 				    "%zu elements of %s do not fit in one request (4 GiB - 1)", n,
 				    gr_dtype_name((gr_dtype)dt));
-	r = client_pending_add(g, GR_METHOD_REDUCE, (gr_op)op, (gr_dtype)dt, &e);
+	r = client_pending_add(g, GR_METHOD_REDUCE, (gr_op)op, (gr_dtype)dt, &segments_kind, &e);
 	if (r < 0)
 		return r;
 	id = e->id;
-	e->nseg = nseg;
+	e->u.nseg = nseg;
 	e->value.count = n; /* what the reply must say */
-	e->read_result = segments_reply;
 
 	g->wbuf.len = 0;
 	if ((r = gr_msg_write_request_header(&g->wbuf, id, GR_METHOD_REDUCE, 1)) < 0 ||
@@ -137,15 +172,15 @@ static int submit(gpured_t *g, const uint64_t *region, gpured_op op, gpured_dtyp
 	    (r = gr_mpw_cstr(&g->wbuf, gr_op_name((gr_op)op))) < 0 ||
 	    (r = gr_mpw_cstr(&g->wbuf, "dtype")) < 0 ||
 	    (r = gr_mpw_cstr(&g->wbuf, gr_dtype_name((gr_dtype)dt))) < 0 ||
-	    (moments && (r = write_kv_uint(&g->wbuf, "ddof", ddof)) < 0) ||
+	    (moments && (r = gr_mpw_kv_uint(&g->wbuf, "ddof", ddof)) < 0) ||
 	    (r = gr_mpw_cstr(&g->wbuf, "offsets")) < 0 ||
 	    (r = gr_mpw_bin_header(&g->wbuf, (uint32_t)obytes)) < 0)
 		goto fail;
 	head = g->wbuf.len;
 	if (region) {
-		if ((r = write_kv_uint(&g->wbuf, "region", *region)) < 0 ||
-		    (r = write_kv_uint(&g->wbuf, "offset", offset)) < 0 ||
-		    (r = write_kv_uint(&g->wbuf, "count", n)) < 0)
+		if ((r = gr_mpw_kv_uint(&g->wbuf, "region", *region)) < 0 ||
+		    (r = gr_mpw_kv_uint(&g->wbuf, "offset", offset)) < 0 ||
+		    (r = gr_mpw_kv_uint(&g->wbuf, "count", n)) < 0)
 			goto fail;
 	} else if ((r = gr_mpw_cstr(&g->wbuf, "data")) < 0 ||
 		   (r = gr_mpw_bin_header(&g->wbuf, (uint32_t)(n * esz))) < 0) {
@@ -166,43 +201,7 @@ static int submit(gpured_t *g, const uint64_t *region, gpured_op op, gpured_dtyp
 	return 0;
 
 fail:
-	client_pending_unadd(g, e);
-	return client_error(g, r, "cannot write the request: %s", gpured_strerror(r));
-}
-
-/* Read the records of e's result into e->records and check them against
- * the request: 0, -ENOMEM, or -EPROTO with why. */
-static int segments_reply(pending *e, const gr_obj *result, char *why, size_t size)
-{
-	const gr_obj *count = gr_obj_get(result, "count"), *k = gr_obj_get(result, "segments");
-	const gr_obj *values = gr_obj_get(result, "values");
-	size_t rb = gpured_segment_record_bytes((gpured_op)e->op);
-
-	if (!count || count->type != GR_MP_UINT || !k || k->type != GR_MP_UINT || !values ||
-	    values->type != GR_MP_BIN) {
-		snprintf(why, size, "malformed segments result");
-		return -EPROTO;
-	}
-	if (count->v.u != e->value.count || k->v.u != e->nseg) {
-		snprintf(why, size,
-			 "segments result of %llu elements in %llu segments, for %llu in %llu",
-			 (unsigned long long)count->v.u, (unsigned long long)k->v.u,
-			 (unsigned long long)e->value.count, (unsigned long long)e->nseg);
-		return -EPROTO;
-	}
-	if (values->len != e->nseg * rb) {
-		snprintf(why, size, "segments result of %u bytes, not %llu records of %zu bytes",
-			 values->len, (unsigned long long)e->nseg, rb);
-		return -EPROTO;
-	}
-	e->records = malloc(values->len);
-	if (!e->records) {
-		snprintf(why, size, "out of memory");
-		return -ENOMEM;
-	}
-	memcpy(e->records, values->v.str, values->len);
-	e->value.kind = (gpured_kind)gr_result_kind(e->op, e->dtype);
-	return 0;
+	return client_pending_unwritten(g, e, r);
 }
 
 int gpured_wait_id_segments(gpured_t *g, uint32_t id, void *records, size_t records_bytes)
@@ -213,17 +212,17 @@ int gpured_wait_id_segments(gpured_t *g, uint32_t id, void *records, size_t reco
 
 	if (!e)
 		return client_error(g, -ESRCH, "request %u is not outstanding", id);
-	if (e->method != GR_METHOD_REDUCE || e->nseg == 0)
+	if (e->kind != &segments_kind)
 		return client_error(g, -EINVAL, "request %u is not a segmented reduce", id);
-	need = (size_t)e->nseg * gpured_segment_record_bytes((gpured_op)e->op);
+	need = (size_t)e->u.nseg * gpured_segment_record_bytes((gpured_op)e->op);
 	if (records && records_bytes < need)
 		return client_error(g, -EINVAL, "request %u's %llu records take %zu bytes, not %zu",
-				    id, (unsigned long long)e->nseg, need, records_bytes);
+				    id, (unsigned long long)e->u.nseg, need, records_bytes);
 	e = client_wait_entry(g, id, &r);
 	if (!e)
 		return r;
 	if (e->err == 0 && records)
-		memcpy(records, e->records, need);
+		memcpy(records, e->u.values, need);
 	return client_collect(g, e, NULL);
 }
 

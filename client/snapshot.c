@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/call.h"
 #include "client/cleanup.h"
-#include "client/gpured-private.h"
+#include "client/conn.h"
 #include "proto/message.h"
 #include "proto/mp.h"
 #include "proto/metrics.h"

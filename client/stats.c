@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "client/call.h"
 #include "client/cleanup.h"
-#include "client/gpured-private.h"
+#include "client/conn.h"
 #include "proto/obj.h"
 
 static uint64_t obj_u64(const gr_obj *o)
