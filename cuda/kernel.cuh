@@ -4,6 +4,14 @@
  * here keeps to it, so that floats come out bit for bit the same however a
  * segment is launched. Included by kernel.cu and by the kernel benchmark
  * and tests, which instantiate the single-array kernel directly.
+ *
+ * The template parameters past element type and op (rows in flight, the
+ * ticket's fence, the plain fold, the small form) and the unit geometry
+ * are knobs for the kernel benchmark's sweeps; their defaults (GROUP,
+ * GEOMETRY, BLOCKS_PER_SM, the sequentially consistent fence, the fast
+ * fold) are what the daemon runs, and all that kernel.cu instantiates.
+ * bench/cuda/kernel-bench.cu instantiates the settings it sweeps itself,
+ * and the kernel test those it checks against the defaults.
  */
 #pragma once
 

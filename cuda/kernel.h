@@ -1,6 +1,6 @@
 /*
  * The reduction kernel's host interface, shared by the CUDA engine (C), the
- * kernel benchmark and the kernel tests.
+ * kernel tests, and the benchmarks and progressions that time the kernel.
  *
  * A segment (one job's array) is cut into rows of 512 bytes: lane l of a
  * warp owns bytes [16 l, 16 l + 16) of every row, measured from the
@@ -89,7 +89,9 @@ int gr_kernel_launch_batch_params(const void *base, const gr_kseg *hsegs, uint32
  * path); partials holds 2 * gr_kernel_units(n, size) values (it uses one
  * per group), ticket 1 + gr_kernel_units(n, size) counters (it uses the
  * first), zero before and after. Returns
- * the cudaError_t of the launch.
+ * the cudaError_t of the launch. The engine launches only the batch
+ * kernels; the kernel test holds this path to their bits, and
+ * gpured-device-bench and the progressions time it.
  */
 int gr_kernel_launch_single(int op, int dtype, const void *data, uint64_t n,
 			    uint64_t *partials, uint32_t *ticket, uint64_t *out,
