@@ -1,6 +1,8 @@
 /*
- * Fuzz target: libgpured's whole reply handling (client/gpured.c,
- * client/region.c) against a fake server on a Unix socket. The input's
+ * Fuzz target: libgpured's whole reply handling (client/conn.c, and each
+ * reply's reading in its kind's file: reduce.c, call.c, region.c,
+ * segments.c, cumsum.c, partial-request.c) against a fake server on a
+ * Unix socket. The input's
  * first 2 bytes are a script, up to 4 calls of 4 bits each (low bits
  * first, 0 ends it: see run_call()); the rest is every byte the server
  * sends, a stream of replies.

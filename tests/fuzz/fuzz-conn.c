@@ -347,7 +347,7 @@ static bool streamed_reply_begun(const uint8_t *p, size_t n)
 /*
  * The largest bin a reply may carry here, and so the client's limit for
  * one (libgpured raises its own the same way for replies it expects to be
- * large, client/gpured.c): segments' records, up to 40 bytes (moments)
+ * large, client/conn.c): segments' records, up to 40 bytes (moments)
  * for each of up to limits.max_segments segments, which a request of this
  * harness's 16 MiB of input can ask for; a cumsum's values, 8 bytes for
  * each element of a request of up to --max-request-bytes (4 MiB), are
