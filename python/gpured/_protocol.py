@@ -126,7 +126,10 @@ def connect_failed(path, e):
 
 class MalformedReply(ValueError):
     """The bytes are not a stream of msgpack-RPC responses, or one is
-    larger than the decoder's limit."""
+    larger than the decoder's limit. ``responses``: those that came whole
+    before the fault, as feed() returns them."""
+
+    responses = ()
 
 
 class ReplyTooLarge(MalformedReply):
@@ -135,11 +138,11 @@ class ReplyTooLarge(MalformedReply):
 
 class ReplyDecoder:
     """msgpack-RPC responses out of a byte stream: feed() it what was
-    read, in pieces of any size, and iterate over what it returns for the
-    (msgid, error, result) of each response now whole. A response larger
-    than ``limit`` bytes raises MalformedReply (ReplyTooLarge as soon as
-    the bytes of one not yet whole pass it), as does anything that is not
-    a response; the stream cannot be read on after either."""
+    read, in pieces of any size; it returns the (msgid, error, result) of
+    each response now whole. A response larger than ``limit`` bytes
+    raises MalformedReply (ReplyTooLarge as soon as the bytes of one not
+    yet whole pass it), as does anything that is not a response; the
+    stream cannot be read on after either."""
 
     def __init__(self, limit=_wire.MAX_REPLY_BYTES):
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
@@ -155,29 +158,30 @@ class ReplyDecoder:
             self.limit = nbytes
 
     def feed(self, data):
-        """Take data; an iterator over the responses it completes (those
-        not iterated over come with the next feed's)."""
-        self._unpacker.feed(data)
-        self._fed += len(data)
-        return self._responses()
-
-    def _responses(self):
+        """Take data; the (msgid, error, result) of each response it
+        completes, in order (a list: one read usually completes one)."""
         unpacker = self._unpacker
+        unpacker.feed(data)
+        self._fed += len(data)
+        out = []
         try:
             for msg in unpacker:
                 end = unpacker.tell()
                 if end - self._parsed > self.limit:
                     raise MalformedReply("a reply larger than %d bytes" % self.limit)
                 self._parsed = end
-                if type(msg) is not list or len(msg) != 4 or msg[0] != 1:
+                if (type(msg) is not list or len(msg) != 4 or msg[0] != 1
+                        or type(msg[1]) is not int):
                     raise MalformedReply("not a msgpack-RPC response: %.100r" % (msg,))
-                yield msg[1], msg[2], msg[3]
-        except MalformedReply:
-            raise
-        except Exception as e:      # msgpack's own errors: the stream is garbage
-            raise MalformedReply(str(e)) from e
-        if self._fed - self._parsed > self.limit:
-            raise ReplyTooLarge("a reply larger than %d bytes" % self.limit)
+                out.append((msg[1], msg[2], msg[3]))
+            if self._fed - self._parsed > self.limit:
+                raise ReplyTooLarge("a reply larger than %d bytes" % self.limit)
+        except Exception as e:      # msgpack's own errors too: the stream is garbage
+            if not isinstance(e, MalformedReply):
+                e = MalformedReply(str(e))
+            e.responses = out
+            raise e
+        return out
 
 
 class Broken(Exception):
@@ -193,17 +197,18 @@ _NOT_PENDING = (None, None)
 
 class Protocol:
     """One connection's state, without its socket. ``path`` names it in
-    messages; ``settle(token, outcome, failed)`` completes a request: its
-    converted result, or (failed) the exception it raises;
-    ``on_unmap()`` is called when regions are queued for unmapping (from
-    any thread, maybe inside a send: it should send them when it can,
-    unmap_requests())."""
+    messages. Each request in flight has a future (concurrent.futures or
+    asyncio), which gets its outcome: ``cancelled`` is the exception its
+    set_result() raises once its owner has cancelled it (and the outcome
+    is dropped). ``on_unmap()`` is called when regions are queued for
+    unmapping (from any thread, maybe inside a send: it should send them
+    when it can, unmap_requests())."""
 
-    def __init__(self, path, settle, on_unmap):
+    def __init__(self, path, cancelled, on_unmap):
         self.path = path
-        self.settle = settle
+        self.cancelled = cancelled
         self.on_unmap = on_unmap
-        self.pending = {}           # msgid -> (token, conv); token None: drop the reply
+        self.pending = {}           # msgid -> (future, conv); None: drop the reply
         self.msgid = 0
         self.replies = ReplyDecoder()
         self.regions = _regions.RegionTable()
@@ -213,17 +218,17 @@ class Protocol:
 
     # ---- requests in flight ----
 
-    def request(self, token, tail, conv):
+    def request(self, fut, tail, conv):
         """Put a request in flight: (its msgid, its bytes up to its data).
-        token (a future, say) is settled with its outcome (receive(),
-        fail()). Raises the connection's error once it is dead."""
+        fut gets its outcome (receive(), fail()). Raises the connection's
+        error once it is dead."""
         if self.dead is not None:
             self.raise_dead()
         m = self.msgid + 1
         if m > _MAX_MSGID or m in self.pending:
             m = self._free_msgid()
         self.msgid = m
-        self.pending[m] = (token, conv)
+        self.pending[m] = (fut, conv)
         return m, _REQUEST + m.to_bytes(4, "big") + tail
 
     def _free_msgid(self):
@@ -247,36 +252,50 @@ class Protocol:
 
     def receive(self, data):
         """Take data, bytes read from the socket (empty: the end of the
-        stream), and settle each request it answers: with the converted
-        result, or the exception the daemon's error maps to (a result
-        that does not convert: Error "internal"). Replies to no request
-        in flight are dropped. Raises Broken when the connection cannot
-        go on."""
+        stream), and complete the future of each request it answers: with
+        the converted result, or the exception the daemon's error maps to
+        (a result that does not convert: Error "internal"). Replies to no
+        request in flight are dropped. Raises Broken when the connection
+        cannot go on."""
         if not data:
             raise Broken(*self.eof())
-        replies = self.replies
-        pending = self.pending
-        settle = self.settle
+        broken = None
         try:
-            for msgid, err, res in replies.feed(data):
-                token, conv = pending.pop(msgid, _NOT_PENDING)
-                if err is not None:
-                    exc = self.error(err)
-                    if token is not None:
-                        settle(token, exc, True)
-                elif token is not None:
-                    try:
-                        value = conv(res)
-                    except (ValueError, TypeError) as e:
-                        settle(token, Error(str(e), code="internal"), True)
-                    else:
-                        settle(token, value, False)
-        except ReplyTooLarge:
+            responses = self.replies.feed(data)
+        except MalformedReply as e:
+            responses, broken = e.responses, e
+        pending = self.pending
+        for msgid, err, res in responses:
+            fut, conv = pending.pop(msgid, _NOT_PENDING)
+            if err is not None:
+                exc = self.error(err)
+                if fut is not None:
+                    self._set_exception(fut, exc)
+            elif fut is not None:
+                try:
+                    value = conv(res)
+                except (ValueError, TypeError) as e:
+                    self._set_exception(fut, Error(str(e), code="internal"))
+                    continue
+                except Exception as e:      # no result of ours: the stream is garbage
+                    broken = e
+                    break
+                try:
+                    fut.set_result(value)
+                except self.cancelled:
+                    pass
+        if broken is None:
+            return
+        if isinstance(broken, ReplyTooLarge):
             raise Broken(ConnectionError, "a reply from %s larger than %d bytes"
-                         % (self.path, replies.limit)) from None
-        except Exception as e:      # a msgid that is no key, say: the stream is garbage
-            raise Broken(ConnectionError, "malformed response from %s: %s" % (self.path, e)) \
-                from None
+                         % (self.path, self.replies.limit))
+        raise Broken(ConnectionError, "malformed response from %s: %s" % (self.path, broken))
+
+    def _set_exception(self, fut, exc):
+        try:
+            fut.set_exception(exc)
+        except self.cancelled:
+            pass
 
     def error(self, err):
         """The exception for a response's error; notes why the daemon
@@ -299,7 +318,7 @@ class Protocol:
 
     def fail(self, cls, message):
         """Mark the connection dead (the first reason wins), release its
-        regions (the daemon does too) and settle every request in flight
+        regions (the daemon does too) and fail every request in flight
         with the error."""
         if self.dead is None:
             self.dead = (cls, message)
@@ -309,11 +328,11 @@ class Protocol:
         pending = self.pending
         while pending:
             try:
-                _, (token, _conv) = pending.popitem()
+                _, (fut, _conv) = pending.popitem()
             except KeyError:        # taken by a reader meanwhile
                 break
-            if token is not None:
-                self.settle(token, cls(message), True)
+            if fut is not None:
+                self._set_exception(fut, cls(message))
 
     def raise_dead(self):
         cls, message = self.dead

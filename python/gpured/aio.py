@@ -29,17 +29,6 @@ __all__ = ["Client", "connect"]
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
 
 
-def _settle(fut, outcome, failed):
-    """Settle fut (a request's outcome, _protocol.Protocol's settle)
-    unless its owner cancelled it."""
-    if fut.done():
-        return
-    if failed:
-        fut.set_exception(outcome)
-    else:
-        fut.set_result(outcome)
-
-
 async def connect(path=None, timeout=None):
     """A connected :class:`Client`."""
     c = Client(path, timeout)
@@ -58,7 +47,8 @@ class Client:
         self.timeout = timeout
         self._sock = None
         self._loop = None
-        self._proto = _protocol.Protocol(self.path, _settle, self._kick_unmaps)
+        self._proto = _protocol.Protocol(self.path, asyncio.InvalidStateError,
+                                         self._kick_unmaps)
         self._send_lock = asyncio.Lock()
         self._out = []                  # small requests held for one write
         self._out_bytes = 0

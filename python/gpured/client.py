@@ -65,7 +65,8 @@ class _Conn:
         self.sock = sock
         self.path = path
         self.spin = spin        # seconds to read without blocking before a wait sleeps
-        self.proto = _protocol.Protocol(path, _set, self.flush_unmaps)
+        self.proto = _protocol.Protocol(path, concurrent.futures.InvalidStateError,
+                                        self.flush_unmaps)
         self.lock = threading.Lock()        # held by whoever sends
         self.rlock = threading.Lock()       # held by whoever reads the socket
         self.poller = select.poll()
@@ -383,17 +384,6 @@ def _wait_done(fut, timeout):
     with fut._condition:
         if fut._state not in _DONE:
             fut._condition.wait(timeout)
-
-
-def _set(fut, value, is_exc):
-    """Settle fut (a request's outcome, _protocol.Protocol's settle)."""
-    try:
-        if is_exc:
-            fut.set_exception(value)
-        else:
-            fut.set_result(value)
-    except concurrent.futures.InvalidStateError:
-        pass        # cancelled by its owner
 
 
 class Client:

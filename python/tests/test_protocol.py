@@ -3,6 +3,7 @@ socket: the reply decoder fed in pieces, the dispatch of replies to the
 requests in flight, error mapping, msgids, the end of a connection, and
 the bytes of each method's request."""
 
+import concurrent.futures
 import gc
 import os
 import random
@@ -56,12 +57,10 @@ def test_decoder_split_frames():
 def test_decoder_yields_only_whole_replies():
     d = ReplyDecoder()
     one = reply(9, "x")
-    assert list(d.feed(one[:-1])) == []
-    assert list(d.feed(one[-1:] + one[:2])) == [(9, None, "x")]
-    assert list(d.feed(one[2:])) == [(9, None, "x")]
-    # what was not iterated over comes with the next feed's
-    d.feed(one)
-    assert list(d.feed(one)) == [(9, None, "x")] * 2
+    assert d.feed(one[:-1]) == []
+    assert d.feed(one[-1:] + one[:2]) == [(9, None, "x")]
+    assert d.feed(one[2:]) == [(9, None, "x")]
+    assert d.feed(one + one) == [(9, None, "x")] * 2
 
 
 @pytest.mark.parametrize("bad", [
@@ -69,25 +68,25 @@ def test_decoder_yields_only_whole_replies():
     msgpack.packb([1, 1, None]),                # three fields
     msgpack.packb({"a": 1}),
     msgpack.packb(7),
+    msgpack.packb([1, "1", None, None]),        # a msgid that is no number
     b"\xc1",                                    # never used in msgpack
 ])
 def test_decoder_refuses_what_is_no_response(bad):
     d = ReplyDecoder()
-    it = d.feed(reply(1, "ok") + bad)
-    assert next(it) == (1, None, "ok")          # what came before still counts
-    with pytest.raises(MalformedReply):
-        next(it)
+    with pytest.raises(MalformedReply) as e:
+        d.feed(reply(1, "ok") + bad)
+    assert e.value.responses == [(1, None, "ok")]       # what came before still counts
 
 
 def test_decoder_limit():
     big = reply(5, b"x" * 2000)
     d = ReplyDecoder(limit=1000)
     with pytest.raises(MalformedReply, match="larger than 1000 bytes"):
-        list(d.feed(big))
+        d.feed(big)
     # Not yet whole, already past the limit: known before the rest comes.
     d = ReplyDecoder(limit=1000)
     with pytest.raises(ReplyTooLarge, match="larger than 1000 bytes"):
-        list(d.feed(big[:1500]))
+        d.feed(reply(4, "ok") + big[:1500])
     # Raised for a cumsum's values: it passes.
     d = ReplyDecoder(limit=1000)
     d.expect(4000)
@@ -98,12 +97,34 @@ def test_decoder_limit():
 
 # ---- dispatch ----
 
+class Fut:
+    """A future that notes its outcome: (name, outcome, failed)."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def set_result(self, value):
+        self.log.append((self.name, value, False))
+
+    def set_exception(self, exc):
+        self.log.append((self.name, exc, True))
+
+
+class Recording(Protocol):
+    """A Protocol whose requests are named: their outcomes go to
+    self.settled."""
+
+    def __init__(self, on_unmap):
+        super().__init__("/test.sock", RuntimeError, on_unmap)
+        self.settled = []
+
+    def request(self, name, tail, conv):
+        fut = None if name is None else Fut(name, self.settled)
+        return super().request(fut, tail, conv)
+
+
 def proto(on_unmap=lambda: None):
-    """A Protocol whose requests' tokens are settled into p.settled."""
-    settled = []
-    p = Protocol("/test.sock", lambda *outcome: settled.append(outcome), on_unmap)
-    p.settled = settled
-    return p
+    return Recording(on_unmap)
 
 
 def receive(p, data):
@@ -193,6 +214,16 @@ def test_odd_errors_and_results():
     assert p.dead is None
 
 
+def test_cancelled_future():
+    p = Protocol("/test.sock", concurrent.futures.InvalidStateError, lambda: None)
+    a, b = concurrent.futures.Future(), concurrent.futures.Future()
+    ma, _ = p.request(a, b"", _protocol.ident)
+    mb, _ = p.request(b, b"", _protocol.ident)
+    a.cancel()
+    p.receive(reply(ma, "dropped") + reply(mb, "kept"))
+    assert a.cancelled() and b.result() == "kept" and p.pending == {}
+
+
 def test_broken_streams():
     p = proto()
     m, _ = p.request("t", b"", _protocol.ident)
@@ -206,11 +237,22 @@ def test_broken_streams():
         receive(p, reply(1, b"x" * 200)[:150])
     assert e.value.args == (gpured.ConnectionError,
                             "a reply from /test.sock larger than 100 bytes")
-    # a msgid that is no number
+    # a msgid that is no number; the replies before it still count
     p = proto()
-    p.request("t", b"", _protocol.ident)
+    m, _ = p.request("t", b"", _protocol.ident)
     with pytest.raises(Broken, match="malformed"):
-        receive(p, msgpack.packb([1, {"x": 1}, None, None]))
+        receive(p, reply(m, "first") + msgpack.packb([1, {"x": 1}, None, None]))
+    assert p.settled == [("t", "first", False)]
+    # a result whose converter fails other than as a bad result
+    p = proto()
+
+    def conv(res):
+        raise KeyError(res)
+    a, _ = p.request("a", b"", conv)
+    b, _ = p.request("b", b"", _protocol.ident)
+    with pytest.raises(Broken, match="malformed"):
+        receive(p, reply(a, "x") + reply(b, "y"))
+    assert p.settled == [] and list(p.pending) == [b]        # failed with the connection
 
 
 def test_fail():
