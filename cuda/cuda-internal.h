@@ -454,7 +454,8 @@ void cuda_dev_fail(cuda_dev *d, const char *why);
 
 /* ---- queue.c: queueing ---- */
 
-/* Whether a kernel here runs job j (gr_backend_ops.takes). */
+/* Whether a kernel here runs job j and gives the CPU's bits
+ * (gr_backend_ops.takes). */
 bool cuda_takes(const gr_backend *b, const gr_job *j);
 /* Start moving jobs to the mover, unless under way; fb_lock held. */
 void cuda_fallback_start(cuda_backend *be);

@@ -207,20 +207,12 @@ static bool cuda_job_alone_kernel(const gr_job *j)
 	       (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
 }
 
-/* Which jobs of each kind a kernel here runs (gr_backend_ops.takes). */
-static bool cuda_takes_reduce(const gr_job *j)
+/* Which jobs of each kind a kernel here runs. */
+static bool cuda_runs_reduce(const gr_job *j)
 {
 	/* argmin, argmax and moments: of device memory on their own size's
 	 * boundary (the CPU reduces those of host data) */
-	if (gr_op_cpu_only(j->op))
-		return cuda_job_alone_kernel(j);
-	/* the exact kernels read whole elements: a float sum or sum of
-	 * squares of host data off its size's boundary (which only a
-	 * region's offset can make) goes to the CPU */
-	if (j->where != GR_AT_DEVICE && gr_dtype_is_float(j->dtype) &&
-	    (j->op == GR_OP_SUM || j->op == GR_OP_SUMSQ))
-		return (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
-	return true;
+	return !gr_op_cpu_only(j->op) || cuda_job_alone_kernel(j);
 }
 
 /* the segmented reduce, alone in its launch: a whole request's segments
@@ -237,15 +229,29 @@ static bool cuda_takes_scan(const gr_job *j)
 	return j->where == GR_AT_DEVICE;
 }
 
-static bool (*const cuda_takes_kind[GR_JOB_KINDS])(const gr_job *j) = {
-	[GR_JOB_REDUCE] = cuda_takes_reduce,
+static bool (*const cuda_runs_kind[GR_JOB_KINDS])(const gr_job *j) = {
+	[GR_JOB_REDUCE] = cuda_runs_reduce,
 	[GR_JOB_SEGMENTS] = cuda_takes_segments,
 	[GR_JOB_SCAN] = cuda_takes_scan,
 };
 
+/* Whether a kernel here runs j at all: submit() fails the others. */
+static bool cuda_runs(const gr_job *j)
+{
+	return j->kind < GR_JOB_KINDS && cuda_runs_kind[j->kind] && cuda_runs_kind[j->kind](j);
+}
+
 bool cuda_takes(const gr_backend *b, const gr_job *j)
 {
-	return j->kind < GR_JOB_KINDS && cuda_takes_kind[j->kind] && cuda_takes_kind[j->kind](j);
+	/* ... and gives the CPU's bits: the exact kernels read whole
+	 * elements, and a float sum or sum of squares of host data off its
+	 * size's boundary (which only a region's offset makes) would stay
+	 * with the batch kernel, which rounds as it goes */
+	if (j->kind == GR_JOB_REDUCE && j->where != GR_AT_DEVICE && gr_dtype_is_float(j->dtype) &&
+	    (j->op == GR_OP_SUM || j->op == GR_OP_SUMSQ) &&
+	    (uintptr_t)j->data % gr_dtype_size(j->dtype))
+		return false;
+	return cuda_runs(j);
 }
 
 void cuda_submit(gr_backend *pub, gr_job *list)
@@ -253,12 +259,12 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 	cuda_backend *be = (cuda_backend *)pub;
 	uint32_t n = 0;
 	int pin = -1;
-	/* jobs no kernel here runs (cuda_takes) fail: the scheduler sends
-	 * them to the CPU engine */
+	/* jobs no kernel here runs fail: the scheduler sends them to the CPU
+	 * engine (cuda_takes) */
 	gr_job *nokernel = NULL, **nk_tail = &nokernel, **link = &list;
 	while (*link) {
 		gr_job *j = *link;
-		if (!cuda_takes(pub, j)) {
+		if (!cuda_runs(j)) {
 			*link = j->next;
 			j->next = NULL;
 			*nk_tail = j;

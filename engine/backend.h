@@ -189,9 +189,10 @@ typedef struct gr_backend_ops {
 	 * a failing job is posted with status < 0. */
 	void (*submit)(gr_backend *b, gr_job *batch);
 	/* Optional (NULL: every job of the kinds it declares): whether it
-	 * runs this job, of a kind it declares (an op, a dtype or an
-	 * alignment it has no kernel for). The scheduler asks before it
-	 * submits; a job it would not take fails. */
+	 * takes this job, of a kind it declares: whether it has a kernel for
+	 * its op, dtype and alignment, and gives the bits the CPU engine
+	 * would. The scheduler sends it no other; submit() fails a job it
+	 * has no kernel for. */
 	bool (*takes)(const gr_backend *b, const gr_job *job);
 	/* Describe device i < b->ndevices. */
 	void (*describe)(gr_backend *b, unsigned i, gr_device_info *ret);
