@@ -1,6 +1,7 @@
 #!/bin/bash
-# Build the Debian packages with packaging/build-deb (CPU-only, to keep it
-# quick: the CUDA backend changes no path), unpack them into a scratch root
+# Build the Debian packages with packaging/build-deb (CPU-only and without
+# optimisation, DEB_BUILD_OPTIONS=noopt, to keep it quick: neither changes
+# a path, a script or a unit), unpack them into a scratch root
 # with dpkg -x, and check that every file sits where the units, the
 # pkg-config file and the man pages say, in the package it belongs to.
 #
@@ -30,7 +31,8 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-if ! out=$("$src/packaging/build-deb" --cuda=disabled "$tmp/debs" 2>"$tmp/build.log"); then
+if ! out=$(DEB_BUILD_OPTIONS="noopt${DEB_BUILD_OPTIONS:+ $DEB_BUILD_OPTIONS}" \
+	"$src/packaging/build-deb" --cuda=disabled "$tmp/debs" 2>"$tmp/build.log"); then
 	tail -n 60 "$tmp/build.log" >&2
 	fail "packaging/build-deb failed"
 fi
