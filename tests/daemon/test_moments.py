@@ -36,6 +36,20 @@ def rounded(q):
         return math.inf if q > 0 else -math.inf
 
 
+def exact_float_sums(xs):
+    """(sum, sum of squares) of the finite floats xs as exact Fractions.
+    Each float is n/d with d a power of two: the numerators are summed per
+    denominator (small integers, quick), then brought over one."""
+    by_den, sq_by_den = {}, {}
+    for v in xs:
+        n, d = v.as_integer_ratio()
+        by_den[d] = by_den.get(d, 0) + n
+        sq_by_den[d] = sq_by_den.get(d, 0) + n * n
+    s1 = sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
+    s2 = sum((Fraction(n, d * d) for d, n in sq_by_den.items()), Fraction(0))
+    return s1, s2
+
+
 def reference(x, ddof):
     """(mean, var) as the protocol defines them."""
     n = len(x)
@@ -45,11 +59,11 @@ def reference(x, ddof):
         pinf, ninf = bool((x == np.inf).any()), bool((x == -np.inf).any())
         if pinf or ninf:
             return (math.nan if pinf and ninf else math.inf if pinf else -math.inf), math.nan
-        vals = [Fraction(float(v)) for v in x]
+        s1, s2 = exact_float_sums(x.astype(np.float64).tolist())
     else:
-        vals = [Fraction(int(v)) for v in x]
-    s1 = sum(vals, Fraction(0))
-    s2 = sum((v * v for v in vals), Fraction(0))
+        ints = x.tolist()
+        s1 = Fraction(sum(ints))
+        s2 = Fraction(sum(v * v for v in ints))
     if s1 == 0:
         # -0 only when every element is -0
         neg = x.dtype.kind == "f" and bool(np.all(np.signbit(x)))
