@@ -46,7 +46,6 @@ CHUNK = 256 << 10
 # ASan inflates RSS: the memory checks are left out under it
 SANITIZED = bool(os.environ.get("GPURED_SANITIZED"))
 U = Fraction(1, 1 << 53)
-SCALE = 1074  # every finite double is an integer times 2^-1074
 
 
 def pack(obj):
@@ -54,12 +53,6 @@ def pack(obj):
 
 
 # ---- the reference: the order PROTOCOL.md defines ----
-
-def scaled(v):
-    """A finite float's exact value times 2^1074, an integer."""
-    p, q = v.as_integer_ratio()
-    return p * ((1 << SCALE) // q)
-
 
 def model(dt, x):
     """The prefix sums PROTOCOL.md defines, as WIDE[dt]."""
@@ -128,27 +121,37 @@ def error_stats(x, out):
     exact prefix sums P_i: in ulps of P_i; in units of u M_i, M_i the sum
     of |x_j| for j <= i (u = 2^-53); and as a fraction of PROTOCOL.md's
     bound, gamma_d M_i, gamma_d = d u / (1 - d u) = d / (2^53 - d).
-    Integers all through: every double is one times 2^-1074."""
-    xs = [scaled(v) for v in x.astype(np.float64).tolist()]
-    outs = out.tolist()
+    Integers all through: every double here is one times 2^-S, 2^S the
+    largest denominator among them (S <= 1074); each maximum is kept as
+    a fraction (numerator, denominator) and compared crosswise."""
+    xr = [v.as_integer_ratio() for v in x.astype(np.float64).tolist()]
+    outr = [v.as_integer_ratio() for v in out.tolist()]
+    den = max(q for _, q in xr + outr)
+    S = den.bit_length() - 1
+    xs = [p * (den // q) for p, q in xr]
+    outs = [p * (den // q) for p, q in outr]
     D = 1 << 53
     d = bound_d(len(xs))
-    ulps, mags = Fraction(0), Fraction(0)
-    worst = (0, 1)  # err / bound, as a fraction
+    ulps, mags, worst = (0, 1), (0, 1), (0, 1)
     p = m = 0
-    for i in range(len(xs)):
-        p += xs[i]
-        m += abs(xs[i])
-        err = abs(scaled(outs[i]) - p)
+    for xi, oi in zip(xs, outs):
+        p += xi
+        m += abs(xi)
+        err = abs(oi - p)
         if err == 0:
             continue
         num, bound = err * (D - d), d * m
         if num * worst[1] > worst[0] * bound:
             worst = (num, bound)
         if p != 0:
-            ulps = max(ulps, Fraction(err, 1 << max(abs(p).bit_length() - 53, 0)))
-        mags = max(mags, Fraction(err * D, m))
-    return float(ulps), float(mags), float(Fraction(*worst))
+            # the ulp of P_i: 2^(its bit length - 53) units, or 2^-1074
+            e = max(abs(p).bit_length() - 53, S - 1074)
+            u = (err, 1 << e) if e >= 0 else (err << -e, 1)
+            if u[0] * ulps[1] > ulps[0] * u[1]:
+                ulps = u
+        if err * D * mags[1] > mags[0] * m:
+            mags = (err * D, m)
+    return tuple(float(Fraction(*f)) for f in (ulps, mags, worst))
 
 
 # ---- data ----
