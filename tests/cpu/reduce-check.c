@@ -3,6 +3,8 @@
  */
 #include "tests/cpu/reduce-check.h"
 
+#include <string.h>
+
 uint64_t rng(void)
 {
 	return check_rng(&rng_state);
@@ -510,11 +512,27 @@ void check_chunking(gr_op op, gr_dtype dt, const unsigned char *p, size_t n)
 unsigned long checks;
 uint64_t rng_state = RNG_SEED;
 
-int reduce_run(const reduce_part *parts, size_t n)
+static bool named(const char *name, int nnames, char **names)
 {
+	for (int i = 0; i < nnames; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return nnames == 0;
+}
+
+int reduce_run(const reduce_part *parts, size_t n, int nnames, char **names)
+{
+	for (int i = 0; i < nnames; i++) {
+		size_t j = 0;
+		while (j < n && strcmp(parts[j].name, names[i]) != 0)
+			j++;
+		CHECK_MSG(j < n, "no part is named \"%s\"", names[i]);
+	}
 	unsigned char *buf = malloc(REDUCE_BUF_ELEMS * 8 + 64);
 	CHECK_MSG(buf, "malloc");
 	for (size_t i = 0; i < n; i++) {
+		if (!named(parts[i].name, nnames, names))
+			continue;
 		unsigned long before = checks;
 		rng_state = RNG_SEED;
 		parts[i].run(buf);

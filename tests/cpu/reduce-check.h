@@ -105,7 +105,8 @@ typedef struct reduce_part {
 /*
  * Run parts[0..n) in order, each from RNG_SEED (so that each sees the same
  * data whichever executable runs it) on one buffer; print how many checks
- * each made, then the total. Returns main()'s exit status: 0, for a check
- * that fails exits 1.
+ * each made, then the total. With names (main's arguments), only the parts
+ * so named run, and a name no part has fails. Returns main()'s exit
+ * status: 0, for a check that fails exits 1.
  */
-int reduce_run(const reduce_part *parts, size_t n);
+int reduce_run(const reduce_part *parts, size_t n, int nnames, char **names);

@@ -971,7 +971,7 @@ static void check_f32_grid(unsigned char *buf)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const reduce_part parts[] = {
 	    {"exact cases", check_exact_cases},     {"mixed blocks", check_mixed_blocks},
@@ -981,5 +981,5 @@ int main(void)
 	    {"f32 grid", check_f32_grid},
 	};
 
-	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]));
+	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]), argc - 1, argv + 1);
 }

@@ -289,12 +289,12 @@ static void check_digits(unsigned char *buf)
 	CHECK_MSG(memcmp(z, zero, sizeof(z)) == 0, "cancelling digits");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const reduce_part parts[] = {
 	    {"limbs", check_limbs},
 	    {"digits", check_digits},
 	};
 
-	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]));
+	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]), argc - 1, argv + 1);
 }

@@ -151,11 +151,11 @@ static void check_moments(unsigned char *buf)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const reduce_part parts[] = {
 	    {"moments", check_moments},
 	};
 
-	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]));
+	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]), argc - 1, argv + 1);
 }

@@ -197,5 +197,5 @@ int main(int argc, char **argv)
 		free(buf);
 		return 0;
 	}
-	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]));
+	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]), argc - 1, argv + 1);
 }
