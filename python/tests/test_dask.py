@@ -20,6 +20,7 @@ import pytest
 if os.environ.get("GPURED_SANITIZED"):
     pytest.skip("gpured.dask is Python: the main run checks it", allow_module_level=True)
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
@@ -211,37 +212,74 @@ def few_values(dtype, n, seed=4):
     return np.random.default_rng(seed).integers(0, 4, n).astype(dtype)
 
 
-def check_arg(c, x, chunks, **kw):
+class Batch:
+    """Graphs computed together, each with the check of its result: one
+    dask.compute of many costs the scheduler's round trips once, not once
+    a graph (each graph still runs its own tasks and requests)."""
+
+    def __init__(self):
+        self.graphs, self.checks = [], []
+
+    def add(self, graph, check):
+        self.graphs.append(graph)
+        self.checks.append(check)
+
+    def run(self):
+        results = dask.compute(*self.graphs)
+        assert len(results) == len(self.checks) > 0
+        for check, got in zip(self.checks, results):
+            check(got)
+
+
+def check_arg(c, x, chunks, batch=None, **kw):
     """argmin and argmax of x chunked so are one request's over x (C
-    order), and NumPy's where NumPy's rules are the daemon's."""
+    order), and NumPy's where NumPy's rules are the daemon's; checked now,
+    or when batch runs."""
     dx = da.from_array(x, chunks=chunks, name=False)
     for op in ("argmin", "argmax"):
         want = c.reduce(op, np.ascontiguousarray(x))
-        got = getattr(gpured.dask, op)(dx, **kw)
-        same(got, want)
-        assert got.count == x.size
+
+        def check(got, want=want):
+            same(got, want)
+            assert got.count == x.size
+
+        if batch is None:
+            check(getattr(gpured.dask, op)(dx, **kw))
+        else:
+            batch.add(getattr(gpured.dask, op)(dx, compute=False), check)
     return dx
+
+
+def check_index(batch, op, x, chunks):
+    """op's index over x chunked so is NumPy's, when batch runs."""
+    ref = np.argmin if op == "argmin" else np.argmax
+
+    def check(got):
+        assert got.index == ref(x) and got.value == x.flat[got.index], (op, got)
+
+    batch.add(getattr(gpured.dask, op)(da.from_array(x, chunks=chunks), compute=False), check)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_arg_same_as_one_request(cluster, daemon, dtype):
+    b = Batch()
     with gpured.Client(daemon.path, timeout=30) as c:
         x = data(dtype)
         for chunks in CHUNKINGS[:3]:
-            check_arg(c, x, chunks)
+            check_arg(c, x, chunks, b)
         # ties in chunks of one element: the 2-D case below
         for x, chunkings in ((full_range(dtype, 120), CHUNKINGS_1D),
                              (few_values(dtype, 120), CHUNKINGS_1D[:-1])):
             for chunks in chunkings:
-                check_arg(c, x, chunks)
-            for op, ref in (("argmin", np.argmin), ("argmax", np.argmax)):
-                got = getattr(gpured.dask, op)(da.from_array(x, chunks=37))
-                assert got.index == ref(x) and got.value == x[got.index], (op, got)
+                check_arg(c, x, chunks, b)
+            for op in ("argmin", "argmax"):
+                check_index(b, op, x, 37)
         x = few_values(dtype, (11, 7))
         for chunks in ((1, 1), (5, 7), (11, 2), (4, 3)):
-            check_arg(c, x, chunks)
-        assert gpured.dask.argmin(da.from_array(x, chunks=(4, 3))).index == np.argmin(x)
-        assert gpured.dask.argmax(da.from_array(x, chunks=(4, 3))).index == np.argmax(x)
+            check_arg(c, x, chunks, b)
+        for op in ("argmin", "argmax"):
+            check_index(b, op, x, (4, 3))
+        b.run()
 
 
 def test_arg_adversarial(cluster, daemon):
@@ -263,20 +301,27 @@ def test_arg_adversarial(cluster, daemon):
         (nan_grid, (2, 3), (nan, 5), (nan, 5)),
         (nan_grid, (1, 1), (nan, 5), (nan, 5)),
     ]
+    b = Batch()
     with gpured.Client(daemon.path, timeout=30) as c:
         for dtype in (np.float64, np.float32):
             for a, chunks, lo, hi in cases:
                 x = np.array(a, dtype)
-                dx = check_arg(c, x, chunks)
+                dx = check_arg(c, x, chunks, b)
                 for op, (v, i) in (("argmin", lo), ("argmax", hi)):
-                    got = getattr(gpured.dask, op)(dx)
-                    assert got.index == i and bits(got.value) == bits(v), (op, a, got)
+                    def check(got, op=op, v=v, i=i, a=a):
+                        assert got.index == i and bits(got.value) == bits(v), (op, a, got)
+
+                    b.add(getattr(gpured.dask, op)(dx, compute=False), check)
         for dtype in (np.int64, np.uint64, np.int32, np.uint32):
             info = np.iinfo(dtype)
             x = np.array([info.max - 1, info.max, info.min, info.max, info.min], dtype)
-            dx = check_arg(c, x, 1)
-            assert gpured.dask.argmin(dx) == (int(info.min), 2, 5)
-            assert gpured.dask.argmax(dx) == (int(info.max), 1, 5)
+            dx = check_arg(c, x, 1, b)
+            for op, want in (("argmin", (int(info.min), 2, 5)), ("argmax", (int(info.max), 1, 5))):
+                def check(got, want=want):
+                    assert got == want, (got, want)
+
+                b.add(getattr(gpured.dask, op)(dx, compute=False), check)
+        b.run()
 
 
 def test_arg_orders_and_unknown_chunks(cluster, daemon):
@@ -302,11 +347,22 @@ def test_arg_orders_and_unknown_chunks(cluster, daemon):
     assert gpured.dask.argmin(rows).index == np.argmin(a[a[:, 0] > 0])
 
 
-def check_moments(c, x, chunks, ddof=0, **kw):
+def check_moments(c, x, chunks, ddof=0, batch=None, then=None, **kw):
+    """moments of x chunked so are one request's over x; checked now (the
+    result is returned), or when batch runs, and then by then(result)."""
     dx = da.from_array(x, chunks=chunks, name=False)
     want = c.moments(np.ascontiguousarray(x), ddof=ddof)
+
+    def check(got):
+        same(got, want)
+        if then:
+            then(got)
+
+    if batch is not None:
+        batch.add(gpured.dask.moments(dx, ddof=ddof, compute=False), check)
+        return None
     got = gpured.dask.moments(dx, ddof=ddof, **kw)
-    same(got, want)
+    check(got)
     return got
 
 
@@ -322,21 +378,26 @@ def exact_moments(x, ddof=0):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_moments_same_as_one_request(cluster, daemon, dtype):
+    b = Batch()
     with gpured.Client(daemon.path, timeout=30) as c:
         x = data(dtype)
         for chunks, ddof in zip(CHUNKINGS[:3], (0, 1, 7)):
-            check_moments(c, x, chunks, ddof)
+            check_moments(c, x, chunks, ddof, b)
         x = full_range(dtype, 120)
         for chunks, ddof in itertools.product(CHUNKINGS_1D, (0, 1)):
             mean, var = exact_moments(x, ddof)
-            got = check_moments(c, x, chunks, ddof)
-            assert got.count == x.size
-            assert bits(got.mean) == bits(float(mean)) and bits(got.var) == bits(float(var))
-            assert got.min == x.min() and got.max == x.max()
-            if dtype in (np.float32, np.float64):
-                assert bits(got.sum) == bits(math.fsum(x.tolist()))
-            else:
-                assert got.sum == int(x.sum())      # in 64 bits, wrapping
+
+            def exact(got, mean=mean, var=var):
+                assert got.count == x.size
+                assert bits(got.mean) == bits(float(mean)) and bits(got.var) == bits(float(var))
+                assert got.min == x.min() and got.max == x.max()
+                if dtype in (np.float32, np.float64):
+                    assert bits(got.sum) == bits(math.fsum(x.tolist()))
+                else:
+                    assert got.sum == int(x.sum())      # in 64 bits, wrapping
+
+            check_moments(c, x, chunks, ddof, b, exact)
+        b.run()
 
 
 def test_moments_adversarial(cluster, daemon):
