@@ -28,10 +28,11 @@
  * The common request is small and arrives whole, so the steps that cost
  * nothing are taken at once rather than as trips around feed()'s loop: a
  * value that leaves its container open goes straight back to ST_TOKEN,
- * and a short str whose body is already in the buffer is matched where it
- * lies. Each shortcut ends where the step-by-step path would, and a body
- * is only taken early when no event waits to be returned before it, so
- * the events and their byte offsets are the same.
+ * and a short str or bin whose body is already in the buffer is matched
+ * (or passed over) where it lies. Each shortcut ends where the
+ * step-by-step path would, and a body is only taken early when no event
+ * waits to be returned before it, so the events and their byte offsets
+ * are the same.
  */
 
 __attribute__((format(printf, 3, 0)))
@@ -280,8 +281,11 @@ static void req_on_token(gr_req_parser *p, const gr_mp_token *t)
 		return;
 
 	case SLOT_METHOD:
-		if (t->type != GR_MP_STR) {
-			req_fatal(p, "method must be a string");
+		/* A bin name means what the same bytes in a str do: common
+		 * msgpack-RPC clients (Neovim's Python session among them)
+		 * send method names given as bytes as bin. */
+		if (t->type != GR_MP_STR && t->type != GR_MP_BIN) {
+			req_fatal(p, "method must be a string (str or bin)");
 			return;
 		}
 		if (p->notification) {
@@ -413,7 +417,7 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 }
 
 /*
- * After a header, the body of a short str (or one to skip) may be whole in
+ * After a header, the body of a short word (or one to skip) may be whole in
  * buf[0..len): take it in the same step. Returns the bytes taken.
  */
 static size_t req_take_body(gr_req_parser *p, const uint8_t *buf, size_t len)
@@ -482,7 +486,7 @@ static size_t req_step_token(gr_req_parser *p, const uint8_t *buf, size_t len)
 		return used;
 	}
 	req_on_token(p, &t);
-	if (t.type == GR_MP_STR)
+	if (t.type == GR_MP_STR || t.type == GR_MP_BIN)
 		used += req_take_body(p, buf + used, len - used);
 	return used;
 }

@@ -492,6 +492,13 @@ def main():
                                                  "count": 4, "out_region": 2,
                                                  "out_offset": 8}]),
                               req(4, "map", [{"bytes": 4096, "writable": True}])],
+            # method names as bin, as Neovim's Python session sends them
+            "request-bin-method": [pack([2, b"nvim_set_client_info", ["python3-client", {},
+                                                                       "remote", {}, {}]]),
+                                   req(1, b"ping"),
+                                   req(2, b"reduce", [{"op": "sum", "dtype": "f64",
+                                                       "data": struct.pack("<4d", *F64)}]),
+                                   req(3, b"frobnicate"), req(4, b"info")],
         }
         k = 0
         for name, (reqs, _) in sorted(streams.items()):

@@ -90,6 +90,13 @@ static const req_case cases[] = {
 	  "DATA 0; DONE 1 reduce sum i32 arr 0:" AFTER },
 	{ "[0, 1, \"reduce\", [{\"op\": \"min\", \"dtype\": \"i32\", \"data\": x\"\"}]]",
 	  "DATA 0; DONE 1 reduce min i32 bin 0:; END idle" },
+	/* A method named by a bin is the method of the same bytes in a str. */
+	{ "[0, 5, x\"70696e67\", []] [0, 6, b16:x\"696e666f\", []] [0, 7, b32:x\"7374617473\", []]",
+	  "DONE 5 ping; DONE 6 info; DONE 7 stats; END idle" },
+	{ "[0, 1, x\"726564756365\", [{\"op\": \"sum\", \"dtype\": \"i32\", \"data\": x\"0100000002000000\"}]] " PING,
+	  "DATA 8; DONE 1 reduce sum i32 bin 8:0100000002000000" AFTER },
+	{ "[0, 1, x\"726564756365\", [{\"op\": \"max\", \"dtype\": \"f64\", \"data\": [1, 2.5]}]] " PING,
+	  "DATA 16; DONE 1 reduce max f64 arr 16:000000000000f03f0000000000000440" AFTER },
 	/* Wide encodings of everything are still the same request. */
 	{ "a32:[u64:0, u32:4294967295, s32:\"reduce\", a16:[m32:{s8:\"op\", s16:\"sum\", \"dtype\", \"u64\", \"data\", b32:x\"0100000000000000\"}]]",
 	  "DATA 8; DONE 4294967295 reduce sum u64 bin 8:0100000000000000; END idle" },
@@ -105,9 +112,12 @@ static const req_case cases[] = {
 	{ "[2, \"ping\", []] [2, \"reduce\", [{\"op\": \"sum\", \"dtype\": \"i32\", \"data\": x\"01000000\"}]] "
 	  "[2, \"nope\", [1, {\"a\": [nil, \"x\"*40]}]] [2, \"x\"*100, []] " PING,
 	  "DONE 99 ping; END idle" },
+	{ "[2, x\"70696e67\", []] [2, x\"726564756365\", [{\"op\": \"sum\", \"dtype\": \"i32\", \"data\": x\"01000000\"}]] "
+	  "[2, x\"6e6f7065\", [1]] [2, x\"78\"*100, []] " PING,
+	  "DONE 99 ping; END idle" },
 	{ "[2, \"ping\", [[[[]]]]]", "FATAL - invalid_request: nesting too deep*" },
 	{ "[2, \"ping\", [<d4 01 00>]]", "FATAL - invalid_request: msgpack ext types*" },
-	{ "[2, 5, []]", "FATAL - invalid_request: method must be a string" },
+	{ "[2, 5, []]", "FATAL - invalid_request: method must be a string (str or bin)" },
 	{ "[2, \"ping\", {}]", "FATAL - invalid_request: params must be an array" },
 
 	/* The envelope: anything else ends the stream. */
@@ -133,9 +143,9 @@ static const req_case cases[] = {
 	{ "[0, \"1\", \"ping\", []]", "FATAL - invalid_request: msgid must be an integer*" },
 	{ "[0, nil, \"ping\", []]", "FATAL - invalid_request: msgid must be an integer*" },
 	{ "[0, 4294967295, \"ping\", []]", "DONE 4294967295 ping; END idle" },
-	{ "[0, 5, 7, []]", "FATAL 5 invalid_request: method must be a string" },
-	{ "[0, 5, nil, []]", "FATAL 5 invalid_request: method must be a string" },
-	{ "[0, 5, x\"70696e67\", []]", "FATAL 5 invalid_request: method must be a string" },
+	{ "[0, 5, 7, []]", "FATAL 5 invalid_request: method must be a string (str or bin)" },
+	{ "[0, 5, nil, []]", "FATAL 5 invalid_request: method must be a string (str or bin)" },
+	{ "[0, 5, [\"ping\"], []]", "FATAL 5 invalid_request: method must be a string (str or bin)" },
 	{ "[0, 5, \"ping\", {}]", "FATAL 5 invalid_request: params must be an array" },
 	{ "[0, 5, \"ping\", nil]", "FATAL 5 invalid_request: params must be an array" },
 	{ "[0, 5, \"reduce\", \"x\"]", "FATAL 5 invalid_request: params must be an array" },
@@ -150,6 +160,10 @@ static const req_case cases[] = {
 	{ "[0, 3, \"m\"*33, [1, {}]] " PING, "ERROR 3 unknown_method: unknown method (a name of 33 bytes)" AFTER },
 	{ "[0, 3, \"pi\x01'g\", []] " PING, "ERROR 3 unknown_method: unknown method 'pi??g'" AFTER },
 	{ "[0, 3, \"PING\", []] " PING, "ERROR 3 unknown_method: unknown method 'PING'" AFTER },
+	{ "[0, 3, x\"6e6f7065\", []] " PING, "ERROR 3 unknown_method: unknown method 'nope'" AFTER },
+	{ "[0, 3, x\"\", []] " PING, "ERROR 3 unknown_method: unknown method ''" AFTER },
+	{ "[0, 3, x\"7069002767\", []] " PING, "ERROR 3 unknown_method: unknown method 'pi??g'" AFTER },
+	{ "[0, 3, x\"6d\"*33, [1, {}]] " PING, "ERROR 3 unknown_method: unknown method (a name of 33 bytes)" AFTER },
 
 	/* Parameters of the parameterless methods. */
 	{ "[0, 3, \"ping\", [1]] " PING, "ERROR 3 invalid_params: 'ping' takes no parameters" AFTER },
