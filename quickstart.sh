@@ -33,12 +33,29 @@ build_deps=(gcc meson ninja-build pkg-config libuv1-dev libmsgpack-dev libsystem
 # man pages and the Debian packages. promtool (Debian's prometheus, ~300 MiB
 # with what it pulls in) is not among them: the metrics test checks the
 # format with a checker of its own, and runs promtool where it is installed.
-test_deps=(python3 python3-msgpack python3-numpy python3-pytest python3-dask python3-distributed systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
+# The Python suite drives the daemon through two stock msgpack-RPC clients
+# too: pynvim's session layer (python3-pynvim) and aio-msgpack-rpc, which
+# only PyPI has (install_pypi_deps).
+test_deps=(python3 python3-msgpack python3-numpy python3-pytest python3-dask python3-distributed python3-pynvim python3-pip systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
 # The sanitizer and fuzz runs build with clang, its sanitizer runtimes and
 # libFuzzer.
 clang_deps=(clang libclang-rt-14-dev)
 
 die() { echo "quickstart: $*" >&2; exit 1; }
+
+# install_pypi_deps: aio-msgpack-rpc, pinned, without its dependencies
+# (msgpack is Debian's), into a folder of the build's, never into the
+# system's Python; python/tests/conftest.py finds it through
+# $GPURED_TEST_PYDEPS. Where PyPI cannot be reached, its tests skip and
+# say why.
+install_pypi_deps() {
+	local dir=$top/$builddir-pydeps
+	export GPURED_TEST_PYDEPS=$dir
+	[ -d "$dir/aio_msgpack_rpc" ] && return 0
+	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+		--no-deps --target "$dir" aio-msgpack-rpc==0.2.0 >&2 ||
+		echo "quickstart: aio-msgpack-rpc could not be installed from PyPI: its tests will skip" >&2
+}
 
 install_missing() {
 	local missing=()
@@ -194,6 +211,7 @@ test)
 	deps=("${build_deps[@]}" "${test_deps[@]}")
 	[ "$fuzz" = 0 ] && [ "$sanitize" = 0 ] || deps+=("${clang_deps[@]}")
 	install_missing "${deps[@]}"
+	install_pypi_deps
 	t0=$SECONDS
 	asan=$builddir-asan
 	fuzzdir=$builddir-fuzz

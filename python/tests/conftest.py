@@ -14,6 +14,10 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+# Test-only packages that the system's Python lacks, where quickstart.sh
+# put them (the stock msgpack-RPC clients of test_stock_clients.py).
+if os.environ.get("GPURED_TEST_PYDEPS"):
+    sys.path.append(os.environ["GPURED_TEST_PYDEPS"])
 TOP = os.path.dirname(os.path.dirname(HERE))
 
 BACKEND = os.environ.get("GPURED_TEST_BACKEND") or "cpu"
