@@ -1,6 +1,7 @@
 """Arrays in GPU memory (PyTorch tensors, CuPy arrays, anything with
-``__cuda_array_interface__``), reduced by the daemon where they lie
-(PROTOCOL.md, "map", kinds "cuda" and "cuda_ipc").
+``__cuda_array_interface__``, or with ``__dlpack__`` on a CUDA device),
+reduced by the daemon where they lie (PROTOCOL.md, "map", kinds "cuda"
+and "cuda_ipc").
 
 The CUDA driver (libcuda.so.1, through ctypes) says which allocation an
 array lies in: memory from cudaMalloc (PyTorch's default caching allocator,
@@ -13,8 +14,10 @@ mappings; a reduction then sends a region, an offset and a count.
 
 Before a reduction is sent, the stream that produced the array is
 synchronised (PyTorch: the device's current stream; otherwise the stream
-named by ``__cuda_array_interface__``, or the whole context): the daemon
-reads what that stream had finished.
+named by ``__cuda_array_interface__``, or the whole context; a DLPack
+array is asked for with ``stream=1``, the legacy default stream, which its
+library orders after its own work and which is then synchronised): the
+daemon reads what that stream had finished.
 
 A cumsum writes its prefix sums into GPU memory of the same device, which
 the daemon maps writable: a connection may hold an allocation mapped both
@@ -58,6 +61,52 @@ _ALLOCATION_ATTRS = (
 # Mappings one connection keeps (the daemon allows 64 regions by default,
 # shared with client.empty()).
 MAX_MAPS = 16
+
+# DLPack asks a CUDA producer to make its data ready on this stream: 1 is
+# the legacy default stream (the array API standard's __dlpack__).
+_DLPACK_STREAM = 1
+# dlpack.h's DLDataTypeCode: kDLInt, kDLUInt, kDLFloat.
+_DLPACK_KINDS = {0: "i", 1: "u", 2: "f"}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    """dlpack.h's DLTensor, the first member of the DLManagedTensor that a
+    "dltensor" capsule holds."""
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def dltensor(capsule):
+    """What a DLPack capsule (named "dltensor", not yet used) describes:
+    (address of the first element, device type, device id, NumPy dtype or
+    None for one NumPy has no name for, shape, strides in elements or None
+    for C order). The capsule stays unused: kept alive, its memory stays;
+    dropped, its destructor releases it."""
+    ptr = _capsule_pointer(capsule, b"dltensor")
+    t = ctypes.cast(ptr, ctypes.POINTER(_DLTensor)).contents
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else None
+    d = t.dtype
+    kind = _DLPACK_KINDS.get(d.code)
+    dt = np.dtype("<%s%d" % (kind, d.bits // 8)) if kind and d.lanes == 1 and d.bits in (
+        8, 16, 32, 64) else None
+    return ((t.data or 0) + t.byte_offset, t.device.device_type, t.device.device_id, dt,
+            shape, strides)
+
 
 _TORCH_DTYPES = {"torch.int32": "i32", "torch.int64": "i64", "torch.uint32": "u32",
                  "torch.uint64": "u64", "torch.float32": "f32", "torch.float64": "f64"}
@@ -185,6 +234,66 @@ def _cai_span(x, cai, allow_copy):
     return Span(cai["data"][0], count * dt.itemsize, count, name, sync, x)
 
 
+def _dlpack_capsule(x):
+    """x's DLPack capsule, and whether x was asked for it on _DLPACK_STREAM
+    (a producer from before the stream protocol takes no stream)."""
+    try:
+        return x.__dlpack__(stream=_DLPACK_STREAM), True
+    except TypeError:
+        return x.__dlpack__(), False
+
+
+def _dlpack_span(x, allow_copy):
+    capsule, on_stream = _dlpack_capsule(x)
+    ptr, dev_type, _dev_id, dt, shape, strides = dltensor(capsule)
+    t = type(x)
+    if dev_type != _wire.DLPACK_CUDA:
+        raise NotSupported("%s.%s says it lives on a CUDA device (__dlpack_device__), but its "
+                           "DLPack capsule says device type %d" % (t.__module__, t.__name__,
+                                                                   dev_type))
+    name = _wire._DTYPES.get(dt) if dt is not None else None
+    if name is None:
+        raise TypeError("gpured reduces %s arrays, not %s" % (
+            _wire.SUPPORTED, dt if dt is not None else "this DLPack dtype"))
+    count = 1
+    for n in shape:
+        count *= n
+    if strides is not None and count > 1:
+        want = 1
+        for n, st in zip(reversed(shape), reversed(strides)):
+            if n != 1 and st != want:
+                if allow_copy:
+                    return None
+                raise _not_contiguous(x)
+            want *= n
+
+    def sync(_keep=capsule):
+        # The capsule, held here, keeps the memory for as long as the Span.
+        drv = driver()
+        if on_stream:
+            drv._in_ctx(ptr, lambda: drv.check(
+                drv.lib.cuStreamSynchronize(ctypes.c_void_p(_DLPACK_STREAM)),
+                "cuStreamSynchronize"))
+        else:
+            drv.ctx_synchronize(ptr)
+    return Span(ptr, count * dt.itemsize, count, name, sync, x)
+
+
+def dlpack_to_host(x):
+    """A NumPy copy of x, an array that speaks only DLPack, in CUDA memory
+    and contiguous; NotSupported where it is not contiguous."""
+    sp = _dlpack_span(x, allow_copy=True)
+    if sp is None:
+        t = type(x)
+        raise NotSupported("%s.%s in GPU memory is not contiguous, and speaks only DLPack: "
+                           "gpured cannot copy it to the host" % (t.__module__, t.__name__))
+    a = np.empty(sp.count, dtype=_wire.NUMPY_DTYPES[sp.dtype])
+    if sp.count:
+        sp.sync()
+        driver().copy_to_host(a, sp.ptr)
+    return a
+
+
 def span(x, allow_copy):
     """x's Span when it lives in CUDA memory the daemon may read in place;
     None when it does not live on a GPU (or, with allow_copy, when it
@@ -198,10 +307,12 @@ def span(x, allow_copy):
     try:
         cai = x.__cuda_array_interface__
     except Exception:
-        return None
-    if not isinstance(cai, dict) or "data" not in cai:
-        return None
-    return _cai_span(x, cai, allow_copy)
+        cai = None
+    if isinstance(cai, dict) and "data" in cai:
+        return _cai_span(x, cai, allow_copy)
+    if _wire.dlpack_device(x) == _wire.DLPACK_CUDA and hasattr(x, "__dlpack__"):
+        return _dlpack_span(x, allow_copy)
+    return None
 
 
 class _Driver:
@@ -228,6 +339,7 @@ class _Driver:
         lib.cuDevicePrimaryCtxRetain.argtypes = [ctypes.c_void_p, ctypes.c_int]
         lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.c_void_p]
         lib.cuMemcpyHtoD_v2.argtypes = [u64, ctypes.c_void_p, ctypes.c_size_t]
+        lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, u64, ctypes.c_size_t]
         self.check(lib.cuInit(0), "cuInit")
         self._uuids = {}
         self._primary = {}
@@ -304,6 +416,11 @@ class _Driver:
             self.check(self.lib.cuMemcpyHtoD_v2(ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
             self.check(self.lib.cuStreamSynchronize(None), "cuStreamSynchronize")
         self._in_ctx(ptr, copy)
+
+    def copy_to_host(self, a, ptr):
+        """Copy a.nbytes from device address ptr into host array a."""
+        self._in_ctx(ptr, lambda: self.check(
+            self.lib.cuMemcpyDtoH_v2(a.ctypes.data, ptr, a.nbytes), "cuMemcpyDtoH"))
 
     def ipc_handle(self, base):
         h = (ctypes.c_ubyte * 64)()

@@ -321,6 +321,59 @@ def check_op(op):
 REDUCE_OPS = frozenset(OPS + ARG_OPS + (MOMENTS,))
 
 
+# DLPack device types (dlpack.h's DLDeviceType) whose memory the host reads:
+# kDLCPU, kDLCUDAHost (pinned), kDLCUDAManaged. kDLCUDA is device memory.
+DLPACK_HOST = (1, 3, 13)
+DLPACK_CUDA = 2
+
+
+def dlpack_device(x):
+    """x's DLPack device type, an int, when it has __dlpack_device__ (and
+    is not a NumPy array, which is read directly); None otherwise."""
+    if isinstance(x, np.ndarray):
+        return None
+    dl = getattr(x, "__dlpack_device__", None)
+    if dl is None:
+        return None
+    try:
+        return int(dl()[0])
+    except Exception:
+        return None
+
+
+def dlpack_only(x):
+    """Whether x is read through DLPack: it has __dlpack__ and
+    __dlpack_device__, but neither the buffer protocol nor NumPy's own
+    array protocols, through which np.asarray() would read it."""
+    if not hasattr(x, "__dlpack__") or dlpack_device(x) is None:
+        return False
+    return not _numpy_reads(x)
+
+
+def _numpy_reads(x):
+    if any(hasattr(x, a) for a in ("__array__", "__array_interface__", "__array_struct__")):
+        return True
+    try:
+        memoryview(x)
+    except TypeError:
+        return False
+    return True
+
+
+def from_dlpack(x):
+    """x, an object in host memory that speaks only DLPack, as a NumPy
+    array of the same memory (no copy)."""
+    read = getattr(np, "from_dlpack", None)
+    if read is None:
+        raise NotSupported("%s.%s is read through DLPack, which needs NumPy 1.22 or newer"
+                           % (type(x).__module__, type(x).__name__))
+    try:
+        return read(x)
+    except (BufferError, RuntimeError) as e:
+        raise TypeError("%s.%s cannot be read through DLPack: %s"
+                        % (type(x).__module__, type(x).__name__, e)) from None
+
+
 def _gpu_kind(x):
     """Where a GPU array lives ("cuda", ...), or None for host memory."""
     t = type(x)
@@ -336,15 +389,11 @@ def _gpu_kind(x):
         return "cuda"
     except Exception:
         pass
-    dl = getattr(x, "__dlpack_device__", None)
-    if dl is not None and not isinstance(x, np.ndarray):
-        try:
-            dev_type = dl()[0]
-        except Exception:
-            return None
-        # DLPack: 1 CPU, 3 CUDA host (pinned), 13 CUDA managed: host-readable.
-        if int(dev_type) not in (1, 3, 13):
-            return "device type %d" % int(dev_type)
+    dev_type = dlpack_device(x)
+    if dev_type == DLPACK_CUDA:
+        return "cuda"
+    if dev_type is not None and dev_type not in DLPACK_HOST:
+        return "DLPack device type %d" % dev_type
     return None
 
 
@@ -355,6 +404,9 @@ def _to_host(x):
         return x.get()
     if hasattr(x, "copy_to_host"):                         # numba
         return x.copy_to_host()
+    if dlpack_device(x) == DLPACK_CUDA and dlpack_only(x):
+        from . import _device                              # DLPack only
+        return _device.dlpack_to_host(x)
     return np.asarray(x)                                   # jax and others
 
 
@@ -372,6 +424,8 @@ def as_array(x, allow_copy=False):
             x = _to_host(x)
         elif (type(x).__module__ or "").startswith("torch"):
             x = x.detach().numpy()
+        elif dlpack_only(x):
+            x = from_dlpack(x)
         x = np.asarray(x)
     dt = x.dtype
     name = _DTYPES.get(dt)
