@@ -713,7 +713,9 @@ void gr_server_free(gr_server *s)
 	}
 	free(s->canary_jobs);
 	free(s->path);
-	gr_peers_deinit(&s->peers);
+	/* The closer's threads count each user's closes down in its peer:
+	 * they stop (or stop counting) before the peers go. */
 	s->closer = gr_closer_free(s->closer, cfg_closer_wait_ms(s));
+	gr_peers_deinit(&s->peers);
 	free(s);
 }

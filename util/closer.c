@@ -26,6 +26,8 @@ struct gr_closer {
 	unsigned threads;     /* started, not yet returned */
 	unsigned waiting;     /* of those, waiting for work */
 	bool stop;
+	/* gr_closer_free gave up waiting: the counters may be gone */
+	bool abandoned;
 };
 
 static bool closer_owner_busy(const gr_closer *cl, uint32_t owner)
@@ -69,9 +71,9 @@ static void *closer_main(void *arg)
 		pthread_mutex_unlock(&cl->lock);
 		/* EINTR leaves the descriptor closed on Linux: never again */
 		close(it->fd);
-		if (it->counter)
-			atomic_fetch_sub(it->counter, 1);
 		pthread_mutex_lock(&cl->lock);
+		if (it->counter && !cl->abandoned)
+			atomic_fetch_sub(it->counter, 1);
 		for (unsigned i = 0; i < cl->nbusy; i++)
 			if (cl->busy[i] == it->owner) {
 				cl->busy[i] = cl->busy[--cl->nbusy];
@@ -192,6 +194,8 @@ gr_closer *gr_closer_free(gr_closer *cl, unsigned timeout_ms)
 		if (pthread_cond_timedwait(&cl->idle, &cl->lock, &until) == ETIMEDOUT)
 			break;
 	bool done = cl->threads == 0;
+	/* a close that ends later counts nothing: its owner may be gone */
+	cl->abandoned = !done;
 	pthread_mutex_unlock(&cl->lock);
 	if (!done)
 		return NULL; /* a thread still closes: it keeps cl */
