@@ -125,6 +125,19 @@ int gr_service_main(int argc, char **argv)
 	sv.srv->on_shutdown = on_shutdown;
 	sv.srv->on_finished = on_finished;
 
+	/* The metrics port first: once the socket listens, clients may
+	 * connect and look for it. */
+	if (cfg.metrics_listen) {
+		char url[128] = "";
+		r = gr_exporter_new(sv.srv, cfg.metrics_listen, &sv.srv->exporter, url, sizeof(url),
+				    err, sizeof(err));
+		if (r < 0) {
+			log_error("%s", err);
+			goto out_server;
+		}
+		log_notice("metrics on %s (refreshed every %u ms)", url, GR_EXPORTER_INTERVAL_MS);
+	}
+
 	r = launch_listen_fd(&fd, err, sizeof(err));
 	if (r < 0) {
 		log_error("socket activation: %s", err);
@@ -135,17 +148,6 @@ int gr_service_main(int argc, char **argv)
 	if (r < 0) {
 		log_error("%s", err);
 		goto out_server;
-	}
-
-	if (cfg.metrics_listen) {
-		char url[128] = "";
-		r = gr_exporter_new(sv.srv, cfg.metrics_listen, &sv.srv->exporter, url, sizeof(url),
-				    err, sizeof(err));
-		if (r < 0) {
-			log_error("%s", err);
-			goto out_server;
-		}
-		log_notice("metrics on %s (refreshed every %u ms)", url, GR_EXPORTER_INTERVAL_MS);
 	}
 
 	gr_backend *be = sv.srv->backend;
