@@ -36,12 +36,20 @@ void xacc_addmag(uint64_t *a, int b, unsigned __int128 m, bool neg);
  * by one into ret's accumulator: the path every value can take. */
 void xacc_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64, bool sq);
 
+/* Sums (not squares) of elements [0, n) of p, n < 2^40, one by one into
+ * ret's accumulator, at a cost per element that does not grow with the
+ * spread of their exponents: the element path of sums. */
+void xacc_sum_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64);
+
 /* The element path for a whole block, after the fast one gave up. */
 static inline void xsum_slow(const unsigned char *p, size_t n, gr_partial *ret, bool is64, bool sq)
 {
 	memset(ret->xacc, 0, sizeof(ret->xacc));
 	ret->xflags = XF_XACC;
-	xacc_elems(ret, p, n, is64, sq);
+	if (sq)
+		xacc_elems(ret, p, n, is64, sq);
+	else
+		xacc_sum_elems(ret, p, n, is64);
 }
 
 /*

@@ -235,6 +235,128 @@ void xacc_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64, bo
 	}
 }
 
+/*
+ * Sums element by element at a cost per element that no spread of
+ * exponents changes (after Neal's "large superaccumulator"): one unsigned
+ * counter per sign and exponent field, into which an element's integer
+ * mantissa goes with one addition and no shift. An f32 mantissa is below
+ * 2^24, so a counter takes 2^40 of them; an f64 one below 2^53, so a
+ * counter that reaches 2^63 (at least 2^10 additions on) is moved into the
+ * 32-bit chunks of xacc_elems() and cleared. At the end every counter
+ * goes into the chunks (three each: a counter is below 2^64, shifted by
+ * less than 32), and the chunks into xacc.
+ */
+#define XCOUNT_F64 4096 /* sign and 11-bit exponent field */
+#define XCOUNT_F32 512  /* sign and 8-bit exponent field */
+
+/* Counter t (sign and exponent field of an f64), value v, into the chunks
+ * c. Its unit is 2^(e - 1075), subnormals' (e = 0) as e = 1's. */
+static void xcount_move(int64_t *c, unsigned t, uint64_t v)
+{
+	const unsigned e = t & 0x7ff;
+	const unsigned b = (e ? e : 1) - 1075 - GR_PARTIAL_EXP_MIN;
+	const unsigned i = b / 32, s = b % 32;
+	const uint64_t lo = v << s, hi = s ? v >> (64 - s) : 0;
+	const int64_t c0 = (int64_t)(lo & 0xffffffffu), c1 = (int64_t)(lo >> 32), c2 = (int64_t)hi;
+	if (t >> 11) {
+		c[i] -= c0;
+		c[i + 1] -= c1;
+		c[i + 2] -= c2;
+	} else {
+		c[i] += c0;
+		c[i + 1] += c1;
+		c[i + 2] += c2;
+	}
+}
+
+/* The counters' and chunks' value into ret's accumulator; false (and
+ * nothing added) when an element was an infinity or a NaN. */
+static bool xcount_finish(gr_partial *ret, uint64_t *cnt, int64_t *c, bool is64)
+{
+	const unsigned nc = is64 ? XCOUNT_F64 : XCOUNT_F32, top = is64 ? 0x7ff : 0xff;
+	/* specials are in the counters of the top exponent field, and no
+	 * finite element is */
+	if (cnt[top] | cnt[top + nc / 2])
+		return false;
+	for (unsigned t = 0; t < nc; t++) {
+		if (!cnt[t])
+			continue;
+		if (is64) {
+			xcount_move(c, t, cnt[t]);
+			continue;
+		}
+		/* an f32 counter's unit, 2^(e - 150) (subnormals: e = 1's),
+		 * is that of the f64 field e + 925 */
+		const unsigned e = t & 0xff;
+		xcount_move(c, (t >> 8) << 11 | ((e ? e : 1) + 925), cnt[t]);
+	}
+	xsum_add_digits(ret->xacc, GR_PARTIAL_EXP_MIN, c, XCHUNKS - 4);
+	return true;
+}
+
+static GR_INLINE void xcount_f64(gr_partial *ret, const unsigned char *p, size_t n)
+{
+	uint64_t cnt[XCOUNT_F64] = {0};
+	int64_t c[XCHUNKS] = {0};
+	bool special = false;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, p + 8 * i, sizeof(b));
+		const unsigned t = (unsigned)(b >> 52);
+		const uint64_t f = b & ((1ull << 52) - 1);
+		/* the implicit bit, but for subnormals and zeros */
+		const uint64_t m = t & 0x7ff ? f | 1ull << 52 : f;
+		const uint64_t v = cnt[t] + m;
+		cnt[t] = v;
+		if (__builtin_expect(v >> 63, 0)) {
+			/* a special's counter may be the one: remember it */
+			special |= (t & 0x7ff) == 0x7ff;
+			xcount_move(c, t, v);
+			cnt[t] = 0;
+		}
+	}
+	if (special || !xcount_finish(ret, cnt, c, /* is64= */ true))
+		xacc_elems(ret, p, n, /* is64= */ true, /* sq= */ false);
+}
+
+static GR_INLINE void xcount_f32(gr_partial *ret, const unsigned char *p, size_t n)
+{
+	uint64_t cnt[XCOUNT_F32] = {0};
+	int64_t c[XCHUNKS] = {0};
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b;
+		memcpy(&b, p + 4 * i, sizeof(b));
+		const unsigned t = b >> 23;
+		const uint32_t f = b & ((1u << 23) - 1);
+		cnt[t] += t & 0xff ? f | 1u << 23 : f;
+	}
+	if (!xcount_finish(ret, cnt, c, /* is64= */ false))
+		xacc_elems(ret, p, n, /* is64= */ false, /* sq= */ false);
+}
+
+void xacc_sum_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64)
+{
+	/* "seen": an element other than -0, which the counters cannot tell */
+	for (size_t i = 0; i < n && !(ret->xflags & XF_SEEN); i++) {
+		bool neg0;
+		if (is64) {
+			uint64_t b;
+			memcpy(&b, p + 8 * i, sizeof(b));
+			neg0 = b == 1ull << 63;
+		} else {
+			uint32_t b;
+			memcpy(&b, p + 4 * i, sizeof(b));
+			neg0 = b == 1u << 31;
+		}
+		if (!neg0)
+			ret->xflags |= XF_SEEN;
+	}
+	if (is64)
+		xcount_f64(ret, p, n);
+	else
+		xcount_f32(ret, p, n);
+}
+
 /* The exact value of a float partial, rounded to nearest, ties to even. */
 double xsum_round(const gr_partial *p)
 {
