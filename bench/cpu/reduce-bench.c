@@ -8,14 +8,15 @@
  * them.
  *
  *   reduce-bench [log2 n = 24] [repetitions = 10]
- *   reduce-bench --exact [samples = 51]
+ *   reduce-bench --exact [samples = 51 [kind]]
  *
  * Prints GB/s (10^9 bytes per second of input) of the best repetition.
  * --exact measures the exact float sums against the plain one alone, one
- * thread, in cache (2^12, 2^16 and 2^20 elements), on several kinds of
- * data: each sample times the exact sum and then the plain one on the
- * same buffer, so that both see the same load on a busy machine, and the
- * medians of the samples are printed with the ratios' quartiles.
+ * thread, in cache (2^12, 2^16 and 2^20 elements) and from memory (2^24),
+ * on several kinds of data: each sample times the exact sum and then the
+ * plain one on the same buffer, so that both see the same load on a busy
+ * machine, and the medians of the samples are printed with the ratios'
+ * quartiles.
  */
 #include <math.h>
 #include <pthread.h>
@@ -238,13 +239,19 @@ static double bench_unit(uint64_t *s)
 	return ((double)(bench_rng(s) >> 11) + 0.5) / 9007199254740992.0;
 }
 
-enum { BENCH_NORMAL, BENCH_UNIFORM, BENCH_WIDE, BENCH_KINDS };
-static const char *const bench_kind_names[] = {"normal", "uniform", "wide"};
+enum { BENCH_NORMAL, BENCH_UNIFORM, BENCH_WIDE, BENCH_BINADES60, BENCH_EVERY, BENCH_KINDS };
+static const char *const bench_kind_names[] = {"normal", "uniform", "wide", "binades60",
+                                               "every"};
 
-/* n elements of dt: normal (Gaussian, mean 0, sd 1), uniform (rand() /
- * RAND_MAX - 0.5, the data of the table above) or wide (full mantissas,
- * either sign, exponents uniform over 2^-300 to 2^300, or 2^-60 to 2^60
- * for f32, about twice the range a float can hold around 1). */
+/*
+ * n elements of dt: normal (Gaussian, mean 0, sd 1), uniform (rand() /
+ * RAND_MAX - 0.5, the data of the table above) or, with full mantissas
+ * and either sign: wide (exponents uniform over 2^-300 to 2^300, or 2^-60
+ * to 2^60 for f32, about twice the range a float can hold around 1),
+ * binades60 (over 2^-30 to 2^30) or every (every exponent field a finite
+ * value of dt can have, subnormals included, uniformly; for f64 up to
+ * 2^997, so that no sum of 2^24 of them overflows).
+ */
 static void bench_fill(unsigned char *p, size_t n, gr_dtype dt, int kind)
 {
 	uint64_t s = 0x9e3779b97f4a7c15ull;
@@ -256,11 +263,24 @@ static void bench_fill(unsigned char *p, size_t n, gr_dtype dt, int kind)
 			x = r * cos(6.283185307179586 * bench_unit(&s));
 		} else if (kind == BENCH_UNIFORM) {
 			x = (double)rand() / RAND_MAX - 0.5;
-		} else {
-			int range = dt == GR_DT_F32 ? 60 : 300;
+		} else if (kind != BENCH_EVERY) {
+			int range = kind == BENCH_BINADES60 ? 30 : dt == GR_DT_F32 ? 60 : 300;
 			uint64_t r = bench_rng(&s);
 			x = ldexp(1 + bench_unit(&s), (int)(r % (2 * range + 1)) - range);
 			x = r >> 63 ? -x : x;
+		} else if (dt == GR_DT_F32) {
+			/* exponent fields 0 (subnormals) to 254 */
+			uint64_t r = bench_rng(&s);
+			uint32_t b = (uint32_t)(r >> 63) << 31 | (uint32_t)(r % 255) << 23 |
+			             (uint32_t)(bench_rng(&s) >> 41);
+			memcpy(p + 4 * i, &b, 4);
+			continue;
+		} else {
+			/* exponent fields 0 (subnormals) to 2020 */
+			uint64_t r = bench_rng(&s);
+			uint64_t b = (r >> 63) << 63 | (r % 2021) << 52 | bench_rng(&s) >> 12;
+			memcpy(p + 8 * i, &b, 8);
+			continue;
 		}
 		if (dt == GR_DT_F32) {
 			float f = (float)x;
@@ -294,9 +314,10 @@ static double bench_batch(gr_op op, gr_dtype dt, const unsigned char *buf, size_
 	return now() - t0;
 }
 
-static int bench_exact(int samples)
+/* kind: one kind of data alone (NULL: all) */
+static int bench_exact(int samples, const char *kind_only)
 {
-	static const unsigned lgs[] = {12, 16, 20};
+	static const unsigned lgs[] = {12, 16, 20, 24};
 	static const struct {
 		gr_op op;
 		gr_dtype dt;
@@ -306,7 +327,7 @@ static int bench_exact(int samples)
 	    {GR_OP_SUM, GR_DT_F32},
 	    {GR_OP_SUMSQ, GR_DT_F32},
 	};
-	const size_t nmax = (size_t)1 << 20;
+	const size_t nmax = (size_t)1 << 24;
 	unsigned char *buf = NULL;
 	double *te = malloc(samples * sizeof(double)), *tp = malloc(samples * sizeof(double));
 	double *ratio = malloc(samples * sizeof(double));
@@ -318,15 +339,17 @@ static int bench_exact(int samples)
 	/* a second of work first, so that the clock has settled */
 	memset(buf, 0, nmax * 8);
 	for (double t0 = now(); now() - t0 < 1;)
-		bench_sink += bench_read(buf, nmax * 8);
+		bench_sink += bench_read(buf, ((size_t)1 << 20) * 8);
 	printf("exact vs plain, one thread, %d samples: medians (GB/s), ratio exact/plain "
 	       "median [quartiles]\n",
 	       samples);
-	printf("%-6s %3s %-8s %5s %8s %8s %6s %13s\n", "op", "dt", "data", "n", "exact", "plain",
+	printf("%-6s %3s %-9s %5s %8s %8s %6s %13s\n", "op", "dt", "data", "n", "exact", "plain",
 	       "ratio", "");
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
 		for (int kind = 0; kind < BENCH_KINDS; kind++)
 			for (size_t l = 0; l < sizeof(lgs) / sizeof(lgs[0]); l++) {
+				if (kind_only && strcmp(kind_only, bench_kind_names[kind]) != 0)
+					break;
 				gr_op op = ops[o].op;
 				gr_dtype dt = ops[o].dt;
 				size_t n = (size_t)1 << lgs[l], nb = n * gr_dtype_size(dt);
@@ -341,7 +364,7 @@ static int bench_exact(int samples)
 				qsort(te, samples, sizeof(double), bench_cmp);
 				qsort(tp, samples, sizeof(double), bench_cmp);
 				qsort(ratio, samples, sizeof(double), bench_cmp);
-				printf("%-6s %3s %-8s  2^%-2u %8.2f %8.2f %6.2f  [%.2f-%.2f]\n",
+				printf("%-6s %3s %-9s  2^%-2u %8.2f %8.2f %6.2f  [%.2f-%.2f]\n",
 				       op == GR_OP_SUM ? "sum" : "sumsq", gr_dtype_name(dt),
 				       bench_kind_names[kind], lgs[l],
 				       nb * calls / te[samples / 2] / 1e9,
@@ -361,10 +384,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--exact") == 0) {
 		int samples = argc > 2 ? atoi(argv[2]) : 51;
 		if (samples < 1) {
-			fprintf(stderr, "usage: reduce-bench --exact [samples]\n");
+			fprintf(stderr, "usage: reduce-bench --exact [samples [kind]]\n");
 			return 2;
 		}
-		return bench_exact(samples);
+		return bench_exact(samples, argc > 3 ? argv[3] : NULL);
 	}
 
 	unsigned lg = argc > 1 ? (unsigned)atoi(argv[1]) : 24;
