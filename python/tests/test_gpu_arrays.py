@@ -367,3 +367,47 @@ def test_host_array_whose_cuda_interface_raises(client):
         def __array__(self, dtype=None, copy=None):
             return np.arange(4, dtype=np.float64)
     assert client.sum(HostOnly()) == 6.0
+
+
+class DLPackOnly:
+    """A GPU array that offers DLPack and nothing else (as JAX's and
+    TensorFlow's do): no __cuda_array_interface__, no buffer."""
+
+    def __init__(self, t):
+        self._t = t
+        self.streams = []
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        return self._t.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self._t.__dlpack_device__()
+
+
+def test_dlpack_only_cuda_in_place(make_daemon):
+    """A torch CUDA tensor seen through DLPack alone is read in place, as
+    the tensor itself is, with the legacy default stream asked for."""
+    torch = _torch_cuda()
+    g = torch.Generator(device="cuda").manual_seed(11)
+    with _gpu_daemon(make_daemon) as c:
+        for dt in (torch.int32, torch.int64, torch.float32, torch.float64):
+            for n in (1, 1000, 100003):
+                if dt.is_floating_point:
+                    t = (torch.rand(n, dtype=dt, device="cuda", generator=g) - 0.5) * 1e6
+                else:
+                    t = torch.randint(-2**30, 2**30, (n,), dtype=dt, device="cuda", generator=g)
+                x = DLPackOnly(t)
+                before = _device_bytes(c)
+                k = _check_all(c, t.cpu().numpy(), x)
+                # read on the GPU, in place: no byte crossed the socket
+                assert _device_bytes(c) - before == k * t.numel() * t.element_size()
+                assert c.argmax(x) == c.argmax(t) and c.moments(x) == c.moments(t)
+                assert x.streams and all(s == 1 for s in x.streams), x.streams
+        # a slice inside an allocation
+        t = torch.arange(1 << 20, dtype=torch.float64, device="cuda")
+        assert c.sum(DLPackOnly(t[12345:67890])) == float(sum(range(12345, 67890)))
+        # not contiguous: DLPack alone gives no way to read it in place
+        v = DLPackOnly(t.view(1024, 1024)[:, 3])
+        with pytest.raises(gpured.NotSupported):
+            c.sum(v)
