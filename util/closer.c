@@ -52,6 +52,14 @@ static closer_item *closer_take(gr_closer *cl)
 	return NULL;
 }
 
+static void closer_destroy(gr_closer *cl)
+{
+	pthread_cond_destroy(&cl->work);
+	pthread_cond_destroy(&cl->idle);
+	pthread_mutex_destroy(&cl->lock);
+	free(cl);
+}
+
 static void *closer_main(void *arg)
 {
 	gr_closer *cl = arg;
@@ -86,8 +94,12 @@ static void *closer_main(void *arg)
 			pthread_cond_broadcast(&cl->work);
 	}
 	cl->threads--;
+	/* the last thread of a closer that gr_closer_free left frees it */
+	bool last = cl->abandoned && cl->threads == 0;
 	pthread_cond_broadcast(&cl->idle);
 	pthread_mutex_unlock(&cl->lock);
+	if (last)
+		closer_destroy(cl);
 	return NULL;
 }
 
@@ -198,10 +210,7 @@ gr_closer *gr_closer_free(gr_closer *cl, unsigned timeout_ms)
 	cl->abandoned = !done;
 	pthread_mutex_unlock(&cl->lock);
 	if (!done)
-		return NULL; /* a thread still closes: it keeps cl */
-	pthread_cond_destroy(&cl->work);
-	pthread_cond_destroy(&cl->idle);
-	pthread_mutex_destroy(&cl->lock);
-	free(cl);
+		return NULL; /* a thread still closes: the last one frees cl */
+	closer_destroy(cl);
 	return NULL;
 }

@@ -43,9 +43,9 @@ uint64_t gr_closer_pending(gr_closer *cl);
 
 /*
  * Stop the threads once the queue is empty, waiting up to timeout_ms for
- * closes that hang; threads still in a close then are left to the
- * process's exit, with what they hold, and count nothing down when their
- * close ends. So once it returns, no counter passed to gr_closer_close is
+ * closes that hang; threads still in a close then go on alone, count
+ * nothing down when their close ends, and the last of them frees the
+ * closer. So once it returns, no counter passed to gr_closer_close is
  * touched again, and whatever holds them may be freed. Returns NULL.
  */
 gr_closer *gr_closer_free(gr_closer *cl, unsigned timeout_ms);
