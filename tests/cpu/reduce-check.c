@@ -10,6 +10,16 @@ uint64_t rng(void)
 	return check_rng(&rng_state);
 }
 
+void shuffle(double *x, size_t n)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j = rng() % i;
+		double t = x[i - 1];
+		x[i - 1] = x[j];
+		x[j] = t;
+	}
+}
+
 const char *const op_names[] = {"sum", "min", "max", "sumsq", "argmin", "argmax", "moments"};
 const char *const dt_names[] = {"i32", "i64", "u32", "u64", "f32", "f64"};
 

@@ -57,6 +57,8 @@ extern unsigned long checks;
 #define RNG_SEED 0x9e3779b97f4a7c15ull
 extern uint64_t rng_state;
 uint64_t rng(void);
+/* x[0..n) in an order drawn from rng(). */
+void shuffle(double *x, size_t n);
 
 extern const char *const op_names[];
 extern const char *const dt_names[];

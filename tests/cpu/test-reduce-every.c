@@ -43,16 +43,6 @@ static double every_f64(unsigned top)
 	return x;
 }
 
-static void every_shuffle(double *x, size_t n)
-{
-	for (size_t i = n; i > 1; i--) {
-		size_t j = rng() % i;
-		double t = x[i - 1];
-		x[i - 1] = x[j];
-		x[j] = t;
-	}
-}
-
 /* every_x[0, n) into buf as f64, then its sum against want. */
 static void every_check64(unsigned char *buf, size_t n, double want, const char *what)
 {
@@ -73,7 +63,7 @@ static void check_f64_every(unsigned char *buf)
 		if (2 * n <= EVERY_MAX) {
 			for (size_t i = 0; i < n; i++)
 				every_x[n + i] = -every_x[i];
-			every_shuffle(every_x, 2 * n);
+			shuffle(every_x, 2 * n);
 			every_check64(buf, 2 * n, 0.0, "cancel");
 			/* and one subnormal more */
 			every_x[rng() % (2 * n)] += 0x1p-1074;
@@ -132,7 +122,7 @@ static void check_f64_overflow(unsigned char *buf)
 				                       -DBL_MAX, -DBL_MAX, 0x1p970};
 				for (size_t k = 0; k < 5 + (size_t)tie; k++)
 					every_x[nb + k] = huge[k];
-				every_shuffle(every_x, n);
+				shuffle(every_x, n);
 				for (size_t i = 0; i < n; i++)
 					every_x[i] *= sign;
 				every_check64(buf, n, sign * want,
@@ -157,7 +147,7 @@ static void check_f64_specials(unsigned char *buf)
 				if (kind == 2)
 					every_x[counts[c] + i] = -INFINITY;
 			}
-			every_shuffle(every_x, n);
+			shuffle(every_x, n);
 			const double want[] = {INFINITY, -INFINITY, NAN, NAN};
 			every_check64(buf, n, want[kind], "specials");
 		}
@@ -192,7 +182,7 @@ static void check_f32_every(unsigned char *buf)
 		if (2 * n <= EVERY_MAX) {
 			for (size_t i = 0; i < n; i++)
 				every_x[n + i] = -every_x[i];
-			every_shuffle(every_x, 2 * n);
+			shuffle(every_x, 2 * n);
 			every_check32(buf, 2 * n, "cancel");
 		}
 		for (size_t i = 0; i < n; i++)

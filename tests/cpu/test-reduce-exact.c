@@ -37,16 +37,6 @@ static void check_list(gr_op op, gr_dtype dt, const double *x, size_t n, double 
 	CHECK_BITS(sum_list(op, dt, x, n), want, "%s %s: %s", op_names[op], dt_names[dt], what);
 }
 
-static void shuffle(double *x, size_t n)
-{
-	for (size_t i = n; i > 1; i--) {
-		size_t j = rng() % i;
-		double t = x[i - 1];
-		x[i - 1] = x[j];
-		x[j] = t;
-	}
-}
-
 static void check_exact_cases(unsigned char *buf)
 {
 	const double big = DBL_MAX / 4;
