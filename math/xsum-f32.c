@@ -97,12 +97,17 @@ static uint32_t xsum_f32_least(uint32_t maxbits, bool sq, unsigned levels)
  * The summing pass of an f32 block whose largest |element| has the bits
  * maxbits. With guess, maxbits is only an estimate: the pass also checks
  * that every element lies below the grid's bound. Unless it returns
- * XPASS_DONE, ret's value is untouched.
+ * XPASS_DONE, ret's value is untouched; when it read the block, the
+ * block's largest |x| bits and least |x| bits - 1 (zeros wrap to
+ * UINT32_MAX) are in *ret_max and *ret_low, else *ret_low is 0 and
+ * *ret_max UINT32_MAX.
  */
 static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
                                const unsigned levels, const uint32_t maxbits, const bool guess,
-                               const bool avx2)
+                               const bool avx2, uint32_t *ret_max, uint32_t *ret_low)
 {
+	*ret_max = UINT32_MAX;
+	*ret_low = 0;
 	const unsigned eb = maxbits >> 23;
 	/* |element| < 2^M */
 	const int M = (eb ? (int)eb : 1) - 127 + 1;
@@ -180,18 +185,21 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 		most = (uint32_t)hi[k] > most ? (uint32_t)hi[k] : most;
 		least = lo[k] < least ? lo[k] : least;
 	}
-	if (guess) {
-		/* and the tail, which the groups did not see */
-		for (size_t i = ng * XGROUP; i < n; i++) {
-			uint32_t b;
-			memcpy(&b, p + i * 4, 4);
-			b &= INT32_MAX;
-			most = b > most ? b : most;
-		}
-		if (most >= bound)
-			return XPASS_GUESS;
+	/* and the tail, which the groups did not see */
+	uint32_t tail_low = UINT32_MAX;
+	for (size_t i = ng * XGROUP; i < n; i++) {
+		uint32_t b;
+		memcpy(&b, p + i * 4, 4);
+		b &= INT32_MAX;
+		most = b > most ? b : most;
+		tail_low = b - 1 < tail_low ? b - 1 : tail_low;
 	}
-	/* (zeros wrapped to UINT32_MAX, above any th - 1) */
+	*ret_max = most;
+	*ret_low = least < tail_low ? least : tail_low;
+	if (guess && most >= bound)
+		return XPASS_GUESS;
+	/* (zeros wrapped to UINT32_MAX, above any th - 1; the tail goes
+	 * element by element) */
 	if (least < th - 1)
 		return XPASS_WIDE;
 	const uint64_t cnt = ng;
@@ -311,42 +319,88 @@ static GR_INLINE bool xsum_f32_narrow(const unsigned char *p, size_t n, gr_parti
 	return true;
 }
 
+/*
+ * A block whose largest |x| bits are mb and least |x| bits - 1 low (exact
+ * bounds, not guesses): on the grid with the levels they need, when
+ * levels or one more will do, else element by element.
+ */
+static GR_INLINE void xsum_bounded(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
+                                   const unsigned levels, const bool avx2, const uint32_t mb,
+                                   const uint32_t low)
+{
+	int r = XPASS_WIDE;
+	uint32_t m, l;
+	if (low >= xsum_f32_least(mb, sq, levels) - 1)
+		r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2, &m, &l);
+	else if (low >= xsum_f32_least(mb, sq, levels + 1) - 1)
+		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2, &m, &l);
+	if (r != XPASS_DONE)
+		xsum_slow(p, n, ret, /* is64= */ false, sq);
+}
+
+/* The largest |x| bits of the XGUESS elements at p, and the least |x|
+ * bits - 1 (zeros wrap to UINT32_MAX). */
+static GR_INLINE void xsum_sample(const unsigned char *p, uint32_t *ret_max, uint32_t *ret_low)
+{
+	uint32_t h = 0, l = UINT32_MAX;
+	for (size_t i = 0; i < XGUESS; i++) {
+		uint32_t b;
+		memcpy(&b, p + 4 * i, sizeof(b));
+		b &= INT32_MAX;
+		h = b > h ? b : h;
+		l = b - 1 < l ? b - 1 : l;
+	}
+	*ret_max = h;
+	*ret_low = l;
+}
+
 static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *ret, const bool sq,
                                 const unsigned levels, const bool avx2)
 {
 	/* One pass over the block when a sample of it, one binade wider,
-	 * bounds the rest (most data); else find the largest, then sum; when
-	 * the exponents lie too far apart, sum with one more level; and when
-	 * even that is not enough, element by element. */
+	 * bounds the rest (most data); else find the bounds, then sum with
+	 * the levels they need; and when even one more level is not enough,
+	 * element by element. */
 	int r = XPASS_GUESS;
+	uint32_t mb, low;
 	/* small arrays, where it pays: a large block that misses the bound
 	 * would be read twice; one that misses has its bounds already, and
 	 * so the levels it needs (a constant to each pass, which unrolls
 	 * them) or that the element path must take it */
 	if (!sq && n <= XSUM_NARROW_MAX) {
-		uint32_t mb, low;
 		if (xsum_f32_narrow(p, n, ret, avx2, &mb, &low))
 			return;
-		if (low >= xsum_f32_least(mb, sq, levels) - 1)
-			r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
-		else if (low >= xsum_f32_least(mb, sq, levels + 1) - 1)
-			r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2);
-		if (r != XPASS_DONE)
-			xsum_slow(p, n, ret, /* is64= */ false, sq);
+		xsum_bounded(p, n, ret, sq, levels, avx2, mb, low);
 		return;
 	}
 	if (n >= 4 * XGUESS) {
-		uint32_t b = x_maxbits(p, XGUESS);
-		b += b ? 1u << 23 : 0;
-		r = xsum_pass(p, n, ret, sq, levels, b, true, avx2);
+		uint32_t sm, sl;
+		xsum_sample(p, &sm, &sl);
+		/* the sample's own span is a lower bound on the block's: when
+		 * it is already too wide for the grid, no pass can take the
+		 * block; when it needs one more level, the guess has it */
+		unsigned lv = levels;
+		if (sl < xsum_f32_least(sm, sq, levels) - 1)
+			lv = levels + 1;
+		if (sl < xsum_f32_least(sm, sq, lv) - 1) {
+			xsum_slow(p, n, ret, /* is64= */ false, sq);
+			return;
+		}
+		uint32_t b = sm + (sm ? 1u << 23 : 0);
+		r = xsum_pass(p, n, ret, sq, lv, b, true, avx2, &mb, &low);
+		if (r == XPASS_DONE)
+			return;
+		if (low != 0 || mb != UINT32_MAX) {
+			/* the pass read the block: its bounds are known */
+			xsum_bounded(p, n, ret, sq, levels, avx2, mb, low);
+			return;
+		}
 	}
-	if (r == XPASS_DONE)
-		return;
-	const uint32_t mb = x_maxbits(p, n);
-	if (r == XPASS_GUESS)
-		r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2);
+	mb = x_maxbits(p, n);
+	uint32_t m, l;
+	r = xsum_pass(p, n, ret, sq, levels, mb, false, avx2, &m, &l);
 	if (r == XPASS_WIDE)
-		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2);
+		r = xsum_pass(p, n, ret, sq, levels + 1, mb, false, avx2, &m, &l);
 	if (r == XPASS_WIDE)
 		xsum_slow(p, n, ret, /* is64= */ false, sq);
 }

@@ -17,6 +17,9 @@ static const size_t every_sizes[] = {
     16,
     17,
     255,
+    /* just below and at the least f64 block the counters take */
+    383,
+    384,
     1023,
     4097,
     GR_REDUCE_BLOCK - 1,
@@ -199,14 +202,55 @@ static void check_f32_every(unsigned char *buf)
 	}
 }
 
+/* An f32 of exponent field e (1 to 254), either sign, a random mantissa. */
+static double span_f32(unsigned e)
+{
+	uint32_t b = (uint32_t)(rng() >> 63) << 31 | e << 23 | (uint32_t)(rng() >> 41);
+	float f;
+	memcpy(&f, &b, 4);
+	return f;
+}
+
+/*
+ * Large f32 blocks whose sample (their first 256 elements) spans d
+ * binades below the top field 200, both ends in it: one grid level takes
+ * a span of 26, two of 77; at 78 the sample alone sends the block element
+ * by element. The rest lies within the sample's span, or reaches one
+ * field wider below it, or two above it (past the guess).
+ */
+static void check_f32_span(unsigned char *buf)
+{
+	static const unsigned spans[] = {25, 26, 27, 76, 77, 78, 79};
+	static const size_t sizes[] = {4097, GR_REDUCE_BLOCK};
+	for (size_t k = 0; k < sizeof(spans) / sizeof(spans[0]); k++)
+		for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++)
+			for (int rest = 0; rest < 3; rest++) {
+				const unsigned d = spans[k], top = 200;
+				const size_t n = sizes[z];
+				for (size_t i = 0; i < n; i++)
+					every_x[i] =
+					    span_f32(top - d + (unsigned)(rng() % (d + 1)));
+				every_x[rng() % 256] = span_f32(top);
+				every_x[rng() % 256] = span_f32(top - d);
+				if (rest == 1)
+					every_x[256 + rng() % (n - 256)] = span_f32(top - d - 1);
+				else if (rest == 2)
+					every_x[256 + rng() % (n - 256)] = span_f32(top + 2);
+				every_check32(buf, n, "sample span");
+			}
+}
+
 int main(int argc, char **argv)
 {
+	/* clang-format off */
 	static const reduce_part parts[] = {
 	    {"f64 every", check_f64_every},
 	    {"f64 overflow", check_f64_overflow},
 	    {"f64 specials", check_f64_specials},
 	    {"f32 every", check_f32_every},
+	    {"f32 sample span", check_f32_span},
 	};
+	/* clang-format on */
 
 	return reduce_run(parts, sizeof(parts) / sizeof(parts[0]), argc - 1, argv + 1);
 }
