@@ -24,13 +24,16 @@ from ._protocol import CORK_BYTES, METHODS, RECV_BYTES, SNDBUF_BYTES
 from .errors import ConnectionError, Error, Timeout
 
 _MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
+_get_ident = threading.get_ident
+_monotonic = time.monotonic
 # The background reader leaves the socket alone this long after a waiter
 # read it; small requests submitted meanwhile are corked (sent together by
 # the next waiter, or by the background thread after this long).
 _FG_GRACE = 0.005
 # As libgpured's GPURED_SPIN_MAX_US
 _SPIN_MAX_US = 1000000
-_DONE = frozenset(("FINISHED", "CANCELLED", "CANCELLED_AND_NOTIFIED"))
+_FINISHED = "FINISHED"
+_DONE = frozenset((_FINISHED, "CANCELLED", "CANCELLED_AND_NOTIFIED"))
 
 
 class _Conn:
@@ -96,8 +99,8 @@ class _Conn:
                 if proto.regions._doomed:
                     self._send_unmaps()
                 if data is None and fds is None:
-                    if (self.last_fg_thread == threading.get_ident()
-                            and time.monotonic() - self.last_fg < _FG_GRACE):
+                    if (self.last_fg_thread == _get_ident()
+                            and _monotonic() - self.last_fg < _FG_GRACE):
                         # This thread has just waited for a result and will
                         # send this before it waits again (drive): small
                         # requests submitted meanwhile go out in one write.
@@ -363,6 +366,10 @@ class _Future(concurrent.futures.Future):
     def result(self, timeout=None):
         if self._state not in _DONE:
             timeout = self._drive(timeout)
+        if self._state == _FINISHED and self._exception is None:
+            # set_result() wrote _result before _state: no need for the
+            # condition's lock to read it.
+            return self._result
         return super().result(timeout)
 
     def exception(self, timeout=None):
@@ -490,10 +497,11 @@ class Client:
         ``full``, ``partial``, ``ddof`` or ``offsets``): a future of the
         prefix sums; an ``out`` it names is written only once the future
         is done."""
-        call = self._conn.proto.submit(op, x, full, allow_copy, partial, ddof, offsets, out)
+        conn = self._conn
+        call = conn.proto.submit(op, x, full, allow_copy, partial, ddof, offsets, out)
         if type(call) is not tuple:
             call = self._run(call)
-        return self._conn.request(*call)
+        return conn.request(*call)
 
     def reduce(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None,
                offsets=None):
@@ -529,8 +537,11 @@ class Client:
         :func:`gpured.combine` joins with those of other pieces of an array
         into the value of the whole, exactly (float sums: the bits one
         request over the whole array gives, on the CPU backend)."""
-        return self._wait(self.submit(op, x, full=full, allow_copy=allow_copy, partial=partial,
-                                      ddof=ddof, offsets=offsets))
+        conn = self._conn
+        call = conn.proto.submit(op, x, full, allow_copy, partial, ddof, offsets, None)
+        if type(call) is not tuple:
+            call = self._run(call)
+        return self._wait(conn.request(*call))
 
     def sum(self, x, **kw):
         """Sum of every element of x (see :meth:`reduce`; ``offsets=``

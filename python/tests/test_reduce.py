@@ -199,3 +199,31 @@ def test_request_bytes_match_msgpack():
     tail = _wire.region_reduce_tail("max", "i32", 3, 1 << 33, 5)
     assert msgpack.unpackb(b"\x94\x00\x01" + tail, raw=False) == \
         [0, 1, "reduce", [{"op": "max", "dtype": "i32", "region": 3, "offset": 1 << 33, "count": 5}]]
+
+
+def test_small_request_bytes_every_layout():
+    # Small plain arrays take a head made once per (op, dtype, size): the
+    # bytes must be what msgpack packs for the request, for every layout,
+    # and a byte order other than the wire's must never reuse a head.
+    import concurrent.futures
+    import msgpack
+    from gpured import _protocol, _wire
+    proto = _protocol.Protocol("test", concurrent.futures.InvalidStateError, lambda: None)
+    a = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    cases = [a, np.asfortranarray(a), a[:, ::2], a.T, np.arange(100, dtype=np.int32)[::3],
+             np.arange(10, dtype="<i4"), np.arange(10, dtype=">i4"), np.arange(10, dtype="<i4"),
+             np.array(7, np.uint64), np.zeros(0, np.float32), np.ones(4096, np.float32)]
+    for op in ("sum", "max", "argmin"):
+        for x in cases:
+            for _ in range(2):
+                tail, conv, fds, data = proto.submit(op, x, False, False, False, None, None, None)
+                assert fds is None and data is None
+                got = msgpack.unpackb(b"\x94\x00\xce\x00\x00\x00\x07" + tail, raw=False)
+                c = x.astype(x.dtype.newbyteorder("<"))
+                want = c.tobytes("F" if c.flags.f_contiguous and not c.flags.c_contiguous
+                                 else "C")
+                assert got == [0, 7, "reduce", [{"op": op, "dtype": _wire._DTYPES[c.dtype],
+                                                 "data": want}]]
+    big = np.ones(5000, np.float32)
+    tail, conv, fds, data = proto.submit("sum", big, False, False, False, None, None, None)
+    assert data is not None and len(tail) < 100                # sent from its memory
