@@ -228,8 +228,9 @@ test)
 	# test. Where GPURED_SANITIZED is set, these skip themselves, and no
 	# others: Limits.test_reader_that_never_reads in
 	# tests/daemon/test_daemon.py (RSS), tests/systemd/deb.sh (it builds
-	# packages of its own, without sanitizers) and python/tests/test_dask.py
-	# (gpured.dask's graphs, Python). Tests run 2-3 times slower there, so
+	# packages of its own, without sanitizers), python/tests/test_dask.py
+	# (gpured.dask's graphs, Python) and bench/smoke.sh (the measurement
+	# programs, built but not run). Tests run 2-3 times slower there, so
 	# their time limits are tripled. clang: its "undefined" also checks
 	# float-to-integer conversions and pointer arithmetic on NULL, which
 	# gcc's leaves out.
