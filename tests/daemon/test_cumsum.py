@@ -157,19 +157,21 @@ def error_stats(x, out):
 # ---- data ----
 
 def sample(rng, dt, n):
+    """n elements of dt of one of several kinds, drawn from rng (through
+    a NumPy generator seeded from it: whole arrays at once)."""
     t = NP[dt]
+    g = np.random.default_rng(rng.getrandbits(64))
     if dt[0] == "f":
         pick = rng.random()
         if pick < 0.3:
-            return np.array([rng.gauss(0, 1) for _ in range(n)], dtype=t)
+            return g.standard_normal(n).astype(t)
         if pick < 0.6:
-            return np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-40, 40) for _ in range(n)],
-                            dtype=t)
-        return np.array([rng.random() for _ in range(n)], dtype=t)
+            return (g.uniform(-1, 1, n) * np.exp2(g.integers(-40, 40, n, endpoint=True))).astype(t)
+        return g.random(n).astype(t)
     info = np.iinfo(t)
     if rng.random() < 0.5:
-        return np.array([rng.randint(-9 if info.min else 0, 9) for _ in range(n)], dtype=t)
-    return np.array([rng.randint(int(info.min), int(info.max)) for _ in range(n)], dtype=t)
+        return g.integers(-9 if info.min else 0, 9, n, endpoint=True).astype(t)
+    return g.integers(info.min, info.max, n, dtype=t, endpoint=True)
 
 
 def values(res, dt):
