@@ -99,6 +99,9 @@ if has python && has gpured; then
 			--inflight 2 --seconds 0.05 --runs 1
 		run "pipeline.py --aio" "${exe[python]}" "$here/python/pipeline.py" --daemon "${exe[gpured]}" \
 			--inflight 2 --seconds 0.05 --runs 1 --aio
+		has gpured-benchmark && run small.py "${exe[python]}" "$here/python/small.py" \
+			--daemon "${exe[gpured]}" --c-bench "${exe[gpured-benchmark]}" \
+			--inflight 2 --seconds 0.05 --runs 1
 		run "rows.py (compiled only)" "${exe[python]}" -c \
 			'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec"); print("compiles")' \
 			"$here/python/rows.py"

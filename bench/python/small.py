@@ -10,9 +10,9 @@ against one daemon:
 
     python3 bench/python/small.py --daemon build/daemon/gpured --c-bench build/bench/gpured-benchmark
 
-With --daemon it starts that gpured with its default options on a
-temporary socket (--socket: a running one). The four measurements take
-turns, --runs times; it prints each run and the medians, and Python's
+With --daemon it starts that gpured on a temporary socket, the CPU
+backend and its other options the defaults (--socket: a running one).
+The four measurements take turns, --runs times; it prints each run and the medians, and Python's
 figure over C's (requests per second: Python / C; p50: Python / C).
 """
 
@@ -22,11 +22,9 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -34,23 +32,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import gpured  # noqa: E402
 
-
-def start_daemon(exe):
-    d = tempfile.mkdtemp(prefix="gpured-bench-")
-    path = os.path.join(d, "gpured.sock")
-    proc = subprocess.Popen([exe, "--socket", path], stderr=subprocess.DEVNULL)
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        s = socket.socket(socket.AF_UNIX)
-        try:
-            s.connect(path)
-            s.close()
-            return proc, path, d
-        except OSError:
-            s.close()
-            time.sleep(0.02)
-    proc.kill()
-    raise SystemExit("gpured did not start")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline import start_daemon  # noqa: E402
 
 
 def py_rate(c, x, inflight, seconds):
@@ -110,7 +93,7 @@ def main():
     proc = tmp = None
     path = args.socket
     if args.daemon:
-        proc, path, tmp = start_daemon(args.daemon)
+        proc, path, tmp = start_daemon(args.daemon, [])
     try:
         x = np.ones(max(args.bytes // 4, 1), np.float32)
         rates = {"py": [], "c": []}
