@@ -205,24 +205,33 @@ def _torch_span(x, allow_copy):
     return Span(x.data_ptr(), x.numel() * x.element_size(), x.numel(), name, sync, x)
 
 
+def _c_layout(shape, strides, unit):
+    """(elements, whether they lie in C order with no gaps) of an array of
+    that shape and strides (None: C order), strides counted in units of
+    unit (bytes of one element for __cuda_array_interface__, 1 for DLPack)."""
+    count = 1
+    for n in shape:
+        count *= n
+    if strides is None or count <= 1:
+        return count, True
+    want = unit
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != want:
+            return count, False
+        want *= n
+    return count, True
+
+
 def _cai_span(x, cai, allow_copy):
     dt = np.dtype(cai["typestr"])
     name = _wire._DTYPES.get(dt)
     if name is None:
         raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, dt))
-    shape = tuple(cai["shape"])
-    count = 1
-    for s in shape:
-        count *= s
-    strides = cai.get("strides")
-    if strides is not None and count > 1:
-        want = dt.itemsize
-        for s, st in zip(reversed(shape), reversed(strides)):
-            if s != 1 and st != want:
-                if allow_copy:
-                    return None
-                raise _not_contiguous(x)
-            want *= s
+    count, contiguous = _c_layout(tuple(cai["shape"]), cai.get("strides"), dt.itemsize)
+    if not contiguous:
+        if allow_copy:
+            return None
+        raise _not_contiguous(x)
     stream = cai.get("stream")
 
     def sync():
@@ -255,17 +264,11 @@ def _dlpack_span(x, allow_copy):
     if name is None:
         raise TypeError("gpured reduces %s arrays, not %s" % (
             _wire.SUPPORTED, dt if dt is not None else "this DLPack dtype"))
-    count = 1
-    for n in shape:
-        count *= n
-    if strides is not None and count > 1:
-        want = 1
-        for n, st in zip(reversed(shape), reversed(strides)):
-            if n != 1 and st != want:
-                if allow_copy:
-                    return None
-                raise _not_contiguous(x)
-            want *= n
+    count, contiguous = _c_layout(shape, strides, 1)
+    if not contiguous:
+        if allow_copy:
+            return None
+        raise _not_contiguous(x)
 
     def sync(_keep=capsule):
         # The capsule, held here, keeps the memory for as long as the Span.
