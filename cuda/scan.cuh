@@ -170,7 +170,8 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	{
 		/* stripes in, rows out of shared memory */
 		T *sb = (T *)buf;
-		T v[IPT];
+		/* 16-byte aligned: whole vectors are stored into it */
+		alignas(16) T v[IPT];
 		if (VEC && full) {
 			/* the warp's 512 elements, 16 bytes a lane at a time */
 			constexpr unsigned E = 16 / sizeof(T);
