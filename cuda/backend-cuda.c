@@ -328,6 +328,7 @@ static const gr_backend_ops cuda_ops = {
 	.unregister_host = cuda_unregister_host,
 	.map_device = cuda_map_device,
 	.unmap_device = cuda_unmap_device,
+	.map_device_part = cuda_map_device_part,
 	.copy_to_host = cuda_copy_to_host,
 };
 

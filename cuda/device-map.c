@@ -116,21 +116,33 @@ static int find_device(cuda_backend *be, const char *name)
 	return -1;
 }
 
+/* One allocation of a range, mapped at off for size (whole granules). */
+typedef struct dev_part {
+	CUmemGenericAllocationHandle h;
+	size_t off, size;
+} dev_part;
+
 typedef struct dev_map {
 	gr_map_kind kind;
 	CUdeviceptr ptr;
-	size_t size;                       /* reserved and mapped (cuda) */
-	CUmemGenericAllocationHandle h;    /* cuda */
+	size_t size;                       /* cuda: reserved */
+	size_t gran;                       /* cuda: the allocation granule */
+	uint64_t bytes;                    /* cuda: the range the client named */
+	bool writable;
+	unsigned nparts, cap;              /* cuda: the allocations mapped, in order */
+	dev_part *parts;
 	void *ipc;                         /* cuda_ipc: what cudaIpcOpenMemHandle gave */
 } dev_map;
 
-static int map_vmm(int dev, const gr_device_map *m, dev_map *dm, char *why, size_t whylen)
+/* Import fd's allocation and check that it is on dev: its handle, and
+ * its allocation granule in *ret_gran. */
+static int import_part(int dev, int fd, const char *device, CUmemGenericAllocationHandle *ret,
+		       size_t *ret_gran, char *why, size_t whylen)
 {
 	CUmemAllocationProp prop;
-	size_t gran = 0;
 	CUresult r;
 
-	r = drv.import(&dm->h, (void *)(intptr_t)m->fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	r = drv.import(ret, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 	if (r != CUDA_SUCCESS) {
 		snprintf(why, whylen,
 			 "the file descriptor is not a CUDA allocation exported as a POSIX file "
@@ -139,41 +151,114 @@ static int map_vmm(int dev, const gr_device_map *m, dev_map *dm, char *why, size
 		return -EINVAL;
 	}
 	memset(&prop, 0, sizeof(prop));
-	if ((r = drv.props(&prop, dm->h)) != CUDA_SUCCESS ||
-	    (r = drv.gran(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) != CUDA_SUCCESS) {
+	*ret_gran = 0;
+	if ((r = drv.props(&prop, *ret)) != CUDA_SUCCESS ||
+	    (r = drv.gran(ret_gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) != CUDA_SUCCESS ||
+	    *ret_gran == 0) {
 		snprintf(why, whylen, "cannot read the allocation's properties: %s", drv_err(r));
-		goto fail_release;
+		drv.release(*ret);
+		return -EINVAL;
 	}
 	if (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop.location.id != dev) {
-		snprintf(why, whylen, "the allocation is not on device %s", m->device);
-		r = CUDA_ERROR_INVALID_VALUE;
+		snprintf(why, whylen, "the allocation is not on device %s", device);
+		drv.release(*ret);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Map bytes of the allocation h (imported; released here on failure) at
+ * off of dm's reserved range. */
+static int map_part(int dev, dev_map *dm, CUmemGenericAllocationHandle h, size_t off,
+		    uint64_t bytes, char *why, size_t whylen)
+{
+	CUresult r;
+
+	if (dm->nparts == dm->cap) {
+		unsigned cap = dm->cap ? dm->cap * 2 : 1;
+		dev_part *p = realloc(dm->parts, cap * sizeof(*p));
+		if (!p) {
+			snprintf(why, whylen, "out of memory");
+			drv.release(h);
+			return -ENOMEM;
+		}
+		dm->parts = p;
+		dm->cap = cap;
+	}
+	size_t size = (size_t)((bytes + dm->gran - 1) / dm->gran * dm->gran);
+	if ((r = drv.map(dm->ptr + off, size, 0, h, 0)) != CUDA_SUCCESS) {
+		snprintf(why, whylen, "'bytes' (%llu) is beyond the allocation (cuMemMap: %s)",
+			 (unsigned long long)bytes, drv_err(r));
 		goto fail_release;
+	}
+	CUmemAccessDesc acc = {
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
+		.flags = dm->writable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+				      : CU_MEM_ACCESS_FLAGS_PROT_READ,
+	};
+	if ((r = drv.access(dm->ptr + off, size, &acc, 1)) != CUDA_SUCCESS) {
+		snprintf(why, whylen, "cuMemSetAccess: %s", drv_err(r));
+		drv.unmap(dm->ptr + off, size);
+		goto fail_release;
+	}
+	dm->parts[dm->nparts++] = (dev_part){ .h = h, .off = off, .size = size };
+	return 0;
+fail_release:
+	drv.release(h);
+	return -EINVAL;
+}
+
+/* Every part's mapping and handle, and the reserved range. */
+static void unmap_vmm(dev_map *dm)
+{
+	for (unsigned i = dm->nparts; i-- > 0;) {
+		drv.unmap(dm->ptr + dm->parts[i].off, dm->parts[i].size);
+		drv.release(dm->parts[i].h);
+	}
+	drv.free(dm->ptr, dm->size);
+	free(dm->parts);
+	dm->parts = NULL;
+	dm->nparts = dm->cap = 0;
+}
+
+/* "each part but the last ...", or NULL when bytes at off may be a part. */
+static bool part_whole(const dev_map *dm, size_t off, uint64_t bytes, char *why, size_t whylen)
+{
+	if (off + bytes < dm->bytes && bytes % dm->gran) {
+		snprintf(why, whylen,
+			 "a part that does not end the range must be a whole number of the device's "
+			 "allocation granules (%zu bytes), not %llu bytes",
+			 dm->gran, (unsigned long long)bytes);
+		return false;
+	}
+	return true;
+}
+
+static int map_vmm(int dev, const gr_device_map *m, dev_map *dm, char *why, size_t whylen)
+{
+	CUmemGenericAllocationHandle h;
+	size_t gran;
+	CUresult r;
+	int e;
+
+	if ((e = import_part(dev, m->fd, m->device, &h, &gran, why, whylen)) < 0)
+		return e;
+	dm->gran = gran;
+	dm->bytes = m->bytes;
+	dm->writable = m->writable;
+	if (!part_whole(dm, 0, m->part_bytes, why, whylen)) {
+		drv.release(h);
+		return -EINVAL;
 	}
 	dm->size = (size_t)((m->bytes + gran - 1) / gran * gran);
 	if ((r = drv.reserve(&dm->ptr, dm->size, gran, 0, 0)) != CUDA_SUCCESS) {
 		snprintf(why, whylen, "cuMemAddressReserve of %zu bytes: %s", dm->size, drv_err(r));
-		goto fail_release;
+		drv.release(h);
+		return -EINVAL;
 	}
-	if ((r = drv.map(dm->ptr, dm->size, 0, dm->h, 0)) != CUDA_SUCCESS) {
-		snprintf(why, whylen, "'bytes' (%llu) is beyond the allocation (cuMemMap: %s)",
-			 (unsigned long long)m->bytes, drv_err(r));
-		goto fail_free;
-	}
-	CUmemAccessDesc acc = {
-		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
-		.flags = m->writable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ,
-	};
-	if ((r = drv.access(dm->ptr, dm->size, &acc, 1)) != CUDA_SUCCESS) {
-		snprintf(why, whylen, "cuMemSetAccess: %s", drv_err(r));
-		drv.unmap(dm->ptr, dm->size);
-		goto fail_free;
-	}
-	return 0;
-fail_free:
-	drv.free(dm->ptr, dm->size);
-fail_release:
-	drv.release(dm->h);
-	return -EINVAL;
+	if ((e = map_part(dev, dm, h, 0, m->part_bytes, why, whylen)) < 0)
+		unmap_vmm(dm);
+	return e;
 }
 
 static int map_ipc(const gr_device_map *m, dev_map *dm, char *why, size_t whylen)
@@ -280,12 +365,48 @@ void cuda_unmap_device(gr_backend *b, gr_device_region *r)
 		return;
 	cudaSetDevice(r->device);
 	if (dm->kind == GR_MAP_CUDA) {
-		drv.unmap(dm->ptr, dm->size);
-		drv.free(dm->ptr, dm->size);
-		drv.release(dm->h);
+		unmap_vmm(dm);
 	} else {
 		cudaIpcCloseMemHandle(dm->ipc);
 	}
 	free(dm);
 	r->priv = NULL;
+}
+
+int cuda_map_device_part(gr_backend *b, gr_device_region *r, int fd, uint64_t offset,
+			 uint64_t bytes, char *why, size_t whylen)
+{
+	cuda_backend *be = (cuda_backend *)b;
+	dev_map *dm = r->priv;
+
+	if (!dm || dm->kind != GR_MAP_CUDA || offset > dm->bytes || bytes > dm->bytes - offset ||
+	    offset % dm->gran) {
+		snprintf(why, whylen, "no room for a part of %llu bytes at %llu in this range",
+			 (unsigned long long)bytes, (unsigned long long)offset);
+		return -EINVAL;
+	}
+	if (!__atomic_load_n(&be->devs[r->device].healthy, __ATOMIC_RELAXED)) {
+		snprintf(why, whylen, "device %d (%s) is out of service", r->device,
+			 be->devs[r->device].name);
+		return -ENODEV;
+	}
+	if (!part_whole(dm, (size_t)offset, bytes, why, whylen))
+		return -EINVAL;
+	cudaError_t e = cudaSetDevice(r->device);
+	if (e != cudaSuccess) {
+		snprintf(why, whylen, "cudaSetDevice(%d): %s", r->device, cudaGetErrorString(e));
+		return -EIO;
+	}
+	CUmemGenericAllocationHandle h;
+	size_t gran;
+	int err = import_part(r->device, fd, be->devs[r->device].uuid, &h, &gran, why, whylen);
+	if (err < 0)
+		return err;
+	if (gran > dm->gran || dm->gran % gran) {
+		snprintf(why, whylen, "the allocation's granule (%zu bytes) differs from the first "
+			 "part's (%zu bytes)", gran, dm->gran);
+		drv.release(h);
+		return -EINVAL;
+	}
+	return map_part(r->device, dm, h, (size_t)offset, bytes, why, whylen);
 }

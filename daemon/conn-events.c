@@ -118,6 +118,12 @@ static void conn_done_map(gr_conn *c, const gr_req *preq, gr_request *req, unsig
 	gr_conn_map(c, preq, nfd, fd);
 }
 
+static void conn_done_map_part(gr_conn *c, const gr_req *preq, gr_request *req, unsigned nfd,
+			       int fd)
+{
+	gr_conn_map_part(c, preq, nfd, fd);
+}
+
 static void conn_done_unmap(gr_conn *c, const gr_req *preq, gr_request *req, unsigned nfd,
 			    int fd)
 {
@@ -162,6 +168,7 @@ static const struct {
 	[GR_METHOD_PING] = {conn_done_ping, false},
 	[GR_METHOD_MAP] = {conn_done_map, true},
 	[GR_METHOD_UNMAP] = {conn_done_unmap, false},
+	[GR_METHOD_MAP_PART] = {conn_done_map_part, true},
 };
 
 static void conn_request_done(gr_conn *c, const gr_req *preq, gr_request *req, unsigned nfd,

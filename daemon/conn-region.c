@@ -11,6 +11,33 @@
 #include "util/log.h"
 #include "proto/message.h"
 
+/* Whether exactly one usable descriptor came with the request; if not,
+ * it is answered and the descriptor dropped. */
+static bool conn_one_fd(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
+{
+	const char *name = gr_method_name(preq->method);
+
+	if (nfd == 1 && fd == GR_FDQ_SOCKET) {
+		/* closed as it came (fdpass.h) */
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "the file descriptor is a socket, not a memfd (memfd_create with "
+				 "MFD_ALLOW_SEALING) or an exported CUDA allocation");
+		return false;
+	}
+	if (nfd != 1 || fd < 0) {
+		gr_conn_drop_fd(c, fd);
+		if (nfd == 0)
+			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+					 "%s needs one file descriptor, sent in SCM_RIGHTS with the "
+					 "request's bytes", name);
+		else
+			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+					 "%s takes exactly one file descriptor; %u came", name, nfd);
+		return false;
+	}
+	return true;
+}
+
 void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 {
 	gr_server *s = c->srv;
@@ -24,24 +51,8 @@ void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 				 "map of kind cuda_ipc takes no file descriptor; %u came", nfd);
 		return;
 	}
-	if (nfd == 1 && fd == GR_FDQ_SOCKET) {
-		/* closed as it came (fdpass.h) */
-		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
-				 "the file descriptor is a socket, not a memfd (memfd_create with "
-				 "MFD_ALLOW_SEALING)");
+	if (preq->kind != GR_MAP_CUDA_IPC && !conn_one_fd(c, preq, nfd, fd))
 		return;
-	}
-	if (preq->kind != GR_MAP_CUDA_IPC && (nfd != 1 || fd < 0)) {
-		gr_conn_drop_fd(c, fd);
-		if (nfd == 0)
-			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
-					 "map needs one file descriptor, sent in SCM_RIGHTS with the "
-					 "request's bytes");
-		else
-			gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
-					 "map takes exactly one file descriptor; %u came", nfd);
-		return;
-	}
 	gr_err e = gr_region_map(s, &c->regions, preq, fd, &r, why, sizeof(why));
 	gr_conn_drop_fd(c, fd);
 	if (e != GR_OK) {
@@ -54,15 +65,33 @@ void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
 	gr_conn_map_reply(c, preq->msgid, r);
 }
 
+void gr_conn_map_part(gr_conn *c, const gr_req *preq, unsigned nfd, int fd)
+{
+	gr_region *r;
+	char why[256];
+
+	if (!conn_one_fd(c, preq, nfd, fd))
+		return;
+	gr_err e = gr_region_map_part(c->srv, &c->regions, preq, fd, &r, why, sizeof(why));
+	gr_conn_drop_fd(c, fd);
+	if (e != GR_OK) {
+		gr_conn_reply_error(c, preq->msgid, e, "%s", why);
+		return;
+	}
+	gr_conn_map_reply(c, preq->msgid, r);
+}
+
 void gr_conn_map_reply(gr_conn *c, uint32_t msgid, const gr_region *r)
 {
 	gr_server *s = c->srv;
 	int w;
 
 	if ((w = gr_msg_write_response_header(&c->wbuf, msgid)) >= 0 &&
-	    (w = gr_mpw_map(&c->wbuf, 2)) >= 0 && (w = gr_mpw_cstr(&c->wbuf, "region")) >= 0 &&
-	    (w = gr_mpw_uint(&c->wbuf, r->id)) >= 0 && (w = gr_mpw_cstr(&c->wbuf, "bytes")) >= 0)
-		w = gr_mpw_uint(&c->wbuf, r->bytes);
+	    (w = gr_mpw_map(&c->wbuf, r->in_parts ? 3 : 2)) >= 0 &&
+	    (w = gr_mpw_cstr(&c->wbuf, "region")) >= 0 && (w = gr_mpw_uint(&c->wbuf, r->id)) >= 0 &&
+	    (w = gr_mpw_cstr(&c->wbuf, "bytes")) >= 0 && (w = gr_mpw_uint(&c->wbuf, r->bytes)) >= 0 &&
+	    r->in_parts && (w = gr_mpw_cstr(&c->wbuf, "mapped")) >= 0)
+		w = gr_mpw_uint(&c->wbuf, r->mapped);
 	if (w < 0) {
 		gr_conn_close(c);
 		return;
@@ -106,6 +135,11 @@ static gr_region *conn_out_region(gr_conn *c, const gr_req *preq, const gr_regio
 				 preq->out_region);
 		return NULL;
 	}
+	char why[160];
+	if (!gr_region_whole(out, why, sizeof(why))) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS, "out_region: %s", why);
+		return NULL;
+	}
 	if (!out->writable) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "out_region %" PRIu64 " is read-only: map it with \"writable\": "
@@ -144,6 +178,11 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "unknown region %" PRIu64 " (none such is mapped on this connection)",
 				 preq->region);
+		return;
+	}
+	char why[160];
+	if (!gr_region_whole(r, why, sizeof(why))) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS, "%s", why);
 		return;
 	}
 	/* offset + count * size <= bytes, with nothing allowed to wrap */

@@ -182,5 +182,6 @@ bool gr_region_pin(gr_conn *c, gr_region *r, uint32_t msgid);
 /* A map's answer: the region's id and bytes. */
 void gr_conn_map_reply(gr_conn *c, uint32_t msgid, const gr_region *r);
 void gr_conn_map(gr_conn *c, const gr_req *preq, unsigned nfd, int fd);
+void gr_conn_map_part(gr_conn *c, const gr_req *preq, unsigned nfd, int fd);
 void gr_conn_unmap(gr_conn *c, const gr_req *preq);
 void gr_conn_reduce_region(gr_conn *c, const gr_req *preq);

@@ -238,11 +238,18 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 		e = GR_ERR_INTERNAL;
 		goto out;
 	}
+	bool in_parts = req->has_part_bytes && req->part_bytes < req->bytes;
+	if (in_parts && !be->ops->map_device_part) {
+		snprintf(why, whylen, "this daemon cannot build a range of several allocations");
+		free(r);
+		goto out;
+	}
 	gr_device_map m = {
 		.kind = req->kind,
 		.fd = fd,
 		.handle = req->handle,
 		.bytes = req->bytes,
+		.part_bytes = in_parts ? req->part_bytes : req->bytes,
 		.device = req->device,
 		.writable = req->writable,
 	};
@@ -256,6 +263,8 @@ static gr_err region_map_device(gr_server *s, gr_regions *set, const gr_req *req
 	r->kind = req->kind;
 	r->base = r->dev.ptr;
 	r->bytes = (size_t)req->bytes;
+	r->mapped = (size_t)m.part_bytes;
+	r->in_parts = in_parts;
 	r->device = r->dev.device;
 	r->writable = req->writable;
 	region_add(s, set, r);
@@ -305,6 +314,7 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 	r->kind = req->kind;
 	r->base = p;
 	r->bytes = (size_t)req->bytes;
+	r->mapped = r->bytes;
 	r->device = -1;
 	r->writable = req->writable;
 	/* a backend that registers it does so off the loop (region-pin.c) */
@@ -314,6 +324,50 @@ gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, g
 
 fail:
 	return e;
+}
+
+gr_err gr_region_map_part(gr_server *s, gr_regions *set, const gr_req *req, int fd,
+			  gr_region **ret, char *why, size_t whylen)
+{
+	gr_backend *be = s->backend;
+	gr_region *r = gr_region_find(set, req->region);
+
+	if (!r) {
+		snprintf(why, whylen, "unknown region %" PRIu64 " (none such is mapped on this "
+			 "connection)", req->region);
+		return GR_ERR_INVALID_PARAMS;
+	}
+	if (!r->in_parts) {
+		snprintf(why, whylen, "region %" PRIu64 " is not a range of several allocations "
+			 "(map it with kind cuda and part_bytes)", r->id);
+		return GR_ERR_INVALID_PARAMS;
+	}
+	if (r->mapped == r->bytes) {
+		snprintf(why, whylen, "region %" PRIu64 " is whole already (%zu bytes)", r->id,
+			 r->bytes);
+		return GR_ERR_INVALID_PARAMS;
+	}
+	if (req->bytes > r->bytes - r->mapped) {
+		snprintf(why, whylen, "a part of %" PRIu64 " bytes would reach past the end of region "
+			 "%" PRIu64 " (%zu of its %zu bytes are mapped)",
+			 req->bytes, r->id, r->mapped, r->bytes);
+		return GR_ERR_INVALID_PARAMS;
+	}
+	int e = be->ops->map_device_part(be, &r->dev, fd, r->mapped, req->bytes, why, whylen);
+	if (e < 0)
+		return e == -ENOMEM ? GR_ERR_INTERNAL : GR_ERR_INVALID_PARAMS;
+	r->mapped += (size_t)req->bytes;
+	*ret = r;
+	return GR_OK;
+}
+
+bool gr_region_whole(const gr_region *r, char *why, size_t whylen)
+{
+	if (r->mapped == r->bytes)
+		return true;
+	snprintf(why, whylen, "region %" PRIu64 " is not whole: %zu of its %zu bytes are mapped "
+		 "(map_part brings the rest)", r->id, r->mapped, r->bytes);
+	return false;
 }
 
 gr_region *gr_region_find(gr_regions *set, uint64_t id)

@@ -40,9 +40,12 @@ struct gr_region {
 	gr_map_kind kind;
 	const uint8_t *base; /* our read-only mapping, or the device address */
 	size_t bytes;
-	void *reg;           /* what the backend registered, or NULL */
+	size_t mapped;       /* bytes mapped so far: less than bytes while a range of
+			      * several GPU allocations waits for map_part */
+	void *reg;           /* what the backend registered, or NULL */           /* what the backend registered, or NULL */
 	int device;          /* -1: host memory; else the device that holds it */
 	bool writable;       /* mapped for writing too ("writable") */
+	bool in_parts;       /* a range of several allocations (map's part_bytes) */
 	bool pinning;        /* being registered off the loop (region-pin.c) */
 	gr_device_region dev;
 };
@@ -74,6 +77,18 @@ static inline void gr_regions_init(gr_regions *set, gr_server *srv, gr_peer *pee
  */
 gr_err gr_region_map(gr_server *s, gr_regions *set, const gr_req *req, int fd, gr_region **ret,
 		     char *why, size_t whylen);
+
+/*
+ * The next allocation (in fd, the caller's to close) of region req->region,
+ * a range of several GPU allocations (map's part_bytes), req->bytes of it
+ * mapped where the parts before it end. GR_OK and the region in *ret, or
+ * the error code and why.
+ */
+gr_err gr_region_map_part(gr_server *s, gr_regions *set, const gr_req *req, int fd,
+			  gr_region **ret, char *why, size_t whylen);
+
+/* Whether region r has all of its bytes mapped; false, and why, if not. */
+bool gr_region_whole(const gr_region *r, char *why, size_t whylen);
 
 /* The connection's region id, or NULL. */
 gr_region *gr_region_find(gr_regions *set, uint64_t id);

@@ -172,7 +172,11 @@ typedef struct gr_device_map {
 	gr_map_kind kind;
 	int fd;                 /* cuda: the exported allocation (the caller closes it) */
 	const uint8_t *handle;  /* cuda_ipc: a cudaIpcMemHandle_t */
-	uint64_t bytes;
+	uint64_t bytes;         /* the whole range */
+	/* cuda: the bytes of it fd's allocation gives, from the start; less
+	 * than bytes when the range is built of several allocations, the
+	 * others added by map_device_part(). Else equal to bytes. */
+	uint64_t part_bytes;
 	const char *device;     /* the GPU's UUID ("GPU-...") or PCI bus id */
 	bool writable;          /* for writing too (a cumsum's out region) */
 } gr_device_map;
@@ -218,6 +222,14 @@ typedef struct gr_backend_ops {
 	int (*map_device)(gr_backend *b, const gr_device_map *m, gr_device_region *ret, char *why,
 			  size_t whylen);
 	void (*unmap_device)(gr_backend *b, gr_device_region *r);
+	/* Optional, with map_device: the next allocation (fd, the caller
+	 * closes it) of a range built of several (gr_device_map.part_bytes),
+	 * mapped at offset, where the parts before it end, for bytes of it.
+	 * Every part but the one that ends the range is a whole number of
+	 * the device's allocation granules. 0, or a negative errno and why.
+	 * Loop thread. */
+	int (*map_device_part)(gr_backend *b, gr_device_region *r, int fd, uint64_t offset,
+			       uint64_t bytes, char *why, size_t whylen);
 	/* Optional, with map_device: copy bytes of device memory at src, on
 	 * device, to host memory at dst, on the calling thread (any but a
 	 * backend callback's), done when it returns. 0, or a negative errno

@@ -14,7 +14,7 @@ static const char *const key_names[KEY_N] = {
 	[KEY_HANDLE] = "handle", [KEY_PARTIAL] = "partial",
 	[KEY_DDOF] = "ddof",     [KEY_OFFSETS] = "offsets",
 	[KEY_OUT_REGION] = "out_region", [KEY_OUT_OFFSET] = "out_offset",
-	[KEY_WRITABLE] = "writable",
+	[KEY_WRITABLE] = "writable", [KEY_PART_BYTES] = "part_bytes",
 };
 
 const char *params_key_name(req_key k)
@@ -25,7 +25,7 @@ const char *params_key_name(req_key k)
 unsigned params_method_keys(gr_method m)
 {
 	return m == GR_METHOD_REDUCE ? REDUCE_KEYS : m == GR_METHOD_MAP ? MAP_KEYS
-		: m == GR_METHOD_UNMAP ? UNMAP_KEYS : 0;
+		: m == GR_METHOD_UNMAP ? UNMAP_KEYS : m == GR_METHOD_MAP_PART ? MAP_PART_KEYS : 0;
 }
 
 /* "op, dtype, data, ..." for a method's messages. */
@@ -36,9 +36,11 @@ const char *params_method_key_list(gr_method m)
 		return "op, dtype, and data or region, offset, count; partial, ddof, offsets, "
 		       "out_region, out_offset";
 	case GR_METHOD_MAP:
-		return "bytes, kind, device, handle, writable";
+		return "bytes, kind, device, handle, writable, part_bytes";
 	case GR_METHOD_UNMAP:
 		return "region";
+	case GR_METHOD_MAP_PART:
+		return "region, bytes";
 	default:
 		return "none";
 	}
@@ -70,6 +72,10 @@ gr_method params_match_method(const char *w, size_t n)
 	case 6:
 		if (memcmp(w, "reduce", 6) == 0)
 			return GR_METHOD_REDUCE;
+		break;
+	case 8:
+		if (memcmp(w, "map_part", 8) == 0)
+			return GR_METHOD_MAP_PART;
 		break;
 	}
 	return GR_METHOD_NONE;
@@ -119,6 +125,8 @@ req_key params_match_key(const char *w, size_t n)
 			return KEY_WRITABLE;
 		break;
 	case 10:
+		if (memcmp(w, "part_bytes", 10) == 0)
+			return KEY_PART_BYTES;
 		if (memcmp(w, "out_region", 10) == 0)
 			return KEY_OUT_REGION;
 		if (memcmp(w, "out_offset", 10) == 0)

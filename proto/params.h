@@ -31,6 +31,7 @@ typedef enum req_key {
 	KEY_OUT_REGION,
 	KEY_OUT_OFFSET,
 	KEY_WRITABLE,
+	KEY_PART_BYTES,
 	KEY_N,
 } req_key;
 
@@ -42,8 +43,9 @@ typedef enum req_key {
 	 KEYBIT(KEY_OFFSETS) | KEYBIT(KEY_OUT_REGION) | KEYBIT(KEY_OUT_OFFSET))
 #define MAP_KEYS                                                                                   \
 	(KEYBIT(KEY_BYTES) | KEYBIT(KEY_KIND) | KEYBIT(KEY_DEVICE) | KEYBIT(KEY_HANDLE) |           \
-	 KEYBIT(KEY_WRITABLE))
+	 KEYBIT(KEY_WRITABLE) | KEYBIT(KEY_PART_BYTES))
 #define UNMAP_KEYS KEYBIT(KEY_REGION)
+#define MAP_PART_KEYS (KEYBIT(KEY_REGION) | KEYBIT(KEY_BYTES))
 
 /* A key's wire name ("?" when out of range). */
 const char *params_key_name(req_key k);

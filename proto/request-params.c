@@ -30,6 +30,13 @@ static void req_map_end_map(gr_req_parser *p)
 	else if (r->kind == GR_MAP_CUDA && r->has_handle)
 		req_fail(p, GR_ERR_INVALID_PARAMS,
 			 "kind cuda takes its handle as a file descriptor, not 'handle'");
+	else if (r->has_part_bytes && r->kind != GR_MAP_CUDA)
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'part_bytes' is only for kind cuda (a range over several allocations)");
+	else if (r->has_part_bytes && (r->part_bytes == 0 || r->part_bytes > r->bytes))
+		req_fail(p, GR_ERR_INVALID_PARAMS,
+			 "'part_bytes' (%" PRIu64 ") must be at least 1 and at most 'bytes' (%" PRIu64 ")",
+			 r->part_bytes, r->bytes);
 }
 
 /* A cumsum's values go out as one bin: 8 bytes each, below 4 GiB. */
@@ -127,9 +134,13 @@ void req_map_end(gr_req_parser *p)
 		req_map_end_map(p);
 		return;
 	}
-	if (r->method == GR_METHOD_UNMAP) {
+	if (r->method == GR_METHOD_UNMAP || r->method == GR_METHOD_MAP_PART) {
 		if (!r->has_region)
 			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'region'");
+		else if (r->method == GR_METHOD_MAP_PART && !r->has_bytes)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "missing key 'bytes'");
+		else if (r->method == GR_METHOD_MAP_PART && r->bytes == 0)
+			req_fail(p, GR_ERR_INVALID_PARAMS, "'bytes' must be at least 1");
 		return;
 	}
 	if (r->has_region || r->has_offset || r->has_count) {
@@ -354,6 +365,10 @@ static void req_on_uint(gr_req_parser *p, const gr_mp_token *t)
 				 t->u.u);
 		req_check_scan(p);
 		break;
+	case KEY_PART_BYTES:
+		r->part_bytes = t->u.u;
+		r->has_part_bytes = true;
+		break;
 	default:
 		r->bytes = t->u.u;
 		r->has_bytes = true;
@@ -378,6 +393,7 @@ void req_on_value(gr_req_parser *p, const gr_mp_token *t)
 	case KEY_DDOF:
 	case KEY_OUT_REGION:
 	case KEY_OUT_OFFSET:
+	case KEY_PART_BYTES:
 		req_on_uint(p, t);
 		return;
 	case KEY_PARTIAL:

@@ -69,6 +69,9 @@ typedef struct gr_req {
 	bool has_out_region, has_out_offset;
 	uint64_t out_region, out_offset;
 	bool writable;       /* map: for writing too ("writable": true) */
+	bool has_part_bytes;
+	uint64_t part_bytes; /* map of kind cuda: the first allocation's bytes of
+			      * several (map_part brings the others) */
 	gr_map_kind kind;    /* GR_MAP_HOST unless given */
 	uint64_t region;     /* reduce, unmap */
 	uint64_t offset;     /* reduce: bytes into the region (0 unless given) */

@@ -36,6 +36,7 @@ static const char *const method_names[] = {
 	[GR_METHOD_PING] = "ping",
 	[GR_METHOD_MAP] = "map",
 	[GR_METHOD_UNMAP] = "unmap",
+	[GR_METHOD_MAP_PART] = "map_part",
 };
 
 static const char *const map_kind_names[GR_MAP_N] = {

@@ -52,6 +52,7 @@ typedef enum gr_method {
 	GR_METHOD_PING,
 	GR_METHOD_MAP,
 	GR_METHOD_UNMAP,
+	GR_METHOD_MAP_PART,
 } gr_method;
 
 /* What a map request hands over (its "kind"). */

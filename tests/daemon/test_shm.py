@@ -54,6 +54,15 @@ class ShmClient(Client):
         assert resp is not None and resp[:2] == [1, self.msgid], resp
         return resp[2], resp[3]
 
+    def map_part(self, region, nbytes, fds):
+        """A map_part request with fds; (error, result)."""
+        self.msgid += 1
+        self.send_fds(pack([0, self.msgid, "map_part", [{"region": region, "bytes": nbytes}]]),
+                      fds)
+        resp = self.recv()
+        assert resp is not None and resp[:2] == [1, self.msgid], resp
+        return resp[2], resp[3]
+
     def map(self, size, fill=None):
         """A new sealed region of size bytes, mapped; (region id, our mmap)."""
         fd = memfd(size)
@@ -443,6 +452,32 @@ class Regions(ShmCase):
         self.assertIn("kind cuda" if BACKEND == "cpu" else "serves no GPU", err["message"])
         os.close(fd)
         self.assertAlive(c)
+
+    def test_map_part_needs_a_range_of_parts(self):
+        c = self.client()
+        region, m = c.map(4096, b"\1" * 4096)
+        fd = memfd(4096)
+        try:
+            err, _ = c.map_part(region, 4096, [fd])
+            self.assertEqual(err["code"], "invalid_params")
+            self.assertIn("is not a range of several allocations", err["message"])
+            err, _ = c.map_part(region + 1000, 4096, [fd])
+            self.assertIn("unknown region", err["message"])
+            err, _ = c.map_part(region, 4096, [fd, fd])
+            self.assertIn("map_part takes exactly one file descriptor; 2 came", err["message"])
+            c.msgid += 1
+            c.sock.sendall(pack([0, c.msgid, "map_part", [{"region": region, "bytes": 8}]]))
+            resp = c.recv()
+            self.assertEqual(resp[2]["code"], "invalid_params")
+            self.assertIn("map_part needs one file descriptor", resp[2]["message"])
+            err, _ = c.map_fds(4096, [fd], part_bytes=2048)
+            self.assertIn("'part_bytes' is only for kind cuda", err["message"])
+        finally:
+            os.close(fd)
+        # the region is as it was
+        self.assertEqual(c.reduce_region("sum", "i32", region, 0, 1024), (None, {"value": 0x01010101 * 1024, "count": 1024}))
+        self.assertAlive(c)
+        m.close()
 
     def test_limits(self):
         fds0, maps0 = self.baseline()

@@ -345,6 +345,15 @@ def conn_corpus(streams, extra):
     seeds["unmap-twice"] = b"\0" + rec(m4k, [fd(FD_SEALED)]) + rec(unmap + unmap + red)
     seeds["map-cuda-kind"] = b"\0" + rec(req(2, "map", [{"bytes": 64, "kind": "cuda",
                                                           "device": "GPU-0"}]), [fd(FD_SEALED)])
+    seeds["map-cuda-parts"] = b"\0" + rec(req(2, "map", [{"bytes": 1 << 22, "kind": "cuda",
+                                                           "device": "GPU-0",
+                                                           "part_bytes": 1 << 21}]),
+                                           [fd(FD_SEALED)])
+    seeds["map-part-of-host-region"] = b"\0" + rec(m4k, [fd(FD_SEALED)]) + \
+        rec(req(3, "map_part", [{"region": 1, "bytes": 4096}]), [fd(FD_SEALED)]) + rec(red)
+    seeds["map-part-without-fd"] = b"\0" + rec(req(2, "map_part", [{"region": 1, "bytes": 64}]))
+    seeds["map-part-two-fds"] = b"\0" + rec(req(2, "map_part", [{"region": 1, "bytes": 64}]),
+                                             [fd(FD_SEALED), fd(FD_PIPE_R)]) + rec(ping)
     seeds["map-then-eof"] = b"\0" + rec(m4k, [fd(FD_SEALED)], OP_SHUT)
     # large data: a bin32 header, then its bytes repeated, chunked by the daemon
     big = 145 * 4096  # 1 + 16 * 9 repeats of body

@@ -145,9 +145,17 @@ static void h_log_request(harness *h, const char *what)
 		char hx[16] = "";
 		if (r->has_handle)
 			sprintf(hx, " h=%08" PRIx32, h_fnv(r->handle, sizeof(r->handle)));
-		h_log(h, "%s %" PRIu32 " map %" PRIu64 " %s%s%s%s%s", what, r->msgid, r->bytes,
+		char pb[32] = "";
+		if (r->has_part_bytes)
+			sprintf(pb, " part %" PRIu64, r->part_bytes);
+		h_log(h, "%s %" PRIu32 " map %" PRIu64 " %s%s%s%s%s%s", what, r->msgid, r->bytes,
 		      gr_map_kind_name(r->kind), r->has_device ? " " : "",
-		      r->has_device ? r->device : "", hx, r->writable ? " writable" : "");
+		      r->has_device ? r->device : "", hx, r->writable ? " writable" : "", pb);
+		return;
+	}
+	if (r->method == GR_METHOD_MAP_PART) {
+		h_log(h, "%s %" PRIu32 " map_part %" PRIu64 " %" PRIu64, what, r->msgid, r->region,
+		      r->bytes);
 		return;
 	}
 	if (r->method == GR_METHOD_UNMAP) {
