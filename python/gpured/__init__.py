@@ -19,12 +19,13 @@ from ._exact import Partial, combine
 from ._version import __version__
 from ._wire import ARG_OPS, DTYPE_NAMES, OPS, ArgResult, Moments, Result, default_socket_path
 from .client import Client
+from .shareable import use_shareable_memory
 from .errors import (Busy, ConnectionError, Empty, Error, Internal, InvalidParams,
                      InvalidRequest, NotSupported, Timeout, TooLarge, UnknownMethod)
 
 __all__ = [
     "__version__", "Client", "Result", "ArgResult", "Moments", "Partial", "combine", "OPS", "ARG_OPS",
-    "DTYPE_NAMES", "default_socket_path",
+    "DTYPE_NAMES", "default_socket_path", "use_shareable_memory",
     "Error", "InvalidRequest", "UnknownMethod", "InvalidParams", "TooLarge", "Empty",
     "Busy", "Internal", "ConnectionError", "Timeout", "NotSupported",
 ]

@@ -383,14 +383,9 @@ class _Driver:
             self._uuids[ordinal] = u
         return u
 
-    def _ctx(self, ptr):
-        """The context ptr was allocated in; for memory of a device's
-        primary context (the runtime's, which the pointer does not name),
-        that one, retained once for the life of the process."""
-        ctx = self.attr(ptr, _ATTR_CONTEXT, ctypes.c_void_p)
-        if ctx:
-            return ctx
-        ordinal = self.attr(ptr, _ATTR_DEVICE_ORDINAL, ctypes.c_int)
+    def primary(self, ordinal):
+        """The primary context of device ordinal (the runtime's), retained
+        once for the life of the process."""
         ctx = self._primary.get(ordinal)
         if ctx is None:
             dev = ctypes.c_int()
@@ -400,6 +395,15 @@ class _Driver:
                        "cuDevicePrimaryCtxRetain")
             ctx = self._primary[ordinal] = c.value
         return ctx
+
+    def _ctx(self, ptr):
+        """The context ptr was allocated in; for memory of a device's
+        primary context (the runtime's, which the pointer does not name),
+        that one, retained once for the life of the process."""
+        ctx = self.attr(ptr, _ATTR_CONTEXT, ctypes.c_void_p)
+        if ctx:
+            return ctx
+        return self.primary(self.attr(ptr, _ATTR_DEVICE_ORDINAL, ctypes.c_int))
 
     def _in_ctx(self, ptr, fn):
         ctx = self._ctx(ptr)
@@ -456,9 +460,12 @@ def driver():
 
 
 class Allocation:
-    """Where a Span lies: the allocation to map, and how."""
+    """Where a Span lies: the allocation to map, and how. Memory of the
+    virtual-memory API (expandable segments, exportable pools) may span
+    several allocations mapped back to back: parts lists each one's
+    (base address, bytes), and the range is mapped as one region."""
 
-    __slots__ = ("key", "base", "size", "device", "vmm")
+    __slots__ = ("key", "base", "size", "device", "vmm", "parts")
 
     def __init__(self, sp):
         drv = driver()
@@ -470,6 +477,8 @@ class Allocation:
                                % ptr)
         self.device = drv.uuid(ordinal)
         self.vmm = False
+        self.parts = None
+        end = ptr + sp.nbytes
         if ipc:
             self.base, self.size = start, size
             self.key = (ordinal, "ipc", buf)
@@ -477,26 +486,63 @@ class Allocation:
             self.vmm = True
             self.base, self.size = mbase, msize
             self.key = (ordinal, "vmm", block, mbase)
+            if end > mbase + msize:
+                self._more_parts(drv, ordinal, block, end)
         else:
             raise NotSupported("its allocation can be handed to another process neither as "
                                "a legacy IPC handle nor as a file descriptor")
-        if ptr + sp.nbytes > self.base + self.size:
+        if end > self.base + self.size:
             raise NotSupported("it spans several allocations")
+
+    def _more_parts(self, drv, ordinal, block, end):
+        """The allocations mapped after the first up to end: each must be
+        exportable, of the same device, and start where the one before
+        it ends. The key names every part (its memory block and address),
+        so that memory the allocator unmaps and maps anew is mapped anew."""
+        parts = [(self.base, self.size)]
+        key = [block, self.base]
+        at = self.base + self.size
+        while at < end:
+            (mtype, o, _ipc, _start, _size, types, mbase, msize, _buf,
+             blk) = drv.attrs(at, _ALLOCATION_ATTRS)
+            if mtype != _MEMORY_DEVICE or o != ordinal or mbase != at or not msize:
+                raise NotSupported("it spans allocations that are not mapped back to back on "
+                                   "one device")
+            if not types & _HANDLE_POSIX_FD:
+                raise NotSupported("it spans allocations of which one cannot be exported as a "
+                                   "file descriptor")
+            parts.append((mbase, msize))
+            key += (blk, mbase)
+            at = mbase + msize
+        self.parts = parts
+        self.size = at - self.base
+        self.key = (ordinal, "vmm") + tuple(key)
 
     def map_params(self, writable=False):
         """(params of the map request, the fd to send or None); the caller
         closes the fd. writable: mapped for writing too (a cumsum's
-        output)."""
+        output). Where the range has several parts, this maps the first
+        and part_requests() the others."""
         drv = driver()
         if self.vmm:
             params, fd = {"kind": "cuda", "bytes": self.size, "device": self.device}, \
                 drv.export_fd(self.base)
+            if self.parts:
+                params["part_bytes"] = self.parts[0][1]
         else:
             params, fd = {"kind": "cuda_ipc", "handle": drv.ipc_handle(self.base),
                           "bytes": self.size, "device": self.device}, None
         if writable:
             params["writable"] = True
         return params, fd
+
+    def part_requests(self, region):
+        """For each part after the first: (the bytes after the msgid of
+        its map_part request into region, its base address, to export
+        with export_fd just before sending)."""
+        for base, size in (self.parts or ())[1:]:
+            yield (_wire._str("map_part") + msgpack.packb([{"region": region, "bytes": size}]),
+                   base)
 
 
 def allocation(sp, allow_copy):

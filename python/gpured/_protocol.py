@@ -432,7 +432,7 @@ class Protocol:
             return self._host_reduce(op, x, full, allow_copy, partial, ddof)
         sp.sync()
         return (_wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count, partial, ddof),
-                result_conv(op, sp.dtype, full, partial), None, None)
+                _holding(result_conv(op, sp.dtype, full, partial), sp), None, None)
 
     def _host_segments(self, op, x, full, allow_copy, ddof, offsets):
         """submit() with offsets (_wire.segments_request) in host memory."""
@@ -447,7 +447,7 @@ class Protocol:
             return self._host_segments(op, x, full, allow_copy, ddof, offsets)
         tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets, full, where)
         sp.sync()
-        return tail, conv, None, None
+        return tail, _holding(conv, sp), None, None
 
     def _cumsum(self, x, out, allow_copy):
         """submit("cumsum"): a region of this connection for the prefix
@@ -493,11 +493,38 @@ class Protocol:
             finally:
                 if fd is not None:
                     os.close(fd)
+            if alloc.parts:
+                res = yield from self._map_parts(alloc, res, allow_copy)
+                if res is None:
+                    return None
             hit, unmap = self.device_maps.store(alloc, res, writable)
             if unmap:
                 self.regions.doom(unmap)
                 self.on_unmap()
         return hit[0], sp.ptr - hit[1]
+
+    def _map_parts(self, alloc, res, allow_copy):
+        """Steps that hand over the parts after the first of a range of
+        several allocations, mapped by map's answer res: the last
+        map_part's answer, or None to copy instead (the region unmapped)."""
+        region = res.get("region") if isinstance(res, dict) else None
+        if not isinstance(region, int):
+            raise InvalidParams("map answered %r" % (res,))
+        drv = _device.driver()
+        try:
+            for tail, base in alloc.part_requests(region):
+                fd = drv.export_fd(base)
+                try:
+                    res = yield tail, ident, [fd], None
+                finally:
+                    os.close(fd)
+        except BaseException as e:
+            self.regions.doom([region])
+            self.on_unmap()
+            if isinstance(e, (InvalidParams, Busy, Internal)):
+                return _device.map_refused(e, allow_copy)
+            raise
+        return res
 
     def empty(self, shape, dtype, writable):
         """The Steps of Client.empty(): they return the array."""
@@ -518,6 +545,14 @@ class Protocol:
             raise InvalidParams("map answered %r" % (res,))
         self.regions.add(m, region, self.on_unmap, writable)
         return _regions.region_array(m, shape, dt, False)
+
+
+def _holding(conv, sp):
+    """conv, holding Span sp (and so the array it is of) until the answer
+    is converted: the daemon reads GPU memory in place while the request
+    is in flight, and an allocator must not reuse it under the request
+    when the caller drops the array."""
+    return lambda res, _sp=sp: conv(res)
 
 
 class Steps:
