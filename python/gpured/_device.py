@@ -346,6 +346,7 @@ class _Driver:
         self.check(lib.cuInit(0), "cuInit")
         self._uuids = {}
         self._primary = {}
+        self._tls = threading.local()
 
     def check(self, r, call):
         if r != 0:
@@ -363,13 +364,32 @@ class _Driver:
     def attrs(self, ptr, spec):
         """Several attributes of ptr in one call: spec is a tuple of
         (attribute, ctypes type); returns their values. Where ptr is no
-        CUDA memory they read as zero."""
-        vals = [t() for _a, t in spec]
-        kinds = (ctypes.c_int * len(spec))(*(a for a, _t in spec))
-        ptrs = (ctypes.c_void_p * len(spec))(*(ctypes.addressof(v) for v in vals))
-        self.check(self.lib.cuPointerGetAttributes(len(spec), kinds, ptrs, ptr),
-                   "cuPointerGetAttributes")
-        return tuple(v.value for v in vals)
+        CUDA memory they read as zero. The call's buffers are made once a
+        thread and spec."""
+        bufs = getattr(self._tls, "bufs", None)
+        if bufs is None:
+            bufs = self._tls.bufs = {}
+        b = bufs.get(spec)
+        if b is None:
+            vals = [t() for _a, t in spec]
+            kinds = (ctypes.c_int * len(spec))(*(a for a, _t in spec))
+            ptrs = (ctypes.c_void_p * len(spec))(*(ctypes.addressof(v) for v in vals))
+            b = bufs[spec] = (vals, kinds, ptrs, len(spec))
+        vals, kinds, ptrs, n = b
+        for v in vals:
+            v.value = 0
+        r = self.lib.cuPointerGetAttributes(n, kinds, ptrs, ptr)
+        if r:
+            self.check(r, "cuPointerGetAttributes")
+        return tuple([v.value for v in vals])
+
+    def block_at(self, ptr):
+        """The memory block (its id) that address ptr is mapped to; 0
+        where none."""
+        v = ctypes.c_uint64()
+        if self.lib.cuPointerGetAttribute(ctypes.byref(v), _ATTR_BLOCK_ID, ptr):
+            return 0
+        return v.value
 
     def uuid(self, ordinal):
         u = self._uuids.get(ordinal)
@@ -459,6 +479,13 @@ def driver():
     return _driver
 
 
+# The parts found after a first allocation (ordinal, block, base) of a
+# range of several: ((base, bytes, block), ...), for the most recent ones.
+_PARTS = collections.OrderedDict()
+_PARTS_LOCK = threading.Lock()
+_PARTS_MAX = 64
+
+
 class Allocation:
     """Where a Span lies: the allocation to map, and how. Memory of the
     virtual-memory API (expandable segments, exportable pools) may span
@@ -498,22 +525,42 @@ class Allocation:
         """The allocations mapped after the first up to end: each must be
         exportable, of the same device, and start where the one before
         it ends. The key names every part (its memory block and address),
-        so that memory the allocator unmaps and maps anew is mapped anew."""
+        so that memory the allocator unmaps and maps anew is mapped anew.
+        What a walk found is kept (_PARTS): the next array over the same
+        parts costs one query a part, that its block is still there."""
+        first = (ordinal, block, self.base)
+        known = _PARTS.get(first, ())
         parts = [(self.base, self.size)]
         key = [block, self.base]
         at = self.base + self.size
+        i = 0
+        stale = False
         while at < end:
-            (mtype, o, _ipc, _start, _size, types, mbase, msize, _buf,
-             blk) = drv.attrs(at, _ALLOCATION_ATTRS)
-            if mtype != _MEMORY_DEVICE or o != ordinal or mbase != at or not msize:
-                raise NotSupported("it spans allocations that are not mapped back to back on "
-                                   "one device")
-            if not types & _HANDLE_POSIX_FD:
-                raise NotSupported("it spans allocations of which one cannot be exported as a "
-                                   "file descriptor")
+            if i < len(known) and known[i][0] == at and drv.block_at(at) == known[i][2]:
+                mbase, msize, blk = known[i]
+            else:
+                stale = stale or i < len(known)
+                known = known[:i]
+                (mtype, o, _ipc, _start, _size, types, mbase, msize, _buf,
+                 blk) = drv.attrs(at, _ALLOCATION_ATTRS)
+                if mtype != _MEMORY_DEVICE or o != ordinal or mbase != at or not msize:
+                    raise NotSupported("it spans allocations that are not mapped back to back "
+                                       "on one device")
+                if not types & _HANDLE_POSIX_FD:
+                    raise NotSupported("it spans allocations of which one cannot be exported "
+                                       "as a file descriptor")
+                known = known + ((mbase, msize, blk),)
             parts.append((mbase, msize))
             key += (blk, mbase)
             at = mbase + msize
+            i += 1
+        with _PARTS_LOCK:
+            if stale or len(known) > len(_PARTS.get(first, ())):
+                _PARTS[first] = known
+            if first in _PARTS:
+                _PARTS.move_to_end(first)
+            while len(_PARTS) > _PARTS_MAX:
+                _PARTS.popitem(last=False)
         self.parts = parts
         self.size = at - self.base
         self.key = (ordinal, "vmm") + tuple(key)
