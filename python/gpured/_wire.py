@@ -134,10 +134,21 @@ def _uint(n):
     return struct.pack(">BQ", 0xcf, n)
 
 
+# The plain reduce by region's bytes up to the region id, by (op, dtype).
+_REGION_HEAD = {}
+_S_REGION, _S_OFFSET, _S_COUNT = _str("region"), _str("offset"), _str("count")
+
+
 def region_reduce_tail(op, dt, region, offset, count, partial=False, ddof=None, offsets=None):
     """The bytes after the msgid of a reduce by region (moments: with its
     ddof; segmented: with offsets, a little-endian uint64 array, before
     the region's keys)."""
+    if not partial and ddof is None and offsets is None:
+        head = _REGION_HEAD.get((op, dt))
+        if head is None:
+            head = _REGION_HEAD[op, dt] = (_REDUCE + b"\x85" + _str("op") + _str(op) +
+                                           _str("dtype") + _str(dt) + _S_REGION)
+        return (head + _uint(region) + _S_OFFSET + _uint(offset) + _S_COUNT + _uint(count))
     keys = 5 + bool(partial) + (ddof is not None) + (offsets is not None)
     head = bytes((0x80 | keys,)) + (_str("partial") + b"\xc3" if partial else b"")
     ddof_kv = b"" if ddof is None else _str("ddof") + _uint(ddof)
