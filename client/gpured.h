@@ -285,6 +285,18 @@ int gpured_map_cuda_fd(gpured_t *g, int fd, size_t bytes, const char *device,
 		       uint64_t *ret_region);
 int gpured_map_cuda_fd_flags(gpured_t *g, int fd, size_t bytes, const char *device,
 			     unsigned flags, uint64_t *ret_region);
+/*
+ * A range of several CUDA allocations mapped back to back in the caller's
+ * address space (as PyTorch's expandable segments map a large tensor), as
+ * one region: fds[i] is allocation i exported as a file descriptor and
+ * sizes[i] the bytes of the range it gives; every size but the last a
+ * whole number of the device's allocation granules (PROTOCOL.md,
+ * "map_part"). The descriptors stay the caller's. On an error the region
+ * is unmapped, and gpured_errmsg() says why. flags: as for
+ * gpured_map_cuda_fd_flags().
+ */
+int gpured_map_cuda_fds(gpured_t *g, const int *fds, const size_t *sizes, size_t n,
+			const char *device, unsigned flags, uint64_t *ret_region);
 int gpured_map_cuda_ipc(gpured_t *g, const void *handle, size_t bytes, const char *device,
 			uint64_t *ret_region);
 int gpured_map_cuda_ipc_flags(gpured_t *g, const void *handle, size_t bytes, const char *device,

@@ -82,10 +82,12 @@ static int read_region_id(const uint8_t *bytes, size_t len, uint64_t *ret)
 }
 
 /* A map request of kind (host, cuda with fd, cuda_ipc with handle);
- * writable asks for "writable": true. */
+ * writable asks for "writable": true; part_bytes, where less than bytes,
+ * maps the first of several allocations (kind cuda). */
 static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, size_t bytes,
-		    const char *device, bool writable, uint64_t *ret_region)
+		    size_t part_bytes, const char *device, bool writable, uint64_t *ret_region)
 {
+	bool parts = part_bytes < bytes;
 	pending *e;
 	int r, c;
 
@@ -93,10 +95,13 @@ static int map_call(gpured_t *g, gr_map_kind kind, int fd, const void *handle, s
 		return client_error(g, -EINVAL, "a region needs at least one byte, and its "
 				    "descriptor or handle and device");
 	r = region_begin(g, GR_METHOD_MAP,
-			 (kind == GR_MAP_HOST ? 1 : kind == GR_MAP_CUDA ? 3 : 4) + writable, &e);
+			 (kind == GR_MAP_HOST ? 1 : kind == GR_MAP_CUDA ? 3 : 4) + writable + parts,
+			 &e);
 	if (r < 0)
 		return r;
 	r = write_map_keys(&g->wbuf, kind, handle, bytes, device, writable);
+	if (r >= 0 && parts)
+		r = gr_mpw_kv_uint(&g->wbuf, "part_bytes", part_bytes);
 	if (r < 0)
 		return client_pending_unwritten(g, e, r);
 	e = client_call_send(g, e, fd, &r);
@@ -117,8 +122,8 @@ int gpured_map_fd_flags(gpured_t *g, int fd, size_t bytes, unsigned flags, uint6
 {
 	if (flags & ~(unsigned)GPURED_REGION_WRITABLE)
 		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
-	return map_call(g, GR_MAP_HOST, fd, NULL, bytes, NULL, flags & GPURED_REGION_WRITABLE,
-			ret_region);
+	return map_call(g, GR_MAP_HOST, fd, NULL, bytes, bytes, NULL,
+			flags & GPURED_REGION_WRITABLE, ret_region);
 }
 
 int gpured_map_cuda_fd(gpured_t *g, int fd, size_t bytes, const char *device,
@@ -132,8 +137,63 @@ int gpured_map_cuda_fd_flags(gpured_t *g, int fd, size_t bytes, const char *devi
 {
 	if (flags & ~(unsigned)GPURED_REGION_WRITABLE)
 		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
-	return map_call(g, GR_MAP_CUDA, fd, NULL, bytes, device, flags & GPURED_REGION_WRITABLE,
-			ret_region);
+	return map_call(g, GR_MAP_CUDA, fd, NULL, bytes, bytes, device,
+			flags & GPURED_REGION_WRITABLE, ret_region);
+}
+
+/* One map_part request: the next n bytes of region, from fd's allocation. */
+static int map_part_call(gpured_t *g, uint64_t region, int fd, size_t n)
+{
+	pending *e;
+	int r;
+
+	r = region_begin(g, GR_METHOD_MAP_PART, 2, &e);
+	if (r < 0)
+		return r;
+	if ((r = gr_mpw_kv_uint(&g->wbuf, "region", region)) < 0 ||
+	    (r = gr_mpw_kv_uint(&g->wbuf, "bytes", n)) < 0)
+		return client_pending_unwritten(g, e, r);
+	e = client_call_send(g, e, fd, &r);
+	if (!e)
+		return r;
+	return client_collect(g, e, NULL);
+}
+
+int gpured_map_cuda_fds(gpured_t *g, const int *fds, const size_t *sizes, size_t n,
+			const char *device, unsigned flags, uint64_t *ret_region)
+{
+	size_t bytes = 0;
+	uint64_t id;
+	int r;
+
+	if (flags & ~(unsigned)GPURED_REGION_WRITABLE)
+		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
+	if (n == 0 || !fds || !sizes)
+		return client_error(g, -EINVAL, "a range needs at least one allocation");
+	for (size_t i = 0; i < n; i++) {
+		if (sizes[i] == 0 || sizes[i] > SIZE_MAX - bytes)
+			return client_error(g, -EINVAL, "allocation %zu of the range: %zu bytes", i,
+					    sizes[i]);
+		bytes += sizes[i];
+	}
+	r = map_call(g, GR_MAP_CUDA, fds[0], NULL, bytes, sizes[0], device,
+		     flags & GPURED_REGION_WRITABLE, &id);
+	if (r < 0)
+		return r;
+	for (size_t i = 1; i < n; i++) {
+		if ((r = map_part_call(g, id, fds[i], sizes[i])) < 0) {
+			/* the message the caller reads stays the map_part's */
+			char msg[sizeof(g->errmsg)], code[sizeof(g->errcode)];
+			memcpy(msg, g->errmsg, sizeof(msg));
+			memcpy(code, g->errcode, sizeof(code));
+			gpured_unmap(g, id);
+			memcpy(g->errmsg, msg, sizeof(msg));
+			memcpy(g->errcode, code, sizeof(code));
+			return r;
+		}
+	}
+	*ret_region = id;
+	return 0;
 }
 
 int gpured_map_cuda_ipc(gpured_t *g, const void *handle, size_t bytes, const char *device,
@@ -149,7 +209,7 @@ int gpured_map_cuda_ipc_flags(gpured_t *g, const void *handle, size_t bytes, con
 		return client_error(g, -EINVAL, "unknown region flags %#x", flags);
 	if (!handle)
 		return client_error(g, -EINVAL, "no IPC handle");
-	return map_call(g, GR_MAP_CUDA_IPC, -1, handle, bytes, device,
+	return map_call(g, GR_MAP_CUDA_IPC, -1, handle, bytes, bytes, device,
 			flags & GPURED_REGION_WRITABLE, ret_region);
 }
 

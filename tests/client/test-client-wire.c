@@ -833,6 +833,82 @@ static void test_device_maps(void)
 	close(fd);
 }
 
+/* A range of three allocations: map with part_bytes, two map_parts of
+ * which the second is refused, then the unmap the client owes. */
+static void srv_device_parts(server *s)
+{
+	static const char *const want[] = { "map", "map_part", "map_part", "unmap" };
+	static const char *const keys_want[] = { "bytes kind device part_bytes", "region bytes",
+						 "region bytes", "region" };
+	char keys[128];
+	gr_buf out;
+
+	gr_buf_init(&out);
+	for (size_t i = 0; i < 4; i++) {
+		uint8_t *bytes;
+		gr_obj_tree t = { 0 };
+		const gr_obj *m;
+
+		srv_next_map(s, &bytes, &t, &m);
+		CHECK_MSG(str_is(&t.root->v.items[2], want[i]), "request %zu", i);
+		map_keys(m, keys, sizeof(keys));
+		CHECK_MSG(strcmp(keys, keys_want[i]) == 0, "request %zu: %s", i, keys);
+		uint32_t id = (uint32_t)t.root->v.items[1].v.u;
+		if (i == 0) {
+			CHECK(gr_obj_get(m, "bytes")->v.u == 3u << 21);
+			CHECK(gr_obj_get(m, "part_bytes")->v.u == 2u << 20);
+		} else {
+			CHECK(gr_obj_get(m, "region")->v.u == 7);
+		}
+		if (i == 1 || i == 2)
+			CHECK(gr_obj_get(m, "bytes")->v.u == 2u << 20);
+		if (i == 2) {
+			reply_error(&out, id, "invalid_params", "the third part is refused");
+		} else if (i == 3) {
+			reply_head(&out, id);
+			CHECK(gr_mpw_bool(&out, true) == 0);
+		} else {
+			reply_head(&out, id);
+			CHECK(gr_mpw_map(&out, 3) == 0);
+			CHECK(gr_mpw_kv_uint(&out, "region", 7) == 0);
+			CHECK(gr_mpw_kv_uint(&out, "bytes", 3u << 21) == 0);
+			CHECK(gr_mpw_kv_uint(&out, "mapped", (i + 1) << 21) == 0);
+		}
+		srv_write(s, out.data, out.len);
+		out.len = 0;
+		gr_obj_tree_deinit(&t);
+		free(bytes);
+	}
+	/* the bad arguments were refused without a request */
+	srv_pong(s, &out);
+	gr_buf_deinit(&out);
+}
+
+static void test_device_parts(void)
+{
+	const size_t sizes[] = { 2u << 20, 2u << 20, 2u << 20 }, zero[] = { 2u << 20, 0 };
+	uint64_t id = 0;
+	server s;
+	gpured_t *g;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	const int fds[] = { fd, fd, fd };
+
+	CHECK(fd >= 0);
+	server_start(&s, srv_device_parts);
+	CHECK_EQ(gpured_connect(s.path, &g), 0);
+	CHECK_EQ(gpured_map_cuda_fds(g, fds, sizes, 3, DEVICE_UUID, 0, &id), -EINVAL);
+	CHECK_MSG(strstr(gpured_errmsg(g), "the third part is refused"), "%s", gpured_errmsg(g));
+	CHECK(strcmp(gpured_errcode(g), "invalid_params") == 0);
+	CHECK_EQ(id, 0);
+	CHECK_EQ(gpured_map_cuda_fds(g, fds, sizes, 0, DEVICE_UUID, 0, &id), -EINVAL);
+	CHECK_EQ(gpured_map_cuda_fds(g, fds, zero, 2, DEVICE_UUID, 0, &id), -EINVAL);
+	CHECK_EQ(gpured_map_cuda_fds(g, fds, sizes, 3, DEVICE_UUID, 4, &id), -EINVAL);
+	CHECK_EQ(gpured_ping(g), 0);
+	gpured_close(g);
+	server_stop(&s);
+	close(fd);
+}
+
 /* A server that reads but never answers: the timeout ends the wait. */
 static void srv_silent(server *s)
 {
@@ -1027,6 +1103,7 @@ int main(int argc, char **argv)
 	test_fatal_with_id();
 	test_segments();
 	test_device_maps();
+	test_device_parts();
 	test_timeout();
 	test_flood();
 	if (argc > 1)

@@ -163,6 +163,63 @@ static void vmm_free(vmm &v)
 	close(v.fd);
 }
 
+/* A range of n allocations of one granule each, mapped back to back
+ * from one reservation, each exported: what expandable segments make. */
+struct vmm_parts {
+	CUdeviceptr ptr;
+	size_t gran, n;
+	std::vector<CUmemGenericAllocationHandle> h;
+	std::vector<int> fd;
+	std::vector<size_t> size;
+};
+
+static vmm_parts vmm_parts_new(size_t n, int dev = 0)
+{
+	auto create = drv<CUresult (*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long)>("cuMemCreate");
+	auto gran = drv<CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)>("cuMemGetAllocationGranularity");
+	auto reserve = drv<CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)>("cuMemAddressReserve");
+	auto map = drv<CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)>("cuMemMap");
+	auto access = drv<CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t)>("cuMemSetAccess");
+	auto exp = drv<CUresult (*)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long)>("cuMemExportToShareableHandle");
+	CUmemAllocationProp prop = {};
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = dev;
+	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	vmm_parts v = {};
+	CHECK(gran(&v.gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS, "granularity");
+	v.n = n;
+	CHECK(reserve(&v.ptr, n * v.gran, v.gran, 0, 0) == CUDA_SUCCESS, "reserve");
+	CUmemAccessDesc a = {};
+	a.location = prop.location;
+	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	for (size_t i = 0; i < n; i++) {
+		CUmemGenericAllocationHandle h;
+		int fd = -1;
+		CHECK(create(&h, v.gran, &prop, 0) == CUDA_SUCCESS, "cuMemCreate");
+		CHECK(map(v.ptr + i * v.gran, v.gran, 0, h, 0) == CUDA_SUCCESS, "map");
+		CHECK(access(v.ptr + i * v.gran, v.gran, &a, 1) == CUDA_SUCCESS, "access");
+		CHECK(exp(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS, "export");
+		v.h.push_back(h);
+		v.fd.push_back(fd);
+		v.size.push_back(v.gran);
+	}
+	return v;
+}
+
+static void vmm_parts_free(vmm_parts &v)
+{
+	auto unmap = drv<CUresult (*)(CUdeviceptr, size_t)>("cuMemUnmap");
+	auto afree = drv<CUresult (*)(CUdeviceptr, size_t)>("cuMemAddressFree");
+	auto release = drv<CUresult (*)(CUmemGenericAllocationHandle)>("cuMemRelease");
+	for (size_t i = 0; i < v.n; i++) {
+		unmap(v.ptr + i * v.gran, v.gran);
+		release(v.h[i]);
+		close(v.fd[i]);
+	}
+	afree(v.ptr, v.n * v.gran);
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
 {
@@ -462,6 +519,21 @@ int main(int argc, char **argv)
 	check_region(g, id, (void *)v.ptr, cap);
 	printf("fd: ok\n");
 
+	/* a range of allocations mapped back to back, as one region */
+	vmm_parts vp = vmm_parts_new((cap + (2u << 20) - 1) / (2u << 20));
+	uint64_t rid;
+	CHECK(gpured_map_cuda_fds(g, vp.fd.data(), vp.size.data(), vp.n, uuid, 0, &rid) == 0,
+	      "parts map: %s", gpured_errmsg(g));
+	check_region(g, rid, (void *)vp.ptr, cap);
+	CHECK(gpured_unmap(g, rid) == 0, "unmap parts");
+	std::vector<size_t> odd(vp.size);
+	odd[1] = vp.gran / 2; /* a part in the middle that is not whole granules */
+	uint64_t nope;
+	CHECK(gpured_map_cuda_fds(g, vp.fd.data(), odd.data(), vp.n, uuid, 0, &nope) == -EINVAL &&
+		      strstr(gpured_errmsg(g), "whole number of the device's allocation granules"),
+	      "odd part: %s", gpured_errmsg(g));
+	printf("parts: ok (%zu allocations of %zu KiB)\n", vp.n, vp.gran >> 10);
+
 	/* prefix sums of device memory into device memory */
 	check_cumsum(g, uuid);
 
@@ -533,6 +605,7 @@ int main(int argc, char **argv)
 	gpured_close(g);
 	daemon_stop(&d);
 	vmm_free(v);
+	vmm_parts_free(vp);
 	cudaFree(dm);
 	printf("device map: ok\n");
 	return 0;
