@@ -36,7 +36,7 @@ build_deps=(gcc meson ninja-build pkg-config libuv1-dev libmsgpack-dev libsystem
 # The Python suite drives the daemon through two stock msgpack-RPC clients
 # too: pynvim's session layer (python3-pynvim) and aio-msgpack-rpc, which
 # only PyPI has (install_pypi_deps).
-test_deps=(python3 python3-msgpack python3-numpy python3-pytest python3-dask python3-distributed python3-pynvim python3-pip systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
+test_deps=(python3 python3-dev python3-msgpack python3-numpy python3-pytest python3-dask python3-distributed python3-pynvim python3-pip systemd scdoc dpkg-dev debhelper fakeroot build-essential git groff-base)
 # The sanitizer and fuzz runs build with clang, its sanitizer runtimes and
 # libFuzzer.
 clang_deps=(clang libclang-rt-14-dev)

@@ -15,6 +15,10 @@ arrays chunk by chunk in each worker's gpured. The wire protocol is
 proto/PROTOCOL.md in the gpured sources.
 """
 
+# The C extension (_fast, client.py) may be built into another folder named
+# gpured on sys.path: meson's build tree puts it in BUILDDIR/python/gpured.
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
 from ._exact import Partial, combine
 from ._version import __version__
 from ._wire import ARG_OPS, DTYPE_NAMES, OPS, ArgResult, Moments, Result, default_socket_path

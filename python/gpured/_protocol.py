@@ -75,6 +75,11 @@ def _full(res):
     return _wire.reduce_value(res, True)
 
 
+# The converter of a plain reduce's value (the C extension, client.py's
+# _FastConn, reads the value of such a result itself).
+value_conv = _value
+
+
 # A whole-array reduce's result by op: (without full=, with full=True).
 _RESULTS = {op: (_value, _full) for op in _wire.OPS}
 _RESULTS.update({op: (_wire.arg_result,) * 2 for op in _wire.ARG_OPS})
@@ -113,6 +118,14 @@ def _small_head(op, dtype, n):
         _SMALL_HEADS.clear()
     hit = _SMALL_HEADS[op, dtype, n] = (mid + _wire.bin_header(n), _RESULTS[op][0])
     return hit
+
+
+def small_head(op, dtype, n):
+    """(the bytes after the msgid up to the elements, conv) of a small
+    whole-array reduce with no options of a plain NumPy array of dtype and
+    n bytes, as Protocol.submit's fast way makes it; None where that way
+    does not apply. The C extension asks once per (op, dtype, n)."""
+    return _SMALL_HEADS.get((op, dtype, n)) or _small_head(op, dtype, n)
 
 
 # The methods that take no params: their Calls, made once.

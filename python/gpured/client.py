@@ -6,10 +6,17 @@ be submitted from any number of threads and their answers may come back in
 any order. A thread that waits for a result reads the socket itself,
 completing whatever futures it meets; a background thread per connection
 reads only while nobody waits (see _Conn.drive and _Conn._background).
+
+Where the C extension gpured._fast is importable (and GPURED_PURE_PYTHON is
+not set), connections are _FastConn and futures _FastFuture: the same
+classes with the work every request pays for (sending, waiting, reading,
+decoding, completing futures) done in C, and everything else here.
 """
 
 import array
 import concurrent.futures
+import concurrent.futures._base as _futures_base
+import os
 import select
 import socket
 import struct
@@ -67,23 +74,41 @@ class _Conn:
             raise _protocol.connect_failed(path, e) from e
         self.sock = sock
         self.path = path
-        self.spin = spin        # seconds to read without blocking before a wait sleeps
         self.proto = _protocol.Protocol(path, concurrent.futures.InvalidStateError,
                                         self.flush_unmaps)
         self.lock = threading.Lock()        # held by whoever sends
         self.rlock = threading.Lock()       # held by whoever reads the socket
         self.poller = select.poll()
         self.poller.register(sock, select.POLLIN)
+        self._init_io(spin)
+        self.reader = threading.Thread(target=self._background, name="gpured-reader", daemon=True)
+        self.reader.start()
+
+    def _init_io(self, spin):
+        """The state of sending and waiting (_FastConn keeps it in C)."""
+        self.spin = spin        # seconds to read without blocking before a wait sleeps
         self.out = []                       # corked small requests, in order
         self.out_bytes = 0
         self.waiting = set()                # threads in drive() (set ops are atomic)
         self.last_fg_thread = None          # the last one that did
         self.reader_ident = None            # the thread holding rlock
         self.last_fg = 0.0
-        self.reader = threading.Thread(target=self._background, name="gpured-reader", daemon=True)
-        self.reader.start()
+
+    def _drop_corked(self):
+        self.out = []
+
+    def _close_socket(self):
+        self.sock.close()
 
     # ---- sending ----
+
+    def submit(self, op, x, full, allow_copy, partial, ddof, offsets, out, client):
+        """Client.submit(): the future of op over x. client._run runs the
+        Steps of a method that needs other requests answered first."""
+        call = self.proto.submit(op, x, full, allow_copy, partial, ddof, offsets, out)
+        if type(call) is not tuple:
+            call = client._run(call)
+        return self.request(*call)
 
     def request(self, tail, conv, fds=None, data=None):
         """Send REQ + msgid + tail (+ data, a buffer or a list of buffers
@@ -125,7 +150,7 @@ class _Conn:
                 # Interrupted (KeyboardInterrupt) maybe halfway through a
                 # message: the stream cannot be trusted any more.
                 proto.forget(m)
-                self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
+                self._send_interrupted()
                 raise
         return fut
 
@@ -148,7 +173,7 @@ class _Conn:
                 except OSError as e:
                     self._send_failed(e)
                 except BaseException:
-                    self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
+                    self._send_interrupted()
                     raise
             return True
         finally:
@@ -186,6 +211,9 @@ class _Conn:
             pass
         finally:
             self.lock.release()
+
+    def _send_interrupted(self):
+        self.fail(ConnectionError, "interrupted while sending to %s" % self.path)
 
     def _send_failed(self, e):
         """A send failed: the stream is broken mid-message (or the daemon
@@ -339,7 +367,7 @@ class _Conn:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        self.out = []
+        self._drop_corked()
 
     def close(self):
         if self.proto.dead is None:
@@ -351,7 +379,7 @@ class _Conn:
         got_r = self.reader_ident != threading.get_ident() and self.rlock.acquire(timeout=5.0)
         got_s = self.lock.acquire(timeout=5.0)
         try:
-            self.sock.close()
+            self._close_socket()
         finally:
             if got_s:
                 self.lock.release()
@@ -393,6 +421,69 @@ def _wait_done(fut, timeout):
             fut._condition.wait(timeout)
 
 
+def _extension():
+    """gpured._fast, the C extension, where it is importable and of this
+    version, unless $GPURED_PURE_PYTHON is set (and not 0); else None."""
+    if os.environ.get("GPURED_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _fast
+    except ImportError:
+        return None
+    return _fast if getattr(_fast, "API", None) == 1 else None
+
+
+_fast = _extension()
+if _fast is not None:
+    class _FastFuture(_fast.Future, concurrent.futures.Future):
+        """A concurrent.futures.Future whose state lives in C: made and
+        completed without a lock, its Condition made only when something
+        waits on it or watches it (concurrent.futures.wait, a callback),
+        after which completions take concurrent.futures' own way.
+        result() and exception() read the connection as _Future's do."""
+
+    class _FastConn(_fast.Conn, _Conn):
+        """_Conn with request(), submit()'s common case, drive() and
+        _read() in C (the corked requests and the replies not yet whole
+        kept there); the rest is _Conn's."""
+
+        def _init_io(self, spin):
+            self._attach(self.sock.fileno(), self.proto, self.lock, self.rlock, _FastFuture, spin)
+
+        def _close_socket(self):
+            self._forget_fd()
+            self.sock.close()
+
+    _fast.configure({
+        "PENDING": _futures_base.PENDING,
+        "CANCELLED": _futures_base.CANCELLED,
+        "CANCELLED_AND_NOTIFIED": _futures_base.CANCELLED_AND_NOTIFIED,
+        "FINISHED": _futures_base.FINISHED,
+        "base_set_result": concurrent.futures.Future.set_result,
+        "base_set_exception": concurrent.futures.Future.set_exception,
+        "base_result": concurrent.futures.Future.result,
+        "base_exception": concurrent.futures.Future.exception,
+        "Condition": threading.Condition,
+        "InvalidStateError": concurrent.futures.InvalidStateError,
+        "wait_done": _wait_done,
+        "ndarray": np.ndarray,
+        "small_head": _protocol.small_head,
+        "value_conv": _protocol.value_conv,
+        "pure_submit": _Conn.submit,
+        "buffers": _wire.buffers,
+        "Broken": _protocol.Broken,
+        "Error": Error,
+        "ConnectionError": ConnectionError,
+        "CORK_BYTES": CORK_BYTES,
+        "RECV_BYTES": RECV_BYTES,
+        "UNPACK_MAX_BYTES": _wire.UNPACK_MAX_BYTES,
+        "FG_GRACE": _FG_GRACE,
+    })
+    _CONN = _FastConn
+else:
+    _CONN = _Conn
+
+
 class Client:
     """A connection to a gpured daemon.
 
@@ -429,7 +520,7 @@ class Client:
         self.timeout = timeout
         if not 0 <= spin_us <= _SPIN_MAX_US:
             raise ValueError("spin_us: want 0 to %d microseconds, got %r" % (_SPIN_MAX_US, spin_us))
-        self._conn = _Conn(self.path, timeout, spin_us / 1e6)
+        self._conn = _CONN(self.path, timeout, spin_us / 1e6)
         self._finalizer = weakref.finalize(self, self._conn.close)
         self._finalizer.atexit = False
 
@@ -497,11 +588,7 @@ class Client:
         ``full``, ``partial``, ``ddof`` or ``offsets``): a future of the
         prefix sums; an ``out`` it names is written only once the future
         is done."""
-        conn = self._conn
-        call = conn.proto.submit(op, x, full, allow_copy, partial, ddof, offsets, out)
-        if type(call) is not tuple:
-            call = self._run(call)
-        return conn.request(*call)
+        return self._conn.submit(op, x, full, allow_copy, partial, ddof, offsets, out, self)
 
     def reduce(self, op, x, *, full=False, allow_copy=False, partial=False, ddof=None,
                offsets=None):
@@ -537,11 +624,8 @@ class Client:
         :func:`gpured.combine` joins with those of other pieces of an array
         into the value of the whole, exactly (float sums: the bits one
         request over the whole array gives, on the CPU backend)."""
-        conn = self._conn
-        call = conn.proto.submit(op, x, full, allow_copy, partial, ddof, offsets, None)
-        if type(call) is not tuple:
-            call = self._run(call)
-        return self._wait(conn.request(*call))
+        return self._wait(self._conn.submit(op, x, full, allow_copy, partial, ddof, offsets, None,
+                                            self))
 
     def sum(self, x, **kw):
         """Sum of every element of x (see :meth:`reduce`; ``offsets=``
