@@ -119,13 +119,14 @@ def alloc_pattern(lib, args):
     Returns (median ms a step, peak bytes the allocator held)."""
     import numpy as np
     import torch
+    import gpured.shareable
     rng = np.random.default_rng(4)
     sizes = [int(s) for s in np.exp2(rng.uniform(10, 24, 64))]
     if lib == "cupy":
         import cupy
         empty = lambda n: cupy.empty(n, dtype=cupy.float32)  # noqa: E731
         sync = cupy.cuda.Device().synchronize
-        pool = cupy.get_default_memory_pool()
+        pool = gpured.shareable.cupy_pool or cupy.get_default_memory_pool()
         held = pool.total_bytes
     else:
         empty = lambda n: torch.empty(n, dtype=torch.float32, device="cuda")  # noqa: E731

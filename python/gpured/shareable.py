@@ -191,16 +191,68 @@ def vmm_range(sizes, ordinal=0):
     return VmmRange(sizes, ordinal)
 
 
+class _Piece:
+    """A piece of a shared VmmRange: the range is freed when the last of
+    its pieces is and no new piece will come from it."""
+
+    __slots__ = ("slab",)
+
+    def __init__(self, slab):
+        self.slab = slab
+        slab[1] += 1
+
+    def __del__(self):
+        slab = self.slab
+        with VmmAllocator._lock:
+            slab[1] -= 1
+            free = slab[1] == 0 and slab[2]
+        if free:
+            slab[0].close()
+
+
 class VmmAllocator:
     """A CuPy allocator (``cupy.cuda.MemoryPool(VmmAllocator())``) of
-    exportable memory: each call makes one allocation of whole granules
-    with ``cuMemCreate``, freed when CuPy frees its memory."""
+    exportable memory, made with ``cuMemCreate``. Requests of at least
+    ``slab`` bytes get allocations of their own (whole granules); smaller
+    ones are carved, 512-byte aligned, from shared allocations of
+    ``slab`` bytes, so that small arrays do not take a granule each (and
+    go to the daemon as one mapping a slab). An allocation is freed once
+    CuPy has freed every array in it."""
+
+    # reentrant: a piece may be collected, and freed, while it is held
+    _lock = threading.RLock()
+
+    def __init__(self, slab=2 << 20):
+        self.slab_bytes = slab
+        self._open = {}             # device -> [range, pieces, closed, next offset]
 
     def __call__(self, size):
         import cupy
         dev = cupy.cuda.Device().id
-        r = VmmRange([max(int(size), 1)], dev)
-        mem = cupy.cuda.memory.UnownedMemory(r.ptr, r.size, r, dev)
+        size = max(int(size), 1)
+        if size >= self.slab_bytes:
+            r = VmmRange([size], dev)
+            mem = cupy.cuda.memory.UnownedMemory(r.ptr, r.size, r, dev)
+            return cupy.cuda.memory.MemoryPointer(mem, 0)
+        size = -(-size // 512) * 512
+        with self._lock:
+            slab = self._open.get(dev)
+            if slab is None or slab[3] + size > slab[0].size:
+                if slab is not None:
+                    slab[2] = True
+                    done = slab[1] == 0
+                else:
+                    done = False
+                old = slab
+                slab = self._open[dev] = [VmmRange([self.slab_bytes], dev), 0, False, 0]
+            else:
+                old, done = None, False
+            at = slab[3]
+            slab[3] += size
+            piece = _Piece(slab)
+        if done:
+            old[0].close()
+        mem = cupy.cuda.memory.UnownedMemory(slab[0].ptr + at, size, piece, dev)
         return cupy.cuda.memory.MemoryPointer(mem, 0)
 
 
@@ -224,6 +276,10 @@ def _torch_expandable():
         torch.cuda.empty_cache()
 
 
+# The CuPy pool use_shareable_memory() made, once it has.
+cupy_pool = None
+
+
 def use_shareable_memory(torch=None, cupy=None):
     """Allocate GPU memory the daemon can read in place, with no IPC handle,
     from now on: PyTorch's caching allocator with expandable segments, and
@@ -237,6 +293,8 @@ def use_shareable_memory(torch=None, cupy=None):
         done.append("torch")
     if cupy or (cupy is None and "cupy" in sys.modules):
         import cupy as cp
-        cp.cuda.set_allocator(cp.cuda.MemoryPool(VmmAllocator()).malloc)
+        global cupy_pool
+        cupy_pool = cp.cuda.MemoryPool(VmmAllocator())
+        cp.cuda.set_allocator(cupy_pool.malloc)
         done.append("cupy")
     return done

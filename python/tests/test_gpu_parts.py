@@ -310,7 +310,7 @@ def test_use_shareable_memory_torch(make_daemon):
 
 
 _SWITCH_CUPY = """
-import sys, cupy, numpy as np, gpured
+import sys, cupy, numpy as np, gpured, gpured._device, gpured.shareable
 assert gpured.use_shareable_memory() == ["cupy"]
 rng = np.random.default_rng(2)
 with gpured.Client(sys.argv[1], timeout=120) as c:
@@ -323,6 +323,20 @@ with gpured.Client(sys.argv[1], timeout=120) as c:
         c.cumsum(x, out=out)
         assert np.array_equal(cupy.asnumpy(out), c.cumsum(host))
     assert c.stats()["bytes_device"] > 0
+    # small arrays share 2 MiB allocations: few mappings for many arrays,
+    # and the memory given back once they are freed
+    free0 = cupy.cuda.runtime.memGetInfo()[0]
+    xs = [cupy.full(1000 + i, float(i)) for i in range(1000)]
+    for i, x in enumerate(xs):
+        assert c.sum(x) == float(i) * (1000 + i)
+    regions = sum(d.get("regions", 0) for d in c.info()["devices"])
+    assert regions <= gpured._device.MAX_MAPS, regions
+    del xs, x
+    gpured.shareable.cupy_pool.free_all_blocks()
+    # what stays: the open slab, and those the daemon's mappings (at
+    # most MAX_MAPS a connection) still hold
+    held = free0 - cupy.cuda.runtime.memGetInfo()[0]
+    assert held <= (gpured._device.MAX_MAPS + 1) * (2 << 20), held
 print("ok")
 """
 
