@@ -21,8 +21,6 @@ the array's bytes once per reduction.
 
 import argparse
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -35,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpured  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline import start_daemon  # noqa: E402
+from pipeline import start_daemon, stop_daemon  # noqa: E402
 
 
 def rate(fn, nbytes, seconds, runs):
@@ -143,10 +141,7 @@ def main():
             if args.gpu:
                 gpu(c, args)
     finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
-            shutil.rmtree(tmp, ignore_errors=True)
+        stop_daemon(proc, tmp)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,14 @@ def start_daemon(exe, extra):
     raise SystemExit("gpured did not start")
 
 
+def stop_daemon(proc, tmp):
+    """End what start_daemon started (proc None: nothing)."""
+    if proc is not None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run(c, x, op, inflight, seconds):
     """(requests per second, this process's CPU microseconds per request)."""
     n = 0
@@ -156,10 +164,7 @@ def main():
         rates.sort()
         print("median: %.0f req/s (load average %.1f)" % (rates[len(rates) // 2], os.getloadavg()[0]))
     finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
-            shutil.rmtree(tmp, ignore_errors=True)
+        stop_daemon(proc, tmp)
 
 
 if __name__ == "__main__":

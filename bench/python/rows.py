@@ -25,8 +25,6 @@ import argparse
 import collections
 import json
 import os
-import shutil
-import signal
 import sys
 
 import numpy as np
@@ -36,7 +34,7 @@ import gpured  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from arrays import latency  # noqa: E402
-from pipeline import start_daemon  # noqa: E402
+from pipeline import start_daemon, stop_daemon  # noqa: E402
 
 
 def per_row(c, t, inflight):
@@ -98,9 +96,7 @@ def main():
                           round(secs["per row"] / secs["segmented"], 1)}), flush=True)
         c.close()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_daemon(proc, tmp)
     return 0
 
 

@@ -25,8 +25,6 @@ import argparse
 import collections
 import json
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -133,7 +131,7 @@ def main():
               ("GPURED_PURE_PYTHON is set" if os.environ.get("GPURED_PURE_PYTHON")
                else "no gpured/_fast*.so under %s" % ext_dir), flush=True)
 
-    from pipeline import start_daemon
+    from pipeline import start_daemon, stop_daemon
     proc = tmp = None
     path = args.socket
     if args.daemon:
@@ -179,10 +177,7 @@ def main():
     finally:
         for c in clients.values():
             c.close()
-        if proc is not None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
-            shutil.rmtree(tmp, ignore_errors=True)
+        stop_daemon(proc, tmp)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,6 @@ once a process).
 import argparse
 import json
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -35,44 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
-
-
-def rate(fn, nbytes, seconds, runs):
-    fn()
-    out = []
-    for _ in range(runs):
-        n = 0
-        t0 = time.perf_counter()
-        end = t0 + seconds
-        while True:
-            fn()
-            n += 1
-            t = time.perf_counter()
-            if t >= end:
-                break
-        out.append(n * nbytes / (t - t0) / 1e9)
-    return statistics.median(out)
-
-
-def latency(fn, reps):
-    for _ in range(20):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
-
-
-def pipelined(c, x, inflight):
-    futs = []
-
-    def one():
-        futs.append(c.submit("sum", x))
-        if len(futs) >= inflight:
-            futs.pop(0).result()
-    return one
+from arrays import latency, pipelined, rate  # noqa: E402
 
 
 def child(args):
@@ -172,7 +133,7 @@ def main():
     if args.child:
         child(args)
         return
-    from pipeline import start_daemon
+    from pipeline import start_daemon, stop_daemon
     daemons = {}
     try:
         for name, extra in (("ipc", ["--allow-cuda-ipc", "yes"]), ("secure", [])):
@@ -193,9 +154,7 @@ def main():
         report(results)
     finally:
         for proc, _path, tmp in daemons.values():
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
-            shutil.rmtree(tmp, ignore_errors=True)
+            stop_daemon(proc, tmp)
 
 
 def report(results):

@@ -124,31 +124,58 @@ struct vmm {
 	int fd;
 };
 
+/* The driver's virtual-memory calls, and an exportable allocation's
+ * properties on dev. */
+struct vmm_api {
+	CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+	CUresult (*gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+	CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+	CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+	CUresult (*exp)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
+	CUmemAllocationProp prop;
+	size_t granule;
+};
+
+static vmm_api vmm_api_of(int dev)
+{
+	vmm_api a = {};
+	a.create = drv<decltype(a.create)>("cuMemCreate");
+	a.gran = drv<decltype(a.gran)>("cuMemGetAllocationGranularity");
+	a.reserve = drv<decltype(a.reserve)>("cuMemAddressReserve");
+	a.map = drv<decltype(a.map)>("cuMemMap");
+	a.access = drv<decltype(a.access)>("cuMemSetAccess");
+	a.exp = drv<decltype(a.exp)>("cuMemExportToShareableHandle");
+	a.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	a.prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a.prop.location.id = dev;
+	a.prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	CHECK(a.gran(&a.granule, &a.prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS,
+	      "granularity");
+	return a;
+}
+
+/* A new allocation of size bytes mapped at ptr, readable and writable on
+ * its device, and exported: its handle and descriptor. */
+static void vmm_map_new(const vmm_api &a, CUdeviceptr ptr, size_t size,
+			CUmemGenericAllocationHandle *h, int *fd)
+{
+	CHECK(a.create(h, size, &a.prop, 0) == CUDA_SUCCESS, "cuMemCreate");
+	CHECK(a.map(ptr, size, 0, *h, 0) == CUDA_SUCCESS, "map");
+	CUmemAccessDesc acc = {};
+	acc.location = a.prop.location;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	CHECK(a.access(ptr, size, &acc, 1) == CUDA_SUCCESS, "access");
+	CHECK(a.exp(fd, *h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS, "export");
+}
+
 static vmm vmm_new(size_t bytes, int dev = 0)
 {
-	auto create = drv<CUresult (*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long)>("cuMemCreate");
-	auto gran = drv<CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)>("cuMemGetAllocationGranularity");
-	auto reserve = drv<CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)>("cuMemAddressReserve");
-	auto map = drv<CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)>("cuMemMap");
-	auto access = drv<CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t)>("cuMemSetAccess");
-	auto exp = drv<CUresult (*)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long)>("cuMemExportToShareableHandle");
-	CUmemAllocationProp prop = {};
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = dev;
-	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-	size_t g = 0;
-	CHECK(gran(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS, "granularity");
+	vmm_api a = vmm_api_of(dev);
 	vmm v = {};
-	v.size = (bytes + g - 1) / g * g;
-	CHECK(create(&v.h, v.size, &prop, 0) == CUDA_SUCCESS, "cuMemCreate");
-	CHECK(reserve(&v.ptr, v.size, g, 0, 0) == CUDA_SUCCESS, "reserve");
-	CHECK(map(v.ptr, v.size, 0, v.h, 0) == CUDA_SUCCESS, "map");
-	CUmemAccessDesc a = {};
-	a.location = prop.location;
-	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	CHECK(access(v.ptr, v.size, &a, 1) == CUDA_SUCCESS, "access");
-	CHECK(exp(&v.fd, v.h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS, "export");
+	v.size = (bytes + a.granule - 1) / a.granule * a.granule;
+	CHECK(a.reserve(&v.ptr, v.size, a.granule, 0, 0) == CUDA_SUCCESS, "reserve");
+	vmm_map_new(a, v.ptr, v.size, &v.h, &v.fd);
 	return v;
 }
 
@@ -175,31 +202,15 @@ struct vmm_parts {
 
 static vmm_parts vmm_parts_new(size_t n, int dev = 0)
 {
-	auto create = drv<CUresult (*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long)>("cuMemCreate");
-	auto gran = drv<CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)>("cuMemGetAllocationGranularity");
-	auto reserve = drv<CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)>("cuMemAddressReserve");
-	auto map = drv<CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)>("cuMemMap");
-	auto access = drv<CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t)>("cuMemSetAccess");
-	auto exp = drv<CUresult (*)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long)>("cuMemExportToShareableHandle");
-	CUmemAllocationProp prop = {};
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = dev;
-	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	vmm_api a = vmm_api_of(dev);
 	vmm_parts v = {};
-	CHECK(gran(&v.gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS, "granularity");
+	v.gran = a.granule;
 	v.n = n;
-	CHECK(reserve(&v.ptr, n * v.gran, v.gran, 0, 0) == CUDA_SUCCESS, "reserve");
-	CUmemAccessDesc a = {};
-	a.location = prop.location;
-	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	CHECK(a.reserve(&v.ptr, n * v.gran, v.gran, 0, 0) == CUDA_SUCCESS, "reserve");
 	for (size_t i = 0; i < n; i++) {
 		CUmemGenericAllocationHandle h;
 		int fd = -1;
-		CHECK(create(&h, v.gran, &prop, 0) == CUDA_SUCCESS, "cuMemCreate");
-		CHECK(map(v.ptr + i * v.gran, v.gran, 0, h, 0) == CUDA_SUCCESS, "map");
-		CHECK(access(v.ptr + i * v.gran, v.gran, &a, 1) == CUDA_SUCCESS, "access");
-		CHECK(exp(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS, "export");
+		vmm_map_new(a, v.ptr + i * v.gran, v.gran, &h, &fd);
 		v.h.push_back(h);
 		v.fd.push_back(fd);
 		v.size.push_back(v.gran);

@@ -151,19 +151,32 @@ static int timeout_kw(const char *fname, PyObject *const *args, Py_ssize_t nargs
 	return 0;
 }
 
+/* result()'s and exception()'s arguments, and the connection read until f
+ * is done or the timeout passes: 0 and the time left in *timeout (a new
+ * reference in *ret_left, or NULL where nothing was read), or -1. */
+static int future_wait(fast_future *f, const char *name, PyObject *const *args,
+		       Py_ssize_t nargs, PyObject *kwnames, PyObject **timeout,
+		       PyObject **ret_left)
+{
+	*ret_left = NULL;
+	if (timeout_kw(name, args, nargs, kwnames, timeout) < 0)
+		return -1;
+	if (!future_state_done(f->state)) {
+		*ret_left = future_drive(f, *timeout);
+		if (*ret_left == NULL)
+			return -1;
+		*timeout = *ret_left;
+	}
+	return 0;
+}
+
 static PyObject *future_result(fast_future *f, PyObject *const *args, Py_ssize_t nargs,
 			       PyObject *kwnames)
 {
-	PyObject *timeout, *left = NULL, *r;
+	PyObject *timeout, *left, *r;
 
-	if (timeout_kw("result", args, nargs, kwnames, &timeout) < 0)
+	if (future_wait(f, "result", args, nargs, kwnames, &timeout, &left) < 0)
 		return NULL;
-	if (!future_state_done(f->state)) {
-		left = future_drive(f, timeout);
-		if (left == NULL)
-			return NULL;
-		timeout = left;
-	}
 	if (f->state == fast_cfg.finished && (f->exception == NULL || f->exception == Py_None)) {
 		/* the common case: no lock to take, as client._Future.result */
 		Py_XDECREF(left);
@@ -177,16 +190,10 @@ static PyObject *future_result(fast_future *f, PyObject *const *args, Py_ssize_t
 static PyObject *future_exception(fast_future *f, PyObject *const *args, Py_ssize_t nargs,
 				  PyObject *kwnames)
 {
-	PyObject *timeout, *left = NULL, *r;
+	PyObject *timeout, *left, *r;
 
-	if (timeout_kw("exception", args, nargs, kwnames, &timeout) < 0)
+	if (future_wait(f, "exception", args, nargs, kwnames, &timeout, &left) < 0)
 		return NULL;
-	if (!future_state_done(f->state)) {
-		left = future_drive(f, timeout);
-		if (left == NULL)
-			return NULL;
-		timeout = left;
-	}
 	r = PyObject_CallFunctionObjArgs(fast_cfg.base_exception, (PyObject *)f, timeout, NULL);
 	Py_XDECREF(left);
 	return r;
