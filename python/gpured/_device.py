@@ -446,22 +446,21 @@ class _Driver:
             return ctx
         return self.primary(self.attr(ptr, _ATTR_DEVICE_ORDINAL, ctypes.c_int))
 
-    def in_primary(self, ordinal, fn):
-        """fn() with device ordinal's primary context current."""
-        self.check(self.lib.cuCtxPushCurrent_v2(ctypes.c_void_p(self.primary(ordinal))),
-                   "cuCtxPushCurrent")
-        try:
-            return fn()
-        finally:
-            self.lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
-
-    def _in_ctx(self, ptr, fn):
-        ctx = self._ctx(ptr)
+    def _with_ctx(self, ctx, fn):
+        """fn() with context ctx current."""
         self.check(self.lib.cuCtxPushCurrent_v2(ctypes.c_void_p(ctx)), "cuCtxPushCurrent")
         try:
             return fn()
         finally:
             self.lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+
+    def in_primary(self, ordinal, fn):
+        """fn() with device ordinal's primary context current."""
+        return self._with_ctx(self.primary(ordinal), fn)
+
+    def _in_ctx(self, ptr, fn):
+        """fn() with the context of the memory at ptr current."""
+        return self._with_ctx(self._ctx(ptr), fn)
 
     def ctx_synchronize(self, ptr):
         self._in_ctx(ptr, lambda: self.check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize"))

@@ -106,15 +106,6 @@ class _Vmm:
             g = self._gran[ordinal] = v.value
         return g
 
-    def in_device(self, ordinal, fn):
-        """fn() with the device's primary context current."""
-        ctx = self.drv.primary(ordinal)
-        self.drv.check(self.lib.cuCtxPushCurrent_v2(ctypes.c_void_p(ctx)), "cuCtxPushCurrent")
-        try:
-            return fn()
-        finally:
-            self.lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
-
     def reserve(self, size, gran):
         ptr = ctypes.c_uint64()
         self.drv.check(self.lib.cuMemAddressReserve(ctypes.byref(ptr), size, gran, 0, 0),
@@ -143,7 +134,7 @@ class _Vmm:
             for at, n in parts:
                 self.lib.cuMemUnmap(at, n)
             self.lib.cuMemAddressFree(ptr, size)
-        self.in_device(ordinal, run)
+        self.drv.in_primary(ordinal, run)
 
 
 class VmmRange:
@@ -168,7 +159,7 @@ class VmmRange:
                 self.parts.append((at, n))
                 at += n
         try:
-            vmm.in_device(ordinal, build)
+            vmm.drv.in_primary(ordinal, build)
         except BaseException:
             self.close()
             raise
@@ -191,23 +182,39 @@ def vmm_range(sizes, ordinal=0):
     return VmmRange(sizes, ordinal)
 
 
+class _Slab:
+    """A VmmRange that small arrays are carved from: freed once no new
+    piece will come from it (closed) and none is left."""
+
+    __slots__ = ("range", "used", "pieces", "closed")
+
+    def __init__(self, r):
+        self.range, self.used, self.pieces, self.closed = r, 0, 0, False
+
+    def drop(self, close=False):
+        """One piece fewer (close: none will come, and no piece is
+        dropped); frees the range when that was the last."""
+        with VmmAllocator._lock:
+            if close:
+                self.closed = True
+            else:
+                self.pieces -= 1
+            free = self.closed and self.pieces == 0
+        if free:
+            self.range.close()
+
+
 class _Piece:
-    """A piece of a shared VmmRange: the range is freed when the last of
-    its pieces is and no new piece will come from it."""
+    """What a small array's memory holds: its slab, until it is freed."""
 
     __slots__ = ("slab",)
 
     def __init__(self, slab):
         self.slab = slab
-        slab[1] += 1
+        slab.pieces += 1
 
     def __del__(self):
-        slab = self.slab
-        with VmmAllocator._lock:
-            slab[1] -= 1
-            free = slab[1] == 0 and slab[2]
-        if free:
-            slab[0].close()
+        self.slab.drop()
 
 
 class VmmAllocator:
@@ -224,7 +231,7 @@ class VmmAllocator:
 
     def __init__(self, slab=2 << 20):
         self.slab_bytes = slab
-        self._open = {}             # device -> [range, pieces, closed, next offset]
+        self._open = {}             # device -> the _Slab small requests come from
 
     def __call__(self, size):
         import cupy
@@ -235,24 +242,18 @@ class VmmAllocator:
             mem = cupy.cuda.memory.UnownedMemory(r.ptr, r.size, r, dev)
             return cupy.cuda.memory.MemoryPointer(mem, 0)
         size = -(-size // 512) * 512
+        old = None
         with self._lock:
             slab = self._open.get(dev)
-            if slab is None or slab[3] + size > slab[0].size:
-                if slab is not None:
-                    slab[2] = True
-                    done = slab[1] == 0
-                else:
-                    done = False
+            if slab is None or slab.used + size > slab.range.size:
                 old = slab
-                slab = self._open[dev] = [VmmRange([self.slab_bytes], dev), 0, False, 0]
-            else:
-                old, done = None, False
-            at = slab[3]
-            slab[3] += size
+                slab = self._open[dev] = _Slab(VmmRange([self.slab_bytes], dev))
+            at = slab.used
+            slab.used += size
             piece = _Piece(slab)
-        if done:
-            old[0].close()
-        mem = cupy.cuda.memory.UnownedMemory(slab[0].ptr + at, size, piece, dev)
+        if old is not None:
+            old.drop(close=True)
+        mem = cupy.cuda.memory.UnownedMemory(slab.range.ptr + at, size, piece, dev)
         return cupy.cuda.memory.MemoryPointer(mem, 0)
 
 
