@@ -1,8 +1,8 @@
 /*
  * The numbers gpuredctl reads and writes: reading an input whole, strict
- * parsing of text input for a dtype (every token must be a number that the
- * dtype holds exactly in range), and printing results so that they read
- * back to the same value. Kept out of gpuredctl.c so the unit tests can
+ * parsing of text input for a dtype (every token must be a number: an
+ * integer the dtype holds, or a float within its range, rounded to it),
+ * and printing results so that they read back to the same value. Kept out of gpuredctl.c so the unit tests can
  * reach it.
  */
 #pragma once
@@ -31,9 +31,15 @@ int ctl_input_read_all(int fd, uint64_t size_hint, ctl_progress *progress, char 
 int ctl_input_region(gpured_t *g, const void *data, size_t bytes, gpured_region_t **ret);
 
 /*
- * Parse tok[0..len) as one element of dt and store it, packed, at out
- * (gpured_dtype_size(dt) bytes). Integers: decimal digits with an optional
- * sign. Floats: what strtod() accepts, including inf and nan.
+ * Parse tok[0..len) as one element of dt and store it, packed and
+ * little-endian, at out (gpured_dtype_size(dt) bytes). Integers: decimal
+ * digits with an optional sign, within the dtype's range. Floats: what
+ * strtod() accepts, including inf and nan, rounded to the nearest value
+ * of the dtype, ties to even; for f16, bf16, f8e4m3 and f8e5m2 the
+ * decimal itself is rounded once (never first to a double, then again).
+ * A finite number that rounds past the dtype's largest finite value is out
+ * of range, as is inf for f8e4m3, which has none; one that rounds to zero
+ * is a zero of its sign. nan is the dtype's quiet NaN (f8e4m3: S.1111.111).
  * Returns 0, -EINVAL if tok is not such a number, -ERANGE if it is out of
  * the dtype's range.
  */

@@ -70,6 +70,18 @@ typedef enum gpured_dtype {
 	GPURED_U64,
 	GPURED_F32,
 	GPURED_F64,
+	/* Narrow dtypes: every op gives what it gives for the elements
+	 * widened exactly, the floats to float, the integers to int32_t or
+	 * uint32_t. C has no type for the floats: pass their bits
+	 * (uint16_t, uint8_t), little-endian like every element. */
+	GPURED_F16,    /* IEEE binary16 */
+	GPURED_BF16,   /* bfloat16 */
+	GPURED_F8E4M3, /* OCP float8 E4M3 ("fn": no infinities) */
+	GPURED_F8E5M2, /* OCP float8 E5M2 */
+	GPURED_I8,
+	GPURED_U8,
+	GPURED_I16,
+	GPURED_U16,
 } gpured_dtype;
 
 /*
@@ -162,6 +174,20 @@ int gpured_reduce(gpured_t *g, gpured_op op, gpured_dtype dt, const void *data, 
 /* Shorthands for the two commonest reductions. */
 int gpured_sum_f32(gpured_t *g, const float *x, size_t n, double *ret);
 int gpured_sum_i64(gpured_t *g, const int64_t *x, size_t n, int64_t *ret);
+/*
+ * The sums of the narrow dtypes: the integers' exact, the floats' the
+ * exact sum rounded once to a double. C has no type for the narrow
+ * floats: x holds their bits (uint16_t for f16 and bf16, uint8_t for
+ * f8e4m3 and f8e5m2).
+ */
+int gpured_sum_i8(gpured_t *g, const int8_t *x, size_t n, int64_t *ret);
+int gpured_sum_u8(gpured_t *g, const uint8_t *x, size_t n, uint64_t *ret);
+int gpured_sum_i16(gpured_t *g, const int16_t *x, size_t n, int64_t *ret);
+int gpured_sum_u16(gpured_t *g, const uint16_t *x, size_t n, uint64_t *ret);
+int gpured_sum_f16(gpured_t *g, const uint16_t *x, size_t n, double *ret);
+int gpured_sum_bf16(gpured_t *g, const uint16_t *x, size_t n, double *ret);
+int gpured_sum_f8e4m3(gpured_t *g, const uint8_t *x, size_t n, double *ret);
+int gpured_sum_f8e5m2(gpured_t *g, const uint8_t *x, size_t n, double *ret);
 
 /* Ask the server for "pong". */
 int gpured_ping(gpured_t *g);
@@ -441,8 +467,9 @@ int gpured_wait_id_segments(gpured_t *g, uint32_t id, void *records, size_t reco
 
 /*
  * Prefix sums (PROTOCOL.md, "cumsum"): value i is the sum of elements 0
- * to i, of gpured_result_kind(GPURED_OP_SUM, dt): int64_t for i32 and
- * i64, uint64_t for u32 and u64, double for f32 and f64, 8 bytes each in
+ * to i, of gpured_result_kind(GPURED_OP_SUM, dt): int64_t for the signed
+ * integers, uint64_t for the unsigned ones, double for the floats (the
+ * narrow ones included), 8 bytes each in
  * the machine's (little-endian) layout. Integers wrap modulo 2^64 as sums
  * do; float prefix sums follow the one order PROTOCOL.md defines, so
  * their bits never depend on how the request travels.
@@ -533,7 +560,7 @@ int gpured_region_submit_cumsum(gpured_t *g, const gpured_region_t *r, gpured_dt
  * 2175), the value fits 68 words at scale -2176 (a multiple of 2^-2176
  * with -2^2175 <= value < 2^2175), specials has no other bits, a partial
  * of count 0 is zero with no specials, and _NEGZERO comes alone with a
- * zero value. The exact sum or sumsq of any f32 or f64 elements, up to
+ * zero value. The exact sum or sumsq of any float elements, up to
  * 2^64 - 1 of them, is always in range (a multiple of 2^-2148 below
  * 2^2112), and so is any combination of such partials.
  */
@@ -550,7 +577,7 @@ enum {
 
 typedef struct gpured_partial {
 	gpured_op op;       /* GPURED_OP_SUM or GPURED_OP_SUMSQ */
-	gpured_dtype dtype; /* GPURED_F32 or GPURED_F64 */
+	gpured_dtype dtype; /* a float dtype: f32, f64, f16, bf16, f8e4m3, f8e5m2 */
 	uint64_t count;     /* elements */
 	int32_t scale;
 	uint32_t specials;
@@ -558,7 +585,7 @@ typedef struct gpured_partial {
 	uint64_t limbs[GPURED_PARTIAL_LIMBS_MAX];
 } gpured_partial;
 
-/* The partial of no elements, for a float (f32, f64) sum or sumsq:
+/* The partial of no elements, for a float (f32, f64, or narrow) sum or sumsq:
  * 0, or -EINVAL for any other op and dtype. */
 int gpured_partial_init(gpured_partial *ret, gpured_op op, gpured_dtype dt);
 

@@ -30,7 +30,8 @@ static const char usage_tail[] =
 	"  -s, --socket PATH        Daemon socket (default: $GPURED_SOCKET, else\n"
 	"                           /run/gpured.sock for root, else\n"
 	"                           $XDG_RUNTIME_DIR/gpured.sock)\n"
-	"  -t, --dtype TYPE         Element type: i32 i64 u32 u64 f32 f64 (default f64)\n"
+	"  -t, --dtype TYPE         Element type: i8 i16 i32 i64 u8 u16 u32 u64 f8e4m3\n"
+	"                           f8e5m2 f16 bf16 f32 f64 (default f64)\n"
 	"  -r, --raw                Input is packed little-endian binary elements,\n"
 	"                           not whitespace-separated text\n"
 	"  -j, --json               Print JSON (top: one line per refresh; cumsum: one\n"
@@ -52,7 +53,9 @@ static const char usage_tail[] =
 	"  -V, --version            Show the version\n"
 	"\n"
 	"Text input is numbers separated by white space; every token must be a\n"
-	"number of the element type (integers in decimal, in range).\n"
+	"number of the element type: integers in decimal, in range; floats are\n"
+	"rounded to the type (to nearest, ties to even), and a finite number past\n"
+	"its largest value is out of range.\n"
 	"Integer results print exactly; float results print with 17 significant\n"
 	"digits. While a reduction reads a large input, a progress bar shows on\n"
 	"standard error when that is a terminal.\n"
@@ -379,7 +382,10 @@ static int parse_options(int argc, char **argv, ctl_args *a)
 			break;
 		case 't':
 			if (gpured_dtype_parse(optarg, &a->dt) < 0) {
-				fprintf(stderr, "%s: unknown dtype '%s' (i32 i64 u32 u64 f32 f64)\n", ctl_prog, optarg);
+				fprintf(stderr, "%s: unknown dtype '%s' (", ctl_prog, optarg);
+				for (int i = 0; gpured_dtype_name((gpured_dtype)i); i++)
+					fprintf(stderr, "%s%s", i ? " " : "", gpured_dtype_name((gpured_dtype)i));
+				fputs(")\n", stderr);
 				return CTL_EXIT_USAGE;
 			}
 			a->have_dtype = true;

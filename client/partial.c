@@ -10,6 +10,7 @@
 
 #include "client/partial.h"
 #include "math/fsum.h"
+#include "proto/types.h"
 
 _Static_assert(GPURED_PARTIAL_LIMBS_MAX == GR_FSUM_LIMBS_MAX, "limbs");
 _Static_assert(GPURED_PARTIAL_SCALE_MIN == GR_FSUM_SCALE_MIN, "scale");
@@ -21,8 +22,9 @@ _Static_assert((int)GPURED_PARTIAL_NEGZERO == (int)GR_FSUM_NEGZERO, "specials");
 
 bool client_partial_kind(gpured_op op, gpured_dtype dt)
 {
-	return (op == GPURED_OP_SUM || op == GPURED_OP_SUMSQ) &&
-	       (dt == GPURED_F32 || dt == GPURED_F64);
+	/* the narrow floats' sums are their widened f32 elements' */
+	return (op == GPURED_OP_SUM || op == GPURED_OP_SUMSQ) && (unsigned)dt < GR_DT_N &&
+	       gr_dtype_is_float((gr_dtype)dt);
 }
 
 static void to_exact(const gpured_partial *p, gr_fsum *ret)

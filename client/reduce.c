@@ -197,22 +197,26 @@ int gpured_reduce_region(gpured_t *g, uint64_t region, gpured_op op, gpured_dtyp
 	return r < 0 ? r : gpured_wait_id(g, id, ret);
 }
 
-int gpured_sum_f32(gpured_t *g, const float *x, size_t n, double *ret)
-{
-	gpured_value v;
-	int r = gpured_reduce(g, GPURED_OP_SUM, GPURED_F32, x, n, &v);
+/* A sum of elements typed ctype (their bits, for the narrow floats),
+ * whose value is field of the result. */
+#define SUM_SHORTHAND(name, ctype, dt, rtype, field)                                             \
+	int name(gpured_t *g, const ctype *x, size_t n, rtype *ret)                               \
+	{                                                                                          \
+		gpured_value v;                                                                    \
+		int r = gpured_reduce(g, GPURED_OP_SUM, dt, x, n, &v);                             \
+                                                                                                   \
+		if (r == 0)                                                                        \
+			*ret = v.v.field;                                                          \
+		return r;                                                                          \
+	}
 
-	if (r == 0)
-		*ret = v.v.f;
-	return r;
-}
-
-int gpured_sum_i64(gpured_t *g, const int64_t *x, size_t n, int64_t *ret)
-{
-	gpured_value v;
-	int r = gpured_reduce(g, GPURED_OP_SUM, GPURED_I64, x, n, &v);
-
-	if (r == 0)
-		*ret = v.v.i;
-	return r;
-}
+SUM_SHORTHAND(gpured_sum_f32, float, GPURED_F32, double, f)
+SUM_SHORTHAND(gpured_sum_i64, int64_t, GPURED_I64, int64_t, i)
+SUM_SHORTHAND(gpured_sum_i8, int8_t, GPURED_I8, int64_t, i)
+SUM_SHORTHAND(gpured_sum_u8, uint8_t, GPURED_U8, uint64_t, u)
+SUM_SHORTHAND(gpured_sum_i16, int16_t, GPURED_I16, int64_t, i)
+SUM_SHORTHAND(gpured_sum_u16, uint16_t, GPURED_U16, uint64_t, u)
+SUM_SHORTHAND(gpured_sum_f16, uint16_t, GPURED_F16, double, f)
+SUM_SHORTHAND(gpured_sum_bf16, uint16_t, GPURED_BF16, double, f)
+SUM_SHORTHAND(gpured_sum_f8e4m3, uint8_t, GPURED_F8E4M3, double, f)
+SUM_SHORTHAND(gpured_sum_f8e5m2, uint8_t, GPURED_F8E5M2, double, f)

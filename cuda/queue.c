@@ -238,7 +238,7 @@ static bool (*const cuda_runs_kind[GR_JOB_KINDS])(const gr_job *j) = {
 /* Whether a kernel here runs j at all: submit() fails the others. */
 static bool cuda_runs(const gr_job *j)
 {
-	return j->kind < GR_JOB_KINDS && cuda_runs_kind[j->kind] && cuda_runs_kind[j->kind](j);
+	return gr_backend_dtype_on_device(j->dtype) && j->kind < GR_JOB_KINDS && cuda_runs_kind[j->kind] && cuda_runs_kind[j->kind](j);
 }
 
 bool cuda_takes(const gr_backend *b, const gr_job *j)

@@ -213,6 +213,13 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 					 r->id, out->id);
 		return;
 	}
+	if (preq->scan && r->device >= 0 && !gr_backend_dtype_on_device(preq->dtype)) {
+		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
+				 "the cumsum of %s elements in GPU memory is not served (the "
+				 "GPU's prefix sums take i32, i64, u32, u64, f32 and f64)",
+				 gr_dtype_name(preq->dtype));
+		return;
+	}
 	if (preq->scan && r->device >= 0 && ((uintptr_t)r->base + preq->offset) % size) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "the cumsum of %s elements in GPU memory needs an offset on a %zu-byte "
@@ -227,6 +234,7 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 	 * request-fetch.c) */
 	bool exact_op = preq->op == GR_OP_SUM || preq->op == GR_OP_SUMSQ;
 	if (r->device >= 0 && exact_op && gr_dtype_is_float(preq->dtype) && !preq->has_offsets &&
+	    gr_backend_dtype_on_device(preq->dtype) &&
 	    ((uintptr_t)r->base + preq->offset) % size) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "the %s of %s elements in GPU memory needs an offset on a %zu-byte "

@@ -142,10 +142,14 @@ int gr_server_write_info(gr_server *s, gr_buf *b)
 	const gr_config *cfg = s->cfg;
 	unsigned ndevices = gr_backend_ndevices(be);
 
-	W(gr_mpw_map(b, 6));
+	W(gr_mpw_map(b, 7));
 	W(write_kv_str(b, "version", GPURED_VERSION));
 	W(write_kv_str(b, "backend", be->name));
 	W(write_kv_str(b, "socket", s->path ? s->path : ""));
+	W(gr_mpw_cstr(b, "dtypes"));
+	W(gr_mpw_array(b, GR_DT_N));
+	for (unsigned i = 0; i < GR_DT_N; i++)
+		W(gr_mpw_cstr(b, gr_dtype_name((gr_dtype)i)));
 	W(gr_mpw_cstr(b, "devices"));
 	W(gr_mpw_array(b, ndevices));
 	for (unsigned i = 0; i < ndevices; i++) {

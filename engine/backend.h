@@ -278,6 +278,17 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
  * thread may submit meanwhile. */
 void gr_backend_cpu_wait_idle(gr_backend *b);
 
+/*
+ * Does a backend with map_device have kernels for dt in device memory?
+ * Its kernels read the 4- and 8-byte dtypes; the daemon copies device
+ * memory of the narrow dtypes to the host, where the CPU widens it
+ * (math/widen.h), and does not take their prefix sums.
+ */
+static inline bool gr_backend_dtype_on_device(gr_dtype dt)
+{
+	return !gr_dtype_is_narrow(dt);
+}
+
 /* Elements one job of segments of device memory may have, at most. */
 #define GR_BACKEND_SEGS_MAX_ELEMS ((uint64_t)1 << 30)
 
@@ -304,7 +315,8 @@ static inline uint64_t gr_backend_segs_moments_max(gr_dtype dt)
 static inline bool gr_backend_segs_on_device(gr_op op, gr_dtype dt, const void *data, uint64_t n,
 					     uint64_t k)
 {
-	return (op != GR_OP_MOMENTS || k <= gr_backend_segs_moments_max(dt)) &&
+	return gr_backend_dtype_on_device(dt) &&
+	       (op != GR_OP_MOMENTS || k <= gr_backend_segs_moments_max(dt)) &&
 	       (uintptr_t)data % gr_dtype_size(dt) == 0 && n <= GR_BACKEND_SEGS_MAX_ELEMS;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "math/cumsum.h"
+#include "math/widen.h"
 
 /* the order's shape within a tile (cuda/scan.h) */
 enum { THREADS = 256, PER = 16, LANES = 32, WARPS = THREADS / LANES };
@@ -212,12 +213,19 @@ static double tile_scan(const double R[THREADS], double E[THREADS])
 	return p;
 }
 
-/* LOCAL, one tile: the threads' running sums to out; the tile's total. */
+/* LOCAL, one tile: the threads' running sums to out; the tile's total.
+ * A narrow float dtype's tile is widened to floats first (widen.h). */
 static double tile_local(gr_dtype dt, const uint8_t *in, size_t n, double *out)
 {
 	double R[THREADS], E[THREADS];
 
-	tile_threads(dt, in, n, out, R);
+	if (gr_dtype_is_narrow(dt)) {
+		uint32_t buf[GR_CUMSUM_TILE];
+		gr_widen(dt, in, n, buf);
+		tile_threads(GR_DT_F32, (const uint8_t *)buf, n, out, R);
+	} else {
+		tile_threads(dt, in, n, out, R);
+	}
 	return tile_scan(R, E);
 }
 
@@ -302,6 +310,24 @@ LOCAL_INT(local_i32, GR_DT_I32)
 LOCAL_INT(local_u32, GR_DT_U32)
 LOCAL_INT(local_64, GR_DT_U64)
 
+/* A narrow integer dtype: its elements widened a tile at a time, then as
+ * i32's or u32's. */
+static uint64_t local_narrow(gr_dtype dt, const uint8_t *in, size_t n, uint64_t carry,
+			     uint64_t *out)
+{
+	const size_t size = gr_dtype_size(dt);
+	uint32_t buf[GR_CUMSUM_TILE];
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i += GR_CUMSUM_TILE) {
+		size_t k = n - i < GR_CUMSUM_TILE ? n - i : GR_CUMSUM_TILE;
+		gr_widen(dt, in + i * size, k, buf);
+		total += (gr_dtype_wide(dt) == GR_DT_I32 ? local_i32 : local_u32)(
+		    (const uint8_t *)buf, k, carry + total, out + i);
+	}
+	return total;
+}
+
 static void carry_int(gr_cumsum_job *cj, size_t n)
 {
 	uint64_t *out = (uint64_t *)(void *)cj->out;
@@ -332,7 +358,9 @@ void gr_cumsum_run(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n)
 		return;
 	}
 	/* LOCAL's carry is 0 */
-	if (dt == GR_DT_I32)
+	if (gr_dtype_is_narrow(dt))
+		cj->total = local_narrow(dt, data, n, cj->carry, out);
+	else if (dt == GR_DT_I32)
 		cj->total = local_i32(data, n, cj->carry, out);
 	else if (dt == GR_DT_U32)
 		cj->total = local_u32(data, n, cj->carry, out);

@@ -45,6 +45,9 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#ifdef __x86_64__
+#include <cpuid.h>
+#endif
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -617,19 +620,34 @@ static gr_block_table block_fns_base = BLOCK_TABLE(_base);
 static gr_block_table block_fns_avx2 = BLOCK_TABLE(_avx2);
 #endif
 
-static gr_block_table *block_table(void)
+int gr_reduce_isa(void)
 {
 #ifdef GR_HAVE_AVX2
-	/* 0: not chosen yet, 1: baseline, 2: AVX2; racing first calls agree */
+	/* 0: not chosen yet; racing first calls agree */
 	static _Atomic int isa;
 	int i = atomic_load_explicit(&isa, memory_order_relaxed);
 	if (!i) {
 		const char *e = getenv("GPURED_REDUCE_ISA");
 		__builtin_cpu_init();
-		i = (e && strcmp(e, "baseline") == 0) || !__builtin_cpu_supports("avx2") ? 1 : 2;
+		/* F16C: CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports
+		 * does not know it) */
+		unsigned a, b, c = 0, d;
+		bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+		i = (e && strcmp(e, "baseline") == 0) || !__builtin_cpu_supports("avx2") ? GR_ISA_BASE
+		    : f16c                                                             ? GR_ISA_AVX2_F16C
+											: GR_ISA_AVX2;
 		atomic_store_explicit(&isa, i, memory_order_relaxed);
 	}
-	if (i == 2)
+	return i;
+#else
+	return GR_ISA_BASE;
+#endif
+}
+
+static gr_block_table *block_table(void)
+{
+#ifdef GR_HAVE_AVX2
+	if (gr_reduce_isa() >= GR_ISA_AVX2)
 		return &block_fns_avx2;
 #endif
 	return &block_fns_base;
@@ -637,6 +655,10 @@ static gr_block_table *block_table(void)
 
 void gr_reduce_block(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret)
 {
+	if (gr_dtype_is_narrow(dt)) {
+		gr_reduce_narrow_block(op, dt, data, n, ret);
+		return;
+	}
 	gr_partial_identity(op, dt, ret);
 	if (n == 0)
 		return;

@@ -34,5 +34,8 @@
 /* Reduce one block: n <= GR_REDUCE_BLOCK elements at data (any alignment). */
 void gr_reduce_block(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret);
 
+/* gr_reduce_block() of a narrow dtype (reduce-narrow.c). */
+void gr_reduce_narrow_block(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret);
+
 /* Reduce n elements in the canonical shape, on the calling thread. */
 void gr_reduce(gr_op op, gr_dtype dt, const void *data, size_t n, gr_partial *ret);

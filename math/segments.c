@@ -94,6 +94,14 @@ static uint64_t empty_extreme(gr_dtype dt, bool is_max)
 	double f;
 
 	switch (dt) {
+	case GR_DT_I8:
+		return (uint64_t)(is_max ? (int64_t)INT8_MIN : (int64_t)INT8_MAX);
+	case GR_DT_I16:
+		return (uint64_t)(is_max ? (int64_t)INT16_MIN : (int64_t)INT16_MAX);
+	case GR_DT_U8:
+		return is_max ? 0 : UINT8_MAX;
+	case GR_DT_U16:
+		return is_max ? 0 : UINT16_MAX;
 	case GR_DT_I32:
 		return (uint64_t)(is_max ? (int64_t)INT32_MIN : (int64_t)INT32_MAX);
 	case GR_DT_I64:

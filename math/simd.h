@@ -27,11 +27,18 @@
 #define GR_HAVE_AVX2 1
 #define GR_AVX2 __attribute__((target("avx2")))
 #define GR_AVX2_FMA __attribute__((target("avx2,fma")))
+#define GR_AVX2_F16C __attribute__((target("avx2,f16c")))
 #define GR_AVX2_ONLY(...) __VA_ARGS__
 #include <immintrin.h>
 #else
 #define GR_AVX2_ONLY(...)
 #endif
+
+/* The kernels chosen (reduce.c): the baseline's, AVX2's, or AVX2's with
+ * F16C's conversions too (the narrow dtypes' widening, widen.c and
+ * xsum-narrow.c); GPURED_REDUCE_ISA=baseline picks the first. */
+enum { GR_ISA_BASE = 1, GR_ISA_AVX2, GR_ISA_AVX2_F16C };
+int gr_reduce_isa(void);
 
 typedef double v4df __attribute__((vector_size(32)));
 typedef float v4sf __attribute__((vector_size(16)));

@@ -193,14 +193,14 @@ bool params_match_dtype(const char *w, size_t n, gr_dtype *ret)
 {
 	bool wide;
 
-	if (n != 3)
-		return false;
+	if (n != 3 || w[0] == 'b')
+		return gr_dtype_parse(w, n, ret);
 	if (w[1] == '3' && w[2] == '2')
 		wide = false;
 	else if (w[1] == '6' && w[2] == '4')
 		wide = true;
 	else
-		return false;
+		return gr_dtype_parse(w, n, ret);
 	switch (w[0]) {
 	case 'i':
 		*ret = wide ? GR_DT_I64 : GR_DT_I32;
@@ -213,6 +213,116 @@ bool params_match_dtype(const char *w, size_t n, gr_dtype *ret)
 		return true;
 	}
 	return false;
+}
+
+/*
+ * An integer element of a narrow integer dtype (size bytes, signed or
+ * not), in range: stored little-endian.
+ */
+static const char *convert_narrow_int(const gr_mp_token *t, bool is_signed, unsigned size,
+				      uint8_t *out)
+{
+	const int64_t lo = is_signed ? -((int64_t)1 << (8 * size - 1)) : 0;
+	const uint64_t hi = is_signed ? ((uint64_t)1 << (8 * size - 1)) - 1
+				      : ((uint64_t)1 << (8 * size)) - 1;
+	uint64_t bits;
+
+	if (t->type == GR_MP_UINT ? t->u.u > hi : t->u.i < lo)
+		return "is out of range";
+	bits = t->type == GR_MP_UINT ? t->u.u : (uint64_t)t->u.i;
+	for (unsigned i = 0; i < size; i++)
+		out[i] = (uint8_t)(bits >> (8 * i));
+	return NULL;
+}
+
+/* The value of a narrow float dtype's bit pattern (proto/ sits below
+ * math/'s conversions: the formula itself). */
+static double narrow_value(gr_dtype dt, unsigned bits)
+{
+	unsigned man_bits, exp_bits, bias;
+	bool fn = false; /* E4M3: no infinities, S.1111.111 is NaN */
+
+	switch (dt) {
+	case GR_DT_F16:
+		exp_bits = 5, man_bits = 10, bias = 15;
+		break;
+	case GR_DT_BF16:
+		exp_bits = 8, man_bits = 7, bias = 127;
+		break;
+	case GR_DT_F8E4M3:
+		exp_bits = 4, man_bits = 3, bias = 7, fn = true;
+		break;
+	default: /* GR_DT_F8E5M2 */
+		exp_bits = 5, man_bits = 2, bias = 15;
+		break;
+	}
+	const unsigned emax = (1u << exp_bits) - 1, man = bits & ((1u << man_bits) - 1);
+	const unsigned e = (bits >> man_bits) & emax;
+	const bool neg = bits >> (exp_bits + man_bits) & 1;
+	double v;
+
+	if (fn && e == emax && man == (1u << man_bits) - 1)
+		v = NAN;
+	else if (!fn && e == emax)
+		v = man ? NAN : INFINITY;
+	else if (e == 0)
+		v = ldexp(man, 1 - (int)bias - (int)man_bits);
+	else
+		v = ldexp(man | 1u << man_bits, (int)e - (int)bias - (int)man_bits);
+	return neg ? -v : v;
+}
+
+/*
+ * A number as a narrow float dtype, only where that dtype holds its value
+ * exactly, found by a binary search over the dtype's non-negative
+ * patterns (in order of value, NaNs last): NaN to the dtype's quiet NaN,
+ * infinities where it has them.
+ */
+static const char *convert_narrow_float(gr_dtype dt, const gr_mp_token *t, uint8_t *out)
+{
+	const unsigned size = (unsigned)gr_dtype_size(dt), nbits = 8 * size;
+	double x;
+
+	if (t->type == GR_MP_UINT)
+		x = (double)t->u.u;
+	else if (t->type == GR_MP_INT)
+		x = (double)t->u.i;
+	else
+		x = t->u.f;
+	/* an integer the double does not hold is no value of the dtype
+	 * (those it holds include every integer a narrow float has) */
+	if (t->type == GR_MP_UINT && (x >= 0x1p64 || (uint64_t)x != t->u.u))
+		return "is not a value of the dtype";
+	if (t->type == GR_MP_INT && (x >= 0x1p63 || (int64_t)x != t->u.i))
+		return "is not a value of the dtype";
+	/* the positive patterns, in order of value: a binary search for |x| */
+	const unsigned sign = 1u << (nbits - 1);
+	unsigned lo = 0, hi = sign - 1;
+	const double ax = fabs(x);
+
+	if (isnan(x)) {
+		unsigned nan = dt == GR_DT_F8E4M3 ? 0x7f : dt == GR_DT_F8E5M2 ? 0x7e
+						: dt == GR_DT_BF16   ? 0x7fc0
+								     : 0x7e00;
+		for (unsigned i = 0; i < size; i++)
+			out[i] = (uint8_t)(nan >> (8 * i));
+		return NULL;
+	}
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo + 1) / 2;
+		double v = narrow_value(dt, mid);
+		if (isnan(v) || v > ax)
+			hi = mid - 1;
+		else
+			lo = mid;
+	}
+	if (narrow_value(dt, lo) != ax)
+		return isinf(x) ? "is an infinity, which the dtype does not have"
+				: "is not a value of the dtype";
+	unsigned bits = lo | (signbit(x) ? sign : 0);
+	for (unsigned i = 0; i < size; i++)
+		out[i] = (uint8_t)(bits >> (8 * i));
+	return NULL;
 }
 
 /* Store an array element as dtype dt in out; NULL or why it cannot be. */
@@ -282,6 +392,16 @@ const char *params_convert(gr_dtype dt, const gr_mp_token *t, uint8_t out[8])
 		memcpy(out, &v, sizeof(v));
 		return NULL;
 	}
+	case GR_DT_F16:
+	case GR_DT_BF16:
+	case GR_DT_F8E4M3:
+	case GR_DT_F8E5M2:
+		return convert_narrow_float(dt, t, out);
+	case GR_DT_I8:
+	case GR_DT_U8:
+	case GR_DT_I16:
+	case GR_DT_U16:
+		return convert_narrow_int(t, gr_dtype_is_signed(dt), (unsigned)gr_dtype_size(dt), out);
 	default:
 		return "has no dtype";
 	}

@@ -405,7 +405,8 @@ static void req_on_word(gr_req_parser *p, req_slot slot, const char *w, size_t n
 				r->has_dtype = true;
 			else
 				req_fail(p, GR_ERR_INVALID_PARAMS,
-					 "unknown dtype '%s' (dtypes are i32, i64, u32, u64, f32, f64)",
+					 "unknown dtype '%s' (dtypes are i32, i64, u32, u64, f32, f64, "
+					 "f16, bf16, f8e4m3, f8e5m2, i8, u8, i16, u16)",
 					 printable(w, n, q));
 		}
 		break;

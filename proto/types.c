@@ -15,6 +15,9 @@ static const char *const op_names[GR_OP_N] = {
 static const char *const dtype_names[GR_DT_N] = {
 	[GR_DT_I32] = "i32", [GR_DT_I64] = "i64", [GR_DT_U32] = "u32",
 	[GR_DT_U64] = "u64", [GR_DT_F32] = "f32", [GR_DT_F64] = "f64",
+	[GR_DT_F16] = "f16", [GR_DT_BF16] = "bf16", [GR_DT_F8E4M3] = "f8e4m3",
+	[GR_DT_F8E5M2] = "f8e5m2", [GR_DT_I8] = "i8", [GR_DT_U8] = "u8",
+	[GR_DT_I16] = "i16", [GR_DT_U16] = "u16",
 };
 
 static const char *const err_names[GR_ERR_N] = {
@@ -127,18 +130,54 @@ size_t gr_dtype_size(gr_dtype dt)
 	case GR_DT_U64:
 	case GR_DT_F64:
 		return 8;
+	case GR_DT_F16:
+	case GR_DT_BF16:
+	case GR_DT_I16:
+	case GR_DT_U16:
+		return 2;
+	case GR_DT_F8E4M3:
+	case GR_DT_F8E5M2:
+	case GR_DT_I8:
+	case GR_DT_U8:
+		return 1;
 	default:
 		return 0;
 	}
 }
 
+gr_dtype gr_dtype_wide(gr_dtype dt)
+{
+	switch (dt) {
+	case GR_DT_F16:
+	case GR_DT_BF16:
+	case GR_DT_F8E4M3:
+	case GR_DT_F8E5M2:
+		return GR_DT_F32;
+	case GR_DT_I8:
+	case GR_DT_I16:
+		return GR_DT_I32;
+	case GR_DT_U8:
+	case GR_DT_U16:
+		return GR_DT_U32;
+	default:
+		return dt;
+	}
+}
+
+bool gr_dtype_is_narrow(gr_dtype dt)
+{
+	return (unsigned)dt < GR_DT_N && gr_dtype_wide(dt) != dt;
+}
+
 bool gr_dtype_is_float(gr_dtype dt)
 {
+	dt = gr_dtype_wide(dt);
 	return dt == GR_DT_F32 || dt == GR_DT_F64;
 }
 
 bool gr_dtype_is_signed(gr_dtype dt)
 {
+	dt = gr_dtype_wide(dt);
 	return dt == GR_DT_I32 || dt == GR_DT_I64;
 }
 

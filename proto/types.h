@@ -28,8 +28,23 @@ typedef enum gr_dtype {
 	GR_DT_U64,
 	GR_DT_F32,
 	GR_DT_F64,
+	/* Narrow dtypes: each element widens exactly to f32, i32 or u32
+	 * (gr_dtype_wide()), and every op gives what it gives for the
+	 * widened elements. */
+	GR_DT_F16,    /* IEEE binary16 */
+	GR_DT_BF16,   /* bfloat16: the top half of an f32 */
+	GR_DT_F8E4M3, /* OCP E4M3 ("fn"): no infinities; S.1111.111 is NaN */
+	GR_DT_F8E5M2, /* OCP E5M2: the top byte of an f16 */
+	GR_DT_I8,
+	GR_DT_U8,
+	GR_DT_I16,
+	GR_DT_U16,
 	GR_DT_N,
 } gr_dtype;
+
+/* The wide dtypes (i32 to f64) are those below this one, the narrow ones
+ * it and those above. */
+#define GR_DT_NARROW_FIRST GR_DT_F16
 
 /* Error codes of a response's error map; GR_OK means "no error". */
 typedef enum gr_err {
@@ -106,6 +121,11 @@ bool gr_method_parse(const char *s, size_t len, gr_method *ret);
 size_t gr_dtype_size(gr_dtype dt);
 bool gr_dtype_is_float(gr_dtype dt);
 bool gr_dtype_is_signed(gr_dtype dt);
+/* The dtype dt's elements widen to exactly (f32, i32 or u32 for the
+ * narrow dtypes), dt itself for the others. */
+gr_dtype gr_dtype_wide(gr_dtype dt);
+/* Whether dt is a narrow dtype, one that widens (gr_dtype_wide(dt) != dt). */
+bool gr_dtype_is_narrow(gr_dtype dt);
 
 /* argmin and argmax: the result carries an index beside its value. */
 bool gr_op_has_index(gr_op op);

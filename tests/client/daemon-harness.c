@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "tests/narrow-formats.h"
 #include "tests/client/daemon-harness.h"
 
 /* The backend under test: the CPU unless $GPURED_TEST_BACKEND says
@@ -241,6 +242,23 @@ void *random_array(rng *r, gpured_dtype dt, size_t n)
 		case GPURED_U64: { uint64_t v = x >> 24; memcpy(p + i * esz, &v, esz); break; }
 		case GPURED_F32: { float v = (float)((double)(int64_t)(x >> 11) / (double)(1ull << 52) - 1.0) * 1000.0f; memcpy(p + i * esz, &v, esz); break; }
 		case GPURED_F64: { double v = ((double)(x >> 11) / (double)(1ull << 52) - 1.0) * 1e3; memcpy(p + i * esz, &v, esz); break; }
+		/* The narrow dtypes: any bits (of a finite value, for floats),
+		 * little-endian. */
+		case GPURED_F16:
+		case GPURED_BF16:
+		case GPURED_F8E4M3:
+		case GPURED_F8E5M2:
+		case GPURED_I8:
+		case GPURED_U8:
+		case GPURED_I16:
+		case GPURED_U16: {
+			const test_format *f = test_format_named(gpured_dtype_name(dt));
+
+			while (f && test_decode(f, (uint32_t)x & ((1u << (8 * esz)) - 1)).cls != TEST_FINITE)
+				x = rng_next(r);
+			memcpy(p + i * esz, &x, esz);
+			break;
+		}
 		}
 	}
 	return p;

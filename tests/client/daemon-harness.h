@@ -60,7 +60,8 @@ typedef struct rng {
 uint64_t rng_next(rng *r);
 
 /* n random elements of dt (malloc'ed, freed by the caller); 64-bit
- * integers small enough that sums of millions neither overflow nor round. */
+ * integers small enough that sums of millions neither overflow nor round;
+ * the narrow dtypes any bits, of finite values for the floats. */
 void *random_array(rng *r, gpured_dtype dt, size_t n);
 
 /* ---- gpuredctl ---------------------------------------------------------- */

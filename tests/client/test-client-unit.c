@@ -97,8 +97,9 @@ static void test_errors(void)
 static void test_names(void)
 {
 	static const char *const ops[] = { "sum", "min", "max", "sumsq", "argmin", "argmax" };
-	static const char *const dts[] = { "i32", "i64", "u32", "u64", "f32", "f64" };
-	static const size_t sizes[] = { 4, 8, 4, 8, 4, 8 };
+	static const char *const dts[] = { "i32",    "i64",    "u32", "u64", "f32", "f64", "f16",
+					   "bf16",   "f8e4m3", "f8e5m2", "i8", "u8",  "i16", "u16" };
+	static const size_t sizes[] = { 4, 8, 4, 8, 4, 8, 2, 2, 1, 1, 1, 1, 2, 2 };
 	gpured_op op;
 	gpured_dtype dt;
 
@@ -107,7 +108,7 @@ static void test_names(void)
 		CHECK_EQ(op, i);
 		CHECK(strcmp(gpured_op_name(op), ops[i]) == 0);
 	}
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 14; i++) {
 		CHECK_EQ(gpured_dtype_parse(dts[i], &dt), 0);
 		CHECK_EQ(dt, i);
 		CHECK(strcmp(gpured_dtype_name(dt), dts[i]) == 0);
@@ -115,11 +116,13 @@ static void test_names(void)
 	}
 	CHECK_EQ(gpured_op_parse("Sum", &op), -EINVAL);
 	CHECK_EQ(gpured_op_parse("sumsq2", &op), -EINVAL);
-	CHECK_EQ(gpured_dtype_parse("f16", &dt), -EINVAL);
+	CHECK_EQ(gpured_dtype_parse("f8", &dt), -EINVAL);
+	CHECK_EQ(gpured_dtype_parse("F16", &dt), -EINVAL);
 	CHECK_EQ(gpured_dtype_parse("", &dt), -EINVAL);
 	CHECK_EQ(gpured_op_parse("argmed", &op), -EINVAL);
 	CHECK(gpured_op_name((gpured_op)7) == NULL);
-	CHECK_EQ(gpured_dtype_size((gpured_dtype)6), 0);
+	CHECK(gpured_dtype_name((gpured_dtype)14) == NULL);
+	CHECK_EQ(gpured_dtype_size((gpured_dtype)14), 0);
 
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_I32), GPURED_KIND_I64);
 	CHECK_EQ(gpured_result_kind(GPURED_OP_MIN, GPURED_I64), GPURED_KIND_I64);
@@ -131,6 +134,16 @@ static void test_names(void)
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_F32), GPURED_KIND_F64);
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUMSQ, GPURED_I32), GPURED_KIND_F64);
 	CHECK_EQ(gpured_result_kind(GPURED_OP_SUMSQ, GPURED_U64), GPURED_KIND_F64);
+	/* the narrow dtypes' results are their widened dtypes' */
+	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_I8), GPURED_KIND_I64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_MIN, GPURED_I16), GPURED_KIND_I64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_U8), GPURED_KIND_U64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_ARGMAX, GPURED_U16), GPURED_KIND_U64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_SUMSQ, GPURED_U16), GPURED_KIND_F64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_SUM, GPURED_F16), GPURED_KIND_F64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_MAX, GPURED_BF16), GPURED_KIND_F64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_MIN, GPURED_F8E4M3), GPURED_KIND_F64);
+	CHECK_EQ(gpured_result_kind(GPURED_OP_ARGMIN, GPURED_F8E5M2), GPURED_KIND_F64);
 
 	gpured_value v = { .kind = GPURED_KIND_I64, .v.i = -7 };
 	CHECK(gpured_value_as_double(&v) == -7.0);

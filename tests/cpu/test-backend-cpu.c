@@ -70,7 +70,7 @@ static void make_job(gr_backend *b, test_job *t, size_t max_bytes)
 	memset(t, 0, sizeof(*t));
 	gr_job *j = &t->job;
 	j->op = rng() % GR_OP_N;
-	j->dtype = rng() % GR_DT_N;
+	j->dtype = rng() % GR_DT_NARROW_FIRST;
 	size_t es = gr_dtype_size(j->dtype);
 	j->n = job_sizes[rng() % (sizeof(job_sizes) / sizeof(job_sizes[0]))];
 	if (j->n * es > max_bytes)

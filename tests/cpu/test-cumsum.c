@@ -181,7 +181,7 @@ static void check_sizes(void)
 	uint64_t *ref = malloc(nmax * 8), *got = malloc(nmax * 8);
 	CHECK(data && ref && got);
 
-	for (int dt = 0; dt < GR_DT_N; dt++) {
+	for (int dt = 0; dt < GR_DT_NARROW_FIRST; dt++) {
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 			size_t n = sizes[k];
 			fill((gr_dtype)dt, data, n);

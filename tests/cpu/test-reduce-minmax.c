@@ -190,7 +190,7 @@ static void check_arg(unsigned char *buf)
 	                               GR_REDUCE_BLOCK,
 	                               GR_REDUCE_BLOCK + 1,
 	                               3 * GR_REDUCE_BLOCK + 17};
-	for (gr_dtype dt = 0; dt < GR_DT_N; dt++)
+	for (gr_dtype dt = 0; dt < GR_DT_NARROW_FIRST; dt++)
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 			size_t n = sizes[s];
 			size_t where[] = {0,

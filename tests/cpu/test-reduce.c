@@ -51,7 +51,7 @@ static void check_sweep(unsigned char *buf)
 	                               1000003};
 	const size_t max_n = 1000003;
 
-	for (gr_dtype dt = 0; dt < GR_DT_N; dt++)
+	for (gr_dtype dt = 0; dt < GR_DT_NARROW_FIRST; dt++)
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 			size_t n = sizes[s];
 			for (int small = 0; small < 2; small++) {
@@ -67,7 +67,7 @@ static void check_sweep(unsigned char *buf)
 			}
 		}
 	/* alignment over many blocks, once per dtype */
-	for (gr_dtype dt = 0; dt < GR_DT_N; dt++) {
+	for (gr_dtype dt = 0; dt < GR_DT_NARROW_FIRST; dt++) {
 		fill(dt, buf, 200001, false);
 		for (gr_op op = 0; op < GR_OP_MOMENTS; op++)
 			check_alignment(op, dt, buf, 200001);
@@ -129,7 +129,7 @@ static void check_int_extremes(unsigned char *buf)
 static void check_empty(void)
 {
 	for (gr_op op = 0; op < GR_OP_MOMENTS; op++)
-		for (gr_dtype dt = 0; dt < GR_DT_N; dt++) {
+		for (gr_dtype dt = 0; dt < GR_DT_NARROW_FIRST; dt++) {
 			gr_partial p, b;
 			gr_value v;
 			gr_reduce(op, dt, NULL, 0, &p);
@@ -162,7 +162,7 @@ static void check_empty(void)
 static void dump(unsigned char *buf)
 {
 	static const size_t sizes[] = {1, 7, 33, 1000, GR_REDUCE_BLOCK + 1, 100003};
-	for (gr_dtype dt = 0; dt < GR_DT_N; dt++)
+	for (gr_dtype dt = 0; dt < GR_DT_NARROW_FIRST; dt++)
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 			fill(dt, buf, sizes[s], false);
 			for (gr_op op = 0; op < GR_OP_MOMENTS; op++) {

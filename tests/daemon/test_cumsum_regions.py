@@ -199,7 +199,7 @@ class BadCumsum(CumsumCase):
         self.assertError(c.call("reduce", [{"op": "sum", "dtype": "f32", "data": x,
                                             "out_region": 1}]),
                          "invalid_params", "'out_region' is only for op cumsum")
-        self.assertError(c.call("reduce", [{"op": "cumsum", "dtype": "f16", "data": x}]),
+        self.assertError(c.call("reduce", [{"op": "cumsum", "dtype": "f12", "data": x}]),
                          "invalid_params", "unknown dtype")
         self.assertAlive(c)
 

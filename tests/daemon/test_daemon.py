@@ -136,7 +136,7 @@ class Hostile(unittest.TestCase):
             ({"op": 1, "dtype": "f32", "data": b""}, "invalid_params"),
             ({"op": "sum", "dtype": None, "data": b""}, "invalid_params"),
             ({"op": "avg", "dtype": "f32", "data": b""}, "invalid_params"),
-            ({"op": "sum", "dtype": "f16", "data": b""}, "invalid_params"),
+            ({"op": "sum", "dtype": "f12", "data": b""}, "invalid_params"),
             ({"op": "sum", "dtype": "f32", "data": "text"}, "invalid_params"),
             ({"op": "sum", "dtype": "f32", "data": {"a": 1}}, "invalid_params"),
             ({"op": "sum", "dtype": "f32", "data": b"\x00\x00\x00"}, "invalid_params"),

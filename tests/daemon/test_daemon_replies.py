@@ -100,7 +100,7 @@ def mixed_requests(rng, n):
             want[msgid] = (None, None)
             continue
         if k < 0.08:
-            out.append(pack([0, msgid, "reduce", [{"op": "sum", "dtype": "f16", "data": b""}]]))
+            out.append(pack([0, msgid, "reduce", [{"op": "sum", "dtype": "f12", "data": b""}]]))
             want[msgid] = ("invalid_params", None)
             continue
         if k < 0.10:

@@ -1,0 +1,1352 @@
+/*
+ * The narrow dtypes (f16, bf16, f8e4m3, f8e5m2, i8, u8, i16, u16) through
+ * libgpured against the real daemon (the harness: daemon-harness.h),
+ * every op against a reference computed here: the elements decoded by
+ * the formats' definitions (tests/narrow-formats.h), their sums and sums
+ * of squares kept exactly in a fixed-point integer of 2048 bits, and every
+ * float result rounded from that once, to nearest with ties to even, as
+ * PROTOCOL.md promises (mean and variance too, from the exact S1 and S2).
+ *
+ *   test-client-dtypes SCENARIO GPURED GPUREDCTL
+ *
+ * Scenarios: floats (every bit pattern of each float dtype, every finite
+ * one, ties, cancellation to 0, -0, NaN and infinities, random sizes, and
+ * a region at an odd offset), ints (every pattern of each integer dtype
+ * and their extremes), segments (random segments with empty ones: the
+ * narrow integers' own extremes), partial (pieces combined, as one
+ * request), cumsum (exact prefix sums, from data and between regions),
+ * ctl (gpuredctl's --dtype, text and --raw input).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+#include "tests/client/daemon-harness.h"
+#include "tests/narrow-formats.h"
+
+static const gpured_dtype floats[] = { GPURED_F16, GPURED_BF16, GPURED_F8E4M3, GPURED_F8E5M2 };
+static const gpured_dtype ints[] = { GPURED_I8, GPURED_U8, GPURED_I16, GPURED_U16 };
+
+/* ---- exact numbers ---------------------------------------------------- */
+
+/*
+ * A two's complement integer of BIG_WORDS words, least significant first.
+ * Sums keep their value as big * 2^ACC_LSB: bit 0 is below the least
+ * square (bf16's 2^-133, squared) and the top far above the largest sum
+ * of squares (2^256 a square, 2^24 of them).
+ */
+#define BIG_WORDS 32
+#define ACC_LSB (-300)
+
+typedef struct big {
+	uint64_t w[BIG_WORDS];
+} big;
+
+static bool big_is_neg(const big *a)
+{
+	return a->w[BIG_WORDS - 1] >> 63;
+}
+
+static bool big_is_zero(const big *a)
+{
+	for (int i = 0; i < BIG_WORDS; i++)
+		if (a->w[i])
+			return false;
+	return true;
+}
+
+static void big_negate(big *a)
+{
+	unsigned carry = 1;
+
+	for (int i = 0; i < BIG_WORDS; i++) {
+		a->w[i] = ~a->w[i] + carry;
+		carry = carry && a->w[i] == 0;
+	}
+}
+
+/* a += b, or a -= b */
+static void big_add(big *a, const big *b, bool sub)
+{
+	unsigned carry = sub;
+
+	for (int i = 0; i < BIG_WORDS; i++) {
+		uint64_t x = sub ? ~b->w[i] : b->w[i], s = a->w[i] + x;
+		unsigned c = s < x;
+
+		a->w[i] = s + carry;
+		carry = c | (a->w[i] < s);
+	}
+}
+
+/* a += (-1)^neg * m * 2^e, e >= ACC_LSB: the two words of m shifted,
+ * then the carry (borrow) only as far as it goes */
+static void big_add_scaled(big *a, uint64_t m, int e, bool neg)
+{
+	unsigned sh = (unsigned)(e - ACC_LSB), k = sh / 64, b = sh % 64;
+	uint64_t x[2] = { m << b, b ? m >> (64 - b) : 0 };
+	unsigned carry = 0;
+
+	CHECK(e >= ACC_LSB && k + 1 < BIG_WORDS);
+	for (unsigned i = k; i < BIG_WORDS && (i < k + 2 || carry); i++) {
+		uint64_t y = i < k + 2 ? x[i - k] : 0, w = a->w[i];
+
+		if (neg) {
+			a->w[i] = w - y - carry;
+			carry = w < y || (w - y) < carry;
+		} else {
+			uint64_t s = w + y;
+			a->w[i] = s + carry;
+			carry = s < y || a->w[i] < s;
+		}
+	}
+}
+
+/* Words in use (of a magnitude). */
+static int big_len(const big *a)
+{
+	int n = BIG_WORDS;
+
+	while (n > 0 && a->w[n - 1] == 0)
+		n--;
+	return n;
+}
+
+/* r = a * b, magnitudes; the product must fit. */
+static void big_mul(big *r, const big *a, const big *b)
+{
+	int la = big_len(a), lb = big_len(b);
+	big p = { { 0 } };
+
+	CHECK(la + lb < BIG_WORDS);
+	for (int i = 0; i < la; i++) {
+		unsigned __int128 carry = 0;
+
+		for (int j = 0; j < lb; j++) {
+			unsigned __int128 t = (unsigned __int128)a->w[i] * b->w[j] + p.w[i + j] + carry;
+			p.w[i + j] = (uint64_t)t;
+			carry = t >> 64;
+		}
+		p.w[i + lb] = (uint64_t)carry;
+	}
+	*r = p;
+}
+
+static void big_mul_u64(big *a, uint64_t m)
+{
+	big b = { { m } };
+
+	big_mul(a, a, &b);
+}
+
+static void big_shl(big *a, unsigned n)
+{
+	unsigned k = n / 64, b = n % 64;
+
+	CHECK(big_len(a) + (int)k + 1 < BIG_WORDS);
+	for (int i = BIG_WORDS - 1; i >= 0; i--) {
+		uint64_t hi = i - (int)k >= 0 ? a->w[i - k] : 0;
+		uint64_t lo = i - (int)k - 1 >= 0 ? a->w[i - k - 1] : 0;
+		a->w[i] = b ? hi << b | lo >> (64 - b) : hi;
+	}
+}
+
+/* a /= d (a magnitude); returns the remainder */
+static uint64_t big_div_u64(big *a, uint64_t d)
+{
+	unsigned __int128 rem = 0;
+
+	for (int i = BIG_WORDS - 1; i >= 0; i--) {
+		unsigned __int128 cur = rem << 64 | a->w[i];
+		a->w[i] = (uint64_t)(cur / d);
+		rem = cur % d;
+	}
+	return (uint64_t)rem;
+}
+
+/* The magnitude a * 2^scale, plus a nonzero tail below it when sticky,
+ * rounded to the nearest double, ties to even. a must not be zero, nor
+ * so small that the double is subnormal (never, here). */
+static double big_round(const big *a, int scale, bool sticky)
+{
+	int n = big_len(a), top;
+	uint64_t q = 0;
+
+	CHECK(n > 0);
+	top = 64 * (n - 1) + 63 - __builtin_clzll(a->w[n - 1]); /* index of the top bit */
+	for (int i = 0; i < 53 && top - i >= 0; i++)
+		q = q << 1 | (a->w[(top - i) / 64] >> ((top - i) % 64) & 1);
+	if (top < 53) {
+		CHECK(!sticky); /* exact */
+		return ldexp((double)q, scale);
+	}
+	/* the round bit, and whether anything below it is set */
+	int rb = top - 53;
+	bool round = a->w[rb / 64] >> (rb % 64) & 1, below = sticky;
+	for (int i = 0; i < rb && !below; i++)
+		below = a->w[i / 64] >> (i % 64) & 1;
+	if (round && (below || (q & 1)))
+		q++;
+	return ldexp((double)q, top - 52 + scale);
+}
+
+/* A signed big * 2^scale rounded (0 gives +0). */
+static double big_round_signed(const big *a, int scale)
+{
+	big m = *a;
+	bool neg = big_is_neg(&m);
+
+	if (big_is_zero(&m))
+		return 0.0;
+	if (neg)
+		big_negate(&m);
+	return neg ? -big_round(&m, scale, false) : big_round(&m, scale, false);
+}
+
+/* ---- the reference ---------------------------------------------------- */
+
+static bool is_float_dt(gpured_dtype dt)
+{
+	return test_format_named(gpured_dtype_name(dt)) != NULL;
+}
+
+static bool is_signed_dt(gpured_dtype dt)
+{
+	return dt == GPURED_I8 || dt == GPURED_I16;
+}
+
+static unsigned dt_bits(gpured_dtype dt)
+{
+	return 8 * (unsigned)gpured_dtype_size(dt);
+}
+
+static uint32_t raw_at(gpured_dtype dt, const void *data, size_t i)
+{
+	const uint8_t *p = data;
+
+	return gpured_dtype_size(dt) == 1 ? p[i] : (uint32_t)(p[2 * i] | p[2 * i + 1] << 8);
+}
+
+static void put_at(gpured_dtype dt, void *data, size_t i, uint32_t b)
+{
+	uint8_t *p = data;
+
+	if (gpured_dtype_size(dt) == 1) {
+		p[i] = (uint8_t)b;
+	} else {
+		p[2 * i] = (uint8_t)b;
+		p[2 * i + 1] = (uint8_t)(b >> 8);
+	}
+}
+
+/* Element i as an exact value: the floats by their format, the integers
+ * as m * 2^0. */
+static test_value element(gpured_dtype dt, const void *data, size_t i)
+{
+	uint32_t b = raw_at(dt, data, i);
+	test_value v = { .cls = TEST_FINITE };
+	int64_t x;
+
+	if (is_float_dt(dt))
+		return test_decode(test_format_named(gpured_dtype_name(dt)), b);
+	x = dt == GPURED_I8 ? (int8_t)b : dt == GPURED_I16 ? (int16_t)b : (int64_t)b;
+	v.neg = x < 0;
+	v.m = (uint32_t)(x < 0 ? -x : x);
+	return v;
+}
+
+typedef struct ref {
+	uint64_t n;
+	bool nan, pinf, ninf, all_negzero;
+	uint64_t first_nan;
+	big s1, s2;        /* exact, * 2^ACC_LSB */
+	double mn, mx;     /* exact, with -0 below +0 */
+	uint64_t imn, imx; /* their first indexes */
+} ref;
+
+/* -0 below +0 */
+static bool below(double a, double b)
+{
+	return a < b || (a == 0 && b == 0 && signbit(a) && !signbit(b));
+}
+
+static void ref_of(gpured_dtype dt, const void *data, size_t n, ref *r)
+{
+	bool have = false; /* a value other than NaN so far */
+
+	memset(r, 0, sizeof(*r));
+	r->n = n;
+	r->all_negzero = n > 0;
+	for (size_t i = 0; i < n; i++) {
+		test_value v = element(dt, data, i);
+		double d = test_value_double(v);
+
+		if (!(v.cls == TEST_FINITE && v.m == 0 && v.neg))
+			r->all_negzero = false;
+		if (v.cls == TEST_NAN) {
+			if (!r->nan)
+				r->first_nan = i;
+			r->nan = true;
+			continue;
+		}
+		if (v.cls == TEST_INF)
+			*(v.neg ? &r->ninf : &r->pinf) = true;
+		if (v.cls == TEST_FINITE) {
+			big_add_scaled(&r->s1, v.m, v.e, v.neg);
+			big_add_scaled(&r->s2, (uint64_t)v.m * v.m, 2 * v.e, false);
+		}
+		if (!have || below(d, r->mn)) {
+			r->mn = d;
+			r->imn = i;
+		}
+		if (!have || below(r->mx, d)) {
+			r->mx = d;
+			r->imx = i;
+		}
+		have = true;
+	}
+}
+
+/* sum, exactly rounded, with the specials and the sign of zero */
+static double ref_sum(const ref *r)
+{
+	if (r->nan || (r->pinf && r->ninf))
+		return NAN;
+	if (r->pinf || r->ninf)
+		return r->pinf ? INFINITY : -INFINITY;
+	if (big_is_zero(&r->s1))
+		return r->all_negzero ? -0.0 : 0.0;
+	return big_round_signed(&r->s1, ACC_LSB);
+}
+
+static double ref_sumsq(const ref *r)
+{
+	if (r->nan)
+		return NAN;
+	if (r->pinf || r->ninf)
+		return INFINITY;
+	return big_round_signed(&r->s2, ACC_LSB);
+}
+
+/* The exact sum of integers (they fit 64 bits here): s1 / 2^-ACC_LSB. */
+static int64_t ref_isum(const ref *r)
+{
+	big m = r->s1;
+	bool neg = big_is_neg(&m);
+
+	if (neg)
+		big_negate(&m);
+	for (int i = 0; i < -ACC_LSB; i++)
+		CHECK(big_div_u64(&m, 2) == 0);
+	CHECK(big_len(&m) <= 1 && m.w[0] < (1ull << 62));
+	return neg ? -(int64_t)m.w[0] : (int64_t)m.w[0];
+}
+
+static double ref_mean(const ref *r)
+{
+	double s = ref_sum(r);
+	big m = r->s1;
+	bool neg;
+	uint64_t rem;
+
+	if (!isfinite(s))
+		return s; /* NaN, or the infinity the sum is */
+	if (big_is_zero(&m))
+		return s; /* +0, or -0 when every element was */
+	neg = big_is_neg(&m);
+	if (neg)
+		big_negate(&m);
+	big_shl(&m, 128);
+	rem = big_div_u64(&m, r->n);
+	return (neg ? -1 : 1) * big_round(&m, ACC_LSB - 128, rem != 0);
+}
+
+static double ref_var(const ref *r, uint64_t ddof)
+{
+	big num, sq, s1 = r->s1;
+	uint64_t rem;
+
+	if (r->nan || r->pinf || r->ninf)
+		return NAN;
+	/* (n S2 - S1^2) / (n (n - ddof)), at scale 2 ACC_LSB */
+	num = r->s2;
+	big_mul_u64(&num, r->n);
+	big_shl(&num, -ACC_LSB);
+	if (big_is_neg(&s1))
+		big_negate(&s1);
+	big_mul(&sq, &s1, &s1);
+	big_add(&num, &sq, /* sub= */ true);
+	CHECK(!big_is_neg(&num));
+	if (big_is_zero(&num))
+		return 0.0;
+	big_shl(&num, 128);
+	rem = big_div_u64(&num, r->n * (r->n - ddof));
+	return big_round(&num, 2 * ACC_LSB - 128, rem != 0);
+}
+
+/* What reduce (op of dt, over data) must answer. */
+typedef struct expect {
+	int err;
+	gpured_value v;
+	gpured_moments m;
+} expect;
+
+static gpured_number number_of(gpured_dtype dt, double d)
+{
+	gpured_number x;
+
+	if (is_float_dt(dt))
+		x.f = d;
+	else if (is_signed_dt(dt))
+		x.i = (int64_t)d;
+	else
+		x.u = (uint64_t)d;
+	return x;
+}
+
+static expect expected_of(const ref *rp, gpured_op op, gpured_dtype dt, uint64_t ddof)
+{
+	const size_t n = rp->n;
+	expect e = { .v = { .kind = gpured_result_kind(op, dt), .count = n } };
+	gpured_number x = { 0 };
+	ref r = *rp;
+
+	switch (op) {
+	case GPURED_OP_SUM:
+		if (is_float_dt(dt))
+			x.f = ref_sum(&r);
+		else
+			x.i = ref_isum(&r); /* the same bits for uint64 */
+		break;
+	case GPURED_OP_SUMSQ:
+		x.f = ref_sumsq(&r);
+		break;
+	case GPURED_OP_MIN:
+	case GPURED_OP_MAX:
+	case GPURED_OP_ARGMIN:
+	case GPURED_OP_ARGMAX: {
+		bool is_min = op == GPURED_OP_MIN || op == GPURED_OP_ARGMIN;
+
+		if (n == 0) {
+			e.err = -ENODATA;
+			return e;
+		}
+		x = number_of(dt, r.nan ? NAN : is_min ? r.mn : r.mx);
+		if (op == GPURED_OP_ARGMIN || op == GPURED_OP_ARGMAX)
+			e.v.index = r.nan ? r.first_nan : is_min ? r.imn : r.imx;
+		break;
+	}
+	case GPURED_OP_MOMENTS:
+		if (n == 0 || ddof >= n) {
+			e.err = n == 0 ? -ENODATA : -EINVAL;
+			return e;
+		}
+		e.m.count = n;
+		e.m.sum = (gpured_value){ .kind = e.v.kind, .count = n };
+		e.m.min = e.m.max = e.m.sum;
+		if (is_float_dt(dt))
+			e.m.sum.v.f = ref_sum(&r);
+		else
+			e.m.sum.v.i = ref_isum(&r);
+		e.m.min.v.i = number_of(dt, r.nan ? NAN : r.mn).i;
+		e.m.max.v.i = number_of(dt, r.nan ? NAN : r.mx).i;
+		e.m.mean = ref_mean(&r);
+		e.m.var = ref_var(&r, ddof);
+		x.i = e.m.sum.v.i;
+		break;
+	}
+	e.v.v.i = x.i;
+	return e;
+}
+
+static expect expected(gpured_op op, gpured_dtype dt, const void *data, size_t n, uint64_t ddof)
+{
+	ref r;
+
+	ref_of(dt, data, n, &r);
+	return expected_of(&r, op, dt, ddof);
+}
+
+/* The same bits, or both NaN. */
+static bool same_f(double a, double b)
+{
+	return memcmp(&a, &b, 8) == 0 || (isnan(a) && isnan(b));
+}
+
+static bool same_value(const gpured_value *a, const gpured_value *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	return a->kind == GPURED_KIND_F64 ? same_f(a->v.f, b->v.f) : a->v.u == b->v.u;
+}
+
+/* results checked against the reference, told at the end */
+static unsigned long checked;
+
+static void check_value(const char *what, const expect *e, int r, const gpured_value *v,
+			gpured_t *g)
+{
+	checked++;
+	if (e->err) {
+		CHECK_MSG(r == e->err, "%s: %d (%s), want %d", what, r, gpured_errmsg(g), e->err);
+		return;
+	}
+	CHECK_MSG(r == 0, "%s: error %d: %s", what, r, gpured_errmsg(g));
+	CHECK_MSG(same_value(v, &e->v) && v->count == e->v.count && v->index == e->v.index,
+		  "%s: %a (%#llx) count %llu index %llu, want %a (%#llx) count %llu index %llu", what,
+		  v->v.f, (unsigned long long)v->v.u, (unsigned long long)v->count,
+		  (unsigned long long)v->index, e->v.v.f, (unsigned long long)e->v.v.u,
+		  (unsigned long long)e->v.count, (unsigned long long)e->v.index);
+}
+
+static void check_moments(const char *what, const expect *e, int r, const gpured_moments *m,
+			  gpured_t *g)
+{
+	checked++;
+	if (e->err) {
+		CHECK_MSG(r == e->err, "%s: %d (%s), want %d", what, r, gpured_errmsg(g), e->err);
+		return;
+	}
+	CHECK_MSG(r == 0, "%s: error %d: %s", what, r, gpured_errmsg(g));
+	CHECK_MSG(m->count == e->m.count && same_value(&m->sum, &e->m.sum) &&
+			  same_value(&m->min, &e->m.min) && same_value(&m->max, &e->m.max),
+		  "%s: count %llu sum %a min %a max %a (%#llx %#llx %#llx), want %a %a %a", what,
+		  (unsigned long long)m->count, m->sum.v.f, m->min.v.f, m->max.v.f,
+		  (unsigned long long)m->sum.v.u, (unsigned long long)m->min.v.u,
+		  (unsigned long long)m->max.v.u, e->m.sum.v.f, e->m.min.v.f, e->m.max.v.f);
+	CHECK_MSG(same_f(m->mean, e->m.mean) && same_f(m->var, e->m.var),
+		  "%s: mean %a var %a, want %a %a", what, m->mean, m->var, e->m.mean, e->m.var);
+}
+
+/* Every op of dt over data, by data and (when region is not NULL) from
+ * a region holding it at byte offset 1. */
+static void check_all(gpured_t *g, gpured_dtype dt, const void *data, size_t n, const char *label)
+{
+	const size_t bytes = n * gpured_dtype_size(dt);
+	gpured_region_t *rg = NULL;
+	char what[160];
+	ref r;
+
+	ref_of(dt, data, n, &r);
+	if (n > 0) {
+		CHECK_EQ(gpured_region_new(g, bytes + 1, &rg), 0);
+		memcpy((uint8_t *)gpured_region_data(rg) + 1, data, bytes);
+	}
+	for (int op = 0; op <= GPURED_OP_ARGMAX; op++) {
+		expect e = expected_of(&r, (gpured_op)op, dt, 0);
+		gpured_value v;
+
+		snprintf(what, sizeof(what), "%s %s %s n=%zu", gpured_op_name((gpured_op)op),
+			 gpured_dtype_name(dt), label, n);
+		check_value(what, &e, gpured_reduce(g, (gpured_op)op, dt, data, n, &v), &v, g);
+		if (rg) {
+			strcat(what, " (region)");
+			check_value(what, &e,
+				    gpured_region_reduce(g, rg, (gpured_op)op, dt, 1, n, &v), &v, g);
+		}
+	}
+	for (uint64_t ddof = 0; ddof < 2; ddof++) {
+		expect e = expected_of(&r, GPURED_OP_MOMENTS, dt, ddof);
+		gpured_moments m;
+
+		snprintf(what, sizeof(what), "moments %s %s n=%zu ddof %llu", gpured_dtype_name(dt),
+			 label, n, (unsigned long long)ddof);
+		check_moments(what, &e, gpured_reduce_moments(g, dt, data, n, ddof, &m), &m, g);
+		if (rg)
+			check_moments(what, &e,
+				      gpured_region_reduce_moments(g, rg, dt, 1, n, ddof, &m), &m,
+				      g);
+	}
+	CHECK_EQ(gpured_region_free(g, rg), 0);
+}
+
+/* ---- arrays ------------------------------------------------------------ */
+
+static rng the_rng = { 0x6a09e667f3bcc909ull };
+
+static void *alloc_elems(gpured_dtype dt, size_t n)
+{
+	void *p = malloc(n * gpured_dtype_size(dt) + 1);
+
+	CHECK(p);
+	return p;
+}
+
+static void shuffle(gpured_dtype dt, void *data, size_t n)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)(rng_next(&the_rng) % i);
+		uint32_t a = raw_at(dt, data, i - 1);
+
+		put_at(dt, data, i - 1, raw_at(dt, data, j));
+		put_at(dt, data, j, a);
+	}
+}
+
+static bool is_finite_bits(gpured_dtype dt, uint32_t b)
+{
+	const test_format *f = test_format_named(gpured_dtype_name(dt));
+
+	return !f || test_decode(f, b).cls == TEST_FINITE;
+}
+
+/* Every pattern in order and shuffled; every finite one; every one but
+ * the NaNs (both infinities: sums NaN). */
+static void check_every_pattern(gpured_t *g, gpured_dtype dt)
+{
+	const size_t count = (size_t)1 << dt_bits(dt);
+	void *p = alloc_elems(dt, count);
+	size_t n = 0;
+
+	for (uint32_t b = 0; b < count; b++)
+		put_at(dt, p, b, b);
+	check_all(g, dt, p, count, "every pattern");
+	shuffle(dt, p, count);
+	check_all(g, dt, p, count, "every pattern shuffled");
+	for (uint32_t b = 0; b < count; b++)
+		if (is_finite_bits(dt, b))
+			put_at(dt, p, n++, b);
+	shuffle(dt, p, n);
+	check_all(g, dt, p, n, "every finite pattern");
+	if (is_float_dt(dt)) {
+		const test_format *f = test_format_named(gpured_dtype_name(dt));
+
+		n = 0;
+		for (uint32_t b = 0; b < count; b++)
+			if (test_decode(f, b).cls != TEST_NAN)
+				put_at(dt, p, n++, b);
+		check_all(g, dt, p, n, "every pattern but NaN");
+		/* only the positive infinity among finite ones, then only the
+		 * negative one */
+		for (int sign = 0; sign < 2; sign++) {
+			n = 0;
+			for (uint32_t b = 0; b < count; b++) {
+				test_value v = test_decode(f, b);
+				if (v.cls == TEST_FINITE || (v.cls == TEST_INF && v.neg == sign))
+					put_at(dt, p, n++, b);
+			}
+			shuffle(dt, p, n);
+			check_all(g, dt, p, n, sign ? "finite and -inf" : "finite and +inf");
+		}
+	}
+	free(p);
+}
+
+/* Random elements at assorted sizes (finite, for most). */
+static void check_random(gpured_t *g, gpured_dtype dt)
+{
+	static const size_t sizes[] = { 0, 1, 2, 3, 17, 4097, 32769, 100003 };
+	const uint32_t mask = (1u << dt_bits(dt)) - 1;
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		void *p = alloc_elems(dt, n);
+
+		for (size_t i = 0; i < n; i++) {
+			uint32_t b;
+			do
+				b = (uint32_t)rng_next(&the_rng) & mask;
+			while (!is_finite_bits(dt, b));
+			put_at(dt, p, i, b);
+		}
+		check_all(g, dt, p, n, "random");
+		free(p);
+	}
+}
+
+/* An array of the given bit patterns. */
+static void *array_of(gpured_dtype dt, const uint32_t *bits, size_t n)
+{
+	void *p = alloc_elems(dt, n);
+
+	for (size_t i = 0; i < n; i++)
+		put_at(dt, p, i, bits[i]);
+	return p;
+}
+
+/* One op over bits, checked against the reference and against want. */
+static void check_literal(gpured_t *g, gpured_op op, gpured_dtype dt, const uint32_t *bits,
+			  size_t n, double want, const char *label)
+{
+	void *p = array_of(dt, bits, n);
+	gpured_value v;
+	expect e = expected(op, dt, p, n, 0);
+
+	/* the reference itself must agree with the worked-out answer */
+	CHECK_MSG(same_f(e.v.v.f, want), "%s: the reference says %a, not %a", label, e.v.v.f, want);
+	check_value(label, &e, gpured_reduce(g, op, dt, p, n, &v), &v, g);
+	free(p);
+}
+
+/* n copies of a then the tail */
+static uint32_t *repeat(uint32_t a, size_t n, const uint32_t *tail, size_t k)
+{
+	uint32_t *b = malloc((n + k) * sizeof(*b));
+
+	CHECK(b);
+	for (size_t i = 0; i < n; i++)
+		b[i] = a;
+	memcpy(b + n, tail, k * sizeof(*b));
+	return b;
+}
+
+/* Exact sums that round at a tie, just past one, and cancel. */
+static void check_ties(gpured_t *g)
+{
+	uint32_t *b;
+
+	/* f16: 65536 x 2^15 = 2^31, whose double ulp is 2^-21; 2^-22 is
+	 * half of it (0x0004 = 4 x 2^-24). */
+	const uint32_t t1[] = { 0x0004 }, t2[] = { 0x0004, 0x0001 }, t3[] = { 0x0004, 0x0008 };
+	b = repeat(0x7800, 65536, t1, 1);
+	check_literal(g, GPURED_OP_SUM, GPURED_F16, b, 65537, 0x1p31, "f16 sum at a tie");
+	free(b);
+	b = repeat(0x7800, 65536, t2, 2);
+	check_literal(g, GPURED_OP_SUM, GPURED_F16, b, 65538, 0x1p31 + 0x1p-21,
+		      "f16 sum past a tie");
+	free(b);
+	b = repeat(0x7800, 65536, t3, 2); /* 1.5 ulp: up to the even 2 */
+	check_literal(g, GPURED_OP_SUM, GPURED_F16, b, 65538, 0x1p31 + 0x1p-20,
+		      "f16 sum at a tie, up");
+	free(b);
+
+	/* bf16: 2^60 + 2^7 is a tie (ulp 2^8), 2^60 + 2^8 + 2^7 one that
+	 * goes up to the even 2^60 + 2^9 */
+	const uint32_t a1[] = { 0x5d80, 0x4300 }, a2[] = { 0x5d80, 0x4380, 0x4300 },
+		       a3[] = { 0x5d80, 0x4300, 0x0001 };
+	check_literal(g, GPURED_OP_SUM, GPURED_BF16, a1, 2, 0x1p60, "bf16 sum at a tie");
+	check_literal(g, GPURED_OP_SUM, GPURED_BF16, a2, 3, 0x1p60 + 0x1p9, "bf16 sum at a tie, up");
+	check_literal(g, GPURED_OP_SUM, GPURED_BF16, a3, 3, 0x1p60 + 0x1p8,
+		      "bf16 sum past a tie by 2^-133");
+	/* sumsq: (2^30)^2 + (2^-133)^2 and the like */
+	const uint32_t a4[] = { 0x4e80, 0x0001 }, a5[] = { 0x4e80, 0x3f80, 0x3f80 };
+	check_literal(g, GPURED_OP_SUMSQ, GPURED_BF16, a4, 2, 0x1p60, "bf16 sumsq, a far tail");
+	check_literal(g, GPURED_OP_SUMSQ, GPURED_BF16, a5, 3, 0x1p60, "bf16 sumsq, 2 below half");
+
+	/* f8e5m2 sumsq: 2^30 + 2^30 + (2^-11)^2: a tie at 2^31 (ulp 2^-21) */
+	const uint32_t e1[] = { 0x78, 0x78, 0x10 }, e2[] = { 0x78, 0x78, 0x10, 0x01 };
+	check_literal(g, GPURED_OP_SUMSQ, GPURED_F8E5M2, e1, 3, 0x1p31, "f8e5m2 sumsq at a tie");
+	check_literal(g, GPURED_OP_SUMSQ, GPURED_F8E5M2, e2, 4, 0x1p31 + 0x1p-21,
+		      "f8e5m2 sumsq past a tie");
+
+	/* f8e4m3 sumsq: 2^19 x 256^2 = 2^35 (ulp 2^-17) and (2^-9)^2 = 2^-18 */
+	const uint32_t f1[] = { 0x01 }, f2[] = { 0x01, 0x01, 0x01 };
+	b = repeat(0x78, (size_t)1 << 19, f1, 1);
+	check_literal(g, GPURED_OP_SUMSQ, GPURED_F8E4M3, b, ((size_t)1 << 19) + 1, 0x1p35,
+		      "f8e4m3 sumsq at a tie");
+	free(b);
+	b = repeat(0x78, (size_t)1 << 19, f2, 3); /* 1.5 ulp: up to 2 */
+	check_literal(g, GPURED_OP_SUMSQ, GPURED_F8E4M3, b, ((size_t)1 << 19) + 3,
+		      0x1p35 + 0x1p-16, "f8e4m3 sumsq at a tie, up");
+	free(b);
+}
+
+/* Cancellation to +0, -0 alone, NaN and infinities, E4M3's NaNs. */
+static void check_specials(gpured_t *g)
+{
+	for (size_t k = 0; k < sizeof(floats) / sizeof(floats[0]); k++) {
+		const gpured_dtype dt = floats[k];
+		const test_format *f = test_format_named(gpured_dtype_name(dt));
+		const uint32_t sign = 1u << (dt_bits(dt) - 1), mask = (1u << dt_bits(dt)) - 1;
+		const size_t n = 40000;
+		void *p = alloc_elems(dt, n);
+		uint32_t one = 0;
+
+		/* x and -x, shuffled: exactly 0, +0 */
+		for (size_t i = 0; i < n; i += 2) {
+			uint32_t b;
+			do
+				b = (uint32_t)rng_next(&the_rng) & mask;
+			while (!is_finite_bits(dt, b));
+			put_at(dt, p, i, b);
+			put_at(dt, p, i + 1, b ^ sign);
+		}
+		shuffle(dt, p, n);
+		check_all(g, dt, p, n, "cancelling pairs");
+		gpured_value v;
+		CHECK_EQ(gpured_reduce(g, GPURED_OP_SUM, dt, p, n, &v), 0);
+		CHECK(v.v.f == 0 && !signbit(v.v.f));
+
+		/* -0 alone: sum -0, min -0; then one +0: sum +0, min -0 at 0,
+		 * max +0 where it is */
+		for (size_t i = 0; i < n; i++)
+			put_at(dt, p, i, sign);
+		check_all(g, dt, p, n, "all -0");
+		CHECK_EQ(gpured_reduce(g, GPURED_OP_SUM, dt, p, n, &v), 0);
+		CHECK(v.v.f == 0 && signbit(v.v.f));
+		put_at(dt, p, 777, 0);
+		check_all(g, dt, p, n, "-0 and one +0");
+		CHECK_EQ(gpured_reduce(g, GPURED_OP_ARGMAX, dt, p, n, &v), 0);
+		CHECK(v.v.f == 0 && !signbit(v.v.f) && v.index == 777);
+
+		/* every NaN pattern among ones: NaN, at its place */
+		while (test_decode(f, one).cls != TEST_FINITE ||
+		       test_value_double(test_decode(f, one)) != 1.0)
+			one++;
+		bool full = false;
+		for (uint32_t b = 0; b <= mask; b++) {
+			uint32_t arr[4] = { one, one, b, one };
+			void *q;
+
+			if (test_decode(f, b).cls != TEST_NAN)
+				continue;
+			q = array_of(dt, arr, 4);
+			if (b == mask || !full) /* the first and the last, whole */
+				check_all(g, dt, q, 4, "a NaN among ones");
+			full = true;
+			CHECK_EQ(gpured_reduce(g, GPURED_OP_ARGMIN, dt, q, 4, &v), 0);
+			CHECK(isnan(v.v.f) && v.index == 2);
+			CHECK_EQ(gpured_reduce(g, GPURED_OP_SUMSQ, dt, q, 4, &v), 0);
+			CHECK(isnan(v.v.f));
+			free(q);
+		}
+		free(p);
+	}
+}
+
+/* ---- scenarios ------------------------------------------------------- */
+
+static void test_floats(void)
+{
+	gpured_t *g;
+
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+	for (size_t k = 0; k < sizeof(floats) / sizeof(floats[0]); k++) {
+		check_every_pattern(g, floats[k]);
+		check_random(g, floats[k]);
+	}
+	check_ties(g);
+	check_specials(g);
+	/* the shorthands, of the floats' bits */
+	const uint16_t h[] = { 0x3c00, 0xc000, 0x0001 };  /* f16 1, -2, 2^-24 */
+	const uint16_t bh[] = { 0x5d80, 0x4300, 0x0001 }; /* bf16 2^60, 2^7, 2^-133 */
+	const uint8_t e4[] = { 0x7e, 0x7e, 0x01 };        /* 448, 448, 2^-9 */
+	const uint8_t e5[] = { 0x7b, 0xfc };              /* 57344, -inf */
+	double d;
+	CHECK_EQ(gpured_sum_f16(g, h, 3, &d), 0);
+	CHECK(d == -1 + 0x1p-24);
+	CHECK_EQ(gpured_sum_bf16(g, bh, 3, &d), 0);
+	CHECK(d == 0x1p60 + 0x1p8);
+	CHECK_EQ(gpured_sum_f8e4m3(g, e4, 3, &d), 0);
+	CHECK(d == 896 + 0x1p-9);
+	CHECK_EQ(gpured_sum_f8e5m2(g, e5, 2, &d), 0);
+	CHECK(isinf(d) && d < 0);
+	CHECK_EQ(gpured_sum_f16(g, h, 0, &d), 0);
+	CHECK(d == 0 && !signbit(d));
+	/* the reference's own rounding, on its own: ties to even */
+	big x = { { 0 } };
+	big_add_scaled(&x, (1ull << 53) + 1, 0, false);
+	CHECK(big_round_signed(&x, ACC_LSB) == 0x1p53);
+	big_add_scaled(&x, 2, 0, false);
+	CHECK(big_round_signed(&x, ACC_LSB) == 0x1p53 + 4);
+	big_add_scaled(&x, 1, -200, false);
+	CHECK(big_round_signed(&x, ACC_LSB) == 0x1p53 + 4);
+	big_add_scaled(&x, 1, 0, true);
+	big_add_scaled(&x, 1, -200, true); /* 2^53 + 2, exactly */
+	CHECK(big_round_signed(&x, ACC_LSB) == 0x1p53 + 2);
+	big_add_scaled(&x, 1ull << 54, 0, true);
+	CHECK(big_round_signed(&x, ACC_LSB) == -(0x1p53 - 2));
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+static void test_ints(void)
+{
+	gpured_t *g;
+
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+	for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++) {
+		check_every_pattern(g, ints[k]);
+		check_random(g, ints[k]);
+	}
+	/* extremes, by hand */
+	int8_t i8[] = { -128, 127, -128, 5 };
+	uint16_t u16[] = { 65535, 65535, 0, 65535 };
+	int16_t i16[] = { 300, -32768, 32767 };
+	gpured_value v;
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_SUM, GPURED_I8, i8, 4, &v), 0);
+	CHECK(v.kind == GPURED_KIND_I64 && v.v.i == -124);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_ARGMIN, GPURED_I8, i8, 4, &v), 0);
+	CHECK(v.v.i == -128 && v.index == 0);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_SUM, GPURED_U16, u16, 4, &v), 0);
+	CHECK(v.kind == GPURED_KIND_U64 && v.v.u == 3 * 65535ull);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_SUMSQ, GPURED_U16, u16, 4, &v), 0);
+	CHECK(v.kind == GPURED_KIND_F64 && v.v.f == 3.0 * 65535 * 65535);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_MAX, GPURED_I16, i16, 3, &v), 0);
+	CHECK(v.v.i == 32767);
+	CHECK_EQ(gpured_reduce(g, GPURED_OP_MIN, GPURED_I16, i16, 3, &v), 0);
+	CHECK(v.v.i == -32768);
+	/* the shorthands */
+	const uint8_t u8[] = { 255, 255, 7 };
+	const int16_t i16b[] = { -1, INT16_MIN };
+	int64_t si;
+	uint64_t su;
+	CHECK_EQ(gpured_sum_i8(g, i8, 4, &si), 0);
+	CHECK(si == -124);
+	CHECK_EQ(gpured_sum_u8(g, u8, 3, &su), 0);
+	CHECK(su == 517);
+	CHECK_EQ(gpured_sum_i16(g, i16b, 2, &si), 0);
+	CHECK(si == -32769);
+	CHECK_EQ(gpured_sum_u16(g, u16, 4, &su), 0);
+	CHECK(su == 3 * 65535ull);
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+/* What an empty segment's record holds: the op's identity, the narrow
+ * integers' own extremes for min and max. */
+static void empty_record(gpured_op op, gpured_dtype dt, uint8_t *rec)
+{
+	gpured_number lo, hi, zero = { .u = 0 }, nan = { .f = NAN };
+	uint64_t none = GPURED_SEGMENT_NO_INDEX;
+
+	switch (dt) {
+	case GPURED_I8:
+		lo.i = INT8_MIN, hi.i = INT8_MAX;
+		break;
+	case GPURED_I16:
+		lo.i = INT16_MIN, hi.i = INT16_MAX;
+		break;
+	case GPURED_U8:
+		lo.u = 0, hi.u = UINT8_MAX;
+		break;
+	case GPURED_U16:
+		lo.u = 0, hi.u = UINT16_MAX;
+		break;
+	default:
+		lo.f = -INFINITY, hi.f = INFINITY;
+		break;
+	}
+	if (op == GPURED_OP_SUMSQ)
+		zero.f = 0.0;
+	switch (op) {
+	case GPURED_OP_SUM:
+	case GPURED_OP_SUMSQ:
+		memcpy(rec, &zero, 8);
+		break;
+	case GPURED_OP_MIN:
+	case GPURED_OP_ARGMIN:
+		memcpy(rec, &hi, 8);
+		memcpy(rec + 8, &none, 8);
+		break;
+	case GPURED_OP_MAX:
+	case GPURED_OP_ARGMAX:
+		memcpy(rec, &lo, 8);
+		memcpy(rec + 8, &none, 8);
+		break;
+	case GPURED_OP_MOMENTS:
+		memcpy(rec, &zero, 8);
+		memcpy(rec + 8, &hi, 8);
+		memcpy(rec + 16, &lo, 8);
+		memcpy(rec + 24, &nan, 8);
+		memcpy(rec + 32, &nan, 8);
+		break;
+	}
+}
+
+/* The record one segment alone must give. */
+static void segment_record(gpured_op op, gpured_dtype dt, const void *data, size_t n,
+			   uint64_t ddof, uint8_t *rec)
+{
+	if (n == 0) {
+		empty_record(op, dt, rec);
+		return;
+	}
+	if (op == GPURED_OP_MOMENTS) {
+		/* a segment no longer than ddof: var NaN, the rest as ever */
+		expect e = expected(op, dt, data, n, n > ddof ? ddof : 0);
+		double var = n > ddof ? e.m.var : NAN;
+
+		memcpy(rec, &e.m.sum.v, 8);
+		memcpy(rec + 8, &e.m.min.v, 8);
+		memcpy(rec + 16, &e.m.max.v, 8);
+		memcpy(rec + 24, &e.m.mean, 8);
+		memcpy(rec + 32, &var, 8);
+		return;
+	}
+	expect e = expected(op, dt, data, n, 0);
+	memcpy(rec, &e.v.v, 8);
+	if (op == GPURED_OP_ARGMIN || op == GPURED_OP_ARGMAX)
+		memcpy(rec + 8, &e.v.index, 8);
+}
+
+static bool same_record(gpured_op op, const uint8_t *a, const uint8_t *b)
+{
+	for (size_t k = 0; k < gpured_segment_record_bytes(op) / 8; k++) {
+		double x, y;
+
+		memcpy(&x, a + 8 * k, 8);
+		memcpy(&y, b + 8 * k, 8);
+		if (memcmp(a + 8 * k, b + 8 * k, 8) != 0 && !(isnan(x) && isnan(y)))
+			return false;
+	}
+	return true;
+}
+
+static void test_segments(void)
+{
+	enum { NSEG = 60 };
+	static const gpured_dtype all[] = { GPURED_F16, GPURED_BF16, GPURED_F8E4M3, GPURED_F8E5M2,
+					    GPURED_I8,  GPURED_U8,   GPURED_I16,    GPURED_U16 };
+	uint64_t off[NSEG + 1];
+	uint8_t got[NSEG * 40], want[40];
+	gpured_t *g;
+
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+	for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) {
+		const gpured_dtype dt = all[k];
+		const size_t size = gpured_dtype_size(dt);
+		const uint32_t mask = (1u << dt_bits(dt)) - 1;
+
+		off[0] = 0;
+		for (int i = 0; i < NSEG; i++) {
+			uint64_t r = rng_next(&the_rng) % 6;
+			off[i + 1] = off[i] + (r < 2 ? 0 : r < 5 ? rng_next(&the_rng) % 9
+							: rng_next(&the_rng) % 70000);
+		}
+		const size_t n = off[NSEG];
+		void *p = alloc_elems(dt, n);
+		for (size_t i = 0; i < n; i++) /* any bits, NaNs and infinities too */
+			put_at(dt, p, i, (uint32_t)rng_next(&the_rng) & mask);
+		for (int op = 0; op <= GPURED_OP_MOMENTS; op++) {
+			const size_t rb = gpured_segment_record_bytes((gpured_op)op);
+			const uint64_t ddof = op == GPURED_OP_MOMENTS ? 1 : 0;
+			int r = gpured_reduce_segments(g, (gpured_op)op, dt, p, n, off, NSEG, ddof,
+						       got, sizeof(got));
+
+			CHECK_MSG(r == 0, "%s %s segments: %d %s", gpured_op_name((gpured_op)op),
+				  gpured_dtype_name(dt), r, gpured_errmsg(g));
+			for (int i = 0; i < NSEG; i++) {
+				segment_record((gpured_op)op, dt, (const uint8_t *)p + off[i] * size,
+					       off[i + 1] - off[i], ddof, want);
+				checked++;
+				CHECK_MSG(same_record((gpured_op)op, got + i * rb, want),
+					  "%s %s segment %d of %llu elements: %#llx, want %#llx",
+					  gpured_op_name((gpured_op)op), gpured_dtype_name(dt), i,
+					  (unsigned long long)(off[i + 1] - off[i]),
+					  *(unsigned long long *)(void *)(got + i * rb),
+					  *(unsigned long long *)(void *)want);
+			}
+		}
+		free(p);
+	}
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+static void test_partial(void)
+{
+	const size_t n = 200003;
+	gpured_partial acc, p;
+	gpured_t *g;
+	double d;
+
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+	for (size_t k = 0; k < sizeof(floats) / sizeof(floats[0]); k++) {
+		const gpured_dtype dt = floats[k];
+		const size_t size = gpured_dtype_size(dt);
+		const uint32_t mask = (1u << dt_bits(dt)) - 1;
+		void *data = alloc_elems(dt, n);
+
+		for (size_t i = 0; i < n; i++) {
+			uint32_t b;
+			do
+				b = (uint32_t)rng_next(&the_rng) & mask;
+			while (!is_finite_bits(dt, b));
+			put_at(dt, data, i, b);
+		}
+		static const gpured_op ops[] = { GPURED_OP_SUM, GPURED_OP_SUMSQ };
+
+		for (size_t o = 0; o < 2; o++) {
+			const gpured_op op = ops[o];
+			expect e = expected(op, dt, data, n, 0);
+			size_t at = 0;
+
+			CHECK_EQ(gpured_partial_init(&acc, op, dt), 0);
+			/* pieces of random lengths, any element a cut */
+			while (at < n) {
+				size_t len = 1 + (size_t)(rng_next(&the_rng) % 60000);
+				if (len > n - at)
+					len = n - at;
+				CHECK_EQ(gpured_reduce_partial(g, op, dt,
+							       (const uint8_t *)data + at * size, len, &p),
+					 0);
+				CHECK(p.dtype == dt && p.count == len);
+				CHECK_EQ(gpured_partial_combine(&acc, &p), 0);
+				at += len;
+			}
+			CHECK_EQ(gpured_partial_round(&acc, &d), 0);
+			checked++;
+			CHECK_MSG(same_f(d, e.v.v.f), "%s %s partials: %a, want %a",
+				  gpured_op_name(op), gpured_dtype_name(dt), d, e.v.v.f);
+		}
+		free(data);
+	}
+	/* no partials of the integers, nor of another dtype's */
+	CHECK_EQ(gpured_partial_init(&acc, GPURED_OP_SUM, GPURED_I8), -EINVAL);
+	uint16_t u[2] = { 1, 2 };
+	CHECK_EQ(gpured_reduce_partial(g, GPURED_OP_SUM, GPURED_U16, u, 2, &p), -EINVAL);
+	CHECK_EQ(gpured_partial_init(&acc, GPURED_OP_SUM, GPURED_F16), 0);
+	CHECK_EQ(gpured_reduce_partial(g, GPURED_OP_SUM, GPURED_BF16, u, 2, &p), 0);
+	CHECK_EQ(gpured_partial_combine(&acc, &p), -EINVAL);
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+/*
+ * Arrays whose every prefix sum is exact in a double, so that any order
+ * of additions gives it: every finite f8 value; f16 and bf16 values of a
+ * window of binades. A few NaNs and infinities among them, and runs of -0
+ * at the start.
+ */
+static void *exact_prefix_array(gpured_dtype dt, size_t n)
+{
+	const test_format *f = test_format_named(gpured_dtype_name(dt));
+	const uint32_t mask = (1u << dt_bits(dt)) - 1, sign = 1u << (dt_bits(dt) - 1);
+	void *p = alloc_elems(dt, n);
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b;
+		test_value v;
+
+		for (;;) {
+			b = (uint32_t)rng_next(&the_rng) & mask;
+			v = test_decode(f, b);
+			if (v.cls != TEST_FINITE)
+				continue;
+			double a = fabs(test_value_double(v));
+			if (dt_bits(dt) == 8 || a == 0 ||
+			    (a >= 0x1p-8 && a < (dt == GPURED_F16 ? 0x1p16 : 0x1p12)))
+				break;
+		}
+		put_at(dt, p, i, i < 5 ? sign : b);
+	}
+	if (n > 70000) {
+		const uint32_t inf = (((1u << f->ebits) - 1) << f->mbits);
+		put_at(dt, p, 60000, f->ieee ? inf : 0x7f);  /* +inf, or E4M3's NaN */
+		put_at(dt, p, 65000, f->ieee ? inf | sign : 0x7f);
+	}
+	return p;
+}
+
+static void cumsum_reference(gpured_dtype dt, const void *data, size_t n, uint64_t *out)
+{
+	double s = -0.0;
+	int64_t is = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		test_value v = element(dt, data, i);
+
+		if (is_float_dt(dt)) {
+			s += test_value_double(v); /* exact here */
+			memcpy(&out[i], &s, 8);
+		} else {
+			is += v.neg ? -(int64_t)v.m : (int64_t)v.m;
+			memcpy(&out[i], &is, 8);
+		}
+	}
+}
+
+static void check_cumsum_values(gpured_dtype dt, const uint64_t *got, const uint64_t *want,
+				size_t n, const char *label)
+{
+	checked++;
+	for (size_t i = 0; i < n; i++) {
+		double a, b;
+
+		memcpy(&a, &got[i], 8);
+		memcpy(&b, &want[i], 8);
+		CHECK_MSG(got[i] == want[i] || (is_float_dt(dt) && isnan(a) && isnan(b)),
+			  "cumsum %s %s n=%zu: value %zu is %#llx, want %#llx", gpured_dtype_name(dt),
+			  label, n, i, (unsigned long long)got[i], (unsigned long long)want[i]);
+	}
+}
+
+static void test_cumsum(void)
+{
+	static const size_t sizes[] = { 1, 4095, 4097, 100003 };
+	static const gpured_dtype all[] = { GPURED_F16, GPURED_BF16, GPURED_F8E4M3, GPURED_F8E5M2,
+					    GPURED_I8,  GPURED_U8,   GPURED_I16,    GPURED_U16 };
+	gpured_t *g;
+
+	daemon_start(&the_daemon, NULL);
+	g = connect_or_die(&the_daemon);
+	for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) {
+		const gpured_dtype dt = all[k];
+		const size_t size = gpured_dtype_size(dt);
+
+		for (size_t j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++) {
+			const size_t n = sizes[j];
+			void *p;
+			uint64_t *got = malloc(n * 8), *want = malloc(n * 8);
+			gpured_region_t *in, *out;
+
+			CHECK(got && want);
+			if (is_float_dt(dt)) {
+				p = exact_prefix_array(dt, n);
+			} else {
+				p = alloc_elems(dt, n);
+				for (size_t i = 0; i < n; i++)
+					put_at(dt, p, i, (uint32_t)rng_next(&the_rng));
+			}
+			cumsum_reference(dt, p, n, want);
+			CHECK_MSG(gpured_cumsum(g, dt, p, n, got) == 0, "cumsum %s: %s",
+				  gpured_dtype_name(dt), gpured_errmsg(g));
+			check_cumsum_values(dt, got, want, n, "data");
+
+			/* region to region, the input at an odd offset */
+			CHECK_EQ(gpured_region_new(g, n * size + 1, &in), 0);
+			CHECK_EQ(gpured_region_new_flags(g, n * 8, GPURED_REGION_WRITABLE, &out), 0);
+			memcpy((uint8_t *)gpured_region_data(in) + 1, p, n * size);
+			CHECK_MSG(gpured_region_cumsum(g, in, dt, 1, n, out, 0) == 0,
+				  "region cumsum %s: %s", gpured_dtype_name(dt), gpured_errmsg(g));
+			check_cumsum_values(dt, gpured_region_data(out), want, n, "regions");
+			CHECK_EQ(gpured_region_free(g, out), 0);
+			CHECK_EQ(gpured_region_free(g, in), 0);
+			free(p);
+			free(got);
+			free(want);
+		}
+	}
+	gpured_close(g);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+/* gpuredctl with the narrow dtypes: text rounded or in range, --raw. */
+static void test_ctl(void)
+{
+	char *out = NULL, *err = NULL, path[160];
+	const char *sock;
+	int rc;
+
+	daemon_start(&the_daemon, NULL);
+	sock = the_daemon.sock;
+
+	/* f16(0.1) + f16(0.2) = 0.0999755859375 + 0.199951171875 */
+	rc = CTL("0.1 0.2", sock, "sum", "--dtype", "f16");
+	CHECK_MSG(rc == 0 && strcmp(out, "0.2999267578125\n") == 0, "rc %d out '%s' err '%s'", rc,
+		  out, err);
+	/* the tie 1 + 2^-11 is 1, past it 1 + 2^-10 */
+	rc = CTL("1.00048828125 1.00048828125000000000001", sock, "argmax", "-t", "f16");
+	CHECK_MSG(rc == 0 && strcmp(out, "1.0009765625 1\n") == 0, "rc %d out '%s' err '%s'", rc,
+		  out, err);
+	rc = CTL("1 2\n70000", sock, "sum", "-t", "f16");
+	CHECK_MSG(rc == 2 && strstr(err, "2:1: element 3: '70000' is out of range for f16"),
+		  "rc %d err '%s'", rc, err);
+	rc = CTL("inf 1", sock, "max", "-t", "f8e4m3");
+	CHECK_MSG(rc == 2 && strstr(err, "'inf' is out of range for f8e4m3"), "rc %d err '%s'", rc,
+		  err);
+	rc = CTL("464 -0.001 nan", sock, "--json", "argmax", "-t", "f8e4m3");
+	CHECK_MSG(rc == 0 && strcmp(out, "{\"value\":null,\"index\":2,\"count\":3}\n") == 0,
+		  "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("464 -0.001", sock, "moments", "-t", "f8e4m3");
+	CHECK_MSG(rc == 0 && strstr(out, "count 2\nsum 447.998046875\nmin -0.001953125\nmax 448\n"),
+		  "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("3.14159 -1e-40", sock, "sum", "-t", "bf16");
+	CHECK_MSG(rc == 0 && strcmp(out, "3.140625\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("57343 -1", sock, "sumsq", "-t", "f8e5m2");
+	CHECK_MSG(rc == 0 && strcmp(out, "3288334337\n") == 0, "rc %d out '%s' err '%s'", rc, out,
+		  err);
+
+	rc = CTL("127 -128 5", sock, "sum", "-t", "i8");
+	CHECK_MSG(rc == 0 && strcmp(out, "4\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("127 128", sock, "sum", "-t", "i8");
+	CHECK_MSG(rc == 2 && strstr(err, "'128' is out of range for i8"), "rc %d err '%s'", rc, err);
+	rc = CTL("1.5", sock, "sum", "-t", "u16");
+	CHECK_MSG(rc == 2 && strstr(err, "'1.5' is not a number of type u16"), "rc %d err '%s'", rc,
+		  err);
+	rc = CTL("250 10", sock, "cumsum", "-t", "u8");
+	CHECK_MSG(rc == 0 && strcmp(out, "250\n260\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("-32768 -1 7", sock, "cumsum", "--json", "-t", "i16");
+	CHECK_MSG(rc == 0 && strcmp(out, "{\"count\":3,\"values\":[-32768,-32769,-32762]}\n") == 0,
+		  "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("1 -2 3 4 -128", sock, "min", "-t", "i8", "--rows", "2");
+	CHECK_MSG(rc == 0 && strcmp(out, "-2\n3\n-128\n") == 0, "rc %d out '%s' err '%s'", rc, out,
+		  err);
+	rc = CTL("65535 65535", sock, "sum", "-t", "u16");
+	CHECK_MSG(rc == 0 && strcmp(out, "131070\n") == 0, "rc %d out '%s' err '%s'", rc, out, err);
+	rc = CTL("1", sock, "sum", "-t", "f12");
+	CHECK_MSG(rc == 2 && strstr(err, "unknown dtype 'f12'") && strstr(err, "f8e4m3") &&
+			  strstr(err, "u16"),
+		  "rc %d err '%s'", rc, err);
+
+	/* an empty segment of i8: its min is i8's largest */
+	snprintf(path, sizeof(path), "%s/offsets", the_daemon.dir);
+	uint64_t offs[] = { 0, 2, 2, 3 };
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, offs, sizeof(offs)) == (ssize_t)sizeof(offs));
+	close(fd);
+	{
+		const char *a[] = { "min", "-t", "i8", "--offsets", path, NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, "5 -3 9", 6, sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "-3\n127\n9\n") == 0, "rc %d out '%s' err '%s'", rc,
+			  out, err);
+	}
+
+	/* --raw: elements of 2 bytes and of 1 (bf16 1.5, -2, 0.25) */
+	const uint8_t bf[] = { 0xc0, 0x3f, 0x00, 0xc0, 0x80, 0x3e };
+	{
+		const char *a[] = { "sum", "--raw", "-t", "bf16", NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, bf, sizeof(bf), sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "-0.25\n") == 0, "rc %d out '%s' err '%s'", rc, out,
+			  err);
+	}
+	{
+		const char *a[] = { "argmin", "--raw", "-t", "u8", NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, bf, sizeof(bf), sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "0 2\n") == 0, "rc %d out '%s' err '%s'", rc, out,
+			  err);
+	}
+	{
+		const char *a[] = { "cumsum", "--raw", "-t", "f8e5m2", NULL }; /* 0x3f: 1.75 */
+		free(out);
+		free(err);
+		rc = run_ctl(a, bf + 1, 1, sock, &out, &err);
+		CHECK_MSG(rc == 0 && strcmp(out, "1.75\n") == 0, "rc %d out '%s' err '%s'", rc, out,
+			  err);
+	}
+	{
+		const char *a[] = { "sum", "--raw", "-t", "f16", NULL };
+		free(out);
+		free(err);
+		rc = run_ctl(a, bf, 5, sock, &out, &err);
+		CHECK_MSG(rc == 2 && strstr(err, "5 bytes is not a whole number of f16 elements"),
+			  "rc %d err '%s'", rc, err);
+	}
+	free(out);
+	free(err);
+	CHECK_EQ(daemon_stop(&the_daemon), 0);
+}
+
+static void tell_checked(void)
+{
+	printf("%lu results checked\n", checked);
+}
+
+int main(int argc, char **argv)
+{
+	static const daemon_scenario scenarios[] = {
+		{ "floats", test_floats }, { "ints", test_ints },       { "segments", test_segments },
+		{ "partial", test_partial }, { "cumsum", test_cumsum }, { "ctl", test_ctl },
+	};
+
+	atexit(tell_checked);
+	return daemon_harness_main(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
+}
