@@ -665,10 +665,40 @@ static int bench_elem(size_t i, size_t n, bool is_unsigned)
 	return bench_periodic(i, is_unsigned);
 }
 
+/* A small integer v's bits as a narrow float (its f32's fields moved:
+ * exact, v being small). */
+static unsigned bench_narrow_float(gr_dtype dt, int v)
+{
+	float f = (float)v;
+	uint32_t b;
+	memcpy(&b, &f, 4);
+	if (!v)
+		return 0;
+	unsigned sign = b >> 31, e = b >> 23 & 0xff, m = b & 0x7fffff;
+	switch (dt) {
+	case GR_DT_F16:
+		return sign << 15 | (e - 112) << 10 | m >> 13;
+	case GR_DT_BF16:
+		return b >> 16;
+	case GR_DT_F8E4M3:
+		return sign << 7 | (e - 120) << 3 | m >> 20;
+	default: /* GR_DT_F8E5M2: an f16's top byte */
+		return (sign << 15 | (e - 112) << 10 | m >> 13) >> 8;
+	}
+}
+
 /* Element i of a T array at p takes the value v. */
 static void bench_store(void *p, size_t i, gr_dtype dt, int v)
 {
 	switch (dt) {
+	case GR_DT_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+	case GR_DT_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+	case GR_DT_I16: ((int16_t *)p)[i] = (int16_t)v; break;
+	case GR_DT_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+	case GR_DT_F16:
+	case GR_DT_BF16: ((uint16_t *)p)[i] = (uint16_t)bench_narrow_float(dt, v); break;
+	case GR_DT_F8E4M3:
+	case GR_DT_F8E5M2: ((uint8_t *)p)[i] = (uint8_t)bench_narrow_float(dt, v); break;
 	case GR_DT_I32: ((int32_t *)p)[i] = v; break;
 	case GR_DT_I64: ((int64_t *)p)[i] = v; break;
 	case GR_DT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
@@ -730,7 +760,7 @@ static int bench_data_repeat(const bench_opts *o, bench_data *d, bool is_unsigne
 static int bench_data_fill(const bench_opts *o, bench_data *d)
 {
 	size_t esz = gr_dtype_size(o->dtype), n = o->elements;
-	bool is_unsigned = o->dtype == GR_DT_U32 || o->dtype == GR_DT_U64;
+	bool is_unsigned = gr_result_kind(GR_OP_SUM, o->dtype) == GR_KIND_U64;
 	/* |x| <= 3 and n < 2^32: the sums fit in 64 bits. */
 	int64_t sum = 0, sumsq = 0, mn = INT64_MAX, mx = INT64_MIN;
 	gr_buf hb;
@@ -844,7 +874,8 @@ static void usage(FILE *f)
 		"  -P N                 Requests in flight per connection (default 1)\n"
 		"  -n N                 Total requests (default 100000; 0 with -t: no limit)\n"
 		"  -d N                 Elements per request (default 256)\n"
-		"      --dtype T        i32 i64 u32 u64 f32 f64 (default f32)\n"
+		"      --dtype T        i32 i64 u32 u64 f32 f64, or f16 bf16 f8e4m3 f8e5m2\n"
+		"                       i8 u8 i16 u16 (default f32)\n"
 		"      --op OP          sum min max sumsq argmin argmax moments (default sum)\n"
 		"  -t SECONDS           Stop after this long, even if fewer than -n are done\n"
 		"      --send-buffer N  Send a larger payload out of one buffer of about N bytes,\n"
