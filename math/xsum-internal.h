@@ -41,13 +41,17 @@ void xacc_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64, bo
  * spread of their exponents: the element path of sums. */
 void xacc_sum_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64);
 
+/* Squares of elements [0, n) of p, likewise (n <= 2^15 on the counters;
+ * more, or specials, on xacc_elems()). */
+void xacc_sumsq_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64);
+
 /* The element path for a whole block, after the fast one gave up. */
 static inline void xsum_slow(const unsigned char *p, size_t n, gr_partial *ret, bool is64, bool sq)
 {
 	memset(ret->xacc, 0, sizeof(ret->xacc));
 	ret->xflags = XF_XACC;
 	if (sq)
-		xacc_elems(ret, p, n, is64, sq);
+		xacc_sumsq_elems(ret, p, n, is64);
 	else
 		xacc_sum_elems(ret, p, n, is64);
 }

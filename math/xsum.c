@@ -395,6 +395,93 @@ void xacc_sum_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64
 		xcount_f32(ret, p, n);
 }
 
+/*
+ * Squares element by element, likewise at a cost per element that no
+ * spread of exponents changes: the square of a mantissa m (an f32's below
+ * 2^24, an f64's below 2^53) goes whole into one counter per exponent
+ * field, a uint64 for f32 (m^2 < 2^48: a block's 2^15 of them stay below
+ * 2^63) and an unsigned __int128 for f64 (m^2 < 2^106: below 2^121). Field
+ * e's unit is the square of the element's, 2^(2 (e - 150)) for f32 and
+ * 2^(2 (e - 1075)) for f64 (subnormals' as e = 1's). f32 keeps two sets of
+ * counters, for even and odd elements, as xacc_elems() keeps two sets of
+ * chunks; an NaN or infinity leaves the top field's counter nonzero, and
+ * the block then takes the element path.
+ */
+#define XSQ_MAX_N ((size_t)1 << 15)
+
+/* v 2^s (v < 2^121, s < 32) into the chunks from c[0], 32 bits each. */
+static void xsq_move(int64_t *c, unsigned __int128 v, unsigned s)
+{
+	unsigned __int128 lo = v << s;
+	unsigned top = s ? (unsigned)(v >> (128 - s)) : 0;
+	for (unsigned k = 0; k < 4; k++, lo >>= 32)
+		c[k] += (int64_t)(uint32_t)lo;
+	c[4] += top;
+}
+
+static bool xsq_f32(gr_partial *ret, const unsigned char *p, size_t n)
+{
+	uint64_t cnt[2][256] = {{0}};
+	int64_t c[XCHUNKS] = {0};
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b;
+		memcpy(&b, p + 4 * i, sizeof(b));
+		const unsigned t = (b >> 23) & 0xff;
+		const uint64_t m = t ? (b & 0x7fffffu) | 1u << 23 : b & 0x7fffffu;
+		cnt[i & 1][t] += m * m;
+	}
+	if (cnt[0][255] | cnt[1][255])
+		return false;
+	for (unsigned e = 0; e < 255; e++) {
+		const uint64_t v = cnt[0][e] + cnt[1][e]; /* each below 2^62 */
+		if (!v)
+			continue;
+		const unsigned b = 2 * (e ? e : 1) - 300 - GR_PARTIAL_EXP_MIN;
+		xsq_move(c + b / 32, v, b % 32);
+	}
+	xsum_add_digits(ret->xacc, GR_PARTIAL_EXP_MIN, c, XCHUNKS - 4);
+	return true;
+}
+
+static bool xsq_f64(gr_partial *ret, const unsigned char *p, size_t n)
+{
+	unsigned __int128 cnt[2048] = {0};
+	int64_t c[XCHUNKS] = {0};
+	for (size_t i = 0; i < n; i++) {
+		uint64_t b;
+		memcpy(&b, p + 8 * i, sizeof(b));
+		const unsigned t = (b >> 52) & 0x7ff;
+		const uint64_t f = b & ((1ull << 52) - 1);
+		const uint64_t m = t ? f | 1ull << 52 : f;
+		cnt[t] += (unsigned __int128)m * m;
+	}
+	if (cnt[2047])
+		return false;
+	for (unsigned e = 0; e < 2047; e++) {
+		if (!cnt[e])
+			continue;
+		const unsigned b = 2 * (e ? e : 1) - 2150 - GR_PARTIAL_EXP_MIN;
+		xsq_move(c + b / 32, cnt[e], b % 32);
+	}
+	xsum_add_digits(ret->xacc, GR_PARTIAL_EXP_MIN, c, XCHUNKS - 4);
+	return true;
+}
+
+/* Below this many f64 elements, clearing and folding the 32 KB of
+ * counters costs more than the chunks of xacc_elems(). */
+#define XSQ_MIN_F64 384
+
+void xacc_sumsq_elems(gr_partial *ret, const unsigned char *p, size_t n, bool is64)
+{
+	if (n > XSQ_MAX_N || (is64 && n < XSQ_MIN_F64) ||
+	    !(is64 ? xsq_f64(ret, p, n) : xsq_f32(ret, p, n))) {
+		xacc_elems(ret, p, n, is64, /* sq= */ true);
+		return;
+	}
+	if (n)
+		ret->xflags |= XF_SEEN; /* a square is never -0 */
+}
+
 /* The exact value of a float partial, rounded to nearest, ties to even. */
 double xsum_round(const gr_partial *p)
 {
