@@ -761,6 +761,26 @@ int gpured_errno_from_code(const char *code);
 /* A description of a code returned by this library (static storage). */
 const char *gpured_strerror(int err);
 
+/*
+ * In this process. gpured_local_reduce(), _partial() and _moments() give
+ * what gpured_reduce(), gpured_reduce_partial() and
+ * gpured_reduce_moments() give for the same elements, the same bits,
+ * computed here with the daemon's own kernels and no connection: for
+ * arrays in this process's own memory, where reducing them costs less
+ * than sending them. threads: at most this many threads share the work
+ * (0 or 1: the calling thread alone; each thread takes two blocks of
+ * 32,768 elements at least). Returns 0, -ENODATA for min, max, argmin,
+ * argmax and moments of no elements, -EINVAL for an op or dtype out of
+ * range (or moments to _reduce, a ddof not below n, or an op or dtype
+ * without partials to _partial), -ENOMEM.
+ */
+int gpured_local_reduce(gpured_op op, gpured_dtype dt, const void *data, size_t n,
+			unsigned threads, gpured_value *ret);
+int gpured_local_partial(gpured_op op, gpured_dtype dt, const void *data, size_t n,
+			 unsigned threads, gpured_partial *ret);
+int gpured_local_moments(gpured_dtype dt, const void *data, size_t n, uint64_t ddof,
+			 unsigned threads, gpured_moments *ret);
+
 #ifdef __cplusplus
 }
 #endif
