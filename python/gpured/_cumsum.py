@@ -34,6 +34,11 @@ _DATA_MID = {
     for dt in _wire.DTYPE_NAMES
 }
 
+# The dtypes whose prefix sums a CUDA daemon takes from host memory only
+# (PROTOCOL.md, "cumsum"): with allow_copy, a GPU array of one goes
+# through the host; without, the daemon says no.
+HOST_ONLY = frozenset(("f16", "bf16", "f8e4m3", "f8e5m2", "i8", "u8", "i16", "u16"))
+
 # tail: the bytes after the msgid; conv: the reply's result to what the
 # caller gets; data: buffers sent from their own memory (or None);
 # reply_bytes: how large the reply may be.
@@ -136,7 +141,7 @@ def _region_tail(name, where, count, out_where):
 
 
 def _np_name(name):
-    return _wire.NUMPY_DTYPES[name].name
+    return _wire.TYPE_NAMES[name]
 
 
 def device_plan(x, out, allow_copy):
@@ -184,7 +189,8 @@ class DevicePlan:
     I/O. sp: x's Span; out: the array the caller gets (given, or made by
     x's library), out_sp its Span. alloc and out_alloc: the allocations
     they lie in, both on one device, or None where the GPU route is closed
-    (no elements; with allow_copy, memory that cannot be handed over).
+    (no elements; with allow_copy, memory that cannot be handed over, or
+    a dtype whose prefix sums the daemon takes from host memory only).
 
     The client maps out_alloc writable, then alloc (a read takes a
     writable mapping first: in place, x and out name one region), calls
@@ -196,7 +202,7 @@ class DevicePlan:
         self.sp, self.out, self.out_sp = sp, out, out_sp
         self.count = sp.count
         self.alloc = self.out_alloc = None
-        if self.count == 0:
+        if self.count == 0 or (allow_copy and sp.dtype in HOST_ONLY):
             return
         alloc = _device.allocation(sp, allow_copy)
         out_alloc = None if alloc is None else _device.allocation(out_sp, allow_copy)
@@ -229,7 +235,8 @@ class DevicePlan:
         sp = self.sp
         if self.count:
             _device.driver()        # NotSupported now, rather than once the values are back
-        x = _device.host_empty(sp) if self.count == 0 else _wire.as_array(sp.owner, True)[0]
+        x = (_device.host_empty(sp) if self.count == 0 else
+             _wire.Typed(*_wire.as_array(sp.owner, True)))
         req = Plan(x, None, True, regions).request()
         conv = req.conv
 

@@ -66,8 +66,14 @@ MAX_MAPS = 16
 # DLPack asks a CUDA producer to make its data ready on this stream: 1 is
 # the legacy default stream (the array API standard's __dlpack__).
 _DLPACK_STREAM = 1
-# dlpack.h's DLDataTypeCode: kDLInt, kDLUInt, kDLFloat.
-_DLPACK_KINDS = {0: "i", 1: "u", 2: "f"}
+# dlpack.h's DLDataTypeCode (kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4,
+# kDLBool 6, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12) and bits -> wire name.
+# A bool is a byte, 0 or 1: u8. (kDLFloat8_e4m3, 8, has infinities: not
+# the wire's f8e4m3.)
+_DLPACK_DTYPES = {(0, 8): "i8", (0, 16): "i16", (0, 32): "i32", (0, 64): "i64",
+                  (1, 8): "u8", (1, 16): "u16", (1, 32): "u32", (1, 64): "u64",
+                  (2, 16): "f16", (2, 32): "f32", (2, 64): "f64", (4, 16): "bf16",
+                  (6, 8): "u8", (10, 8): "f8e4m3", (12, 8): "f8e5m2"}
 
 
 class _DLDevice(ctypes.Structure):
@@ -93,24 +99,28 @@ _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 def dltensor(capsule):
     """What a DLPack capsule (named "dltensor", not yet used) describes:
-    (address of the first element, device type, device id, NumPy dtype or
-    None for one NumPy has no name for, shape, strides in elements or None
-    for C order). The capsule stays unused: kept alive, its memory stays;
-    dropped, its destructor releases it."""
+    (address of the first element, device type, device id, the wire name
+    of its dtype or None for one gpured does not reduce, shape, strides in
+    elements or None for C order). The capsule stays unused: kept alive,
+    its memory stays; dropped, its destructor releases it."""
     ptr = _capsule_pointer(capsule, b"dltensor")
     t = ctypes.cast(ptr, ctypes.POINTER(_DLTensor)).contents
     shape = tuple(t.shape[i] for i in range(t.ndim))
     strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else None
     d = t.dtype
-    kind = _DLPACK_KINDS.get(d.code)
-    dt = np.dtype("<%s%d" % (kind, d.bits // 8)) if kind and d.lanes == 1 and d.bits in (
-        8, 16, 32, 64) else None
+    dt = _DLPACK_DTYPES.get((d.code, d.bits)) if d.lanes == 1 else None
     return ((t.data or 0) + t.byte_offset, t.device.device_type, t.device.device_id, dt,
             shape, strides)
 
 
+# str(torch dtype) -> wire name (torch.uint16 only in PyTorch 2.3 and
+# later; a bool is a byte, 0 or 1: u8).
 _TORCH_DTYPES = {"torch.int32": "i32", "torch.int64": "i64", "torch.uint32": "u32",
-                 "torch.uint64": "u64", "torch.float32": "f32", "torch.float64": "f64"}
+                 "torch.uint64": "u64", "torch.float32": "f32", "torch.float64": "f64",
+                 "torch.float16": "f16", "torch.bfloat16": "bf16",
+                 "torch.float8_e4m3fn": "f8e4m3", "torch.float8_e5m2": "f8e5m2",
+                 "torch.int8": "i8", "torch.uint8": "u8", "torch.int16": "i16",
+                 "torch.uint16": "u16", "torch.bool": "u8"}
 
 
 class Span:
@@ -167,9 +177,9 @@ def out_span(out):
 
 
 def host_empty(sp):
-    """A host array of no elements of sp's dtype: an empty GPU array has no
-    memory to map."""
-    return np.empty(0, dtype=_wire.NUMPY_DTYPES[sp.dtype])
+    """A host array of no elements of sp's dtype (Typed): an empty GPU
+    array has no memory to map."""
+    return _wire.Typed(np.empty(0, dtype=_wire.NUMPY_DTYPES[sp.dtype]), sp.dtype)
 
 
 def gpu_span(x, allow_copy):
@@ -198,7 +208,7 @@ def _torch_span(x, allow_copy):
         x = x.contiguous()
     name = _TORCH_DTYPES.get(str(x.dtype))
     if name is None:
-        raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, x.dtype))
+        raise _wire.unsupported(x.dtype)
     return Span(x.data_ptr(), x.numel() * x.element_size(), x.numel(), name,
                 _torch_sync(torch, x), x)
 
@@ -245,9 +255,9 @@ def _c_layout(shape, strides, unit):
 
 def _cai_span(x, cai, allow_copy):
     dt = np.dtype(cai["typestr"])
-    name = _wire._DTYPES.get(dt)
+    name = _wire.wire_name(dt)
     if name is None:
-        raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, dt))
+        raise _wire.unsupported(dt)
     count, contiguous = _c_layout(tuple(cai["shape"]), cai.get("strides"), dt.itemsize)
     if not contiguous:
         if allow_copy:
@@ -275,16 +285,15 @@ def _dlpack_capsule(x):
 
 def _dlpack_span(x, allow_copy):
     capsule, on_stream = _dlpack_capsule(x)
-    ptr, dev_type, _dev_id, dt, shape, strides = dltensor(capsule)
+    ptr, dev_type, _dev_id, name, shape, strides = dltensor(capsule)
     t = type(x)
     if dev_type != _wire.DLPACK_CUDA:
         raise NotSupported("%s.%s says it lives on a CUDA device (__dlpack_device__), but its "
                            "DLPack capsule says device type %d" % (t.__module__, t.__name__,
                                                                    dev_type))
-    name = _wire._DTYPES.get(dt) if dt is not None else None
     if name is None:
-        raise TypeError("gpured reduces %s arrays, not %s" % (
-            _wire.SUPPORTED, dt if dt is not None else "this DLPack dtype"))
+        raise _wire.unsupported("this DLPack dtype")
+    size = _wire.NUMPY_DTYPES[name].itemsize
     count, contiguous = _c_layout(shape, strides, 1)
     if not contiguous:
         if allow_copy:
@@ -300,12 +309,12 @@ def _dlpack_span(x, allow_copy):
                 "cuStreamSynchronize"))
         else:
             drv.ctx_synchronize(ptr)
-    return Span(ptr, count * dt.itemsize, count, name, sync, x)
+    return Span(ptr, count * size, count, name, sync, x)
 
 
 def dlpack_to_host(x):
     """A NumPy copy of x, an array that speaks only DLPack, in CUDA memory
-    and contiguous; NotSupported where it is not contiguous."""
+    and contiguous (Typed); NotSupported where it is not contiguous."""
     sp = _dlpack_span(x, allow_copy=True)
     if sp is None:
         t = type(x)
@@ -315,7 +324,7 @@ def dlpack_to_host(x):
     if sp.count:
         sp.sync()
         driver().copy_to_host(a, sp.ptr)
-    return a
+    return _wire.Typed(a, sp.dtype)
 
 
 def span(x, allow_copy):

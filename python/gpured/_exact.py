@@ -8,6 +8,8 @@ import math
 from collections import namedtuple
 from fractions import Fraction
 
+from ._wire import FLOAT_NAMES
+
 # "specials" bits
 NAN, PINF, NINF, NEGZERO = 1, 2, 4, 16
 
@@ -54,7 +56,7 @@ def combine(parts):
         if any(isinstance(v, float) and math.isnan(v) for v in vals):
             return math.nan
         pick = min if op == "min" else max
-        if dtype[0] == "f" and vals and all(v == 0 for v in vals):
+        if dtype in FLOAT_NAMES and vals and all(v == 0 for v in vals):
             neg = [math.copysign(1, v) < 0 for v in vals]
             return (-0.0 if any(neg) else 0.0) if op == "min" else (-0.0 if all(neg) else 0.0)
         return pick(vals)

@@ -110,7 +110,7 @@ def _small_head(op, dtype, n):
     """The entry of _SMALL_HEADS for (op, dtype, n), stored; None where
     the fast way does not apply (an op that is not a plain reduce, a
     dtype that is not one of the wire's own, more bytes than are copied)."""
-    name = _wire._DTYPES.get(dtype)
+    name = _wire.wire_name(dtype)
     mid = _wire.REDUCE_MID.get((op, name))
     if mid is None or n > _wire.SMALL_COPY_BYTES:
         return None

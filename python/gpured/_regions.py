@@ -57,8 +57,8 @@ def array_spec(shape, dtype):
     an array Client.empty() makes: TypeError for a dtype the daemon does
     not take, ValueError for a negative dimension."""
     dt = np.dtype(dtype)
-    if dt not in _wire._DTYPES:
-        raise TypeError("gpured reduces %s arrays, not %s" % (_wire.SUPPORTED, dt))
+    if _wire.wire_name(dt) is None:
+        raise _wire.unsupported(dt)
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     shape = tuple(int(s) for s in shape)

@@ -19,7 +19,14 @@ MOMENTS = "moments"
 # the prefix sums, a NumPy array (_cumsum.py)
 CUMSUM = "cumsum"
 
-# NumPy dtype (native little-endian) -> wire name.
+# The wire's dtypes, in the order of the C enums (PROTOCOL.md).
+DTYPE_NAMES = ("i32", "i64", "u32", "u64", "f32", "f64", "f16", "bf16", "f8e4m3", "f8e5m2",
+               "i8", "u8", "i16", "u16")
+# Those whose elements are floats: their sums, mins and maxes are float64.
+FLOAT_NAMES = frozenset(("f32", "f64", "f16", "bf16", "f8e4m3", "f8e5m2"))
+
+# NumPy dtype (little-endian) -> wire name. A bool is a byte, 0 or 1: it
+# reduces as u8 (its sum counts the True).
 _DTYPES = {
     np.dtype("<i4"): "i32",
     np.dtype("<i8"): "i64",
@@ -27,10 +34,49 @@ _DTYPES = {
     np.dtype("<u8"): "u64",
     np.dtype("<f4"): "f32",
     np.dtype("<f8"): "f64",
+    np.dtype("<f2"): "f16",
+    np.dtype("i1"): "i8",
+    np.dtype("u1"): "u8",
+    np.dtype("<i2"): "i16",
+    np.dtype("<u2"): "u16",
+    np.dtype("?"): "u8",
 }
-DTYPE_NAMES = tuple(_DTYPES.values())
-NUMPY_DTYPES = {v: k for k, v in _DTYPES.items()}
-SUPPORTED = "int32, int64, uint32, uint64, float32, float64"
+# The dtypes NumPy has only with the ml_dtypes package, by their NumPy
+# name (np.dtype(...).name): looked up by name, so that gpured never
+# needs that package.
+_NAMED_DTYPES = {"bfloat16": ("bf16", 2), "float8_e4m3fn": ("f8e4m3", 1),
+                 "float8_e5m2": ("f8e5m2", 1)}
+# Wire name -> the NumPy dtype of its elements; for those NumPy lacks
+# without ml_dtypes, the unsigned integer of their size, which carries
+# their bits (Typed).
+NUMPY_DTYPES = {name: dt for dt, name in _DTYPES.items() if dt.kind != "b"}
+NUMPY_DTYPES.update({"bf16": np.dtype("<u2"), "f8e4m3": np.dtype("u1"),
+                     "f8e5m2": np.dtype("u1")})
+# Wire name -> the name NumPy, ml_dtypes and PyTorch give its dtype.
+TYPE_NAMES = {name: dt.name for name, dt in NUMPY_DTYPES.items()}
+TYPE_NAMES.update({v[0]: k for k, v in _NAMED_DTYPES.items()})
+SUPPORTED = ("int32, int64, uint32, uint64, float32, float64, float16, int8, uint8, int16, "
+             "uint16, bool (as uint8), and bfloat16, float8_e4m3fn and float8_e5m2 "
+             "(ml_dtypes, PyTorch)")
+
+
+def wire_name(dt):
+    """The wire name of NumPy dtype dt, or None (for one of another byte
+    order too: as_array() turns those around)."""
+    name = _DTYPES.get(dt)
+    if name is None and dt.byteorder != ">":
+        named = _NAMED_DTYPES.get(dt.name)
+        if named is not None and dt.itemsize == named[1]:
+            name = named[0]
+    return name
+
+
+class Typed(namedtuple("Typed", "array name")):
+    """A NumPy array and the wire dtype of its elements: as_array()'s
+    result, passed on where an array of a dtype NumPy has no type for
+    (bfloat16, float8) travels as its bits (NUMPY_DTYPES)."""
+    __slots__ = ()
+
 
 # The largest bin msgpack can carry (bin32).
 MAX_BIN = (1 << 32) - 1
@@ -177,7 +223,7 @@ MAX_SEGMENTS_BIN = MAX_BIN // 8 - 1
 def value_dtype(op, dt):
     """The NumPy dtype of op's values for wire dtype dt (the result
     table): float64 for floats and every sumsq, else int64 or uint64."""
-    if op == "sumsq" or dt[0] == "f":
+    if op == "sumsq" or dt in FLOAT_NAMES:
         return np.dtype("<f8")
     return np.dtype("<i8") if dt[0] == "i" else np.dtype("<u8")
 
@@ -408,9 +454,28 @@ def _gpu_kind(x):
     return None
 
 
+# PyTorch dtypes NumPy has no type for (without ml_dtypes), by
+# str(dtype): their wire name and the torch integer dtype of their size
+# whose view hands NumPy their bits.
+_TORCH_BITS = {"torch.bfloat16": ("bf16", "int16"), "torch.float8_e4m3fn": ("f8e4m3", "uint8"),
+               "torch.float8_e5m2": ("f8e5m2", "uint8")}
+
+
+def _torch_host(x):
+    """A PyTorch tensor in host memory as a NumPy array of the same memory,
+    or, for a dtype NumPy has no type for, as the Typed of its bits."""
+    x = x.detach()
+    bits = _TORCH_BITS.get(str(x.dtype))
+    if bits is None:
+        return x.numpy()
+    import torch
+    name, carrier = bits
+    return Typed(x.view(getattr(torch, carrier)).numpy().view(NUMPY_DTYPES[name]), name)
+
+
 def _to_host(x):
     if hasattr(x, "detach") and hasattr(x, "cpu"):       # torch
-        return x.detach().cpu().numpy()
+        return _torch_host(x.detach().cpu())
     if hasattr(x, "get"):                                  # cupy
         return x.get()
     if hasattr(x, "copy_to_host"):                         # numba
@@ -421,9 +486,14 @@ def _to_host(x):
     return np.asarray(x)                                   # jax and others
 
 
-def as_array(x, allow_copy=False):
-    """x as a contiguous NumPy array of a supported dtype, without copying
-    where its memory already is one; the dtype's wire name."""
+def unsupported(dt):
+    """The TypeError for an array of dtype dt."""
+    return TypeError("gpured reduces %s arrays, not %s" % (SUPPORTED, dt))
+
+
+def _host_array(x, allow_copy):
+    """x, anything as_array() takes but a Typed, as (a NumPy array of a
+    little-endian dtype, the wire name of its elements' dtype)."""
     if not isinstance(x, np.ndarray):
         gpu = _gpu_kind(x)
         if gpu is not None:
@@ -434,21 +504,33 @@ def as_array(x, allow_copy=False):
                     % (type(x).__module__, type(x).__name__, gpu))
             x = _to_host(x)
         elif (type(x).__module__ or "").startswith("torch"):
-            x = x.detach().numpy()
+            x = _torch_host(x)
         elif dlpack_only(x):
             x = from_dlpack(x)
+        if type(x) is Typed:
+            return x
         x = np.asarray(x)
     dt = x.dtype
-    name = _DTYPES.get(dt)
+    name = wire_name(dt)
     if name is None:
-        if dt.kind in "iuf" and dt.itemsize in (4, 8) and dt.byteorder == ">":
-            x = x.astype(dt.newbyteorder("<"))
-            name = _DTYPES[x.dtype]
-        else:
-            raise TypeError("gpured reduces %s arrays, not %s" % (SUPPORTED, dt))
-    if not (x.flags.c_contiguous or x.flags.f_contiguous):
-        x = np.ascontiguousarray(x)
+        le = dt.newbyteorder("<") if dt.byteorder == ">" else None
+        name = None if le is None else wire_name(le)
+        if name is None:
+            raise unsupported(dt)
+        x = x.astype(le)
     return x, name
+
+
+def as_array(x, allow_copy=False):
+    """x as a contiguous NumPy array, without copying where its memory
+    already is one, and the wire name of its elements' dtype: for one
+    NumPy has no type for (PyTorch's bfloat16 without ml_dtypes), an
+    array of their bits (Typed). TypeError for a dtype gpured does not
+    reduce."""
+    a, name = x if type(x) is Typed else _host_array(x, allow_copy)
+    if not (a.flags.c_contiguous or a.flags.f_contiguous):
+        a = np.ascontiguousarray(a)
+    return a, name
 
 
 def data_view(a):

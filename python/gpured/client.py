@@ -503,11 +503,16 @@ class Client:
     busy meanwhile. It pays for one request at a time on arrays already on
     the GPU.
 
-    Reductions take NumPy arrays of int32, int64, uint32, uint64, float32 or
-    float64 (or anything NumPy can view as one: the buffer protocol,
-    ``__array__``, CPU tensors); they reduce every element whatever the
-    shape. A contiguous array is sent straight from its memory; any other
-    is copied to a contiguous one first. Arrays made by :meth:`empty` or
+    Reductions take NumPy arrays of int32, int64, uint32, uint64, float32,
+    float64, float16, int8, uint8, int16, uint16 or bool (as uint8: a sum
+    counts the True), and of ml_dtypes' bfloat16, float8_e4m3fn and
+    float8_e5m2 (or anything NumPy can view as one: the buffer protocol,
+    ``__array__``, CPU tensors, PyTorch's bfloat16 and float8 too); they
+    reduce every element whatever the shape. Those of 16 bits or fewer
+    give what their values widened exactly to float32, int32 or uint32
+    would: float64 results for floats, int64 or uint64 for integers. A
+    contiguous array is sent straight from its memory; any other is
+    copied to a contiguous one first. Arrays made by :meth:`empty` or
     :meth:`zeros` live in shared memory and are not sent at all.
 
     Safe to use from many threads at once. A context manager; ``close()``
@@ -660,8 +665,8 @@ class Client:
     def cumsum(self, x, *, out=None, allow_copy=False):
         """The inclusive prefix sums of x's elements in C order, as
         ``numpy.cumsum(x)`` gives them: a 1-D array of ``x.size`` values,
-        int64 for int32 and int64, uint64 for uint32 and uint64 (wrapping
-        modulo 2**64 as NumPy's do), float64 for float32 and float64
+        int64 for signed integers, uint64 for unsigned ones and bool
+        (wrapping modulo 2**64 as NumPy's do), float64 for floats
         (added in the one order PROTOCOL.md's "cumsum" defines, which
         also bounds their error, so that their bits never depend on how
         the request travels).
@@ -689,8 +694,11 @@ class Client:
         synchronised first, and the daemon answers once the GPU has
         written every value: they are ready when this returns (when the
         future is done), for work on any stream. With
-        ``allow_copy=True``, where the daemon cannot map GPU memory, x
-        goes through the host and the values are copied into that output
+        ``allow_copy=True``, where the daemon cannot map GPU memory, and
+        for the dtypes of 16 bits or fewer, whose prefix sums a CUDA
+        daemon takes from host memory only (without it the daemon refuses
+        them with :class:`gpured.InvalidParams`), x goes through the host
+        and the values are copied into that output
         (a NumPy ``out``, or no ``out`` for another library's array,
         gives a NumPy array instead). ``out`` in host memory, on another
         device, of the wrong dtype or size raises ``TypeError`` or

@@ -263,10 +263,10 @@ _ChunkMoments = namedtuple("_ChunkMoments", "count min max s1 s2")
 
 def _int_sums(c, a):
     """The exact sum of integer array a's elements and of their squares,
-    as ints, from the daemon's exact float partials. An element of i32 or
-    u32 is a float64; one of i64 or u64 is x = h * 2**32 + l, h, l and h
-    + l float64s, and x**2 = h**2 * 2**64 + ((h + l)**2 - h**2 - l**2) *
-    2**32 + l**2."""
+    as ints, from the daemon's exact float partials. An element of 32
+    bits or fewer (i32, u32, i16, u8...) is a float64; one of i64 or u64
+    is x = h * 2**32 + l, h, l and h + l float64s, and x**2 = h**2 *
+    2**64 + ((h + l)**2 - h**2 - l**2) * 2**32 + l**2."""
     flat = a.reshape(-1)
     wide = a.dtype.itemsize == 8
     futs = []
@@ -302,7 +302,7 @@ def _moments_chunk(chunk):
     c = worker_client()
     a, name = _wire.as_array(a)
     m = c.submit("moments", a)          # count, min and max
-    if name[0] == "f":
+    if name in _wire.FLOAT_NAMES:
         s1 = c.submit("sum", a, partial=True)
         s2 = c.submit("sumsq", a, partial=True)
         sums = (s1.result(), s2.result())
@@ -355,7 +355,7 @@ def _moments_join(dtype, ddof, parts):
         raise InvalidParams("'ddof' is %d, not less than the %d elements" % (ddof, n))
     lo = combine([_exact.Partial("min", dtype, p.min, p.count, None, 0, 0) for p in parts])
     hi = combine([_exact.Partial("max", dtype, p.max, p.count, None, 0, 0) for p in parts])
-    if dtype[0] != "f":
+    if dtype not in _wire.FLOAT_NAMES:
         s1 = builtins.sum(p.s1 for p in parts)
         total = combine([_exact.Partial("sum", dtype, s1, n, None, 0, 0)])   # wrapped
         mean, var = _mean_var(s1, 0, builtins.sum(p.s2 for p in parts), 0, n, ddof)

@@ -86,7 +86,7 @@ def test_unknown_method(client):
 
 def test_invalid_params_raw(client):
     with pytest.raises(gpured.InvalidParams) as e:
-        client.call("reduce", {"op": "sum", "dtype": "f16", "data": b""})
+        client.call("reduce", {"op": "sum", "dtype": "f128", "data": b""})
     assert e.value.code == "invalid_params" and "dtype" in e.value.message
     with pytest.raises(gpured.InvalidParams):
         client.call("ping", 1)

@@ -205,7 +205,7 @@ def test_bad_inputs(client):
     with pytest.raises(TypeError, match="NumPy array"):
         client.cumsum(x, out=[0] * 10)
     with pytest.raises(TypeError):
-        client.cumsum(np.arange(10, dtype=np.int16))
+        client.cumsum(np.arange(10, dtype=np.complex64))
     for kw in ({"full": True}, {"partial": True}, {"ddof": 1}, {"offsets": [0, 10]}):
         with pytest.raises(ValueError, match="not available with cumsum"):
             client.submit("cumsum", x, **kw)

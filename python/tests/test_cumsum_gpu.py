@@ -140,6 +140,8 @@ def test_bad_out(client, fake_gpu):
     with pytest.raises(ValueError, match="contiguous"):
         client.cumsum(x, out=HostCuda(np.empty(20)[::2], strides=(16,)))
     with pytest.raises(TypeError, match="int64, uint64 or float64"):
+        client.cumsum(x, out=HostCuda(np.empty(10, np.complex64)))
+    with pytest.raises(TypeError, match="float64 for the prefix sums of float32, not int16"):
         client.cumsum(x, out=HostCuda(np.empty(10, np.int16)))
     with pytest.raises(ValueError, match="same device"):
         client.cumsum(x, out=HostCuda(np.empty(10), dev="GPU-fake-1"))

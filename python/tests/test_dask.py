@@ -174,7 +174,7 @@ def test_lazy(cluster):
 
 def test_refused_before_any_task():
     with pytest.raises(TypeError):
-        gpured.dask.sum(da.zeros(10, dtype=np.float16))
+        gpured.dask.sum(da.zeros(10, dtype=np.complex64))
     with pytest.raises(ValueError):
         gpured.dask.reduce("mean", da.zeros(10))
 
@@ -472,7 +472,7 @@ def test_new_ops_errors(cluster, daemon):
         with pytest.raises(gpured.Empty):
             f(da.from_array(np.empty(0, np.int64)))
         with pytest.raises(TypeError):
-            f(da.zeros(10, dtype=np.float16), compute=False)
+            f(da.zeros(10, dtype=np.complex64), compute=False)
     with pytest.raises(gpured.Empty):
         gpured.dask.moments(e, ddof=5)
     x = np.arange(5.0)
@@ -512,3 +512,71 @@ def test_new_ops_lazy_and_workers(cluster, daemon):
                 same(getattr(gpured.dask, op)(fresh, workers=[w]), want)
                 moved = [a - b for a, b in zip(cluster.elements(), before)]
                 assert moved[i] >= x.size and moved[1 - i] == 0, moved
+
+
+# ---- the dtypes of 16 bits or fewer ----
+
+SMALL_DTYPES = [np.float16, np.int8, np.uint8, np.int16, np.uint16, np.bool_]
+SMALL_CHUNKINGS = [(37, 29), (19, 10), ((1, 36), (3, 26))]
+
+
+def small_data(dtype, shape=(37, 29), seed=6):
+    """Every finite value a float dtype has a chance of (from random bits:
+    subnormals, -0, both ends), cancellation among them; integers over the
+    whole dtype; bools."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.4
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+    bits = rng.integers(0, 1 << (8 * dt.itemsize), shape).astype("u%d" % dt.itemsize)
+    x = bits.view(dt)
+    with np.errstate(invalid="ignore"):
+        x[~np.isfinite(x.astype(np.float32))] = -0.0
+    x.flat[::7] = -x.flat[1::7][: x.flat[::7].size]
+    return x
+
+
+def check_small(c, b, dtype):
+    """Every op of small_data(dtype) in every chunking, into batch b, and
+    a sum in many chunks now: the bits of one request, and the exact sum."""
+    def value(want, op):
+        def check(got):
+            assert type(got) is type(want), (op, got, want)
+            assert bits(got) == bits(want), (op, got, want)
+        return check
+
+    x = small_data(dtype)
+    for chunks in SMALL_CHUNKINGS:
+        dx = da.from_array(x, chunks=chunks, name=False)
+        for op in gpured.OPS:
+            b.add(gpured.dask.reduce(op, dx, compute=False), value(c.reduce(op, x), op))
+        check_arg(c, x, chunks, b)
+        check_moments(c, x, chunks, 1, b)
+    got = gpured.dask.sum(da.from_array(x, chunks=(4, 29)))
+    if np.dtype(dtype).kind in "iub":
+        assert got == int(x.sum(dtype=np.int64))
+    else:
+        assert bits(got) == bits(math.fsum(x.astype(np.float64).ravel().tolist()))
+
+
+def test_small_dtypes_same_bits_every_chunking(cluster, daemon):
+    b = Batch()
+    with gpured.Client(daemon.path, timeout=30) as c:
+        for dtype in SMALL_DTYPES:
+            check_small(c, b, dtype)
+        b.run()
+
+
+def test_ml_dtypes_every_chunking(daemon, monkeypatch):
+    """ml_dtypes' arrays, in this process (the distributed of some
+    systems cannot ship their float8 arrays to a worker)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    monkeypatch.setenv("GPURED_SOCKET", daemon.path)
+    b = Batch()
+    with dask.config.set(scheduler="sync"), gpured.Client(daemon.path, timeout=30) as c:
+        for dtype in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
+            check_small(c, b, dtype)
+        b.run()

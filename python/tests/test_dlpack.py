@@ -5,11 +5,13 @@ non-contiguous NumPy array is. CUDA ones go the way of
 __cuda_array_interface__ arrays (test_gpu_arrays.py); here only what needs
 no GPU: the capsule's reading, and the stream asked for."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
 import gpured
-from gpured import _device
+from gpured import _device, _wire
 
 from samples import DTYPES, sample
 
@@ -79,24 +81,41 @@ def test_pipelined(client):
     assert [f.result() for f in futs] == [client.sum(x._a) for x in xs]
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bool", "int8", "complex64"])
-def test_dtypes_refused(client, dtype):
-    with pytest.raises(TypeError, match="gpured reduces int32|cannot be read through DLPack"):
-        client.sum(DLPackOnly(np.zeros(4, dtype=dtype)))
+def test_dtypes_refused(client):
+    with pytest.raises(TypeError, match="gpured reduces int32"):
+        client.sum(DLPackOnly(np.zeros(4, dtype="complex64")))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8", "uint8", "int16", "uint16", "bool"])
+def test_small_dtypes(client, dtype):
+    a = (np.arange(-50, 51) * 7).astype(dtype)[::-1]
+    try:
+        np.from_dlpack(a)
+    except BufferError:
+        # NumPy before 1.25 exports no bool through DLPack
+        assert dtype == "bool"
+        with pytest.raises(TypeError, match="cannot be read through DLPack"):
+            client.sum(DLPackOnly(a))
+        return
+    for op in ("sum", "min", "max", "sumsq", "argmax"):
+        assert client.reduce(op, DLPackOnly(a)) == client.reduce(op, a)
+    assert np.array_equal(client.cumsum(DLPackOnly(a)), client.cumsum(a))
 
 
 def test_capsule_read():
     """The DLTensor reading that the CUDA route uses, on host capsules."""
     a = np.arange(24, dtype="<f8").reshape(4, 6)
     ptr, dev, dev_id, dt, shape, strides = _device.dltensor(a.__dlpack__())
-    assert (ptr, dev, dev_id, dt, shape) == (a.ctypes.data, 1, 0, np.dtype("<f8"), (4, 6))
+    assert (ptr, dev, dev_id, dt, shape) == (a.ctypes.data, 1, 0, "f64", (4, 6))
     assert strides in (None, (6, 1))
     v = a[1:, ::3]
     ptr, dev, _, dt, shape, strides = _device.dltensor(v.__dlpack__())
     assert (ptr, shape, strides) == (v.ctypes.data, (3, 2), (6, 3))
-    for name in DTYPES:
-        assert _device.dltensor(np.zeros(2, name).__dlpack__())[3] == np.dtype(name)
-    assert _device.dltensor(np.zeros(2, "float16").__dlpack__())[3] == np.dtype("<f2")
+    for name in DTYPES + ["float16", "int8", "uint8", "int16", "uint16"]:
+        assert _device.dltensor(np.zeros(2, name).__dlpack__())[3] == \
+            _wire.wire_name(np.dtype(name))
+    assert _device.dltensor(np.zeros(2, "float16").__dlpack__())[3] == "f16"
+    assert _device.dltensor(np.zeros(2, "complex64").__dlpack__())[3] is None
 
 
 def test_cuda_asked_for_the_legacy_stream(client):
@@ -107,3 +126,42 @@ def test_cuda_asked_for_the_legacy_stream(client):
     with pytest.raises(gpured.NotSupported, match="capsule says device type 1"):
         client.sum(x)
     assert x.streams == [1]
+
+
+class CudaCapsule:
+    """Says it lives on CUDA device 0, and hands out a capsule of a
+    DLTensor made here, of DLPack type (code, bits), at an address no
+    one reads: what a CUDA producer's capsule says, without a GPU."""
+
+    def __init__(self, code, bits, count=6):
+        self._shape = (ctypes.c_int64 * 1)(count)
+        t = self._t = _device._DLTensor()
+        t.data, t.ndim, t.byte_offset = 0x100000, 1, 0
+        t.device = _device._DLDevice(2, 0)
+        t.dtype = _device._DLDataType(code, bits, 1)
+        t.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))
+
+    def __dlpack__(self, stream=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self._t), b"dltensor", None)
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_cuda_capsule_dtypes():
+    """DLPack's type codes (dlpack.h: kDLBfloat 4, kDLBool 6,
+    kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12) name the wire's dtypes; the
+    others are refused for their dtype."""
+    known = {(0, 8): "i8", (0, 16): "i16", (1, 8): "u8", (1, 16): "u16", (2, 16): "f16",
+             (4, 16): "bf16", (6, 8): "u8", (10, 8): "f8e4m3", (12, 8): "f8e5m2",
+             (2, 32): "f32", (1, 64): "u64"}
+    for (code, bits), name in known.items():
+        sp = _device.span(CudaCapsule(code, bits), allow_copy=False)
+        assert (sp.dtype, sp.count, sp.nbytes, sp.ptr) == (name, 6, 6 * bits // 8, 0x100000)
+    # kDLFloat8_e4m3 (8) has infinities; complex; bool of 32 bits; fp4
+    for code, bits in ((8, 8), (5, 64), (6, 32), (17, 4), (4, 32), (2, 8)):
+        with pytest.raises(TypeError, match="gpured reduces .* not this DLPack dtype"):
+            _device.span(CudaCapsule(code, bits), allow_copy=False)

@@ -61,8 +61,9 @@ def test_torch_cpu(client):
     t = torch.arange(10, dtype=torch.float32, requires_grad=True)
     assert client.sum(t) == 45.0
     assert client.max(torch.arange(10, dtype=torch.int64)[::2]) == 8
+    assert client.sum(torch.ones(3, dtype=torch.bfloat16)) == 3.0
     with pytest.raises(TypeError):
-        client.sum(torch.ones(3, dtype=torch.bfloat16))
+        client.sum(torch.ones(3, dtype=torch.complex64))
 
 
 def _torch_cuda():

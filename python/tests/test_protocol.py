@@ -386,7 +386,7 @@ def test_bad_options_raise_before_anything():
         with pytest.raises(exc):
             submit(p, x=x, **kw)
     with pytest.raises(TypeError):
-        submit(p, "sum", np.ones(3, np.float16))
+        submit(p, "sum", np.ones(3, np.complex64))
     assert p.pending == {} and p.msgid == 0
 
 

@@ -162,12 +162,12 @@ def test_buffer_protocol_and_array_like(client):
     assert client.sum([1, 2, 3]) == 6                     # lists: via NumPy's int64
 
 
-@pytest.mark.parametrize("bad", [np.int8, np.int16, np.uint8, np.float16, np.bool_,
-                                 np.complex64, np.object_])
+@pytest.mark.parametrize("bad", [np.complex64, np.object_, np.longdouble, "V2", "M8[s]"])
 def test_unsupported_dtype(client, bad):
     with pytest.raises(TypeError) as e:
         client.sum(np.zeros(3, bad))
-    for name in ("int32", "int64", "uint32", "uint64", "float32", "float64"):
+    for name in ("int32", "int64", "uint32", "uint64", "float32", "float64", "float16", "int8",
+                 "uint16", "bool", "bfloat16", "float8_e5m2"):
         assert name in str(e.value)
     with pytest.raises(TypeError):
         client.sum(b"bytes")
