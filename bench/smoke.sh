@@ -90,7 +90,8 @@ has gpured-readsum && run gpured-readsum "${exe[gpured-readsum]}" $((1 << 20)) 2
 has gpured-vcpu-speed && run gpured-vcpu-speed "${exe[gpured-vcpu-speed]}" $((ncpu < 2 ? 1 : 2)) 1
 
 # The Python client's (bench/python), against a CPU daemon each starts;
-# rows.py and tensors.py need torch and a GPU, so they are only compiled.
+# rows.py and tensors.py need torch and a GPU, dask_chunks.py a cluster,
+# so they are only compiled.
 if has python && has gpured; then
 	if "${exe[python]}" -c 'import numpy, msgpack' 2>/dev/null; then
 		export PYTHONDONTWRITEBYTECODE=1
@@ -103,10 +104,12 @@ if has python && has gpured; then
 		has gpured-benchmark && run small.py "${exe[python]}" "$here/python/small.py" \
 			--daemon "${exe[gpured]}" --c-bench "${exe[gpured-benchmark]}" \
 			--inflight 2 --seconds 0.05 --runs 1
-		for gpu_only in rows.py tensors.py; do
-			run "$gpu_only (compiled only)" "${exe[python]}" -c \
+		# rows.py and tensors.py need a GPU, dask_chunks.py a cluster and
+		# libgpured: compiled only
+		for heavy in rows.py tensors.py dask_chunks.py; do
+			run "$heavy (compiled only)" "${exe[python]}" -c \
 				'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec"); print("compiles")' \
-				"$here/python/$gpu_only"
+				"$here/python/$heavy"
 		done
 	else
 		echo "skip: bench/python (${exe[python]} lacks numpy or msgpack)"

@@ -9,11 +9,14 @@ holds it, into the bits one request over the whole array would give.
     gpured.dask.argmin(x)                   # a gpured.ArgResult
     gpured.dask.moments(x, ddof=1)          # a gpured.Moments
 
-Every chunk becomes one task that sends it, with ``partial=True``, to the
-gpured of the process that runs the task: a :class:`gpured.Client` per
-process, on ``$GPURED_SOCKET`` of that process, else the default socket
-(:func:`gpured.default_socket_path`), made at its first chunk and kept. One
-last task joins the partials with :func:`gpured.combine`. A float sum is
+Every chunk becomes one task that reduces it to an exact partial: in the
+worker's own process, with the daemon's kernels from libgpured
+(:mod:`gpured._local`), where the worker finds that library, else by
+sending it, with ``partial=True``, to the gpured of the worker's host: a
+:class:`gpured.Client` per process, on ``$GPURED_SOCKET`` of that process,
+else the default socket (:func:`gpured.default_socket_path`), made at its
+first chunk and kept (``local=False`` always sends). One last task joins
+the partials with :func:`gpured.combine`. A float sum is
 exact on every backend, so the result does not depend on the chunking, on
 the number of workers or on which host reduced which chunk.
 
@@ -36,7 +39,7 @@ from collections import namedtuple
 import dask
 import numpy as np
 
-from . import _exact, _wire
+from . import _exact, _local, _wire
 from ._exact import combine
 from ._wire import ArgResult, Moments
 from .client import Client
@@ -87,10 +90,31 @@ def _check_dtype(x):
 
 # ---- sum, min, max, sumsq ----
 
-def _reduce_chunk(op, chunk):
+def _here(local):
+    """Whether this worker reduces its chunks in its own process (local:
+    True, False, or None for wherever libgpured is found)."""
+    if local is False:
+        return False
+    if _local.available():
+        return True
+    if local:
+        raise RuntimeError("gpured.dask: local=True, but this worker finds no libgpured "
+                           "with reductions in this process (GPURED_LIBGPURED)")
+    return False
+
+
+def _where(local):
+    """The part of a graph's keys that tells its local setting: graphs
+    that differ only there must not share results."""
+    return "" if local is None else "-here" if local else "-daemon"
+
+
+def _reduce_chunk(op, local, chunk):
     # A chunk with no elements has no min or max; the others say what it is.
     if op in ("min", "max") and chunk.size == 0:
         return None
+    if _here(local):
+        return _local.partial(op, np.asarray(chunk))
     return worker_client().reduce(op, np.asarray(chunk), partial=True)
 
 
@@ -101,10 +125,14 @@ def _combine(op, parts):
     return combine(parts)
 
 
-def reduce(op, x, *, compute=True, **compute_kwargs):
-    """Reduce dask array x with op ("sum", "min", "max", "sumsq") in the
-    gpured of each worker that holds a chunk, then combine the chunks'
-    partials exactly.
+def reduce(op, x, *, local=None, compute=True, **compute_kwargs):
+    """Reduce dask array x with op ("sum", "min", "max", "sumsq") where
+    each chunk lies, then combine the chunks' partials exactly. A chunk in
+    a worker's memory is reduced in that worker's own process, with the
+    daemon's kernels from libgpured (:mod:`gpured._local`: the same bits,
+    and no copy over a socket) where the worker finds libgpured, else by
+    the gpured of the worker's host; ``local=False`` always asks the
+    daemon, ``local=True`` never does.
 
     Returns the value as :meth:`gpured.Client.reduce` would for the whole
     array (an int for sum/min/max of integers, else a float), or with
@@ -120,8 +148,8 @@ def reduce(op, x, *, compute=True, **compute_kwargs):
     if op not in _wire.OPS:
         raise ValueError("gpured.dask reduces with %s, not %s" % (", ".join(_wire.OPS), op))
     _check_dtype(x)
-    return _graph("gpured-%s-%s" % (op, x.name), _reduce_chunk, _combine, x, (op,), (op,),
-                  compute, compute_kwargs)
+    return _graph("gpured-%s%s-%s" % (op, _where(local), x.name), _reduce_chunk, _combine, x,
+                  (op, local), (op,), compute, compute_kwargs)
 
 
 def sum(x, **kw):
@@ -146,12 +174,15 @@ def sumsq(x, **kw):
 
 # ---- argmin, argmax ----
 
-def _arg_chunk(op, chunk):
+def _arg_chunk(op, local, chunk):
     a = np.asarray(chunk)
     if a.size == 0:
         return None
     # The daemon counts a Fortran-ordered array in its memory's order.
-    return worker_client().reduce(op, np.ascontiguousarray(a))
+    a = np.ascontiguousarray(a)
+    if _here(local):
+        return _local.reduce(op, a)
+    return worker_client().reduce(op, a)
 
 
 def _block_geometry(chunks):
@@ -215,7 +246,7 @@ def _arg_join(op, chunks, shape, parts):
     return ArgResult(best[1], best[2], count)
 
 
-def _arg(op, x, compute, compute_kwargs):
+def _arg(op, x, local, compute, compute_kwargs):
     _check_dtype(x)
     chunks = x.chunks
     if any(math.isnan(n) for c in chunks for n in c):
@@ -223,27 +254,27 @@ def _arg(op, x, compute, compute_kwargs):
             raise ValueError("%s of a %d-D dask array needs its chunk sizes "
                              "(x.compute_chunk_sizes())" % (op, x.ndim))
         chunks = None
-    return _graph("gpured-%s-%s" % (op, x.name), _arg_chunk, _arg_join, x, (op,),
-                  (op, chunks, x.shape), compute, compute_kwargs)
+    return _graph("gpured-%s%s-%s" % (op, _where(local), x.name), _arg_chunk, _arg_join, x,
+                  (op, local), (op, chunks, x.shape), compute, compute_kwargs)
 
 
-def argmin(x, *, compute=True, **compute_kwargs):
+def argmin(x, *, local=None, compute=True, **compute_kwargs):
     """The smallest element of dask array x and where it is first, as
     :meth:`gpured.Client.argmin` gives it for the whole array: a
     :class:`gpured.ArgResult` ``(value, index, count)``, ``index`` into x
     flattened in C order (the first NaN if there is one; -0.0 counts
     below 0.0), or with ``compute=False`` a dask.delayed of it. Each
-    chunk is reduced by its worker's gpured, as in :func:`reduce`.
+    chunk is reduced where it lies, as in :func:`reduce` (``local``).
 
     Raises TypeError at once for a dtype gpured does not take, ValueError
     at once for an array of more than one dimension whose chunk sizes are
     unknown, and :class:`gpured.Empty` if x has no elements."""
-    return _arg("argmin", x, compute, compute_kwargs)
+    return _arg("argmin", x, local, compute, compute_kwargs)
 
 
-def argmax(x, *, compute=True, **compute_kwargs):
+def argmax(x, *, local=None, compute=True, **compute_kwargs):
     """The largest element of x and where it is first (as :func:`argmin`)."""
-    return _arg("argmax", x, compute, compute_kwargs)
+    return _arg("argmax", x, local, compute, compute_kwargs)
 
 
 # ---- moments ----
@@ -295,11 +326,32 @@ def _int_sums(c, a):
     return s1, s2
 
 
-def _moments_chunk(chunk):
+class _Done:
+    """A result at hand, held as a client's future holds one."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+class _Here:
+    """submit() as a client's, but reduced in this process (_local)."""
+
+    @staticmethod
+    def submit(op, a, partial=False):
+        if op == _wire.MOMENTS:
+            return _Done(_local.moments(a))
+        return _Done(_local.partial(op, a) if partial else _local.reduce(op, a))
+
+
+def _moments_chunk(local, chunk):
     a = np.asarray(chunk)
     if a.size == 0:
         return None
-    c = worker_client()
+    c = _Here if _here(local) else worker_client()
     a, name = _wire.as_array(a)
     m = c.submit("moments", a)          # count, min and max
     if name in _wire.FLOAT_NAMES:
@@ -377,15 +429,16 @@ def _moments_join(dtype, ddof, parts):
     return Moments(n, total, lo, hi, mean, var)
 
 
-def moments(x, ddof=0, *, compute=True, **compute_kwargs):
+def moments(x, ddof=0, *, local=None, compute=True, **compute_kwargs):
     """Count, sum, min, max, mean and variance of dask array x's elements,
     as :meth:`gpured.Client.moments` gives them for the whole array: a
     :class:`gpured.Moments` with the same bits, or with ``compute=False``
     a dask.delayed of it.
 
-    Each chunk's worker asks its gpured for the chunk's moments (for
-    count, min and max) and for the exact partials of the sum of its
-    elements and of their squares (an integer chunk goes as float64s
+    Each chunk's worker (in its own process, or its gpured: ``local`` as
+    in :func:`reduce`) takes the chunk's moments (for count, min and max)
+    and the exact partials of the sum of its elements and of their
+    squares (an integer chunk goes as float64s
     that hold it exactly: each element, or for 64-bit integers its upper
     and lower 32 bits). The joining task adds those exactly and rounds
     ``mean = S1 / n`` and ``var = (S2 - S1**2 / n) / (n - ddof)`` once
@@ -397,5 +450,5 @@ def moments(x, ddof=0, *, compute=True, **compute_kwargs):
     :class:`gpured.InvalidParams` if ``ddof`` is not below their number."""
     name = _check_dtype(x)
     ddof = _wire.check_ddof(_wire.MOMENTS, ddof)
-    return _graph("gpured-moments-%d-%s" % (ddof, x.name), _moments_chunk, _moments_join, x,
-                  (), (name, ddof), compute, compute_kwargs)
+    return _graph("gpured-moments%s-%d-%s" % (_where(local), ddof, x.name), _moments_chunk,
+                  _moments_join, x, (local,), (name, ddof), compute, compute_kwargs)

@@ -38,7 +38,8 @@ class Cluster:
         spec = {
             "w%d" % i: {"cls": distributed.Nanny,
                         "options": {"nthreads": 1, "host": "127.0.0.1", "memory_limit": 0,
-                                    "env": {"GPURED_SOCKET": d.path}}}
+                                    # the daemons' path (test_local.py has the other)
+                                    "env": {"GPURED_SOCKET": d.path, "GPURED_LOCAL": "0"}}}
             for i, d in enumerate(self.daemons)}
         self.cluster = distributed.SpecCluster(
             workers=spec, silence_logs=40,
