@@ -131,6 +131,7 @@ elif [ ${#cuda[@]} -gt 0 ]; then
 	has gpured-exact-bench && run gpured-exact-bench "${exe[gpured-exact-bench]}" --hi 16
 	has gpured-det-bench && run gpured-det-bench "${exe[gpured-det-bench]}" --hi 16 --reps 1
 	has gpured-ops-bench && run gpured-ops-bench "${exe[gpured-ops-bench]}" --reps 1
+	has gpured-narrow-bench && run gpured-narrow-bench "${exe[gpured-narrow-bench]}" --hi 24
 	has gpured-staging-write && run gpured-staging-write "${exe[gpured-staging-write]}" 64
 	has gpured-h2d-bench && run gpured-h2d-bench "${exe[gpured-h2d-bench]}" $((16 << 20)) $((1 << 20)) 2 1
 	has gpured-cuda-rtt && run gpured-cuda-rtt "${exe[gpured-cuda-rtt]}" 100

@@ -106,8 +106,9 @@ static void cuda_answer(cuda_backend *be, const cuda_done *dn)
 				p.count = it[i].n;
 				p.v.u = dn->raw[k];
 				p.xflags = 0;
-				/* argmin, argmax: alone in the launch */
-				p.index = it[i].kind == CUDA_ITEM_ARGM ? dn->argm_index : 0;
+				/* argmin, argmax (of any dtype): alone in the
+				 * launch */
+				p.index = gr_op_has_index((gr_op)it[i].op) ? dn->argm_index : 0;
 			}
 			be->early->answer(it[i].early, it[i].tag, (gr_op)it[i].op,
 					  (gr_dtype)it[i].dtype, &p);

@@ -90,6 +90,7 @@
 #include "cuda/exact.h"
 #include "cuda/kernel.h"
 #include "cuda/moments.h"
+#include "cuda/narrow.h"
 #include "engine/backend.h"
 
 /* The calls a fault can be injected into (fault.c). */
@@ -290,6 +291,7 @@ typedef enum cuda_item_kind {
 	CUDA_ITEM_ARGM,     /* argmin or argmax of device memory */
 	CUDA_ITEM_MOMENTS,  /* moments of device memory */
 	CUDA_ITEM_SEGMENTS, /* segments of device memory (job->seg) */
+	CUDA_ITEM_NARROW,   /* a narrow dtype's reduce of device memory (narrow.h) */
 	CUDA_ITEM_KINDS
 } cuda_item_kind;
 

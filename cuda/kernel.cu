@@ -29,12 +29,12 @@ static __device__ __forceinline__ void batch_unit(const unsigned char *base, con
 }
 
 #define GRK_DT_CASES(OP)                                                                   \
-	case OP * 8 + 0: batch_unit<int32_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
-	case OP * 8 + 1: batch_unit<int64_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
-	case OP * 8 + 2: batch_unit<uint32_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
-	case OP * 8 + 3: batch_unit<uint64_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
-	case OP * 8 + 4: batch_unit<float, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
-	case OP * 8 + 5: batch_unit<double, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break;
+	case GR_KSEG_OPDT(OP, 0): batch_unit<int32_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case GR_KSEG_OPDT(OP, 1): batch_unit<int64_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case GR_KSEG_OPDT(OP, 2): batch_unit<uint32_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case GR_KSEG_OPDT(OP, 3): batch_unit<uint64_t, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case GR_KSEG_OPDT(OP, 4): batch_unit<float, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break; \
+	case GR_KSEG_OPDT(OP, 5): batch_unit<double, OP>(base, s, w, si, nsegs, partials, tickets, out, lane); break;
 
 /* One warp per unit; a warp finds its segment by binary search over the
  * segments' first units (warp-uniform: from global memory or, in the

@@ -47,11 +47,14 @@ extern "C" {
 typedef struct gr_kseg {
 	uint64_t offset;      /* bytes from the batch's device base */
 	uint64_t n;           /* elements */
-	uint32_t opdt;        /* op * 8 + dtype */
+	uint32_t opdt;        /* GR_KSEG_OPDT(op, dtype) */
 	uint32_t unit_rows;   /* rows per unit */
 	uint32_t first_unit;  /* index of its first unit in the batch */
 	uint32_t units;       /* units of this segment (0 when n == 0) */
 } gr_kseg;
+
+/* A segment's op and dtype in one word: dtype below 16 (gr_dtype has 14). */
+#define GR_KSEG_OPDT(op, dtype) ((uint32_t)(op) * 16u + (uint32_t)(dtype))
 
 /* Rows per unit for a segment of n elements of size bytes. */
 uint32_t gr_kernel_unit_rows(uint64_t n, size_t size);

@@ -69,6 +69,25 @@ static cudaError_t cuda_moments(cuda_ctx *c, const cuda_item *it)
 					      c->hmom_dev, (int)c->dev->sms, c->stream);
 }
 
+/* a narrow dtype's reduce of device memory: its exact sum goes where a
+ * lone float sum's does (the launch's one place, xslot 0), argmin's and
+ * argmax's where cuda_argm's do, any other raw result where the batch
+ * kernel's first does */
+static cudaError_t cuda_narrow(cuda_ctx *c, const cuda_item *it)
+{
+	uint64_t *raw = c->hout_dev;
+	if (gr_narrow_exact(it->op, it->dtype)) {
+		c->xslot[0] = 0;
+		c->nx = 1;
+	} else if (gr_op_has_index((gr_op)it->op)) {
+		/* argmin, argmax: value and index where cuda_argm's go */
+		c->argm = true;
+		raw = (uint64_t *)c->hargm_dev;
+	}
+	return (cudaError_t)gr_narrow_launch(it->op, it->dtype, it->data, it->n, c->dxscratch, raw,
+					     c->hxout_dev, (int)c->dev->sms, c->stream);
+}
+
 /* The kinds launched alone, each by its own launcher, with the call's name
  * for errors; an empty item launches only where empty says so. */
 static const struct {
@@ -80,6 +99,7 @@ static const struct {
 	[CUDA_ITEM_ARGM] = {cuda_argm, "cudaLaunchKernel (argmin/argmax)", false},
 	[CUDA_ITEM_MOMENTS] = {cuda_moments, "cudaLaunchKernel (moments)", false},
 	[CUDA_ITEM_SEGMENTS] = {cuda_segs_launch, "cudaLaunchKernel (segmented reduce)", false},
+	[CUDA_ITEM_NARROW] = {cuda_narrow, "cudaLaunchKernel (narrow dtype)", false},
 };
 
 /*
@@ -140,7 +160,7 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			c->xslot[nsegs++] = exact ? nx : CUDA_NOT_EXACT;
 			sg->offset = (uintptr_t)it->data;
 			sg->n = exact || it->kind != CUDA_ITEM_BATCH ? 0 : it->n;
-			sg->opdt = (uint32_t)it->op * 8 + it->dtype;
+			sg->opdt = GR_KSEG_OPDT(it->op, it->dtype);
 			sg->unit_rows = sg->n ? gr_kernel_unit_rows(it->n, gr_dtype_size(it->dtype)) : 0;
 			sg->first_unit = (uint32_t)units;
 			sg->units = (uint32_t)u;

@@ -235,10 +235,22 @@ static bool (*const cuda_runs_kind[GR_JOB_KINDS])(const gr_job *j) = {
 	[GR_JOB_SCAN] = cuda_takes_scan,
 };
 
+/* a narrow dtype's reduce (narrow.h): of device memory, where the
+ * narrow kernel has the pair (the daemon's rule, backend.h, and the
+ * kernels' own, which agree), on the elements' own size's boundary */
+static bool cuda_runs_narrow(const gr_job *j)
+{
+	return j->kind == GR_JOB_REDUCE && j->where == GR_AT_DEVICE &&
+	       gr_backend_dtype_on_device(j->op, j->dtype, j->data) &&
+	       gr_narrow_has_kernel(j->op, j->dtype);
+}
+
 /* Whether a kernel here runs j at all: submit() fails the others. */
 static bool cuda_runs(const gr_job *j)
 {
-	return gr_backend_dtype_on_device(j->dtype) && j->kind < GR_JOB_KINDS && cuda_runs_kind[j->kind] && cuda_runs_kind[j->kind](j);
+	if (gr_dtype_is_narrow(j->dtype))
+		return cuda_runs_narrow(j);
+	return j->kind < GR_JOB_KINDS && cuda_runs_kind[j->kind] && cuda_runs_kind[j->kind](j);
 }
 
 bool cuda_takes(const gr_backend *b, const gr_job *j)
@@ -305,6 +317,9 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			/* never answered early: its records are the loop's */
 			b->items[i].seg = j->seg;
 			b->items[i].kind = CUDA_ITEM_SEGMENTS;
+			b->items[i].alone = 1;
+		} else if (gr_dtype_is_narrow(j->dtype)) {
+			b->items[i].kind = CUDA_ITEM_NARROW;
 			b->items[i].alone = 1;
 		} else if (cuda_job_alone_kernel(j)) {
 			b->items[i].kind = j->op == GR_OP_MOMENTS ? CUDA_ITEM_MOMENTS : CUDA_ITEM_ARGM;

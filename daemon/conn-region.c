@@ -213,7 +213,7 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 					 r->id, out->id);
 		return;
 	}
-	if (preq->scan && r->device >= 0 && !gr_backend_dtype_on_device(preq->dtype)) {
+	if (preq->scan && r->device >= 0 && gr_dtype_is_narrow(preq->dtype)) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "the cumsum of %s elements in GPU memory is not served (the "
 				 "GPU's prefix sums take i32, i64, u32, u64, f32 and f64)",
@@ -230,11 +230,11 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 	/* the GPUs' exact sum reads whole elements; host data that are not
 	 * aligned go to the CPU engine instead (the CUDA engine does not take
 	 * them: cuda/queue.c, cuda_takes), and so
-	 * do segments of GPU memory that are not (copied first:
-	 * request-fetch.c) */
+	 * do segments of GPU memory that are not, and narrow dtypes' elements
+	 * (copied first: request-fetch.c) */
 	bool exact_op = preq->op == GR_OP_SUM || preq->op == GR_OP_SUMSQ;
 	if (r->device >= 0 && exact_op && gr_dtype_is_float(preq->dtype) && !preq->has_offsets &&
-	    gr_backend_dtype_on_device(preq->dtype) &&
+	    !gr_dtype_is_narrow(preq->dtype) &&
 	    ((uintptr_t)r->base + preq->offset) % size) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "the %s of %s elements in GPU memory needs an offset on a %zu-byte "

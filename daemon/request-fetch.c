@@ -1,6 +1,8 @@
 /*
- * Requests on GPU memory that no GPU kernel reduces (every op of a narrow
- * dtype, moments of more
+ * Requests on GPU memory that no GPU kernel reduces (the ops of a narrow
+ * dtype that gr_backend_narrow_on_device() leaves out, and any of its
+ * elements off their own size's boundary; segments of a narrow dtype;
+ * moments of more
  * segments than gr_backend_segs_moments_max(), segments of more than
  * GR_BACKEND_SEGS_MAX_ELEMS elements, and argmin,
  * argmax, moments and segments of elements off their own size's
@@ -29,7 +31,7 @@ bool gr_request_via_host(const gr_request *req)
 	 * job (every chunk of a request moves on by whole elements, so
 	 * region_next is on the boundary when its start is) */
 	size_t size = gr_dtype_size(req->dtype);
-	if (!gr_backend_dtype_on_device(req->dtype))
+	if (!gr_backend_dtype_on_device(req->op, req->dtype, req->region_next))
 		return true;
 	if (req->kind == GR_REQUEST_SEGMENTS)
 		return !gr_backend_segs_on_device(req->op, req->dtype, req->region_next,

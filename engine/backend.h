@@ -279,14 +279,43 @@ int gr_backend_cuda_new(const gr_backend_config *cfg, gr_completion *cq, gr_back
 void gr_backend_cpu_wait_idle(gr_backend *b);
 
 /*
- * Does a backend with map_device have kernels for dt in device memory?
- * Its kernels read the 4- and 8-byte dtypes; the daemon copies device
- * memory of the narrow dtypes to the host, where the CPU widens it
- * (math/widen.h), and does not take their prefix sums.
+ * Which ops over a narrow dtype (proto/types.h, gr_dtype_is_narrow) a
+ * backend with map_device reduces where the elements lie: sum, min and max
+ * of every narrow dtype, the sum of squares of f8e4m3 and the integers,
+ * and argmin and argmax of f16 and bf16 (cuda/narrow.h). The daemon copies device memory of the other
+ * pairs to the host, where the CPU widens it (math/widen.h), and does not
+ * take the prefix sums of narrow device memory, nor its segments.
  */
-static inline bool gr_backend_dtype_on_device(gr_dtype dt)
+static inline bool gr_backend_narrow_on_device(gr_op op, gr_dtype dt)
 {
-	return !gr_dtype_is_narrow(dt);
+	switch (op) {
+	case GR_OP_SUM:
+	case GR_OP_MIN:
+	case GR_OP_MAX:
+		return gr_dtype_is_narrow(dt);
+	case GR_OP_SUMSQ:
+		return dt == GR_DT_F8E4M3 || dt == GR_DT_I8 || dt == GR_DT_U8 || dt == GR_DT_I16 ||
+		       dt == GR_DT_U16;
+	case GR_OP_ARGMIN:
+	case GR_OP_ARGMAX:
+		return dt == GR_DT_F16 || dt == GR_DT_BF16;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Does a backend with map_device reduce op over dt at data in device
+ * memory where it lies (a whole reduce, not segments or prefix sums)?
+ * Every op of the 4- and 8-byte dtypes (whose own rules follow); a narrow
+ * dtype's pairs of gr_backend_narrow_on_device(), with the elements on
+ * their own size's boundary (its kernels read whole elements).
+ */
+static inline bool gr_backend_dtype_on_device(gr_op op, gr_dtype dt, const void *data)
+{
+	if (!gr_dtype_is_narrow(dt))
+		return true;
+	return gr_backend_narrow_on_device(op, dt) && (uintptr_t)data % gr_dtype_size(dt) == 0;
 }
 
 /* Elements one job of segments of device memory may have, at most. */
@@ -315,7 +344,7 @@ static inline uint64_t gr_backend_segs_moments_max(gr_dtype dt)
 static inline bool gr_backend_segs_on_device(gr_op op, gr_dtype dt, const void *data, uint64_t n,
 					     uint64_t k)
 {
-	return gr_backend_dtype_on_device(dt) &&
+	return !gr_dtype_is_narrow(dt) &&
 	       (op != GR_OP_MOMENTS || k <= gr_backend_segs_moments_max(dt)) &&
 	       (uintptr_t)data % gr_dtype_size(dt) == 0 && n <= GR_BACKEND_SEGS_MAX_ELEMS;
 }

@@ -426,7 +426,7 @@ int main(void)
 		size_t off = hb.size() + rng() % 16;
 		hb.resize(off + n * dt_size[dt]);
 		fill(dt, hb.data() + off, n);
-		segs[i] = gr_kseg{ off, n, (uint32_t)(op * 8 + dt), gr_kernel_unit_rows(n, dt_size[dt]),
+		segs[i] = gr_kseg{ off, n, GR_KSEG_OPDT(op, dt), gr_kernel_unit_rows(n, dt_size[dt]),
 				   units, n ? (uint32_t)gr_kernel_units(n, dt_size[dt]) : 0 };
 		units += segs[i].units;
 	}
@@ -438,7 +438,7 @@ int main(void)
 	CU(cudaMemcpy(dsegs, segs.data(), nseg * sizeof(gr_kseg), cudaMemcpyHostToDevice));
 	for (unsigned i = 0; i < nseg; i++)
 		if (segs[i].n)
-			want[i] = run_single(s, (int)segs[i].opdt / 8, (int)segs[i].opdt % 8,
+			want[i] = run_single(s, (int)segs[i].opdt / 16, (int)segs[i].opdt % 16,
 					     db + segs[i].offset, segs[i].n, sms);
 	for (int rep = 0; rep < 3; rep++) {
 		CU((cudaError_t)gr_kernel_launch_batch(db, dsegs, nseg, units, s.partials, s.tickets,
@@ -448,7 +448,7 @@ int main(void)
 		for (unsigned i = 0; i < nseg; i++) {
 			if (!segs[i].n)
 				continue;
-			int op = (int)segs[i].opdt / 8, dt = (int)segs[i].opdt % 8;
+			int op = (int)segs[i].opdt / 16, dt = (int)segs[i].opdt % 16;
 			CHECK(got[i] == want[i], "batch segment %u (%s %s n=%llu): %llx != %llx", i,
 			      op_name[op], dt_name[dt], (unsigned long long)segs[i].n,
 			      (unsigned long long)got[i], (unsigned long long)want[i]);

@@ -4,7 +4,8 @@
  * virtual-memory allocation exported as a file descriptor; every op and
  * dtype at odd sizes and offsets against the same elements sent over the
  * socket (all bit for bit, float sums and sums of squares too; a float
- * sum or sum of squares at an offset that splits an element is refused);
+ * sum or sum of squares at an offset that splits an element is refused,
+ * but for the narrow dtypes, which go through the host there);
  * every bad input (a device the daemon does not serve, bytes beyond the
  * allocation, 64 bytes of garbage, a handle of freed memory, a descriptor
  * that is not a CUDA allocation, IPC handles while the option is off);
@@ -252,6 +253,15 @@ static void fill(std::vector<uint8_t> &h, gpured_dtype dt)
 			memcpy(&h[i], &x, 8);
 		} else {
 			uint64_t x = rnd();
+			if (dt >= 6 && dt <= 9) {
+				/* f16, bf16, f8e4m3, f8e5m2: finite (an all-ones
+				 * exponent loses its top bit) */
+				uint32_t top = es == 2 ? 0x4000u : 0x40u;
+				uint32_t em = dt == 6 ? 0x7c00u : dt == 7 ? 0x7f80u : dt == 8 ? 0x78u : 0x7cu;
+				uint32_t b = (uint32_t)x & (es == 2 ? 0xffffu : 0xffu);
+				if ((b & em) == em)
+					x &= ~(uint64_t)top;
+			}
 			memcpy(&h[i], &x, es);
 		}
 	}
@@ -265,7 +275,10 @@ static void check_region(gpured_t *g, uint64_t id, const void *dptr, size_t cap)
 {
 	static const size_t sizes[] = { 1, 33, 4097, 1000003, 5000011 };
 	std::vector<uint8_t> h(cap);
-	for (int dt = 0; dt < 6; dt++) {
+	/* the narrow dtypes (6 to 13) too: where the GPU has no kernel for
+	 * the pair, or at an offset off the element's size, through a copy
+	 * to the host */
+	for (int dt = 0; dt < 14; dt++) {
 		size_t es = gpured_dtype_size((gpured_dtype)dt);
 		bool flt = dt == GPURED_F32 || dt == GPURED_F64;
 		fill(h, (gpured_dtype)dt);

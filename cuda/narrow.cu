@@ -1,0 +1,106 @@
+/* The narrow dtypes' kernels' launchers (narrow.h). */
+#include <cuda_runtime.h>
+
+#include "cuda/narrow-argm.cuh"
+#include "cuda/narrow-ops.cuh"
+
+extern "C" bool gr_narrow_has_kernel(int op, int dtype)
+{
+	using namespace grn;
+	if (dtype < F16 || dtype > U16)
+		return false;
+	switch (op) {
+	case SUM:
+	case MIN:
+	case MAX:
+		return true;
+	case SUMSQ:
+		return dtype == E4M3 || dtype >= I8;
+	case ARGMIN:
+	case ARGMAX:
+		return dtype == F16 || dtype == BF16;
+	}
+	return false;
+}
+
+extern "C" bool gr_narrow_exact(int op, int dtype)
+{
+	using namespace grn;
+	return op == SUMSQ || (op == SUM && dtype <= E5M2);
+}
+
+namespace grn {
+
+#define GRN_LAUNCH(...) launch<__VA_ARGS__>(data, n, scratch, raw, xout, sm_count, st)
+/* the f16 sum's form: two vectors a lane a group, four blocks an SM (the
+ * quickest of gpured-narrow-bench --sweep on an H200) */
+#define GRN_LAUNCH_F16(...) launch<__VA_ARGS__, 2, 4>(data, n, scratch, raw, xout, sm_count, st)
+
+template <int OP>
+static cudaError_t minmax(int dtype, const void *data, uint64_t n, gr_exact_scratch *scratch,
+			  uint64_t *raw, gr_exact_sum *xout, int sm_count, cudaStream_t st)
+{
+	switch (dtype) {
+	case F16: return GRN_LAUNCH(MinMax<F16, OP>);
+	case BF16: return GRN_LAUNCH(MinMax<BF16, OP>);
+	case E4M3: return GRN_LAUNCH(MinMax<E4M3, OP>);
+	case E5M2: return GRN_LAUNCH(MinMax<E5M2, OP>);
+	case I8: return GRN_LAUNCH(MinMax<I8, OP>);
+	case U8: return GRN_LAUNCH(MinMax<U8, OP>);
+	case I16: return GRN_LAUNCH(MinMax<I16, OP>);
+	case U16: return GRN_LAUNCH(MinMax<U16, OP>);
+	}
+	return cudaErrorInvalidValue;
+}
+
+} /* namespace grn */
+
+extern "C" int gr_narrow_launch(int op, int dtype, const void *data, uint64_t n,
+				gr_exact_scratch *scratch, uint64_t *raw, gr_exact_sum *xout,
+				int sm_count, void *stream)
+{
+	using namespace grn;
+	cudaStream_t st = (cudaStream_t)stream;
+	if (n == 0 || !gr_narrow_has_kernel(op, dtype))
+		return (int)cudaErrorInvalidValue;
+	const unsigned size = dtype == F16 || dtype == BF16 || dtype == I16 || dtype == U16 ? 2 : 1;
+	if ((uintptr_t)data % size)
+		return (int)cudaErrorInvalidValue;
+	switch (op) {
+	case SUM:
+		switch (dtype) {
+		case F16: return (int)GRN_LAUNCH_F16(SumFix<F16, false>);
+		case BF16: return (int)GRN_LAUNCH(SumBf16);
+		case E4M3: return (int)GRN_LAUNCH(SumF8<E4M3>);
+		case E5M2: return (int)GRN_LAUNCH(SumF8<E5M2>);
+		case I8: return (int)GRN_LAUNCH(SumInt<I8, false>);
+		case U8: return (int)GRN_LAUNCH(SumInt<U8, false>);
+		case I16: return (int)GRN_LAUNCH(SumInt<I16, false>);
+		case U16: return (int)GRN_LAUNCH(SumInt<U16, false>);
+		}
+		break;
+	case SUMSQ:
+		switch (dtype) {
+		case E4M3: return (int)GRN_LAUNCH(SumFix<E4M3, true>);
+		case I8: return (int)GRN_LAUNCH(SumInt<I8, true>);
+		case U8: return (int)GRN_LAUNCH(SumInt<U8, true>);
+		case I16: return (int)GRN_LAUNCH(SumInt<I16, true>);
+		case U16: return (int)GRN_LAUNCH(SumInt<U16, true>);
+		}
+		break;
+	case ARGMIN:
+	case ARGMAX: {
+		gr_argm_result *ao = (gr_argm_result *)raw;
+		if (dtype == F16)
+			return (int)(op == ARGMAX ? launch_argm<F16, true>(data, n, scratch, ao, sm_count, st)
+						  : launch_argm<F16, false>(data, n, scratch, ao, sm_count, st));
+		return (int)(op == ARGMAX ? launch_argm<BF16, true>(data, n, scratch, ao, sm_count, st)
+					  : launch_argm<BF16, false>(data, n, scratch, ao, sm_count, st));
+	}
+	case MIN:
+		return (int)minmax<MIN>(dtype, data, n, scratch, raw, xout, sm_count, st);
+	case MAX:
+		return (int)minmax<MAX>(dtype, data, n, scratch, raw, xout, sm_count, st);
+	}
+	return (int)cudaErrorInvalidValue;
+}
