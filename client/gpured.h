@@ -780,6 +780,17 @@ int gpured_local_partial(gpured_op op, gpured_dtype dt, const void *data, size_t
 			 unsigned threads, gpured_partial *ret);
 int gpured_local_moments(gpured_dtype dt, const void *data, size_t n, uint64_t ddof,
 			 unsigned threads, gpured_moments *ret);
+/*
+ * What moments is made of, for joining with the same of other pieces of
+ * an array (elsewhere, in any order): the min and max (as
+ * gpured_local_reduce() gives them) and the exact sums of the elements
+ * and of their squares, as partials of sum and sumsq of dt (of f64 for
+ * an integer dtype, whose sums they hold exactly), in one pass. n >= 1:
+ * -ENODATA for no elements.
+ */
+int gpured_local_moments_parts(gpured_dtype dt, const void *data, size_t n, unsigned threads,
+			       gpured_value *ret_min, gpured_value *ret_max,
+			       gpured_partial *ret_s1, gpured_partial *ret_s2);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #include "client/reduce.h"
 #include "math/fsum.h"
 #include "math/reduce.h"
+#include "math/xsum.h"
 
 /* At most this many threads; a thread takes two blocks at least. */
 #define LOCAL_THREADS_MAX 64u
@@ -153,4 +154,57 @@ int gpured_local_moments(gpured_dtype dt, const void *data, size_t n, uint64_t d
 		.var = m.var,
 	};
 	return 0;
+}
+
+/* words[0..n) * 2^scale and flags, of count elements, as a canonical
+ * partial of op over dt. */
+static int local_exact(const uint64_t *words, size_t n, int scale, unsigned flags, uint64_t count,
+		       gpured_op op, gpured_dtype dt, gpured_partial *ret)
+{
+	gr_fsum x;
+	int r;
+
+	if (n > GR_FSUM_LIMBS_MAX)
+		return -ERANGE;
+	x.count = count;
+	x.scale = scale;
+	x.specials = flags;
+	x.nlimbs = (uint32_t)n;
+	memset(x.limbs, 0, sizeof(x.limbs));
+	memcpy(x.limbs, words, n * sizeof(*words));
+	if ((r = gr_fsum_canonical(&x, NULL, 0)) < 0)
+		return r;
+	client_partial_from_exact(&x, op, dt, ret);
+	return 0;
+}
+
+int gpured_local_moments_parts(gpured_dtype dt, const void *data, size_t n, unsigned threads,
+			       gpured_value *ret_min, gpured_value *ret_max, gpured_partial *ret_s1,
+			       gpured_partial *ret_s2)
+{
+	gr_partial p;
+	uint64_t words[GR_PARTIAL_LIMBS_MAX];
+	int scale, r = local_check(GPURED_OP_MOMENTS, dt, data, n);
+	unsigned flags;
+	size_t nw;
+	/* the sums' partials: the float dtype's own, f64's for the integers */
+	const gpured_dtype sdt = gr_dtype_is_float((gr_dtype)dt) ? dt : GPURED_F64;
+
+	if (r < 0)
+		return r;
+	if (n == 0)
+		return -ENODATA;
+	if ((r = local_partial(GR_OP_MOMENTS, (gr_dtype)dt, data, n, threads, &p)) < 0)
+		return r;
+	const gr_kind k = gr_result_kind(GR_OP_MIN, (gr_dtype)dt);
+	gr_value lo = { .kind = k }, hi = { .kind = k };
+	memcpy(&lo.u, &p.lo, 8);
+	memcpy(&hi.u, &p.hi, 8);
+	*ret_min = client_value_of(&lo, n);
+	*ret_max = client_value_of(&hi, n);
+	nw = gr_partial_limbs(&p, words, GR_PARTIAL_LIMBS_MAX, &scale, &flags);
+	if ((r = local_exact(words, nw, scale, flags, n, GPURED_OP_SUM, sdt, ret_s1)) < 0)
+		return r;
+	nw = xsum_acc_limbs(p.x2acc, p.x2flags, n, words, GR_PARTIAL_LIMBS_MAX, &scale, &flags);
+	return local_exact(words, nw, scale, flags, n, GPURED_OP_SUMSQ, sdt, ret_s2);
 }

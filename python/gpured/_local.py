@@ -75,8 +75,12 @@ def _load():
                 lib.gpured_local_moments.argtypes = [ctypes.c_int, ctypes.c_void_p,
                                                      ctypes.c_size_t, ctypes.c_uint64,
                                                      ctypes.c_uint, ctypes.POINTER(_Moments)]
+                lib.gpured_local_moments_parts.argtypes = [
+                    ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint,
+                    ctypes.POINTER(_Value), ctypes.POINTER(_Value), ctypes.POINTER(_Partial),
+                    ctypes.POINTER(_Partial)]
                 for f in (lib.gpured_local_reduce, lib.gpured_local_partial,
-                          lib.gpured_local_moments):
+                          lib.gpured_local_moments, lib.gpured_local_moments_parts):
                     f.restype = ctypes.c_int
             except (OSError, AttributeError):
                 lib = None      # no such library, or one without these
@@ -140,6 +144,11 @@ def partial(op, x, threads=1):
                                  ctypes.byref(p))
     if r:
         _raise(r, op)
+    return _partial_of(op, name, p)
+
+
+def _partial_of(op, name, p):
+    """A _Partial as a :class:`gpured.Partial` of op over dtype name."""
     words = bytes(memoryview(p.limbs).cast("B")[:8 * p.nlimbs])
     limbs = int.from_bytes(words, "little", signed=True) if words else 0
     part = _exact.Partial(op, name, 0.0, p.count, limbs, p.scale, p.specials)
@@ -156,3 +165,21 @@ def moments(x, ddof=0, threads=1):
     if r:
         _raise(r, "moments")
     return _wire.Moments(m.count, m.sum.number(), m.min.number(), m.max.number(), m.mean, m.var)
+
+
+def moments_parts(x, threads=1):
+    """What moments of host array x (at least one element) is made of, in
+    one pass: (count, min, max, S1, S2), S1 and S2 the exact sums of the
+    elements and of their squares as partials (:class:`gpured.Partial`:
+    of the float dtype itself, of f64 for an integer dtype)."""
+    lib = _load()
+    a, name, n = _prepare(x)
+    lo, hi, s1, s2 = _Value(), _Value(), _Partial(), _Partial()
+    r = lib.gpured_local_moments_parts(_DTYPES[name], a.ctypes.data, n, threads,
+                                       ctypes.byref(lo), ctypes.byref(hi), ctypes.byref(s1),
+                                       ctypes.byref(s2))
+    if r:
+        _raise(r, "moments")
+    sname = name if name in _wire.FLOAT_NAMES else "f64"
+    return (n, lo.number(), hi.number(), _partial_of("sum", sname, s1),
+            _partial_of("sumsq", sname, s2))

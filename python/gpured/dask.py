@@ -326,32 +326,17 @@ def _int_sums(c, a):
     return s1, s2
 
 
-class _Done:
-    """A result at hand, held as a client's future holds one."""
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
-
-
-class _Here:
-    """submit() as a client's, but reduced in this process (_local)."""
-
-    @staticmethod
-    def submit(op, a, partial=False):
-        if op == _wire.MOMENTS:
-            return _Done(_local.moments(a))
-        return _Done(_local.partial(op, a) if partial else _local.reduce(op, a))
-
-
 def _moments_chunk(local, chunk):
     a = np.asarray(chunk)
     if a.size == 0:
         return None
-    c = _Here if _here(local) else worker_client()
+    if _here(local):
+        # one pass in this process: count, min, max and the exact sums
+        n, lo, hi, s1, s2 = _local.moments_parts(a)
+        if _wire.as_array(a[:0])[1] not in _wire.FLOAT_NAMES:
+            s1, s2 = _exact_int(s1), _exact_int(s2)
+        return _ChunkMoments(n, lo, hi, s1, s2)
+    c = worker_client()
     a, name = _wire.as_array(a)
     m = c.submit("moments", a)          # count, min and max
     if name in _wire.FLOAT_NAMES:

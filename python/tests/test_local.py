@@ -4,6 +4,7 @@ and dtype, odd sizes, block edges, hostile values; gpured.dask's chunks
 reduced in the worker against the same through the daemon; and the
 switches (GPURED_LOCAL=0, local=True without the library)."""
 
+import builtins
 import math
 from fractions import Fraction
 import os
@@ -76,6 +77,18 @@ def test_every_op_as_the_daemon(daemon, dtype):
                 same_partial(_local.partial(op, x), c.reduce(op, x, partial=True))
             ddof = 1 if n > 1 else 0
             same(tuple(_local.moments(x, ddof=ddof)), tuple(c.moments(x, ddof=ddof)))
+            count, lo, hi, s1, s2 = _local.moments_parts(x, threads=2)
+            assert count == n
+            same(lo, c.reduce("min", x))
+            same(hi, c.reduce("max", x))
+            if np.dtype(dtype).kind == "f":
+                same_partial(s1, c.reduce("sum", x, partial=True))
+                same_partial(s2, c.reduce("sumsq", x, partial=True))
+            else:
+                ints = [int(v) for v in x.reshape(-1)]
+                assert Fraction(s1.limbs) * Fraction(2) ** s1.scale == builtins.sum(ints)
+                assert Fraction(s2.limbs) * Fraction(2) ** s2.scale == \
+                    builtins.sum(v * v for v in ints)
 
 
 def test_hostile(daemon):

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +26,13 @@ static void same_value(const gpured_value *a, const gpured_value *b, const char 
 		  (unsigned long long)a->v.u, b->kind, (unsigned long long)b->count,
 		  (unsigned long long)b->index, (unsigned long long)b->v.u);
 	checked++;
+}
+
+static bool same_partial(const gpured_partial *a, const gpured_partial *b)
+{
+	return a->op == b->op && a->dtype == b->dtype && a->count == b->count &&
+	       a->scale == b->scale && a->specials == b->specials && a->nlimbs == b->nlimbs &&
+	       memcmp(a->limbs, b->limbs, sizeof(a->limbs)) == 0;
 }
 
 /* Every op of dt over x[0..n) here, on threads, and by the daemon. */
@@ -47,10 +55,27 @@ static void compare(gpured_t *g, gpured_dtype dt, const void *x, size_t n, unsig
 		rd = gpured_reduce_partial(g, op, dt, x, n, &dp);
 		CHECK_MSG(rl == rd, "%s partial: local %d daemon %d", what, rl, rd);
 		if (rl == 0) {
-			CHECK_MSG(lp.count == dp.count && lp.scale == dp.scale &&
-					  lp.specials == dp.specials && lp.nlimbs == dp.nlimbs &&
-					  memcmp(lp.limbs, dp.limbs, sizeof(lp.limbs)) == 0,
-				  "%s partial differs", what);
+			CHECK_MSG(same_partial(&lp, &dp), "%s partial differs", what);
+			checked++;
+		}
+	}
+	/* moments' parts: the extremes, and for floats the sums' partials */
+	gpured_value lo, hi, dlo, dhi;
+	gpured_partial s1, s2, d1, d2;
+	int rp = gpured_local_moments_parts(dt, x, n, threads, &lo, &hi, &s1, &s2);
+	CHECK_MSG(rp == (n ? 0 : -ENODATA), "moments parts %s n=%zu: %d", gpured_dtype_name(dt), n,
+		  rp);
+	if (rp == 0) {
+		CHECK_EQ(gpured_reduce(g, GPURED_OP_MIN, dt, x, n, &dlo), 0);
+		CHECK_EQ(gpured_reduce(g, GPURED_OP_MAX, dt, x, n, &dhi), 0);
+		same_value(&lo, &dlo, "moments parts min");
+		same_value(&hi, &dhi, "moments parts max");
+		if (gpured_result_kind(GPURED_OP_SUM, dt) == GPURED_KIND_F64) {
+			CHECK_EQ(gpured_reduce_partial(g, GPURED_OP_SUM, dt, x, n, &d1), 0);
+			CHECK_EQ(gpured_reduce_partial(g, GPURED_OP_SUMSQ, dt, x, n, &d2), 0);
+			CHECK_MSG(same_partial(&s1, &d1) && same_partial(&s2, &d2),
+				  "moments parts %s n=%zu: sums' partials differ", gpured_dtype_name(dt),
+				  n);
 			checked++;
 		}
 	}
