@@ -8,6 +8,7 @@
 
 #include "daemon/config.h"
 #include "daemon/peer.h"
+#include "engine/scheduler.h"
 #include "math/reduce.h"
 
 #define KiB ((uint64_t)1024)
@@ -183,6 +184,7 @@ enum {
 	OPT_DIRECT_REPLIES,
 	OPT_CPU_FALLBACK,
 	OPT_ROUTE_CPU_MAX_BYTES,
+	OPT_HOST_DATA,
 	OPT_ALLOW_CUDA_IPC,
 	OPT_SHUTDOWN_TIMEOUT_MS,
 	OPT_WRITE_TIMEOUT_MS,
@@ -233,6 +235,7 @@ static const struct option options[] = {
 	{"direct-replies", required_argument, NULL, OPT_DIRECT_REPLIES},
 	{"cpu-fallback", required_argument, NULL, OPT_CPU_FALLBACK},
 	{"route-cpu-max-bytes", required_argument, NULL, OPT_ROUTE_CPU_MAX_BYTES},
+	{"host-data", required_argument, NULL, OPT_HOST_DATA},
 	{"allow-cuda-ipc", required_argument, NULL, OPT_ALLOW_CUDA_IPC},
 	{"shutdown-timeout-ms", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT_MS},
 	{"write-timeout-ms", required_argument, NULL, OPT_WRITE_TIMEOUT_MS},
@@ -283,6 +286,8 @@ void gr_config_usage(FILE *f)
 		"  --streams N                CUDA streams per GPU (default 4)\n"
 		"  --cpu-fallback yes|no      CUDA: reduce on the CPU once no GPU is in service (yes)\n"
 		"  --route-cpu-max-bytes N    CUDA: reduce requests this small on the CPU (1M; 0: none)\n"
+		"  --host-data both|gpu|cpu   CUDA: where larger host data goes (both: the engine\n"
+		"                             that finishes it first)\n"
 		"  --allow-cuda-ipc yes|no    map kind cuda_ipc (legacy IPC handles; no)\n"
 		"  --allow-cuda-ipc-writable yes|no  cuda_ipc regions may be \"writable\" (no)\n"
 		"  --inline-max-bytes N       CPU: jobs this small run on the loop thread\n"
@@ -316,6 +321,9 @@ void gr_config_usage(FILE *f)
 		"      --version              show the version\n"
 		"\nSizes take K, M and G suffixes (powers of 1024).\n");
 }
+
+/* a zeroed config's host_data is both */
+_Static_assert(GR_SCHED_HOST_BOTH == 0, "the default --host-data is both");
 
 static int parse_yes_no(const char *arg, bool *ret)
 {
@@ -407,6 +415,13 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return parse_yes_no(arg, &c->allow_cuda_ipc_writable);
 	case OPT_ROUTE_CPU_MAX_BYTES:
 		return set_size(arg, 1 * GiB, &c->route_cpu_max_bytes);
+	case OPT_HOST_DATA:
+		for (unsigned h = 0; h < GR_SCHED_HOST_N; h++)
+			if (!strcmp(arg, gr_sched_host_name((gr_sched_host)h))) {
+				c->host_data = h;
+				return 0;
+			}
+		return -EINVAL;
 	case OPT_SHUTDOWN_TIMEOUT_MS:
 		return parse_uint(arg, 10, 3600000, &c->shutdown_timeout_ms);
 	case OPT_WRITE_TIMEOUT_MS:

@@ -54,6 +54,7 @@ typedef struct gr_config {
 	bool direct_replies;        /* backend threads write small requests' replies (true) */
 	bool cpu_fallback;          /* CUDA: reduce on the CPU once no GPU is in service (true) */
 	size_t route_cpu_max_bytes; /* CUDA: requests this small are reduced on the CPU (0: none) */
+	unsigned host_data;         /* CUDA: where larger host data goes, a gr_sched_host (both) */
 	bool allow_cuda_ipc;        /* map kind cuda_ipc, whose handle anyone may know (false) */
 	unsigned shutdown_timeout_ms;
 	unsigned write_timeout_ms;  /* close a peer that takes none of a pending reply this long (0: never) */

@@ -40,6 +40,30 @@ static int write_latency_hist(gr_buf *b, const gr_stats *st)
 	return write_kv_uint(b, "count", count);
 }
 
+/* Host data that either engine may take (PROTOCOL.md, stats.host_data):
+ * the mode, and each engine's share. */
+static int write_host_data(gr_buf *b, const gr_sched *sc)
+{
+	static const char *const names[2] = { "gpu", "cpu" };
+
+	W(gr_mpw_cstr(b, "host_data"));
+	W(gr_mpw_map(b, 3));
+	W(write_kv_str(b, "mode", gr_sched_host_name(sc->host)));
+	for (unsigned e = 0; e < 2; e++) {
+		const gr_sched_share *sh = &sc->share[e];
+		W(gr_mpw_cstr(b, names[e]));
+		W(gr_mpw_map(b, 5));
+		W(write_kv_uint(b, "bytes", sh->bytes));
+		W(write_kv_uint(b, "jobs", sh->jobs));
+		W(write_kv_uint(b, "inflight_bytes", sh->inflight));
+		W(gr_mpw_cstr(b, "busy_s"));
+		W(gr_mpw_f64(b, (double)sh->busy_ns / 1e9));
+		W(gr_mpw_cstr(b, "rate_gbps"));
+		W(gr_mpw_f64(b, sh->rate));
+	}
+	return 0;
+}
+
 int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool all)
 {
 	uint32_t p50, p99, max;
@@ -52,7 +76,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool al
 		healthy += d.healthy;
 	}
 	gr_stats_percentiles(&s->stats, &p50, &p99, &max);
-	W(gr_mpw_map(b, 26));
+	W(gr_mpw_map(b, 27));
 	W(gr_mpw_cstr(b, "uptime_s"));
 	W(gr_mpw_f64(b, (double)(uv_hrtime() - s->stats.start_ns) / 1e9));
 	W(write_kv_str(b, "backend", be->name));
@@ -72,6 +96,7 @@ int gr_server_write_stats(gr_server *s, gr_buf *b, const gr_peer *asker, bool al
 	W(write_kv_uint(b, "elements", s->stats.elements));
 	W(write_kv_uint(b, "batches", be->batches));
 	W(write_kv_uint(b, "routed_cpu", s->sched.routed));
+	W(write_host_data(b, &s->sched));
 	W(gr_mpw_cstr(b, "batch_mean"));
 	W(gr_mpw_f64(b, be->batches ? (double)be->batched_jobs / (double)be->batches : 0.0));
 	W(write_kv_uint(b, "inflight", s->stats.inflight));

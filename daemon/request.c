@@ -285,6 +285,7 @@ void gr_request_chunk_done(gr_job *job)
 	gr_conn *c = req->conn;
 	bool broken = false;
 
+	gr_sched_done(&req->srv->sched, job, uv_hrtime());
 	if (req->direct) {
 		/* a small request: its only chunk */
 		unsigned f = gr_direct_check(req->direct);

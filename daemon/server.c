@@ -81,7 +81,7 @@ void gr_server_batch_flush(gr_server *s)
 /* The CPU engine's jobs wait for the check phase (gr_sched_route). */
 static bool server_route(gr_server *s, gr_job *job, uint64_t request_bytes)
 {
-	if (!gr_sched_on_cpu(&s->sched, job, request_bytes))
+	if (!gr_sched_on_cpu(&s->sched, job, request_bytes, uv_hrtime()))
 		return false;
 	gr_sched_route(&s->sched, job);
 	return true;
@@ -603,6 +603,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 							 : GR_SCHED_GPU_AUTO,
 		.cpu_fallback = cfg->cpu_fallback,
 		.route_max_bytes = cfg->route_cpu_max_bytes,
+		.host = cfg->host_data,
 	};
 	if ((r = gr_sched_init(&s->sched, &sc, s->cq, errbuf, errlen)) < 0)
 		goto fail;

@@ -84,6 +84,7 @@ struct gr_job {
 	void *early;      /* NULL, or where an early answer goes (gr_early_ops) */
 	uint8_t kind;     /* gr_job_kind */
 	uint8_t where;    /* gr_job_where */
+	uint8_t split;    /* the scheduler's: 0, or 1 + the engine of split host data */
 	/* the kind's own data */
 	union {
 		struct gr_segjob *seg;           /* GR_JOB_SEGMENTS */

@@ -87,6 +87,16 @@ int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, ch
 	s->main = TAKE_PTR(main);
 	if (s->cpu)
 		s->route_max = cfg->route_max_bytes;
+	s->host = cfg->host;
+	/* first guesses, until completions tell: a GPU's host link at 25
+	 * GB/s, a CPU core at 4 */
+	s->share[0].rate = 25.0;
+	s->share[1].rate = 4.0;
+	if (s->cpu) {
+		gr_device_info d = {0};
+		s->cpu->ops->describe(s->cpu, 0, &d);
+		s->share[1].rate *= d.units ? d.units : 1;
+	}
 	return 0;
 }
 
@@ -99,8 +109,46 @@ void gr_sched_deinit(gr_sched *s)
 	s->cpu = gr_backend_free(s->cpu);
 }
 
-bool gr_sched_on_cpu(const gr_sched *s, const gr_job *job, uint64_t request_bytes)
+static const char *const host_names[GR_SCHED_HOST_N] = {
+	[GR_SCHED_HOST_BOTH] = "both",
+	[GR_SCHED_HOST_GPU] = "gpu",
+	[GR_SCHED_HOST_CPU] = "cpu",
+};
+
+const char *gr_sched_host_name(gr_sched_host h)
 {
+	return (unsigned)h < GR_SCHED_HOST_N ? host_names[h] : NULL;
+}
+
+/* Whether job's bits are the same from either engine: the exact float
+ * sums and sums of squares, integer sums modulo 2^64, min and max. */
+static bool same_bits_anywhere(const gr_job *job)
+{
+	if (job->kind != GR_JOB_REDUCE)
+		return false;
+	switch (job->op) {
+	case GR_OP_SUM:
+	case GR_OP_MIN:
+	case GR_OP_MAX:
+		return true;
+	case GR_OP_SUMSQ:
+		return gr_dtype_is_float(job->dtype);
+	default:
+		return false;
+	}
+}
+
+unsigned gr_sched_pick(const gr_sched_share share[2], uint64_t bytes)
+{
+	/* when each would be done with it, its queue ahead of it */
+	double t_gpu = (double)(share[0].inflight + bytes) / share[0].rate;
+	double t_cpu = (double)(share[1].inflight + bytes) / share[1].rate;
+	return t_cpu < t_gpu;
+}
+
+bool gr_sched_on_cpu(gr_sched *s, gr_job *job, uint64_t request_bytes, uint64_t now_ns)
+{
+	job->split = 0;
 	if (!s->cpu)
 		return false;
 	/* device memory is read where it lies (what no kernel reduces there
@@ -109,9 +157,52 @@ bool gr_sched_on_cpu(const gr_sched *s, const gr_job *job, uint64_t request_byte
 		return false;
 	if (!gr_engine_runs(s->main, job))
 		return true;
-	return request_bytes <= s->route_max;
+	if (request_bytes <= s->route_max)
+		return true;
+	if (job->where != GR_AT_HOST || !same_bits_anywhere(job) || s->host == GR_SCHED_HOST_GPU)
+		return false;
+	const uint64_t bytes = (uint64_t)job->n * gr_dtype_size(job->dtype);
+	const unsigned e = s->host == GR_SCHED_HOST_CPU ? 1 : gr_sched_pick(s->share, bytes);
+	gr_sched_share *sh = &s->share[e];
+	if (!sh->inflight) {
+		/* a window opens when the engine takes work */
+		sh->since_ns = now_ns;
+		sh->win_bytes = 0;
+	}
+	sh->inflight += bytes;
+	job->split = (uint8_t)(1 + e);
+	return e == 1;
 }
 
+void gr_sched_done(gr_sched *s, gr_job *job, uint64_t now_ns)
+{
+	if (!job->split)
+		return;
+	gr_sched_share *sh = &s->share[job->split - 1];
+	const uint64_t bytes = (uint64_t)job->n * gr_dtype_size(job->dtype);
+	job->split = 0;
+	sh->inflight -= bytes < sh->inflight ? bytes : sh->inflight;
+	if (job->status >= 0) {
+		sh->win_bytes += bytes;
+		sh->bytes += bytes;
+		sh->jobs++;
+	}
+	/* the engine was busy for the whole window: once it is long enough,
+	 * or the engine falls idle, its rate over it, smoothed over about
+	 * four windows */
+	const uint64_t dt = now_ns > sh->since_ns ? now_ns - sh->since_ns : 0;
+	if (dt >= GR_SCHED_WINDOW_NS || (!sh->inflight && dt >= GR_SCHED_WINDOW_NS / 8)) {
+		if (sh->win_bytes)
+			sh->rate += ((double)sh->win_bytes / (double)dt - sh->rate) / 4;
+		sh->busy_ns += dt;
+		sh->win_bytes = 0;
+		sh->since_ns = now_ns;
+	} else if (!sh->inflight) {
+		/* idle after a short burst: too short to tell a rate */
+		sh->busy_ns += dt;
+		sh->win_bytes = 0;
+	}
+}
 void gr_sched_route(gr_sched *s, gr_job *job)
 {
 	job->next = NULL;
