@@ -34,6 +34,18 @@ namespace grb {
 static const size_t POOL = ((size_t)1 << 31) + ((size_t)1 << 28);
 static const size_t STRIDE_MIN = (size_t)1 << 20;
 
+/* Element i's random bits, of a fill seeded with seed (splitmix64). */
+static __device__ __forceinline__ uint64_t bench_mix(size_t i, uint64_t seed)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
 /* data kinds: 0 uniform [-1, 1); 1 that times 2^k, k uniform in
  * [-30, 30) ; 2 random bits over every finite exponent; integer T: random
  * bits whatever the kind */
@@ -41,12 +53,7 @@ template <typename T> __global__ void fill_kernel(T *p, size_t n, uint64_t seed,
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-		x ^= x >> 31;
-		x *= 0xbf58476d1ce4e5b9ull;
-		x ^= x >> 27;
-		x *= 0x94d049bb133111ebull;
-		x ^= x >> 31;
+		uint64_t x = bench_mix(i, seed);
 		double u = (double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 		if constexpr (std::is_integral<T>::value) {
 			p[i] = (T)x;

@@ -64,12 +64,7 @@ __global__ void fill_narrow(unsigned char *p, size_t n, int dt, int kind, uint64
 	const unsigned size = dt == 6 || dt == 7 || dt == 12 || dt == 13 ? 2 : 1;
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-		x ^= x >> 31;
-		x *= 0xbf58476d1ce4e5b9ull;
-		x ^= x >> 27;
-		x *= 0x94d049bb133111ebull;
-		x ^= x >> 31;
+		uint64_t x = grb::bench_mix(i, seed);
 		uint32_t b;
 		if (dt >= 10) {
 			b = (uint32_t)x;
