@@ -108,11 +108,33 @@ int gpured_local_reduce(gpured_op op, gpured_dtype dt, const void *data, size_t 
 	return 0;
 }
 
+/* words[0..n) * 2^scale and flags, of count elements, as a canonical
+ * partial of op over dt. */
+static int local_exact(const uint64_t *words, size_t n, int scale, unsigned flags, uint64_t count,
+		       gpured_op op, gpured_dtype dt, gpured_partial *ret)
+{
+	gr_fsum x;
+	int r;
+
+	if (n > GR_FSUM_LIMBS_MAX)
+		return -ERANGE;
+	x.count = count;
+	x.scale = scale;
+	x.specials = flags;
+	x.nlimbs = (uint32_t)n;
+	memset(x.limbs, 0, sizeof(x.limbs));
+	memcpy(x.limbs, words, n * sizeof(*words));
+	if ((r = gr_fsum_canonical(&x, NULL, 0)) < 0)
+		return r;
+	client_partial_from_exact(&x, op, dt, ret);
+	return 0;
+}
+
 int gpured_local_partial(gpured_op op, gpured_dtype dt, const void *data, size_t n,
 			 unsigned threads, gpured_partial *ret)
 {
 	gr_partial p;
-	gr_fsum x;
+	uint64_t words[GR_PARTIAL_LIMBS_MAX];
 	int scale, r = local_check(op, dt, data, n);
 	unsigned specials;
 
@@ -120,14 +142,8 @@ int gpured_local_partial(gpured_op op, gpured_dtype dt, const void *data, size_t
 		return r < 0 ? r : -EINVAL;
 	if ((r = local_partial((gr_op)op, (gr_dtype)dt, data, n, threads, &p)) < 0)
 		return r;
-	x.nlimbs = (uint32_t)gr_partial_limbs(&p, x.limbs, GR_FSUM_LIMBS_MAX, &scale, &specials);
-	x.count = n;
-	x.scale = scale;
-	x.specials = specials;
-	if ((r = gr_fsum_canonical(&x, NULL, 0)) < 0)
-		return r;
-	client_partial_from_exact(&x, op, dt, ret);
-	return 0;
+	size_t nw = gr_partial_limbs(&p, words, GR_PARTIAL_LIMBS_MAX, &scale, &specials);
+	return local_exact(words, nw, scale, specials, n, op, dt, ret);
 }
 
 int gpured_local_moments(gpured_dtype dt, const void *data, size_t n, uint64_t ddof,
@@ -153,28 +169,6 @@ int gpured_local_moments(gpured_dtype dt, const void *data, size_t n, uint64_t d
 		.mean = m.mean,
 		.var = m.var,
 	};
-	return 0;
-}
-
-/* words[0..n) * 2^scale and flags, of count elements, as a canonical
- * partial of op over dt. */
-static int local_exact(const uint64_t *words, size_t n, int scale, unsigned flags, uint64_t count,
-		       gpured_op op, gpured_dtype dt, gpured_partial *ret)
-{
-	gr_fsum x;
-	int r;
-
-	if (n > GR_FSUM_LIMBS_MAX)
-		return -ERANGE;
-	x.count = count;
-	x.scale = scale;
-	x.specials = flags;
-	x.nlimbs = (uint32_t)n;
-	memset(x.limbs, 0, sizeof(x.limbs));
-	memcpy(x.limbs, words, n * sizeof(*words));
-	if ((r = gr_fsum_canonical(&x, NULL, 0)) < 0)
-		return r;
-	client_partial_from_exact(&x, op, dt, ret);
 	return 0;
 }
 

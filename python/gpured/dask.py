@@ -330,14 +330,14 @@ def _moments_chunk(local, chunk):
     a = np.asarray(chunk)
     if a.size == 0:
         return None
+    a, name = _wire.as_array(a)
     if _here(local):
         # one pass in this process: count, min, max and the exact sums
         n, lo, hi, s1, s2 = _local.moments_parts(a)
-        if _wire.as_array(a[:0])[1] not in _wire.FLOAT_NAMES:
+        if name not in _wire.FLOAT_NAMES:
             s1, s2 = _exact_int(s1), _exact_int(s2)
         return _ChunkMoments(n, lo, hi, s1, s2)
     c = worker_client()
-    a, name = _wire.as_array(a)
     m = c.submit("moments", a)          # count, min and max
     if name in _wire.FLOAT_NAMES:
         s1 = c.submit("sum", a, partial=True)
