@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/cpu/read-vec.h"
+
 typedef struct part {
 	pthread_t t;
 	const float *p;
@@ -23,37 +25,11 @@ typedef struct part {
 	double sum;
 } part;
 
-typedef double v4df __attribute__((vector_size(32)));
-typedef float v4sf __attribute__((vector_size(16)));
-
-/* Sixteen double lanes, in vectors: memory-bound on one core where the
- * scalar loop is not. */
-#if defined(__x86_64__)
-__attribute__((target("avx2")))
-#endif
-static double sum_vec(const float *p, size_t n)
-{
-	v4df a[4] = { { 0 } };
-	size_t i = 0;
-
-	for (; i + 16 <= n; i += 16)
-		for (int k = 0; k < 4; k++) {
-			v4sf x;
-			memcpy(&x, p + i + 4 * (size_t)k, sizeof(x));
-			a[k] += __builtin_convertvector(x, v4df);
-		}
-	v4df t = (a[0] + a[1]) + (a[2] + a[3]);
-	double s = (t[0] + t[1]) + (t[2] + t[3]);
-	for (; i < n; i++)
-		s += p[i];
-	return s;
-}
-
 static void *run(void *arg)
 {
 	part *s = arg;
 
-	s->sum = sum_vec(s->p, s->n);
+	s->sum = read_vec_sum(s->p, s->n);
 	return NULL;
 }
 
