@@ -48,7 +48,7 @@ def child(args):
     else:
         make = lambda n: torch.rand(n, dtype=torch.float32, device="cuda")  # noqa: E731
     out = {"config": args.child, "rows": [], "inflight": args.inflight}
-    with gpured.Client(args.socket, spin_us=args.spin_us) as c:
+    with gpured.Client(args.socket, spin_us=None if args.spin_us < 0 else args.spin_us) as c:
         for lg in args.log2:
             n = 1 << lg
             x = make(n)
@@ -128,7 +128,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--spin-us", type=int, default=0)
+    ap.add_argument("--spin-us", type=int, default=-1,
+                    help="the Client's spin_us (default: its own default)")
     args = ap.parse_args()
     if args.child:
         child(args)

@@ -27,6 +27,7 @@ PyTorch's or CuPy's pool) name one region."""
 
 import collections
 import ctypes
+import os
 import threading
 import weakref
 
@@ -223,16 +224,13 @@ def _torch_sync(torch, x):
         dev = x.device
         return lambda: torch.cuda.current_stream(dev).synchronize()
     idx = x.get_device()
+    drv = driver()
+    # for stream 0, the legacy default stream: the one of the device's context
+    ctx = drv.primary(idx)
 
     def sync():
-        drv = driver()
         stream = raw(idx)
-        if stream:
-            drv.check(drv.lib.cuStreamSynchronize(stream), "cuStreamSynchronize")
-        else:
-            # the legacy default stream: the one of the device's context
-            drv.in_primary(idx, lambda: drv.check(drv.lib.cuStreamSynchronize(None),
-                                                  "cuStreamSynchronize"))
+        drv.stream_sync(stream, 0 if stream else ctx)
     return sync
 
 
@@ -268,7 +266,7 @@ def _cai_span(x, cai, allow_copy):
     def sync():
         drv = driver()
         if stream:
-            drv.check(drv.lib.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")
+            drv.stream_sync(stream)
         else:
             drv.ctx_synchronize(cai["data"][0])
     return Span(cai["data"][0], count * dt.itemsize, count, name, sync, x)
@@ -373,7 +371,14 @@ class _Driver:
         lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.c_void_p]
         lib.cuMemcpyHtoD_v2.argtypes = [u64, ctypes.c_void_p, ctypes.c_size_t]
         lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, u64, ctypes.c_size_t]
+        lib.cuStreamQuery.argtypes = [ctypes.c_void_p]
         self.check(lib.cuInit(0), "cuInit")
+        self._sync_c = _c_stream_sync(lib)
+        if self._sync_c is None:
+            # ctypes' PyDLL keeps the GIL across the call: the query
+            # costs no hand-over to another thread and back
+            self._query = ctypes.PyDLL(lib._name, handle=lib._handle).cuStreamQuery
+            self._query.argtypes = [ctypes.c_void_p]
         self._uuids = {}
         self._primary = {}
         self._tls = threading.local()
@@ -384,6 +389,26 @@ class _Driver:
             self.lib.cuGetErrorName(r, ctypes.byref(s))
             name = s.value.decode() if s.value else "error %d" % r
             raise NotSupported("%s failed: %s" % (call, name))
+
+    def stream_sync(self, stream, ctx=0):
+        """Wait for CUstream stream (an int; 0, the legacy default stream
+        of context ctx, which is then not 0) with context ctx current (0:
+        whichever is): a query, and only when work is still queued a
+        synchronize (which lets other threads run meanwhile)."""
+        if self._sync_c is not None:
+            r = self._sync_c(stream, ctx)
+        elif ctx:
+            r = self._with_ctx(ctx, lambda: self._query_sync(stream))
+        else:
+            r = self._query_sync(stream)
+        if r:
+            self.check(r, "cuStreamSynchronize")
+
+    def _query_sync(self, stream):
+        r = self._query(stream)
+        if r == _CUDA_ERROR_NOT_READY:
+            r = self.lib.cuStreamSynchronize(stream)
+        return r
 
     def attr(self, ptr, attr, ctype):
         v = ctype()
@@ -505,6 +530,26 @@ class _Driver:
             return fd.value
         finally:
             self.lib.cuMemRelease(h.value)
+
+
+_CUDA_ERROR_NOT_READY = 600
+
+
+def _c_stream_sync(lib):
+    """gpured._fast's stream_sync, given lib's stream and context calls; None
+    without the extension (or with $GPURED_PURE_PYTHON set)."""
+    if os.environ.get("GPURED_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _fast
+    except ImportError:
+        return None
+    if not hasattr(_fast, "stream_sync"):
+        return None
+    _fast.cuda_calls(*(ctypes.cast(f, ctypes.c_void_p).value
+                       for f in (lib.cuStreamQuery, lib.cuStreamSynchronize, lib.cuCtxGetCurrent,
+                                 lib.cuCtxPushCurrent_v2, lib.cuCtxPopCurrent_v2)))
+    return _fast.stream_sync
 
 
 _driver = None
@@ -697,6 +742,9 @@ class DeviceMaps:
     def __init__(self):
         self._lock = threading.Lock()
         self._maps = collections.OrderedDict()
+        # counts the times a mapping was dropped: a request made for a
+        # mapping of generation g names a live region while gen == g
+        self.gen = 0
 
     def __len__(self):
         return len(self._maps)
@@ -730,9 +778,11 @@ class DeviceMaps:
             out = []
             while len(self._maps) > MAX_MAPS:
                 out.append(self._maps.popitem(last=False)[1][0])
+                self.gen += 1
             return hit, out
 
     def clear(self):
         """Forget every mapping: the connection is gone."""
         with self._lock:
             self._maps.clear()
+            self.gen += 1

@@ -26,7 +26,7 @@ import os
 import msgpack
 import numpy as np
 
-from . import _cumsum, _device, _exact, _regions, _wire
+from . import _cumsum, _device, _exact, _gpu_hits, _regions, _wire
 from .errors import (Busy, ConnectionError, Error, Internal, InvalidParams, Timeout, TooLarge,
                      error_from_wire)
 
@@ -49,7 +49,9 @@ _CLOSING_CODES = frozenset(("busy", "invalid_request"))
 # bytes after the msgid; conv, what turns its result into what the caller
 # gets; fds, descriptors sent with its bytes (SCM_RIGHTS) or None; data,
 # a buffer or a list of them sent from their own memory after tail, or
-# None. (A plain tuple: one is made for every request.)
+# None; a fifth field, True, says that the request reads GPU memory in
+# place (the blocking client spins for its answer: Client's spin_us).
+# (A plain tuple: one is made for every request.)
 
 
 # ---- results ----
@@ -95,6 +97,10 @@ def result_conv(op, dt, full, partial):
             raise ValueError("partial=True is for %s, not %s" % (", ".join(_wire.OPS), op))
         return functools.partial(_exact.from_result, op, dt)
     return _RESULTS[op][1 if full else 0]
+
+
+# The converters of whole-array reduces with no options, by op.
+_PLAIN_CONVS = {op: convs[0] for op, convs in _RESULTS.items()}
 
 
 # The Calls' heads of small whole-array reduces with no options, of a
@@ -252,6 +258,7 @@ class Protocol:
         self.replies = ReplyDecoder()
         self.regions = _regions.RegionTable()
         self.device_maps = _device.DeviceMaps()
+        self.gpu_hits = _gpu_hits.GpuHits()
         self.dead = None            # (class, message) once the connection is gone
         self.closing = None         # why the daemon said it closes, likewise
 
@@ -363,6 +370,7 @@ class Protocol:
             self.dead = (cls, message)
         self.regions.close()
         self.device_maps.clear()
+        self.gpu_hits.clear()
         cls, message = self.dead
         pending = self.pending
         while pending:
@@ -393,6 +401,12 @@ class Protocol:
             hit = _SMALL_HEADS.get((op, dtype, n)) or _small_head(op, dtype, n)
             if hit is not None:
                 return hit[0] + x.tobytes("A"), hit[1], None, None
+        if (not full and not partial and ddof is None and offsets is None and out is None
+                and not isinstance(x, np.ndarray)):
+            # A GPU array reduced before in place: its request again.
+            call = self.gpu_hits.call(op, x, self.device_maps.gen, _PLAIN_CONVS)
+            if call is not None:
+                return call
         if op == _wire.CUMSUM:
             _cumsum.check_options(full, partial, ddof, offsets)
             return Steps(self._cumsum(x, out, allow_copy))
@@ -444,8 +458,10 @@ class Protocol:
         if where is None:
             return self._host_reduce(op, x, full, allow_copy, partial, ddof)
         sp.sync()
+        if not full and not partial and ddof is None:
+            self.gpu_hits.store(x, sp, where[0], where[1], self.device_maps.gen)
         return (_wire.region_reduce_tail(op, sp.dtype, where[0], where[1], sp.count, partial, ddof),
-                _holding(result_conv(op, sp.dtype, full, partial), sp), None, None)
+                _holding(result_conv(op, sp.dtype, full, partial), sp), None, None, True)
 
     def _host_segments(self, op, x, full, allow_copy, ddof, offsets):
         """submit() with offsets (_wire.segments_request) in host memory."""
@@ -460,7 +476,7 @@ class Protocol:
             return self._host_segments(op, x, full, allow_copy, ddof, offsets)
         tail, conv, _ = _wire.segments_request(op, sp.dtype, sp.count, ddof, offsets, full, where)
         sp.sync()
-        return tail, _holding(conv, sp), None, None
+        return tail, _holding(conv, sp), None, None, True
 
     def _cumsum(self, x, out, allow_copy):
         """submit("cumsum"): a region of this connection for the prefix

@@ -252,7 +252,8 @@ class Client:
         except (Error, OSError):
             pass
 
-    async def _request(self, tail, conv, fds=None, data=None):
+    async def _request(self, tail, conv, fds=None, data=None, gpu=False):
+        # (gpu: the blocking client's spin; this loop never spins)
         """Send a request (a _protocol.Call's fields); the future of its
         result, once it is sent."""
         proto = self._proto

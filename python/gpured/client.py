@@ -39,6 +39,8 @@ _monotonic = time.monotonic
 _FG_GRACE = 0.005
 # As libgpured's GPURED_SPIN_MAX_US
 _SPIN_MAX_US = 1000000
+# Client's default spin for requests that read GPU memory
+_GPU_SPIN_US = 200
 _FINISHED = "FINISHED"
 _DONE = frozenset((_FINISHED, "CANCELLED", "CANCELLED_AND_NOTIFIED"))
 
@@ -87,6 +89,7 @@ class _Conn:
     def _init_io(self, spin):
         """The state of sending and waiting (_FastConn keeps it in C)."""
         self.spin = spin        # seconds to read without blocking before a wait sleeps
+        self.gpu_spin = spin    # the same for requests that read GPU memory
         self.out = []                       # corked small requests, in order
         self.out_bytes = 0
         self.waiting = set()                # threads in drive() (set ops are atomic)
@@ -110,13 +113,15 @@ class _Conn:
             call = client._run(call)
         return self.request(*call)
 
-    def request(self, tail, conv, fds=None, data=None):
+    def request(self, tail, conv, fds=None, data=None, gpu=False):
         """Send REQ + msgid + tail (+ data, a buffer or a list of buffers
         sent from their own memory) and return the future of its result,
         converted by conv. fds go with the request's bytes in SCM_RIGHTS.
+        gpu: the request reads GPU memory (a wait for it spins gpu_spin).
         (A _protocol.Call's fields, in order.)"""
         fut = _Future()
         fut._conn = self
+        fut._spin = self.gpu_spin if gpu else self.spin
         proto = self.proto
         with self.lock:
             m, head = proto.request(fut, tail, conv)
@@ -283,7 +288,7 @@ class _Conn:
                             # Another thread is sending; it sends them first.
                             self.poller.poll(1)
                             continue
-                        if self.spin and not self._spin(fut, left):
+                        if fut._spin and not self._spin(fut, left):
                             return
                         if fut._state in _DONE:
                             break
@@ -308,7 +313,7 @@ class _Conn:
         what is left of the timeout) has passed, so that a quick answer
         finds the thread awake; False if the connection died. Hold
         rlock."""
-        spin = self.spin if left is None else min(self.spin, left)
+        spin = fut._spin if left is None else min(fut._spin, left)
         end = time.monotonic() + spin
         while fut._state not in _DONE:
             if not self._read(socket.MSG_DONTWAIT):
@@ -390,6 +395,8 @@ class _Conn:
 class _Future(concurrent.futures.Future):
     """A Future whose result() and exception() read the connection
     themselves while they wait."""
+
+    _spin = 0.0     # seconds a wait for it reads before it sleeps (request())
 
     def result(self, timeout=None):
         if self._state not in _DONE:
@@ -496,12 +503,13 @@ class Client:
     progress; when it runs out the call raises :class:`gpured.Timeout` and
     the connection is closed, as with libgpured's ``gpured_set_timeout()``.
 
-    ``spin_us`` (microseconds, default 0: never) makes a call that waits
-    for an answer read the socket without blocking for up to that long
-    before it sleeps, as libgpured's ``gpured_set_spin()``: a quick answer
-    then finds the thread awake, which saves the wake-up for a CPU kept
-    busy meanwhile. It pays for one request at a time on arrays already on
-    the GPU.
+    ``spin_us`` (microseconds) makes a call that waits for an answer read
+    the socket without blocking for up to that long before it sleeps, as
+    libgpured's ``gpured_set_spin()``: a quick answer then finds the
+    thread awake, which saves the wake-up for a CPU kept busy meanwhile.
+    The default, None, spins up to 200 µs for a request that reads GPU
+    memory in place (as the CUDA runtime's own waits spin) and never for
+    host data; 0 never spins.
 
     Reductions take NumPy arrays of int32, int64, uint32, uint64, float32,
     float64, float16, int8, uint8, int16, uint16 or bool (as uint8: a sum
@@ -520,12 +528,13 @@ class Client:
     the futures still in flight: keep it while they are.
     """
 
-    def __init__(self, path=None, timeout=None, spin_us=0):
+    def __init__(self, path=None, timeout=None, spin_us=None):
         self.path = _wire.socket_path(path)
         self.timeout = timeout
-        if not 0 <= spin_us <= _SPIN_MAX_US:
+        if spin_us is not None and not 0 <= spin_us <= _SPIN_MAX_US:
             raise ValueError("spin_us: want 0 to %d microseconds, got %r" % (_SPIN_MAX_US, spin_us))
-        self._conn = _CONN(self.path, timeout, spin_us / 1e6)
+        self._conn = _CONN(self.path, timeout, (spin_us or 0) / 1e6)
+        self._conn.gpu_spin = (_GPU_SPIN_US if spin_us is None else spin_us) / 1e6
         self._finalizer = weakref.finalize(self, self._conn.close)
         self._finalizer.atexit = False
 

@@ -29,6 +29,7 @@ typedef struct {
 	reply_scanner scan;              /* how far the reply at in_start is read */
 	int py_decoding;                 /* Protocol.receive reads from now on */
 	double spin, last_fg;
+	double gpu_spin;                 /* spin of requests that read GPU memory */
 	double wait_us;                  /* moving mean of one answer's waits (recv_waiting) */
 	unsigned long last_fg_thread, reader_ident;
 	long waiting;

@@ -317,7 +317,7 @@ static void forget(fast_conn *c, PyObject *msgid)
  * flight and sent or corked; its future.
  */
 static PyObject *conn_send(fast_conn *c, PyObject *conv, const char *a, size_t na, const char *b,
-			   size_t nb, PyObject *fds, PyObject *data)
+			   size_t nb, PyObject *fds, PyObject *data, double spin)
 {
 	fast_future *f;
 	PyObject *msgid = NULL, *r;
@@ -329,6 +329,7 @@ static PyObject *conn_send(fast_conn *c, PyObject *conv, const char *a, size_t n
 	f = future_make(c->future_type, (PyObject *)c);
 	if (f == NULL)
 		return NULL;
+	f->spin = spin;
 	got = fast_lock_take(c->lock_acquire, 1);
 	if (got < 0)
 		goto out;
@@ -408,22 +409,24 @@ out:
 	return (PyObject *)f;
 }
 
-/* request(tail, conv, fds=None, data=None): client._Conn.request. */
+/* request(tail, conv, fds=None, data=None, gpu=False): client._Conn.request. */
 static PyObject *conn_request(fast_conn *c, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = {"tail", "conv", "fds", "data", NULL};
+	static char *kwlist[] = {"tail", "conv", "fds", "data", "gpu", NULL};
 	PyObject *tail, *conv, *fds = Py_None, *data = Py_None, *r;
+	int gpu = 0;
 	Py_buffer view;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OO:request", kwlist, &tail, &conv, &fds,
-					 &data))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OOp:request", kwlist, &tail, &conv, &fds,
+					 &data, &gpu))
 		return NULL;
+	double spin = gpu ? c->gpu_spin : c->spin;
 	if (PyBytes_CheckExact(tail))
 		return conn_send(c, conv, PyBytes_AS_STRING(tail), (size_t)PyBytes_GET_SIZE(tail),
-				 NULL, 0, fds, data);
+				 NULL, 0, fds, data, spin);
 	if (PyObject_GetBuffer(tail, &view, PyBUF_SIMPLE) < 0)
 		return NULL;
-	r = conn_send(c, conv, view.buf, (size_t)view.len, NULL, 0, fds, data);
+	r = conn_send(c, conv, view.buf, (size_t)view.len, NULL, 0, fds, data, spin);
 	PyBuffer_Release(&view);
 	return r;
 }
@@ -549,7 +552,7 @@ static PyObject *conn_submit(fast_conn *c, PyObject *const *args, Py_ssize_t nar
 		goto pure;
 	}
 	r = conn_send(c, conv, PyBytes_AS_STRING(head), (size_t)PyBytes_GET_SIZE(head), view.buf,
-		      (size_t)view.len, Py_None, Py_None);
+		      (size_t)view.len, Py_None, Py_None, c->spin);
 	PyBuffer_Release(&view);
 	Py_DECREF(head);
 	Py_DECREF(conv);
@@ -622,7 +625,7 @@ static PyObject *conn_attach(fast_conn *c, PyObject *args)
 		return NULL;
 	}
 	c->fd = fd;
-	c->spin = spin;
+	c->spin = c->gpu_spin = spin;
 	if (c->epfd < 0) {
 		struct epoll_event ev = {.events = EPOLLIN};
 
@@ -776,6 +779,16 @@ static int put_spin(fast_conn *c, PyObject *v, void *unused)
 	return put_double(&c->spin, v);
 }
 
+static PyObject *get_gpu_spin(fast_conn *c, void *unused)
+{
+	return PyFloat_FromDouble(c->gpu_spin);
+}
+
+static int put_gpu_spin(fast_conn *c, PyObject *v, void *unused)
+{
+	return put_double(&c->gpu_spin, v);
+}
+
 static PyGetSetDef conn_getset[] = {
 	{"out", (getter)get_out, NULL, "bytes of corked requests", NULL},
 	{"waiting", (getter)get_waiting, NULL, "threads in drive()", NULL},
@@ -784,6 +797,8 @@ static PyGetSetDef conn_getset[] = {
 	{"last_fg_thread", (getter)get_last_fg_thread, NULL, "the last thread that waited", NULL},
 	{"last_fg", (getter)get_last_fg, (setter)put_last_fg, "when it stopped waiting", NULL},
 	{"spin", (getter)get_spin, (setter)put_spin, "seconds to read before a wait sleeps", NULL},
+	{"gpu_spin", (getter)get_gpu_spin, (setter)put_gpu_spin,
+	 "the same for requests that read GPU memory", NULL},
 	{NULL},
 };
 
@@ -791,7 +806,7 @@ static PyMethodDef conn_methods[] = {
 	{"_attach", (PyCFunction)conn_attach, METH_VARARGS,
 	 "_attach(fd, proto, lock, rlock, future_type, spin)"},
 	{"request", (PyCFunction)(void (*)(void))conn_request, METH_VARARGS | METH_KEYWORDS,
-	 "request(tail, conv, fds=None, data=None): the future of a request sent"},
+	 "request(tail, conv, fds=None, data=None, gpu=False): the future of a request sent"},
 	{"submit", (PyCFunction)(void (*)(void))conn_submit, METH_FASTCALL,
 	 "submit(op, x, full, allow_copy, partial, ddof, offsets, out, client)"},
 	{"drive", (PyCFunction)conn_drive_py, METH_VARARGS, "drive(fut, timeout)"},

@@ -21,6 +21,7 @@ typedef struct {
 	PyObject *waiters;      /* likewise */
 	PyObject *callbacks;    /* likewise */
 	PyObject *conn;         /* the connection that reads its answer */
+	double spin;            /* seconds a wait for it reads before it sleeps */
 } fast_future;
 
 extern PyTypeObject future_type;

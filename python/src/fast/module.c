@@ -8,6 +8,7 @@
 #include "conn.h"
 #include "future.h"
 #include "reply.h"
+#include "stream.h"
 
 struct fast_cfg fast_cfg;
 
@@ -200,6 +201,12 @@ static PyObject *configure(PyObject *mod, PyObject *d)
 static PyMethodDef module_methods[] = {
 	{"configure", (PyCFunction)configure, METH_O,
 	 "configure(dict): the Python objects and settings this module uses (client.py)"},
+	{"cuda_calls", (PyCFunction)(void (*)(void))fast_cuda_calls, METH_FASTCALL,
+	 "cuda_calls(query, synchronize, ctx_get, ctx_push, ctx_pop): the driver's stream and "
+	 "context calls, by address (_device)"},
+	{"stream_sync", (PyCFunction)(void (*)(void))fast_stream_sync, METH_FASTCALL,
+	 "stream_sync(stream, ctx=0): wait for a CUDA stream (a CUstream as an int) with "
+	 "context ctx current; the CUresult"},
 	{NULL},
 };
 

@@ -427,7 +427,7 @@ int conn_read(fast_conn *c, int flags)
  * time (or what is left of the timeout) passes; 1, 0 dead, -1. */
 static int conn_spin(fast_conn *c, fast_future *f, int has_timeout, double left)
 {
-	double spin = has_timeout ? fast_min(c->spin, left) : c->spin;
+	double spin = has_timeout ? fast_min(f->spin, left) : f->spin;
 	double end = fast_now() + spin;
 
 	while (!future_state_done(f->state)) {
@@ -543,7 +543,7 @@ int conn_drive(PyObject *self, fast_future *f, int has_timeout, double timeout)
 					continue;
 				}
 			}
-			if (c->spin > 0) {
+			if (f->spin > 0) {
 				r = conn_spin(c, f, has_timeout, left);
 				if (r <= 0) {
 					stop = r < 0 ? -1 : 1;
