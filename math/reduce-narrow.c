@@ -4,8 +4,9 @@
  * a piece of widened elements at a time. Two ops have paths of their own,
  * with the same results: the sums of the 8- and 16-bit integers, whose
  * block sums fit 32-bit lanes (at most 2^15 elements below 2^16 in
- * magnitude: below 2^31), and the sums of the narrow floats that lie on a
- * short grid (xsum-narrow.c).
+ * magnitude: below 2^31), and the sums of the narrow floats, in float
+ * lanes whose additions are proved exact (xsum-narrow.c); a block that
+ * path does not take is widened and summed by the f32 kernel.
  */
 #include <stdint.h>
 #include <string.h>

@@ -46,10 +46,11 @@ size_t xsum_acc_limbs(const uint64_t *acc, uint64_t xflags, uint64_t count, uint
 
 /*
  * The exact sum of a block (n <= GR_REDUCE_BLOCK elements at p, any
- * alignment) of f16, f8e5m2 or f8e4m3 into ret, a partial it makes,
+ * alignment) of f16, bf16, f8e5m2 or f8e4m3 into ret, a partial it makes,
  * with count n, as gr_reduce_block() would; false (ret untouched) where it
- * does not apply: another dtype, a CPU without AVX2 and F16C, or a NaN or
- * infinity among the elements (xsum-narrow.c).
+ * does not apply: another dtype, n = 0, a CPU without AVX2 and F16C, a NaN
+ * or infinity among the elements, or bf16 data too wide for double lanes
+ * (xsum-narrow.c).
  */
 bool xsum_sum_narrow(gr_dtype dt, const unsigned char *p, size_t n, gr_partial *ret);
 

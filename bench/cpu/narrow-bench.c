@@ -1,12 +1,16 @@
 /*
  * The narrow dtypes' reductions (math/widen.h) on one core, next to a
  * plain sum of the same array in the same run: each element widened to
- * float and added in float lanes (integers in int32 lanes, which cannot
- * overflow at these sizes), as an ordinary inexact sum does it, built
- * for the same ISA as the daemon's kernels (AVX2 and F16C where the CPU
- * has them: f16, and the 8-bit floats as f16s, go through F16C). In cache (2^12 and 2^16 elements) and from memory (2^24).
+ * float and added in four vectors of float lanes (integers in int32
+ * lanes, which cannot overflow at these sizes), as an ordinary inexact
+ * sum does it, built for the same ISA as the daemon's kernels (AVX2 and
+ * F16C where the CPU has them: f16, and the 8-bit floats as f16s, go
+ * through F16C). In cache (2^12 and 2^16 elements) and from memory (2^24).
+ * The data: near, within a few binades of 1; normal, N(0, 1) rounded to
+ * the dtype (tiny values too, as in an ML tensor).
  *
- *   narrow-bench [samples = 31 [op]]      op: sum (default), min, argmax, moments
+ *   narrow-bench [samples = 31 [op [data]]]   op: sum (default), min, argmax, moments
+ *                                             data: near (default), normal
  *
  * Each sample times gr_reduce() and then the plain sum on the same
  * buffer, so that both see the same load; the medians are printed (GB/s
@@ -79,8 +83,30 @@ PLAIN_ATTR static inline float bf16_f(uint16_t h)
 	return f;
 }
 
-PLAIN_ATTR static double plain_bf16(const uint16_t *p16, size_t n) PLAIN_LOOP(LD_BF16)
 #if defined(__x86_64__) && defined(__GNUC__)
+/* bf16 as the top halves of floats: sixteen a load, four sums in flight */
+PLAIN_ATTR static double plain_bf16(const uint16_t *p16, size_t n)
+{
+	const __m256i z = _mm256_setzero_si256();
+	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256i v = _mm256_loadu_si256((const void *)(p16 + i));
+		__m256i w = _mm256_loadu_si256((const void *)(p16 + i + 16));
+		a0 = _mm256_add_ps(a0, _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, v)));
+		a1 = _mm256_add_ps(a1, _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, v)));
+		a2 = _mm256_add_ps(a2, _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, w)));
+		a3 = _mm256_add_ps(a3, _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, w)));
+	}
+	float t[8], s = 0;
+	_mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+	for (int k = 0; k < 8; k++)
+		s += t[k];
+	for (; i < n; i++)
+		s += bf16_f(p16[i]);
+	return s;
+}
+
 PLAIN_ATTR static double plain_f16(const uint16_t *p16, size_t n)
 {
 	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -105,16 +131,19 @@ PLAIN_ATTR static double plain_f16(const uint16_t *p16, size_t n)
 #define PLAIN_F8(NAME, TO_F16, SCALE)                                                              \
 	PLAIN_ATTR static double NAME(const uint8_t *p8, size_t n)                                 \
 	{                                                                                          \
-		__m256 a0 = _mm256_setzero_ps(), a1 = a0;                                          \
+		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                        \
+		const __m128i z = _mm_setzero_si128();                                             \
 		size_t i = 0;                                                                      \
-		for (; i + 16 <= n; i += 16) {                                                     \
+		for (; i + 32 <= n; i += 32) {                                                     \
 			__m128i b = _mm_loadu_si128((const void *)(p8 + i));                       \
-			__m128i lo = _mm_cvtepu8_epi16(b), hi = _mm_unpackhi_epi8(b, _mm_setzero_si128()); \
-			a0 = _mm256_add_ps(a0, _mm256_cvtph_ps(TO_F16(lo)));                       \
-			a1 = _mm256_add_ps(a1, _mm256_cvtph_ps(TO_F16(hi)));                       \
+			__m128i c = _mm_loadu_si128((const void *)(p8 + i + 16));                  \
+			a0 = _mm256_add_ps(a0, _mm256_cvtph_ps(TO_F16(_mm_unpacklo_epi8(z, b))));  \
+			a1 = _mm256_add_ps(a1, _mm256_cvtph_ps(TO_F16(_mm_unpackhi_epi8(z, b))));  \
+			a2 = _mm256_add_ps(a2, _mm256_cvtph_ps(TO_F16(_mm_unpacklo_epi8(z, c))));  \
+			a3 = _mm256_add_ps(a3, _mm256_cvtph_ps(TO_F16(_mm_unpackhi_epi8(z, c))));  \
 		}                                                                                  \
 		float t[8], s = 0;                                                                 \
-		_mm256_storeu_ps(t, _mm256_add_ps(a0, a1));                                        \
+		_mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))); \
 		for (int k = 0; k < 8; k++)                                                        \
 			s += t[k];                                                                 \
 		s *= SCALE;                                                                        \
@@ -122,15 +151,17 @@ PLAIN_ATTR static double plain_f16(const uint16_t *p16, size_t n)
 			s += lut_##NAME[p8[i]];                                                    \
 		return s;                                                                          \
 	}
-#define E5M2_F16(x) _mm_slli_epi16(x, 8)
-#define E4M3_F16(x)                                                                                \
-	_mm_or_si128(_mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x7f)), 7),                    \
-		     _mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x80)), 8))
+/* each byte already the top byte of a 16-bit lane: E5M2 is an f16;
+ * E4M3's fields move down one bit (the arithmetic shift copies the sign
+ * into bit 14, which the mask clears) */
+#define E5M2_F16(x) (x)
+#define E4M3_F16(x) _mm_and_si128(_mm_srai_epi16(x, 1), _mm_set1_epi16((short)0xbfff))
 #define lut_plain_e4m3 lut_e4m3
 #define lut_plain_e5m2 lut_e5m2
 PLAIN_F8(plain_e5m2, E5M2_F16, 1.0f)
 PLAIN_F8(plain_e4m3, E4M3_F16, 256.0f)
 #else
+PLAIN_ATTR static double plain_bf16(const uint16_t *p16, size_t n) PLAIN_LOOP(LD_BF16)
 #define LD_F16(i) f16_value(p16[i])
 static double plain_f16(const uint16_t *p16, size_t n) PLAIN_LOOP(LD_F16)
 #define LD_E4M3(i) lut_e4m3[p8[i]]
@@ -211,6 +242,59 @@ static void fill(gr_dtype dt, unsigned char *buf, size_t n)
 	}
 }
 
+/* x rounded to nearest-even in a float format of ebits exponent and mbits
+ * fraction bits (bias 2^(ebits-1) - 1): its bits. Finite, in range. */
+static uint32_t round_to(double x, unsigned ebits, unsigned mbits)
+{
+	const int bias = (1 << (ebits - 1)) - 1, emin = 1 - bias;
+	const uint32_t sign = signbit(x) ? 1u << (ebits + mbits) : 0;
+	int e;
+
+	x = fabs(x);
+	if (x == 0)
+		return sign;
+	frexp(x, &e);
+	e = e - 1 < emin ? emin : e - 1; /* x's binade, or the subnormals' */
+	double v = rint(ldexp(x, (int)mbits - e)); /* units of the last place */
+	if (v >= ldexp(1, (int)mbits + 1)) {   /* rounded up a binade */
+		v /= 2;
+		e++;
+	}
+	if (v < ldexp(1, (int)mbits))
+		return sign | (uint32_t)v; /* subnormal */
+	return sign | (uint32_t)(e + bias) << mbits | ((uint32_t)v - (1u << mbits));
+}
+
+/* Values of N(0, 1) rounded to the dtype: an ML tensor's spread of
+ * exponents, tiny values included. */
+static void fill_normal(gr_dtype dt, unsigned char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		double u1 = (rand() + 1.0) / (RAND_MAX + 2.0), u2 = rand() / (RAND_MAX + 1.0);
+		double x = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+		uint16_t h;
+		switch (dt) {
+		case GR_DT_F16:
+			h = (uint16_t)round_to(x, 5, 10);
+			memcpy(buf + 2 * i, &h, 2);
+			break;
+		case GR_DT_BF16:
+			h = (uint16_t)round_to(x, 8, 7);
+			memcpy(buf + 2 * i, &h, 2);
+			break;
+		case GR_DT_F8E4M3:
+			buf[i] = (uint8_t)round_to(x, 4, 3);
+			break;
+		case GR_DT_F8E5M2:
+			buf[i] = (uint8_t)round_to(x, 5, 2);
+			break;
+		default:
+			fill(dt, buf + gr_dtype_size(dt) * i, 1);
+			break;
+		}
+	}
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -221,6 +305,7 @@ int main(int argc, char **argv)
 {
 	int samples = argc > 1 ? atoi(argv[1]) : 31;
 	const char *opname = argc > 2 ? argv[2] : "sum";
+	const char *data = argc > 3 ? argv[3] : "near";
 	gr_op op;
 	static const gr_dtype dts[] = {GR_DT_F16, GR_DT_BF16, GR_DT_F8E4M3, GR_DT_F8E5M2,
 				       GR_DT_I8,  GR_DT_U8,   GR_DT_I16,    GR_DT_U16};
@@ -228,8 +313,9 @@ int main(int argc, char **argv)
 	const size_t nmax = (size_t)1 << 24;
 	unsigned char *buf = NULL;
 
-	if (samples < 1 || !gr_op_parse(opname, strlen(opname), &op)) {
-		fprintf(stderr, "usage: narrow-bench [samples [op]]\n");
+	if (samples < 1 || !gr_op_parse(opname, strlen(opname), &op) ||
+	    (strcmp(data, "near") != 0 && strcmp(data, "normal") != 0)) {
+		fprintf(stderr, "usage: narrow-bench [samples [op [near|normal]]]\n");
 		return 2;
 	}
 	double *te = malloc(samples * sizeof(double)), *tp = malloc(samples * sizeof(double));
@@ -243,16 +329,19 @@ int main(int argc, char **argv)
 		lut_e5m2[b] = f16_value((uint16_t)(b << 8));
 	}
 	srand(1);
-	printf("%s of narrow dtypes vs a plain float sum, one thread, %d samples: medians "
-	       "(GB/s), ratio median [quartiles]\n",
-	       opname, samples);
+	printf("%s of narrow dtypes (%s data) vs a plain float sum, one thread, %d samples: "
+	       "medians (GB/s), ratio median [quartiles]\n",
+	       opname, data, samples);
 	printf("%-7s %5s %8s %8s %6s\n", "dt", "n", "gpured", "plain", "ratio");
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
 		for (size_t l = 0; l < sizeof(lgs) / sizeof(lgs[0]); l++) {
 			gr_dtype dt = dts[d];
 			size_t n = (size_t)1 << lgs[l], nb = n * gr_dtype_size(dt);
 			int calls = n >= (1u << 18) ? 1 : (int)((1u << 18) / n);
-			fill(dt, buf, n);
+			if (strcmp(data, "normal") == 0)
+				fill_normal(dt, buf, n);
+			else
+				fill(dt, buf, n);
 			for (int r = 0; r < samples; r++) {
 				double t0 = now();
 				for (int c = 0; c < calls; c++) {
