@@ -138,12 +138,22 @@ static bool same_bits_anywhere(const gr_job *job)
 	}
 }
 
-unsigned gr_sched_pick(const gr_sched_share share[2], uint64_t bytes)
+static uint64_t since(uint64_t now_ns, uint64_t t_ns)
+{
+	return now_ns > t_ns ? now_ns - t_ns : 0;
+}
+
+unsigned gr_sched_pick(const gr_sched_share share[2], uint64_t bytes, uint64_t now_ns)
 {
 	/* when each would be done with it, its queue ahead of it */
 	double t_gpu = (double)(share[0].inflight + bytes) / share[0].rate;
 	double t_cpu = (double)(share[1].inflight + bytes) / share[1].rate;
-	return t_cpu < t_gpu;
+	unsigned e = t_cpu < t_gpu, o = !e;
+	/* the other one, idle and left out for long: its rate is old news */
+	if (!share[o].inflight && since(now_ns, share[o].given_ns) >= GR_SCHED_PROBE_NS &&
+	    since(now_ns, share[e].given_ns) < GR_SCHED_PROBE_NS)
+		return o;
+	return e;
 }
 
 bool gr_sched_on_cpu(gr_sched *s, gr_job *job, uint64_t request_bytes, uint64_t now_ns)
@@ -162,8 +172,9 @@ bool gr_sched_on_cpu(gr_sched *s, gr_job *job, uint64_t request_bytes, uint64_t 
 	if (job->where != GR_AT_HOST || !same_bits_anywhere(job) || s->host == GR_SCHED_HOST_GPU)
 		return false;
 	const uint64_t bytes = (uint64_t)job->n * gr_dtype_size(job->dtype);
-	const unsigned e = s->host == GR_SCHED_HOST_CPU ? 1 : gr_sched_pick(s->share, bytes);
+	const unsigned e = s->host == GR_SCHED_HOST_CPU ? 1 : gr_sched_pick(s->share, bytes, now_ns);
 	gr_sched_share *sh = &s->share[e];
+	sh->given_ns = now_ns;
 	if (!sh->inflight) {
 		/* a window opens when the engine takes work */
 		sh->since_ns = now_ns;
@@ -198,7 +209,11 @@ void gr_sched_done(gr_sched *s, gr_job *job, uint64_t now_ns)
 		sh->win_bytes = 0;
 		sh->since_ns = now_ns;
 	} else if (!sh->inflight) {
-		/* idle after a short burst: too short to tell a rate */
+		/* idle after a short burst: too short to tell a rate, which
+		 * the start's latency holds down, but a burst faster than the
+		 * rate known shows that rate to be too low */
+		if (sh->win_bytes && dt && (double)sh->win_bytes / (double)dt > sh->rate)
+			sh->rate += ((double)sh->win_bytes / (double)dt - sh->rate) / 4;
 		sh->busy_ns += dt;
 		sh->win_bytes = 0;
 	}

@@ -53,6 +53,7 @@ typedef struct gr_sched_share {
 	uint64_t bytes;     /* bytes done */
 	uint64_t jobs;      /* jobs done */
 	uint64_t busy_ns;   /* time with some in flight */
+	uint64_t given_ns;  /* when it was last given a job */
 } gr_sched_share;
 
 /* A rate is measured over windows of busy time this long at least:
@@ -60,6 +61,11 @@ typedef struct gr_sched_share {
  * over several, not between two of one burst. */
 #define GR_SCHED_WINDOW_NS 2000000u
 
+/* An engine given no split job for this long, while the other took
+ * some, gets the next one: a rate learned once (from a slow start, a
+ * short burst) is measured again rather than keeping that engine out
+ * for good. */
+#define GR_SCHED_PROBE_NS 20000000u
 typedef struct gr_sched_config {
 	gr_backend_config main;  /* the main engine's (mover is the scheduler's) */
 	gr_sched_gpu gpu;
@@ -101,9 +107,10 @@ bool gr_sched_on_cpu(gr_sched *s, gr_job *job, uint64_t request_bytes, uint64_t 
  * one's bytes leave its engine's count, and its completion updates that
  * engine's rate. */
 void gr_sched_done(gr_sched *s, gr_job *job, uint64_t now_ns);
-/* Which engine gets a split job of bytes: 1 for the CPU's, 0 for the
- * GPUs' (the one that would finish it first). */
-unsigned gr_sched_pick(const gr_sched_share share[2], uint64_t bytes);
+/* Which engine gets a split job of bytes at now_ns: 1 for the CPU's, 0
+ * for the GPUs' (the one that would finish it first, unless the other
+ * has had none for GR_SCHED_PROBE_NS). */
+unsigned gr_sched_pick(const gr_sched_share share[2], uint64_t bytes, uint64_t now_ns);
 /* Queue job for the CPU engine (gr_sched_on_cpu() said so): the jobs go
  * out together at the next flush, from the loop's check phase, where
  * those small enough run inline and their completions drain in the same

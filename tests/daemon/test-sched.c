@@ -92,7 +92,7 @@ int main(void)
 	CHECK(s.share[0].jobs + s.share[1].jobs == 64);
 	/* one window at 40 GB/s: a quarter of the way from 8 */
 	CHECK_MSG(s.share[1].rate > 15.9 && s.share[1].rate < 16.1, "cpu rate %.2f", s.share[1].rate);
-	CHECK(gr_sched_pick(s.share, bytes) == (s.share[1].rate > s.share[0].rate));
+	CHECK(gr_sched_pick(s.share, bytes, t) == (s.share[1].rate > s.share[0].rate));
 	/* a failed job leaves flight and teaches nothing */
 	j = host_job(GR_OP_SUM, GR_DT_F64, n);
 	gr_sched_on_cpu(&s, &j, big, t);
@@ -101,6 +101,32 @@ int main(void)
 	j.status = -5;
 	gr_sched_done(&s, &j, t + 1);
 	CHECK(s.share[e].inflight == 0 && s.share[e].rate == before);
+
+	/* an engine whose rate was learned too low gets a job again once
+	 * it has had none for GR_SCHED_PROBE_NS while the other took them,
+	 * and a short burst faster than that rate raises it */
+	sched_init(&s, &gpu, &cpu, GR_SCHED_HOST_BOTH);
+	s.share[0].rate = 1.0;  /* the GPU: 1 GB/s, as a slow start showed */
+	s.share[1].rate = 80.0;
+	t = 1000000;
+	unsigned to_gpu = 0;
+	for (unsigned i = 0; i < 100; i++) {
+		j = host_job(GR_OP_SUM, GR_DT_F32, n);
+		t += 500000; /* a job every 0.5 ms, each done before the next */
+		bool c = gr_sched_on_cpu(&s, &j, big, t);
+		to_gpu += !c;
+		if (!c) {
+			/* 4 MiB in 100 us: 42 GB/s */
+			gr_sched_done(&s, &j, t + 100000);
+			CHECK_MSG(t >= GR_SCHED_PROBE_NS, "the GPU took job %u, before the probe was due", i);
+		} else {
+			gr_sched_done(&s, &j, t + bytes / 80);
+		}
+	}
+	CHECK_MSG(to_gpu >= 1 && to_gpu <= 2, "%u probes in 50 ms", to_gpu);
+	CHECK_MSG(s.share[0].rate > 10.0, "gpu rate %.2f after its probes", s.share[0].rate);
+	/* the CPU's rate is not lowered by its short bursts */
+	CHECK(s.share[1].rate >= 80.0);
 
 	/* --host-data cpu and gpu */
 	sched_init(&s, &gpu, &cpu, GR_SCHED_HOST_CPU);
