@@ -161,16 +161,30 @@ template <typename T, int FB, int B0 = B0_ABOVE, int D = B1_BELOW> struct bins {
 		return f;
 	}
 
-	__device__ __forceinline__ void fast(double x)
+	/* x into the first K bins: Fast2Sum into all but the last, a plain
+	 * add into that one (exact for x in the window of K bins, tlo(K)) */
+	template <int K> __device__ __forceinline__ void fast_k(double x)
 	{
+		static_assert(K >= 1 && K <= BINS, "the bins a lane has");
 #pragma unroll
-		for (int j = 0; j < FB - 1; j++) {
+		for (int j = 0; j < K - 1; j++) {
 			double s = a[j] + x;
 			double d = s - a[j];
 			a[j] = s;
 			x -= d;
 		}
-		a[FB - 1] += x;
+		a[K - 1] += x;
+	}
+	__device__ __forceinline__ void fast(double x)
+	{
+		fast_k<FB>(x);
+	}
+
+	/* the smallest nzkey - 1 that the first K bins add exactly (tlo1 is
+	 * tlo(FB)) */
+	__device__ __forceinline__ uint32_t tlo(int k) const
+	{
+		return traits<T>::key_exact(bexp(e, k - 1)) - 1;
 	}
 
 	/* an f64's square on the fast path: x * x = p + e (see above) */

@@ -4,7 +4,8 @@
 # and the device-array test, each benchmark twice (run-to-run spread).
 #   cuda/exact-gpu-run.sh BINDIR OUTDIR [TAR]
 # BINDIR holds test-exact and gpured-exact-bench (from the build's
-# tests/gpu and bench/cuda folders), and may hold test-cuda-backend,
+# tests/gpu and bench/cuda folders), and may hold test-exact-wide,
+# test-cuda-backend,
 # test-device-map with gpured (the daemon it starts), and gpured-det-bench
 # (built with -Dcccl_include). Each step's log goes to OUTDIR, which is
 # packed into TAR after every step when one is named, so that a run cut
@@ -26,6 +27,10 @@ step() { # name timeout command...
 	fi
 }
 step test 300 "$bin/test-exact"
+if [ -x "$bin/test-exact-wide" ]; then
+	step test-wide 300 "$bin/test-exact-wide"
+	step memcheck-wide 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/test-exact-wide" --quick
+fi
 step memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/test-exact" --quick
 step racecheck 180 compute-sanitizer --tool racecheck --error-exitcode 3 "$bin/test-exact" --quick
 if [ -x "$bin/test-cuda-backend" ]; then

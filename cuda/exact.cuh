@@ -29,8 +29,13 @@
  * Fast2Sum into a1 and the plain add into a2: 39 binades more for three
  * more adds an element.)
  *
- * Everything else is the careful path, for the whole warp, one batch at a
- * time: an element of |x| >= 2^E first raises E to cover it where it can
+ * Everything else is, in the large-array kernel (single_kernel), the
+ * wide path (exact-wide.cuh: more bins, then per-thread exponent groups
+ * for f32 and per-warp counters for f64, at a bounded cost per element),
+ * with the careful path behind it for batches that hold an infinity or a
+ * NaN; in the other kernels, and in single_kernel's W = CAREFUL form
+ * that the tests hold the wide path to, it is the careful path, for the
+ * whole warp, one batch at a time: an element of |x| >= 2^E first raises E to cover it where it can
  * (the bins are flushed and re-pinned; E stops at 1000 for f64, so that no
  * bin can overflow, and at 128 for f32, past every finite float; then the
  * batch is looked at again, and usually takes the fast path after all);
@@ -96,6 +101,7 @@
 #include "cuda/bulk.cuh"
 #include "cuda/exact-bins.cuh"
 #include "cuda/exact-traits.cuh"
+#include "cuda/exact-wide.cuh"
 #include "cuda/exact.h"
 
 namespace gre {
@@ -250,8 +256,11 @@ static __device__ __forceinline__ void warp_flags(const B &st, unsigned long lon
  */
 /* The kernel's forms: MINB blocks per SM in its launch bounds (and grid),
  * BULK the groups through shared memory (bulk.cuh), FB the bins of the
- * fast path (3: a window 39 binades wider, three more adds an element). */
-template <typename T, unsigned MINB = 2, bool BULK = false, int FB = 2>
+ * fast path (3: a window 39 binades wider, three more adds an element),
+ * W how a batch outside its window is taken (exact-wide.cuh: CAREFUL,
+ * WIDE, WIDE_MID; f32 and f64 only). The dynamic shared memory is the
+ * tiles (BULK) and then the wide path's (single_smem). */
+template <typename T, unsigned MINB = 2, bool BULK = false, int FB = 2, int W = CAREFUL>
 __global__ void __launch_bounds__(THREADS, MINB)
 single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, gr_exact_sum *out)
 {
@@ -267,13 +276,26 @@ single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, 
 
 	bins<T, FB> st;
 	st.init();
-	auto add = [&](const uint4 (&v)[GROUP], uint32_t) {
-		st.template batch<GROUP>(v, digits, lane);
-	};
-	if constexpr (BULK)
-		grb_bulk::for_each_group<T>(data, n, t, lane, tiles, bars, add);
-	else
-		for_each_group<T>(data, n, t, lane, add);
+	if constexpr (W == CAREFUL) {
+		auto add = [&](const uint4 (&v)[GROUP], uint32_t) {
+			st.template batch<GROUP>(v, digits, lane);
+		};
+		if constexpr (BULK)
+			grb_bulk::for_each_group<T>(data, n, t, lane, tiles, bars, add);
+		else
+			for_each_group<T>(data, n, t, lane, add);
+	} else {
+		wide<T, W> wp;
+		wp.init(tiles + (BULK ? grb_bulk::SMEM_BYTES / 16 : 0), t);
+		auto add = [&](const uint4 (&v)[GROUP], uint32_t) {
+			wp.template batch<GROUP>(st, v, digits, lane);
+		};
+		if constexpr (BULK)
+			grb_bulk::for_each_group<T>(data, n, t, lane, tiles, bars, add);
+		else
+			for_each_group<T>(data, n, t, lane, add);
+		wp.finish(digits, lane);
+	}
 	st.flush(digits, lane);
 	warp_flags(st, &sflags, lane);
 	__syncthreads();
@@ -496,9 +518,30 @@ constexpr int SQ_FB = 3;
 constexpr int SQD_FB = 4;
 /* The one-batch kernel's narrowest block (one_batch_group) */
 constexpr unsigned PROD_ONT = THREADS / 2;
+/* Sums take the wide path with its middle tier; squares the careful
+ * path (f32 squares through the wide path are measured, and slower on
+ * uniform data; exact-wide.cuh has no f64 squares) */
+template <typename T> constexpr int PROD_W = CAREFUL;
+template <> constexpr int PROD_W<float> = WIDE_MID;
+template <> constexpr int PROD_W<double> = WIDE_MID;
+
+/* single_kernel's dynamic shared memory, set as its launches' allowance
+ * (the setting is the current device's, and cheap) */
+template <typename T, unsigned MINB, bool BULK, int FB, int W>
+static inline cudaError_t single_smem(unsigned &smem)
+{
+	unsigned wide_bytes = 0;
+	if constexpr (W != CAREFUL)
+		wide_bytes = wide<T, W>::SMEM;
+	smem = (BULK ? grb_bulk::SMEM_BYTES : 0u) + wide_bytes;
+	if (!smem)
+		return cudaSuccess;
+	return cudaFuncSetAttribute(single_kernel<T, MINB, BULK, FB, W>,
+				    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+}
 
 template <typename T, unsigned MINB = PROD_MINB, bool BULK = PROD_BULK, int FB = PROD_FB,
-	  unsigned ONT = PROD_ONT>
+	  unsigned ONT = PROD_ONT, int W = PROD_W<T>>
 static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_scratch *scratch,
 					gr_exact_sum *out, int sm_count, cudaStream_t st,
 					unsigned blocks = 0)
@@ -519,9 +562,9 @@ static inline cudaError_t launch_single(const void *data, uint64_t n, gr_exact_s
 		blocks = grid_blocks<T>(n, sm_count, MINB);
 	}
 	unsigned smem;
-	if (cudaError_t e = grb_bulk::prepare<BULK>(single_kernel<T, MINB, BULK, FB>, smem))
+	if (cudaError_t e = single_smem<T, MINB, BULK, FB, W>(smem))
 		return e;
-	single_kernel<T, MINB, BULK, FB><<<blocks, THREADS, smem, st>>>(d, n, scratch, out);
+	single_kernel<T, MINB, BULK, FB, W><<<blocks, THREADS, smem, st>>>(d, n, scratch, out);
 	return cudaGetLastError();
 }
 

@@ -8,26 +8,29 @@
  * the three kinds taken in turn, five times, medians), GB/s and the
  * ratios exact/read and exact/CUB; single-launch latency (event, launch,
  * event; ours and CUB's alternating, medians) for n = 2^10 .. 2^16; and
- * the exact kernel again on data of wide exponent range, where its
- * careful path runs: exponents over 60 binades, and over every binade of
- * the dtype. The device result is not folded inside the timings (the
- * host's fold is one small loop over 134 digits).
+ * the exact kernel again on data of wide exponent range, where its wide
+ * path runs (cuda/exact-wide.cuh): exponents over 60 binades, and over
+ * every binade of the dtype, beside the same kernel with the careful path
+ * in its place (its reference) and with the wide path but not its middle
+ * tier. The device result is not folded inside the timings (the host's
+ * fold is one small loop over 134 digits).
  * Each size's exact sum is checked: the same bits twice, the same sum
- * from the register form, and near CUB's. Then the batched form over 2^24
- * elements cut into equal segments. Last, the exact sums of squares of f32
- * and f64 (sumsq) against the read kernel, CUB's TransformReduce of x * x
- * and the register form, n = 2^20 .. 2^28, and on wide data. And moments
+ * from the register form and the other paths, and near CUB's. Then the
+ * batched form over 2^24 elements cut into equal segments. Last, the
+ * exact sums of squares of f32 and f64 (sumsq) against the read kernel,
+ * CUB's TransformReduce of x * x, the register form and the careful
+ * path's form, n = 2^20 .. 2^28, and on wide data. And moments
  * (moments.h: the exact sum, the exact sum of squares, min and max in one
  * pass) against the read kernel and the exact sum, in its production form
  * (through shared memory, 2 blocks per SM), loading into registers with 2
  * and 3 blocks per SM, and through shared memory with 3; and moments of
  * i32 and i64 (the integer kernel) against the read kernel.
  *
- *   gpured-exact-bench [--hi E] [--moments-only | --latency-only | --once E]
+ *   gpured-exact-bench [--hi E] [--moments-only | --latency-only | --sums | --once E]
  *     (largest n 2^E, 16..28; default 28; --latency-only: the single
- *     launches alone; --once E: one launch each of the exact sum, the
- *     read kernel and the moments forms at 2^E f32, untimed, for a
- *     profiler)
+ *     launches alone; --sums: the sums' tables and f32 sumsq's alone;
+ *     --once E: one launch each of the exact sum, the read kernel and
+ *     the moments forms at 2^E f32, untimed, for a profiler)
  */
 #include <algorithm>
 #include <cmath>
@@ -70,8 +73,12 @@ struct env {
  * of x * x in the element's type, SQ_REGS ours loading into registers;
  * MOM moments (production: through shared memory, 2 blocks per SM), MOM2
  * and MOM3 its forms that load into registers with 2 and 3 blocks per
- * SM, MOMB3 production's with 3 */
-enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
+ * SM, MOMB3 production's with 3; CAREFUL, NOMID and MATCH the production
+ * form with the careful path behind the fast one (exact-wide.cuh's
+ * reference), with the wide path but not its middle tier, and with the
+ * warp's 64-bit digits for its counters (f64; WIDE_MATCH); SQ_WIDE f32
+ * squares through the wide path (f64: the production form) */
+enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, CAREFUL, NOMID, MATCH, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, SQ_WIDE, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
 
 template <typename T> struct square {
 	__device__ __forceinline__ T operator()(T x) const { return x * x; }
@@ -90,6 +97,14 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 		else
 			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, false, gre::SQD_FB>(
 				in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == SQ_WIDE) {
+		if constexpr (sizeof(T) == 4)
+			CU((gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_BULK, gre::SQ_FB,
+					       gre::PROD_ONT, gre::WIDE_MID>(in, n, E.scratch, E.out, E.sms,
+									    E.st)));
+		else
+			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_BULK, gre::SQD_FB>(
+				in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == O256) {
 		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::THREADS>(
 			in, n, E.scratch, E.out, E.sms, E.st)));
@@ -99,6 +114,15 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 	} else if (which == O64) {
 		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::THREADS / 4>(
 			in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == CAREFUL) {
+		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::PROD_ONT,
+				       gre::CAREFUL>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == NOMID) {
+		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::PROD_ONT,
+				       gre::WIDE>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == MATCH) {
+		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::PROD_ONT,
+				       gre::WIDE_MATCH>(in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == MINB3) {
 		CU((gre::launch_single<T, 3, false>(in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == FB3) {
@@ -182,13 +206,15 @@ template <typename T> static bool verify(env &E, size_t n, bool against_cub, dou
 		fprintf(stderr, "exact sum not repeatable: n=%zu %a %a\n", n, a, b);
 		return false;
 	}
-	launch<T>(E, REGS, in, n);
-	CU(cudaStreamSynchronize(E.st));
-	CU(cudaMemcpy(&s[1], E.out, sizeof(s[1]), cudaMemcpyDeviceToHost));
-	b = gr_exact_fold(&s[1], n);
-	if (memcmp(&a, &b, 8) != 0) {
-		fprintf(stderr, "the register form's sum differs: n=%zu %a %a\n", n, a, b);
-		return false;
+	for (int form : { REGS, CAREFUL, NOMID, MATCH }) {
+		launch<T>(E, form, in, n);
+		CU(cudaStreamSynchronize(E.st));
+		CU(cudaMemcpy(&s[1], E.out, sizeof(s[1]), cudaMemcpyDeviceToHost));
+		b = gr_exact_fold(&s[1], n);
+		if (memcmp(&a, &b, 8) != 0) {
+			fprintf(stderr, "form %d's sum differs: n=%zu %a %a\n", form, n, a, b);
+			return false;
+		}
 	}
 	if (!against_cub)
 		return true;
@@ -248,15 +274,16 @@ template <typename T> static bool latency(env &E, const char *dt)
 	return ok;
 }
 
-template <typename T> static bool bench(env &E, const char *dt, int hi)
+template <typename T> static bool bench(env &E, const char *dt, int hi, bool lat = true)
 {
 	bool ok = true;
 	const int exps[] = { 16, 20, 24, 26, 28 };
 	fill<T>(E, 0);
 	printf("\n%s, uniform [-1, 1): back-to-back throughput, medians of %d "
 	       "(regs, 3/SM, fb3: the kernel's other forms)\n", dt, REPS);
-	printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %s\n", "n", "exact GB/s", "cub GB/s",
-	       "read GB/s", "exact/read", "exact/cub", "regs GB/s", "3/SM GB/s", "fb3 GB/s", "check");
+	printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %9s %9s %9s | %s\n", "n", "exact GB/s",
+	       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s", "3/SM GB/s",
+	       "fb3 GB/s", "care/read", "nomid/rd", "match/rd", "check");
 	for (int e : exps) {
 		if (e > hi)
 			continue;
@@ -269,18 +296,21 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 			for (int w = 0; w < NIMPL; w++)
 				t[w].push_back(throughput_gbs<T>(E, w, n));
 		double x = median(t[0]), c = median(t[1]), b = median(t[2]);
-		printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %s\n", n, x,
-		       c, b, x / b, x / c, median(t[REGS]), median(t[MINB3]), median(t[FB3]),
+		printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %9.3f %9.3f %9.3f "
+		       "| %s\n",
+		       n, x, c, b, x / b, x / c, median(t[REGS]), median(t[MINB3]), median(t[FB3]),
+		       median(t[CAREFUL]) / b, median(t[NOMID]) / b, median(t[MATCH]) / b,
 		       good ? "ok" : "FAIL");
 	}
-	ok = latency<T>(E, dt) && ok;
+	if (lat)
+		ok = latency<T>(E, dt) && ok;
 	const char *kinds[] = { "", "exponents over 60 binades", "every finite exponent" };
 	for (int kind = 1; kind <= 2; kind++) {
 		fill<T>(E, kind);
 		printf("%s, %s: exact vs read kernel throughput\n", dt, kinds[kind]);
-		printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %s\n", "n", "exact GB/s",
-		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s", "3/SM GB/s",
-		       "fb3 GB/s", "check");
+		printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %9s %9s %9s | %s\n", "n",
+		       "exact GB/s", "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s",
+		       "3/SM GB/s", "fb3 GB/s", "care/read", "nomid/rd", "match/rd", "check");
 		for (int e : exps) {
 			if (e > hi)
 				continue;
@@ -293,10 +323,11 @@ template <typename T> static bool bench(env &E, const char *dt, int hi)
 				for (int w = 0; w < NIMPL; w++)
 					t[w].push_back(throughput_gbs<T>(E, w, n));
 			double x = median(t[0]), c = median(t[1]), b = median(t[2]);
-			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %s "
-			       "(sum %.6g)\n",
+			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %9.3f "
+			       "%9.3f %9.3f | %s (sum %.6g)\n",
 			       n, x, c, b, x / b, x / c, median(t[REGS]), median(t[MINB3]),
-			       median(t[FB3]), good ? "ok" : "FAIL", sum);
+			       median(t[FB3]), median(t[CAREFUL]) / b, median(t[NOMID]) / b,
+			       median(t[MATCH]) / b, good ? "ok" : "FAIL", sum);
 		}
 	}
 	return ok;
@@ -370,15 +401,16 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 	const int reps = REPS;
 	bool ok = true;
 	const int exps[] = { 20, 24, 26, 28 };
-	const int impls[] = { SQ_EXACT, SQ_CUB, BW, SQ_REGS };
+	const int impls[] = { SQ_EXACT, SQ_CUB, BW, SQ_REGS, SQ_WIDE };
 	const char *kinds[] = { "uniform [-1, 1)", "exponents over 60 binades",
 				"every finite exponent" };
 	for (int kind = 0; kind <= 2; kind++) {
 		fill<T>(E, kind);
 		printf("\n%s sum of squares, %s: back-to-back throughput, medians of %d\n", dt,
 		       kinds[kind], reps);
-		printf("%10s | %10s %10s %10s | %10s %10s | %10s | %s\n", "n", "exact GB/s",
-		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s", "check");
+		printf("%10s | %10s %10s %10s | %10s %10s | %10s %10s | %s\n", "n", "exact GB/s",
+		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s", "wide/read",
+		       "check");
 		for (int e : exps) {
 			if (e > hi || (kind > 0 && e != 24 && e != 28))
 				continue;
@@ -392,6 +424,11 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 			}
 			double a = gr_exact_fold(&s[0], n), b = gr_exact_fold(&s[1], n);
 			bool good = memcmp(&a, &b, 8) == 0;
+			launch<T>(E, SQ_WIDE, (const T *)E.pool, n);
+			CU(cudaStreamSynchronize(E.st));
+			CU(cudaMemcpy(&s[1], E.out, sizeof(s[1]), cudaMemcpyDeviceToHost));
+			b = gr_exact_fold(&s[1], n);
+			good = good && memcmp(&a, &b, 8) == 0;
 			if (kind == 0) {
 				launch<T>(E, SQ_CUB, (const T *)E.pool, n);
 				CU(cudaStreamSynchronize(E.st));
@@ -402,9 +439,9 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 			ok = ok && good;
 			pos P = positions(bytes);
 			int k = (int)std::min<size_t>(2000, std::max<size_t>(20, ((size_t)1 << 30) / bytes));
-			std::vector<double> t[4];
+			std::vector<double> t[5];
 			for (int r = 0; r < reps; r++) {
-				for (int w = 0; w < 4; w++) {
+				for (int w = 0; w < 5; w++) {
 					if (kind > 0 && impls[w] == SQ_CUB)
 						continue;
 					for (int i = -3; i < k; i++) {
@@ -422,9 +459,10 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 			}
 			double x = median(t[0]), rd = median(t[2]);
 			double c = t[1].empty() ? 0 : median(t[1]);
-			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %10.1f | %s (sum %.6g)\n", n,
-			       x, c, rd, x / rd, c > 0 ? x / c : 0.0, median(t[3]), good ? "ok" : "FAIL",
-			       a);
+			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %10.1f %10.3f | %s (sum "
+			       "%.6g)\n",
+			       n, x, c, rd, x / rd, c > 0 ? x / c : 0.0, median(t[3]), median(t[4]) / rd,
+			       good ? "ok" : "FAIL", a);
 		}
 	}
 	return ok;
@@ -525,7 +563,7 @@ template <typename T> static bool bench_moments_int(env &E, const char *dt, int 
 int main(int argc, char **argv)
 {
 	int hi = 28;
-	bool moments_only = false, latency_only = false;
+	bool moments_only = false, latency_only = false, sums_only = false;
 	int once = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hi") && i + 1 < argc) {
@@ -534,10 +572,13 @@ int main(int argc, char **argv)
 			moments_only = true;
 		} else if (!strcmp(argv[i], "--latency-only")) {
 			latency_only = true;
+		} else if (!strcmp(argv[i], "--sums")) {
+			sums_only = true;
 		} else if (!strcmp(argv[i], "--once") && i + 1 < argc) {
 			once = atoi(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: %s [--hi E] [--moments-only | --latency-only | --once E]\n",
+			fprintf(stderr,
+				"usage: %s [--hi E] [--moments-only | --latency-only | --sums | --once E]\n",
 				argv[0]);
 			return 2;
 		}
@@ -610,6 +651,13 @@ int main(int argc, char **argv)
 		ok = latency<float>(E, "f32") && ok;
 		fill<double>(E, 0);
 		ok = latency<double>(E, "f64") && ok;
+		printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
+		return ok ? 0 : 1;
+	}
+	if (sums_only) {
+		ok = bench<float>(E, "f32", hi, false) && ok;
+		ok = bench<double>(E, "f64", hi, false) && ok;
+		ok = bench_squares<float>(E, "f32", hi) && ok;
 		printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
 		return ok ? 0 : 1;
 	}

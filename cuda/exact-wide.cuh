@@ -1,0 +1,339 @@
+/*
+ * The exact sums' wide path: what a warp of the large-array kernel
+ * (exact.cuh, single_kernel) does with a batch that its bins' window
+ * does not hold, at a cost per element that no exponent distribution can
+ * raise much.
+ *
+ * A batch that the fast path's window (FB bins: 50 binades below 2^E for
+ * f32, 21 for f64) does not hold goes, after E is raised where it must
+ * be (bins::prepare, as before), to the first of these that takes it:
+ *
+ * 1. The careful path (bins::add_careful) when any lane holds an
+ *    infinity or a NaN: the flags are its business, and such batches are
+ *    few.
+ * 2. The middle tier: the same bins, MB of them instead of FB (f32: 3,
+ *    89 binades; f64: 4, 99 binades), when the whole batch lies in their
+ *    window. bins.cuh's argument holds for any number of bins: Fast2Sum
+ *    into all but the last, a plain add into that one, exact for
+ *    elements that are multiples of its last place; the headroom check
+ *    after the batch looks at every bin.
+ * 3. Otherwise, f32: exponent groups. Each thread owns NG = 16 doubles in
+ *    shared memory, one for each group of 16 binades (an f32's biased
+ *    exponent >> 4), and adds each element, converted, into its group's
+ *    double with a plain add. Group g's elements are multiples of
+ *    q = 2^(16 g - 150) below 2^39 q (biased exponents 16 g .. 16 g + 15,
+ *    24-bit significands; subnormals are multiples of 2^-149), so a
+ *    double that has taken at most 2^14 of them is an integer multiple
+ *    of q below 2^53 q: every add is exact, whatever the order. A warp
+ *    flushes its groups after GROUP_FLUSH such batches (32 elements a
+ *    lane each: 2^13) and at its end: each double as an integer of q's,
+ *    summed across the warp, deposited into the block's digits. The
+ *    layout [group][thread] puts a half-warp's 8-byte slots on 32
+ *    distinct banks whatever groups the lanes pick, and no two threads
+ *    share a slot: no atomics, no conflicts, nothing depends on the
+ *    data but which slot a lane reads and writes.
+ * 4. Otherwise, f64 (and f32 squares, a measured form): each element in
+ *    the middle tier's window goes into the bins as there, and every
+ *    other finite one into the warp's own NC 16-bit counters in shared
+ *    memory (counter c weighs 2^(16 c - 2176)): its significand, at its
+ *    place, as five 16-bit pieces, each added with a 32-bit
+ *    shared-memory atomic (native; 64-bit ones are compare-and-swap
+ *    loops on sm_90). A warp flushes its counters into the block's
+ *    digits after CNT_FLUSH such batches, before any can reach 2^31, and
+ *    at its end. Per-thread groups do not fit an f64's 2046 binades in
+ *    shared memory; lanes that meet on a counter are served in turn by
+ *    the hardware, and spread data spreads them.
+ *    (WIDE_MATCH: the warp's own 64-bit digits instead, lanes of equal
+ *    digit found by __match_any_sync taking turns; measured slower.)
+ *
+ * Each step is exact, so the sum is the careful path's, bit for bit; the
+ * careful path stays reachable (single_kernel's W = CAREFUL) as the
+ * reference the tests hold the wide path to.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/exact-bins.cuh"
+#include "cuda/exact-traits.cuh"
+
+namespace gre {
+
+/* How single_kernel takes a batch outside the fast path's window: the
+ * careful path alone, the wide path without its middle tier, or with it
+ * (production), or (f64 alone differs) with it but the warp's 64-bit
+ * digits in place of its counters (deposit_warp; measured, slower) */
+enum { CAREFUL = 0, WIDE = 1, WIDE_MID = 2, WIDE_MATCH = 3 };
+
+/* A warp's 16-bit counters: counter c weighs 2^(16 c - 2176), and every
+ * finite double's pieces fall below NC */
+constexpr unsigned NC = 204;
+
+/* f32 exponent groups: NG groups of 16 binades; a warp's flush after
+ * GROUP_FLUSH batches through them (at most 32 elements a lane each, so
+ * at most 2^13 in a slot, of the 2^14 that keep it exact) */
+constexpr int NG = 16;
+constexpr unsigned GROUP_FLUSH = 256;
+
+/* the middle tier's bins, and the first key of an infinity or NaN */
+template <typename T> struct wide_of;
+template <> struct wide_of<float> {
+	static constexpr int MB = 3;
+	static constexpr uint32_t SPECIAL = 0x7f800000u;
+	static constexpr bool GROUPS = true;
+};
+template <> struct wide_of<double> {
+	static constexpr int MB = 4;
+	static constexpr uint32_t SPECIAL = 0x7ff00000u;
+	static constexpr bool GROUPS = false;
+};
+/* an f32's square is a double of 48 bits: summed as an f64 element is */
+template <> struct wide_of<sqf> : wide_of<double> {
+};
+
+/*
+ * A finite double x into a warp's counters cnt (NC int32 in shared
+ * memory), any lane: its significand, at its place, as five 16-bit
+ * pieces, each added to its counter with a native 32-bit shared-memory
+ * atomic (lanes that meet on a counter are served by the hardware in
+ * turn). A counter takes at most 2^14 adds before its flush
+ * (wide::CNT_FLUSH).
+ */
+static __device__ __forceinline__ void deposit_counters(int *cnt, double x)
+{
+	const uint64_t bits = (uint64_t)__double_as_longlong(x);
+	const unsigned e = (unsigned)(bits >> 52) & 0x7ffu;
+	uint64_t m = bits & ((1ull << 52) - 1);
+	if (e)
+		m |= 1ull << 52;
+	const unsigned pos = (e ? e - 1 : 0) + LSB_OFF, c = pos >> 4, sh = pos & 15;
+	const uint64_t lo = m << sh;
+	unsigned p[5];
+#pragma unroll
+	for (unsigned k = 0; k < 4; k++)
+		p[k] = (unsigned)(lo >> (16 * k)) & 0xffffu;
+	p[4] = sh ? (unsigned)(m >> (64 - sh)) : 0;
+	const bool neg = bits >> 63;
+#pragma unroll
+	for (unsigned k = 0; k < 5; k++)
+		if (p[k])
+			atomicAdd(&cnt[c + k], neg ? -(int)p[k] : (int)p[k]);
+}
+
+/* lanes below this one */
+static __device__ __forceinline__ unsigned lanes_below(unsigned lane)
+{
+	return (1u << lane) - 1;
+}
+
+/*
+ * A finite double x into a warp's own digits wd (every lane calls it;
+ * skip: the lane has nothing to add): its significand as three 32-bit
+ * pieces of the digits w, w + 1, w + 2 (deposit_double's), added by
+ * plain loads and stores in rounds in which no two lanes have the same
+ * w (lanes of equal w, found by a match, take turns), each piece's step
+ * apart from the next by the warp's barrier, so that no lane's add of a
+ * digit overlaps another's.
+ */
+static __device__ __forceinline__ void deposit_warp(long long *wd, double x, bool skip,
+						    unsigned lane)
+{
+	const uint64_t bits = (uint64_t)__double_as_longlong(x);
+	const unsigned e = (unsigned)(bits >> 52) & 0x7ffu;
+	uint64_t m = bits & ((1ull << 52) - 1);
+	if (e)
+		m |= 1ull << 52;
+	const unsigned pos = (e ? e - 1 : 0) + LSB_OFF;
+	const bool act = !skip && m;
+	const unsigned w = act ? pos >> 5 : 0xffffffffu;
+	const unsigned peers = __match_any_sync(FULL, w);
+	const unsigned rank = __popc(peers & lanes_below(lane));
+	const unsigned rounds = __reduce_max_sync(FULL, act ? rank + 1 : 0);
+	long long p[3];
+#pragma unroll
+	for (unsigned k = 0; k < 3; k++) {
+		const long long q = (long long)piece(m, pos & 31, k);
+		p[k] = bits >> 63 ? -q : q;
+	}
+	for (unsigned r = 0; r < rounds; r++) {
+		const bool go = act && rank == r;
+#pragma unroll
+		for (unsigned k = 0; k < 3; k++) {
+			if (go)
+				wd[w + k] += p[k];
+			__syncwarp();
+		}
+	}
+}
+
+/* A warp's wide path (every lane calls each method together) for
+ * elements of T; W is WIDE, WIDE_MID or WIDE_MATCH. */
+template <typename T, int W> struct wide {
+	using WT = wide_of<T>;
+	using TR = traits<T>;
+	static constexpr bool MATCH = W == WIDE_MATCH && !WT::GROUPS;
+	/* dynamic shared memory a block needs (after the tiles): the
+	 * threads' groups, or the warps' counters or digits */
+	static constexpr unsigned SMEM = WT::GROUPS ? NG * THREADS * 8u
+					 : MATCH    ? (THREADS / 32) * GR_EXACT_DIGITS * 8u
+						    : (THREADS / 32) * NC * 4u;
+	/* batches a warp's counters take before their flush: a batch adds
+	 * at most 32 GROUP V pieces (below 2^16) to a counter, so 2^14 of
+	 * them between flushes keep it below 2^30 */
+	static constexpr unsigned CNT_FLUSH = 512u / (GROUP * TR::V);
+
+	double *slot;  /* this thread's group 0; group g at slot[g * THREADS] */
+	long long *wd; /* the warp's digits (MATCH) */
+	int *cnt;      /* the warp's counters */
+	unsigned nb;   /* batches through the groups or counters since their last flush */
+
+	/* mem: SMEM bytes of the block's shared memory; t: the thread */
+	__device__ __forceinline__ void init(void *mem, unsigned t)
+	{
+		nb = 0;
+		if constexpr (WT::GROUPS) {
+			slot = (double *)mem + t;
+#pragma unroll
+			for (int g = 0; g < NG; g++)
+				slot[g * THREADS] = 0;
+		} else if constexpr (MATCH) {
+			wd = (long long *)mem + (t / 32) * GR_EXACT_DIGITS;
+			for (unsigned i = t % 32; i < GR_EXACT_DIGITS; i += 32)
+				wd[i] = 0;
+			__syncwarp();
+		} else {
+			cnt = (int *)mem + (t / 32) * NC;
+			for (unsigned i = t % 32; i < NC; i += 32)
+				cnt[i] = 0;
+			__syncwarp();
+		}
+	}
+
+	/* One batch of NV vectors a lane into st (or the groups, or the
+	 * digits): bins::batch's steps with the wide path behind them. */
+	template <unsigned NV, int FB>
+	__device__ __forceinline__ void batch(bins<T, FB> &st, const uint4 (&v)[NV],
+					      long long *digits, unsigned lane)
+	{
+		static_assert(NV <= GROUP, "CNT_FLUSH's bound");
+		/* the bins that take what they can on the later steps */
+		constexpr int KB = W == WIDE ? FB : WT::MB;
+		uint32_t kmax, kmin;
+		st.template keys<NV>(v, kmax, kmin);
+		if (!st.prepare(digits, lane, kmax, kmin)) {
+			st.template add_fast<NV>(v);
+			st.settle(false);
+			return;
+		}
+		if (__any_sync(FULL, kmax >= WT::SPECIAL)) {
+			st.template add_careful<NV>(v, digits);
+			st.settle(true);
+			return;
+		}
+		const uint32_t tk = st.tlo(KB), thi = st.thi;
+		if constexpr (W != WIDE) {
+			if (!__any_sync(FULL, kmin < tk || kmax > thi)) {
+#pragma unroll
+				for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+					for (unsigned i = 0; i < TR::V; i++)
+						st.template fast_k<KB>(TR::value(v[g], i));
+				st.settle(true);
+				return;
+			}
+		}
+		if constexpr (WT::GROUPS) {
+#pragma unroll
+			for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+				for (unsigned i = 0; i < TR::V; i++) {
+					const uint32_t w = TR::word(v[g], i);
+					double *p = slot + ((w >> 27) & 15u) * THREADS;
+					*p += (double)__uint_as_float(w);
+				}
+			if (++nb == GROUP_FLUSH)
+				flush_groups(digits, lane);
+		} else {
+#pragma unroll
+			for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+				for (unsigned i = 0; i < TR::V; i++) {
+					const double x = TR::value(v[g], i);
+					const bool in = TR::nzkey(v[g], i) - 1 >= tk &&
+							TR::key(v[g], i) <= thi;
+					if (in)
+						st.template fast_k<KB>(x);
+					if constexpr (MATCH) {
+						if (__any_sync(FULL, !in))
+							deposit_warp(wd, x, in, lane);
+					} else if (!in) {
+						deposit_counters(cnt, x);
+					}
+				}
+			st.settle(true);
+			if constexpr (!MATCH)
+				if (++nb == CNT_FLUSH)
+					flush_counters(digits, lane);
+		}
+	}
+
+	/* The counters into the digits, emptied */
+	__device__ __forceinline__ void flush_counters(long long *digits, unsigned lane)
+	{
+		__syncwarp();
+		for (unsigned c = lane; c < NC; c += 32) {
+			const int x = cnt[c];
+			if (x) {
+				cnt[c] = 0;
+				atomicAdd((unsigned long long *)&digits[c / 2],
+					  (unsigned long long)((long long)x * (c % 2 ? 1ll << 16 : 1ll)));
+			}
+		}
+		__syncwarp();
+		nb = 0;
+	}
+
+	/* The groups into the digits, emptied (f32) */
+	__device__ __forceinline__ void flush_groups(long long *digits, unsigned lane)
+	{
+		if constexpr (WT::GROUPS) {
+#pragma unroll
+			for (int g = 0; g < NG; g++) {
+				const double v = slot[g * THREADS];
+				if (!__any_sync(FULL, v != 0))
+					continue;
+				slot[g * THREADS] = 0;
+				/* an integer of q = 2^(16 g - 150), |i| < 2^53 */
+				long long i = __double2ll_rn(v * pow2(150 - 16 * g));
+#pragma unroll
+				for (int m = 16; m; m >>= 1)
+					i += __shfl_xor_sync(FULL, i, m);
+				if (lane == 0 && i)
+					deposit_int(digits, i < 0 ? -(uint64_t)i : (uint64_t)i, i < 0,
+						    (unsigned)(16 * g - 150 - GR_EXACT_LSB_EXP));
+			}
+		}
+		nb = 0;
+	}
+
+	/* At the warp's end: what the groups or the warp's digits hold into
+	 * the block's digits (the bins are the caller's to flush) */
+	__device__ __forceinline__ void finish(long long *digits, unsigned lane)
+	{
+		if constexpr (WT::GROUPS) {
+			if (nb)
+				flush_groups(digits, lane);
+		} else if constexpr (MATCH) {
+			__syncwarp();
+			for (unsigned i = lane; i < GR_EXACT_DIGITS; i += 32)
+				if (wd[i])
+					atomicAdd((unsigned long long *)&digits[i],
+						  (unsigned long long)wd[i]);
+		} else {
+			if (nb)
+				flush_counters(digits, lane);
+		}
+	}
+};
+
+} /* namespace gre */
