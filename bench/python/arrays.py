@@ -75,6 +75,30 @@ def latency(fn, reps=200):
     return statistics.median(ts) * 1e6
 
 
+def latency_pair(fa, fb, reps=2000, rounds=10):
+    """fa's and fb's p50 (us) over reps calls each, taken in turns of
+    reps // rounds calls, a round of one then a round of the other, so
+    that the two share whatever the machine does meanwhile; and the
+    median over the rounds of fa's round p50 over fb's."""
+    fa()
+    fb()
+    per = max(reps // rounds, 1)
+    all_a, all_b, ratios = [], [], []
+    for _ in range(rounds):
+        got = []
+        for fn, acc in ((fa, all_a), (fb, all_b)):
+            ts = []
+            for _ in range(per):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+            acc += ts
+            got.append(statistics.median(ts))
+        ratios.append(got[0] / got[1])
+    return (statistics.median(all_a) * 1e6, statistics.median(all_b) * 1e6,
+            statistics.median(ratios))
+
+
 def host(c, args):
     for mib in args.mib:
         n = (mib << 20) // 4

@@ -10,7 +10,7 @@ their memory can reach the daemon, in one run:
   VmmAllocator (the secure default).
 
 For each: p50 of one call at a time, c.sum(x), against
-torch.sum(t).item() of the same elements; and GB/s with --inflight
+torch.sum(t).item() of the same elements, in alternating rounds; and GB/s with --inflight
 requests in flight against torch.sum's rate. Then the allocators' own
 cost on a training-like pattern (tensors of many sizes allocated, written
 and freed, in LIFO order, step after step): time a step and peak memory
@@ -33,7 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
-from arrays import latency, pipelined, rate  # noqa: E402
+from arrays import latency_pair, pipelined, rate  # noqa: E402
 
 
 def child(args):
@@ -58,8 +58,8 @@ def child(args):
             assert c.stats()["bytes_device"] > before, "not read in place"
             row = {"log2": lg}
             if lg == args.latency_log2:
-                row["p50_us"] = latency(lambda: c.sum(x), args.reps)
-                row["torch_p50_us"] = latency(lambda: torch.sum(t).item(), args.reps)
+                row["p50_us"], row["torch_p50_us"], row["p50_ratio"] = latency_pair(
+                    lambda: c.sum(x), lambda: torch.sum(t).item(), args.reps)
             nb = n * 4
             row["gbs"] = rate(pipelined(c, x, args.inflight), nb, args.seconds, args.runs)
 
@@ -165,8 +165,10 @@ def report(results):
             line = "%-16s 2^%d  %4d in flight: gpured %8.1f GB/s  torch.sum %8.1f GB/s  ratio %.2f" \
                 % (cfg, row["log2"], res["inflight"], row["gbs"], row["torch_gbs"], row["gbs"] / row["torch_gbs"])
             if "p50_us" in row:
-                line += "   one call p50 %.1f us, torch.sum().item() %.1f us, ratio %.2f" % (
-                    row["p50_us"], row["torch_p50_us"], row["p50_us"] / row["torch_p50_us"])
+                line += ("   one call p50 %.1f us, torch.sum().item() %.1f us, ratio %.2f "
+                         "(median of rounds' %.2f)" % (
+                             row["p50_us"], row["torch_p50_us"],
+                             row["p50_us"] / row["torch_p50_us"], row["p50_ratio"]))
             print(line, flush=True)
         a = res["alloc"]
         print("%-16s allocator: a training-like step %.2f ms, peak held %.0f MiB"
