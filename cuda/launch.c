@@ -71,11 +71,17 @@ static cudaError_t cuda_moments(cuda_ctx *c, const cuda_item *it)
 
 /* a narrow dtype's reduce of device memory: its exact sum goes where a
  * lone float sum's does (the launch's one place, xslot 0), argmin's and
- * argmax's where cuda_argm's do, any other raw result where the batch
- * kernel's first does */
+ * argmax's where cuda_argm's do, moments' sums where cuda_moments' do,
+ * any other raw result where the batch kernel's first does */
 static cudaError_t cuda_narrow(cuda_ctx *c, const cuda_item *it)
 {
 	uint64_t *raw = c->hout_dev;
+	if (it->op == GR_OP_MOMENTS) {
+		c->mom = true;
+		return (cudaError_t)gr_narrow_moments_launch(it->dtype, it->data, it->n,
+							     c->mom_scratch, c->hmom_dev,
+							     (int)c->dev->sms, c->stream);
+	}
 	if (gr_narrow_exact(it->op, it->dtype)) {
 		c->xslot[0] = 0;
 		c->nx = 1;

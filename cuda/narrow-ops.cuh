@@ -5,12 +5,14 @@
  * magnitude, so a double adds up to 2^13 of them with no rounding at all,
  * in any order. A lane keeps eight doubles, starting at -0.0, and adds
  * each element (converted exactly, f16 to f32 to f64) into the one of its
- * place in the vector; before any of them could have taken too many it
- * moves them into a 64-bit integer in units of 2^-24 and starts them
- * afresh. Specials need no test: an infinity or NaN leaves its double
- * +inf, -inf or NaN, which is what the flags record (a NaN where both
- * infinities met is a NaN of the result as well), and an exact sum is
- * -0.0 only where every element added was -0.0. The sum of squares of
+ * place in the vector; before any of them could have taken too many the
+ * warp moves them, an integer in units of 2^-24 summed over its lanes,
+ * into the block's digits (so that no lane's integer grows with the
+ * array), and starts them afresh. Specials need no test: an infinity or
+ * NaN leaves its double +inf, -inf or NaN, which is what the flags
+ * record (a NaN where both infinities met is a NaN of the result as
+ * well), and an exact sum is -0.0 only where every element added was
+ * -0.0. The sum of squares of
  * f8e4m3 is the same with squares (multiples of 2^-18 below 2^18: 2^17 of
  * them a double). The f8 sums (SumF8) do the same in f32, below.
  *
@@ -69,7 +71,6 @@ template <int DT, bool SQ> struct SumFix {
 	static constexpr int SCALE = SQ ? 18 : 24;
 	static constexpr unsigned CAP = SQ ? 1u << 17 : DT == E4M3 ? 1u << 30 : 1u << 13;
 	double a[8];
-	long long s;
 	uint32_t flags;
 	unsigned used;
 
@@ -78,7 +79,6 @@ template <int DT, bool SQ> struct SumFix {
 #pragma unroll
 		for (unsigned k = 0; k < 8; k++)
 			a[k] = -0.0;
-		s = 0;
 		flags = SQ ? GR_EXACT_NOT_NZERO : 0;
 		used = 0;
 	}
@@ -86,8 +86,11 @@ template <int DT, bool SQ> struct SumFix {
 	{
 		a[k] += SQ ? (double)(f * f) : (double)f;
 	}
-	__device__ __forceinline__ void flush()
+	/* the doubles as an integer number of units (below 2^56), and
+	 * afresh */
+	__device__ __forceinline__ long long take()
 	{
+		long long s = 0;
 #pragma unroll
 		for (unsigned k = 0; k < 8; k++) {
 			const double x = a[k];
@@ -100,9 +103,18 @@ template <int DT, bool SQ> struct SumFix {
 			a[k] = -0.0;
 		}
 		used = 0;
+		return s;
+	}
+	/* ... into the digits (warp-wide), so that no lane's integer grows
+	 * with the array */
+	__device__ __forceinline__ void flush(long long *digits, unsigned lane)
+	{
+		const long long s = take();
+		if (__any_sync(FULL, s != 0))
+			warp_to_digits(digits, s, SCALE, lane);
 	}
 	template <unsigned NG>
-	__device__ __forceinline__ void group(const uint4 (&v)[NG], long long *, unsigned)
+	__device__ __forceinline__ void group(const uint4 (&v)[NG], long long *digits, unsigned lane)
 	{
 		/* adds into each double a group, at most: one element of
 		 * each vector (f16), two (f8), of up to G vectors */
@@ -127,12 +139,11 @@ template <int DT, bool SQ> struct SumFix {
 			}
 		used += PER_GROUP;
 		if (used + PER_GROUP > CAP)
-			flush();
+			flush(digits, lane);
 	}
 	__device__ __forceinline__ void finish(long long *, wres &r, unsigned)
 	{
-		flush();
-		r.q = warp_sum(s);
+		r.q = warp_sum(take());
 		r.p = ONE - SCALE;
 		r.flags = __reduce_or_sync(FULL, flags);
 	}

@@ -2,7 +2,9 @@
 #include <cuda_runtime.h>
 
 #include "cuda/narrow-argm.cuh"
+#include "cuda/narrow-moments.cuh"
 #include "cuda/narrow-ops.cuh"
+#include "cuda/narrow-sq.cuh"
 
 extern "C" bool gr_narrow_has_kernel(int op, int dtype)
 {
@@ -13,9 +15,10 @@ extern "C" bool gr_narrow_has_kernel(int op, int dtype)
 	case SUM:
 	case MIN:
 	case MAX:
-		return true;
 	case SUMSQ:
-		return dtype == E4M3 || dtype >= I8;
+		return true;
+	case MOMENTS:
+		return dtype <= E5M2;
 	case ARGMIN:
 	case ARGMAX:
 		return dtype == F16 || dtype == BF16;
@@ -61,10 +64,9 @@ extern "C" int gr_narrow_launch(int op, int dtype, const void *data, uint64_t n,
 {
 	using namespace grn;
 	cudaStream_t st = (cudaStream_t)stream;
-	if (n == 0 || !gr_narrow_has_kernel(op, dtype))
+	if (n == 0 || op == MOMENTS || !gr_narrow_has_kernel(op, dtype))
 		return (int)cudaErrorInvalidValue;
-	const unsigned size = dtype == F16 || dtype == BF16 || dtype == I16 || dtype == U16 ? 2 : 1;
-	if ((uintptr_t)data % size)
+	if ((uintptr_t)data % dt_size_of(dtype))
 		return (int)cudaErrorInvalidValue;
 	switch (op) {
 	case SUM:
@@ -81,7 +83,10 @@ extern "C" int gr_narrow_launch(int op, int dtype, const void *data, uint64_t n,
 		break;
 	case SUMSQ:
 		switch (dtype) {
+		case F16: return (int)GRN_LAUNCH(SumSqGrid<F16>);
+		case BF16: return (int)launch<SumSqBf16, 4>(data, n, scratch, raw, xout, sm_count, st);
 		case E4M3: return (int)GRN_LAUNCH(SumFix<E4M3, true>);
+		case E5M2: return (int)GRN_LAUNCH(SumSqGrid<E5M2>);
 		case I8: return (int)GRN_LAUNCH(SumInt<I8, true>);
 		case U8: return (int)GRN_LAUNCH(SumInt<U8, true>);
 		case I16: return (int)GRN_LAUNCH(SumInt<I16, true>);
@@ -101,6 +106,25 @@ extern "C" int gr_narrow_launch(int op, int dtype, const void *data, uint64_t n,
 		return (int)minmax<MIN>(dtype, data, n, scratch, raw, xout, sm_count, st);
 	case MAX:
 		return (int)minmax<MAX>(dtype, data, n, scratch, raw, xout, sm_count, st);
+	}
+	return (int)cudaErrorInvalidValue;
+}
+
+extern "C" int gr_narrow_moments_launch(int dtype, const void *data, uint64_t n,
+					gr_moments_scratch *scratch, gr_moments_sums *out, int sm_count,
+					void *stream)
+{
+	using namespace grn;
+	cudaStream_t st = (cudaStream_t)stream;
+	if (n == 0 || !gr_narrow_has_kernel(MOMENTS, dtype))
+		return (int)cudaErrorInvalidValue;
+	if (dt_size_of(dtype) == 2 && ((uintptr_t)data & 1u))
+		return (int)cudaErrorInvalidValue;
+	switch (dtype) {
+	case F16: return (int)launch_moments<F16>(data, n, scratch, out, sm_count, st);
+	case BF16: return (int)launch_moments<BF16>(data, n, scratch, out, sm_count, st);
+	case E4M3: return (int)launch_moments<E4M3>(data, n, scratch, out, sm_count, st);
+	case E5M2: return (int)launch_moments<E5M2>(data, n, scratch, out, sm_count, st);
 	}
 	return (int)cudaErrorInvalidValue;
 }

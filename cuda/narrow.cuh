@@ -38,10 +38,14 @@ constexpr unsigned G = 8;
 constexpr unsigned BLOCKS_PER_SM = 2;
 
 /* gr_op's and gr_dtype's values (proto/types.h) */
-enum { SUM = 0, MIN = 1, MAX = 2, SUMSQ = 3, ARGMIN = 4, ARGMAX = 5 };
+enum { SUM = 0, MIN = 1, MAX = 2, SUMSQ = 3, ARGMIN = 4, ARGMAX = 5, MOMENTS = 6 };
 enum { F16 = 6, BF16 = 7, E4M3 = 8, E5M2 = 9, I8 = 10, U8 = 11, I16 = 12, U16 = 13 };
 
 template <int DT> constexpr unsigned dt_size = DT == F16 || DT == BF16 || DT == I16 || DT == U16 ? 2 : 1;
+static inline unsigned dt_size_of(int dt)
+{
+	return dt == F16 || dt == BF16 || dt == I16 || dt == U16 ? 2 : 1;
+}
 
 /* the digits' place of 2^0 */
 constexpr int ONE = -GR_EXACT_LSB_EXP;

@@ -8,8 +8,10 @@
  * dtypes (kernel.h): integer sums wrapping, min and max of floats as the
  * float64 bits of the element (NaN when any element is one), of integers
  * as int64 or uint64; argmin and argmax of f16 and bf16 as argm.h's
- * result (value and index). narrow.cuh, narrow-ops.cuh and
- * narrow-argm.cuh have how.
+ * result (value and index); moments of the four floats as the f32
+ * moments kernel's sums (moments.h), their keys in the f64 form.
+ * narrow.cuh, narrow-ops.cuh, narrow-sq.cuh, narrow-argm.cuh and
+ * narrow-moments.cuh have how.
  *
  * Which (op, dtype) pairs have a kernel here: gr_narrow_has_kernel(); the
  * engine runs the others on the CPU (engine/backend.h,
@@ -21,6 +23,7 @@
 #include <stdint.h>
 
 #include "cuda/exact.h"
+#include "cuda/moments.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,7 +38,8 @@ bool gr_narrow_exact(int op, int dtype);
 
 /*
  * Reduce the n > 0 elements of dtype at data (device memory, aligned to
- * the element's size) with op, in one launch on stream: the result into
+ * the element's size) with op (not moments: below), in one launch on
+ * stream: the result into
  * *xout (gr_narrow_exact) or *raw (argmin and argmax: raw is a
  * gr_argm_result, value and index), either of which may be mapped host
  * memory. scratch is zero before and left zero (gr_exact_scratch's
@@ -45,6 +49,19 @@ bool gr_narrow_exact(int op, int dtype);
  */
 int gr_narrow_launch(int op, int dtype, const void *data, uint64_t n, gr_exact_scratch *scratch,
 		     uint64_t *raw, gr_exact_sum *xout, int sm_count, void *stream);
+
+/*
+ * The moments sums of the n > 0 elements of dtype (a narrow float) at
+ * data (device memory, aligned to the element's size) into *out, in one
+ * launch on stream: what gr_moments_launch() gives for the elements
+ * widened to f32, except that kmin and kmax are the keys of the extremes
+ * widened to f64 (gr_moments_key_value(GR_EXACT_F64, k) is the value).
+ * scratch as gr_moments_launch()'s. Returns the launch's cudaError_t;
+ * cudaErrorInvalidValue for another dtype, n == 0 or a misaligned
+ * pointer.
+ */
+int gr_narrow_moments_launch(int dtype, const void *data, uint64_t n, gr_moments_scratch *scratch,
+			     gr_moments_sums *out, int sm_count, void *stream);
 
 #ifdef __cplusplus
 }

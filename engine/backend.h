@@ -281,11 +281,12 @@ void gr_backend_cpu_wait_idle(gr_backend *b);
 
 /*
  * Which ops over a narrow dtype (proto/types.h, gr_dtype_is_narrow) a
- * backend with map_device reduces where the elements lie: sum, min and max
- * of every narrow dtype, the sum of squares of f8e4m3 and the integers,
- * and argmin and argmax of f16 and bf16 (cuda/narrow.h). The daemon copies device memory of the other
- * pairs to the host, where the CPU widens it (math/widen.h), and does not
- * take the prefix sums of narrow device memory, nor its segments.
+ * backend with map_device reduces where the elements lie: sum, min, max
+ * and the sum of squares of every narrow dtype, moments of the four
+ * floats, and argmin and argmax of f16 and bf16 (cuda/narrow.h). The
+ * daemon copies device memory of the other pairs to the host, where the
+ * CPU widens it (math/widen.h), and does not take the prefix sums of
+ * narrow device memory, nor its segments.
  */
 static inline bool gr_backend_narrow_on_device(gr_op op, gr_dtype dt)
 {
@@ -293,10 +294,11 @@ static inline bool gr_backend_narrow_on_device(gr_op op, gr_dtype dt)
 	case GR_OP_SUM:
 	case GR_OP_MIN:
 	case GR_OP_MAX:
-		return gr_dtype_is_narrow(dt);
 	case GR_OP_SUMSQ:
-		return dt == GR_DT_F8E4M3 || dt == GR_DT_I8 || dt == GR_DT_U8 || dt == GR_DT_I16 ||
-		       dt == GR_DT_U16;
+		return gr_dtype_is_narrow(dt);
+	case GR_OP_MOMENTS:
+		return dt == GR_DT_F16 || dt == GR_DT_BF16 || dt == GR_DT_F8E4M3 ||
+		       dt == GR_DT_F8E5M2;
 	case GR_OP_ARGMIN:
 	case GR_OP_ARGMAX:
 		return dt == GR_DT_F16 || dt == GR_DT_BF16;

@@ -10,8 +10,10 @@
  * launch and the ratio ours/read. Data: floats uniform in [-1, 1)
  * (rounded to the dtype), integers random bits; bf16 and f16 sums also on
  * "wide" data, random bits over every finite exponent, where the bf16
- * sum's careful path runs. torch.sum's times for the same sizes come from
- * bench/cuda/narrow-torch.py, run on the same machine.
+ * sum's careful path runs, and the 16-bit floats' sums of squares and
+ * moments there too. moments is gr_narrow_moments_launch's kernel.
+ * torch.sum's times for the same sizes come from bench/cuda/narrow-torch.py,
+ * run on the same machine.
  *
  * --sweep: the f16, bf16 and f8e5m2 sums' kernel forms instead (vectors a
  * lane a group, blocks an SM), at 2^24 to 2^28.
@@ -29,7 +31,7 @@
 #include "cuda/narrow-ops.cuh"
 
 /* gr_op's and gr_dtype's values and names */
-static const char *op_names[] = {"sum", "min", "max", "sumsq", "argmin", "argmax"};
+static const char *op_names[] = {"sum", "min", "max", "sumsq", "argmin", "argmax", "moments"};
 static const char *dt_names[] = {"i32", "i64", "u32", "u64", "f32", "f64", "f16", "bf16",
 				 "f8e4m3", "f8e5m2", "i8", "u8", "i16", "u16"};
 static unsigned dt_size(int dt)
@@ -145,6 +147,11 @@ int main(int argc, char **argv)
 	CU(cudaMalloc((void **)&raw, 16));
 	CU(cudaMalloc((void **)&xout, sizeof(*xout)));
 	CU(cudaMalloc((void **)&sink, 4));
+	gr_moments_scratch *mscratch;
+	gr_moments_sums *mout;
+	CU(cudaMalloc((void **)&mscratch, sizeof(*mscratch)));
+	CU(cudaMemset(mscratch, 0, sizeof(*mscratch)));
+	CU(cudaMalloc((void **)&mout, sizeof(*mout)));
 	cudaStream_t st;
 	cudaEvent_t e0, e1;
 	CU(cudaStreamCreate(&st));
@@ -197,18 +204,23 @@ int main(int argc, char **argv)
 			fill_narrow<<<sms * 8, 256, 0, st>>>(pool, pool_n, dt, kind, 0x1234567ull + dt);
 			CU(cudaGetLastError());
 			CU(cudaStreamSynchronize(st));
-			for (int op = 0; op < 6; op++) {
+			for (int op = 0; op < 7; op++) {
 				if (!gr_narrow_has_kernel(op, dt) || (only_op && strcmp(only_op, op_names[op])))
 					continue;
-				if (kind == 1 && op != 0)
+				if (kind == 1 && op != 0 && op != 3 && op != 6)
 					continue;
 				for (int lg = 24; lg <= hi; lg += 2) {
 					const size_t n = (size_t)1 << lg, bytes = n * dt_size(dt);
 					std::vector<double> ours, rd;
 					for (int rep = 0; rep < 5; rep++) {
 						ours.push_back(grb::block_gbs(bytes, 0, e0, e1, st, [&](size_t at) {
-							CU((cudaError_t)gr_narrow_launch(op, dt, pool + at, n, scratch,
-											 raw, xout, sms, st));
+							if (op == 6)
+								CU((cudaError_t)gr_narrow_moments_launch(
+									dt, pool + at, n, mscratch, mout, sms, st));
+							else
+								CU((cudaError_t)gr_narrow_launch(op, dt, pool + at, n,
+												 scratch, raw, xout,
+												 sms, st));
 						}));
 						rd.push_back(grb::block_gbs(bytes, 0, e0, e1, st, [&](size_t at) {
 							grb::read_bw(pool + at, bytes, bw_blocks, sink, st);

@@ -1,18 +1,25 @@
 /*
  * The narrow dtypes' kernels (cuda/narrow.h) against the CPU's reduce
  * (math/reduce.c, which widens them: math/widen.c), bit for bit, through
- * the engine's partial for the exact sums (cuda/exact-partial.c): every
- * (op, dtype) pair that has a kernel, on random bit patterns (with and
- * without infinities and NaNs), every bit pattern of the dtype, values
- * of a few binades and of the whole range, pairs that cancel to a tiny
- * rest, all -0, zeros of both signs, the largest values, a NaN, infinities
- * of one sign and of both, and each integer dtype's extremes; sizes from
- * 1 to past 2^20 (and 2^24, 2^26 and 2^28 with --big), at every start in
+ * the engine's partials for the exact sums and moments
+ * (cuda/exact-partial.c): every (op, dtype) pair that has a kernel, on
+ * random bit patterns (with and without infinities and NaNs), every bit
+ * pattern of the dtype, values of a few binades and of the whole range,
+ * subnormals, pairs that cancel to a tiny rest, a large offset with
+ * little spread (moments' cancellation), all -0, zeros of both signs, the
+ * largest values, a NaN, infinities of one sign and of both, and each
+ * integer dtype's extremes; sizes from 1 to past 2^20, at every start in
  * a 16-byte vector that the element's size allows, on grids of one block,
- * of seven, and of the whole GPU. argmin's and argmax's index must be the
- * CPU's too. The scratch must be left zero. A NaN result must be a NaN
- * (any). --quick keeps to a few small sizes, kinds and starts (for
- * compute-sanitizer). Exits 77 when there is no GPU.
+ * of seven, and of the whole GPU; the sums of squares and moments of the
+ * floats, and the f16 sum, also at 2^24 + 3 and 2^26 + 5 on a grid of one
+ * multiprocessor, so that each lane's accumulators are flushed on the
+ * way (and 2^24, 2^26 and 2^28 with --big). Every field of moments
+ * (sum, min, max, mean and variance with ddof 0 and 1), argmin's and
+ * argmax's index must be the CPU's too. The scratch must be left zero. A
+ * NaN result must be a NaN (any). --quick keeps to a few small sizes,
+ * kinds and starts (for compute-sanitizer); --dtype NAME to one dtype
+ * (so that several processes can share the checks). Exits 77 when there
+ * is no GPU.
  */
 #include <cmath>
 #include <cstdint>
@@ -33,13 +40,14 @@ extern "C" {
 
 static const gr_dtype dts[] = {GR_DT_F16, GR_DT_BF16, GR_DT_F8E4M3, GR_DT_F8E5M2,
 			       GR_DT_I8,  GR_DT_U8,   GR_DT_I16,    GR_DT_U16};
-static const gr_op ops[] = {GR_OP_SUM, GR_OP_MIN, GR_OP_MAX, GR_OP_SUMSQ, GR_OP_ARGMIN, GR_OP_ARGMAX};
+static const gr_op ops[] = {GR_OP_SUM,    GR_OP_MIN,    GR_OP_MAX,    GR_OP_SUMSQ,
+			    GR_OP_ARGMIN, GR_OP_ARGMAX, GR_OP_MOMENTS};
 
 enum { RANDOM, FINITE, EVERY, FEW_BINADES, WIDE, CANCEL, NEGZERO, ZEROS, MAXV, ONE_NAN, PINF,
-       BOTH_INF, INT_MIN_ALL, SMALL, NKINDS };
+       BOTH_INF, INT_MIN_ALL, SMALL, SUBNORMAL, OFFSET, NKINDS };
 static const char *kind_name[] = {"random", "finite", "every", "few-binades", "wide", "cancel",
 				  "negzero", "zeros", "max", "nan", "+inf", "both-inf",
-				  "int-min", "small"};
+				  "int-min", "small", "subnormal", "offset"};
 
 static unsigned esize(gr_dtype dt)
 {
@@ -113,7 +121,8 @@ static bool fill(gr_dtype dt, int kind, std::vector<unsigned char> &h, size_t n)
 	const uint32_t top = esize(dt) == 2 ? 0x8000u : 0x80u;
 	h.assign(n * esize(dt), 0);
 	if (!fp && (kind == CANCEL || kind == NEGZERO || kind == ONE_NAN || kind == PINF ||
-		    kind == BOTH_INF || kind == WIDE || kind == FEW_BINADES))
+		    kind == BOTH_INF || kind == WIDE || kind == FEW_BINADES || kind == SUBNORMAL ||
+		    kind == OFFSET))
 		return false;
 	if (fp && (kind == INT_MIN_ALL || kind == SMALL))
 		return false;
@@ -157,6 +166,18 @@ static bool fill(gr_dtype dt, int kind, std::vector<unsigned char> &h, size_t n)
 		case BOTH_INF: b = make(dt, f.bias - 3 + (unsigned)(rnd() % 4), rnd() & 1); break;
 		case INT_MIN_ALL: b = dt == GR_DT_I8 || dt == GR_DT_I16 ? top : 0; break;
 		case SMALL: b = (uint32_t)(rnd() % 7) - 3; b &= mask(dt); break;
+		case SUBNORMAL:
+			/* subnormals and zeros, a few of the smallest normals */
+			b = make(dt, rnd() % 16 ? 0u : 1u, rnd() & 1);
+			break;
+		case OFFSET:
+			/* one sign and binade high in the range, the top
+			 * significand bits mostly set: a mean far from 0 and
+			 * little spread */
+			b = make(dt, emax - 1, false) | ((1u << f.shift) - 1) >> 1;
+			if (rnd() % 4 == 0)
+				b ^= (uint32_t)(rnd() % 3);
+			break;
 		}
 		put(h, dt, i, b);
 	}
@@ -180,6 +201,46 @@ static bool fill(gr_dtype dt, int kind, std::vector<unsigned char> &h, size_t n)
 static gr_exact_scratch *dscratch;
 static uint64_t *draw;
 static gr_exact_sum *dxout;
+static gr_moments_scratch *dmscratch;
+static gr_moments_sums *dmout;
+
+static bool same(const gr_value &a, const gr_value &b);
+
+/* a float64 of moments, bit for bit (any NaN for a NaN) */
+static bool same_f(double a, double b)
+{
+	if (std::isnan(a))
+		return std::isnan(b);
+	return memcmp(&a, &b, 8) == 0;
+}
+
+/* moments over n elements at d (device) against the CPU's partial cp:
+ * every field, ddof 0 and 1 */
+static void check_moments(gr_dtype dt, const unsigned char *d, size_t n, int sms,
+			  const gr_partial *cp, const char *what)
+{
+	CU(gr_narrow_moments_launch(dt, d, n, dmscratch, dmout, sms, 0));
+	CU(cudaDeviceSynchronize());
+	gr_moments_sums got;
+	CU(cudaMemcpy(&got, dmout, sizeof(got), cudaMemcpyDeviceToHost));
+	gr_partial *gp = (gr_partial *)calloc(1, sizeof(gr_partial));
+	cuda_moments_partial(&got, dt, n, gp);
+	for (uint64_t ddof = 0; ddof < 2 && ddof < n; ddof++) {
+		gr_moments g, c;
+		gr_err eg = gr_moments_finish(dt, gp, ddof, &g);
+		gr_err ec = gr_moments_finish(dt, cp, ddof, &c);
+		CHECK(eg == GR_OK && ec == GR_OK, "%s: finish failed %d %d", what, (int)eg, (int)ec);
+		CHECK(g.count == c.count && same(g.sum, c.sum) && same(g.min, c.min) &&
+			      same(g.max, c.max) && same_f(g.mean, c.mean) && same_f(g.var, c.var),
+		      "%s ddof=%llu: GPU sum %016llx min %016llx max %016llx mean %a var %a; "
+		      "CPU %016llx %016llx %016llx %a %a",
+		      what, (unsigned long long)ddof, (unsigned long long)g.sum.u,
+		      (unsigned long long)g.min.u, (unsigned long long)g.max.u, g.mean, g.var,
+		      (unsigned long long)c.sum.u, (unsigned long long)c.min.u,
+		      (unsigned long long)c.max.u, c.mean, c.var);
+	}
+	free(gp);
+}
 
 /* the GPU's answer for op over n elements at d, as the daemon finishes it */
 static gr_err run_gpu(gr_op op, gr_dtype dt, const unsigned char *d, size_t n, int sms,
@@ -212,6 +273,10 @@ static void check_scratch(const char *what)
 	static const gr_exact_scratch zero = {};
 	CU(cudaMemcpy(&s, dscratch, sizeof(s), cudaMemcpyDeviceToHost));
 	CHECK(memcmp(&s, &zero, sizeof(s)) == 0, "%s: scratch not left zero", what);
+	gr_moments_scratch m;
+	static const gr_moments_scratch mzero = {};
+	CU(cudaMemcpy(&m, dmscratch, sizeof(m), cudaMemcpyDeviceToHost));
+	CHECK(memcmp(&m, &mzero, sizeof(m)) == 0, "%s: moments' scratch not left zero", what);
 }
 
 static bool same(const gr_value &a, const gr_value &b)
@@ -232,15 +297,22 @@ static void one(gr_op op, gr_dtype dt, int kind, const std::vector<unsigned char
 	gr_partial *p = (gr_partial *)calloc(1, sizeof(gr_partial));
 	gr_value want, got;
 	gr_reduce(op, dt, hp, n, p);
+	char what[160];
+	snprintf(what, sizeof(what), "%s %s %s n=%zu off=%zu sms=%d", gr_op_name(op),
+		 gr_dtype_name(dt), kind_name[kind], n, off, sms);
+	if (op == GR_OP_MOMENTS) {
+		check_moments(dt, dbuf + off * esize(dt), n, sms, p, what);
+		free(p);
+		if (++launches % 97 == 0)
+			check_scratch(what);
+		return;
+	}
 	gr_err we = gr_partial_finish(op, dt, p, &want);
 	const uint64_t want_index = gr_op_has_index(op) ? p->index : 0;
 	free(p);
 	uint64_t got_index;
 	gr_err ge = run_gpu(op, dt, dbuf + off * esize(dt), n, sms, &got, &got_index);
 	launches++;
-	char what[160];
-	snprintf(what, sizeof(what), "%s %s %s n=%zu off=%zu sms=%d", gr_op_name(op),
-		 gr_dtype_name(dt), kind_name[kind], n, off, sms);
 	CHECK(we == ge && same(want, got), "%s: got %d %.17g (0x%016llx), want %d %.17g (0x%016llx)",
 	      what, (int)ge, got.f, (unsigned long long)got.u, (int)we, want.f,
 	      (unsigned long long)want.u);
@@ -252,22 +324,46 @@ static void one(gr_op op, gr_dtype dt, int kind, const std::vector<unsigned char
 
 int main(int argc, char **argv)
 {
-	bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-	bool big = argc > 1 && strcmp(argv[1], "--big") == 0;
+	bool quick = false, big = false;
+	const char *only = NULL;
+	for (int i = 1; i < argc; i++) {
+		quick |= strcmp(argv[i], "--quick") == 0;
+		big |= strcmp(argv[i], "--big") == 0;
+		if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc)
+			only = argv[++i];
+	}
+	auto skip = [&](gr_dtype dt) { return only && strcmp(only, gr_dtype_name(dt)) != 0; };
 	int sms = gpu_sms();
 	CU(cudaMalloc((void **)&dscratch, sizeof(gr_exact_scratch)));
 	CU(cudaMemset(dscratch, 0, sizeof(gr_exact_scratch)));
 	CU(cudaMalloc((void **)&draw, 16));
 	CU(cudaMalloc((void **)&dxout, sizeof(gr_exact_sum)));
+	CU(cudaMalloc((void **)&dmscratch, sizeof(gr_moments_scratch)));
+	CU(cudaMemset(dmscratch, 0, sizeof(gr_moments_scratch)));
+	CU(cudaMalloc((void **)&dmout, sizeof(gr_moments_sums)));
 
-	/* pairs with no kernel are refused */
-	CHECK(!gr_narrow_has_kernel(GR_OP_SUMSQ, GR_DT_BF16) && !gr_narrow_has_kernel(GR_OP_SUM, GR_DT_F32) &&
-		      !gr_narrow_has_kernel(GR_OP_ARGMIN, GR_DT_I8) &&
-		      !gr_narrow_has_kernel(GR_OP_MOMENTS, GR_DT_F16),
+	/* pairs with no kernel are refused (test-cuda-backend holds the
+	 * daemon's table, engine/backend.h, to this one) */
+	CHECK(!gr_narrow_has_kernel(GR_OP_SUM, GR_DT_F32) && !gr_narrow_has_kernel(GR_OP_ARGMIN, GR_DT_I8) &&
+		      !gr_narrow_has_kernel(GR_OP_MOMENTS, GR_DT_I16),
 	      "pairs without a kernel");
+	for (gr_dtype dt : dts)
+		CHECK(gr_narrow_has_kernel(GR_OP_SUMSQ, dt) &&
+			      gr_narrow_has_kernel(GR_OP_MOMENTS, dt) == is_float(dt),
+		      "%s: sumsq and moments", gr_dtype_name(dt));
 	CHECK(gr_narrow_launch(GR_OP_SUM, GR_DT_F16, (const void *)(uintptr_t)1, 4, dscratch, draw,
 			       dxout, sms, 0) == (int)cudaErrorInvalidValue,
 	      "a misaligned f16 is refused");
+	CHECK(gr_narrow_launch(GR_OP_MOMENTS, GR_DT_F16, dxout, 4, dscratch, draw, dxout, sms, 0) ==
+		      (int)cudaErrorInvalidValue,
+	      "moments is not gr_narrow_launch's");
+	CHECK(gr_narrow_moments_launch(GR_DT_BF16, (const void *)(uintptr_t)1, 4, dmscratch, dmout,
+				       sms, 0) == (int)cudaErrorInvalidValue &&
+		      gr_narrow_moments_launch(GR_DT_U8, dmout, 4, dmscratch, dmout, sms, 0) ==
+			      (int)cudaErrorInvalidValue &&
+		      gr_narrow_moments_launch(GR_DT_F16, dmout, 0, dmscratch, dmout, sms, 0) ==
+			      (int)cudaErrorInvalidValue,
+	      "moments of a misaligned bf16, of u8, of nothing are refused");
 
 	std::vector<size_t> sizes = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 100, 255, 1000, 4097,
 				     32768, 65541};
@@ -284,6 +380,8 @@ int main(int argc, char **argv)
 	CU(cudaMalloc((void **)&dbuf, (maxn + 16) * 2));
 
 	for (gr_dtype dt : dts) {
+		if (skip(dt))
+			continue;
 		for (int kind = 0; kind < NKINDS; kind++) {
 			/* --quick: a few kinds, at a few starts */
 			if (quick && kind != RANDOM && kind != WIDE && kind != ONE_NAN && kind != SMALL)
@@ -308,12 +406,41 @@ int main(int argc, char **argv)
 	}
 	CU(cudaFree(dbuf));
 
+	if (!quick) {
+		/* past each lane's flush: 2^24 + 3 and 2^26 + 5 elements on one
+		 * multiprocessor's grid, at an odd start */
+		for (size_t n : {(size_t)(1u << 24) + 3, (size_t)(1u << 26) + 5}) {
+			CU(cudaMalloc((void **)&dbuf, (n + 16) * 2));
+			for (gr_dtype dt : {GR_DT_F16, GR_DT_BF16, GR_DT_F8E5M2, GR_DT_F8E4M3}) {
+				if (skip(dt))
+					continue;
+				for (int kind : {FINITE, WIDE, MAXV, CANCEL, OFFSET}) {
+					if (n > (1u << 25) && (dt != GR_DT_F16 || kind == CANCEL))
+						continue;
+					if (!fill(dt, kind, h, n + 1))
+						continue;
+					CU(cudaMemcpy(dbuf, h.data(), h.size(), cudaMemcpyHostToDevice));
+					for (gr_op op : {GR_OP_SUM, GR_OP_SUMSQ, GR_OP_MOMENTS})
+						if (op != GR_OP_SUM || dt == GR_DT_F16)
+							one(op, dt, kind, h, dbuf, 1, n, 1);
+					if (n < (1u << 25))
+						one(GR_OP_MOMENTS, dt, kind, h, dbuf, 1, n, sms);
+				}
+			}
+			CU(cudaFree(dbuf));
+			printf("2^%d+: %lu checks, %lu failures\n", n < (1u << 25) ? 24 : 26, checks,
+			       failures);
+		}
+	}
+
 	if (big) {
 		/* 2^24, 2^26 and 2^28 elements: the headline pairs */
 		for (int lg : {24, 26, 28}) {
 			size_t n = (size_t)1 << lg;
 			CU(cudaMalloc((void **)&dbuf, n * 2 + 16));
 			for (gr_dtype dt : {GR_DT_F16, GR_DT_BF16, GR_DT_I8, GR_DT_F8E4M3}) {
+				if (skip(dt))
+					continue;
 				for (int kind : {FINITE, FEW_BINADES, WIDE, SMALL}) {
 					if (!fill(dt, kind, h, n + 1))
 						continue;
