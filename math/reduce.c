@@ -32,8 +32,10 @@
  * through memcpy, so the data may sit at any address. Each kernel is
  * built for AVX2 (which brings no FMA) next to the x86-64 baseline; both
  * compute the same bits, the AVX2 one just does it in wider registers.
- * The f64 sum of squares (xsum-f64.c) has a third build, with FMA, for its
- * exact squares only: contraction stays off in every file.
+ * The f64 sums, sums of squares and moments (xsum-f64.c,
+ * xsum-f64-moments.c) have a third build, with FMA, where it computes
+ * what the others do (the low half of an exact square; y * 1 + sigma,
+ * rounded once as y + sigma is): contraction stays off in every file.
  */
 
 /* x * x + acc must round twice, in every build and on every ISA. */
@@ -452,12 +454,15 @@ static inline void moments_int_store(gr_partial *ret, __int128 s1, unsigned __in
  * A block's four answers, one after the other: the block is in cache
  * after the first pass. Float sums and sums of squares are the exact
  * kernels of sum and sumsq, min and max those of min and max, so every
- * field holds what that op's partial would.
+ * field holds what that op's partial would. ONE, a pass that makes all
+ * four at once, takes the blocks it can first (xsum.h).
  */
-#define DEF_MOMF_ONE(NAME, ATTR, SUM, SQ, MIN, MAX)                                                \
+#define DEF_MOMF_ONE(NAME, ATTR, ONE, SUM, SQ, MIN, MAX)                                           \
 	ATTR static void NAME(const unsigned char *p, size_t n, gr_partial *ret)                   \
 	{                                                                                          \
 		gr_partial t;                                                                      \
+		if (ONE(p, n, ret))                                                                \
+			return;                                                                    \
 		SUM(p, n, ret);                                                                    \
 		memset(&t, 0, sizeof(t));                                                          \
 		xsum_identity(&t, /* sq= */ true);                                                 \
@@ -545,10 +550,10 @@ static inline void moments_int_store(gr_partial *ret, __int128 s1, unsigned __in
 		ret->hi = t.v;                                                                     \
 	}
 
-#define DEF_MOMF(NAME, SUM, SQ, MIN, MAX)                                                          \
-	DEF_MOMF_ONE(NAME##_base, , SUM##_base, SQ##_base, MIN##_base, MAX##_base)                 \
-	GR_AVX2_ONLY(                                                                              \
-	    DEF_MOMF_ONE(NAME##_avx2, GR_AVX2, SUM##_avx2, SQ##_avx2, MIN##_avx2, MAX##_avx2))
+#define DEF_MOMF(NAME, ONE, SUM, SQ, MIN, MAX)                                                     \
+	DEF_MOMF_ONE(NAME##_base, , ONE##_base, SUM##_base, SQ##_base, MIN##_base, MAX##_base)     \
+	GR_AVX2_ONLY(DEF_MOMF_ONE(NAME##_avx2, GR_AVX2, ONE##_avx2, SUM##_avx2, SQ##_avx2,         \
+	                          MIN##_avx2, MAX##_avx2))
 #define DEF_MOMI(NAME, T, MIN, MAX)                                                                \
 	DEF_MOMI_ONE(NAME##_base, , T, MIN##_base, MAX##_base)                                     \
 	GR_AVX2_ONLY(DEF_MOMI_ONE(NAME##_avx2, GR_AVX2, T, MIN##_avx2, MAX##_avx2))
@@ -558,8 +563,8 @@ static inline void moments_int_store(gr_partial *ret, __int128 s1, unsigned __in
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtype-limits"
-DEF_MOMF(moments_f32, xsum_sum_f32, xsum_sumsq_f32, min_f32, max_f32)
-DEF_MOMF(moments_f64, xsum_sum_f64, xsum_sumsq_f64, min_f64, max_f64)
+DEF_MOMF(moments_f32, xsum_moments_f32, xsum_sum_f32, xsum_sumsq_f32, min_f32, max_f32)
+DEF_MOMF(moments_f64, xsum_moments_f64, xsum_sum_f64, xsum_sumsq_f64, min_f64, max_f64)
 DEF_MOMI32(moments_i32, int32_t, ld_i32_as_u64, min_i32, max_i32)
 DEF_MOMI(moments_i64, int64_t, min_i64, max_i64)
 DEF_MOMI32(moments_u32, uint32_t, ld_u32_as_u64, min_u32, max_u32)

@@ -12,6 +12,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -22,21 +23,48 @@
 #define XNV 4
 #define XGROUP (4 * XNV)
 
-/* Split y over the levels; the caller proves that nothing is left. */
+/*
+ * Split y over the levels; the caller proves that nothing is left. sig[]
+ * holds the levels' sigmas and then, when there are two levels or more,
+ * the sum of the last two (exact: its bits span 53), which takes them in
+ * three additions rather than four, as the f64 pass does
+ * (xsum-f64-pass.h): with t_a = y + sigma_a and r = t_a - (sigma_a +
+ * sigma_b) (exact), y - r is y - (t_a - sigma_a) + sigma_b rounded once,
+ * the last level's t of the cascade.
+ */
 /* y by pointer: a vector passed by value changes the ABI between the
  * baseline and AVX2 builds, which clang refuses under -Werror. */
 static GR_INLINE void x_cascade(const v4df *py, const v4df *sig, v4du (*acc)[XNV], unsigned v,
                                 unsigned levels)
 {
 	v4df y = *py;
-	for (unsigned j = 0; j < levels; j++) {
+	v4du tb;
+	for (unsigned j = 0; j + 2 < levels; j++) {
 		v4df t = y + sig[j];
-		v4du tb;
 		memcpy(&tb, &t, sizeof(tb));
 		acc[j][v] += tb;
-		if (j + 1 < levels)
-			y = y - (t - sig[j]);
+		y = y - (t - sig[j]);
 	}
+	if (levels == 1) {
+		v4df t = y + sig[0];
+		memcpy(&tb, &t, sizeof(tb));
+		acc[0][v] += tb;
+		return;
+	}
+	v4df ta = y + sig[levels - 2], tl = y - (ta - sig[levels]);
+	memcpy(&tb, &ta, sizeof(tb));
+	acc[levels - 2][v] += tb;
+	memcpy(&tb, &tl, sizeof(tb));
+	acc[levels - 1][v] += tb;
+}
+
+/* The sigmas of grid g's levels levels for x_cascade(), in vectors. */
+static GR_INLINE void x_sigmas(v4df *sig, const xgrid *g, unsigned levels)
+{
+	for (unsigned j = 0; j < levels; j++)
+		sig[j] = (v4df){0} + g->sigma[j];
+	if (levels >= 2)
+		sig[levels] = (v4df){0} + (g->sigma[levels - 2] + g->sigma[levels - 1]);
 }
 
 /* Bits of the largest |element| of f32 (NaN above infinity). Four
@@ -132,9 +160,8 @@ static GR_INLINE int xsum_pass(const unsigned char *p, size_t n, gr_partial *ret
 
 	xgrid g;
 	xgrid_init(&g, T, levels);
-	v4df sig[XL_MAX];
-	for (unsigned j = 0; j < levels; j++)
-		sig[j] = (v4df){0} + g.sigma[j];
+	v4df sig[XL_MAX + 1];
+	x_sigmas(sig, &g, levels);
 	v4du acc[XL_MAX][XNV]; /* wrapping sums */
 	memset(acc, 0, sizeof(acc));
 	const size_t ng = n / XGROUP;
@@ -404,6 +431,253 @@ static GR_INLINE void xsum_body(const unsigned char *p, size_t n, gr_partial *re
 	if (r == XPASS_WIDE)
 		xsum_slow(p, n, ret, /* is64= */ false, sq);
 }
+
+/*
+ * ---- moments: the sum, the squares, min and max in one pass ----
+ *
+ * As xsum-f64-moments.c does for f64: each element goes over the sum's
+ * grid and its square (exact in a double) over the squares', by the same
+ * x_cascade() on the same grids as xsum_pass() (so each value is exact by
+ * the same argument and the same bounds), and into a least and a largest
+ * lane; the block is read once instead of four times. The sum takes one
+ * level and the squares two, or two and three where the block's span of
+ * exponents asks for them; a block that needs more, or that holds an
+ * infinity or a NaN (above every bound), or nothing but zeros, is left to
+ * the four passes. With no NaN the least (largest) element is the same
+ * value whatever the lanes, and a zero's sign is decided as min's and
+ * max's kernels decide it (xsum-f64-moments.c says how).
+ */
+
+#ifdef GR_HAVE_AVX2
+GR_AVX2 static inline void xm32_minmax_avx2(v8sf *mn, v8sf *mx, const v8sf *x)
+{
+	*mn = (v8sf)_mm256_min_ps((__m256)*x, (__m256)*mn);
+	*mx = (v8sf)_mm256_max_ps((__m256)*x, (__m256)*mx);
+}
+#endif
+
+/* *mn = x < *mn ? x : *mn, and *mx likewise, lane by lane. */
+static GR_INLINE void xm32_minmax(v8sf *mn, v8sf *mx, const v8sf *x, const bool avx2)
+{
+#ifdef GR_HAVE_AVX2
+	if (avx2) {
+		xm32_minmax_avx2(mn, mx, x);
+		return;
+	}
+#endif
+	(void)avx2;
+	v8si c = *x < *mn;
+	*mn = (v8sf)(((v8si)*x & c) | ((v8si)*mn & ~c));
+	c = *x > *mx;
+	*mx = (v8sf)(((v8si)*x & c) | ((v8si)*mx & ~c));
+}
+
+/* One group of XGROUP elements at q into the sum's lanes (ls levels), the
+ * squares' (lq), the bounds and, with mm, the least and largest lanes:
+ * two sets of lanes, even and odd vectors. */
+static GR_INLINE void xm32_group(const unsigned char *q, const v4df *sigs, const v4df *sigq,
+                                 v4du (*accs)[XNV], v4du (*accq)[XNV], v8sf *mn, v8sf *mx, v8si *hi,
+                                 v8su *lo, const unsigned ls, const unsigned lq, const bool avx2,
+                                 const bool mm)
+{
+	UNROLL
+	for (unsigned v = 0; v < XGROUP / 8; v++) {
+		v8su b;
+		memcpy(&b, q + v * 32, sizeof(b));
+		if (mm) {
+			v8sf f;
+			memcpy(&f, &b, sizeof(f));
+			xm32_minmax(mn, mx, &f, avx2);
+		}
+		b &= INT32_MAX;
+		v8si bs = (v8si)b;
+		v8si_max(hi, &bs, avx2);
+		b -= 1;
+		v8su_min(lo, &b, avx2);
+	}
+	UNROLL
+	for (unsigned v = 0; v < XNV; v++) {
+		v4df x, x2;
+		ld_f32_as_f64(&x, q + v * 16);
+		x2 = x * x;
+		x_cascade(&x, sigs, accs, v & 1, ls);
+		x_cascade(&x2, sigq, accq, v & 1, lq);
+	}
+}
+
+/* Levels [0, levels) of grid g, whose lanes' sets 0 and 1 took cnt terms
+ * each, into the accumulator a. */
+static GR_INLINE void xm32_fold(uint64_t *a, const xgrid *g, const v4du (*acc)[XNV],
+                                const unsigned levels, uint64_t cnt)
+{
+	for (unsigned j = 0; j < levels; j++) {
+		__int128 s = 0;
+		for (unsigned v = 0; v < 2; v++)
+			for (unsigned l = 0; l < 4; l++)
+				s += (int64_t)((uint64_t)acc[j][v][l] - cnt * g->sbits[j]);
+		xacc_addmag(a, g->ulp[j] - GR_PARTIAL_EXP_MIN,
+		            s < 0 ? -(unsigned __int128)s : (unsigned __int128)s, s < 0);
+	}
+}
+
+/*
+ * moments of p[0, n) on grids below the top that maxbits gives (with
+ * guess, checked as xsum_pass() checks it), ls levels for the sum and lq
+ * for the squares. On XPASS_DONE, ret holds the block; else it is
+ * untouched, and the block's largest |x| bits and least |x| bits - 1 are
+ * in *ret_max and *ret_low.
+ */
+static GR_INLINE int xm32_pass(const unsigned char *p, size_t n, gr_partial *ret, const unsigned ls,
+                               const unsigned lq, const uint32_t maxbits, const bool guess,
+                               const bool avx2, uint32_t *ret_max, uint32_t *ret_low)
+{
+	const unsigned eb = maxbits >> 23;
+	const int M = (eb ? (int)eb : 1) - 127 + 1;
+	const uint32_t bound = (eb ? eb + 1 : 1) << 23;
+	xgrid gs, gq;
+	xgrid_init(&gs, M, ls);
+	xgrid_init(&gq, 2 * M, lq);
+	v4df sigs[XL_MAX + 1], sigq[XL_MAX + 1];
+	x_sigmas(sigs, &gs, ls);
+	x_sigmas(sigq, &gq, lq);
+	v4du accs[XL_MAX][XNV], accq[XL_MAX][XNV];
+	memset(accs, 0, sizeof(accs));
+	memset(accq, 0, sizeof(accq));
+	v8sf mn = (v8sf){0} + INFINITY, mx = (v8sf){0} - INFINITY;
+	v8si hi = {0};
+	v8su lo = (v8su){0} - 1;
+	const size_t ng = n / XGROUP;
+	/* the next block, into L2 while this one is summed (xsum_pass()) */
+	const uintptr_t ahead = n == GR_REDUCE_BLOCK ? n * 4 : 0;
+	for (size_t gi = 0; gi < ng; gi++) {
+		const unsigned char *q = p + gi * XGROUP * 4;
+		if (ahead)
+			for (size_t o = 0; o < XGROUP * 4; o += 64)
+				__builtin_prefetch((const void *)((uintptr_t)q + ahead + o), 0, 2);
+		xm32_group(q, sigs, sigq, accs, accq, &mn, &mx, &hi, &lo, ls, lq, avx2,
+		           /* mm= */ true);
+	}
+	size_t groups = ng;
+	float least = INFINITY, most = -INFINITY;
+	if (n % XGROUP) {
+		/* zeros pad the sums and touch no bound; the extremes element
+		 * by element */
+		unsigned char tail[XGROUP * 4] = {0};
+		memcpy(tail, p + ng * XGROUP * 4, (n % XGROUP) * 4);
+		xm32_group(tail, sigs, sigq, accs, accq, &mn, &mx, &hi, &lo, ls, lq, avx2,
+		           /* mm= */ false);
+		groups++;
+		for (size_t i = ng * XGROUP; i < n; i++) {
+			float x;
+			memcpy(&x, p + 4 * i, sizeof(x));
+			least = x < least ? x : least;
+			most = x > most ? x : most;
+		}
+	}
+	uint32_t big = 0, small = UINT32_MAX;
+	for (unsigned k = 0; k < 8; k++) {
+		big = (uint32_t)hi[k] > big ? (uint32_t)hi[k] : big;
+		small = lo[k] < small ? lo[k] : small;
+	}
+	*ret_max = big;
+	*ret_low = small;
+	/* specials lie above every bound; zeros wrapped to UINT32_MAX */
+	if ((guess && big >= bound) || big >= 0x7f800000u || big == 0 ||
+	    small < xsum_f32_least(maxbits, false, ls) - 1 ||
+	    small < xsum_f32_least(maxbits, true, lq) - 1)
+		return guess && big >= bound ? XPASS_GUESS : XPASS_WIDE;
+	/* each lane took two terms a group */
+	xm32_fold(ret->xacc, &gs, accs, ls, 2 * groups);
+	xm32_fold(ret->x2acc, &gq, accq, lq, 2 * groups);
+	ret->xflags |= XF_SEEN;
+	for (unsigned k = 0; k < 8; k++) {
+		least = mn[k] < least ? mn[k] : least;
+		most = mx[k] > most ? mx[k] : most;
+	}
+	if (least == 0 || most == 0) {
+		/* a zero extreme: min's sign is any element's, max's every one's */
+		bool any = false, every = true;
+		for (size_t i = 0; i < n; i++) {
+			const bool neg = p[4 * i + 3] >> 7;
+			any |= neg;
+			every &= neg;
+		}
+		if (least == 0)
+			least = any ? -0.0f : 0.0f;
+		if (most == 0)
+			most = every ? -0.0f : 0.0f;
+	}
+	ret->lo.f = least;
+	ret->hi.f = most;
+	return XPASS_DONE;
+}
+
+/* The levels that the sum and the squares of elements whose largest |x|
+ * bits are mb and least |x| bits - 1 low need: 1 and 2, else 2 and 3;
+ * false when those are not enough. */
+static bool xm32_levels(uint32_t mb, uint32_t low, unsigned *ret_ls, unsigned *ret_lq)
+{
+	const bool one =
+	    low >= xsum_f32_least(mb, false, 1) - 1 && low >= xsum_f32_least(mb, true, 2) - 1;
+	*ret_ls = one ? 1 : 2;
+	*ret_lq = one ? 2 : 3;
+	return one ||
+	       (low >= xsum_f32_least(mb, false, 2) - 1 && low >= xsum_f32_least(mb, true, 3) - 1);
+}
+
+static GR_INLINE int xm32_pass_lv(const unsigned char *p, size_t n, gr_partial *ret,
+                                  const unsigned ls, const uint32_t maxbits, const bool guess,
+                                  const bool avx2, uint32_t *ret_max, uint32_t *ret_low)
+{
+	return ls == 1 ? xm32_pass(p, n, ret, 1, 2, maxbits, guess, avx2, ret_max, ret_low)
+	               : xm32_pass(p, n, ret, 2, 3, maxbits, guess, avx2, ret_max, ret_low);
+}
+
+/* moments' block in one pass, with a grid from a sample (large blocks)
+ * or from the block's own bounds, and again with the bounds the first
+ * pass found when the guess was wrong: false where the four passes must
+ * take it. */
+static GR_INLINE bool xmom_f32(const unsigned char *p, size_t n, gr_partial *ret, const bool avx2)
+{
+	uint32_t mb, low, m, l;
+	unsigned ls, lq;
+	if (n >= 4 * XGUESS) {
+		xsum_sample(p, &mb, &low);
+		/* one binade wider */
+		mb += 1u << 23;
+		if (mb == 1u << 23 || mb >= 0x7f800000u || !xm32_levels(mb, low, &ls, &lq))
+			return false;
+		const int r = xm32_pass_lv(p, n, ret, ls, mb, true, avx2, &m, &l);
+		if (r == XPASS_DONE)
+			return true;
+		mb = m;
+		low = l;
+	} else {
+		mb = x_maxbits(p, n);
+		low = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t b;
+			memcpy(&b, p + 4 * i, sizeof(b));
+			b &= INT32_MAX;
+			low = i == 0 || b - 1 < low ? b - 1 : low;
+		}
+	}
+	if (mb == 0 || mb >= 0x7f800000u || !xm32_levels(mb, low, &ls, &lq))
+		return false;
+	return xm32_pass_lv(p, n, ret, ls, mb, false, avx2, &m, &l) == XPASS_DONE;
+}
+
+bool xsum_moments_f32_base(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	return xmom_f32(p, n, ret, /* avx2= */ false);
+}
+
+#ifdef GR_HAVE_AVX2
+GR_AVX2 bool xsum_moments_f32_avx2(const unsigned char *p, size_t n, gr_partial *ret)
+{
+	return xmom_f32(p, n, ret, /* avx2= */ true);
+}
+#endif
 
 /* clang-format off */
 #define DEF_XSUM(NAME, SQ, LEVELS)                                                                 \

@@ -1,8 +1,8 @@
 /*
- * Inside the exact accumulator (xsum.h): what its three files share.
- * xsum.c keeps the accumulator (adding exactly, rounding once, limbs);
- * xsum-f32.c and xsum-f64.c hold the block kernels that fill it, on the
- * grid described below. Internal to xsum*.c; include it after the
+ * Inside the exact accumulator (xsum.h): what its files share. xsum.c
+ * keeps the accumulator (adding exactly, rounding once, limbs); xsum-f32.c,
+ * xsum-f64.c and xsum-f64-moments.c hold the block kernels that fill it,
+ * on the grid described below. Internal to xsum*.c; include it after the
  * fp-contract pragma, as the kernels do.
  */
 #pragma once
@@ -82,14 +82,15 @@ static inline void xsum_slow(const unsigned char *p, size_t n, gr_partial *ret, 
  * (xacc_elems), which is slower but takes any value.
  * Levels: one for f32 (24 bits; exact while the block's exponents span
  * 26 or so), two for f32 squares (about 26): xsum-f32.c. f64 sums and
- * squares have a pass of their own over the same grid: xsum-f64.c.
+ * squares have a pass of their own over the same grid: xsum-f64-pass.h.
  *
  * Whatever path a block takes, its partial holds the exact value, so the
  * paths (and the ISA) can never show in the result.
  */
 #define XL_MAX 4
-/* Levels of the f64 pass (xsum-f64.c): past XL_MAX, a loop over them; past
- * XF_LEVELS_MAX (a grid), the element path is faster (on the 2-core VM) */
+/* Levels of the f64 pass (xsum-f64-pass.h): past XL_MAX, a loop over
+ * them; past XF_LEVELS_MAX (a grid), the element path is faster (on the
+ * 2-core VM) */
 #define XF_LEVELS_MAX 12
 
 typedef struct xgrid {

@@ -2,7 +2,7 @@
  * The exact accumulator of float sums and sums of squares (reduce.h):
  * adding elements, squares and partials into it exactly, rounding its
  * value once, and its limbs for the wire. The block kernels that fill it
- * at memory speed are in xsum-f32.c and xsum-f64.c; reduce.c dispatches
+ * at memory speed are in xsum-f32.c and xsum-f64*.c; reduce.c dispatches
  * to them and calls here to start, combine and finish float sum partials.
  */
 

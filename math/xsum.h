@@ -67,3 +67,19 @@ XSUM_DECLARE(sum_f64)
 XSUM_DECLARE(sumsq_f32)
 XSUM_DECLARE(sumsq_f64)
 #undef XSUM_DECLARE
+
+/*
+ * moments' block kernels' fast path, one pass for the four answers
+ * (xsum-f32.c, xsum-f64-moments.c): ret holds moments' identity, n >= 1
+ * elements at p (any alignment). When it takes the
+ * block, ret's exact sum, exact sum of squares, lo and hi become what the
+ * sum, sumsq, min and max kernels would make them, and it returns true;
+ * else false, and ret is untouched.
+ */
+#define XSUM_DECLARE_MOMENTS(DT)                                                                   \
+	bool xsum_moments_##DT##_base(const unsigned char *p, size_t n, gr_partial *ret);          \
+	GR_AVX2_ONLY(GR_AVX2 bool xsum_moments_##DT##_avx2(const unsigned char *p, size_t n,       \
+	                                                   gr_partial *ret);)
+XSUM_DECLARE_MOMENTS(f32)
+XSUM_DECLARE_MOMENTS(f64)
+#undef XSUM_DECLARE_MOMENTS

@@ -8,15 +8,16 @@
  * them.
  *
  *   reduce-bench [log2 n = 24] [repetitions = 10]
- *   reduce-bench --exact [samples = 51 [kind]]
+ *   reduce-bench --exact [samples = 51 [kind [lg]]]
  *
  * Prints GB/s (10^9 bytes per second of input) of the best repetition.
  * --exact measures the exact float sums against the plain one alone, one
  * thread, in cache (2^12, 2^16 and 2^20 elements) and from memory (2^24),
- * on several kinds of data: each sample times the exact sum and then the
- * plain one on the same buffer, so that both see the same load on a busy
- * machine, and the medians of the samples are printed with the ratios'
- * quartiles.
+ * on several kinds of data (or one kind, at one size lg): each sample
+ * times the exact sum and then the plain one on the same buffer, so that
+ * both see the same load on a busy machine, and the medians of the
+ * samples are printed with the ratios' quartiles; moments (its exact
+ * sums, min and max) the same way.
  */
 #include <math.h>
 #include <pthread.h>
@@ -314,8 +315,8 @@ static double bench_batch(gr_op op, gr_dtype dt, const unsigned char *buf, size_
 	return now() - t0;
 }
 
-/* kind: one kind of data alone (NULL: all) */
-static int bench_exact(int samples, const char *kind_only)
+/* kind: one kind of data alone (NULL: all); lg_only: one size alone (0: all) */
+static int bench_exact(int samples, const char *kind_only, unsigned lg_only)
 {
 	static const unsigned lgs[] = {12, 16, 20, 24};
 	static const struct {
@@ -326,6 +327,8 @@ static int bench_exact(int samples, const char *kind_only)
 	    {GR_OP_SUMSQ, GR_DT_F64},
 	    {GR_OP_SUM, GR_DT_F32},
 	    {GR_OP_SUMSQ, GR_DT_F32},
+	    {GR_OP_MOMENTS, GR_DT_F64},
+	    {GR_OP_MOMENTS, GR_DT_F32},
 	};
 	const size_t nmax = (size_t)1 << 24;
 	unsigned char *buf = NULL;
@@ -343,13 +346,15 @@ static int bench_exact(int samples, const char *kind_only)
 	printf("exact vs plain, one thread, %d samples: medians (GB/s), ratio exact/plain "
 	       "median [quartiles]\n",
 	       samples);
-	printf("%-6s %3s %-9s %5s %8s %8s %6s %13s\n", "op", "dt", "data", "n", "exact", "plain",
+	printf("%-7s %3s %-9s %5s %8s %8s %6s %13s\n", "op", "dt", "data", "n", "exact", "plain",
 	       "ratio", "");
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
 		for (int kind = 0; kind < BENCH_KINDS; kind++)
 			for (size_t l = 0; l < sizeof(lgs) / sizeof(lgs[0]); l++) {
 				if (kind_only && strcmp(kind_only, bench_kind_names[kind]) != 0)
 					break;
+				if (lg_only && lgs[l] != lg_only)
+					continue;
 				gr_op op = ops[o].op;
 				gr_dtype dt = ops[o].dt;
 				size_t n = (size_t)1 << lgs[l], nb = n * gr_dtype_size(dt);
@@ -364,8 +369,8 @@ static int bench_exact(int samples, const char *kind_only)
 				qsort(te, samples, sizeof(double), bench_cmp);
 				qsort(tp, samples, sizeof(double), bench_cmp);
 				qsort(ratio, samples, sizeof(double), bench_cmp);
-				printf("%-6s %3s %-9s  2^%-2u %8.2f %8.2f %6.2f  [%.2f-%.2f]\n",
-				       op == GR_OP_SUM ? "sum" : "sumsq", gr_dtype_name(dt),
+				printf("%-7s %3s %-9s  2^%-2u %8.2f %8.2f %6.2f  [%.2f-%.2f]\n",
+				       gr_op_name(op), gr_dtype_name(dt),
 				       bench_kind_names[kind], lgs[l],
 				       nb * calls / te[samples / 2] / 1e9,
 				       nb * calls / tp[samples / 2] / 1e9, ratio[samples / 2],
@@ -384,10 +389,11 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--exact") == 0) {
 		int samples = argc > 2 ? atoi(argv[2]) : 51;
 		if (samples < 1) {
-			fprintf(stderr, "usage: reduce-bench --exact [samples [kind]]\n");
+			fprintf(stderr, "usage: reduce-bench --exact [samples [kind [lg]]]\n");
 			return 2;
 		}
-		return bench_exact(samples, argc > 3 ? argv[3] : NULL);
+		return bench_exact(samples, argc > 3 ? argv[3] : NULL,
+		                   argc > 4 ? (unsigned)atoi(argv[4]) : 0);
 	}
 
 	unsigned lg = argc > 1 ? (unsigned)atoi(argv[1]) : 24;

@@ -12,9 +12,13 @@ same persisted array, on the same cluster, in one run:
         --libgpured build/client/libgpured.so.0.1.0
 
 A LocalCluster of --workers processes of one thread each holds the array
-(--mib MiB of float64 in --chunks chunks), persisted before any timing.
-Each figure is the median of --runs computations; GB/s counts the
-array's bytes once per reduction.
+(--mib MiB of --dtype in --chunks chunks), persisted before any timing.
+Each of --runs rounds computes every row once, in turn, after a round
+that warms up, so that a machine's changing load falls on all rows alike.
+A row's GB/s is the median over the rounds (the array's bytes once per
+reduction), its ratio the median of its ratios to dask's sum in the same
+round, with the least and largest of those ratios beside it.
+--no-daemon leaves out the rows by the daemon.
 """
 
 import argparse
@@ -30,17 +34,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline import start_daemon, stop_daemon  # noqa: E402
 
 
-def timed(fn, runs):
-    """Median seconds of fn(). Between runs the cluster is given time to
-    release the last run's keys: a graph computed again with the same
-    (deterministic) keys while they are held would take them as done."""
-    out = []
-    for _ in range(runs + 1):
-        time.sleep(1.0)
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out[1:])
+def timed(fns, runs):
+    """Seconds of each call of each of fns, runs rounds of one call of
+    every fn in turn, after one round that warms up: a list per fn.
+    Between calls the cluster is given time to release the last call's
+    keys: a graph computed again with the same (deterministic) keys while
+    they are held would take them as done."""
+    out = [[] for _ in fns]
+    for r in range(runs + 1):
+        for i, fn in enumerate(fns):
+            time.sleep(1.0)
+            t0 = time.perf_counter()
+            fn()
+            if r:
+                out[i].append(time.perf_counter() - t0)
+    return out
 
 
 def main():
@@ -52,6 +60,7 @@ def main():
     ap.add_argument("--chunks", type=int, default=16)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dtype", default="float64")
+    ap.add_argument("--no-daemon", action="store_true")
     a = ap.parse_args()
 
     os.environ["GPURED_LIBGPURED"] = os.path.abspath(a.libgpured)
@@ -77,15 +86,17 @@ def main():
         for op in ("sum", "sumsq", "moments"):
             fn = getattr(gpured.dask, op)
             rows.append(("gpured.dask.%s, in the worker" % op, lambda fn=fn: fn(x, local=True)))
-            rows.append(("gpured.dask.%s, by the daemon" % op, lambda fn=fn: fn(x, local=False)))
-        ref = None
-        print("%d MiB of %s in %d chunks, %d workers of one thread; median of %d" %
+            if not a.no_daemon:
+                rows.append(("gpured.dask.%s, by the daemon" % op,
+                             lambda fn=fn: fn(x, local=False)))
+        print("%d MiB of %s in %d chunks, %d workers of one thread; median of %d rounds" %
               (a.mib, a.dtype, a.chunks, a.workers, a.runs))
-        for name, fn in rows:
-            t = timed(fn, a.runs)
-            gbs = nbytes / t / 1e9
-            ref = ref or gbs
-            print("%-36s %7.2f GB/s  %5.2fx dask's sum" % (name, gbs, gbs / ref))
+        times = timed([fn for _, fn in rows], a.runs)
+        for (name, _), ts in zip(rows, times):
+            ratios = sorted(d / t for d, t in zip(times[0], ts))
+            print("%-36s %7.2f GB/s  %5.2fx dask's sum  [%.2f-%.2f]" %
+                  (name, nbytes / statistics.median(ts) / 1e9, statistics.median(ratios),
+                   ratios[0], ratios[-1]))
         same = {gpured.dask.sum(x.rechunk(c), local=True) for c in (n // 3 + 1, n // 7 + 5, n)}
         print("gpured.dask.sum over three chunkings: %d distinct value(s)" % len(same))
     finally:
