@@ -81,8 +81,8 @@ stop_daemon() { kill "$pid"; wait "$pid" 2>/dev/null; pid=; }
 # The CPU programs (bench/cpu).
 ncpu=$(nproc)
 has reduce-bench && run reduce-bench "${exe[reduce-bench]}" 12 1
-has reduce-bench && run "reduce-bench --exact" "${exe[reduce-bench]}" --exact 1
-has narrow-bench && run narrow-bench "${exe[narrow-bench]}" 1
+has reduce-bench && run "reduce-bench --exact" "${exe[reduce-bench]}" --exact 1 all 16
+has narrow-bench && run narrow-bench "${exe[narrow-bench]}" 1 sum near 16
 has inline-bench && run inline-bench "${exe[inline-bench]}" 2 10
 has bench-request && run bench-request "${exe[bench-request]}" 1000 1024 65536 2
 has bench-request && run "bench-request, one feed" "${exe[bench-request]}" 1000 1024 0 2

@@ -306,6 +306,8 @@ int main(int argc, char **argv)
 	int samples = argc > 1 ? atoi(argv[1]) : 31;
 	const char *opname = argc > 2 ? argv[2] : "sum";
 	const char *data = argc > 3 ? argv[3] : "near";
+	/* the largest size measured, as log2 of the elements */
+	const unsigned lg_max = argc > 4 ? (unsigned)atoi(argv[4]) : 24;
 	gr_op op;
 	static const gr_dtype dts[] = {GR_DT_F16, GR_DT_BF16, GR_DT_F8E4M3, GR_DT_F8E5M2,
 				       GR_DT_I8,  GR_DT_U8,   GR_DT_I16,    GR_DT_U16};
@@ -315,7 +317,7 @@ int main(int argc, char **argv)
 
 	if (samples < 1 || !gr_op_parse(opname, strlen(opname), &op) ||
 	    (strcmp(data, "near") != 0 && strcmp(data, "normal") != 0)) {
-		fprintf(stderr, "usage: narrow-bench [samples [op [near|normal]]]\n");
+		fprintf(stderr, "usage: narrow-bench [samples [op [near|normal [largest lg]]]]\n");
 		return 2;
 	}
 	double *te = malloc(samples * sizeof(double)), *tp = malloc(samples * sizeof(double));
@@ -334,7 +336,7 @@ int main(int argc, char **argv)
 	       opname, data, samples);
 	printf("%-7s %5s %8s %8s %6s\n", "dt", "n", "gpured", "plain", "ratio");
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
-		for (size_t l = 0; l < sizeof(lgs) / sizeof(lgs[0]); l++) {
+		for (size_t l = 0; l < sizeof(lgs) / sizeof(lgs[0]) && lgs[l] <= lg_max; l++) {
 			gr_dtype dt = dts[d];
 			size_t n = (size_t)1 << lgs[l], nb = n * gr_dtype_size(dt);
 			int calls = n >= (1u << 18) ? 1 : (int)((1u << 18) / n);

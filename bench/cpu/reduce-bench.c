@@ -389,10 +389,11 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--exact") == 0) {
 		int samples = argc > 2 ? atoi(argv[2]) : 51;
 		if (samples < 1) {
-			fprintf(stderr, "usage: reduce-bench --exact [samples [kind [lg]]]\n");
+			fprintf(stderr, "usage: reduce-bench --exact [samples [kind|all [lg]]]\n");
 			return 2;
 		}
-		return bench_exact(samples, argc > 3 ? argv[3] : NULL,
+		return bench_exact(samples,
+		                   argc > 3 && strcmp(argv[3], "all") != 0 ? argv[3] : NULL,
 		                   argc > 4 ? (unsigned)atoi(argv[4]) : 0);
 	}
 
