@@ -44,6 +44,9 @@ int conn_ready(fast_conn *c);
  * NULL with AttributeError where it has none. */
 PyObject *conn_dict_attr(PyObject *d, PyObject *name);
 
+/* Whether proto.regions.<name> (a list) has anything in it: 1, 0, -1. */
+int conn_regions_any(fast_conn *c, PyObject *name);
+
 /* proto.dead is not None: 1, 0, or -1 on error. */
 int conn_dead(fast_conn *c);
 
@@ -57,6 +60,16 @@ int conn_flush(fast_conn *c);
 /* A send failed (its exception set): -1, or 0 where _send_failed()
  * returned. */
 int conn_send_error(fast_conn *c);
+
+/* Send REQ + msgid + a[0, na) (+ b[0, nb)) and return the future of its
+ * result, converted by conv; fds and data as client._Conn.request takes
+ * them; a wait for it spins spin seconds. A new reference, or NULL. */
+PyObject *conn_send(fast_conn *c, PyObject *conv, const char *a, size_t na, const char *b,
+		    size_t nb, PyObject *fds, PyObject *data, double spin);
+
+/* submit.c: the method submit(op, x, full, allow_copy, partial, ddof,
+ * offsets, out, client) */
+PyObject *conn_submit(fast_conn *c, PyObject *const *args, Py_ssize_t nargs);
 
 /* recv.c */
 
