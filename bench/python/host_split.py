@@ -12,6 +12,7 @@ CSV for a plot.
 """
 
 import argparse
+import csv
 import os
 import sys
 
@@ -79,10 +80,10 @@ def main():
     same = all(len(b) == 1 for b in bits.values())
     print("same bits in every mode: %s" % same)
     if a.csv:
-        with open(a.csv, "w") as f:
-            f.write("log2_elements," + ",".join(m for m, _ in MODES) + "\n")
-            for r in rows:
-                f.write(",".join(str(x) for x in r) + "\n")
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)       # the modes' names hold commas: quoted
+            w.writerow(["log2_elements"] + [m for m, _ in MODES])
+            w.writerows(rows)
     return 0 if same else 1
 
 
