@@ -31,38 +31,21 @@
 #include <cuda_runtime.h>
 
 #include "cuda/exact.cuh"
+#include "tests/gpu/gpu-test.h"
 extern "C" {
 #include "math/reduce.h"
 }
 
-#define CU(call)                                                                         \
-	do {                                                                             \
-		cudaError_t e_ = (call);                                                 \
-		if (e_ != cudaSuccess) {                                                 \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
-				cudaGetErrorString(e_));                                 \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
 static double unit(void)
 {
-	return (double)(rng() >> 11) * (1.0 / 9007199254740992.0);
+	return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* A random finite element of every exponent (f32 or f64 bits, as a
  * double) */
 static double any_exponent(bool f32)
 {
-	uint64_t r = rng();
+	uint64_t r = rnd();
 	if (f32) {
 		uint32_t b = ((uint32_t)r & 0x807fffffu) | (uint32_t)((r >> 32) % 255) << 23;
 		float f;
@@ -92,9 +75,9 @@ static std::vector<double> make(bool f32, int kind, size_t n)
 		double u = 2 * unit() - 1;
 		switch (kind) {
 		case 0: x[i] = u; break;
-		case 1: x[i] = ldexp(u, (int)(rng() % 60) - 30); break;
+		case 1: x[i] = ldexp(u, (int)(rnd() % 60) - 30); break;
 		case 2: x[i] = any_exponent(f32); break;
-		case 3: x[i] = rng() % 5000 == 0 ? ldexp(u, HUGE_E) : ldexp(u, -HUGE_E); break;
+		case 3: x[i] = rnd() % 5000 == 0 ? ldexp(u, HUGE_E) : ldexp(u, -HUGE_E); break;
 		case 4:
 			/* the second half the first's negatives, backwards */
 			x[i] = i < n / 2 ? any_exponent(f32) : -x[n - 1 - i];
@@ -102,14 +85,14 @@ static std::vector<double> make(bool f32, int kind, size_t n)
 				x[i] = ldexp(1, -20);
 			break;
 		case 5: {
-			uint64_t r = rng();
+			uint64_t r = rnd();
 			if (r % 2)
 				x[i] = ldexp(u, f32 ? -149 + 23 : -1074 + 52); /* subnormal */
 			else
 				x[i] = ldexp(u, f32 ? -100 - (int)(r % 26) : -1000 - (int)(r % 22));
 			break;
 		}
-		case 6: x[i] = MAX * (0.5 + unit() / 2) * (rng() & 1 ? -1 : 1); break;
+		case 6: x[i] = MAX * (0.5 + unit() / 2) * (rnd() & 1 ? -1 : 1); break;
 		case 7:
 			/* pairs whose sum is a few last places of MAX: sums near max
 			 * on the way, a modest total */
@@ -125,13 +108,13 @@ static std::vector<double> make(bool f32, int kind, size_t n)
 			break;
 		case 9:
 			x[i] = any_exponent(f32);
-			if (rng() % 40000 == 0)
-				x[i] = rng() % 3 == 0 ? NAN : rng() % 2 ? INFINITY : -INFINITY;
+			if (rnd() % 40000 == 0)
+				x[i] = rnd() % 3 == 0 ? NAN : rnd() % 2 ? INFINITY : -INFINITY;
 			break;
 		default:
 			/* one huge element and its negative far apart, among
 			 * spread data */
-			x[i] = ldexp(u, (int)(rng() % 200) - 100);
+			x[i] = ldexp(u, (int)(rnd() % 200) - 100);
 			if (i == n / 3)
 				x[i] = MAX;
 			if (i == n - 1 && n > 1)
@@ -215,8 +198,6 @@ static void launch(const gpu &G, int f, const unsigned char *p, uint64_t n)
 	}
 }
 
-static unsigned checks, failed;
-
 /* x (as the dtype holds it) at element offset off through every form,
  * against want */
 static void check(const gpu &G, bool f32, bool sq, int kind, const std::vector<double> &x,
@@ -250,7 +231,7 @@ static void check(const gpu &G, bool f32, bool sq, int kind, const std::vector<d
 		const double got = gr_exact_fold(&s, n);
 		const bool same = (std::isnan(got) && std::isnan(want)) || memcmp(&got, &want, 8) == 0;
 		checks++;
-		if (!same && failed++ < 30)
+		if (!same && failures++ < 30)
 			fprintf(stderr, "%s %s n=%zu off=%u, %s: got %a want %a\n",
 				sq ? "f32 squares" : f32 ? "f32" : "f64", kind_name[kind], n, off,
 				form_name[f], got, want);
@@ -261,13 +242,8 @@ static void check(const gpu &G, bool f32, bool sq, int kind, const std::vector<d
 int main(int argc, char **argv)
 {
 	const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
-	int count = 0;
-	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-		printf("no CUDA device: skipped\n");
-		return 77;
-	}
 	gpu G;
-	CU(cudaDeviceGetAttribute(&G.sms, cudaDevAttrMultiProcessorCount, 0));
+	G.sms = gpu_sms();
 	CU(cudaMalloc(&G.scratch, sizeof(gr_exact_scratch)));
 	CU(cudaMemset(G.scratch, 0, sizeof(gr_exact_scratch)));
 	CU(cudaMalloc(&G.out, sizeof(gr_exact_sum)));
@@ -294,8 +270,8 @@ int main(int argc, char **argv)
 						      big || off == 0);
 			}
 		}
-		printf("%s: %u checks, %u failed\n", sq ? "f32 squares" : f32 ? "f32" : "f64", checks,
-		       failed);
+		printf("%s: %lu checks, %lu failed\n", sq ? "f32 squares" : f32 ? "f32" : "f64", checks,
+		       failures);
 	}
 
 	gr_exact_scratch z;
@@ -305,10 +281,10 @@ int main(int argc, char **argv)
 		zero = zero && z.acc[i] == 0;
 	if (!zero) {
 		fprintf(stderr, "the scratch was left non-zero\n");
-		failed++;
+		failures++;
 	}
 	CU(cudaFree(G.scratch));
 	CU(cudaFree(G.out));
-	printf("exact wide: %u checks, %u failed\n", checks, failed);
-	return failed ? 1 : 0;
+	printf("exact wide: %lu checks, %lu failed\n", checks, failures);
+	return failures ? 1 : 0;
 }
