@@ -302,9 +302,7 @@ def _dlpack_span(x, allow_copy):
         # The capsule, held here, keeps the memory for as long as the Span.
         drv = driver()
         if on_stream:
-            drv._in_ctx(ptr, lambda: drv.check(
-                drv.lib.cuStreamSynchronize(ctypes.c_void_p(_DLPACK_STREAM)),
-                "cuStreamSynchronize"))
+            drv.stream_sync(_DLPACK_STREAM, drv._ctx(ptr))
         else:
             drv.ctx_synchronize(ptr)
     return Span(ptr, count * size, count, name, sync, x)
@@ -371,7 +369,6 @@ class _Driver:
         lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.c_void_p]
         lib.cuMemcpyHtoD_v2.argtypes = [u64, ctypes.c_void_p, ctypes.c_size_t]
         lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, u64, ctypes.c_size_t]
-        lib.cuStreamQuery.argtypes = [ctypes.c_void_p]
         self.check(lib.cuInit(0), "cuInit")
         self._sync_c = _c_stream_sync(lib)
         if self._sync_c is None:
