@@ -39,6 +39,7 @@ void gr_config_init(gr_config *c)
 		.direct_replies = true,
 		.cpu_fallback = true,
 		.route_cpu_max_bytes = GR_CONFIG_ROUTE_CPU_MAX_BYTES,
+		.worker_nice = GR_CONFIG_WORKER_NICE,
 		.shutdown_timeout_ms = 5000,
 		.write_timeout_ms = 60000,
 		.request_timeout_ms = 10000,
@@ -171,6 +172,7 @@ enum {
 	OPT_STAGING_BYTES,
 	OPT_CHUNK_BYTES,
 	OPT_THREADS,
+	OPT_WORKER_NICE,
 	OPT_STREAMS,
 	OPT_INLINE_MAX_BYTES,
 	OPT_SMALL_MAX_BYTES,
@@ -222,6 +224,7 @@ static const struct option options[] = {
 	{"staging-bytes", required_argument, NULL, OPT_STAGING_BYTES},
 	{"chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES},
 	{"threads", required_argument, NULL, OPT_THREADS},
+	{"worker-nice", required_argument, NULL, OPT_WORKER_NICE},
 	{"streams", required_argument, NULL, OPT_STREAMS},
 	{"inline-max-bytes", required_argument, NULL, OPT_INLINE_MAX_BYTES},
 	{"small-max-bytes", required_argument, NULL, OPT_SMALL_MAX_BYTES},
@@ -283,6 +286,7 @@ void gr_config_usage(FILE *f)
 		"  --staging-bytes N          staging memory (default: cpu 64M, cuda 256M)\n"
 		"  --chunk-bytes N            slot and chunk size, a multiple of 256K\n"
 		"  --threads N                CPU worker threads (default: one per CPU)\n"
+		"  --worker-nice N            the CPU workers' nice above the daemon's, 0..19 (10)\n"
 		"  --streams N                CUDA streams per GPU (default 4)\n"
 		"  --cpu-fallback yes|no      CUDA: reduce on the CPU once no GPU is in service (yes)\n"
 		"  --route-cpu-max-bytes N    CUDA: reduce requests this small on the CPU (1M; 0: none)\n"
@@ -384,6 +388,13 @@ static int config_set(gr_config *c, int opt, const char *arg)
 		return set_size(arg, 4 * GiB, &c->chunk_bytes);
 	case OPT_THREADS:
 		return parse_uint(arg, 10, 1024, &c->threads);
+	case OPT_WORKER_NICE: {
+		unsigned v;
+		int pr = parse_uint(arg, 10, 19, &v);
+		if (pr == 0)
+			c->worker_nice = (int)v;
+		return pr;
+	}
 	case OPT_STREAMS:
 		return parse_uint(arg, 10, 64, &c->streams);
 	case OPT_INLINE_MAX_BYTES:

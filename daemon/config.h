@@ -20,6 +20,10 @@ typedef enum gr_backend_kind {
  * with them before a GPU could answer (docs/design/staging.md, "The CPU
  * route"). */
 #define GR_CONFIG_ROUTE_CPU_MAX_BYTES ((size_t)1 << 20)
+/* The CPU workers' nice value by default: a request the loop thread
+ * answers, and the clients waiting for it, get a CPU before a worker
+ * reducing a large array does (docs/BENCHMARKS.md, "Socket"). */
+#define GR_CONFIG_WORKER_NICE 10
 
 typedef struct gr_config {
 	char *socket_path;          /* NULL until resolved: see gr_config_default_socket() */
@@ -41,6 +45,7 @@ typedef struct gr_config {
 	size_t staging_bytes;       /* 0: the backend's default */
 	size_t chunk_bytes;         /* 0: the backend's default */
 	unsigned threads;           /* 0: one per CPU */
+	int worker_nice;            /* the CPU workers' nice above the daemon's (0..19) */
 	unsigned streams;           /* 0: the CUDA backend's default */
 	size_t inline_max_bytes;    /* SIZE_MAX: the backend's default */
 	size_t small_max_bytes;     /* data this small is packed into shared batch slots */

@@ -569,6 +569,7 @@ int gr_server_new(uv_loop_t *loop, const gr_config *cfg, gr_server **ret, char *
 		.staging_bytes = cfg->staging_bytes,
 		.chunk_bytes = cfg->chunk_bytes,
 		.threads = cfg->threads,
+		.worker_nice = cfg->worker_nice,
 		.streams = cfg->streams,
 		.inline_max_bytes = cfg->inline_max_bytes,
 		.fault = cfg->fault,

@@ -26,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine/backend.h"
@@ -106,6 +108,7 @@ typedef struct cpu_backend {
 
 	pthread_t *threads;
 	unsigned nthreads, nstarted;
+	int nice;               /* the workers' (gr_backend_config.worker_nice) */
 
 	atomic_uint_fast64_t jobs;
 	char model[128];
@@ -272,6 +275,16 @@ static void *cpu_worker(void *arg)
 {
 	cpu_backend *cb = arg;
 	cpu_work *finished = NULL, *finished_last = NULL;
+
+	/* this thread alone (Linux's nice is a thread's), that much above
+	 * the daemon's, 19 at most */
+	if (cb->nice > 0) {
+		id_t tid = (id_t)syscall(SYS_gettid);
+		errno = 0;
+		int own = getpriority(PRIO_PROCESS, tid);
+		if (errno == 0)
+			(void)setpriority(PRIO_PROCESS, tid, own + cb->nice < 19 ? own + cb->nice : 19);
+	}
 
 	pthread_mutex_lock(&cb->lock);
 	for (;;) {
@@ -657,6 +670,7 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 		goto fail;
 	}
 	cb->nthreads = threads;
+	cb->nice = cfg->worker_nice;
 	/* Workers block every signal, so signals reach the loop thread. */
 	sigset_t all, old;
 	sigfillset(&all);

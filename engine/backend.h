@@ -143,6 +143,7 @@ typedef struct gr_backend_config {
 	size_t staging_bytes;     /* 0: the backend's default */
 	size_t chunk_bytes;       /* slot size; a multiple of GR_REDUCE_ALIGN_BYTES; 0: default */
 	unsigned threads;         /* CPU worker threads; 0: one per online CPU */
+	int worker_nice;          /* CPU worker threads' nice, above the process's */
 	unsigned streams;         /* CUDA streams per device; 0: default */
 	size_t inline_max_bytes;  /* jobs this small may run on the submitting thread; SIZE_MAX: default */
 	const char *fault;        /* fault injection spec for tests (backend-specific), or NULL */

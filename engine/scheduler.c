@@ -56,6 +56,7 @@ int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, ch
 			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
 			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
 			.threads = mc.threads,
+			.worker_nice = mc.worker_nice,
 			.inline_max_bytes = mc.inline_max_bytes,
 			.early = mc.early,
 		};
