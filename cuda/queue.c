@@ -223,10 +223,11 @@ static bool cuda_takes_segments(const gr_job *j)
 	       gr_backend_segs_on_device(j->op, j->dtype, j->data, j->n, j->seg->nseg);
 }
 
-/* the prefix sums of device memory, into device memory */
+/* the prefix sums of device memory, into device memory, every dtype's,
+ * its elements on their own size's boundary (the daemon refuses others) */
 static bool cuda_takes_scan(const gr_job *j)
 {
-	return j->where == GR_AT_DEVICE;
+	return j->where == GR_AT_DEVICE && (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
 }
 
 static bool (*const cuda_runs_kind[GR_JOB_KINDS])(const gr_job *j) = {
@@ -245,10 +246,12 @@ static bool cuda_runs_narrow(const gr_job *j)
 	       gr_narrow_has_kernel(j->op, j->dtype);
 }
 
-/* Whether a kernel here runs j at all: submit() fails the others. */
+/* Whether a kernel here runs j at all: submit() fails the others. (A
+ * narrow dtype's segments and prefix sums go by their kinds' rules, as
+ * any dtype's.) */
 static bool cuda_runs(const gr_job *j)
 {
-	if (gr_dtype_is_narrow(j->dtype))
+	if (gr_dtype_is_narrow(j->dtype) && j->kind == GR_JOB_REDUCE)
 		return cuda_runs_narrow(j);
 	return j->kind < GR_JOB_KINDS && cuda_runs_kind[j->kind] && cuda_runs_kind[j->kind](j);
 }

@@ -1,4 +1,4 @@
-/* The inclusive prefix sum kernel's launcher (scan.h). */
+/* The inclusive prefix sum kernel's launcher (scan.h), every dtype. */
 #include <cuda_runtime.h>
 
 #include "cuda/scan.cuh"
@@ -23,6 +23,12 @@ extern "C" int gr_scan_launch(int dtype, const void *in, uint64_t n, void *out, 
 		return 0;
 	if (epoch == 0 || grscan::tiles_of(n) > 0x7fffffffu)
 		return (int)cudaErrorInvalidValue;
+	/* the narrow dtypes' 2-byte elements are read whole */
+	const bool two = dtype == grwiden::F16 || dtype == grwiden::BF16 || dtype == grwiden::I16 ||
+			 dtype == grwiden::U16;
+	if (two && (uintptr_t)in % 2)
+		return (int)cudaErrorInvalidValue;
+	using grwiden::narrow;
 	switch (dtype) {
 	case 0: return (int)scan_run<int32_t>(in, n, out, workspace, epoch, st);
 	case 1: return (int)scan_run<int64_t>(in, n, out, workspace, epoch, st);
@@ -30,6 +36,14 @@ extern "C" int gr_scan_launch(int dtype, const void *in, uint64_t n, void *out, 
 	case 3: return (int)scan_run<uint64_t>(in, n, out, workspace, epoch, st);
 	case 4: return (int)scan_run<float>(in, n, out, workspace, epoch, st);
 	case 5: return (int)scan_run<double>(in, n, out, workspace, epoch, st);
+	case grwiden::F16: return (int)scan_run<narrow<grwiden::F16>>(in, n, out, workspace, epoch, st);
+	case grwiden::BF16: return (int)scan_run<narrow<grwiden::BF16>>(in, n, out, workspace, epoch, st);
+	case grwiden::E4M3: return (int)scan_run<narrow<grwiden::E4M3>>(in, n, out, workspace, epoch, st);
+	case grwiden::E5M2: return (int)scan_run<narrow<grwiden::E5M2>>(in, n, out, workspace, epoch, st);
+	case grwiden::I8: return (int)scan_run<narrow<grwiden::I8>>(in, n, out, workspace, epoch, st);
+	case grwiden::U8: return (int)scan_run<narrow<grwiden::U8>>(in, n, out, workspace, epoch, st);
+	case grwiden::I16: return (int)scan_run<narrow<grwiden::I16>>(in, n, out, workspace, epoch, st);
+	case grwiden::U16: return (int)scan_run<narrow<grwiden::U16>>(in, n, out, workspace, epoch, st);
 	}
 	return (int)cudaErrorInvalidValue;
 }

@@ -1,7 +1,9 @@
 /*
  * The inclusive prefix sum kernel's device code; scan.h gives the order
  * of its additions, which everything here keeps to. Included by scan.cu
- * and by the benchmark and tests.
+ * and by the benchmark and tests. A narrow dtype's elements (T is
+ * grwiden::narrow<DT>) are widened as they come into shared memory
+ * (widen.cuh), and the kernel goes on as for the dtype they widen to.
  */
 #pragma once
 
@@ -12,6 +14,7 @@
 
 #include "cuda/scan.h"
 #include "cuda/warp.cuh"
+#include "cuda/widen.cuh"
 
 namespace grscan {
 
@@ -128,10 +131,14 @@ static __device__ __forceinline__ uint64_t gtimer()
 
 template <typename T, unsigned KN = tuning<T>::KN>
 __global__ void __launch_bounds__(THREADS, kn::minb(KN))
-scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *counter,
-	    entry *ents, uint32_t epoch)
+scan_kernel(const typename grwiden::in<T>::R *in, uint64_t n, uint64_t *out, uint64_t ntiles,
+	    uint32_t *counter, entry *ents, uint32_t epoch)
 {
-	using S = acc<T>;
+	/* R in memory, W once widened */
+	using IN = grwiden::in<T>;
+	using R = typename IN::R;
+	using W = typename IN::W;
+	using S = acc<W>;
 	using A = typename S::A;
 	constexpr unsigned WARPX = (KN & kn::WARPX) ? 1 : 0;
 	constexpr bool VEC = (KN & kn::VEC) && WARPX, PROF = KN & kn::PROF;
@@ -148,8 +155,8 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	}
 	if (KN & kn::PREF) {
 		/* one 128-byte line a thread while the ticket is out */
-		const uint64_t at = (uint64_t)blockIdx.x * TILE * sizeof(T) + t * 128;
-		if (t * 128 < TILE * sizeof(T) && at < n * sizeof(T))
+		const uint64_t at = (uint64_t)blockIdx.x * TILE * sizeof(R) + t * 128;
+		if (t * 128 < TILE * sizeof(R) && at < n * sizeof(R))
 			asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)in + at));
 	}
 	if (t == 0) {
@@ -166,15 +173,15 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	if (PROF && t == 0)
 		p2 = clock64();
 
-	T x[IPT];
+	W x[IPT];
 	{
-		/* stripes in, rows out of shared memory */
-		T *sb = (T *)buf;
+		/* stripes in, rows out of shared memory (widened) */
+		W *sb = (W *)buf;
 		/* 16-byte aligned: whole vectors are stored into it */
-		alignas(16) T v[IPT];
+		alignas(16) R v[IPT];
 		if (VEC && full) {
 			/* the warp's 512 elements, 16 bytes a lane at a time */
-			constexpr unsigned E = 16 / sizeof(T);
+			constexpr unsigned E = 16 / sizeof(R);
 			const unsigned w0 = (t & ~31u) * IPT;
 #pragma unroll
 			for (unsigned c = 0; c < IPT / E; c++)
@@ -183,7 +190,7 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 			for (unsigned c = 0; c < IPT / E; c++)
 #pragma unroll
 				for (unsigned q = 0; q < E; q++)
-					sb[pad(w0 + c * 32 * E + lane * E + q)] = v[c * E + q];
+					sb[pad(w0 + c * 32 * E + lane * E + q)] = IN::widen(v[c * E + q]);
 		} else {
 			if (full) {
 #pragma unroll
@@ -192,11 +199,11 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 			} else {
 #pragma unroll
 				for (unsigned k = 0; k < IPT; k++)
-					v[k] = base + stripe<WARPX>(k, t) < n ? in[base + stripe<WARPX>(k, t)] : T(0);
+					v[k] = base + stripe<WARPX>(k, t) < n ? in[base + stripe<WARPX>(k, t)] : R(0);
 			}
 #pragma unroll
 			for (unsigned k = 0; k < IPT; k++)
-				sb[pad(stripe<WARPX>(k, t))] = v[k];
+				sb[pad(stripe<WARPX>(k, t))] = IN::widen(v[k]);
 		}
 		xsync<WARPX>();
 #pragma unroll
@@ -367,9 +374,10 @@ scan_kernel(const T *in, uint64_t n, uint64_t *out, uint64_t ntiles, uint32_t *c
 	}
 }
 
-/* gr_scan_launch for n > 0 and a dtype T, built as KN says; a KN with
- * VEC serves only 16-byte aligned input and output, and falls back to
- * KN without it otherwise (the same bits either way). */
+/* gr_scan_launch for n > 0 and a dtype T (a narrow one's elements on
+ * their own size's boundary), built as KN says; a KN with VEC serves
+ * only 16-byte aligned input and output, and falls back to KN without it
+ * otherwise (the same bits either way). */
 template <typename T, unsigned KN = tuning<T>::KN>
 static inline cudaError_t launch(const void *in, uint64_t n, void *out, void *workspace,
 				 uint32_t epoch, cudaStream_t st)
@@ -388,7 +396,8 @@ static inline cudaError_t launch(const void *in, uint64_t n, void *out, void *wo
 	uint64_t ntiles = tiles_of(n);
 	unsigned char *w = (unsigned char *)workspace;
 	scan_kernel<T, KN><<<(unsigned)ntiles, THREADS, 0, st>>>(
-		(const T *)in, n, (uint64_t *)out, ntiles, (uint32_t *)w, (entry *)(w + 16), epoch);
+		(const typename grwiden::in<T>::R *)in, n, (uint64_t *)out, ntiles, (uint32_t *)w,
+		(entry *)(w + 16), epoch);
 	return cudaGetLastError();
 }
 

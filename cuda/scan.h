@@ -2,7 +2,12 @@
  * The inclusive prefix sum kernel's host interface: out[i] = x[0] + ... +
  * x[i] for an array in device memory, in one pass (each element read
  * once and written once), int64 for i32/i64, uint64 for u32/u64 (both
- * wrapping modulo 2^64) and float64 for f32/f64.
+ * wrapping modulo 2^64) and float64 for f32/f64. A narrow dtype's
+ * elements are widened as they are read, exactly as math/widen.h widens
+ * them (f16, bf16, f8e4m3 and f8e5m2 to f32, i8 and i16 to i32, u8 and
+ * u16 to u32), and summed as that dtype's: the same order, the same bits
+ * as the prefix sums of the widened array (a NaN's payload aside, which
+ * no result keeps).
  *
  * Float prefix sums are deterministic: every output is one fixed
  * expression of the inputs, whatever the GPU, the launch or the order in
@@ -77,14 +82,17 @@ size_t gr_scan_workspace_bytes(uint64_t n);
 
 /*
  * out[i] = in[0] + ... + in[i] for i < n (n < 2^43), on stream; in holds n
- * elements of dtype (0 i32, 1 i64, 2 u32, 3 u64, 4 f32, 5 f64), out n
- * 8-byte results; both device memory, and they must not overlap unless
- * they are the same 8-byte array (in == out for i64/u64/f64 works: a
- * tile is read whole before it is written). `epoch` tells this launch's
+ * elements of dtype (gr_dtype's values: 0 i32, 1 i64, 2 u32, 3 u64, 4 f32,
+ * 5 f64, or a narrow dtype, 6 to 13, its elements on their own size's
+ * boundary), out n 8-byte results; both device memory, and they must not
+ * overlap unless they are the same 8-byte array (in == out for
+ * i64/u64/f64 works: a tile is read whole before it is written). `epoch` tells this launch's
  * flags in the workspace from older ones: nonzero, and different from
  * every earlier launch's on this workspace since it was zeroed (a
  * counter that the caller keeps; zero the workspace again before it
- * wraps). Returns the cudaError_t of the launch (0 on success).
+ * wraps). Returns the cudaError_t of the launch (0 on success;
+ * cudaErrorInvalidValue for another dtype or a 2-byte element off its
+ * boundary).
  */
 int gr_scan_launch(int dtype, const void *in, uint64_t n, void *out, void *workspace,
 		   uint32_t epoch, void *stream);

@@ -367,9 +367,10 @@ static __device__ __forceinline__ void exact_flush(wacc<F::NW> &a, int P0, uint3
 		atomicOr(flags, fl);
 }
 
-/* Exact sums of a form F. */
-template <class F> struct pol_exact : tuning {
+/* Exact sums of a form F, of elements read as IN says. */
+template <class F, class IN = grwiden::in<typename F::T>> struct pol_exact : tuning {
 	using E = typename F::T;
+	using R = typename IN::R;
 	static __device__ __forceinline__ long long *dig(const params &p, uint64_t seg)
 	{
 		return p.digits + seg * digits<F>();
@@ -379,11 +380,11 @@ template <class F> struct pol_exact : tuning {
 	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi,
 							uint64_t seg)
 	{
-		const E *x = (const E *)p.x;
+		const R *x = (const R *)p.x;
 		int top = 0;
 #pragma unroll 1
 		for (uint64_t i = lo; i < hi; i++) {
-			int P = place_of<F>(__ldg(x + i));
+			int P = place_of<F>(grwiden::ld<IN>(x, i));
 			top = P > top ? P : top;
 		}
 		const int P0 = window_base(top, F::S);
@@ -392,20 +393,20 @@ template <class F> struct pol_exact : tuning {
 		long long *d = dig(p, seg);
 #pragma unroll 1
 		for (uint64_t i = lo; i < hi; i++)
-			exact_add<F>(a, __ldg(x + i), P0, fl, d);
+			exact_add<F>(a, grwiden::ld<IN>(x, i), P0, fl, d);
 		exact_flush<F>(a, P0, fl, d, p.flags + 2 * seg);
 	}
 	static __device__ __forceinline__ void warp_piece(const params &p, uint64_t lo, uint64_t hi,
 							  uint64_t seg, unsigned lane)
 	{
-		const E *x = (const E *)p.x;
+		const R *x = (const R *)p.x;
 		/* the window: from each lane's first element */
-		int P = lo + lane < hi ? place_of<F>(__ldg(x + lo + lane)) : 0;
+		int P = lo + lane < hi ? place_of<F>(grwiden::ld<IN>(x, lo + lane)) : 0;
 		const int P0 = window_base((int)__reduce_max_sync(FULL, (unsigned)P), F::S);
 		wacc<F::NW> a = {};
 		uint32_t fl = 0, ncomp = 0;
 		long long *d = dig(p, seg);
-		for_batches<LOAD_BYTES>(x, lo + lane, hi, pad_value<E>(), [&](const E *v, auto n) {
+		for_batches_in<LOAD_BYTES, IN>(x, lo + lane, hi, pad_value<E>(), [&](const E *v, auto n) {
 			constexpr unsigned N = decltype(n)::value;
 			uint32_t cm = 0;
 #pragma unroll
@@ -454,7 +455,10 @@ static __device__ __forceinline__ void add_if_le(double &a, double v, unsigned x
  * bits, one conversion and three predicated double adds, where the
  * general path's 64-bit shifts and carries take some 60 instructions.
  */
-struct pol_xf32 : pol_exact<fm_f32> {
+template <class IN = grwiden::in<float>> struct pol_xf32 : pol_exact<fm_f32, IN> {
+	using B = pol_exact<fm_f32, IN>;
+	using R = typename IN::R;
+	static constexpr unsigned LOAD_BYTES = B::LOAD_BYTES;
 	/* Its loop is the lightest of the exact sums', and it waits on the
 	 * memory: the first 4 KiB of a warp's tile, and each batch 2 KiB
 	 * ahead, into L2, which brings short segments of f32 level with
@@ -466,7 +470,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 	{
 		using F = fm_f32;
 		constexpr unsigned U = loads<float, LOAD_BYTES>();
-		const float *x = (const float *)p.x;
+		const R *x = (const R *)p.x;
 		/* the first batch (-0 pads it: -0 adds nothing and sets no
 		 * flag), whose largest finite element sets the window (a part
 		 * that begins with zeros or tiny values still gets a window
@@ -476,7 +480,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 		float first[U];
 #pragma unroll
 		for (unsigned g = 0; g < U; g++)
-			first[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : -0.0f;
+			first[g] = i + 32 * g < hi ? grwiden::ld<IN>(x, i + 32 * g) : -0.0f;
 		uint32_t m0 = 0; /* the largest finite magnitude's bits */
 #pragma unroll
 		for (unsigned g = 0; g < U; g++) {
@@ -488,7 +492,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 		const int L0 = E - 22, L1 = E - 45, L2 = E - 68;
 		double a0 = 0, a1 = 0, a2 = 0;
 		uint32_t fl = 0, notnz = 0;
-		long long *d = dig(p, seg);
+		long long *d = B::dig(p, seg);
 		auto add = [&](float v) -> bool {
 			const uint32_t b = __float_as_uint(v);
 			/* binades below the window's top: bin k / 23 (no branch:
@@ -529,7 +533,7 @@ struct pol_xf32 : pol_exact<fm_f32> {
 				fl |= careful_batch<F, N>(d, v, cm);
 		};
 		batch(first, std::integral_constant<unsigned, U>());
-		for_batches<LOAD_BYTES, float, decltype(batch), L2_AHEAD>(x, i + 32 * U, hi, -0.0f, batch);
+		for_batches_in<LOAD_BYTES, IN, decltype(batch), L2_AHEAD>(x, i + 32 * U, hi, -0.0f, batch);
 		fl |= notnz ? F_NOT_NZERO : 0;
 		/* the bins as integers at their least places, summed over the
 		 * warp where any lane has one (bins 1 and 2 seldom) */
@@ -554,13 +558,13 @@ struct pol_xf32 : pol_exact<fm_f32> {
 	}
 };
 
-/* The policy of a form's exact sums: f32 sums in doubles, the others in
- * integers. */
-template <class F> struct exact_policy {
-	using type = pol_exact<F>;
+/* The policy of a form's exact sums (of elements read as IN says): f32
+ * sums in doubles, the others in integers. */
+template <class F, class IN = grwiden::in<typename F::T>> struct exact_policy {
+	using type = pol_exact<F, IN>;
 };
-template <> struct exact_policy<fm_f32> {
-	using type = pol_xf32;
+template <class IN> struct exact_policy<fm_f32, IN> {
+	using type = pol_xf32<IN>;
 };
 
 /* ---- the finish: one thread a segment ---- */
@@ -744,7 +748,7 @@ template <class F> __global__ void finish_exact(params p)
  * cleared first unless *zero (bytes known zero from the start, where not
  * NULL) covers them, and left zero by the finish (*zero says so on
  * success). */
-template <class F>
+template <class F, class IN = grwiden::in<typename F::T>>
 static inline cudaError_t launch_exact(params p, void *scratch, size_t bytes, size_t *zero,
 				       cudaStream_t st)
 {
@@ -758,7 +762,7 @@ static inline cudaError_t launch_exact(params p, void *scratch, size_t bytes, si
 	p.flags = (uint32_t *)(p.digits + p.k * digits<F>());
 	cudaError_t e = clear ? cudaMemsetAsync(scratch, 0, used, st) : cudaSuccess;
 	if (!e)
-		e = reduce<typename exact_policy<F>::type>(p, st);
+		e = reduce<typename exact_policy<F, IN>::type>(p, st);
 	if (!e) {
 		finish_exact<F><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
 		e = cudaGetLastError();

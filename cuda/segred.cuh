@@ -22,6 +22,12 @@
  *
  * The finish kernel, one thread a segment, turns a min's or max's key
  * back into the element, or an empty segment's identity.
+ *
+ * A narrow dtype's elements are widened as they are loaded (widen.cuh:
+ * a policy's IN says what it reads), and from there on every op is the
+ * one of the dtype they widen to: the same tiles (by the widened size:
+ * 4096 elements), the same records, but an empty segment's min and max
+ * of an integer, the narrow dtype's own extremes.
  */
 #pragma once
 
@@ -35,6 +41,7 @@
 #include "cuda/argm.cuh"
 #include "cuda/segmented.cuh"
 #include "cuda/segred.h"
+#include "cuda/widen.cuh"
 
 namespace grsr {
 
@@ -100,58 +107,73 @@ struct params {
 
 /*
  * A lane's elements of a piece [.., hi) from element i on, i, i + 32,
- * ..., loaded U at a time: batch(v, n, at) for each batch, n an
- * std::integral_constant of its size and at its first element's index
- * (element g is at + 32 g); the last (U - 1 at most) is padded with pad,
- * which the caller's op must take as nothing, or tell by its index (hi
- * or past).
+ * ..., read as IN says (widened, U at a time, U by the widened size):
+ * batch(v, n, at) for each batch, n an std::integral_constant of its
+ * size and at its first element's index (element g is at + 32 g); the
+ * last (U - 1 at most) is padded with pad, which the caller's op must
+ * take as nothing, or tell by its index (hi or past).
  */
-template <unsigned LB, typename T, typename B, unsigned AHEAD = 0>
-static __device__ __forceinline__ void for_batches_at(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
+template <unsigned LB, class IN, typename B, unsigned AHEAD = 0>
+static __device__ __forceinline__ void for_batches_at_in(const typename IN::R *x, uint64_t i,
+							 uint64_t hi, typename IN::W pad, B batch)
 {
+	using T = typename IN::W;
+	using R = typename IN::R;
 	constexpr unsigned U = loads<T, LB>();
 	for (; i + 32 * (U - 1) < hi; i += 32 * U) {
 		if (AHEAD && (threadIdx.x & 31) == 0) {
 			/* the batch AHEAD bytes on, as far as the piece goes */
-			const uintptr_t a = (uintptr_t)(x + i) + AHEAD, b = a + 32 * U * sizeof(T),
+			const uintptr_t a = (uintptr_t)(x + i) + AHEAD, b = a + 32 * U * sizeof(R),
 					e = (uintptr_t)(x + hi);
 			prefetch_l2(a, b < e ? b : e);
 		}
 		T v[U];
 #pragma unroll
 		for (unsigned g = 0; g < U; g++)
-			v[g] = __ldg(x + i + 32 * g);
+			v[g] = grwiden::ld<IN>(x, i + 32 * g);
 		batch((const T *)v, std::integral_constant<unsigned, U>(), i);
 	}
 	if (i < hi) {
 		T v[U - 1];
 #pragma unroll
 		for (unsigned g = 0; g < U - 1; g++)
-			v[g] = i + 32 * g < hi ? __ldg(x + i + 32 * g) : pad;
+			v[g] = i + 32 * g < hi ? grwiden::ld<IN>(x, i + 32 * g) : pad;
 		batch((const T *)v, std::integral_constant<unsigned, U - 1>(), i);
 	}
 }
 
-/* for_batches_at() for an op that needs no index: batch(v, n). */
+/* for_batches_at_in() for an op that needs no index: batch(v, n). */
+template <unsigned LB, class IN, typename B, unsigned AHEAD = 0>
+static __device__ __forceinline__ void for_batches_in(const typename IN::R *x, uint64_t i, uint64_t hi,
+						      typename IN::W pad, B batch)
+{
+	using T = typename IN::W;
+	auto at = [&](const T *v, auto n, uint64_t) { batch(v, n); };
+	for_batches_at_in<LB, IN, decltype(at), AHEAD>(x, i, hi, pad, at);
+}
+
+/* The same of elements of a wide dtype T. */
 template <unsigned LB, typename T, typename B, unsigned AHEAD = 0>
 static __device__ __forceinline__ void for_batches(const T *x, uint64_t i, uint64_t hi, T pad, B batch)
 {
-	auto at = [&](const T *v, auto n, uint64_t) { batch(v, n); };
-	for_batches_at<LB, T, decltype(at), AHEAD>(x, i, hi, pad, at);
+	for_batches_in<LB, grwiden::in<T>, B, AHEAD>(x, i, hi, pad, batch);
 }
 
-/* A short segment's elements [lo, hi), hi - lo <= SHORT, into v. */
-template <typename T>
-static __device__ __forceinline__ void load_short(const T *x, uint64_t lo, uint64_t hi, T *v)
+/* A short segment's elements [lo, hi), hi - lo <= SHORT, into v (widened
+ * as IN says). */
+template <class IN = void, typename R, typename T>
+static __device__ __forceinline__ void load_short(const R *x, uint64_t lo, uint64_t hi, T *v)
 {
+	using I = typename std::conditional<std::is_void<IN>::value, grwiden::in<T>, IN>::type;
 #pragma unroll
 	for (unsigned e = 0; e < SHORT; e++)
-		v[e] = lo + e < hi ? __ldg(x + lo + e) : T(0);
+		v[e] = lo + e < hi ? grwiden::ld<I>(x, lo + e) : T(0);
 }
 
 /* Integer sums: 64-bit wrapping. */
-template <typename T> struct pol_isum {
+template <typename T, class IN = grwiden::in<T>> struct pol_isum {
 	using E = T;
+	using R = typename IN::R;
 	static constexpr unsigned LOAD_BYTES = 64, MINB = 1, L2_START = 0;
 	static __device__ __forceinline__ uint64_t of(T v)
 	{
@@ -161,7 +183,7 @@ template <typename T> struct pol_isum {
 							uint64_t seg)
 	{
 		T v[SHORT];
-		load_short((const T *)p.x, lo, hi, v);
+		load_short<IN>((const R *)p.x, lo, hi, v);
 		uint64_t s = 0;
 #pragma unroll
 		for (unsigned e = 0; e < SHORT; e++)
@@ -173,7 +195,7 @@ template <typename T> struct pol_isum {
 							  uint64_t seg, unsigned lane)
 	{
 		uint64_t s = 0;
-		for_batches<LOAD_BYTES>((const T *)p.x, lo + lane, hi, T(0), [&](const T *v, auto n) {
+		for_batches_in<LOAD_BYTES, IN>((const R *)p.x, lo + lane, hi, T(0), [&](const T *v, auto n) {
 #pragma unroll
 			for (unsigned g = 0; g < decltype(n)::value; g++)
 				s += of(v[g]);
@@ -187,8 +209,9 @@ template <typename T> struct pol_isum {
 };
 
 /* min and max: the ordered key (argm.cuh), as unsigned 64 bits. */
-template <typename T, bool MAX> struct pol_ext : tuning {
+template <typename T, bool MAX, class IN = grwiden::in<T>> struct pol_ext : tuning {
 	using E = T;
+	using R = typename IN::R;
 	static constexpr long long WORST = MAX ? LLONG_MIN : LLONG_MAX;
 	/* what pads a piece's last batch: the value whose key no element's
 	 * beats (+-inf for floats: it wins only where every element is that
@@ -214,7 +237,7 @@ template <typename T, bool MAX> struct pol_ext : tuning {
 							uint64_t seg)
 	{
 		T v[SHORT];
-		load_short((const T *)p.x, lo, hi, v);
+		load_short<IN>((const R *)p.x, lo, hi, v);
 		long long k = WORST;
 #pragma unroll
 		for (unsigned e = 0; e < SHORT; e++)
@@ -227,7 +250,7 @@ template <typename T, bool MAX> struct pol_ext : tuning {
 	{
 		grargm::key_t<T> k = (grargm::key_t<T>)(MAX ? (sizeof(T) == 4 ? INT_MIN : LLONG_MIN)
 							   : (sizeof(T) == 4 ? INT_MAX : LLONG_MAX));
-		for_batches<LOAD_BYTES>((const T *)p.x, lo + lane, hi, PAD, [&](const T *v, auto n) {
+		for_batches_in<LOAD_BYTES, IN>((const R *)p.x, lo + lane, hi, PAD, [&](const T *v, auto n) {
 #pragma unroll
 			for (unsigned g = 0; g < decltype(n)::value; g++) {
 				grargm::key_t<T> c = grargm::key_of<T, MAX>(v[g]);
@@ -246,8 +269,9 @@ template <typename T, bool MAX> struct pol_ext : tuning {
 /* argmin and argmax, the second pass: the first element of each part
  * whose key is the segment's best (pol_ext's, in keys), its index into
  * idx by an atomic minimum. */
-template <typename T, bool MAX> struct pol_arg : tuning {
+template <typename T, bool MAX, class IN = grwiden::in<T>> struct pol_arg : tuning {
 	using E = T;
+	using R = typename IN::R;
 	static __device__ __forceinline__ long long best(const params &p, uint64_t seg)
 	{
 		return (long long)(p.keys[seg] ^ 0x8000000000000000ull);
@@ -255,11 +279,11 @@ template <typename T, bool MAX> struct pol_arg : tuning {
 	static __device__ __forceinline__ void lane_seg(const params &p, uint64_t lo, uint64_t hi,
 							uint64_t seg)
 	{
-		const T *x = (const T *)p.x;
+		const R *x = (const R *)p.x;
 		const long long b = best(p, seg);
 #pragma unroll 1
 		for (uint64_t i = lo; i < hi; i++) {
-			if ((long long)grargm::key_of<T, MAX>(__ldg(x + i)) == b) {
+			if ((long long)grargm::key_of<T, MAX>(grwiden::ld<IN>(x, i)) == b) {
 				atomicMin((unsigned long long *)&p.idx[seg], (unsigned long long)i);
 				return;
 			}
@@ -270,7 +294,7 @@ template <typename T, bool MAX> struct pol_arg : tuning {
 	{
 		const long long b = best(p, seg);
 		uint64_t m = ~0ull;
-		for_batches_at<LOAD_BYTES>((const T *)p.x, lo + lane, hi, pol_ext<T, MAX>::PAD,
+		for_batches_at_in<LOAD_BYTES, IN>((const R *)p.x, lo + lane, hi, pol_ext<T, MAX>::PAD,
 			       [&](const T *v, auto n, uint64_t at) {
 #pragma unroll
 				       for (unsigned g = 0; g < decltype(n)::value; g++) {
@@ -303,8 +327,10 @@ __global__ void __launch_bounds__(THREADS, POL::MINB) segred_kernel(params p)
 		return;
 	const uint64_t ta = p.first + t * TE, tb = ta + TE < p.end ? ta + TE : p.end;
 	if constexpr (POL::L2_START != 0) {
-		const T *x = (const T *)p.x;
-		const uint64_t pe = ta + POL::L2_START / sizeof(T);
+		/* the elements as memory holds them */
+		using R = typename POL::R;
+		const R *x = (const R *)p.x;
+		const uint64_t pe = ta + POL::L2_START / sizeof(R);
 		if (lane == 0)
 			prefetch_l2((uintptr_t)(x + ta), (uintptr_t)(x + (pe < tb ? pe : tb)));
 	}
@@ -366,10 +392,14 @@ template <typename T, bool MAX> static __device__ __forceinline__ uint64_t value
 	}
 }
 
-/* An empty segment's min (max): the dtype's largest (smallest) value. */
-template <typename T, bool MAX> static __device__ __forceinline__ uint64_t empty_extreme()
+/* An empty segment's min (max): the dtype's largest (smallest) value
+ * (a narrow integer dtype's own). */
+template <typename T, bool MAX, class IN = grwiden::in<T>>
+static __device__ __forceinline__ uint64_t empty_extreme()
 {
-	if constexpr (std::is_floating_point<T>::value)
+	if constexpr (IN::NARROW && !std::is_floating_point<T>::value)
+		return (uint64_t)(MAX ? IN::LO : IN::HI);
+	else if constexpr (std::is_floating_point<T>::value)
 		return MAX ? 0xfff0000000000000ull : 0x7ff0000000000000ull;
 	else if constexpr (std::is_same<T, int32_t>::value)
 		return (uint64_t)(MAX ? (long long)INT_MIN : (long long)INT_MAX);
@@ -381,13 +411,13 @@ template <typename T, bool MAX> static __device__ __forceinline__ uint64_t empty
 		return MAX ? 0 : ~0ull;
 }
 
-template <typename T, bool MAX> __global__ void finish_ext(params p)
+template <typename T, bool MAX, class IN = grwiden::in<T>> __global__ void finish_ext(params p)
 {
 	const uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (s >= p.k)
 		return;
 	if (p.off[s + 1] == p.off[s]) {
-		p.rec[s] = empty_extreme<T, MAX>();
+		p.rec[s] = empty_extreme<T, MAX, IN>();
 		return;
 	}
 	long long key = (long long)(p.keys[s] ^ 0x8000000000000000ull);
@@ -396,13 +426,13 @@ template <typename T, bool MAX> __global__ void finish_ext(params p)
 
 /* argmin's and argmax's records: the value, then the index counted from
  * the segment's first element (an empty segment: the identity, 2^64 - 1) */
-template <typename T, bool MAX> __global__ void finish_arg(params p)
+template <typename T, bool MAX, class IN = grwiden::in<T>> __global__ void finish_arg(params p)
 {
 	const uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (s >= p.k)
 		return;
 	if (p.off[s + 1] == p.off[s]) {
-		p.rec[2 * s] = empty_extreme<T, MAX>();
+		p.rec[2 * s] = empty_extreme<T, MAX, IN>();
 		p.rec[2 * s + 1] = ~0ull;
 		return;
 	}
@@ -430,22 +460,24 @@ static inline unsigned finish_blocks(uint64_t k)
 	return (unsigned)((k + FINISH_THREADS - 1) / FINISH_THREADS);
 }
 
-template <typename T> static inline cudaError_t launch_isum(params p, cudaStream_t st)
+template <typename T, class IN = grwiden::in<T>>
+static inline cudaError_t launch_isum(params p, cudaStream_t st)
 {
 	cudaError_t e = cudaMemsetAsync(p.rec, 0, p.k * 8, st);
-	return e ? e : reduce<pol_isum<T>>(p, st);
+	return e ? e : reduce<pol_isum<T, IN>>(p, st);
 }
 
-template <typename T, bool MAX> static inline cudaError_t launch_ext(params p, cudaStream_t st)
+template <typename T, bool MAX, class IN = grwiden::in<T>>
+static inline cudaError_t launch_ext(params p, cudaStream_t st)
 {
 	/* the keys in the records; the worst key: 0 for a maximum, all ones
 	 * for a minimum */
 	p.keys = p.rec;
 	cudaError_t e = cudaMemsetAsync(p.keys, MAX ? 0 : 0xff, p.k * 8, st);
 	if (!e)
-		e = reduce<pol_ext<T, MAX>>(p, st);
+		e = reduce<pol_ext<T, MAX, IN>>(p, st);
 	if (!e) {
-		finish_ext<T, MAX><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
+		finish_ext<T, MAX, IN><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
 		e = cudaGetLastError();
 	}
 	return e;
@@ -454,7 +486,7 @@ template <typename T, bool MAX> static inline cudaError_t launch_ext(params p, c
 /* argmin and argmax: the keys (pol_ext) in a first pass, the first index
  * of each segment's best key in a second; scratch: k keys, then k
  * indices. */
-template <typename T, bool MAX>
+template <typename T, bool MAX, class IN = grwiden::in<T>>
 static inline cudaError_t launch_arg(params p, void *scratch, size_t bytes, cudaStream_t st)
 {
 	if (bytes / 16 < p.k)
@@ -465,11 +497,11 @@ static inline cudaError_t launch_arg(params p, void *scratch, size_t bytes, cuda
 	if (!e)
 		e = cudaMemsetAsync(p.idx, 0xff, p.k * 8, st);
 	if (!e)
-		e = reduce<pol_ext<T, MAX>>(p, st);
+		e = reduce<pol_ext<T, MAX, IN>>(p, st);
 	if (!e)
-		e = reduce<pol_arg<T, MAX>>(p, st);
+		e = reduce<pol_arg<T, MAX, IN>>(p, st);
 	if (!e) {
-		finish_arg<T, MAX><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
+		finish_arg<T, MAX, IN><<<finish_blocks(p.k), FINISH_THREADS, 0, st>>>(p);
 		e = cudaGetLastError();
 	}
 	return e;

@@ -213,13 +213,6 @@ void gr_conn_reduce_region(gr_conn *c, const gr_req *preq)
 					 r->id, out->id);
 		return;
 	}
-	if (preq->scan && r->device >= 0 && gr_dtype_is_narrow(preq->dtype)) {
-		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
-				 "the cumsum of %s elements in GPU memory is not served (the "
-				 "GPU's prefix sums take i32, i64, u32, u64, f32 and f64)",
-				 gr_dtype_name(preq->dtype));
-		return;
-	}
 	if (preq->scan && r->device >= 0 && ((uintptr_t)r->base + preq->offset) % size) {
 		gr_conn_reply_error(c, preq->msgid, GR_ERR_INVALID_PARAMS,
 				 "the cumsum of %s elements in GPU memory needs an offset on a %zu-byte "

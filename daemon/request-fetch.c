@@ -1,8 +1,8 @@
 /*
  * Requests on GPU memory that no GPU kernel reduces (the ops of a narrow
  * dtype that gr_backend_narrow_on_device() leaves out, and any of its
- * elements off their own size's boundary; segments of a narrow dtype;
- * moments of more
+ * elements off their own size's boundary; moments of segments of a
+ * narrow dtype, moments of more
  * segments than gr_backend_segs_moments_max(), segments of more than
  * GR_BACKEND_SEGS_MAX_ELEMS elements, and argmin,
  * argmax, moments and segments of elements off their own size's
@@ -31,11 +31,11 @@ bool gr_request_via_host(const gr_request *req)
 	 * job (every chunk of a request moves on by whole elements, so
 	 * region_next is on the boundary when its start is) */
 	size_t size = gr_dtype_size(req->dtype);
-	if (!gr_backend_dtype_on_device(req->op, req->dtype, req->region_next))
-		return true;
 	if (req->kind == GR_REQUEST_SEGMENTS)
 		return !gr_backend_segs_on_device(req->op, req->dtype, req->region_next,
 						  req->data_bytes / size, req->seg.segs->nseg);
+	if (!gr_backend_dtype_on_device(req->op, req->dtype, req->region_next))
+		return true;
 	return gr_op_cpu_only(req->op) && (uintptr_t)req->region_next % size;
 }
 

@@ -286,8 +286,9 @@ void gr_backend_cpu_wait_idle(gr_backend *b);
  * and the sum of squares of every narrow dtype, moments of the four
  * floats, and argmin and argmax of f16 and bf16 (cuda/narrow.h). The
  * daemon copies device memory of the other pairs to the host, where the
- * CPU widens it (math/widen.h), and does not take the prefix sums of
- * narrow device memory, nor its segments.
+ * CPU widens it (math/widen.h). The prefix sums of narrow device memory
+ * run on its GPU, every narrow dtype's (cuda/scan.h), and so do its
+ * segments of every op but moments (gr_backend_segs_on_device).
  */
 static inline bool gr_backend_narrow_on_device(gr_op op, gr_dtype dt)
 {
@@ -341,15 +342,17 @@ static inline uint64_t gr_backend_segs_moments_max(gr_dtype dt)
  * Does a backend with map_device reduce the k segments of a request of n
  * elements of device memory at data as one job (seg->first 0, every
  * element): the elements on their own size's boundary, at most
- * GR_BACKEND_SEGS_MAX_ELEMS of them, and for moments at most
- * gr_backend_segs_moments_max() segments? (The daemon copies others to
- * the host first.)
+ * GR_BACKEND_SEGS_MAX_ELEMS of them, for moments at most
+ * gr_backend_segs_moments_max() segments, and of a narrow dtype any op
+ * but moments (the segmented reduce widens its elements as it reads
+ * them, cuda/segred.h)? (The daemon copies others to the host first.)
  */
 static inline bool gr_backend_segs_on_device(gr_op op, gr_dtype dt, const void *data, uint64_t n,
 					     uint64_t k)
 {
-	return !gr_dtype_is_narrow(dt) &&
-	       (op != GR_OP_MOMENTS || k <= gr_backend_segs_moments_max(dt)) &&
+	if (gr_dtype_is_narrow(dt) && op == GR_OP_MOMENTS)
+		return false;
+	return (op != GR_OP_MOMENTS || k <= gr_backend_segs_moments_max(dt)) &&
 	       (uintptr_t)data % gr_dtype_size(dt) == 0 && n <= GR_BACKEND_SEGS_MAX_ELEMS;
 }
 

@@ -34,11 +34,6 @@ _DATA_MID = {
     for dt in _wire.DTYPE_NAMES
 }
 
-# The dtypes whose prefix sums a CUDA daemon takes from host memory only
-# (PROTOCOL.md, "cumsum"): with allow_copy, a GPU array of one goes
-# through the host; without, the daemon says no.
-HOST_ONLY = frozenset(("f16", "bf16", "f8e4m3", "f8e5m2", "i8", "u8", "i16", "u16"))
-
 # tail: the bytes after the msgid; conv: the reply's result to what the
 # caller gets; data: buffers sent from their own memory (or None);
 # reply_bytes: how large the reply may be.
@@ -202,7 +197,7 @@ class DevicePlan:
         self.sp, self.out, self.out_sp = sp, out, out_sp
         self.count = sp.count
         self.alloc = self.out_alloc = None
-        if self.count == 0 or (allow_copy and sp.dtype in HOST_ONLY):
+        if self.count == 0:
             return
         alloc = _device.allocation(sp, allow_copy)
         out_alloc = None if alloc is None else _device.allocation(out_sp, allow_copy)

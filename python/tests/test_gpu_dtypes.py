@@ -8,10 +8,11 @@ prefix sums that go through the host, and an empty array.
 
 With PyTorch or CuPy and a GPU: a CUDA daemon (GPURED_TEST_BACKEND=cuda)
 reduces their tensors where they lie, with the bits of the same elements
-on the host and of the references of test_dtypes_small.py, every op; it
-refuses their prefix sums in GPU memory, which allow_copy=True takes
-through the host into GPU memory; a CPU daemon takes them with
-allow_copy=True."""
+on the host and of the references of test_dtypes_small.py, every op,
+segments and prefix sums too (every bit pattern, NaNs, infinities and
+-0 among them: a NaN matches any NaN); allow_copy=True, which sends the
+prefix sums through the host, gives the same; a CPU daemon takes them
+with allow_copy=True."""
 
 import numpy as np
 import pytest
@@ -19,12 +20,14 @@ import pytest
 import gpured
 from gpured import _device, _wire
 from test_cumsum_gpu import HostCuda, fake_gpu  # noqa: F401 (a fixture)
-from test_dtypes_small import (FORMATS, check_all, check_segments, decode, random_bits, same,
-                               same_arrays)
+from test_dtypes_small import (FORMATS, check_all, check_cumsum, check_segments, decode,
+                               random_bits, same, same_arrays)
 from test_gpu_arrays import _cupy, _gpu_daemon, _torch_cuda
 
 SMALL = ["float16", "int8", "uint8", "int16", "uint16", "bool"]
 OPS = ("sum", "sumsq", "min", "max", "argmin", "argmax", "moments")
+# the ops whose segments of GPU memory a CUDA daemon reduces there
+SEG_OPS = ("sum", "sumsq", "min", "max", "argmin", "argmax")
 
 
 def host_of(dtype, n, seed=1):
@@ -128,8 +131,9 @@ def test_torch_cuda_in_place(make_daemon):
                 x, host, v = _tensor(torch, tname, name, n, seed=n)
                 before = _bytes_in(c)
                 got = {op: c.reduce(op, x) for op in OPS if op != "moments" or n > 1}
-                offs = sorted([0, 1, 1, n // 2, n])
-                segs = {op: c.reduce(op, x, offsets=offs) for op in ("sum", "max", "argmin")}
+                offs = sorted([0, 0, 1, 1, n // 2, n // 2 + 4096, n, n])
+                offs = [min(o, n) for o in offs]
+                segs = {op: c.reduce(op, x, offsets=offs) for op in SEG_OPS}
                 parts = [c.reduce("sum", x[a:b], partial=True)
                          for a, b in ((0, n // 3), (n // 3, n))]
                 # the GPU memory was read where it lies: no data crossed
@@ -155,27 +159,74 @@ def test_torch_cuda_references(make_daemon):
             for n in (1, 2, 1001):
                 x, _host, v = _tensor(torch, tname, name, n, seed=n + 7)
                 check_all(c, name, x, v, cumsum=False)
+                check_cumsum(_OnHost(c), name, x, v)
             check_segments(c, name, x, v, [0, 1, 1, 500, 1001])
 
 
+class _OnHost:
+    """A client whose cumsum() of a CUDA tensor checks that the prefix sums
+    came back in GPU memory, and gives them as a NumPy array."""
+
+    def __init__(self, c):
+        self._c = c
+
+    def cumsum(self, x):
+        got = self._c.cumsum(x)
+        assert got.is_cuda
+        return got.cpu().numpy()
+
+
+def _all_patterns(torch, tname, name):
+    """(a CUDA tensor of every bit pattern of the dtype, twice over, the
+    same on the host)."""
+    size = 1 if name in ("f8e4m3", "f8e5m2", "i8", "u8") else 2
+    bits = np.tile(np.arange(1 << (8 * size), dtype=np.uint16 if size == 2 else np.uint8), 2)
+    if tname == "bool":
+        bits = bits & 1
+    raw = torch.from_numpy(bits.view(np.int16) if size == 2 else bits)
+    t = raw.view(getattr(torch, tname)) if tname != "bool" else raw.to(torch.bool)
+    return t.to("cuda"), t
+
+
 def test_torch_cuda_cumsum(make_daemon):
-    """A CUDA daemon takes the prefix sums of these dtypes from host memory
-    only: refused in GPU memory, through the host with allow_copy=True,
-    into GPU memory all the same."""
+    """A CUDA daemon scans these dtypes' GPU memory where it lies, into GPU
+    memory, with the bits of the prefix sums of the same elements on the
+    host (PROTOCOL.md, "Narrow dtypes"): every bit pattern, random
+    elements at sizes around a tile and past 2^20, a slice off a 16-byte
+    boundary, and out given; allow_copy=True (through the host) gives the
+    same."""
     torch = _torch_cuda()
     with _gpu_daemon(make_daemon) as c:
         for _dt, tname, name in _torch_dtypes(torch):
-            x, host, v = _tensor(torch, tname, name, 5003, seed=11)
-            with pytest.raises(gpured.InvalidParams):
-                c.cumsum(x)
-            got = c.cumsum(x, allow_copy=True)
-            assert isinstance(got, torch.Tensor) and got.is_cuda
-            want = c.cumsum(host)
-            assert got.dtype == getattr(torch, want.dtype.name)
-            assert same_arrays(got.cpu().numpy(), want)
-            out = torch.empty(5003, dtype=got.dtype, device="cuda")
-            assert c.cumsum(x, out=out, allow_copy=True) is out
-            assert same_arrays(out.cpu().numpy(), want)
+            cases = [_all_patterns(torch, tname, name)]
+            for n in (1, 4095, 4097, (1 << 20) + 3):
+                x, host, v = _tensor(torch, tname, name, n, seed=11 + n)
+                cases.append((x, host))
+            x, host, v = _tensor(torch, tname, name, 10001, seed=4)
+            cases.append((x[1:], host[1:]))
+            for x, host in cases:
+                n = x.numel()
+                want = c.cumsum(host)
+                before = _bytes_in(c)
+                got = c.cumsum(x)
+                # scanned where it lies: no data crossed the socket
+                assert _bytes_in(c) - before < 4096, (tname, n)
+                assert isinstance(got, torch.Tensor) and got.is_cuda
+                assert got.dtype == getattr(torch, want.dtype.name)
+                assert same_arrays(got.cpu().numpy(), want), (tname, n)
+                out = torch.empty(n, dtype=got.dtype, device="cuda")
+                assert c.cumsum(x, out=out) is out
+                assert same_arrays(out.cpu().numpy(), want), (tname, n)
+                assert same_arrays(c.cumsum(x, allow_copy=True).cpu().numpy(), want)
+            # and the segments of every bit pattern, empty ones and ones
+            # crossing tiles among them
+            x, host = cases[0]
+            n = x.numel()
+            offs = [0, 0, 1, 17, 4000, 4200, 4200, 9000, n - 3, n, n]
+            offs = sorted(min(o, n) for o in offs)
+            for op in SEG_OPS:
+                assert same_results(c.reduce(op, x, offsets=offs),
+                                    c.reduce(op, host, offsets=offs)), (tname, op)
             assert c.ping() == "pong"
 
 
@@ -244,6 +295,5 @@ def test_cupy_in_place(make_daemon):
                     assert same_results(g, c.reduce(op, host)), (dtype, n, op)
                 offs = [0, n // 2, n]
                 assert same_arrays(c.sum(x, offsets=offs), c.sum(host, offsets=offs))
-            with pytest.raises(gpured.InvalidParams):
-                c.cumsum(cupy.asarray(host))
+            assert same_arrays(c.cumsum(x).get(), c.cumsum(host))
             assert same_arrays(c.cumsum(x, allow_copy=True).get(), c.cumsum(host))
