@@ -1,8 +1,9 @@
 /*
- * moments of the narrow floats (f16, bf16, f8e4m3, f8e5m2) in device
- * memory (narrow.h): what the f32 moments kernel gives for the elements
- * widened to f32, which is what the CPU gives (each element widens
- * exactly, and every part of moments is exact or an extreme).
+ * moments of the narrow floats (f16, f8e4m3, f8e5m2; bf16 has a form of
+ * its own, narrow-mom-bf16.cuh, and this one only in the benchmark) in
+ * device memory (narrow.h): what the f32 moments kernel gives for the
+ * elements widened to f32, which is what the CPU gives (each element
+ * widens exactly, and every part of moments is exact or an extreme).
  *
  * A warp reads 16-byte vectors of the narrow dtype grid-stride, as the
  * narrow kernel does (narrow.cuh), the next group's loads out before the

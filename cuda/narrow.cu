@@ -2,6 +2,8 @@
 #include <cuda_runtime.h>
 
 #include "cuda/narrow-argm.cuh"
+#include "cuda/narrow-mom-bf16.cuh"
+#include "cuda/narrow-mom-int.cuh"
 #include "cuda/narrow-moments.cuh"
 #include "cuda/narrow-ops.cuh"
 #include "cuda/narrow-sq.cuh"
@@ -9,21 +11,8 @@
 extern "C" bool gr_narrow_has_kernel(int op, int dtype)
 {
 	using namespace grn;
-	if (dtype < F16 || dtype > U16)
-		return false;
-	switch (op) {
-	case SUM:
-	case MIN:
-	case MAX:
-	case SUMSQ:
-		return true;
-	case MOMENTS:
-		return dtype <= E5M2;
-	case ARGMIN:
-	case ARGMAX:
-		return dtype == F16 || dtype == BF16;
-	}
-	return false;
+	/* every op of every narrow dtype */
+	return dtype >= F16 && dtype <= U16 && op >= SUM && op <= MOMENTS;
 }
 
 extern "C" bool gr_narrow_exact(int op, int dtype)
@@ -38,6 +27,23 @@ namespace grn {
 /* the f16 sum's form: two vectors a lane a group, four blocks an SM (the
  * quickest of gpured-narrow-bench --sweep on an H200) */
 #define GRN_LAUNCH_F16(...) launch<__VA_ARGS__, 2, 4>(data, n, scratch, raw, xout, sm_count, st)
+
+template <bool MAX>
+static cudaError_t argm(int dtype, const void *data, uint64_t n, gr_exact_scratch *scratch,
+			gr_argm_result *out, int sm_count, cudaStream_t st)
+{
+	switch (dtype) {
+	case F16: return launch_argm<F16, MAX>(data, n, scratch, out, sm_count, st);
+	case BF16: return launch_argm<BF16, MAX>(data, n, scratch, out, sm_count, st);
+	case E4M3: return launch_argm<E4M3, MAX>(data, n, scratch, out, sm_count, st);
+	case E5M2: return launch_argm<E5M2, MAX>(data, n, scratch, out, sm_count, st);
+	case I8: return launch_argm<I8, MAX>(data, n, scratch, out, sm_count, st);
+	case U8: return launch_argm<U8, MAX>(data, n, scratch, out, sm_count, st);
+	case I16: return launch_argm<I16, MAX>(data, n, scratch, out, sm_count, st);
+	case U16: return launch_argm<U16, MAX>(data, n, scratch, out, sm_count, st);
+	}
+	return cudaErrorInvalidValue;
+}
 
 template <int OP>
 static cudaError_t minmax(int dtype, const void *data, uint64_t n, gr_exact_scratch *scratch,
@@ -96,11 +102,8 @@ extern "C" int gr_narrow_launch(int op, int dtype, const void *data, uint64_t n,
 	case ARGMIN:
 	case ARGMAX: {
 		gr_argm_result *ao = (gr_argm_result *)raw;
-		if (dtype == F16)
-			return (int)(op == ARGMAX ? launch_argm<F16, true>(data, n, scratch, ao, sm_count, st)
-						  : launch_argm<F16, false>(data, n, scratch, ao, sm_count, st));
-		return (int)(op == ARGMAX ? launch_argm<BF16, true>(data, n, scratch, ao, sm_count, st)
-					  : launch_argm<BF16, false>(data, n, scratch, ao, sm_count, st));
+		return (int)(op == ARGMAX ? argm<true>(dtype, data, n, scratch, ao, sm_count, st)
+					  : argm<false>(dtype, data, n, scratch, ao, sm_count, st));
 	}
 	case MIN:
 		return (int)minmax<MIN>(dtype, data, n, scratch, raw, xout, sm_count, st);
@@ -122,9 +125,13 @@ extern "C" int gr_narrow_moments_launch(int dtype, const void *data, uint64_t n,
 		return (int)cudaErrorInvalidValue;
 	switch (dtype) {
 	case F16: return (int)launch_moments<F16>(data, n, scratch, out, sm_count, st);
-	case BF16: return (int)launch_moments<BF16>(data, n, scratch, out, sm_count, st);
+	case BF16: return (int)launch_mom_bf16(data, n, scratch, out, sm_count, st);
 	case E4M3: return (int)launch_moments<E4M3>(data, n, scratch, out, sm_count, st);
 	case E5M2: return (int)launch_moments<E5M2>(data, n, scratch, out, sm_count, st);
+	case I8: return (int)launch_mom_int<I8>(data, n, scratch, out, sm_count, st);
+	case U8: return (int)launch_mom_int<U8>(data, n, scratch, out, sm_count, st);
+	case I16: return (int)launch_mom_int<I16>(data, n, scratch, out, sm_count, st);
+	case U16: return (int)launch_mom_int<U16>(data, n, scratch, out, sm_count, st);
 	}
 	return (int)cudaErrorInvalidValue;
 }

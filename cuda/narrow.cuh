@@ -200,6 +200,16 @@ static __device__ __forceinline__ uint32_t word(const uint4 &v, unsigned j)
 	return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
 }
 
+/* PTX's byte permute, its selector's nibbles' top bit (copy the chosen
+ * byte's sign into the whole byte) included: 0xBB99, each halfword's sign
+ * across it; 0xBA98, each byte's */
+static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel)
+{
+	uint32_t r;
+	asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+	return r;
+}
+
 /* ---- the kernel ---- */
 
 /* Whether this block is the launch's last to finish (every thread calls
@@ -225,6 +235,36 @@ static __device__ __forceinline__ void load_group(uint4 (&v)[NG], const uint4 *v
 			uint64_t i = vw + lane + g * nt;
 			v[g] = i < nv ? __ldg(vb + i) : pad;
 		}
+	}
+}
+
+/*
+ * A lane's groups of NG vectors (vectors vw + lane, vw + lane + nt, ...,
+ * nt the grid's threads; those at or past nv padding), in increasing
+ * order, each as take(v, vw) with vw the warp's first: the next group's
+ * loads go out before the one in hand is taken (two sets of registers,
+ * taken in turn), as in narrow_kernel below.
+ */
+template <unsigned NG, class F>
+static __device__ __forceinline__ void each_group(const uint4 *vb, uint64_t nv, uint4 pad,
+						  unsigned lane, F &&take)
+{
+	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
+	uint4 va[NG], vc[NG];
+	uint64_t vw = (uint64_t)blockIdx.x * THREADS + (threadIdx.x - lane);
+	if (vw < nv)
+		load_group<NG>(va, vb, vw, nt, nv, pad, lane);
+	while (vw < nv) {
+		const uint64_t w1 = vw + NG * nt;
+		if (w1 < nv)
+			load_group<NG>(vc, vb, w1, nt, nv, pad, lane);
+		take(va, vw);
+		if (w1 >= nv)
+			break;
+		vw = w1 + NG * nt;
+		if (vw < nv)
+			load_group<NG>(va, vb, vw, nt, nv, pad, lane);
+		take(vc, w1);
 	}
 }
 

@@ -7,15 +7,17 @@
  * others as the 64-bit raw value the batch kernel leaves for the wide
  * dtypes (kernel.h): integer sums wrapping, min and max of floats as the
  * float64 bits of the element (NaN when any element is one), of integers
- * as int64 or uint64; argmin and argmax of f16 and bf16 as argm.h's
- * result (value and index); moments of the four floats as the f32
- * moments kernel's sums (moments.h), their keys in the f64 form.
- * narrow.cuh, narrow-ops.cuh, narrow-sq.cuh, narrow-argm.cuh and
- * narrow-moments.cuh have how.
+ * as int64 or uint64; argmin and argmax as argm.h's result (value, as
+ * min's and max's, and index); moments of the floats as the f32 moments
+ * kernel's sums (moments.h), their keys in the f64 form, and of the
+ * integers as the i32 and u32 moments kernel's (isum, isq, keys).
+ * narrow.cuh, narrow-ops.cuh, narrow-sq.cuh, narrow-argm.cuh,
+ * narrow-moments.cuh, narrow-mom-bf16.cuh and narrow-mom-int.cuh have
+ * how.
  *
- * Which (op, dtype) pairs have a kernel here: gr_narrow_has_kernel(); the
- * engine runs the others on the CPU (engine/backend.h,
- * gr_backend_narrow_on_device, says the same).
+ * Every op of every narrow dtype has a kernel here
+ * (gr_narrow_has_kernel(), as engine/backend.h's
+ * gr_backend_narrow_on_device says).
  */
 #pragma once
 
@@ -51,14 +53,14 @@ int gr_narrow_launch(int op, int dtype, const void *data, uint64_t n, gr_exact_s
 		     uint64_t *raw, gr_exact_sum *xout, int sm_count, void *stream);
 
 /*
- * The moments sums of the n > 0 elements of dtype (a narrow float) at
- * data (device memory, aligned to the element's size) into *out, in one
- * launch on stream: what gr_moments_launch() gives for the elements
- * widened to f32, except that kmin and kmax are the keys of the extremes
- * widened to f64 (gr_moments_key_value(GR_EXACT_F64, k) is the value).
- * scratch as gr_moments_launch()'s. Returns the launch's cudaError_t;
- * cudaErrorInvalidValue for another dtype, n == 0 or a misaligned
- * pointer.
+ * The moments sums of the n > 0 elements of dtype (a narrow one) at data
+ * (device memory, aligned to the element's size) into *out, in one launch
+ * on stream: what gr_moments_launch() gives for the elements widened to
+ * f32, i32 or u32, except that a float's kmin and kmax are the keys of
+ * the extremes widened to f64 (gr_moments_key_value(GR_EXACT_F64, k) is
+ * the value). scratch as gr_moments_launch()'s. Returns the launch's
+ * cudaError_t; cudaErrorInvalidValue for another dtype, n == 0 or a
+ * misaligned pointer.
  */
 int gr_narrow_moments_launch(int dtype, const void *data, uint64_t n, gr_moments_scratch *scratch,
 			     gr_moments_sums *out, int sm_count, void *stream);

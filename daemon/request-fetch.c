@@ -1,6 +1,5 @@
 /*
- * Requests on GPU memory that no GPU kernel reduces (the ops of a narrow
- * dtype that gr_backend_narrow_on_device() leaves out, and any of its
+ * Requests on GPU memory that no GPU kernel reduces (a narrow dtype's
  * elements off their own size's boundary; moments of segments of a
  * narrow dtype, moments of more
  * segments than gr_backend_segs_moments_max(), segments of more than

@@ -282,31 +282,18 @@ void gr_backend_cpu_wait_idle(gr_backend *b);
 
 /*
  * Which ops over a narrow dtype (proto/types.h, gr_dtype_is_narrow) a
- * backend with map_device reduces where the elements lie: sum, min, max
- * and the sum of squares of every narrow dtype, moments of the four
- * floats, and argmin and argmax of f16 and bf16 (cuda/narrow.h). The
- * daemon copies device memory of the other pairs to the host, where the
- * CPU widens it (math/widen.h). The prefix sums of narrow device memory
- * run on its GPU, every narrow dtype's (cuda/scan.h), and so do its
- * segments of every op but moments (gr_backend_segs_on_device).
+ * backend with map_device reduces where the elements lie: every op of
+ * every narrow dtype (cuda/narrow.h, gr_narrow_has_kernel), with the
+ * elements on their own size's boundary (gr_backend_dtype_on_device;
+ * the daemon copies others to the host, where the CPU widens them,
+ * math/widen.h). The prefix sums of narrow device memory run on its GPU,
+ * every narrow dtype's (cuda/scan.h), and so do its segments of every
+ * op but moments (gr_backend_segs_on_device).
  */
 static inline bool gr_backend_narrow_on_device(gr_op op, gr_dtype dt)
 {
-	switch (op) {
-	case GR_OP_SUM:
-	case GR_OP_MIN:
-	case GR_OP_MAX:
-	case GR_OP_SUMSQ:
-		return gr_dtype_is_narrow(dt);
-	case GR_OP_MOMENTS:
-		return dt == GR_DT_F16 || dt == GR_DT_BF16 || dt == GR_DT_F8E4M3 ||
-		       dt == GR_DT_F8E5M2;
-	case GR_OP_ARGMIN:
-	case GR_OP_ARGMAX:
-		return dt == GR_DT_F16 || dt == GR_DT_BF16;
-	default:
-		return false;
-	}
+	/* every reduce op of every narrow dtype (gr_narrow_has_kernel()) */
+	return (unsigned)op < GR_OP_N && gr_dtype_is_narrow(dt);
 }
 
 /*

@@ -16,9 +16,11 @@
  * run on the same machine.
  *
  * --sweep: the f16, bf16 and f8e5m2 sums' kernel forms instead (vectors a
- * lane a group, blocks an SM), at 2^24 to 2^28.
+ * lane a group, blocks an SM), at 2^24 to 2^28; --forms: bf16 argmax's
+ * and bf16 moments' forms (and moments' earlier form, each group widened
+ * to f32 for the f32 moments kernel's group), likewise.
  *
- *   gpured-narrow-bench [--hi E] [--op NAME] [--dtype NAME] [--sweep]
+ *   gpured-narrow-bench [--hi E] [--op NAME] [--dtype NAME] [--sweep | --forms]
  */
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +30,9 @@
 #include <cuda_runtime.h>
 
 #include "bench/cuda/bench-common.cuh"
+#include "cuda/narrow-argm.cuh"
+#include "cuda/narrow-mom-bf16.cuh"
+#include "cuda/narrow-moments.cuh"
 #include "cuda/narrow-ops.cuh"
 
 /* gr_op's and gr_dtype's values and names */
@@ -105,11 +110,43 @@ template <class Op> static void forms(std::vector<std::pair<const char *, launch
 	f.push_back({"G8 B2 one set", form<Op, 8, 2, false>::launch});
 }
 
+/* bf16 argmax's and moments' forms: (name, launch at d of n elements) */
+struct bform {
+	const char *name;
+	void (*launch)(const void *d, uint64_t n, gr_exact_scratch *s, uint64_t *raw,
+		       gr_moments_scratch *ms, gr_moments_sums *mo, int sms, cudaStream_t st);
+};
+template <unsigned NG, unsigned BPS>
+static void argmax_form(const void *d, uint64_t n, gr_exact_scratch *s, uint64_t *raw,
+			gr_moments_scratch *, gr_moments_sums *, int sms, cudaStream_t st)
+{
+	CU((grn::launch_argm<grn::BF16, true, NG, BPS>(d, n, s, (gr_argm_result *)raw, sms, st)));
+}
+template <unsigned NG, unsigned BPS>
+static void mom_form(const void *d, uint64_t n, gr_exact_scratch *, uint64_t *,
+		     gr_moments_scratch *ms, gr_moments_sums *mo, int sms, cudaStream_t st)
+{
+	CU((grn::launch_mom_bf16<NG, BPS>(d, n, ms, mo, sms, st)));
+}
+static void mom_f32_group(const void *d, uint64_t n, gr_exact_scratch *, uint64_t *,
+			  gr_moments_scratch *ms, gr_moments_sums *mo, int sms, cudaStream_t st)
+{
+	CU((grn::launch_moments<grn::BF16>(d, n, ms, mo, sms, st)));
+}
+static const bform bforms[] = {
+	{"argmax G8 B2", argmax_form<8, 2>},   {"argmax G4 B4", argmax_form<4, 4>},
+	{"argmax G4 B2", argmax_form<4, 2>},   {"argmax G16 B1", argmax_form<16, 1>},
+	{"moments G4 B2", mom_form<4, 2>},     {"moments G2 B2", mom_form<2, 2>},
+	{"moments G8 B1", mom_form<8, 1>},     {"moments f32 group", mom_f32_group},
+};
+
 int main(int argc, char **argv)
 {
-	bool sweep = false;
-	for (int i = 1; i < argc; i++)
+	bool sweep = false, bf = false;
+	for (int i = 1; i < argc; i++) {
 		sweep |= !strcmp(argv[i], "--sweep");
+		bf |= !strcmp(argv[i], "--forms");
+	}
 	int hi = 28;
 	const char *only_op = NULL, *only_dt = NULL;
 	for (int i = 1; i + 1 < argc; i++) {
@@ -158,6 +195,37 @@ int main(int argc, char **argv)
 	CU(cudaEventCreate(&e0));
 	CU(cudaEventCreate(&e1));
 
+	if (bf) {
+		for (int kind = 0; kind < 2; kind++) {
+			const size_t pool_n = grb::POOL / 2;
+			fill_narrow<<<sms * 8, 256, 0, st>>>(pool, pool_n, 7, kind, 0x1234567ull + 7);
+			CU(cudaStreamSynchronize(st));
+			for (int lg = 24; lg <= hi; lg += 2) {
+				const size_t n = (size_t)1 << lg, bytes = n * 2;
+				const size_t nf = sizeof(bforms) / sizeof(bforms[0]);
+				std::vector<std::vector<double>> t(nf + 1);
+				for (int rep = 0; rep < 5; rep++) {
+					for (size_t k = 0; k < nf; k++)
+						t[k].push_back(grb::block_gbs(bytes, 0, e0, e1, st, [&](size_t at) {
+							bforms[k].launch(pool + at, n, scratch, raw, mscratch, mout,
+									 sms, st);
+						}));
+					t[nf].push_back(grb::block_gbs(bytes, 0, e0, e1, st, [&](size_t at) {
+						grb::read_bw(pool + at, bytes, bw_blocks, sink, st);
+					}));
+				}
+				const double r = grb::median(t[nf]);
+				for (size_t k = 0; k < nf; k++) {
+					const double o = grb::median(t[k]);
+					printf("%-6s %-7s %-5s %-4d %10.0f %10.0f %9.1f %9.1f %7.3f  %s\n", "form",
+					       "bf16", kind ? "wide" : "unif", lg, o, r, bytes / o / 1e3,
+					       bytes / r / 1e3, o / r, bforms[k].name);
+				}
+				fflush(stdout);
+			}
+		}
+		return 0;
+	}
 	if (sweep) {
 		for (int dt : {6, 7, 9}) {
 			std::vector<std::pair<const char *, launch_fn>> f;

@@ -13,9 +13,15 @@
  * of seven, and of the whole GPU; the sums of squares and moments of the
  * floats, and the f16 sum, also at 2^24 + 3 and 2^26 + 5 on a grid of one
  * multiprocessor, so that each lane's accumulators are flushed on the
- * way (and 2^24, 2^26 and 2^28 with --big). Every field of moments
+ * way, with moments and argmax of i16 and u8 and argmax of bf16 (and
+ * 2^24, 2^26 and 2^28 with --big). Kinds for argmin and argmax and bf16
+ * moments' paths: ties (three values and both zeros), NaNs of both signs
+ * and many payloads, exponents that rise along the array, and a binade
+ * with now and then an element far below it. Every field of moments
  * (sum, min, max, mean and variance with ddof 0 and 1), argmin's and
- * argmax's index must be the CPU's too. The scratch must be left zero. A
+ * argmax's index must be the CPU's too, and so must moments' exact sum of
+ * squares (and the integers' exact sum) where no NaN or infinity is among
+ * the elements. The scratch must be left zero. A
  * NaN result must be a NaN (any). --quick keeps to a few small sizes,
  * kinds and starts (for compute-sanitizer); --dtype NAME to one dtype
  * (so that several processes can share the checks). Exits 77 when there
@@ -36,6 +42,10 @@ extern "C" {
 #include "cuda/exact-partial.h"
 #include "math/reduce.h"
 #include "proto/types.h"
+/* math/xsum.h's (whose math/simd.h is C's, not C++'): the limbs of an
+ * exact accumulator */
+size_t xsum_acc_limbs(const uint64_t *acc, uint64_t xflags, uint64_t count, uint64_t *words,
+		      size_t max, int *ret_scale, unsigned *ret_flags);
 }
 
 static const gr_dtype dts[] = {GR_DT_F16, GR_DT_BF16, GR_DT_F8E4M3, GR_DT_F8E5M2,
@@ -44,10 +54,11 @@ static const gr_op ops[] = {GR_OP_SUM,    GR_OP_MIN,    GR_OP_MAX,    GR_OP_SUMS
 			    GR_OP_ARGMIN, GR_OP_ARGMAX, GR_OP_MOMENTS};
 
 enum { RANDOM, FINITE, EVERY, FEW_BINADES, WIDE, CANCEL, NEGZERO, ZEROS, MAXV, ONE_NAN, PINF,
-       BOTH_INF, INT_MIN_ALL, SMALL, SUBNORMAL, OFFSET, NKINDS };
+       BOTH_INF, INT_MIN_ALL, SMALL, SUBNORMAL, OFFSET, TIES, NANS, RISE, TINY, NKINDS };
 static const char *kind_name[] = {"random", "finite", "every", "few-binades", "wide", "cancel",
 				  "negzero", "zeros", "max", "nan", "+inf", "both-inf",
-				  "int-min", "small", "subnormal", "offset"};
+				  "int-min", "small", "subnormal", "offset", "ties", "nans",
+				  "rise", "tiny"};
 
 static unsigned esize(gr_dtype dt)
 {
@@ -122,7 +133,7 @@ static bool fill(gr_dtype dt, int kind, std::vector<unsigned char> &h, size_t n)
 	h.assign(n * esize(dt), 0);
 	if (!fp && (kind == CANCEL || kind == NEGZERO || kind == ONE_NAN || kind == PINF ||
 		    kind == BOTH_INF || kind == WIDE || kind == FEW_BINADES || kind == SUBNORMAL ||
-		    kind == OFFSET))
+		    kind == OFFSET || kind == NANS || kind == RISE || kind == TINY))
 		return false;
 	if (fp && (kind == INT_MIN_ALL || kind == SMALL))
 		return false;
@@ -131,6 +142,10 @@ static bool fill(gr_dtype dt, int kind, std::vector<unsigned char> &h, size_t n)
 	fl f = fp ? layout(dt) : fl{};
 	const unsigned emax = fp ? (1u << f.ebits) - (dt == GR_DT_F8E4M3 ? 1 : 2) : 0;
 	const uint32_t inf = fp ? ((1u << f.ebits) - 1) << f.shift : 0;
+	/* ties: three values (and both zeros) */
+	const uint32_t tie[3] = {fp ? finite_bits(dt) : (uint32_t)rnd() & mask(dt),
+				 fp ? finite_bits(dt) : (uint32_t)rnd() & mask(dt),
+				 fp ? finite_bits(dt) : (uint32_t)rnd() & mask(dt)};
 	for (size_t i = 0; i < n; i++) {
 		uint32_t b = 0;
 		switch (kind) {
@@ -178,6 +193,34 @@ static bool fill(gr_dtype dt, int kind, std::vector<unsigned char> &h, size_t n)
 			if (rnd() % 4 == 0)
 				b ^= (uint32_t)(rnd() % 3);
 			break;
+		case TIES: {
+			const unsigned r = (unsigned)(rnd() % 5);
+			b = r < 3 ? tie[r] : r == 3 ? 0u : fp ? top : 0u;
+			break;
+		}
+		case NANS:
+			/* NaNs of both signs and of any payload among a few
+			 * binades: the first NaN is argmin's and argmax's */
+			b = make(dt, f.bias - 3 + (unsigned)(rnd() % 4), rnd() & 1);
+			if (rnd() % 64 == 0) {
+				const uint32_t pl = dt == GR_DT_F8E4M3 ? 7u : 1u + (uint32_t)rnd() % ((1u << f.shift) - 1);
+				b = inf | pl | (rnd() & 1 ? top : 0);
+			}
+			break;
+		case RISE:
+			/* exponents that grow along the array (and fall back
+			 * at its end): a lane's bound moves again and again */
+			b = make(dt, 1 + (unsigned)((i * (uint64_t)emax) / (n + 1)) % emax, rnd() & 1);
+			if (i + 64 > n)
+				b = make(dt, 1 + (unsigned)(rnd() % 3), rnd() & 1);
+			break;
+		case TINY:
+			/* a binade or two, and now and then an element far
+			 * below them */
+			b = make(dt, f.bias - 1 + (unsigned)(rnd() % 2), rnd() & 1);
+			if (rnd() % 500 == 0)
+				b = make(dt, (unsigned)(rnd() % 3), rnd() & 1);
+			break;
 		}
 		put(h, dt, i, b);
 	}
@@ -214,8 +257,23 @@ static bool same_f(double a, double b)
 	return memcmp(&a, &b, 8) == 0;
 }
 
+/* Whether the exact accumulators a and b (of partials of n elements, their
+ * flags fa and fb) hold the same value: their limbs (xsum_acc_limbs), which
+ * drop what only repeats the sign. */
+static bool same_acc(const uint64_t *a, uint64_t fa, const uint64_t *b, uint64_t fb, uint64_t n)
+{
+	uint64_t wa[GR_PARTIAL_XWORDS], wb[GR_PARTIAL_XWORDS];
+	int sa, sb;
+	unsigned ga, gb;
+	size_t na = xsum_acc_limbs(a, fa, n, wa, GR_PARTIAL_XWORDS, &sa, &ga);
+	size_t nb = xsum_acc_limbs(b, fb, n, wb, GR_PARTIAL_XWORDS, &sb, &gb);
+	return na == nb && sa == sb && memcmp(wa, wb, na * sizeof(*wa)) == 0;
+}
+
 /* moments over n elements at d (device) against the CPU's partial cp:
- * every field, ddof 0 and 1 */
+ * every field, ddof 0 and 1; and the exact sum of squares itself (an
+ * error in its far end would not reach a rounded variance), and the
+ * integers' exact sum, where no NaN or infinity is among the elements */
 static void check_moments(gr_dtype dt, const unsigned char *d, size_t n, int sms,
 			  const gr_partial *cp, const char *what)
 {
@@ -225,6 +283,11 @@ static void check_moments(gr_dtype dt, const unsigned char *d, size_t n, int sms
 	CU(cudaMemcpy(&got, dmout, sizeof(got), cudaMemcpyDeviceToHost));
 	gr_partial *gp = (gr_partial *)calloc(1, sizeof(gr_partial));
 	cuda_moments_partial(&got, dt, n, gp);
+	const uint64_t specials = GR_PARTIAL_NAN | GR_PARTIAL_PINF | GR_PARTIAL_NINF;
+	if (!((gp->x2flags | cp->x2flags | gp->xflags | cp->xflags) & specials))
+		CHECK(same_acc(gp->x2acc, 0, cp->x2acc, 0, n) &&
+			      (is_float(dt) || same_acc(gp->xacc, 0, cp->xacc, 0, n)),
+		      "%s: exact sums of squares (or integer sums) differ", what);
 	for (uint64_t ddof = 0; ddof < 2 && ddof < n; ddof++) {
 		gr_moments g, c;
 		gr_err eg = gr_moments_finish(dt, gp, ddof, &g);
@@ -342,15 +405,16 @@ int main(int argc, char **argv)
 	CU(cudaMemset(dmscratch, 0, sizeof(gr_moments_scratch)));
 	CU(cudaMalloc((void **)&dmout, sizeof(gr_moments_sums)));
 
-	/* pairs with no kernel are refused (test-cuda-backend holds the
-	 * daemon's table, engine/backend.h, to this one) */
-	CHECK(!gr_narrow_has_kernel(GR_OP_SUM, GR_DT_F32) && !gr_narrow_has_kernel(GR_OP_ARGMIN, GR_DT_I8) &&
-		      !gr_narrow_has_kernel(GR_OP_MOMENTS, GR_DT_I16),
+	/* every op of every narrow dtype has a kernel, and no other dtype
+	 * (test-cuda-backend holds the daemon's table, engine/backend.h, to
+	 * this one) */
+	CHECK(!gr_narrow_has_kernel(GR_OP_SUM, GR_DT_F32) && !gr_narrow_has_kernel(GR_OP_ARGMIN, GR_DT_I64) &&
+		      !gr_narrow_has_kernel(GR_OP_N, GR_DT_I8),
 	      "pairs without a kernel");
 	for (gr_dtype dt : dts)
-		CHECK(gr_narrow_has_kernel(GR_OP_SUMSQ, dt) &&
-			      gr_narrow_has_kernel(GR_OP_MOMENTS, dt) == is_float(dt),
-		      "%s: sumsq and moments", gr_dtype_name(dt));
+		for (gr_op op : ops)
+			CHECK(gr_narrow_has_kernel(op, dt), "%s %s: a kernel", gr_op_name(op),
+			      gr_dtype_name(dt));
 	CHECK(gr_narrow_launch(GR_OP_SUM, GR_DT_F16, (const void *)(uintptr_t)1, 4, dscratch, draw,
 			       dxout, sms, 0) == (int)cudaErrorInvalidValue,
 	      "a misaligned f16 is refused");
@@ -359,11 +423,13 @@ int main(int argc, char **argv)
 	      "moments is not gr_narrow_launch's");
 	CHECK(gr_narrow_moments_launch(GR_DT_BF16, (const void *)(uintptr_t)1, 4, dmscratch, dmout,
 				       sms, 0) == (int)cudaErrorInvalidValue &&
-		      gr_narrow_moments_launch(GR_DT_U8, dmout, 4, dmscratch, dmout, sms, 0) ==
+		      gr_narrow_moments_launch(GR_DT_I16, (const void *)(uintptr_t)1, 4, dmscratch, dmout,
+					       sms, 0) == (int)cudaErrorInvalidValue &&
+		      gr_narrow_moments_launch(GR_DT_F32, dmout, 4, dmscratch, dmout, sms, 0) ==
 			      (int)cudaErrorInvalidValue &&
 		      gr_narrow_moments_launch(GR_DT_F16, dmout, 0, dmscratch, dmout, sms, 0) ==
 			      (int)cudaErrorInvalidValue,
-	      "moments of a misaligned bf16, of u8, of nothing are refused");
+	      "moments of a misaligned bf16 or i16, of f32, of nothing are refused");
 
 	std::vector<size_t> sizes = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 100, 255, 1000, 4097,
 				     32768, 65541};
@@ -384,7 +450,8 @@ int main(int argc, char **argv)
 			continue;
 		for (int kind = 0; kind < NKINDS; kind++) {
 			/* --quick: a few kinds, at a few starts */
-			if (quick && kind != RANDOM && kind != WIDE && kind != ONE_NAN && kind != SMALL)
+			if (quick && kind != RANDOM && kind != WIDE && kind != ONE_NAN && kind != SMALL &&
+			    kind != TIES && kind != NANS && kind != TINY)
 				continue;
 			for (size_t n : sizes) {
 				/* every start in a vector the size allows */
@@ -411,17 +478,20 @@ int main(int argc, char **argv)
 		 * multiprocessor's grid, at an odd start */
 		for (size_t n : {(size_t)(1u << 24) + 3, (size_t)(1u << 26) + 5}) {
 			CU(cudaMalloc((void **)&dbuf, (n + 16) * 2));
-			for (gr_dtype dt : {GR_DT_F16, GR_DT_BF16, GR_DT_F8E5M2, GR_DT_F8E4M3}) {
+			for (gr_dtype dt : {GR_DT_F16, GR_DT_BF16, GR_DT_F8E5M2, GR_DT_F8E4M3, GR_DT_I16,
+					    GR_DT_U8}) {
 				if (skip(dt))
 					continue;
-				for (int kind : {FINITE, WIDE, MAXV, CANCEL, OFFSET}) {
+				for (int kind : {FINITE, WIDE, MAXV, CANCEL, OFFSET, TINY, RISE, SMALL}) {
 					if (n > (1u << 25) && (dt != GR_DT_F16 || kind == CANCEL))
 						continue;
 					if (!fill(dt, kind, h, n + 1))
 						continue;
 					CU(cudaMemcpy(dbuf, h.data(), h.size(), cudaMemcpyHostToDevice));
-					for (gr_op op : {GR_OP_SUM, GR_OP_SUMSQ, GR_OP_MOMENTS})
-						if (op != GR_OP_SUM || dt == GR_DT_F16)
+					for (gr_op op : {GR_OP_SUM, GR_OP_SUMSQ, GR_OP_MOMENTS, GR_OP_ARGMAX})
+						if ((op != GR_OP_SUM || dt == GR_DT_F16) &&
+						    (op != GR_OP_SUMSQ || is_float(dt)) &&
+						    (op != GR_OP_ARGMAX || dt == GR_DT_BF16 || !is_float(dt)))
 							one(op, dt, kind, h, dbuf, 1, n, 1);
 					if (n < (1u << 25))
 						one(GR_OP_MOMENTS, dt, kind, h, dbuf, 1, n, sms);

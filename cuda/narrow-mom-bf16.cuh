@@ -1,0 +1,434 @@
+/*
+ * moments of bf16 in device memory (narrow.h): the exact sum of the
+ * elements, the exact sum of their squares and the keys of the least and
+ * greatest, what the f32 moments kernel gives for the elements widened
+ * (narrow-moments.cuh), in a form of its own: a bf16 has 8 significant
+ * bits, so its square has 16, and both fit fixed windows of doubles with
+ * room to spare, where the f32 kernel's bins must take 24 and 48.
+ *
+ * As the bf16 sum (narrow-ops.cuh, SumBf16), a lane keeps doubles pinned
+ * by E, where 2^E bounds every element the warp has put there (E the same
+ * across the warp), and adds each element of |x| >= 2^(E - 33), or zero,
+ * with no rounding:
+ *
+ * - the sum: a double a place of the vector, pinned at 1.5 * 2^(E + 12):
+ *   its last place is 2^(E - 40), and every such element is a multiple of
+ *   it (8 bits from its top); 2^11 adds of elements below 2^E keep it in
+ *   its binade.
+ * - the squares: a pair of doubles a word of the vector. q, pinned at
+ *   1.5 * 2^(2E + 12) (last place 2^(2E - 40)), takes each square by a
+ *   fused multiply-add, which rounds; what it dropped, x * x - (q' - q)
+ *   (q - q' exact, both in one binade), is exact too (a square's 16 bits
+ *   less the part that q took), at most 2^(2E - 41), and a multiple of
+ *   2^(2E - 81) for the elements in the window; it goes into r, pinned at
+ *   1.5 * 2^(2E - 29), whose last place is that, and which 2^11 adds keep
+ *   in its binade (reaching its top only exactly).
+ *
+ * Each of them less its pin is then an integer number of its last places
+ * below 2^51, moved into the block's digits (the sum's, the squares') by
+ * the warp before 2^11 adds. Each group of vectors is checked first with
+ * two-halfword instructions and one vote over the warp, as SumBf16's
+ * (every element below 2^E, and zero or not below 2^(E - 33)): when it
+ * passes (almost always) the adds follow, one conversion of the element
+ * to a double, one add and three fused or plain operations for its
+ * square; otherwise the careful path raises E to the largest finite
+ * element and tries again, and failing that takes element by element:
+ * infinities and NaNs into the flags, elements in the window into the
+ * doubles, the others into the warp's bins in shared memory (for each
+ * exponent the sum of the signed significands and of their squares),
+ * which go to the digits at the end.
+ *
+ * min and max are keys (narrow-argm.cuh's: the bits with the magnitude
+ * bits of the negative ones flipped, two-halfword maxima and minima),
+ * which also give the check its largest magnitude; NaNs in them do not
+ * matter, since a NaN makes min and max NaN (the sum's flags say so).
+ * The elements before the first 16-byte boundary and after the last
+ * whole vector go to block 0's first warp first, one a lane; blocks meet
+ * as the other moments kernels' do, the keys those of the extremes
+ * widened to f64.
+ */
+#pragma once
+
+#include "cuda/moments.cuh"
+#include "cuda/narrow.cuh"
+
+namespace grn {
+
+struct MomBf16 {
+	static constexpr int HEAD = 12, WIN = 33;
+	/* adds a double takes before it is moved to the digits */
+	static constexpr unsigned CAP = 1u << (HEAD - 1);
+	static constexpr int E_MIN = -126;
+	/* careful groups the bins take before they are flushed: a bin's
+	 * squares grow by at most 2^11 * 2^16 a group of 8 vectors */
+	static constexpr unsigned BIN_GROUPS = 16;
+	double a[8], q[4], r[4];
+	double PA, PQ, PR;
+	int E;
+	/* magnitudes (bits) below khi are below 2^E; above kthr, in the
+	 * window (kthr 0: every one is) */
+	uint32_t khi, kthr;
+	unsigned used, bused;
+	uint32_t nz, f1, f2;
+	/* the greatest and least keys so far, two halfwords */
+	uint32_t kx, kn;
+	bool any;
+	/* the warp's bins (shared memory): bin e holds the sums of the
+	 * signed significands and of their squares of the elements of
+	 * biased exponent e (1 also the subnormals'), each element weighing
+	 * 2^(e - 134), its square 2^(2e - 268) */
+	int *sb;
+	unsigned *qb;
+
+	__device__ __forceinline__ void pin(int e)
+	{
+		E = e;
+		PA = 1.5 * gre::pow2(e + HEAD);
+		PQ = 1.5 * gre::pow2(2 * e + HEAD);
+		PR = 1.5 * gre::pow2(2 * e - 41 + HEAD);
+		khi = (uint32_t)(e + 127) << 7;
+		const int kl = e - WIN + 127;
+		kthr = kl > 0 ? ((uint32_t)kl << 7) - 1 : 0;
+#pragma unroll
+		for (unsigned k = 0; k < 8; k++)
+			a[k] = PA;
+#pragma unroll
+		for (unsigned j = 0; j < 4; j++) {
+			q[j] = PQ;
+			r[j] = PR;
+		}
+		used = 0;
+	}
+	__device__ __forceinline__ void init()
+	{
+		__shared__ int sbins[THREADS / 32][256];
+		__shared__ unsigned qbins[THREADS / 32][256];
+		pin(E_MIN);
+		nz = f1 = f2 = 0;
+		bused = 0;
+		kx = 0x80008000u;
+		kn = 0x7fff7fffu;
+		any = false;
+		sb = sbins[threadIdx.x / 32];
+		qb = qbins[threadIdx.x / 32];
+		for (unsigned i = threadIdx.x & 31; i < 256; i += 32) {
+			sb[i] = 0;
+			qb[i] = 0;
+		}
+		__syncwarp();
+	}
+	/* x into the sum's double k and the squares' pair j, exactly */
+	__device__ __forceinline__ void add(unsigned k, unsigned j, double x)
+	{
+		a[k] = __dadd_rn(a[k], x);
+		const double qn = __fma_rn(x, x, q[j]);
+		const double d = __dsub_rn(q[j], qn);
+		q[j] = qn;
+		r[j] = __dadd_rn(r[j], __fma_rn(x, x, d));
+	}
+	/* the doubles into the digits (warp-wide), and afresh */
+	__device__ __forceinline__ void flush(long long *d1, long long *d2, unsigned lane)
+	{
+		const double sa = gre::pow2(40 - E), sq = gre::pow2(40 - 2 * E),
+			     sr = gre::pow2(81 - 2 * E);
+		long long ia = 0, iq = 0, ir = 0;
+#pragma unroll
+		for (unsigned k = 0; k < 8; k++)
+			ia += __double2ll_rn((a[k] - PA) * sa);
+#pragma unroll
+		for (unsigned j = 0; j < 4; j++) {
+			iq += __double2ll_rn((q[j] - PQ) * sq);
+			ir += __double2ll_rn((r[j] - PR) * sr);
+		}
+		warp_to_digits(d1, ia, 40 - E, lane);
+		warp_to_digits(d2, iq, 40 - 2 * E, lane);
+		warp_to_digits(d2, ir, 81 - 2 * E, lane);
+		pin(E);
+	}
+	/* the bins into the digits (warp-wide), and zero again */
+	__device__ __forceinline__ void flush_bins(long long *d1, long long *d2, unsigned lane)
+	{
+		__syncwarp();
+		for (unsigned i = lane; i < 256; i += 32) {
+			const int b = sb[i];
+			const unsigned c = qb[i];
+			if (b) {
+				add_digits(d1, b < 0, b < 0 ? 0u - (unsigned)b : (unsigned)b,
+					   (int)i - 134 + ONE);
+				sb[i] = 0;
+			}
+			if (c) {
+				add_digits(d2, false, c, 2 * (int)i - 268 + ONE);
+				qb[i] = 0;
+			}
+		}
+		__syncwarp();
+		bused = 0;
+	}
+	/* one element (bits h, its places k and j), the careful way */
+	__device__ __forceinline__ void careful(uint32_t h, unsigned k, unsigned j)
+	{
+		const uint32_t m = h & 0x7fffu;
+		nz |= h != 0x8000u;
+		if (m >= 0x7f80u) {
+			f1 |= m > 0x7f80u ? GR_EXACT_NAN : h & 0x8000u ? GR_EXACT_NINF : GR_EXACT_PINF;
+			f2 |= m > 0x7f80u ? GR_EXACT_NAN : GR_EXACT_PINF;
+		} else if (m > kthr) {
+			add(k, j, (double)__uint_as_float(h << 16));
+		} else if (m) {
+			const uint32_t e = m >> 7, sig = e ? 0x80u | (m & 0x7fu) : m;
+			atomicAdd(&sb[e ? e : 1], h & 0x8000u ? -(int)sig : (int)sig);
+			atomicAdd(&qb[e ? e : 1], sig * sig);
+		}
+	}
+	/* a group that passed: every element into the doubles; a lane whose
+	 * elements are all zeros (mx 0) looks at their signs */
+	template <unsigned NG>
+	__device__ __forceinline__ void fast(const uint4 (&v)[NG], int mx)
+	{
+		if (mx) {
+			nz = 1;
+		} else {
+#pragma unroll
+			for (unsigned g = 0; g < NG; g++)
+#pragma unroll
+				for (unsigned j = 0; j < 4; j++)
+					nz |= word(v[g], j) ^ 0x80008000u;
+		}
+#pragma unroll
+		for (unsigned g = 0; g < NG; g++)
+#pragma unroll
+			for (unsigned j = 0; j < 4; j++) {
+				const uint32_t w = word(v[g], j);
+				add(2 * j, j, (double)__uint_as_float(w << 16));
+				add(2 * j + 1, j, (double)__uint_as_float(w & 0xffff0000u));
+			}
+		used += 2 * NG;
+	}
+	/*
+	 * A group (every lane of the warp together). ALL: every vector is
+	 * the array's; else live says which are (bit g: v[g]), the others
+	 * padding (-0), which changes no sum but must not reach the keys.
+	 */
+	template <unsigned NG, bool ALL>
+	__device__ __forceinline__ void group(const uint4 (&v)[NG], uint32_t live, long long *d1,
+					      long long *d2, unsigned lane)
+	{
+		static_assert(NG <= 8, "BIN_GROUPS's bound");
+		if (used + 2 * NG > CAP)
+			flush(d1, d2, lane);
+		uint32_t gx = 0x80008000u, gn = 0x7fff7fffu, mmin = 0xffffffffu, mmax = 0;
+#pragma unroll
+		for (unsigned g = 0; g < NG; g++)
+#pragma unroll
+			for (unsigned j = 0; j < 4; j++) {
+				const uint32_t w = word(v[g], j), m = w & 0x7fff7fffu;
+				const uint32_t k = w ^ (prmt(w, 0, 0xBB99u) & 0x7fff7fffu);
+				if (ALL || ((live >> g) & 1)) {
+					gx = max_s16x2(gx, k);
+					gn = min_s16x2(gn, k);
+				}
+				/* the least magnitude less one (a zero's 0xffff) */
+				mmin = addmin_u16x2(m, 0xffffffffu, mmin);
+				if (!ALL)
+					mmax = max_u16x2(mmax, m);
+			}
+		kx = max_s16x2(kx, gx);
+		kn = min_s16x2(kn, gn);
+		int mx;
+		if (ALL) {
+			/* the largest magnitude: the greatest key's, or less
+			 * one the least key's, a negative's */
+			const int x = max((int)(short)gx, (int)gx >> 16);
+			const int l = min((int)(short)gn, (int)gn >> 16);
+			mx = max(max(x, -1 - l), 0);
+			any = true;
+		} else {
+			mx = (int)max(mmax & 0xffffu, mmax >> 16);
+			any |= live != 0;
+		}
+		const uint32_t mn = min(mmin & 0xffffu, mmin >> 16);
+		if (!__any_sync(FULL, (uint32_t)mx >= khi || mn < kthr)) {
+			fast<NG>(v, mx);
+			return;
+		}
+		/* the careful path: E up to the largest finite element
+		 * first, after which the group usually passes */
+		uint32_t fm = 0;
+#pragma unroll
+		for (unsigned g = 0; g < NG; g++)
+#pragma unroll
+			for (unsigned j = 0; j < 4; j++) {
+				const uint32_t w = word(v[g], j), k0 = w & 0x7fffu, k1 = (w >> 16) & 0x7fffu;
+				fm = max(fm, k0 < 0x7f80u ? k0 : 0u);
+				fm = max(fm, k1 < 0x7f80u ? k1 : 0u);
+			}
+		fm = __reduce_max_sync(FULL, fm);
+		const int ne = (fm >> 7) ? (int)(fm >> 7) - 126 : E_MIN;
+		if (ne > E) {
+			flush(d1, d2, lane);
+			pin(ne);
+			if (!__any_sync(FULL, (uint32_t)mx >= khi || mn < kthr)) {
+				fast<NG>(v, mx);
+				return;
+			}
+		}
+		if (bused == BIN_GROUPS)
+			flush_bins(d1, d2, lane);
+#pragma unroll 1
+		for (unsigned g = 0; g < NG; g++) {
+			uint4 x = v[0];
+#pragma unroll
+			for (unsigned i = 1; i < NG; i++)
+				x = g == i ? v[i] : x;
+#pragma unroll
+			for (unsigned j = 0; j < 4; j++) {
+				const uint32_t w = word(x, j);
+				careful(w & 0xffffu, 2 * j, j);
+				careful(w >> 16, 2 * j + 1, j);
+			}
+		}
+		used += 2 * NG;
+		bused++;
+	}
+	/* one element's key (bits h) into the lane's, for an element the
+	 * keys of group() did not take */
+	__device__ __forceinline__ void key_of(uint32_t h)
+	{
+		const uint32_t k = (h ^ (((h >> 15) & 1u) * 0x7fffu)) & 0xffffu;
+		kx = max_s16x2(kx, k * 0x00010001u);
+		kn = min_s16x2(kn, k * 0x00010001u);
+		any = true;
+	}
+	/* the f64 key (moments.h) of the element of key k */
+	static __device__ __forceinline__ unsigned long long key64(int k)
+	{
+		const uint32_t h = (uint32_t)(k ^ (k < 0 ? 0x7fff : 0)) & 0xffffu;
+		const unsigned long long u =
+			(unsigned long long)__double_as_longlong((double)__uint_as_float(h << 16));
+		return (long long)u < 0 ? ~u : u | (1ull << 63);
+	}
+	/* the warp's sums into the block's digits, its flags and keys into
+	 * the block's (shared memory, lane 0) */
+	__device__ __forceinline__ void finish(long long *d1, long long *d2, unsigned long long *sf1,
+					       unsigned long long *sf2, unsigned long long *nkmin,
+					       unsigned long long *kmax, unsigned lane)
+	{
+		flush_bins(d1, d2, lane);
+		flush(d1, d2, lane);
+		uint32_t fl1 = __reduce_or_sync(FULL, f1), fl2 = __reduce_or_sync(FULL, f2);
+		if (__reduce_or_sync(FULL, nz))
+			fl1 |= GR_EXACT_NOT_NZERO;
+		const int x = __reduce_max_sync(FULL, max((int)(short)kx, (int)kx >> 16));
+		const int l = __reduce_min_sync(FULL, min((int)(short)kn, (int)kn >> 16));
+		const bool some = __any_sync(FULL, any);
+		if (lane == 0) {
+			if (fl1)
+				atomicOr(sf1, (unsigned long long)fl1);
+			atomicOr(sf2, (unsigned long long)(fl2 | GR_EXACT_NOT_NZERO));
+			if (some) {
+				atomicMax(nkmin, ~key64(l));
+				atomicMax(kmax, key64(x));
+			}
+		}
+	}
+};
+
+/* moments of bf16: NG vectors a lane a group, BPS blocks an SM */
+template <unsigned NG, unsigned BPS>
+__global__ void __launch_bounds__(THREADS, BPS)
+mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratch,
+		gr_moments_sums *out)
+{
+	__shared__ long long d1[GR_EXACT_DIGITS], d2[GR_EXACT_DIGITS];
+	__shared__ unsigned long long f1, f2, nkmin, kmax;
+	const unsigned t = threadIdx.x, lane = t & 31;
+	for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
+		d1[i] = 0;
+		d2[i] = 0;
+	}
+	if (t == 0)
+		f1 = f2 = nkmin = kmax = 0;
+	MomBf16 m;
+	m.init();
+	__syncthreads();
+
+	const unsigned h = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / 2;
+	const uint64_t head = h < n ? h : n;
+	const uint64_t nv = (n - head) / 8, tail = n - head - nv * 8;
+	const uint4 *vb = (const uint4 *)(data + head * 2);
+	const uint4 pad = make_uint4(0x80008000u, 0x80008000u, 0x80008000u, 0x80008000u);
+	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
+	if (blockIdx.x == 0 && t < 32 && head + tail) {
+		/* the ends, one element a lane, in a group of padding */
+		uint4 v[NG];
+#pragma unroll
+		for (unsigned g = 0; g < NG; g++)
+			v[g] = pad;
+		if (lane < head + tail) {
+			const uint64_t i = lane < head ? lane : n - tail + (lane - head);
+			const uint32_t e = ((const uint16_t *)data)[i];
+			v[0].x = 0x80000000u | e;
+			m.key_of(e);
+		}
+		m.template group<NG, false>(v, 0, d1, d2, lane);
+	}
+	each_group<NG>(vb, nv, pad, lane, [&](const uint4(&v)[NG], uint64_t vw) {
+		if (vw + 31 + (NG - 1) * nt < nv) {
+			m.template group<NG, true>(v, 0, d1, d2, lane);
+		} else {
+			uint32_t live = 0;
+#pragma unroll
+			for (unsigned g = 0; g < NG; g++)
+				live |= (uint32_t)(vw + lane + g * nt < nv) << g;
+			m.template group<NG, false>(v, live, d1, d2, lane);
+		}
+	});
+	m.finish(d1, d2, &f1, &f2, &nkmin, &kmax, lane);
+	__syncthreads();
+
+	if (gridDim.x == 1) {
+		for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
+			out->sum.digit[i] = d1[i];
+			out->sq.digit[i] = d2[i];
+		}
+		if (t == 0) {
+			out->sum.flags = f1;
+			out->sq.flags = f2;
+			grm::keys_out(out, nkmin, kmax);
+		}
+		return;
+	}
+	if (t == 0)
+		grm::keys_to_scratch(scratch, nkmin, kmax);
+	for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
+		gre::digits_to_scratch(d1, f1, &scratch->sum, i);
+		gre::digits_to_scratch(d2, f2, &scratch->sq, i);
+	}
+	if (gre::last_block(&scratch->sum.ticket, t)) {
+		for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
+			gre::scratch_to_out(&scratch->sum, &out->sum, i);
+			gre::scratch_to_out(&scratch->sq, &out->sq, i);
+		}
+		if (t == 0)
+			grm::keys_from_scratch(scratch, out);
+	}
+}
+
+/* The production form: four vectors a lane a group, two blocks an SM */
+constexpr unsigned MOM_BF16_NG = 4, MOM_BF16_BPS = 2;
+
+template <unsigned NG = MOM_BF16_NG, unsigned BPS = MOM_BF16_BPS>
+static inline cudaError_t launch_mom_bf16(const void *data, uint64_t n, gr_moments_scratch *scratch,
+					  gr_moments_sums *out, int sm_count, cudaStream_t st)
+{
+	const uint64_t nv = n / 8;
+	uint64_t want = (nv + (uint64_t)THREADS * NG - 1) / ((uint64_t)THREADS * NG);
+	const uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * BPS;
+	want = want < cap ? want : cap;
+	mom_bf16_kernel<NG, BPS><<<want ? (unsigned)want : 1u, THREADS, 0, st>>>(
+		(const unsigned char *)data, n, scratch, out);
+	return cudaGetLastError();
+}
+
+} /* namespace grn */
