@@ -1,10 +1,10 @@
 /*
  * What the GPU tests that count their checks share: CU() (a CUDA call
  * that must succeed, else the test exits), CHECK() (counted; a failure is
- * printed and counted, and the test gives up after 20), the counters, and
- * a xorshift generator with a fixed seed, so that every run checks the
- * same data, and gpu_sms(), which ends the test as skipped (77) where no
- * GPU is visible.
+ * printed and counted, and the test gives up after 20), the counters,
+ * the xorshift generator with a fixed seed (gpu-rnd.h), so that every run
+ * checks the same data, and gpu_sms(), which ends the test as skipped (77)
+ * where no GPU is visible.
  */
 #pragma once
 
@@ -13,6 +13,8 @@
 #include <cstdlib>
 
 #include <cuda_runtime.h>
+
+#include "gpu-rnd.h"
 
 #define CU(x)                                                                                      \
 	do {                                                                                       \
@@ -37,15 +39,6 @@ static unsigned long checks, failures;
 				exit(1);                                                           \
 		}                                                                                  \
 	} while (0)
-
-static uint64_t rs = 0x9e3779b97f4a7c15ull;
-static inline uint64_t rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
-}
 
 /* Device 0's multiprocessors; exits 77 (skipped) without a GPU. */
 static inline int gpu_sms(void)

@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernel.cuh"
+#include "tests/gpu/gpu-rnd.h"
 
 #define CHECK(cond, ...)                                                            \
 	do {                                                                        \
@@ -37,19 +38,10 @@ static const size_t dt_size[6] = { 4, 8, 4, 8, 4, 8 };
 static const char *const dt_name[6] = { "i32", "i64", "u32", "u64", "f32", "f64" };
 static const char *const op_name[4] = { "sum", "min", "max", "sumsq" };
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 static void fill(int dt, void *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		uint64_t r = rng();
+		uint64_t r = rnd();
 		switch (dt) {
 		case 0: ((int32_t *)p)[i] = (int32_t)r; break;
 		case 1: ((int64_t *)p)[i] = (int64_t)r; break;
@@ -273,7 +265,7 @@ int main(void)
 					size_t bytes = n * dt_size[dt];
 					std::vector<unsigned char> h(bytes);
 					for (size_t i = 0; i < n; i++) {
-						uint64_t r = rng();
+						uint64_t r = rnd();
 						double tiny = (r & 4 ? -1 : 1) * (dt == 4 ? 1e-40 : 1e-310);
 						double v = kind == 0 ? 0.0
 							 : kind == 1 ? -0.0
@@ -421,9 +413,9 @@ int main(void)
 	std::vector<uint64_t> want(nseg);
 	uint32_t units = 0;
 	for (unsigned i = 0; i < nseg; i++) {
-		int dt = (int)(rng() % 6), op = (int)(rng() % 4);
-		size_t n = i % 7 == 0 ? rng() % 40000 : rng() % 300;
-		size_t off = hb.size() + rng() % 16;
+		int dt = (int)(rnd() % 6), op = (int)(rnd() % 4);
+		size_t n = i % 7 == 0 ? rnd() % 40000 : rnd() % 300;
+		size_t off = hb.size() + rnd() % 16;
 		hb.resize(off + n * dt_size[dt]);
 		fill(dt, hb.data() + off, n);
 		segs[i] = gr_kseg{ off, n, GR_KSEG_OPDT(op, dt), gr_kernel_unit_rows(n, dt_size[dt]),

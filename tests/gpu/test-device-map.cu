@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "client/gpured.h"
+#include "tests/gpu/gpu-rnd.h"
 
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \
@@ -230,15 +231,6 @@ static void vmm_parts_free(vmm_parts &v)
 		close(v.fd[i]);
 	}
 	afree(v.ptr, v.n * v.gran);
-}
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
 }
 
 static void fill(std::vector<uint8_t> &h, gpured_dtype dt)

@@ -24,6 +24,7 @@
 
 #include "cuda/scan.h"
 #include "cuda/segmented.h"
+#include "tests/gpu/gpu-rnd.h"
 extern "C" {
 #include "math/cumsum.h"
 }
@@ -46,15 +47,6 @@ extern "C" {
 static const size_t dt_size[6] = { 4, 8, 4, 8, 4, 8 };
 static const char *const dt_name[6] = { "i32", "i64", "u32", "u64", "f32", "f64" };
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 /* kinds of data: full-range integers, or for floats small integers (every
  * order adds them exactly) or reals of many magnitudes */
 enum { DATA_INT, DATA_SMALL, DATA_REAL };
@@ -62,7 +54,7 @@ enum { DATA_INT, DATA_SMALL, DATA_REAL };
 static void fill(int dt, int kind, void *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		uint64_t r = rng();
+		uint64_t r = rnd();
 		double f;
 		if (kind == DATA_SMALL)
 			f = (double)((int64_t)(r >> 11) % 2001 - 1000);
@@ -202,7 +194,7 @@ static void segsum_all(int dt, int kind, bool quick)
 
 	len.clear();
 	for (int i = 0; i < (quick ? 300 : 10000); i++)
-		len.push_back(rng() % 10 == 0 ? 0 : 1 + rng() % 4096);
+		len.push_back(rnd() % 10 == 0 ? 0 : 1 + rnd() % 4096);
 	segsum_case("random 0-4096", dt, kind, len);
 
 	segsum_case("one segment", dt, kind, { quick ? 100003u : 1000003u });
@@ -225,7 +217,7 @@ static void segsum_all(int dt, int kind, bool quick)
 		return;
 	len.assign(1000000, 0);
 	for (auto &l : len)
-		l = rng() % 4;
+		l = rnd() % 4;
 	segsum_case("10^6 tiny", dt, kind, len);
 
 	/* past one group of pieces (GR_SEGSUM_GROUP tiles) */
