@@ -338,7 +338,7 @@ GR_AVX2_F16C static GR_INLINE void run_double(gr_dtype dt, const uint8_t *p, siz
 }
 
 /* Whether PE is set once every operation feeding d[] is done. */
-static GR_INLINE bool d_inexact(__m256d d[4])
+GR_AVX2_F16C static GR_INLINE bool d_inexact(__m256d d[4])
 {
 	__asm__ volatile("" : "+x"(d[0]), "+x"(d[1]), "+x"(d[2]), "+x"(d[3]));
 	return mxcsr_get() & MXCSR_PE;
