@@ -13,30 +13,37 @@
  *
  * - the sum: a double a place of the vector, pinned at 1.5 * 2^(E + 12):
  *   its last place is 2^(E - 40), and every such element is a multiple of
- *   it (8 bits from its top); 2^11 adds of elements below 2^E keep it in
- *   its binade.
+ *   it (8 bits from its top).
  * - the squares: a pair of doubles a word of the vector. q, pinned at
- *   1.5 * 2^(2E + 12) (last place 2^(2E - 40)), takes each square by a
- *   fused multiply-add, which rounds; what it dropped, x * x - (q' - q)
- *   (q - q' exact, both in one binade), is exact too (a square's 16 bits
- *   less the part that q took), at most 2^(2E - 41), and a multiple of
- *   2^(2E - 81) for the elements in the window; it goes into r, pinned at
- *   1.5 * 2^(2E - 29), whose last place is that, and which 2^11 adds keep
- *   in its binade (reaching its top only exactly).
+ *   2^(2E + 8) (last place 2^(2E - 44)), takes each square by a fused
+ *   multiply-add. Where every element of the warp's group is zero or of
+ *   |x| >= 2^(E - 15) (the narrow window), each square is a multiple of
+ *   2^(2E - 44) and the add is exact: that is all a square costs.
+ *   Otherwise it rounds, and what it dropped, x * x - (q' - q) (q - q'
+ *   exact, both in one binade), is exact too (a square's 16 bits less the
+ *   part that q took), at most 2^(2E - 45), and a multiple of 2^(2E - 80)
+ *   for the elements in the window; it goes into r, pinned at
+ *   1.5 * 2^(2E - 28), whose last place is that.
  *
- * Each of them less its pin is then an integer number of its last places
- * below 2^51, moved into the block's digits (the sum's, the squares') by
- * the warp before 2^11 adds. Each group of vectors is checked first with
- * two-halfword instructions and one vote over the warp, as SumBf16's
- * (every element below 2^E, and zero or not below 2^(E - 33)): when it
- * passes (almost always) the adds follow, one conversion of the element
- * to a double, one add and three fused or plain operations for its
- * square; otherwise the careful path raises E to the largest finite
- * element and tries again, and failing that takes element by element:
- * infinities and NaNs into the flags, elements in the window into the
- * doubles, the others into the warp's bins in shared memory (for each
- * exponent the sum of the signed significands and of their squares),
- * which go to the digits at the end.
+ * 2^7 adds keep each of them in its pin's binade (q, of squares below
+ * 2^(2E) and half a last place at most rounded, grows by less than
+ * 2^(2E + 8)), so that its significand's bits, less the pin's, are an
+ * integer number of its last places, which the warp moves into the
+ * block's digits (the sum's, the squares') before 2^7 adds.
+ *
+ * Each group of vectors is checked first with two-halfword instructions
+ * and one vote over the warp, as SumBf16's (every element below 2^E, and
+ * zero or not below 2^(E - 33)), and a second vote for the narrow
+ * window: when both pass (almost always: they fail for elements more
+ * than 15 binades below the largest seen) each element costs one
+ * conversion to a double, its add and its square's fused multiply-add;
+ * when only the first does, two more double operations and the add into
+ * r; otherwise the careful path raises E to the largest finite element
+ * and tries again, and failing that takes element by element: infinities
+ * and NaNs into the flags, elements in the window into the doubles, the
+ * others into the warp's bins in shared memory (for each exponent the sum
+ * of the signed significands and of their squares), which go to the
+ * digits at the end.
  *
  * min and max are keys (narrow-argm.cuh's: the bits with the magnitude
  * bits of the negative ones flipped, two-halfword maxima and minima),
@@ -54,10 +61,16 @@
 
 namespace grn {
 
-struct MomBf16 {
+/* BITS: the fast paths build each element's double from its bits (an
+ * f32's rebiased to a double's gives x * 2^-896, which one multiply makes
+ * x again) rather than converting it */
+template <bool BITS> struct MomBf16 {
 	static constexpr int HEAD = 12, WIN = 33;
-	/* adds a double takes before it is moved to the digits */
-	static constexpr unsigned CAP = 1u << (HEAD - 1);
+	/* q is pinned at 2^(2E + QH); the squares of the elements from
+	 * 2^(E - NAR) up are multiples of its last place */
+	static constexpr int QH = 8, NAR = 15;
+	/* adds a square's double takes before all are moved to the digits */
+	static constexpr unsigned CAP = 1u << (QH - 1);
 	static constexpr int E_MIN = -126;
 	/* careful groups the bins take before they are flushed: a bin's
 	 * squares grow by at most 2^11 * 2^16 a group of 8 vectors */
@@ -66,8 +79,8 @@ struct MomBf16 {
 	double PA, PQ, PR;
 	int E;
 	/* magnitudes (bits) below khi are below 2^E; above kthr, in the
-	 * window (kthr 0: every one is) */
-	uint32_t khi, kthr;
+	 * window (kthr 0: every one is); above knar, in the narrow one */
+	uint32_t khi, kthr, knar;
 	unsigned used, bused;
 	uint32_t nz, f1, f2;
 	/* the greatest and least keys so far, two halfwords */
@@ -84,11 +97,12 @@ struct MomBf16 {
 	{
 		E = e;
 		PA = 1.5 * gre::pow2(e + HEAD);
-		PQ = 1.5 * gre::pow2(2 * e + HEAD);
-		PR = 1.5 * gre::pow2(2 * e - 41 + HEAD);
+		PQ = gre::pow2(2 * e + QH);
+		PR = 1.5 * gre::pow2(2 * e - 28);
 		khi = (uint32_t)(e + 127) << 7;
-		const int kl = e - WIN + 127;
+		const int kl = e - WIN + 127, kn = e - NAR + 127;
 		kthr = kl > 0 ? ((uint32_t)kl << 7) - 1 : 0;
+		knar = kn > 0 ? ((uint32_t)kn << 7) - 1 : 0;
 #pragma unroll
 		for (unsigned k = 0; k < 8; k++)
 			a[k] = PA;
@@ -126,23 +140,28 @@ struct MomBf16 {
 		q[j] = qn;
 		r[j] = __dadd_rn(r[j], __fma_rn(x, x, d));
 	}
+	/* a double of the binade [2^k, 2^(k + 1)) less 2^k, in its last
+	 * places: its significand's bits */
+	static __device__ __forceinline__ long long places(double x)
+	{
+		return __double_as_longlong(x) & ((1ll << 52) - 1);
+	}
 	/* the doubles into the digits (warp-wide), and afresh */
 	__device__ __forceinline__ void flush(long long *d1, long long *d2, unsigned lane)
 	{
-		const double sa = gre::pow2(40 - E), sq = gre::pow2(40 - 2 * E),
-			     sr = gre::pow2(81 - 2 * E);
 		long long ia = 0, iq = 0, ir = 0;
 #pragma unroll
 		for (unsigned k = 0; k < 8; k++)
-			ia += __double2ll_rn((a[k] - PA) * sa);
+			ia += places(a[k]) - (1ll << 51);
 #pragma unroll
 		for (unsigned j = 0; j < 4; j++) {
-			iq += __double2ll_rn((q[j] - PQ) * sq);
-			ir += __double2ll_rn((r[j] - PR) * sr);
+			iq += places(q[j]);
+			ir += places(r[j]) - (1ll << 51);
 		}
 		warp_to_digits(d1, ia, 40 - E, lane);
-		warp_to_digits(d2, iq, 40 - 2 * E, lane);
-		warp_to_digits(d2, ir, 81 - 2 * E, lane);
+		warp_to_digits(d2, iq, 52 - QH - 2 * E, lane);
+		if (__any_sync(FULL, ir != 0))
+			warp_to_digits(d2, ir, 80 - 2 * E, lane);
 		pin(E);
 	}
 	/* the bins into the digits (warp-wide), and zero again */
@@ -181,9 +200,24 @@ struct MomBf16 {
 			atomicAdd(&qb[e ? e : 1], sig * sig);
 		}
 	}
-	/* a group that passed: every element into the doubles; a lane whose
+	/* the two elements of word w as doubles, the low half first */
+	static __device__ __forceinline__ void doubles(uint32_t w, double &x0, double &x1)
+	{
+		if (BITS) {
+			const int h0 = ((int)(w << 16) >> 3) & (int)0x8fffe000u,
+				  h1 = ((int)w >> 3) & (int)0x8fffe000u;
+			x0 = __dmul_rn(__hiloint2double(h0, 0), 0x1p896);
+			x1 = __dmul_rn(__hiloint2double(h1, 0), 0x1p896);
+		} else {
+			x0 = (double)__uint_as_float(w << 16);
+			x1 = (double)__uint_as_float(w & 0xffff0000u);
+		}
+	}
+	/* a group that passed: every element into the doubles, its square
+	 * by one fused multiply-add where every element of the warp's group
+	 * is in the narrow window (N), else with its remainder; a lane whose
 	 * elements are all zeros (mx 0) looks at their signs */
-	template <unsigned NG>
+	template <unsigned NG, bool N>
 	__device__ __forceinline__ void fast(const uint4 (&v)[NG], int mx)
 	{
 		if (mx) {
@@ -199,11 +233,29 @@ struct MomBf16 {
 		for (unsigned g = 0; g < NG; g++)
 #pragma unroll
 			for (unsigned j = 0; j < 4; j++) {
-				const uint32_t w = word(v[g], j);
-				add(2 * j, j, (double)__uint_as_float(w << 16));
-				add(2 * j + 1, j, (double)__uint_as_float(w & 0xffff0000u));
+				double x0, x1;
+				doubles(word(v[g], j), x0, x1);
+				if (N) {
+					a[2 * j] = __dadd_rn(a[2 * j], x0);
+					a[2 * j + 1] = __dadd_rn(a[2 * j + 1], x1);
+					q[j] = __fma_rn(x0, x0, q[j]);
+					q[j] = __fma_rn(x1, x1, q[j]);
+				} else {
+					add(2 * j, j, x0);
+					add(2 * j + 1, j, x1);
+				}
 			}
 		used += 2 * NG;
+	}
+	/* a group that passed the window's check (mn: its least magnitude
+	 * less one), by the narrow window's check */
+	template <unsigned NG>
+	__device__ __forceinline__ void take(const uint4 (&v)[NG], int mx, uint32_t mn)
+	{
+		if (!__any_sync(FULL, mn < knar))
+			fast<NG, true>(v, mx);
+		else
+			fast<NG, false>(v, mx);
 	}
 	/*
 	 * A group (every lane of the warp together). ALL: every vector is
@@ -249,7 +301,7 @@ struct MomBf16 {
 		}
 		const uint32_t mn = min(mmin & 0xffffu, mmin >> 16);
 		if (!__any_sync(FULL, (uint32_t)mx >= khi || mn < kthr)) {
-			fast<NG>(v, mx);
+			take<NG>(v, mx, mn);
 			return;
 		}
 		/* the careful path: E up to the largest finite element
@@ -269,7 +321,7 @@ struct MomBf16 {
 			flush(d1, d2, lane);
 			pin(ne);
 			if (!__any_sync(FULL, (uint32_t)mx >= khi || mn < kthr)) {
-				fast<NG>(v, mx);
+				take<NG>(v, mx, mn);
 				return;
 			}
 		}
@@ -335,7 +387,7 @@ struct MomBf16 {
 };
 
 /* moments of bf16: NG vectors a lane a group, BPS blocks an SM */
-template <unsigned NG, unsigned BPS>
+template <unsigned NG, unsigned BPS, bool BITS>
 __global__ void __launch_bounds__(THREADS, BPS)
 mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratch,
 		gr_moments_sums *out)
@@ -349,7 +401,7 @@ mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scrat
 	}
 	if (t == 0)
 		f1 = f2 = nkmin = kmax = 0;
-	MomBf16 m;
+	MomBf16<BITS> m;
 	m.init();
 	__syncthreads();
 
@@ -415,10 +467,13 @@ mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scrat
 	}
 }
 
-/* The production form: four vectors a lane a group, two blocks an SM */
+/* The production form: four vectors a lane a group, two blocks an SM,
+ * the elements converted (the form that builds them from their bits
+ * measured slower on an H200) */
 constexpr unsigned MOM_BF16_NG = 4, MOM_BF16_BPS = 2;
+constexpr bool MOM_BF16_BITS = false;
 
-template <unsigned NG = MOM_BF16_NG, unsigned BPS = MOM_BF16_BPS>
+template <unsigned NG = MOM_BF16_NG, unsigned BPS = MOM_BF16_BPS, bool BITS = MOM_BF16_BITS>
 static inline cudaError_t launch_mom_bf16(const void *data, uint64_t n, gr_moments_scratch *scratch,
 					  gr_moments_sums *out, int sm_count, cudaStream_t st)
 {
@@ -426,7 +481,7 @@ static inline cudaError_t launch_mom_bf16(const void *data, uint64_t n, gr_momen
 	uint64_t want = (nv + (uint64_t)THREADS * NG - 1) / ((uint64_t)THREADS * NG);
 	const uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * BPS;
 	want = want < cap ? want : cap;
-	mom_bf16_kernel<NG, BPS><<<want ? (unsigned)want : 1u, THREADS, 0, st>>>(
+	mom_bf16_kernel<NG, BPS, BITS><<<want ? (unsigned)want : 1u, THREADS, 0, st>>>(
 		(const unsigned char *)data, n, scratch, out);
 	return cudaGetLastError();
 }

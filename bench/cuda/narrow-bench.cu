@@ -18,7 +18,8 @@
  * --sweep: the f16, bf16 and f8e5m2 sums' kernel forms instead (vectors a
  * lane a group, blocks an SM), at 2^24 to 2^28; --forms: bf16 argmax's
  * and bf16 moments' forms (and moments' earlier form, each group widened
- * to f32 for the f32 moments kernel's group), likewise.
+ * to f32 for the f32 moments kernel's group; "bits": the elements' doubles
+ * built from their bits, not converted), likewise.
  *
  *   gpured-narrow-bench [--hi E] [--op NAME] [--dtype NAME] [--sweep | --forms]
  */
@@ -122,11 +123,11 @@ static void argmax_form(const void *d, uint64_t n, gr_exact_scratch *s, uint64_t
 {
 	CU((grn::launch_argm<grn::BF16, true, NG, BPS>(d, n, s, (gr_argm_result *)raw, sms, st)));
 }
-template <unsigned NG, unsigned BPS>
+template <unsigned NG, unsigned BPS, bool BITS = false>
 static void mom_form(const void *d, uint64_t n, gr_exact_scratch *, uint64_t *,
 		     gr_moments_scratch *ms, gr_moments_sums *mo, int sms, cudaStream_t st)
 {
-	CU((grn::launch_mom_bf16<NG, BPS>(d, n, ms, mo, sms, st)));
+	CU((grn::launch_mom_bf16<NG, BPS, BITS>(d, n, ms, mo, sms, st)));
 }
 static void mom_f32_group(const void *d, uint64_t n, gr_exact_scratch *, uint64_t *,
 			  gr_moments_scratch *ms, gr_moments_sums *mo, int sms, cudaStream_t st)
@@ -138,6 +139,8 @@ static const bform bforms[] = {
 	{"argmax G4 B2", argmax_form<4, 2>},   {"argmax G16 B1", argmax_form<16, 1>},
 	{"moments G4 B2", mom_form<4, 2>},     {"moments G2 B2", mom_form<2, 2>},
 	{"moments G8 B1", mom_form<8, 1>},     {"moments f32 group", mom_f32_group},
+	{"moments G4 B2 bits", mom_form<4, 2, true>}, {"moments G2 B4 bits", mom_form<2, 4, true>},
+	{"moments G8 B1 bits", mom_form<8, 1, true>}, {"moments G2 B4", mom_form<2, 4>},
 };
 
 int main(int argc, char **argv)

@@ -16,8 +16,9 @@
  * way, with moments and argmax of i16 and u8 and argmax of bf16 (and
  * 2^24, 2^26 and 2^28 with --big). Kinds for argmin and argmax and bf16
  * moments' paths: ties (three values and both zeros), NaNs of both signs
- * and many payloads, exponents that rise along the array, and a binade
- * with now and then an element far below it. Every field of moments
+ * and many payloads, exponents that rise along the array, a binade with
+ * now and then an element far below it, and (bf16) one with now and
+ * then an element 15 to 31 binades below it. Every field of moments
  * (sum, min, max, mean and variance with ddof 0 and 1), argmin's and
  * argmax's index must be the CPU's too, and so must moments' exact sum of
  * squares (and the integers' exact sum) where no NaN or infinity is among
@@ -54,11 +55,11 @@ static const gr_op ops[] = {GR_OP_SUM,    GR_OP_MIN,    GR_OP_MAX,    GR_OP_SUMS
 			    GR_OP_ARGMIN, GR_OP_ARGMAX, GR_OP_MOMENTS};
 
 enum { RANDOM, FINITE, EVERY, FEW_BINADES, WIDE, CANCEL, NEGZERO, ZEROS, MAXV, ONE_NAN, PINF,
-       BOTH_INF, INT_MIN_ALL, SMALL, SUBNORMAL, OFFSET, TIES, NANS, RISE, TINY, NKINDS };
+       BOTH_INF, INT_MIN_ALL, SMALL, SUBNORMAL, OFFSET, TIES, NANS, RISE, TINY, MID, NKINDS };
 static const char *kind_name[] = {"random", "finite", "every", "few-binades", "wide", "cancel",
 				  "negzero", "zeros", "max", "nan", "+inf", "both-inf",
 				  "int-min", "small", "subnormal", "offset", "ties", "nans",
-				  "rise", "tiny"};
+				  "rise", "tiny", "mid"};
 
 static unsigned esize(gr_dtype dt)
 {
@@ -138,6 +139,8 @@ static bool fill(gr_dtype dt, int kind, std::vector<unsigned char> &h, size_t n)
 	if (fp && (kind == INT_MIN_ALL || kind == SMALL))
 		return false;
 	if (dt == GR_DT_F8E4M3 && (kind == PINF || kind == BOTH_INF))
+		return false;
+	if (kind == MID && dt != GR_DT_BF16)
 		return false;
 	fl f = fp ? layout(dt) : fl{};
 	const unsigned emax = fp ? (1u << f.ebits) - (dt == GR_DT_F8E4M3 ? 1 : 2) : 0;
@@ -220,6 +223,15 @@ static bool fill(gr_dtype dt, int kind, std::vector<unsigned char> &h, size_t n)
 			b = make(dt, f.bias - 1 + (unsigned)(rnd() % 2), rnd() & 1);
 			if (rnd() % 500 == 0)
 				b = make(dt, (unsigned)(rnd() % 3), rnd() & 1);
+			break;
+		case MID:
+			/* a binade or two, and now and then an element 15 to
+			 * 31 binades below the top one (half of them 15): in
+			 * bf16 moments' window, not in its narrow one */
+			b = make(dt, f.bias - 1 + (unsigned)(rnd() % 2), rnd() & 1);
+			if (rnd() % 100 == 0)
+				b = make(dt, f.bias - 15 - (rnd() % 2 ? 0u : (unsigned)(rnd() % 17)),
+					 rnd() & 1);
 			break;
 		}
 		put(h, dt, i, b);
@@ -451,7 +463,7 @@ int main(int argc, char **argv)
 		for (int kind = 0; kind < NKINDS; kind++) {
 			/* --quick: a few kinds, at a few starts */
 			if (quick && kind != RANDOM && kind != WIDE && kind != ONE_NAN && kind != SMALL &&
-			    kind != TIES && kind != NANS && kind != TINY)
+			    kind != TIES && kind != NANS && kind != TINY && kind != MID)
 				continue;
 			for (size_t n : sizes) {
 				/* every start in a vector the size allows */
@@ -482,7 +494,7 @@ int main(int argc, char **argv)
 					    GR_DT_U8}) {
 				if (skip(dt))
 					continue;
-				for (int kind : {FINITE, WIDE, MAXV, CANCEL, OFFSET, TINY, RISE, SMALL}) {
+				for (int kind : {FINITE, WIDE, MAXV, CANCEL, OFFSET, TINY, RISE, SMALL, MID}) {
 					if (n > (1u << 25) && (dt != GR_DT_F16 || kind == CANCEL))
 						continue;
 					if (!fill(dt, kind, h, n + 1))
