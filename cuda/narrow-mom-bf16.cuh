@@ -306,16 +306,7 @@ template <bool BITS> struct MomBf16 {
 		}
 		/* the careful path: E up to the largest finite element
 		 * first, after which the group usually passes */
-		uint32_t fm = 0;
-#pragma unroll
-		for (unsigned g = 0; g < NG; g++)
-#pragma unroll
-			for (unsigned j = 0; j < 4; j++) {
-				const uint32_t w = word(v[g], j), k0 = w & 0x7fffu, k1 = (w >> 16) & 0x7fffu;
-				fm = max(fm, k0 < 0x7f80u ? k0 : 0u);
-				fm = max(fm, k1 < 0x7f80u ? k1 : 0u);
-			}
-		fm = __reduce_max_sync(FULL, fm);
+		const uint32_t fm = bf16_top_finite<NG>(v);
 		const int ne = (fm >> 7) ? (int)(fm >> 7) - 126 : E_MIN;
 		if (ne > E) {
 			flush(d1, d2, lane);

@@ -200,6 +200,24 @@ static __device__ __forceinline__ uint32_t word(const uint4 &v, unsigned j)
 	return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
 }
 
+/* The largest magnitude key (the bits less the sign) of a finite bf16
+ * element in the warp's group of NG vectors a lane: 0 when none is
+ * finite and nonzero. Every lane of the warp calls it. */
+template <unsigned NG>
+static __device__ __forceinline__ uint32_t bf16_top_finite(const uint4 (&v)[NG])
+{
+	uint32_t fm = 0;
+#pragma unroll
+	for (unsigned g = 0; g < NG; g++)
+#pragma unroll
+		for (unsigned j = 0; j < 4; j++) {
+			const uint32_t w = word(v[g], j), k0 = w & 0x7fffu, k1 = (w >> 16) & 0x7fffu;
+			fm = max(fm, k0 < 0x7f80u ? k0 : 0u);
+			fm = max(fm, k1 < 0x7f80u ? k1 : 0u);
+		}
+	return __reduce_max_sync(FULL, fm);
+}
+
 /* PTX's byte permute, its selector's nibbles' top bit (copy the chosen
  * byte's sign into the whole byte) included: 0xBB99, each halfword's sign
  * across it; 0xBA98, each byte's */
