@@ -53,18 +53,28 @@
  * whole vector go to block 0's first warp first, one a lane; blocks meet
  * as the other moments kernels' do, the keys those of the extremes
  * widened to f64.
+ *
+ * The groups come through shared memory (narrow-bulk.cuh): the copy
+ * engine brings each warp's tiles into buffers of its own, so that a
+ * thread holds no registers for the group on its way and more warps fit
+ * an SM. The kernel is bound by latency: what paid was more warps (five
+ * a scheduler rather than four) and fewer instructions around each
+ * group; more bytes in flight alone did not (docs/BENCHMARKS.md). The
+ * form that loads each group into registers, the next on its way, stays
+ * for the benchmark.
  */
 #pragma once
 
 #include "cuda/moments.cuh"
+#include "cuda/narrow-bulk.cuh"
 #include "cuda/narrow.cuh"
 
 namespace grn {
 
 /* BITS: the fast paths build each element's double from its bits (an
  * f32's rebiased to a double's gives x * 2^-896, which one multiply makes
- * x again) rather than converting it */
-template <bool BITS> struct MomBf16 {
+ * x again) rather than converting it; W: the block's warps */
+template <bool BITS, unsigned W = THREADS / 32> struct MomBf16 {
 	static constexpr int HEAD = 12, WIN = 33;
 	/* q is pinned at 2^(2E + QH); the squares of the elements from
 	 * 2^(E - NAR) up are multiples of its last place */
@@ -115,8 +125,8 @@ template <bool BITS> struct MomBf16 {
 	}
 	__device__ __forceinline__ void init()
 	{
-		__shared__ int sbins[THREADS / 32][256];
-		__shared__ unsigned qbins[THREADS / 32][256];
+		__shared__ int sbins[W][256];
+		__shared__ unsigned qbins[W][256];
 		pin(E_MIN);
 		nz = f1 = f2 = 0;
 		bused = 0;
@@ -377,22 +387,29 @@ template <bool BITS> struct MomBf16 {
 	}
 };
 
-/* moments of bf16: NG vectors a lane a group, BPS blocks an SM */
-template <unsigned NG, unsigned BPS, bool BITS>
-__global__ void __launch_bounds__(THREADS, BPS)
+/* moments of bf16: NG vectors a lane a group, BPS blocks of NT threads
+ * an SM; NB 0: the groups loaded into registers (each_group, NT THREADS),
+ * else through NB buffers a warp of TG groups each in shared memory
+ * (each_tile_group) */
+template <unsigned NG, unsigned BPS, bool BITS, unsigned TG = 1, unsigned NB = 0,
+	  unsigned NT = THREADS>
+__global__ void __launch_bounds__(NT, BPS)
 mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratch,
 		gr_moments_sums *out)
 {
 	__shared__ long long d1[GR_EXACT_DIGITS], d2[GR_EXACT_DIGITS];
 	__shared__ unsigned long long f1, f2, nkmin, kmax;
+	static_assert(NB || NT == THREADS, "each_group's grid stride");
+	__shared__ unsigned long long bars[NB ? bulk_tiles<NG, TG, NB, NT>::BARS : 1];
+	extern __shared__ __align__(128) uint4 tiles[];
 	const unsigned t = threadIdx.x, lane = t & 31;
-	for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
+	for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT) {
 		d1[i] = 0;
 		d2[i] = 0;
 	}
 	if (t == 0)
 		f1 = f2 = nkmin = kmax = 0;
-	MomBf16<BITS> m;
+	MomBf16<BITS, NT / 32> m;
 	m.init();
 	__syncthreads();
 
@@ -401,7 +418,6 @@ mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scrat
 	const uint64_t nv = (n - head) / 8, tail = n - head - nv * 8;
 	const uint4 *vb = (const uint4 *)(data + head * 2);
 	const uint4 pad = make_uint4(0x80008000u, 0x80008000u, 0x80008000u, 0x80008000u);
-	const uint64_t nt = (uint64_t)gridDim.x * THREADS;
 	if (blockIdx.x == 0 && t < 32 && head + tail) {
 		/* the ends, one element a lane, in a group of padding */
 		uint4 v[NG];
@@ -416,22 +432,33 @@ mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scrat
 		}
 		m.template group<NG, false>(v, 0, d1, d2, lane);
 	}
-	each_group<NG>(vb, nv, pad, lane, [&](const uint4(&v)[NG], uint64_t vw) {
-		if (vw + 31 + (NG - 1) * nt < nv) {
+	auto take = [&](const uint4(&v)[NG], uint32_t live, bool all) {
+		if (all)
 			m.template group<NG, true>(v, 0, d1, d2, lane);
-		} else {
-			uint32_t live = 0;
-#pragma unroll
-			for (unsigned g = 0; g < NG; g++)
-				live |= (uint32_t)(vw + lane + g * nt < nv) << g;
+		else
 			m.template group<NG, false>(v, live, d1, d2, lane);
-		}
-	});
+	};
+	if constexpr (NB != 0) {
+		each_tile_group<NG, TG, NB, NT>(vb, nv, pad, lane, tiles, bars, take);
+	} else {
+		const uint64_t nt = (uint64_t)gridDim.x * THREADS;
+		each_group<NG>(vb, nv, pad, lane, [&](const uint4(&v)[NG], uint64_t vw) {
+			if (vw + 31 + (NG - 1) * nt < nv) {
+				take(v, 0, true);
+			} else {
+				uint32_t live = 0;
+#pragma unroll
+				for (unsigned g = 0; g < NG; g++)
+					live |= (uint32_t)(vw + lane + g * nt < nv) << g;
+				take(v, live, false);
+			}
+		});
+	}
 	m.finish(d1, d2, &f1, &f2, &nkmin, &kmax, lane);
 	__syncthreads();
 
 	if (gridDim.x == 1) {
-		for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
+		for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT) {
 			out->sum.digit[i] = d1[i];
 			out->sq.digit[i] = d2[i];
 		}
@@ -444,12 +471,12 @@ mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scrat
 	}
 	if (t == 0)
 		grm::keys_to_scratch(scratch, nkmin, kmax);
-	for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
+	for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT) {
 		gre::digits_to_scratch(d1, f1, &scratch->sum, i);
 		gre::digits_to_scratch(d2, f2, &scratch->sq, i);
 	}
 	if (gre::last_block(&scratch->sum.ticket, t)) {
-		for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
+		for (unsigned i = t; i < GR_EXACT_DIGITS; i += NT) {
 			gre::scratch_to_out(&scratch->sum, &out->sum, i);
 			gre::scratch_to_out(&scratch->sq, &out->sq, i);
 		}
@@ -458,21 +485,38 @@ mom_bf16_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scrat
 	}
 }
 
-/* The production form: four vectors a lane a group, two blocks an SM,
- * the elements converted (the form that builds them from their bits
- * measured slower on an H200) */
+/* The production form: four vectors a lane a group, the elements
+ * converted (the form that builds them from their bits measured slower
+ * on an H200), the groups through shared memory in tiles of two groups,
+ * two buffers a warp, and two blocks of 320 threads an SM: without the
+ * registers of the group on its way (each_group's) a thread needs 95
+ * registers, so 20 warps fit an SM, where at 123 only 16 did; two
+ * blocks' tiles and bins (207 KiB) fill its shared memory
+ * (gpured-narrow-bench --forms measures the forms: docs/BENCHMARKS.md) */
 constexpr unsigned MOM_BF16_NG = 4, MOM_BF16_BPS = 2;
 constexpr bool MOM_BF16_BITS = false;
+constexpr unsigned MOM_BF16_TG = 2, MOM_BF16_NB = 2, MOM_BF16_NT = 320;
 
-template <unsigned NG = MOM_BF16_NG, unsigned BPS = MOM_BF16_BPS, bool BITS = MOM_BF16_BITS>
+template <unsigned NG = MOM_BF16_NG, unsigned BPS = MOM_BF16_BPS, bool BITS = MOM_BF16_BITS,
+	  unsigned TG = MOM_BF16_TG, unsigned NB = MOM_BF16_NB, unsigned NT = MOM_BF16_NT>
 static inline cudaError_t launch_mom_bf16(const void *data, uint64_t n, gr_moments_scratch *scratch,
 					  gr_moments_sums *out, int sm_count, cudaStream_t st)
 {
+	using L = bulk_tiles<NG, TG, NB, NT>;
 	const uint64_t nv = n / 8;
-	uint64_t want = (nv + (uint64_t)THREADS * NG - 1) / ((uint64_t)THREADS * NG);
+	/* a group a lane at most (a tile a warp, through shared memory) */
+	const uint64_t per = NB ? (uint64_t)L::TILE_V * L::WARPS : (uint64_t)THREADS * NG;
+	uint64_t want = (nv + per - 1) / per;
 	const uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * BPS;
 	want = want < cap ? want : cap;
-	mom_bf16_kernel<NG, BPS, BITS><<<want ? (unsigned)want : 1u, THREADS, 0, st>>>(
+	auto kernel = mom_bf16_kernel<NG, BPS, BITS, TG, NB, NT>;
+	/* the tiles' allowance, on every launch: the setting is the
+	 * current device's (and cheap) */
+	if (NB)
+		if (cudaError_t e = cudaFuncSetAttribute(
+			    kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L::SMEM))
+			return e;
+	kernel<<<want ? (unsigned)want : 1u, NT, NB ? L::SMEM : 0u, st>>>(
 		(const unsigned char *)data, n, scratch, out);
 	return cudaGetLastError();
 }

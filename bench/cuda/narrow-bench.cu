@@ -111,7 +111,10 @@ template <class Op> static void forms(std::vector<std::pair<const char *, launch
 	f.push_back({"G8 B2 one set", form<Op, 8, 2, false>::launch});
 }
 
-/* bf16 argmax's and moments' forms: (name, launch at d of n elements) */
+/* bf16 argmax's and moments' forms: (name, launch at d of n elements);
+ * "bulk TGxNB": the groups through shared memory, tiles of TG groups, NB
+ * buffers a warp (narrow-bulk.cuh), "T": threads a block, 256 unless
+ * named */
 struct bform {
 	const char *name;
 	void (*launch)(const void *d, uint64_t n, gr_exact_scratch *s, uint64_t *raw,
@@ -123,11 +126,12 @@ static void argmax_form(const void *d, uint64_t n, gr_exact_scratch *s, uint64_t
 {
 	CU((grn::launch_argm<grn::BF16, true, NG, BPS>(d, n, s, (gr_argm_result *)raw, sms, st)));
 }
-template <unsigned NG, unsigned BPS, bool BITS = false>
+template <unsigned NG, unsigned BPS, bool BITS = false, unsigned TG = 1, unsigned NB = 0,
+	  unsigned NT = grn::THREADS>
 static void mom_form(const void *d, uint64_t n, gr_exact_scratch *, uint64_t *,
 		     gr_moments_scratch *ms, gr_moments_sums *mo, int sms, cudaStream_t st)
 {
-	CU((grn::launch_mom_bf16<NG, BPS, BITS>(d, n, ms, mo, sms, st)));
+	CU((grn::launch_mom_bf16<NG, BPS, BITS, TG, NB, NT>(d, n, ms, mo, sms, st)));
 }
 static void mom_f32_group(const void *d, uint64_t n, gr_exact_scratch *, uint64_t *,
 			  gr_moments_scratch *ms, gr_moments_sums *mo, int sms, cudaStream_t st)
@@ -141,6 +145,15 @@ static const bform bforms[] = {
 	{"moments G8 B1", mom_form<8, 1>},     {"moments f32 group", mom_f32_group},
 	{"moments G4 B2 bits", mom_form<4, 2, true>}, {"moments G2 B4 bits", mom_form<2, 4, true>},
 	{"moments G8 B1 bits", mom_form<8, 1, true>}, {"moments G2 B4", mom_form<2, 4>},
+	{"moments G4 B2 bulk 1x3", mom_form<4, 2, false, 1, 3>},
+	{"moments G4 B2 bulk 1x4", mom_form<4, 2, false, 1, 4>},
+	{"moments G4 B2 bulk 2x2", mom_form<4, 2, false, 2, 2>},
+	{"moments G4 B3 bulk 1x3", mom_form<4, 3, false, 1, 3>},
+	{"moments G4 B2 bulk 2x2 T288", mom_form<4, 2, false, 2, 2, 288>},
+	{"moments G4 B2 bulk 2x2 T320", mom_form<4, 2, false, 2, 2, 320>},
+	{"moments G4 B4 bulk 2x2 T160", mom_form<4, 4, false, 2, 2, 160>},
+	{"moments G4 B5 bulk 2x2 T128", mom_form<4, 5, false, 2, 2, 128>},
+	{"moments G4 B2 bulk 1x4 T320", mom_form<4, 2, false, 1, 4, 320>},
 };
 
 int main(int argc, char **argv)
