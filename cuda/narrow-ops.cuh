@@ -27,19 +27,27 @@
  * first, with integer compares of its elements' magnitudes (two-halfword
  * instructions) and one vote over the warp: below 2^E, and zero or not
  * below 2^(E - 33). When it passes (almost always: it fails for elements
- * more than 33 binades below the largest seen) the adds follow;
- * otherwise the careful path takes the group: it raises E to the largest
- * finite element (after moving the doubles into the digits), after which
- * the group usually passes after all (every warp's first does); if not,
- * element by element, it records infinities and NaNs in the flags, adds
- * the elements in the window into the doubles and the others into the
- * warp's bins in shared memory, one 32-bit integer for each exponent that
- * sums the signed significands, which go to the digits at the end. -0 is
- * tracked apart: a lane whose elements in a group that passed are not
- * all zeros has one other than -0; others look at every element's bits.
- * The f64 adds cost a conversion from f32 each (a quarter-rate
- * instruction), which one element in 16 bits leaves room for; a form in
- * f32 pairs (Fast2Sum into one, the rest into another) measured slower.
+ * more than 33 binades below the largest seen) the adds follow. Where
+ * every element of the warp's group is also zero or not below 2^(E - 16)
+ * (a second vote), the two elements of each 32-bit word are added in f32
+ * first: both are multiples of 2^(E - 23), so their sum, below 2^(E + 1),
+ * is exact in 24 bits (E at most 127, so it stays finite), and one
+ * conversion and one double add take two elements. Otherwise each
+ * element goes to its double alone. A group that fails the first vote
+ * takes the careful path: it raises E to the largest finite element
+ * (after moving the doubles into the digits), after which the group
+ * usually passes after all (every warp's first does); if not, element by
+ * element, it records infinities and NaNs in the flags, adds the
+ * elements in the window into the doubles and the others into the warp's
+ * bins in shared memory, one 32-bit integer for each exponent that sums
+ * the signed significands, which go to the digits at the end (the bins
+ * are cleared when a warp first needs them, so that a warp that never
+ * does pays nothing for them). -0 is tracked apart: a lane whose
+ * elements in a group that passed are not all zeros has one other than
+ * -0; others look at every element's bits. The f64 adds cost a
+ * conversion from f32 each (a quarter-rate instruction), which is why
+ * pairs pay; a form in f32 pairs by Fast2Sum (one for the sums, one for
+ * the rests) measured slower.
  *
  * Integer sums (SumInt) add four bytes (or two 16-bit halves) of a word
  * in one dot-product instruction into 32 bits, a group at a time, then
@@ -156,8 +164,10 @@ struct SumBf16 {
 	static constexpr bool EXACT = true;
 	static constexpr uint32_t PADW = 0x80008000u;
 	/* P = 1.5 * 2^(E + HEAD); elements from 2^(E - WIN) up are added
-	 * there; CAP adds a double takes before it must be flushed */
-	static constexpr int HEAD = 12, WIN = 33;
+	 * there, two to an f32 first where all are from 2^(E - PAIR) up;
+	 * CAP adds (of an element below 2^E; a pair's counts twice) a
+	 * double takes before it must be flushed */
+	static constexpr int HEAD = 12, WIN = 33, PAIR = 16;
 	static constexpr unsigned CAP = 1u << (HEAD - 1);
 	/* E's least: bf16's subnormals are below 2^-126 */
 	static constexpr int E_MIN = -126;
@@ -167,10 +177,12 @@ struct SumBf16 {
 	double a[8], P;
 	int E;
 	/* keys (magnitude bits) below khi are below 2^E; above kthr, in the
-	 * window (kthr 0: every key is) */
-	uint32_t khi, kthr;
+	 * window (kthr 0: every key is); above kpair, in the pairs' */
+	uint32_t khi, kthr, kpair;
 	unsigned used, bused;
 	uint32_t nz, flags;
+	/* pairs: E allows them; binit: the warp's bins are clear */
+	bool pairs, binit;
 	/* the warp's bins (shared memory): bin e holds the sum of the signed
 	 * significands of the elements of biased exponent e (1 also the
 	 * subnormals'), each weighing 2^(e - 134) */
@@ -186,8 +198,12 @@ struct SumBf16 {
 		E = e;
 		P = 1.5 * gre::pow2(e + HEAD);
 		khi = (uint32_t)(e + 127) << 7;
-		const int kl = e - WIN + 127;
+		const int kl = e - WIN + 127, kp = e - PAIR + 127;
 		kthr = kl > 0 ? ((uint32_t)kl << 7) - 1 : 0;
+		kpair = kp > 0 ? ((uint32_t)kp << 7) - 1 : 0;
+		/* a pair's sum below 2^(E + 1) <= 2^128 is finite, and from
+		 * 2^(E - 23) >= 2^-123 on a normal f32's grid */
+		pairs = e >= -100 && e <= 127;
 #pragma unroll
 		for (unsigned k = 0; k < 8; k++)
 			a[k] = P;
@@ -199,10 +215,8 @@ struct SumBf16 {
 		nz = 0;
 		flags = 0;
 		bused = 0;
+		binit = false;
 		bins = warp_bins();
-		for (unsigned i = threadIdx.x & 31; i < 256; i += 32)
-			bins[i] = 0;
-		__syncwarp();
 	}
 	/* the doubles as an integer number of their last places,
 	 * 2^(E - 40), exactly (each less P is below 2^51 of them), and
@@ -254,9 +268,11 @@ struct SumBf16 {
 			atomicAdd(&bins[e ? e : 1], h & 0x8000u ? -(int)sig : (int)sig);
 		}
 	}
-	/* a group that passed: every element into its double; a lane whose
-	 * elements are all zeros looks at their signs */
-	template <unsigned NG>
+	/* a group that passed: every element into its double, or (PAIRS)
+	 * the two of each word summed in f32 into one of the word's two
+	 * doubles, by turns; a lane whose elements are all zeros looks at
+	 * their signs */
+	template <unsigned NG, bool PAIRS>
 	__device__ __forceinline__ void fast(const uint4 (&v)[NG], uint32_t kmax)
 	{
 		if (kmax) {
@@ -273,16 +289,32 @@ struct SumBf16 {
 #pragma unroll
 			for (unsigned j = 0; j < 4; j++) {
 				const uint32_t w = word(v[g], j);
-				a[2 * j] += (double)__uint_as_float(w << 16);
-				a[2 * j + 1] += (double)__uint_as_float(w & 0xffff0000u);
+				const float lo = __uint_as_float(w << 16), hi = __uint_as_float(w & 0xffff0000u);
+				if (PAIRS) {
+					a[2 * j + (g & 1)] += (double)__fadd_rn(lo, hi);
+				} else {
+					a[2 * j] += (double)lo;
+					a[2 * j + 1] += (double)hi;
+				}
 			}
-		used += NG;
+		/* a double took NG adds, or ceil(NG / 2) pairs */
+		used += PAIRS ? NG + (NG & 1) : NG;
+	}
+	/* a group that passed the window's check (kmin: its least magnitude
+	 * less one), by the pairs' */
+	template <unsigned NG>
+	__device__ __forceinline__ void passed(const uint4 (&v)[NG], uint32_t kmax, uint32_t kmin)
+	{
+		if (pairs && !__any_sync(FULL, kmin < kpair))
+			fast<NG, true>(v, kmax);
+		else
+			fast<NG, false>(v, kmax);
 	}
 	template <unsigned NG>
 	__device__ __forceinline__ void group(const uint4 (&v)[NG], long long *digits, unsigned lane)
 	{
 		static_assert(NG <= 8, "BIN_GROUPS's bound");
-		if (used + NG > CAP)
+		if (used + NG + 1 > CAP)
 			flush(digits, lane);
 		/* the lane's largest magnitude, and its least less one (a
 		 * zero's is 0xffff), by halfwords */
@@ -299,7 +331,7 @@ struct SumBf16 {
 		kmin = min(kmin & 0xffffu, kmin >> 16);
 		/* the group passes when every lane's does */
 		if (!__any_sync(FULL, kmax >= khi || kmin < kthr)) {
-			fast<NG>(v, kmax);
+			passed<NG>(v, kmax, kmin);
 			return;
 		}
 		/* the careful path (the whole warp): E up to the largest
@@ -308,12 +340,20 @@ struct SumBf16 {
 		const uint32_t fm = bf16_top_finite<NG>(v);
 		const int ne = (fm >> 7) ? (int)(fm >> 7) - 126 : E_MIN;
 		if (ne > E) {
-			flush(digits, lane);
+			/* (doubles that took nothing hold nothing) */
+			if (used)
+				flush(digits, lane);
 			pin(ne);
 			if (!__any_sync(FULL, kmax >= khi || kmin < kthr)) {
-				fast<NG>(v, kmax);
+				passed<NG>(v, kmax, kmin);
 				return;
 			}
+		}
+		if (!binit) {
+			for (unsigned i = lane; i < 256; i += 32)
+				bins[i] = 0;
+			__syncwarp();
+			binit = true;
 		}
 		if (bused == BIN_GROUPS)
 			flush_bins(digits, lane);
@@ -338,7 +378,8 @@ struct SumBf16 {
 	}
 	__device__ __forceinline__ void finish(long long *digits, wres &r, unsigned lane)
 	{
-		flush_bins(digits, lane);
+		if (binit)
+			flush_bins(digits, lane);
 		r.q = warp_sum(take());
 		r.p = ONE - (40 - E);
 		r.flags = __reduce_or_sync(FULL, flags);

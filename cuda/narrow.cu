@@ -27,6 +27,8 @@ namespace grn {
 /* the f16 sum's form: two vectors a lane a group, four blocks an SM (the
  * quickest of gpured-narrow-bench --sweep on an H200) */
 #define GRN_LAUNCH_F16(...) launch<__VA_ARGS__, 2, 4>(data, n, scratch, raw, xout, sm_count, st)
+/* the bf16 sum's: three vectors, three blocks (likewise, of its forms) */
+#define GRN_LAUNCH_BF16(...) launch<__VA_ARGS__, 3, 3>(data, n, scratch, raw, xout, sm_count, st)
 
 template <bool MAX>
 static cudaError_t argm(int dtype, const void *data, uint64_t n, gr_exact_scratch *scratch,
@@ -78,7 +80,7 @@ extern "C" int gr_narrow_launch(int op, int dtype, const void *data, uint64_t n,
 	case SUM:
 		switch (dtype) {
 		case F16: return (int)GRN_LAUNCH_F16(SumFix<F16, false>);
-		case BF16: return (int)GRN_LAUNCH(SumBf16);
+		case BF16: return (int)GRN_LAUNCH_BF16(SumBf16);
 		case E4M3: return (int)GRN_LAUNCH(SumF8<E4M3>);
 		case E5M2: return (int)GRN_LAUNCH(SumF8<E5M2>);
 		case I8: return (int)GRN_LAUNCH(SumInt<I8, false>);

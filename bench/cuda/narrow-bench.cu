@@ -108,6 +108,7 @@ template <class Op> static void forms(std::vector<std::pair<const char *, launch
 	f.push_back({"G8 B2", form<Op, 8, 2>::launch});
 	f.push_back({"G4 B2", form<Op, 4, 2>::launch});
 	f.push_back({"G2 B4", form<Op, 2, 4>::launch});
+	f.push_back({"G3 B3", form<Op, 3, 3>::launch});
 	f.push_back({"G8 B2 one set", form<Op, 8, 2, false>::launch});
 }
 
