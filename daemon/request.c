@@ -406,9 +406,11 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 /*
  * Submit the next chunks of a reduce of a mapped region. They are cut
  * where a socket request's of the same size would be (staging slots), so
- * the bits are the same, and its data are all there already, so as many
- * go out as one request may have in flight; each one back sends the
- * next. A request whose connection is gone submits no more.
+ * the bits are the same, but for host data that either engine may reduce,
+ * whose bits do not depend on the cuts: the scheduler cuts those
+ * (gr_sched_piece). Its data are all there already, so as many go out as
+ * one request may have in flight; each one back sends the next. A
+ * request whose connection is gone submits no more.
  */
 void gr_request_region_pump(gr_request *req)
 {
@@ -432,6 +434,14 @@ void gr_request_region_pump(gr_request *req)
 		gr_chunk *ch = &req->chunks[req->nsubmitted % GR_REQUEST_CHUNKS_MAX];
 		uint64_t take = req->region_left < slot ? req->region_left : slot;
 		uint64_t start = req->data_bytes - req->region_left;
+
+		/* host data that either engine may reduce: the scheduler picks
+		 * the engine now and cuts the piece to suit it */
+		ch->job.split = 0;
+		if (req->region->device < 0 && req->kind == GR_REQUEST_REDUCE)
+			take = gr_sched_piece(&req->srv->sched, req->op, req->dtype,
+					      req->data_bytes, req->region_left, slot, uv_hrtime(),
+					      &ch->job.split);
 
 		ch->slot = NULL;
 		ch->done = false;

@@ -7,6 +7,12 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
+static double rate_clamp(double r)
+{
+	return r > GR_SCHED_RATE_MIN ? (r < GR_SCHED_RATE_MAX ? r : GR_SCHED_RATE_MAX)
+				     : GR_SCHED_RATE_MIN;
+}
+
 static void backend_freep(gr_backend **b)
 {
 	gr_backend_free(*b);
@@ -96,7 +102,7 @@ int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, ch
 	if (s->cpu) {
 		gr_device_info d = {0};
 		s->cpu->ops->describe(s->cpu, 0, &d);
-		s->share[1].rate *= d.units ? d.units : 1;
+		s->share[1].rate = rate_clamp(s->share[1].rate * (d.units ? d.units : 1));
 	}
 	return 0;
 }
@@ -121,19 +127,18 @@ const char *gr_sched_host_name(gr_sched_host h)
 	return (unsigned)h < GR_SCHED_HOST_N ? host_names[h] : NULL;
 }
 
-/* Whether job's bits are the same from either engine: the exact float
- * sums and sums of squares, integer sums modulo 2^64, min and max. */
-static bool same_bits_anywhere(const gr_job *job)
+/* Whether a reduce by op of dtype has the same bits from either engine
+ * and wherever its pieces are cut: the exact float sums and sums of
+ * squares, integer sums modulo 2^64, min and max. */
+static bool same_bits_anywhere(gr_op op, gr_dtype dtype)
 {
-	if (job->kind != GR_JOB_REDUCE)
-		return false;
-	switch (job->op) {
+	switch (op) {
 	case GR_OP_SUM:
 	case GR_OP_MIN:
 	case GR_OP_MAX:
 		return true;
 	case GR_OP_SUMSQ:
-		return gr_dtype_is_float(job->dtype);
+		return gr_dtype_is_float(dtype);
 	default:
 		return false;
 	}
@@ -146,7 +151,8 @@ static uint64_t since(uint64_t now_ns, uint64_t t_ns)
 
 unsigned gr_sched_pick(const gr_sched_share share[2], uint64_t bytes, uint64_t now_ns)
 {
-	/* when each would be done with it, its queue ahead of it */
+	/* when each would be done with it, its queue ahead of it (rates
+	 * are kept within GR_SCHED_RATE_MIN and _MAX) */
 	double t_gpu = (double)(share[0].inflight + bytes) / share[0].rate;
 	double t_cpu = (double)(share[1].inflight + bytes) / share[1].rate;
 	unsigned e = t_cpu < t_gpu, o = !e;
@@ -157,8 +163,91 @@ unsigned gr_sched_pick(const gr_sched_share share[2], uint64_t bytes, uint64_t n
 	return e;
 }
 
+uint64_t gr_sched_piece_bytes(const gr_sched_share share[2], unsigned e, bool gpus, uint64_t slot,
+			      uint64_t left)
+{
+	if (left <= slot || !slot)
+		return left;
+	if (e == 0)
+		return slot;
+	uint64_t k = GR_SCHED_PIECE_SLOTS;
+	if (gpus) {
+		/* the CPU's queue reaches as far as the GPUs' and a slot more:
+		 * neither engine idles while the other finishes */
+		double until = (double)(share[0].inflight + slot) / rate_clamp(share[0].rate);
+		double more = until * rate_clamp(share[1].rate) - (double)share[1].inflight;
+		double slots = more / (double)slot;
+		k = slots < 1                      ? 1
+		    : slots < GR_SCHED_PIECE_SLOTS ? (uint64_t)slots
+		                                   : GR_SCHED_PIECE_SLOTS;
+	}
+	uint64_t take = k * slot;
+	/* no piece shorter than a slot left over at the end */
+	return take >= left || left - take < slot ? left : take;
+}
+
+/* The engine for a split piece of bytes: the CPU's where the CPU reads
+ * alone (--host-data cpu, or the trial's way), else gr_sched_pick(). */
+static unsigned sched_engine(const gr_sched *s, uint64_t bytes, uint64_t now_ns)
+{
+	if (s->host == GR_SCHED_HOST_CPU || gr_sched_trial_cpu_alone(&s->trial))
+		return 1;
+	return gr_sched_pick(s->share, bytes, now_ns);
+}
+
+/* A split piece of bytes that engine e finished (ok: it succeeded), its
+ * count already out of flight: the window of the way in use moves on,
+ * and once it is GR_SCHED_TRIAL_NS long the way is kept or changed. */
+static void trial_done(gr_sched *s, unsigned e, uint64_t bytes, bool ok, uint64_t now_ns)
+{
+	gr_sched_trial *t = &s->trial;
+
+	if (s->host != GR_SCHED_HOST_BOTH)
+		return;
+	t->win_ns += since(now_ns, t->since_ns);
+	t->since_ns = now_ns;
+	const bool alone = gr_sched_trial_cpu_alone(t);
+	if (alone && (e == 0 || s->share[0].inflight)) {
+		/* the GPUs' last pieces: not the CPU alone yet */
+		t->win_bytes = t->win_ns = 0;
+		return;
+	}
+	if (ok)
+		t->win_bytes += bytes;
+	if (t->win_ns < GR_SCHED_TRIAL_NS)
+		return;
+	const double got = (double)t->win_bytes / (double)t->win_ns;
+	double *shown = &t->shown[alone];
+	*shown = *shown > 0 ? (*shown + got) / 2 : got;
+	t->win_bytes = t->win_ns = 0;
+	if (t->trying) {
+		t->trying = false;
+		t->cpu_alone = t->shown[1] > t->shown[0];
+		t->next_ns = now_ns + GR_SCHED_TRIAL_EVERY_NS;
+	} else if (now_ns >= t->next_ns) {
+		t->trying = true;
+	}
+}
+
+uint64_t gr_sched_piece(gr_sched *s, gr_op op, gr_dtype dtype, uint64_t request_bytes,
+			uint64_t left, uint64_t slot, uint64_t now_ns, uint8_t *ret_split)
+{
+	*ret_split = 0;
+	if (!s->cpu || request_bytes <= s->route_max || s->host == GR_SCHED_HOST_GPU ||
+	    !same_bits_anywhere(op, dtype))
+		return left < slot ? left : slot;
+	const unsigned e = sched_engine(s, left < slot ? left : slot, now_ns);
+	*ret_split = (uint8_t)(1 + e);
+	return gr_sched_piece_bytes(s->share, e,
+				    s->host == GR_SCHED_HOST_BOTH &&
+					    !gr_sched_trial_cpu_alone(&s->trial),
+				    slot, left);
+}
+
 bool gr_sched_on_cpu(gr_sched *s, gr_job *job, uint64_t request_bytes, uint64_t now_ns)
 {
+	/* the engine gr_sched_piece() chose, if it cut this job's piece */
+	const unsigned cut = job->split;
 	job->split = 0;
 	if (!s->cpu)
 		return false;
@@ -170,17 +259,17 @@ bool gr_sched_on_cpu(gr_sched *s, gr_job *job, uint64_t request_bytes, uint64_t 
 		return true;
 	if (request_bytes <= s->route_max)
 		return true;
-	if (job->where != GR_AT_HOST || !same_bits_anywhere(job) || s->host == GR_SCHED_HOST_GPU)
+	if (job->where != GR_AT_HOST || job->kind != GR_JOB_REDUCE ||
+	    !same_bits_anywhere(job->op, job->dtype) || s->host == GR_SCHED_HOST_GPU)
 		return false;
 	const uint64_t bytes = (uint64_t)job->n * gr_dtype_size(job->dtype);
-	const unsigned e = s->host == GR_SCHED_HOST_CPU ? 1 : gr_sched_pick(s->share, bytes, now_ns);
+	const unsigned e = cut == 1 || cut == 2 ? cut - 1 : sched_engine(s, bytes, now_ns);
 	gr_sched_share *sh = &s->share[e];
+	if (!s->share[0].inflight && !s->share[1].inflight)
+		s->trial.since_ns = now_ns; /* some in flight from now */
 	sh->given_ns = now_ns;
-	if (!sh->inflight) {
-		/* a window opens when the engine takes work */
-		sh->since_ns = now_ns;
-		sh->win_bytes = 0;
-	}
+	if (!sh->inflight)
+		sh->since_ns = now_ns; /* busy from now */
 	sh->inflight += bytes;
 	job->split = (uint8_t)(1 + e);
 	return e == 1;
@@ -193,32 +282,38 @@ void gr_sched_done(gr_sched *s, gr_job *job, uint64_t now_ns)
 	gr_sched_share *sh = &s->share[job->split - 1];
 	const uint64_t bytes = (uint64_t)job->n * gr_dtype_size(job->dtype);
 	job->split = 0;
+	/* the engine was busy from since_ns to now */
+	const uint64_t dt = since(now_ns, sh->since_ns);
+	sh->busy_ns += dt;
+	sh->win_ns += dt;
+	sh->since_ns = now_ns;
 	sh->inflight -= bytes < sh->inflight ? bytes : sh->inflight;
-	if (job->status >= 0) {
-		sh->win_bytes += bytes;
-		sh->bytes += bytes;
-		sh->jobs++;
+	trial_done(s, (unsigned)(sh - s->share), bytes, job->status >= 0, now_ns);
+	if (job->status < 0) {
+		/* a failed job teaches nothing: the window it ends is dropped */
+		sh->win_bytes = sh->win_ns = 0;
+		sh->win_part = sh->inflight != 0;
+		return;
 	}
-	/* the engine was busy for the whole window: once it is long enough,
-	 * or the engine falls idle, its rate over it, smoothed over about
-	 * four windows */
-	const uint64_t dt = now_ns > sh->since_ns ? now_ns - sh->since_ns : 0;
-	if (dt >= GR_SCHED_WINDOW_NS || (!sh->inflight && dt >= GR_SCHED_WINDOW_NS / 8)) {
-		if (sh->win_bytes)
-			sh->rate += ((double)sh->win_bytes / (double)dt - sh->rate) / 4;
-		sh->busy_ns += dt;
-		sh->win_bytes = 0;
-		sh->since_ns = now_ns;
-	} else if (!sh->inflight) {
-		/* idle after a short burst: too short to tell a rate, which
-		 * the start's latency holds down, but a burst faster than the
-		 * rate known shows that rate to be too low */
-		if (sh->win_bytes && dt && (double)sh->win_bytes / (double)dt > sh->rate)
-			sh->rate += ((double)sh->win_bytes / (double)dt - sh->rate) / 4;
-		sh->busy_ns += dt;
-		sh->win_bytes = 0;
+	sh->win_bytes += bytes;
+	sh->bytes += bytes;
+	sh->jobs++;
+	/* the rate over the window, smoothed over about four, once the
+	 * window is long enough; or sooner where the engine falls idle
+	 * after a whole window faster than its rate (one slow start, a
+	 * probe), which the start's latency holds down if anything */
+	const double shown = sh->win_ns ? (double)sh->win_bytes / (double)sh->win_ns : 0;
+	if (sh->win_ns >= GR_SCHED_WINDOW_NS ||
+	    (!sh->inflight && !sh->win_part && shown > sh->rate)) {
+		if (shown > 0)
+			sh->rate = rate_clamp(sh->rate + (shown - sh->rate) / 4);
+		sh->win_bytes = sh->win_ns = 0;
+		/* the next window holds all of each job it counts only if
+		 * it begins with the engine idle */
+		sh->win_part = sh->inflight != 0;
 	}
 }
+
 void gr_sched_route(gr_sched *s, gr_job *job)
 {
 	job->next = NULL;

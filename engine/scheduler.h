@@ -9,13 +9,23 @@
  * the CPU engine takes what no GPU kernel runs and host data small enough
  * that a CPU core is done before a GPU could answer (--route-cpu-max).
  * Host data of large requests may go to either engine (--host-data both,
- * the default): each such job to the one that would finish it first, by
- * the bytes each has in flight and the rate each has shown on such jobs
- * (learned from their completions, gr_sched_done). Only jobs whose bits
- * are the same on both take that route: float sums and sums of squares
- * (exact on both), integer sums (exact modulo 2^64), min and max; any
- * other job's route depends on the job and its request alone, so the
- * same request always gets the same bits. Loop thread, but for the mover.
+ * the default): each piece a request cuts of it goes to the one that
+ * would finish it first, by the bytes each has in flight and the rate
+ * each has shown on such pieces (bytes over the time it had some in
+ * flight, learned from their completions, gr_sched_done), and the piece
+ * is cut to suit it (gr_sched_piece): a staging slot for the GPUs, whose
+ * copies keep one, and for the CPU up to GR_SCHED_PIECE_SLOTS of them,
+ * enough to keep it busy until the GPUs are through what they hold, so
+ * that neither waits for the other while a request has only a few
+ * pieces in flight; and where the CPU alone reads more than both
+ * together, which memory both engines read can make so, it takes them
+ * all but for a trial of both now and then (gr_sched_trial). Only pieces
+ * whose bits are the same on both engines and wherever the cuts fall
+ * take that route: float sums and sums of squares (exact on both),
+ * integer sums (exact modulo 2^64), min and max (-0 below +0, the first
+ * NaN); any other job's route and cuts depend on
+ * the job and its request alone, so the same request always gets the
+ * same bits. Loop thread, but for the mover.
  */
 #pragma once
 
@@ -46,26 +56,74 @@ const char *gr_sched_host_name(gr_sched_host h);
 typedef struct gr_sched_share {
 	uint64_t inflight;  /* bytes sent, not yet done */
 	double rate;        /* bytes a nanosecond, as its completions show */
-	/* the window the next rate is measured over: busy since since_ns,
-	 * win_bytes done in it */
+	/* the window the next rate is measured over: win_bytes done in
+	 * win_ns of busy time (time with some in flight, idle time left
+	 * out), counted up to since_ns; part when it began with the engine
+	 * busy, so that the first jobs it counts began before it */
 	uint64_t since_ns;
 	uint64_t win_bytes;
+	uint64_t win_ns;
+	bool win_part;
 	uint64_t bytes;     /* bytes done */
 	uint64_t jobs;      /* jobs done */
 	uint64_t busy_ns;   /* time with some in flight */
 	uint64_t given_ns;  /* when it was last given a job */
 } gr_sched_share;
 
-/* A rate is measured over windows of busy time this long at least:
- * engines that finish jobs in bursts (a CPU's workers) show their rate
- * over several, not between two of one burst. */
+/* A rate is measured over windows of this much busy time at least:
+ * engines that finish jobs in bursts (a CPU's workers, whose jobs the
+ * loop drains several at a time) show their rate over several, not
+ * between two of one burst. A whole window the engine ends idle counts
+ * sooner where it shows a rate above the one known. */
 #define GR_SCHED_WINDOW_NS 2000000u
+
+/* Rates stay within these (bytes a nanosecond: 10 MB/s to 100 TB/s),
+ * whatever a slow, stalled or failing engine shows: none is taken for
+ * useless for good, and none overflows a finish time. */
+#define GR_SCHED_RATE_MIN 0.01
+#define GR_SCHED_RATE_MAX 100000.0
+
+/* A piece for the CPU engine is at most this many staging slots: its
+ * workers read a long piece faster than several short ones, and a
+ * request keeps only a few pieces in flight. */
+#define GR_SCHED_PIECE_SLOTS 4u
 
 /* An engine given no split job for this long, while the other took
  * some, gets the next one: a rate learned once (from a slow start, a
  * short burst) is measured again rather than keeping that engine out
  * for good. */
 #define GR_SCHED_PROBE_NS 20000000u
+/*
+ * Whether the GPUs add to what the CPU reads alone (--host-data both). On
+ * a host whose memory both engines' reads share, the CPU alone may read
+ * a large region faster than both together; so the scheduler keeps to
+ * the better of the two ways, by the bytes a nanosecond that split host
+ * data showed in each over windows of GR_SCHED_TRIAL_NS with some in
+ * flight, and tries the other way for one window once every
+ * GR_SCHED_TRIAL_EVERY_NS: the GPUs, left out, are tried again.
+ */
+typedef struct gr_sched_trial {
+	bool cpu_alone;     /* the way kept to: the CPU alone, else both */
+	bool trying;        /* this window tries the other way */
+	uint64_t next_ns;   /* when the next trial is due */
+	/* the window: win_bytes done in win_ns with some in flight,
+	 * counted up to since_ns */
+	uint64_t since_ns;
+	uint64_t win_bytes;
+	uint64_t win_ns;
+	double shown[2];    /* bytes a nanosecond: [0] both, [1] the CPU alone; 0: not yet */
+} gr_sched_trial;
+
+#define GR_SCHED_TRIAL_NS 20000000u
+#define GR_SCHED_TRIAL_EVERY_NS 250000000u
+
+/* Whether the CPU takes every piece of split host data now (t: the
+ * scheduler's trial). */
+static inline bool gr_sched_trial_cpu_alone(const gr_sched_trial *t)
+{
+	return t->trying != t->cpu_alone;
+}
+
 typedef struct gr_sched_config {
 	gr_backend_config main;  /* the main engine's (mover is the scheduler's) */
 	gr_sched_gpu gpu;
@@ -84,6 +142,7 @@ typedef struct gr_sched {
 	uint64_t routed;        /* jobs sent to the CPU engine beside a GPU one */
 	gr_sched_host host;
 	gr_sched_share share[2]; /* split host data: [0] the GPUs', [1] the CPU's */
+	gr_sched_trial trial;
 } gr_sched;
 
 /* Build the engines. 0, or a negative errno and why in errbuf. */
@@ -100,8 +159,9 @@ static inline bool gr_engine_runs(const gr_backend *b, const gr_job *job)
 
 /* Does job go to the CPU engine beside the main one, its request being
  * request_bytes long? A job of split host data is counted in flight on
- * the engine chosen (job->split) until gr_sched_done(). now_ns: the
- * loop's clock. */
+ * the engine chosen (job->split: gr_sched_piece()'s where it cut the
+ * piece, else chosen here) until gr_sched_done(). now_ns: the loop's
+ * clock. */
 bool gr_sched_on_cpu(gr_sched *s, gr_job *job, uint64_t request_bytes, uint64_t now_ns);
 /* A job is done (loop thread, before its done() or from it): a split
  * one's bytes leave its engine's count, and its completion updates that
@@ -111,6 +171,26 @@ void gr_sched_done(gr_sched *s, gr_job *job, uint64_t now_ns);
  * for the GPUs' (the one that would finish it first, unless the other
  * has had none for GR_SCHED_PROBE_NS). */
 unsigned gr_sched_pick(const gr_sched_share share[2], uint64_t bytes, uint64_t now_ns);
+/* How long a piece engine e (gr_sched_pick's) takes, of left bytes a
+ * request has still to cut, its pieces a slot long elsewhere: the GPUs'
+ * a slot; the CPU's as many slots, 1 to GR_SCHED_PIECE_SLOTS, as it
+ * reads by when the GPUs would be through what they hold and one slot
+ * more (at most GR_SCHED_PIECE_SLOTS where the GPUs take none), and the
+ * rest of the request where less than a slot would be left. Never more
+ * than left. */
+uint64_t gr_sched_piece_bytes(const gr_sched_share share[2], unsigned e, bool gpus, uint64_t slot,
+			      uint64_t left);
+/*
+ * The next piece of a large request (request_bytes long) of host data
+ * for a reduce, of which left bytes are still to cut, where a piece is
+ * slot bytes long but for the split: whether it takes the split route
+ * and to which engine, written to *ret_split (0, or 1 + the engine, as
+ * job->split; gr_sched_on_cpu() sends the job of that piece there), and
+ * how many bytes it takes (gr_sched_piece_bytes()). now_ns: the loop's
+ * clock.
+ */
+uint64_t gr_sched_piece(gr_sched *s, gr_op op, gr_dtype dtype, uint64_t request_bytes,
+			uint64_t left, uint64_t slot, uint64_t now_ns, uint8_t *ret_split);
 /* Queue job for the CPU engine (gr_sched_on_cpu() said so): the jobs go
  * out together at the next flush, from the loop's check phase, where
  * those small enough run inline and their completions drain in the same

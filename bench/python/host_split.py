@@ -7,14 +7,16 @@ CPU daemon, in one run; every mode must give the same bits.
 
 Each figure: GB/s of the region's bytes with --inflight sums in flight,
 the median of --runs loops of --seconds each, for 2^20, 2^24, 2^26 and
-2^28 elements (--sizes). Prints a table and, with --csv FILE, the same as
-CSV for a plot.
+2^28 elements (--sizes); --dtype f32, f64 or i32. Prints a table, each
+engine's part of `both` at each size (from the daemon's stats) and, with
+--csv FILE, the table as CSV for a plot.
 """
 
 import argparse
 import csv
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -45,6 +47,9 @@ def main():
     sizes = [int(s) for s in a.sizes.split(",")]
     table = {}
     bits = {}
+    # the same elements in every mode
+    data = {lg: (np.random.default_rng(lg).standard_normal(1 << lg) * 1000).astype(dt)
+            for lg in sizes}
     for name, extra in MODES:
         proc, path, tmp = start_daemon(a.daemon, extra)
         try:
@@ -52,14 +57,15 @@ def main():
                 for lg in sizes:
                     n = 1 << lg
                     r = c.empty(n, dt)
-                    # the same elements in every mode
-                    r[:] = (np.random.default_rng(lg).standard_normal(n) * 1000).astype(dt)
+                    r[:] = data[lg]
                     v = c.sum(r)
                     bits.setdefault(lg, set()).add(np.float64(v).tobytes())
+                    s0 = c.stats()["host_data"]
+                    t0 = time.monotonic()
                     table[name, lg] = rate(pipelined(c, r, a.inflight), n * r.itemsize,
                                            a.seconds, a.runs)
                     if name == "cuda, both":
-                        table["split", lg] = c.stats()["host_data"]
+                        table["split", lg] = (s0, c.stats()["host_data"], time.monotonic() - t0)
                     del r
         finally:
             stop_daemon(proc, tmp)
@@ -71,12 +77,19 @@ def main():
         best = max(vals[0], vals[1], vals[3])
         print("2^%-10d" % lg + "".join("%14.2f" % v for v in vals) + "   %.2f" % (vals[2] / best))
         rows.append([lg] + vals)
+    # each engine's part of `both` while it was timed: its share of the
+    # bytes, its pieces, the part of the time it had some in flight, the
+    # GB/s it read in that time and the rate the scheduler knew at the end
+    print("`both`, each engine:%25s%40s" % ("gpu", "cpu"))
     for lg in sizes:
-        sp = table["split", lg]
-        print("2^%d split so far: gpu %.0f MB in %d jobs (%.1f GB/s), cpu %.0f MB in %d jobs "
-              "(%.1f GB/s)" % (lg, sp["gpu"]["bytes"] / 1e6, sp["gpu"]["jobs"],
-                               sp["gpu"]["rate_gbps"], sp["cpu"]["bytes"] / 1e6,
-                               sp["cpu"]["jobs"], sp["cpu"]["rate_gbps"]))
+        s0, s1, secs = table["split", lg]
+        d = {e: {k: s1[e][k] - s0[e][k] for k in ("bytes", "jobs", "busy_s")} for e in ("gpu", "cpu")}
+        total = (d["gpu"]["bytes"] + d["cpu"]["bytes"]) or 1
+        print("2^%-10d" % lg + "".join(
+            "  %3.0f%% %6d pieces busy %3.0f%% %6.1f GB/s (%5.1f)" % (
+                100 * d[e]["bytes"] / total, d[e]["jobs"], 100 * d[e]["busy_s"] / secs,
+                d[e]["bytes"] / d[e]["busy_s"] / 1e9 if d[e]["busy_s"] else 0,
+                s1[e]["rate_gbps"]) for e in ("gpu", "cpu")))
     same = all(len(b) == 1 for b in bits.values())
     print("same bits in every mode: %s" % same)
     if a.csv:
