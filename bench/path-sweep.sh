@@ -20,6 +20,8 @@ dtype=${3:-f32}
 case $dtype in
 i32 | u32 | f32) size=4 ;;
 i64 | u64 | f64) size=8 ;;
+f16 | bf16 | i16 | u16) size=2 ;;
+f8e4m3 | f8e5m2 | i8 | u8) size=1 ;;
 *) echo "path-sweep: unknown dtype $dtype" >&2; exit 2 ;;
 esac
 exe() {

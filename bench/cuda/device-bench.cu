@@ -8,7 +8,9 @@
  * the daemon's). One JSON line per size.
  *
  *   gpured-device-bench [-g GPU] [-S SPIN_US] SOCKET [REQUESTS [DTYPE [LOG2,...]]]
- *       (f32, f64 or i32; sizes 2^16,2^24,2^26,2^28 f32 bytes by default;
+ *       (f32, f64, i32 or a narrow dtype: f16, bf16, f8e4m3, f8e5m2, i8,
+ *       u8, i16, u16, whose direct launch is the narrow kernel's;
+ *       sizes 2^16,2^24,2^26,2^28 f32 bytes by default;
  *       the array on GPU 0 unless -g says; -S: the client spins that long
  *       for each reply before it sleeps, gpured_set_spin())
  */
@@ -29,6 +31,7 @@
 #include "client/gpured.h"
 #include "cuda/exact.h"
 #include "cuda/kernel.h"
+#include "cuda/narrow.h"
 
 template <typename F> static F drv(const char *name)
 {
@@ -49,10 +52,26 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-template <typename T> __global__ void fill_ones(T *p, size_t n)
+template <typename T> __global__ void fill_ones(T *p, size_t n, T one = (T)1)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		p[i] = (T)1;
+		p[i] = one;
+}
+
+/* the bits of 1 in a narrow dtype (0: not one of them) */
+static unsigned narrow_one(gpured_dtype dt)
+{
+	switch (dt) {
+	case GPURED_F16: return 0x3c00;
+	case GPURED_BF16: return 0x3f80;
+	case GPURED_F8E4M3: return 0x38;
+	case GPURED_F8E5M2: return 0x3c;
+	case GPURED_I8:
+	case GPURED_U8:
+	case GPURED_I16:
+	case GPURED_U16: return 1;
+	default: return 0;
+	}
 }
 
 /* the read ceiling: every float4 read once, a sum kept so nothing is elided */
@@ -93,6 +112,7 @@ int main(int argc, char **argv)
 	}
 	size_t es = gpured_dtype_size(dt);
 	bool flt = dt == GPURED_F32 || dt == GPURED_F64;
+	const unsigned one = narrow_one(dt);
 	CK(cudaSetDevice(gpu));
 	cudaDeviceProp p;
 	CK(cudaGetDeviceProperties(&p, gpu));
@@ -143,11 +163,9 @@ int main(int argc, char **argv)
 	}
 	for (int lg : sizes) {
 		size_t n = (size_t)1 << lg, bytes = n * es;
-		if (es == 8) {
-			/* the same bytes as f32 at this size */
-			n /= 2;
-			bytes = n * es;
-		}
+		/* the same bytes as f32 at this size */
+		n = n * 4 / es;
+		bytes = n * es;
 		CUmemAllocationProp prop = {};
 		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -169,7 +187,11 @@ int main(int argc, char **argv)
 		access(ptr, size, &acc, 1);
 		exp(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
 		void *x = (void *)ptr;
-		if (dt == GPURED_F64)
+		if (one && es == 2)
+			fill_ones<<<1024, 256>>>((uint16_t *)x, n, (uint16_t)one);
+		else if (one)
+			fill_ones<<<1024, 256>>>((uint8_t *)x, n, (uint8_t)one);
+		else if (dt == GPURED_F64)
 			fill_ones<<<1024, 256>>>((double *)x, n);
 		else if (dt == GPURED_I32)
 			fill_ones<<<1024, 256>>>((int32_t *)x, n);
@@ -188,8 +210,13 @@ int main(int argc, char **argv)
 			CK(cudaEventElapsedTime(&ms, a, b));
 			bw.push_back((float)(bytes / (ms * 1e-3) / 1e9));
 			CK(cudaEventRecord(a));
-			CK((cudaError_t)gr_kernel_launch_single(0, (int)dt, x, n, partials, ticket, out,
-							      p.multiProcessorCount, 0));
+			if (one)
+				CK((cudaError_t)gr_narrow_launch(0, (int)dt, x, n, xscr, out, xout_d,
+								 p.multiProcessorCount, 0));
+			else
+				CK((cudaError_t)gr_kernel_launch_single(0, (int)dt, x, n, partials,
+									ticket, out,
+									p.multiProcessorCount, 0));
 			CK(cudaEventRecord(b));
 			CK(cudaEventSynchronize(b));
 			CK(cudaEventElapsedTime(&ms, a, b));
