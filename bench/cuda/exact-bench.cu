@@ -39,7 +39,7 @@
 #include <cstring>
 #include <vector>
 
-#include <cub/device/device_reduce.cuh>
+#include "bench/cuda/cub-ref.cuh"
 #include <cuda_runtime.h>
 
 #include "bench/cuda/bench-common.cuh"

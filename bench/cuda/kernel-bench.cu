@@ -31,7 +31,7 @@
 #include <cstring>
 #include <vector>
 
-#include <cub/device/device_reduce.cuh>
+#include "bench/cuda/cub-ref.cuh"
 #include <cuda_runtime.h>
 
 #include "cuda/kernel.cuh"

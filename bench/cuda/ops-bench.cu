@@ -34,9 +34,7 @@
 #include <string>
 #include <vector>
 
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_scan.cuh>
-#include <cub/device/device_segmented_reduce.cuh>
+#include "bench/cuda/cub-ref.cuh"
 #include <cuda_runtime.h>
 
 #include "cuda/argm.cuh"
