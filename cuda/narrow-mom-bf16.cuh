@@ -230,15 +230,7 @@ template <bool BITS, unsigned W = THREADS / 32> struct MomBf16 {
 	template <unsigned NG, bool N>
 	__device__ __forceinline__ void fast(const uint4 (&v)[NG], int mx)
 	{
-		if (mx) {
-			nz = 1;
-		} else {
-#pragma unroll
-			for (unsigned g = 0; g < NG; g++)
-#pragma unroll
-				for (unsigned j = 0; j < 4; j++)
-					nz |= word(v[g], j) ^ 0x80008000u;
-		}
+		note_not_nzero16<NG>(nz, v, (uint32_t)mx);
 #pragma unroll
 		for (unsigned g = 0; g < NG; g++)
 #pragma unroll

@@ -275,15 +275,7 @@ struct SumBf16 {
 	template <unsigned NG, bool PAIRS>
 	__device__ __forceinline__ void fast(const uint4 (&v)[NG], uint32_t kmax)
 	{
-		if (kmax) {
-			nz = 1;
-		} else {
-#pragma unroll
-			for (unsigned g = 0; g < NG; g++)
-#pragma unroll
-				for (unsigned j = 0; j < 4; j++)
-					nz |= word(v[g], j) ^ 0x80008000u;
-		}
+		note_not_nzero16<NG>(nz, v, (uint32_t)kmax);
 #pragma unroll
 		for (unsigned g = 0; g < NG; g++)
 #pragma unroll

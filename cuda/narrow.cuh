@@ -218,6 +218,25 @@ static __device__ __forceinline__ uint32_t bf16_top_finite(const uint4 (&v)[NG])
 	return __reduce_max_sync(FULL, fm);
 }
 
+/* A lane's record of whether its elements so far hold one other than -0
+ * (nz), after its group of NG vectors of 16-bit floats whose largest
+ * magnitude is mx: any nonzero mx does; else (all zeros) only the bits
+ * of a +0 can, which it looks for. */
+template <unsigned NG>
+static __device__ __forceinline__ void note_not_nzero16(uint32_t &nz, const uint4 (&v)[NG],
+							 uint32_t mx)
+{
+	if (mx) {
+		nz = 1;
+	} else {
+#pragma unroll
+		for (unsigned g = 0; g < NG; g++)
+#pragma unroll
+			for (unsigned j = 0; j < 4; j++)
+				nz |= word(v[g], j) ^ 0x80008000u;
+	}
+}
+
 /* PTX's byte permute, its selector's nibbles' top bit (copy the chosen
  * byte's sign into the whole byte) included: 0xBB99, each halfword's sign
  * across it; 0xBA98, each byte's */
