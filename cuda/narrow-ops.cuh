@@ -36,13 +36,18 @@
  * element goes to its double alone. A group that fails the first vote
  * takes the careful path: it raises E to the largest finite element
  * (after moving the doubles into the digits), after which the group
- * usually passes after all (every warp's first does); if not, element by
- * element, it records infinities and NaNs in the flags, adds the
- * elements in the window into the doubles and the others into the warp's
- * bins in shared memory, one 32-bit integer for each exponent that sums
- * the signed significands, which go to the digits at the end (the bins
- * are cleared when a warp first needs them, so that a warp that never
- * does pays nothing for them). -0 is tracked apart: a lane whose
+ * usually passes after all (every warp's first does). If not, and every
+ * element of the group is finite, each goes into its thread's exponent
+ * group: one of 16 doubles in shared memory, one for each 16 binades,
+ * laid out [group][thread] as the f32 wide path's (exact-wide.cuh), with
+ * no branch and no atomic; where data span a wide range, this is the path
+ * that takes them. Otherwise, element by element, it records infinities
+ * and NaNs in the flags, adds the elements in the window into the doubles
+ * and the others into the warp's bins in shared memory, one 32-bit
+ * integer for each exponent that sums the signed significands. Groups
+ * and bins go to the digits every BIN_GROUPS such groups and at the end
+ * (both are cleared when a warp first needs them, so that a warp that
+ * never does pays nothing for them). -0 is tracked apart: a lane whose
  * elements in a group that passed are not all zeros has one other than
  * -0; others look at every element's bits. The f64 adds cost a
  * conversion from f32 each (a quarter-rate instruction), which is why
@@ -172,7 +177,8 @@ struct SumBf16 {
 	/* E's least: bf16's subnormals are below 2^-126 */
 	static constexpr int E_MIN = -126;
 	/* careful groups a warp's bins take before they are flushed: each
-	 * adds at most 2^19 to a bin (NG * 256 elements of at most 255) */
+	 * adds at most 2^19 to a bin (NG * 256 elements of at most 255),
+	 * and at most 64 elements below 2^23 units to a thread's group */
 	static constexpr unsigned BIN_GROUPS = 1u << 10;
 	double a[8], P;
 	int E;
@@ -181,17 +187,28 @@ struct SumBf16 {
 	uint32_t khi, kthr, kpair;
 	unsigned used, bused;
 	uint32_t nz, flags;
-	/* pairs: E allows them; binit: the warp's bins are clear */
+	/* pairs: E allows them; binit: the warp's bins and its threads'
+	 * groups are clear */
 	bool pairs, binit;
 	/* the warp's bins (shared memory): bin e holds the sum of the signed
 	 * significands of the elements of biased exponent e (1 also the
 	 * subnormals'), each weighing 2^(e - 134) */
 	int *bins;
+	/* the thread's exponent groups (shared memory): group g, at
+	 * slot[g * THREADS], a double that sums the elements of biased
+	 * exponents 16 g to 16 g + 15, multiples of 2^(16 g - 134) below
+	 * 2^23 of them, exactly while it takes fewer than 2^30 */
+	double *slot;
 
 	static __device__ __forceinline__ int *warp_bins()
 	{
 		__shared__ int b[THREADS / 32][256];
 		return b[threadIdx.x / 32];
+	}
+	static __device__ __forceinline__ double *thread_slots()
+	{
+		__shared__ double s[16 * THREADS];
+		return s + threadIdx.x;
 	}
 	__device__ __forceinline__ void pin(int e)
 	{
@@ -217,6 +234,7 @@ struct SumBf16 {
 		bused = 0;
 		binit = false;
 		bins = warp_bins();
+		slot = thread_slots();
 	}
 	/* the doubles as an integer number of their last places,
 	 * 2^(E - 40), exactly (each less P is below 2^51 of them), and
@@ -238,9 +256,22 @@ struct SumBf16 {
 	{
 		warp_to_digits(digits, take(), 40 - E, lane);
 	}
-	/* the bins into the digits (warp-wide), and zero again */
+	/* the bins and the groups into the digits (warp-wide), and zero
+	 * again */
 	__device__ __forceinline__ void flush_bins(long long *digits, unsigned lane)
 	{
+#pragma unroll 1
+		for (int g = 0; g < 16; g++) {
+			const double v = slot[g * THREADS];
+			if (!__any_sync(FULL, v != 0))
+				continue;
+			slot[g * THREADS] = 0;
+			/* an integer of 2^(16 g - 134), below 2^53 */
+			const long long i = warp_sum(__double2ll_rn(v * gre::pow2(134 - 16 * g)));
+			if (lane == 0 && i)
+				add_digits(digits, i < 0, i < 0 ? 0ull - (unsigned long long)i : (unsigned long long)i,
+					   16 * g - 134 + ONE);
+		}
 		__syncwarp();
 		for (unsigned i = lane; i < 256; i += 32) {
 			const int b = bins[i];
@@ -344,11 +375,30 @@ struct SumBf16 {
 		if (!binit) {
 			for (unsigned i = lane; i < 256; i += 32)
 				bins[i] = 0;
+#pragma unroll
+			for (unsigned g = 0; g < 16; g++)
+				slot[g * THREADS] = 0;
 			__syncwarp();
 			binit = true;
 		}
 		if (bused == BIN_GROUPS)
 			flush_bins(digits, lane);
+		bused++;
+		if (!__any_sync(FULL, kmax >= 0x7f80u)) {
+			/* every element finite: each into its exponent group,
+			 * with no branch and no atomic (data over a wide range) */
+			note_not_nzero16<NG>(nz, v, kmax);
+#pragma unroll
+			for (unsigned g = 0; g < NG; g++)
+#pragma unroll
+				for (unsigned j = 0; j < 4; j++) {
+					const uint32_t w = word(v[g], j);
+					slot[((w >> 11) & 15u) * THREADS] += (double)__uint_as_float(w << 16);
+					slot[((w >> 27) & 15u) * THREADS] +=
+						(double)__uint_as_float(w & 0xffff0000u);
+				}
+			return;
+		}
 		/* element by element, a vector at a time (picked, not
 		 * indexed: the registers stay registers), in a loop kept
 		 * rolled, so that its code and registers stay small */
@@ -366,7 +416,6 @@ struct SumBf16 {
 			}
 		}
 		used += NG;
-		bused++;
 	}
 	__device__ __forceinline__ void finish(long long *digits, wres &r, unsigned lane)
 	{
