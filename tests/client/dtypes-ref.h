@@ -61,3 +61,13 @@ void put_at(gpured_dtype dt, void *data, size_t i, uint32_t b);
 bool same_f(double a, double b);
 /* the bits of element i of data */
 uint32_t raw_at(gpured_dtype dt, const void *data, size_t i);
+
+/* test-client-dtypes.c: the scenarios' random generator, and room for n
+ * elements of dt */
+extern rng the_rng;
+void *alloc_elems(gpured_dtype dt, size_t n);
+
+/* dtypes-cumsum-ctl.c's scenarios: prefix sums against sums exact in a
+ * double, and gpuredctl's --dtype */
+void test_cumsum(void);
+void test_ctl(void);
