@@ -78,7 +78,7 @@ def m_bad_params(cl, c, rng):
         {"op": "sum", "dtype": "f32", "data": b"", "bogus": 1},
         {"op": 1, "dtype": "f32", "data": b""},
         {"op": "avg", "dtype": "f32", "data": b""},
-        {"op": "sum", "dtype": "f16", "data": b""},
+        {"op": "sum", "dtype": "f128", "data": b""},
         {"op": "sum", "dtype": "f32", "data": "text"},
         {"op": "sum", "dtype": "f32", "data": b"\x00\x00\x00"},
         {"op": "sum", "dtype": "i32", "data": [1, 2.5]},
