@@ -226,9 +226,15 @@ static cuda_batch *cuda_launch(cuda_ctx *c, cuda_batch *b)
 			 cudaMemcpyAsync(c->dbuf, (const void *)lo16, hi - lo16,
 					 cudaMemcpyHostToDevice, c->stream));
 	}
-	if (single && (single->n || cuda_launchers[single->kind].empty))
+	if (single && (single->n || cuda_launchers[single->kind].empty)) {
+		/* its elements where the kernel reads them: in place, or in
+		 * the copy */
+		cuda_item one = *single;
+		if (!on_device && one.n)
+			one.data = (const uint8_t *)base + ((uintptr_t)single->data - lo16);
 		CUDA_TRY(cuda_launchers[single->kind].name, FAULT_LAUNCH,
-			 cuda_launchers[single->kind].launch(c, single));
+			 cuda_launchers[single->kind].launch(c, &one));
+	}
 	if (plain && nsegs <= GR_KERNEL_PARAM_SEGS) {
 		/* the common case: the table rides in the launch itself */
 		CUDA_TRY("cudaLaunchKernel", FAULT_LAUNCH,

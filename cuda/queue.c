@@ -197,22 +197,22 @@ void cuda_requeue(cuda_dev *d, cuda_batch *list)
 
 /*
  * Does j go to a kernel of its own, alone in its launch: argmin, argmax or
- * moments (the ops the CPU reduces of host data) of device memory, whose
- * elements lie on their own size's boundary (the kernels read whole
- * elements; the daemon copies others to the host first)?
+ * moments, whose elements lie on their own size's boundary (the kernels
+ * read whole elements: the daemon copies others of device memory to the
+ * host first, and the CPU reduces others of host memory)? Device memory
+ * is read where it lies, host memory copied over first, as any job's.
  */
 static bool cuda_job_alone_kernel(const gr_job *j)
 {
-	return j->kind == GR_JOB_REDUCE && j->where == GR_AT_DEVICE && gr_op_cpu_only(j->op) &&
+	return j->kind == GR_JOB_REDUCE && gr_op_own_kernel(j->op) &&
 	       (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
 }
 
 /* Which jobs of each kind a kernel here runs. */
 static bool cuda_runs_reduce(const gr_job *j)
 {
-	/* argmin, argmax and moments: of device memory on their own size's
-	 * boundary (the CPU reduces those of host data) */
-	return !gr_op_cpu_only(j->op) || cuda_job_alone_kernel(j);
+	/* argmin, argmax and moments: on their own size's boundary */
+	return !gr_op_own_kernel(j->op) || cuda_job_alone_kernel(j);
 }
 
 /* the segmented reduce, alone in its launch: a whole request's segments

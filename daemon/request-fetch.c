@@ -25,8 +25,8 @@ bool gr_request_via_host(const gr_request *req)
 {
 	if (!req->region || req->region->device < 0 || req->kind == GR_REQUEST_CUMSUM)
 		return false;
-	/* argmin, argmax and moments (the ops the CPU reduces of host data)
-	 * have GPU kernels, which read whole elements; so do segments, as one
+	/* argmin, argmax and moments have GPU kernels of their own, which
+	 * read whole elements; so do segments, as one
 	 * job (every chunk of a request moves on by whole elements, so
 	 * region_next is on the boundary when its start is) */
 	size_t size = gr_dtype_size(req->dtype);
@@ -35,7 +35,7 @@ bool gr_request_via_host(const gr_request *req)
 						  req->data_bytes / size, req->seg.segs->nseg);
 	if (!gr_backend_dtype_on_device(req->op, req->dtype, req->region_next))
 		return true;
-	return gr_op_cpu_only(req->op) && (uintptr_t)req->region_next % size;
+	return gr_op_own_kernel(req->op) && (uintptr_t)req->region_next % size;
 }
 
 /* Where the chunk's copy goes: its staging slot, else its own memory. */
@@ -73,6 +73,12 @@ static void fetch_done(gr_job *job)
 		return;
 	}
 	job->data = fetch_to(ch);
+	/* the CPU's, where a GPU kernel would run it too (argmin, argmax and
+	 * moments, now on their boundary): the copy is not sent back */
+	if (req->srv->sched.cpu) {
+		gr_sched_route(&req->srv->sched, job);
+		return;
+	}
 	gr_server_submit(req->srv, job, req->data_bytes);
 }
 

@@ -129,13 +129,18 @@ const char *gr_sched_host_name(gr_sched_host h)
 
 /* Whether a reduce by op of dtype has the same bits from either engine
  * and wherever its pieces are cut: the exact float sums and sums of
- * squares, integer sums modulo 2^64, min and max. */
+ * squares, integer sums modulo 2^64, min and max, argmin and argmax (the
+ * first index of the extreme, -0 below +0, the first NaN), and moments
+ * (exact sums of the elements and their squares, and the extremes). */
 static bool same_bits_anywhere(gr_op op, gr_dtype dtype)
 {
 	switch (op) {
 	case GR_OP_SUM:
 	case GR_OP_MIN:
 	case GR_OP_MAX:
+	case GR_OP_ARGMIN:
+	case GR_OP_ARGMAX:
+	case GR_OP_MOMENTS:
 		return true;
 	case GR_OP_SUMSQ:
 		return gr_dtype_is_float(dtype);

@@ -22,9 +22,10 @@
  * all but for a trial of both now and then (gr_sched_trial). Only pieces
  * whose bits are the same on both engines and wherever the cuts fall
  * take that route: float sums and sums of squares (exact on both),
- * integer sums (exact modulo 2^64), min and max (-0 below +0, the first
- * NaN); any other job's route and cuts depend on
- * the job and its request alone, so the same request always gets the
+ * integer sums (exact modulo 2^64), min, max, argmin and argmax (-0
+ * below +0, the first NaN, the first index of the extreme) and moments
+ * (exact sums and the extremes); any other job's route and cuts depend
+ * on the job and its request alone, so the same request always gets the
  * same bits. Loop thread, but for the mover.
  */
 #pragma once

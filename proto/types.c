@@ -186,7 +186,7 @@ bool gr_op_has_index(gr_op op)
 	return op == GR_OP_ARGMIN || op == GR_OP_ARGMAX;
 }
 
-bool gr_op_cpu_only(gr_op op)
+bool gr_op_own_kernel(gr_op op)
 {
 	return gr_op_has_index(op) || op == GR_OP_MOMENTS;
 }

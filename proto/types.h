@@ -130,8 +130,10 @@ bool gr_dtype_is_narrow(gr_dtype dt);
 /* argmin and argmax: the result carries an index beside its value. */
 bool gr_op_has_index(gr_op op);
 
-/* Ops that only the CPU reduces (argmin, argmax, moments): no GPU kernel. */
-bool gr_op_cpu_only(gr_op op);
+/* Ops whose GPU kernels are their own, each alone in its launch, and read
+ * whole elements (argmin, argmax, moments): the CPU reduces those off their
+ * elements' size's boundary. */
+bool gr_op_own_kernel(gr_op op);
 
 /*
  * The kind of number reduce returns for op over dt (PROTOCOL.md, "reduce");

@@ -54,12 +54,12 @@ def rate(fn, nbytes, seconds, runs):
     return statistics.median(out)
 
 
-def pipelined(c, x, inflight):
-    """A callable reducing x with inflight requests outstanding."""
+def pipelined(c, x, inflight, op="sum"):
+    """A callable reducing x by op with inflight requests outstanding."""
     futs = []
 
     def one():
-        futs.append(c.submit("sum", x))
+        futs.append(c.submit(op, x))
         if len(futs) >= inflight:
             futs.pop(0).result()
     return one

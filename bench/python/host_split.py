@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Host data on a CUDA daemon: a shared-memory region summed with the
+"""Host data on a CUDA daemon: a shared-memory region reduced with the
 GPUs alone, the CPU alone and both (--host-data gpu, cpu, both), beside a
 CPU daemon, in one run; every mode must give the same bits.
 
-    python3 bench/python/host_split.py --daemon build/daemon/gpured [--dtype f32]
+    python3 bench/python/host_split.py --daemon build/daemon/gpured [--dtype f32] [--op sum]
 
-Each figure: GB/s of the region's bytes with --inflight sums in flight,
+Each figure: GB/s of the region's bytes with --inflight requests in flight,
 the median of --runs loops of --seconds each, for 2^20, 2^24, 2^26 and
-2^28 elements (--sizes); --dtype f32, f64 or i32. Prints a table, each
+2^28 elements (--sizes); --dtype f32, f64 or i32; --op any reduce
+(sum, sumsq, min, max, argmin, argmax, moments). Prints a table, each
 engine's part of `both` at each size (from the daemon's stats) and, with
 --csv FILE, the table as CSV for a plot.
 """
@@ -37,6 +38,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--daemon", required=True)
     ap.add_argument("--dtype", default="f32")
+    ap.add_argument("--op", default="sum")
     ap.add_argument("--sizes", default="20,24,26,28")
     ap.add_argument("--inflight", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=1.0)
@@ -58,18 +60,18 @@ def main():
                     n = 1 << lg
                     r = c.empty(n, dt)
                     r[:] = data[lg]
-                    v = c.sum(r)
-                    bits.setdefault(lg, set()).add(np.float64(v).tobytes())
+                    v = c.submit(a.op, r).result()
+                    bits.setdefault(lg, set()).add(repr(v))
                     s0 = c.stats()["host_data"]
                     t0 = time.monotonic()
-                    table[name, lg] = rate(pipelined(c, r, a.inflight), n * r.itemsize,
+                    table[name, lg] = rate(pipelined(c, r, a.inflight, a.op), n * r.itemsize,
                                            a.seconds, a.runs)
                     if name == "cuda, both":
                         table["split", lg] = (s0, c.stats()["host_data"], time.monotonic() - t0)
                     del r
         finally:
             stop_daemon(proc, tmp)
-    print("%s region sum, %d in flight, GB/s (median of %d)" % (a.dtype, a.inflight, a.runs))
+    print("%s region %s, %d in flight, GB/s (median of %d)" % (a.dtype, a.op, a.inflight, a.runs))
     print("%-12s" % "elements" + "".join("%14s" % m for m, _ in MODES) + "   both / best")
     rows = []
     for lg in sizes:

@@ -1,9 +1,9 @@
 """A CUDA daemon's split of host data (--host-data): every op gives the
 same bits whichever engine reads each chunk (gpu alone, cpu alone, both),
-on shared-memory regions of wide-range data with ties and signed zeros:
-sum, sumsq, min and max take either engine; argmin, argmax and moments
-of host data keep the CPU route in every mode. Needs a CUDA daemon
-(GPURED_TEST_BACKEND=cuda); skips elsewhere."""
+on shared-memory regions of wide-range data with ties and signed zeros,
+and of integers: sum, min, max, argmin, argmax, moments and float sums
+of squares each take either engine (in `both`, each engine takes some).
+Needs a CUDA daemon (GPURED_TEST_BACKEND=cuda); skips elsewhere."""
 
 import numpy as np
 import pytest
@@ -30,7 +30,14 @@ def _data(dt, n, seed):
     return rng.integers(info.min // 2, info.max // 2, n, dtype=dt)
 
 
-def _answers(path, arrays):
+def _pieces(c):
+    """Pieces of host data done so far: the GPUs' (every device's jobs) and
+    the CPU's share of split data."""
+    gpu = sum(d["jobs"] for d in c.info()["devices"])
+    return gpu, c.stats()["host_data"]["cpu"]["jobs"]
+
+
+def _answers(path, arrays, jobs):
     out = []
     with gpured.Client(path, timeout=120) as c:
         for a in arrays:
@@ -38,29 +45,42 @@ def _answers(path, arrays):
             r[:] = a
             row = []
             for op in OPS:
-                if op == "moments" and a.dtype.kind != "f":
-                    continue
                 # four in flight, so that both engines have chunks at once
+                p0 = _pieces(c)
                 futs = [c.submit(op, r) for _ in range(4)]
                 vals = [f.result() for f in futs]
+                p1 = _pieces(c)
                 assert all(repr(v) == repr(vals[0]) for v in vals), (op, vals)
                 row.append((op, repr(vals[0])))
+                jobs[a.dtype.name, op] = tuple(y - x for x, y in zip(p0, p1))
             out.append(row)
             del r
-        split = c.stats().get("host_data", {})
-    return out, split
+    return out
 
 
 def test_every_split_gives_the_same_bits(make_daemon):
     if BACKEND != "cuda":
         pytest.skip("the split of host data is a CUDA daemon's (GPURED_TEST_BACKEND=cuda)")
     arrays = [_data(np.float32, (40 << 20) // 4 + 7, 1), _data(np.float64, (40 << 20) // 8 + 3, 2),
-              _data(np.int32, (24 << 20) // 4 + 1, 3)]
+              _data(np.int32, (24 << 20) // 4 + 1, 3), _data(np.int64, (24 << 20) // 8 + 5, 4)]
     got = {}
     for mode in ("gpu", "cpu", "both"):
         d = make_daemon("--threads", "4", "--host-data", mode)
-        got[mode], split = _answers(d.path, arrays)
+        jobs = {}
+        got[mode] = _answers(d.path, arrays, jobs)
         d.stop()
+        # the GPUs take every op's pieces in `gpu`, none in `cpu`; in
+        # `both` each engine takes some. (Integer sums of squares, whose
+        # bits could differ, are not split: they keep the GPUs' route.)
+        for (dt, op), (g, c) in jobs.items():
+            if op == "sumsq" and not dt.startswith("float"):
+                assert g > 0 and c == 0, (mode, dt, op, g, c)
+            elif mode == "gpu":
+                assert g > 0 and c == 0, (mode, dt, op, g, c)
+            elif mode == "cpu":
+                assert g == 0 and c > 0, (mode, dt, op, g, c)
         if mode == "both":
-            assert split["gpu"]["jobs"] > 0 and split["cpu"]["jobs"] > 0, split
+            assert sum(c for _, c in jobs.values()) > 0, jobs
+            assert sum(g for (dt, op), (g, _) in jobs.items()
+                       if op != "sumsq" or dt.startswith("float")) > 0, jobs
     assert got["gpu"] == got["cpu"] == got["both"]

@@ -128,6 +128,13 @@ static void test_pieces(gr_backend *gpu, gr_backend *cpu)
 	CHECK_EQ(gr_sched_piece(&s, GR_OP_SUM, GR_DT_F32, 1 << 20, 1 << 20, slot, 0, &split),
 	         1 << 20);
 	CHECK(split == 0);
+	/* cut for the split: argmin, argmax and moments, whose bits the
+	 * cuts do not change */
+	static const gr_op cut_ops[] = {GR_OP_ARGMIN, GR_OP_ARGMAX, GR_OP_MOMENTS};
+	for (unsigned i = 0; i < 3; i++) {
+		CHECK(gr_sched_piece(&s, cut_ops[i], GR_DT_F64, big, big, slot, 0, &split) >= slot);
+		CHECK(split != 0);
+	}
 	sched_init(&s, gpu, cpu, GR_SCHED_HOST_GPU);
 	CHECK_EQ(gr_sched_piece(&s, GR_OP_MAX, GR_DT_F64, big, big, slot, 0, &split), slot);
 	CHECK(split == 0);

@@ -124,6 +124,54 @@ class Routing(unittest.TestCase):
             self.assertEqual(gpu.stop(), 0)
             self.assertEqual(cpu.stop(), 0)
 
+    def test_index_and_moments_whatever_the_route(self):
+        """argmin, argmax and moments of host data run on the GPUs' own
+        kernels (socket data and regions on the element's boundary) with
+        the CPU route's answers, ties and signed zeros included; a region
+        off the boundary takes the CPU route whatever its size."""
+        gpu = Daemon("--route-cpu-max-bytes", "0", "--host-data", "gpu")
+        cpu = Daemon("--route-cpu-max-bytes", "1G")
+        try:
+            cg, cc = ShmClient(gpu.path), ShmClient(cpu.path)
+            rng = random.Random(12)
+            vals = [rng.uniform(-1, 1) * 10.0 ** rng.randint(-30, 30) for _ in range(200003)]
+            for i in rng.sample(range(len(vals)), 40):
+                vals[i] = rng.choice([0.0, -0.0])
+            lo, hi = min(vals), max(vals)
+            vals[777], vals[150000] = lo, hi     # ties: the first index wins
+            ints = [rng.randint(-2**31, 2**31 - 1) for _ in range(100001)]
+            cases = [(array.array("f", vals).tobytes(), "f32"),
+                     (array.array("d", vals).tobytes(), "f64"),
+                     (array.array("i", ints).tobytes(), "i32"),
+                     (array.array("q", ints).tobytes(), "i64")]
+            for data, dt in cases:
+                size = {"f32": 4, "f64": 8, "i32": 4, "i64": 8}[dt]
+                n = len(data) // size
+                region, m = cg.map(len(data) + 8, b"\0\0" + data + b"\0" * 6)
+                aligned, am = cg.map(len(data), data)
+                for op in ("argmin", "argmax", "moments"):
+                    want = cc.reduce(op, dt, data)[1]
+                    r0, g0 = cg.call("stats")[1]["routed_cpu"], gpu_jobs(cg)
+                    got = cg.reduce(op, dt, data)[1]
+                    r1, g1 = cg.call("stats")[1]["routed_cpu"], gpu_jobs(cg)
+                    self.assertEqual((r1 - r0, g1 > g0), (0, True), (op, dt))
+                    self.assertEqual(repr(got), repr(want), (op, dt))
+                    got = cg.reduce_region(op, dt, aligned, 0, n)[1]
+                    r2, g2 = cg.call("stats")[1]["routed_cpu"], gpu_jobs(cg)
+                    self.assertEqual((r2 - r1, g2 > g1), (0, True), (op, dt))
+                    self.assertEqual(repr(got), repr(want), (op, dt))
+                    got = cg.reduce_region(op, dt, region, 2, n)[1]
+                    r3, g3 = cg.call("stats")[1]["routed_cpu"], gpu_jobs(cg)
+                    self.assertEqual((r3 > r2, g3), (True, g2), (op, dt))
+                    self.assertEqual(repr(got), repr(want), (op, dt))
+                m.close()
+                am.close()
+            cg.close()
+            cc.close()
+        finally:
+            self.assertEqual(gpu.stop(), 0)
+            self.assertEqual(cpu.stop(), 0)
+
     def test_cumsum_on_the_route(self):
         """cumsum has no GPU kernel: host data of any size take the CPU
         route (every phase of every chunk), with a CPU daemon's bits, over

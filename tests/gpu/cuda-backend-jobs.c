@@ -221,24 +221,86 @@ void test_narrow_device(gr_backend *b)
 	free(h);
 }
 
-/* Ops without a GPU kernel fail, alone and among others that go on. */
-void test_no_kernel(gr_backend *b)
+/* Moments of host data: the CPU's whole result, bit for bit. */
+static void check_moments(const gr_job *j, const char *what)
 {
-	float *p = (float *)b->staging;
+	gr_partial want;
+	gr_moments g, w;
+	memset(&g, 0, sizeof(g)); /* compared whole, padding too */
+	memset(&w, 0, sizeof(w));
+	gr_reduce(j->op, j->dtype, j->data, j->n, &want);
+	CHECK(j->status == 0, "%s: moments %s n=%zu: status %d (%s)", what,
+	      gr_dtype_name(j->dtype), j->n, j->status, j->errmsg);
+	gr_err ge = gr_moments_finish(j->dtype, &j->result, 1, &g);
+	gr_err we = gr_moments_finish(j->dtype, &want, 1, &w);
+	CHECK(ge == we && (we != GR_OK || memcmp(&g, &w, sizeof(g)) == 0),
+	      "%s: moments %s n=%zu: not the CPU's bits (%d, %d)", what, gr_dtype_name(j->dtype),
+	      j->n, ge, we);
+	checks++;
+}
+
+/*
+ * argmin, argmax and moments of host memory (staging, and memory outside
+ * it) run on their own kernels, alone in their launches, beside a sum in
+ * the same batch, and give the CPU's bits and indexes; those off their
+ * elements' size's boundary fail ("no kernel": the CPU reduces them).
+ */
+void test_host_alone(gr_backend *b)
+{
+	static const gr_dtype dts[] = {GR_DT_I32, GR_DT_I64, GR_DT_U32, GR_DT_U64, GR_DT_F32,
+				       GR_DT_F64};
+	const size_t n = 100003;
+	uint8_t *outside = malloc(n * 8 + 64);
+	CHECK(outside, "out of memory");
+	for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
+		gr_dtype dt = dts[k];
+		size_t es = gr_dtype_size(dt);
+		for (int where = 0; where < 2; where++) {
+			uint8_t *p = where ? outside + 16 : b->staging + 64;
+			fill(dt, p, n);
+			/* ties: the first of them wins */
+			memcpy(p + 777 * es, p + 99999 * es, es);
+			gr_job jobs[5];
+			job_init(&jobs[0], GR_OP_SUM, dt, p, n);
+			job_init(&jobs[1], GR_OP_ARGMIN, dt, p, n);
+			job_init(&jobs[2], GR_OP_ARGMAX, dt, p + es, n - 1);
+			job_init(&jobs[3], GR_OP_MOMENTS, dt, p, n);
+			job_init(&jobs[4], GR_OP_MOMENTS, dt, p + 3 * es, 5);
+			for (int i = 0; i < 5; i++) {
+				jobs[i].where = where ? GR_AT_HOST : GR_AT_STAGING;
+				CHECK(b->ops->takes(b, &jobs[i]), "takes %s %s of host memory",
+				      gr_op_name(jobs[i].op), gr_dtype_name(dt));
+			}
+			run_batch(b, jobs, 5);
+			const char *what = where ? "outside staging" : "staging";
+			for (int i = 0; i < 3; i++)
+				check_job(&jobs[i], what);
+			check_moments(&jobs[3], what);
+			check_moments(&jobs[4], what);
+		}
+	}
+	/* off the boundary: no kernel reads them, alone or among others */
+	float *p = (float *)(b->staging + 64);
 	for (int i = 0; i < 100; i++)
 		p[i] = (float)i;
 	gr_job jobs[4];
 	job_init(&jobs[0], GR_OP_SUM, GR_DT_F32, p, 100);
-	job_init(&jobs[1], GR_OP_ARGMIN, GR_DT_F32, p, 100);
-	job_init(&jobs[2], GR_OP_ARGMAX, GR_DT_F32, p, 100);
-	job_init(&jobs[3], GR_OP_MOMENTS, GR_DT_F32, p, 100);
+	job_init(&jobs[1], GR_OP_ARGMIN, GR_DT_F32, (uint8_t *)p + 2, 10);
+	job_init(&jobs[2], GR_OP_ARGMAX, GR_DT_F64, (uint8_t *)p + 4, 10);
+	job_init(&jobs[3], GR_OP_MOMENTS, GR_DT_I32, (uint8_t *)p + 1, 10);
+	for (int i = 1; i < 4; i++) {
+		jobs[i].where = GR_AT_STAGING;
+		CHECK(!b->ops->takes(b, &jobs[i]), "takes %s %s off its boundary",
+		      gr_op_name(jobs[i].op), gr_dtype_name(jobs[i].dtype));
+	}
 	run_batch(b, jobs, 4);
-	check_job(&jobs[0], "beside argmin, argmax and moments");
+	check_job(&jobs[0], "beside argmin, argmax and moments off their boundary");
 	for (int i = 1; i < 4; i++)
 		CHECK(jobs[i].status == -EINVAL && strstr(jobs[i].errmsg, "no kernel"),
-		      "%s on the CUDA backend: status %d (%s)", gr_op_name(jobs[i].op),
-		      jobs[i].status, jobs[i].errmsg);
+		      "%s off its boundary on the CUDA backend: status %d (%s)",
+		      gr_op_name(jobs[i].op), jobs[i].status, jobs[i].errmsg);
 	checks++;
+	free(outside);
 }
 
 /* Same bits over 100 repeats, and alone or among thousands of jobs. */

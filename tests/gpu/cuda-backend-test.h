@@ -76,7 +76,7 @@ void free_backend(gr_backend *b);
 void test_ops(gr_backend *b);
 void test_specials(gr_backend *b);
 void test_narrow_device(gr_backend *b);
-void test_no_kernel(gr_backend *b);
+void test_host_alone(gr_backend *b);
 void test_determinism(gr_backend *b);
 void test_many_batches(gr_backend *b);
 void test_back_to_back(gr_backend *b);

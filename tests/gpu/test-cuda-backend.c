@@ -259,7 +259,8 @@ int main(void)
 	printf("ops: ok (%lu checks)\n", checks);
 	test_specials(b);
 	printf("specials: ok (%lu checks)\n", checks);
-	test_no_kernel(b);
+	test_host_alone(b);
+	printf("argmin, argmax and moments of host memory: ok (%lu checks)\n", checks);
 	test_narrow_device(b);
 	printf("narrow dtypes in device memory: ok (%lu checks)\n", checks);
 	test_determinism(b);
