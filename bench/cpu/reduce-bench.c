@@ -17,7 +17,8 @@
  * times the exact sum and then the plain one on the same buffer, so that
  * both see the same load on a busy machine, and the medians of the
  * samples are printed with the ratios' quartiles; moments (its exact
- * sums, min and max) the same way.
+ * sums, min and max) the same way, and last the floor of any sum with a
+ * counter per exponent ("store", bench_store_floor()).
  */
 #include <math.h>
 #include <pthread.h>
@@ -121,6 +122,35 @@ static double bench_plain(gr_dtype dt, const void *data, size_t n)
 		                       : bench_plain_f64_avx2(data, n);
 #endif
 	return dt == GR_DT_F32 ? bench_plain_f32_base(data, n) : bench_plain_f64_base(data, n);
+}
+
+/*
+ * The floor of any exact sum that keeps one counter per exponent field
+ * and touches it for each element (the deposit of math/xsum.c, Neal's
+ * large superaccumulator): one store an element to its exponent's
+ * counter and nothing else: no load of the counter, no add, no carries,
+ * no specials, so no such sum can read faster. Floats of
+ * dt as their bits: f32 fields 0 to 255, f64 0 to 2047.
+ */
+static uint64_t bench_counters[2048];
+
+static double bench_store_floor(gr_dtype dt, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	if (dt == GR_DT_F32) {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t u;
+			memcpy(&u, p + 4 * i, 4);
+			bench_counters[(u >> 23) & 0xff] = u;
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t u;
+			memcpy(&u, p + 8 * i, 8);
+			bench_counters[(u >> 52) & 0x7ff] = u;
+		}
+	}
+	return (double)bench_counters[1023];
 }
 
 /* One thread's share of a two-thread run: its half of the blocks. */
@@ -298,13 +328,19 @@ static int bench_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Seconds for calls runs of op (GR_OP_N: the plain sum) over n elements. */
+/* Not ops of gr_reduce(): the plain sum and the counters' floor. */
+#define BENCH_PLAIN_SUM GR_OP_N
+#define BENCH_STORE ((gr_op)(GR_OP_N + 1))
+
+/* Seconds for calls runs of op (or BENCH_PLAIN_SUM, BENCH_STORE) over n
+ * elements. */
 static double bench_batch(gr_op op, gr_dtype dt, const unsigned char *buf, size_t n, int calls)
 {
 	double t0 = now();
 	for (int c = 0; c < calls; c++) {
-		if (op == GR_OP_N) {
-			double s = bench_plain(dt, buf, n);
+		if (op == BENCH_PLAIN_SUM || op == BENCH_STORE) {
+			double s = op == BENCH_STORE ? bench_store_floor(dt, buf, n)
+			                             : bench_plain(dt, buf, n);
 			memcpy((void *)&bench_sink, &s, sizeof(s));
 		} else {
 			gr_partial p;
@@ -329,6 +365,8 @@ static int bench_exact(int samples, const char *kind_only, unsigned lg_only)
 	    {GR_OP_SUMSQ, GR_DT_F32},
 	    {GR_OP_MOMENTS, GR_DT_F64},
 	    {GR_OP_MOMENTS, GR_DT_F32},
+	    {BENCH_STORE, GR_DT_F64},
+	    {BENCH_STORE, GR_DT_F32},
 	};
 	const size_t nmax = (size_t)1 << 24;
 	unsigned char *buf = NULL;
@@ -363,14 +401,14 @@ static int bench_exact(int samples, const char *kind_only, unsigned lg_only)
 				bench_fill(buf, n, dt, kind);
 				for (int r = 0; r < samples; r++) {
 					te[r] = bench_batch(op, dt, buf, n, calls);
-					tp[r] = bench_batch(GR_OP_N, dt, buf, n, calls);
+					tp[r] = bench_batch(BENCH_PLAIN_SUM, dt, buf, n, calls);
 					ratio[r] = tp[r] / te[r];
 				}
 				qsort(te, samples, sizeof(double), bench_cmp);
 				qsort(tp, samples, sizeof(double), bench_cmp);
 				qsort(ratio, samples, sizeof(double), bench_cmp);
 				printf("%-7s %3s %-9s  2^%-2u %8.2f %8.2f %6.2f  [%.2f-%.2f]\n",
-				       gr_op_name(op), gr_dtype_name(dt),
+				       op == BENCH_STORE ? "store" : gr_op_name(op), gr_dtype_name(dt),
 				       bench_kind_names[kind], lgs[l],
 				       nb * calls / te[samples / 2] / 1e9,
 				       nb * calls / tp[samples / 2] / 1e9, ratio[samples / 2],
