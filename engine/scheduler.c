@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/scheduler.h"
 #include "util/cleanup.h"
@@ -45,6 +46,20 @@ void gr_sched_mover_cpu(gr_backend *cpu, gr_engine_mover *ret)
 	};
 }
 
+unsigned gr_sched_beside_threads(unsigned cpus, unsigned ngpus)
+{
+	unsigned reserve = 2 + 2 * ngpus, half = (cpus + 1) / 2;
+	if (cpus == 0)
+		return 1;
+	return cpus > reserve && cpus - reserve > half ? cpus - reserve : half;
+}
+
+static unsigned online_cpus(void)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	return online <= 0 ? 1 : online < 1024 ? (unsigned)online : 1024u;
+}
+
 int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, char *errbuf,
 		  size_t errlen)
 {
@@ -56,21 +71,8 @@ int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, ch
 	memset(s, 0, sizeof(*s));
 	mc.mover = NULL;
 	if (cfg->gpu != GR_SCHED_GPU_NO) {
-		/* The CPU engine beside the GPUs': no staging of its own, it
-		 * reads jobs where they lie. */
-		gr_backend_config cc = {
-			.staging_bytes = GR_REDUCE_ALIGN_BYTES,
-			.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
-			.threads = mc.threads,
-			.worker_nice = mc.worker_nice,
-			.inline_max_bytes = mc.inline_max_bytes,
-			.early = mc.early,
-		};
-		if ((r = gr_backend_cpu_new(&cc, cq, &cpu, why, sizeof(why))) < 0) {
-			snprintf(errbuf, errlen, "the CPU route: %s", why);
-			return r;
-		}
-		gr_sched_mover_cpu(cpu, &s->mover);
+		/* the GPUs first, their mover (s->mover) filled in before any
+		 * job runs, then the CPU engine beside them sized for them */
 		if (cfg->cpu_fallback)
 			mc.mover = &s->mover;
 		r = gr_backend_cuda_new(&mc, cq, &main, why, sizeof(why));
@@ -80,7 +82,23 @@ int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, ch
 		}
 		if (r < 0) {
 			log_info("no CUDA backend (%s); using the CPU", why);
-			cpu = gr_backend_free(cpu);
+		} else {
+			/* no staging of its own: it reads jobs where they lie */
+			gr_backend_config cc = {
+				.staging_bytes = GR_REDUCE_ALIGN_BYTES,
+				.chunk_bytes = GR_REDUCE_ALIGN_BYTES,
+				.threads = mc.threads ? mc.threads
+						      : gr_sched_beside_threads(online_cpus(),
+											  main->ndevices),
+				.worker_nice = mc.worker_nice,
+				.inline_max_bytes = mc.inline_max_bytes,
+				.early = mc.early,
+			};
+			if ((r = gr_backend_cpu_new(&cc, cq, &cpu, why, sizeof(why))) < 0) {
+				snprintf(errbuf, errlen, "the CPU route: %s", why);
+				return r;
+			}
+			gr_sched_mover_cpu(cpu, &s->mover);
 		}
 	}
 	if (r < 0) {

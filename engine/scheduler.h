@@ -50,6 +50,17 @@ typedef enum gr_sched_host {
 	GR_SCHED_HOST_N,
 } gr_sched_host;
 
+/*
+ * The CPU engine's workers beside ngpus GPUs on a host of cpus CPUs,
+ * where the operator set none (--threads): one per CPU but those the
+ * daemon's other busy threads and its clients need, the loop's and the
+ * clients' one each and each GPU's submission and completion threads;
+ * half the CPUs at least (1 with none). With every CPU a worker's,
+ * requests that others make wait for a CPU behind a large split of host
+ * data (docs/BENCHMARKS.md, "Fairness").
+ */
+unsigned gr_sched_beside_threads(unsigned cpus, unsigned ngpus);
+
 /* "both", "gpu", "cpu"; NULL when out of range */
 const char *gr_sched_host_name(gr_sched_host h);
 

@@ -340,9 +340,26 @@ static void test_trial(gr_backend *gpu, gr_backend *cpu)
 	CHECK_MSG(g > 0.3 && g < 0.6, "the GPUs read %.3f of it", g);
 }
 
+/* The CPU engine's workers beside the GPUs: CPUs for the loop, the
+ * clients and each GPU's two threads kept out, half the CPUs at least. */
+static void test_beside_threads(void)
+{
+	CHECK_EQ(gr_sched_beside_threads(16, 1), 12);
+	CHECK_EQ(gr_sched_beside_threads(16, 2), 10);
+	CHECK_EQ(gr_sched_beside_threads(16, 8), 8);
+	CHECK_EQ(gr_sched_beside_threads(128, 8), 110);
+	CHECK_EQ(gr_sched_beside_threads(4, 1), 2);
+	CHECK_EQ(gr_sched_beside_threads(2, 1), 1);
+	CHECK_EQ(gr_sched_beside_threads(1, 1), 1);
+	CHECK_EQ(gr_sched_beside_threads(0, 1), 1);
+	CHECK_EQ(gr_sched_beside_threads(5, 0), 3);
+}
+
 int main(void)
 {
 	gr_backend gpu = fake("cuda"), cpu = fake("cpu");
+
+	test_beside_threads();
 	gr_sched s;
 	const size_t n = 1 << 20; /* 4 MiB of f32 */
 	const uint64_t big = 1 << 30, bytes = n * 4;
