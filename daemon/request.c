@@ -354,6 +354,8 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 	ch->job.device = req->region ? req->region->device : -1;
 	ch->job.where = !req->region ? GR_AT_STAGING
 			: req->region->device >= 0 ? GR_AT_DEVICE : GR_AT_HOST;
+	/* whose: the CPU's workers are shared by time among users */
+	ch->job.owner = req->conn ? (uint32_t)req->conn->uid + 1 : 0;
 	ch->job.status = 0;
 	ch->job.done = gr_request_chunk_done;
 	ch->job.userdata = ch;

@@ -4,16 +4,19 @@
  *
  * submit() sorts a batch on the loop thread: jobs up to inline_max bytes
  * are reduced right there (handing them to a worker costs more than they
- * do), the rest become work records appended to one FIFO under one lock,
- * with one signal (or broadcast) for the whole batch. A job of a few blocks
- * or more is split: its record has one unit per block, workers claim units
- * under the lock, each writes its block's partial into the record, and the
- * worker that finishes the last unit (an atomic countdown) combines the
- * partials in block order, exactly as gr_reduce() does, so the bits do not
- * depend on the thread count. Every job, inline or not, leaves through
- * gr_completion_post(). A worker takes whole jobs in runs, and answers
- * those that ask to be answered early (backend.h) together; the loop
- * thread answers the inline ones itself, with the rest of what it writes.
+ * do), the rest become work records appended to their owners' FIFOs in the
+ * workers' queue (workq.h: a free worker serves the owner whose work has
+ * had the least worker time) under one lock, with a signal for each unit
+ * of work, up to the workers' count, for the whole batch. A job of a few
+ * blocks or more is split: its record has one unit per block, workers
+ * claim units under the lock, each writes its block's partial into the
+ * record, and the worker that finishes the last unit (an atomic countdown)
+ * combines the partials in block order, exactly as gr_reduce() does, so
+ * the bits do not depend on the thread count. Every job, inline or not,
+ * leaves through gr_completion_post(). A worker takes one owner's whole
+ * jobs in runs, and answers those that ask to be answered early
+ * (backend.h) together; the loop thread answers the inline ones itself,
+ * with the rest of what it writes.
  *
  * A CUDA daemon's CPU route is also its CUDA backend's fallback, so jobs
  * may come from the loop thread and from a GPU's submission thread at
@@ -28,12 +31,14 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/backend.h"
 #include "math/cumsum.h"
 #include "math/segments.h"
 #include "engine/staging.h"
+#include "engine/workq.h"
 
 #define CPU_DEFAULT_STAGING ((size_t)64 << 20)
 #define CPU_DEFAULT_CHUNK ((size_t)4 << 20)
@@ -77,7 +82,8 @@
 
 typedef struct cpu_work cpu_work;
 struct cpu_work {
-	cpu_work *next;
+	gr_workq_node node; /* in its owner's FIFO (workq.h) */
+	cpu_work *next;     /* a run of whole jobs; the spare records */
 	gr_job *job;
 	unsigned nunits;  /* 1 for a whole job, else runs of per_unit blocks */
 	unsigned nblocks; /* blocks of a split job: one partial each */
@@ -99,10 +105,10 @@ typedef struct cpu_backend {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	pthread_cond_t idle;   /* head empty and no worker busy: gr_backend_cpu_wait_idle */
-	unsigned busy;         /* workers running work taken from the FIFO */
+	pthread_cond_t idle;   /* no work waiting and no worker busy: gr_backend_cpu_wait_idle */
+	unsigned busy;         /* workers running work taken from the queue */
 	bool lock_ready;
-	cpu_work *head, *tail; /* the FIFO of work */
+	gr_workq queue;        /* the work, in one FIFO per owner */
 	cpu_work *spare;       /* whole-job records to reuse */
 	bool stopping;
 
@@ -113,6 +119,19 @@ typedef struct cpu_backend {
 	atomic_uint_fast64_t jobs;
 	char model[128];
 } cpu_backend;
+
+static cpu_work *cpu_work_of(gr_workq_node *node)
+{
+	/* node is a record's first member */
+	return (cpu_work *)(void *)node;
+}
+
+static uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void cpu_post(cpu_backend *cb, gr_job *job, int status, const char *why)
 {
@@ -255,7 +274,7 @@ static size_t cpu_job_bytes(const gr_job *job)
 /* A worker is done with what it took; lock held. */
 static void cpu_unbusy(cpu_backend *cb)
 {
-	if (--cb->busy == 0 && !cb->head)
+	if (--cb->busy == 0 && gr_workq_empty(&cb->queue))
 		pthread_cond_broadcast(&cb->idle);
 }
 
@@ -266,7 +285,7 @@ void gr_backend_cpu_wait_idle(gr_backend *b)
 	if (!cb->nstarted)
 		return; /* every job ran inline */
 	pthread_mutex_lock(&cb->lock);
-	while (cb->head || cb->busy)
+	while (!gr_workq_empty(&cb->queue) || cb->busy)
 		pthread_cond_wait(&cb->idle, &cb->lock);
 	pthread_mutex_unlock(&cb->lock);
 }
@@ -293,46 +312,50 @@ static void *cpu_worker(void *arg)
 			cb->spare = finished;
 			finished = NULL;
 		}
-		while (!cb->head && !cb->stopping)
+		while (gr_workq_empty(&cb->queue) && !cb->stopping)
 			pthread_cond_wait(&cb->cond, &cb->lock);
-		cpu_work *w = cb->head;
-		if (!w)
+		gr_workq_class *owner = gr_workq_serve(&cb->queue);
+		if (!owner)
 			break; /* stopping, and nothing left to do */
+		cpu_work *w = cpu_work_of(owner->head);
 		cb->busy++;
 		if (!w->part) {
-			/* whole jobs: a run of them from the head */
+			/* whole jobs: a run of them from the head of the
+			 * owner's FIFO */
 			cpu_work *last = w;
 			size_t bytes = cpu_job_bytes(w->job);
 			for (unsigned k = 1; k < CPU_RUN_MAX && bytes < CPU_RUN_BYTES; k++) {
-				cpu_work *next = last->next;
+				cpu_work *next = cpu_work_of(last->node.next);
 				if (!next || next->part)
 					break;
+				last->next = next;
 				last = next;
 				bytes += cpu_job_bytes(next->job);
 			}
-			cb->head = last->next;
-			if (!cb->head)
-				cb->tail = NULL;
 			last->next = NULL;
+			gr_workq_take(&cb->queue, owner, &last->node);
 			pthread_mutex_unlock(&cb->lock);
+			uint64_t t0 = cpu_now_ns();
 			cpu_run_whole(cb, w);
+			uint64_t took = cpu_now_ns() - t0;
 			finished = w;
 			finished_last = last;
 			pthread_mutex_lock(&cb->lock);
+			gr_workq_charge(&cb->queue, owner, took);
 			cpu_unbusy(cb);
 			continue;
 		}
 		unsigned u = w->claimed++;
-		if (w->claimed == w->nunits) {
-			cb->head = w->next;
-			if (!cb->head)
-				cb->tail = NULL;
-		}
+		if (w->claimed == w->nunits)
+			gr_workq_take(&cb->queue, owner, &w->node);
 		pthread_mutex_unlock(&cb->lock);
 
+		uint64_t t0 = cpu_now_ns();
 		if (cpu_run_unit(cb, w, u))
 			free(w); /* split records are allocated whole */
+		uint64_t took = cpu_now_ns() - t0;
 		pthread_mutex_lock(&cb->lock);
+		gr_workq_charge(&cb->queue, owner, took);
 		cpu_unbusy(cb);
 	}
 	pthread_mutex_unlock(&cb->lock);
@@ -422,7 +445,6 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 	}
 
 	if (whole || split) {
-		cpu_work *first = NULL, *last = NULL;
 		pthread_mutex_lock(&cb->lock);
 		while (whole) {
 			cpu_work *w = cb->spare;
@@ -441,30 +463,17 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 			w->part = NULL;
 			w->segs = NULL;
 			w->next = NULL;
-			if (last)
-				last->next = w;
-			else
-				first = w;
-			last = w;
+			gr_workq_push(&cb->queue, w->job->owner, &w->node);
 			units++;
 		}
-		for (cpu_work *w = split; w; w = w->next) {
-			if (last)
-				last->next = w;
-			else
-				first = w;
-			last = w;
+		for (cpu_work *w = split, *next; w; w = next) {
+			next = w->next;
+			w->next = NULL;
+			gr_workq_push(&cb->queue, w->job->owner, &w->node);
 		}
-		if (first) {
-			if (cb->tail)
-				cb->tail->next = first;
-			else
-				cb->head = first;
-			cb->tail = last;
-			/* Wake as many workers as there are units, no more. */
-			for (unsigned i = 0; i < units && i < cb->nthreads; i++)
-				pthread_cond_signal(&cb->cond);
-		}
+		/* Wake as many workers as there are units, no more. */
+		for (unsigned i = 0; i < units && i < cb->nthreads; i++)
+			pthread_cond_signal(&cb->cond);
 		pthread_mutex_unlock(&cb->lock);
 		*inl_tail = whole; /* jobs that got no record, if any */
 	}
@@ -651,6 +660,7 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 	pthread_mutex_init(&cb->lock, NULL);
 	pthread_cond_init(&cb->cond, NULL);
 	pthread_cond_init(&cb->idle, NULL);
+	gr_workq_init(&cb->queue);
 	cb->lock_ready = true;
 
 	uint8_t *mem = gr_staging_map(staging);

@@ -85,6 +85,9 @@ struct gr_job {
 	uint8_t kind;     /* gr_job_kind */
 	uint8_t where;    /* gr_job_where */
 	uint8_t split;    /* the scheduler's: 0, or 1 + the engine of split host data */
+	/* whose it is, for sharing the CPU's workers by time (workq.h): its
+	 * user's uid + 1, 0 for none */
+	uint32_t owner;
 	/* the kind's own data */
 	union {
 		struct gr_segjob *seg;           /* GR_JOB_SEGMENTS */
