@@ -52,6 +52,17 @@ static void cuda_done_run(gr_job *post)
 {
 	cuda_done *dn = post->userdata;
 	size_t k = 0;
+	/* the launch's busy time, each job's part by its bytes */
+	double per_byte = 0;
+	if (dn->busy_ns && post->status >= 0) {
+		uint64_t bytes = 0;
+		for (uint32_t r = 0; r < dn->nruns; r++)
+			for (uint32_t i = 0; i < dn->runs[r].count; i++) {
+				const gr_job *j = dn->runs[r].b->jobs[dn->runs[r].first + i];
+				bytes += (uint64_t)j->n * gr_dtype_size(j->dtype);
+			}
+		per_byte = bytes ? (double)dn->busy_ns / (double)bytes : 0;
+	}
 	for (uint32_t r = 0; r < dn->nruns; r++) {
 		const cuda_run *run = &dn->runs[r];
 		gr_job **jobs = run->b->jobs + run->first;
@@ -59,6 +70,8 @@ static void cuda_done_run(gr_job *post)
 			gr_job *j = jobs[i];
 			if (i + 1 < run->count)
 				__builtin_prefetch(jobs[i + 1], 1);
+			j->busy_ns = (uint64_t)(per_byte * (double)j->n * gr_dtype_size(j->dtype));
+			j->engine = GR_ENGINE_GPU;
 			if (post->status < 0) {
 				cuda_job_fail(j, post->status, post->errmsg);
 			} else {
@@ -130,6 +143,7 @@ static void cuda_done_init(cuda_done *dn, cuda_ctx *own, const cuda_run *runs, u
 	dn->xslot = xslot;
 	dn->xout = xout;
 	dn->mom = NULL;
+	dn->busy_ns = 0;
 	dn->post.status = status;
 	if (status < 0)
 		snprintf(dn->post.errmsg, sizeof(dn->post.errmsg), "%s", why);
@@ -157,6 +171,8 @@ void cuda_ctx_post(cuda_ctx *c, int status, const char *why)
 void cuda_finish(cuda_ctx *c)
 {
 	cuda_backend *be = c->dev->be;
+	uint64_t busy_ns = c->busy_ns;
+	c->busy_ns = 0;
 	/* an argmin's or argmax's value goes back as its raw value */
 	uint64_t argm_index = c->argm ? c->hargm->index : 0;
 	if (c->segs)
@@ -177,6 +193,7 @@ void cuda_finish(cuda_ctx *c)
 		cuda_done_init(c->own, c, c->runs, c->nruns, c->hout, c->xslot, c->hxout, 0, NULL);
 		c->own->argm_index = argm_index;
 		c->own->mom = c->mom ? c->hmom : NULL;
+		c->own->busy_ns = busy_ns;
 		cuda_answer(be, c->own);
 		gr_completion_post(be->pub.cq, &c->own->post);
 		return;
@@ -195,6 +212,7 @@ void cuda_finish(cuda_ctx *c)
 	cuda_done_init(dn, NULL, runs, c->nruns, raw, xslot, xout, 0, NULL);
 	dn->argm_index = argm_index;
 	dn->mom = mom_bytes ? mom : NULL;
+	dn->busy_ns = busy_ns;
 	cuda_ctx_release(c);
 	/* the replies' sends come after the context is back */
 	cuda_answer(be, dn);
@@ -263,6 +281,14 @@ static cuda_ctx *cuda_reap(cuda_dev *d, cuda_ctx *list, cudaError_t oldest_e, co
 			call = "cudaEventQuery";
 		}
 		if (e == cudaSuccess) {
+			/* the device was busy with it from its launch, or the
+			 * end of the launch before, to now (a device's launches
+			 * end in the order they went out) */
+			uint64_t now = cuda_now_ns(), from = c->t_launch;
+			if (d->finish_ns > from)
+				from = d->finish_ns;
+			c->busy_ns = now > from ? now - from : 0;
+			d->finish_ns = now;
 			cuda_finish(c);
 		} else {
 			char why[192];

@@ -189,6 +189,7 @@ struct cuda_ctx {
 	uint32_t nruns, njobs;
 	size_t span;    /* bytes the launch in flight copies to the device (the submission thread's) */
 	uint64_t t_launch; /* when it went out (ns) */
+	uint64_t busy_ns;  /* the device's busy time it ended, once done (cuda_reap) */
 	/* The launch's end as the completion thread looks for it first: the
 	 * stream writes seq into flag (pinned, mapped; flag_dev as the device
 	 * addresses it) behind the launch's work and its event, when the
@@ -236,6 +237,7 @@ struct cuda_dev {
 	/* atomics */
 	uint64_t busy; /* jobs queued or in flight: the routing measure */
 	uint64_t jobs; /* jobs launched here */
+	uint64_t finish_ns; /* the completion thread's: when it last finished a launch */
 	unsigned long calls[FAULT_N];
 };
 
@@ -361,6 +363,7 @@ struct cuda_done {
 	const gr_exact_sum *xout;
 	uint64_t argm_index;   /* an argmin's or argmax's index (its value in raw) */
 	const gr_moments_sums *mom; /* a moments launch's sums, else NULL */
+	uint64_t busy_ns;      /* the device's busy time it ended (cuda_finish) */
 };
 
 /* What the exact kernel (exact.h) sums of an item, GR_EXACT_F32, _F64,

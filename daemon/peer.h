@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "daemon/quota.h"
+#include "engine/backend.h"
 
 typedef struct gr_peer {
 	uid_t uid;
@@ -29,6 +30,9 @@ typedef struct gr_peer {
 	_Atomic uint64_t closing;
 	uint64_t closing_seen;  /* closing as the pool last counted it */
 	unsigned stalled;  /* its connections waiting on its in-flight bound */
+	/* the engines' time on its requests' jobs (gr_job.busy_ns), by
+	 * GR_ENGINE_*, while it has connections */
+	uint64_t busy_ns[GR_ENGINE_N];
 } gr_peer;
 
 typedef struct gr_peers {

@@ -286,6 +286,8 @@ void gr_request_chunk_done(gr_job *job)
 	bool broken = false;
 
 	gr_sched_done(&req->srv->sched, job, uv_hrtime());
+	if (c && c->peer && job->engine < GR_ENGINE_N)
+		c->peer->busy_ns[job->engine] += job->busy_ns;
 	if (req->direct) {
 		/* a small request: its only chunk */
 		unsigned f = gr_direct_check(req->direct);
@@ -356,6 +358,8 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 			: req->region->device >= 0 ? GR_AT_DEVICE : GR_AT_HOST;
 	/* whose: the CPU's workers are shared by time among users */
 	ch->job.owner = req->conn ? (uint32_t)req->conn->uid + 1 : 0;
+	ch->job.busy_ns = 0;
+	ch->job.engine = GR_ENGINE_NONE;
 	ch->job.status = 0;
 	ch->job.done = gr_request_chunk_done;
 	ch->job.userdata = ch;

@@ -55,10 +55,11 @@ void gr_shares_init(gr_server *s)
 			    fds, fds / per_conn, cfg->max_connections);
 }
 
-/* One user's holdings: {"uid", "connections", "closing_fds", "held": {...}}. */
+/* One user's holdings: {"uid", "connections", "closing_fds", "held": {...},
+ * "busy_s": {"gpu", "cpu"}}. */
 static int write_user(gr_buf *b, const gr_peer *p)
 {
-	W(gr_mpw_map(b, 4));
+	W(gr_mpw_map(b, 5));
 	W(write_kv_uint(b, "uid", p->uid));
 	W(write_kv_uint(b, "connections", p->conns));
 	W(write_kv_uint(b, "closing_fds", atomic_load(&p->closing)));
@@ -66,6 +67,12 @@ static int write_user(gr_buf *b, const gr_peer *p)
 	W(gr_mpw_map(b, GR_RES_N));
 	for (unsigned r = 0; r < GR_RES_N; r++)
 		W(write_kv_uint(b, gr_res_name((gr_res)r), p->held[r]));
+	W(gr_mpw_cstr(b, "busy_s"));
+	W(gr_mpw_map(b, 2));
+	W(gr_mpw_cstr(b, "gpu"));
+	W(gr_mpw_f64(b, (double)p->busy_ns[GR_ENGINE_GPU] / 1e9));
+	W(gr_mpw_cstr(b, "cpu"));
+	W(gr_mpw_f64(b, (double)p->busy_ns[GR_ENGINE_CPU] / 1e9));
 	return 0;
 }
 

@@ -90,6 +90,7 @@ struct cpu_work {
 	unsigned per_unit;
 	unsigned claimed; /* units handed out (under the lock) */
 	atomic_uint left; /* units not finished yet */
+	atomic_uint_fast64_t busy_ns; /* the units' time so far */
 	gr_partial *part; /* NULL for a whole job; else nblocks partials */
 	/* a segmented job's split: one part per unit, whose heads are in
 	 * part[0..nunits) (math/segments.h) */
@@ -196,7 +197,10 @@ static int cpu_reduce(gr_job *job)
 
 static void cpu_run_inline(cpu_backend *cb, gr_job *job)
 {
+	uint64_t t0 = cpu_now_ns();
 	int status = cpu_reduce(job);
+	job->busy_ns = cpu_now_ns() - t0;
+	job->engine = GR_ENGINE_CPU;
 	job->early = NULL;
 	cpu_post(cb, job, status, NULL);
 }
@@ -204,17 +208,21 @@ static void cpu_run_inline(cpu_backend *cb, gr_job *job)
 /*
  * Run a list of whole-job records, answer those that ask to be answered
  * early as one run (so that replies for one connection go out together),
- * and post them all at once.
+ * and post them all at once; the time they took.
  */
-static void cpu_run_whole(cpu_backend *cb, cpu_work *list)
+static uint64_t cpu_run_whole(cpu_backend *cb, cpu_work *list)
 {
 	gr_job *head = NULL, **tail = &head;
-	uint64_t n = 0;
+	uint64_t n = 0, took = 0;
 	bool any = false;
 
 	for (cpu_work *w = list; w; w = w->next) {
 		gr_job *job = w->job;
+		uint64_t t0 = cpu_now_ns();
 		job->status = cpu_reduce(job);
+		job->busy_ns = cpu_now_ns() - t0;
+		job->engine = GR_ENGINE_CPU;
+		took += job->busy_ns;
 		if (job->status == 0)
 			any |= cpu_answer(cb, job);
 		*tail = job;
@@ -225,14 +233,31 @@ static void cpu_run_whole(cpu_backend *cb, cpu_work *list)
 		cb->early->end();
 	atomic_fetch_add_explicit(&cb->jobs, n, memory_order_relaxed);
 	gr_completion_post_list(cb->base.cq, head);
+	return took;
 }
 
-/* Run unit u of split record w; true when w is finished (its job posted). */
-static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
+/* Unit u of split record w is done, after ns of a worker's time: its
+ * time counts in the job's; true when it was the last unit (the caller
+ * finishes the job: every other unit's partials are there for it). */
+static bool cpu_unit_done(cpu_work *w, uint64_t ns)
+{
+	atomic_fetch_add(&w->busy_ns, ns);
+	/* acq_rel: the last one sees every other unit's partials and time */
+	if (atomic_fetch_sub(&w->left, 1) != 1)
+		return false;
+	w->job->busy_ns = atomic_load(&w->busy_ns);
+	w->job->engine = GR_ENGINE_CPU;
+	return true;
+}
+
+/* Run unit u of split record w, its worker time to *ret_ns; true when w
+ * is finished (its job posted). */
+static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u, uint64_t *ret_ns)
 {
 	gr_job *job = w->job;
 	const unsigned char *p = job->data;
 	unsigned end = (u + 1) * w->per_unit < w->nblocks ? (u + 1) * w->per_unit : w->nblocks;
+	uint64_t t0 = cpu_now_ns();
 	if (w->segs) {
 		/* this unit's blocks as one part of the segmented job */
 		size_t first = (size_t)u * w->per_unit * GR_REDUCE_BLOCK;
@@ -241,7 +266,8 @@ static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
 		w->segs[u].first += first;
 		gr_segs_reduce(&w->segs[u], job->op, job->dtype,
 			       p + first * gr_dtype_size(job->dtype), last - first, &w->part[u]);
-		if (atomic_fetch_sub(&w->left, 1) != 1)
+		*ret_ns = cpu_now_ns() - t0;
+		if (!cpu_unit_done(w, *ret_ns))
 			return false;
 		gr_segs_merge(job->seg, &job->result, job->op, job->dtype, w->segs, w->part,
 			      w->nunits);
@@ -254,8 +280,8 @@ static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u)
 		gr_reduce_block(job->op, job->dtype, p + first * gr_dtype_size(job->dtype), n,
 				&w->part[blk]);
 	}
-	/* acq_rel: the last one sees every other unit's partials */
-	if (atomic_fetch_sub(&w->left, 1) != 1)
+	*ret_ns = cpu_now_ns() - t0;
+	if (!cpu_unit_done(w, *ret_ns))
 		return false;
 	gr_partial_identity(job->op, job->dtype, &job->result);
 	for (unsigned i = 0; i < w->nblocks; i++)
@@ -335,9 +361,7 @@ static void *cpu_worker(void *arg)
 			last->next = NULL;
 			gr_workq_take(&cb->queue, owner, &last->node);
 			pthread_mutex_unlock(&cb->lock);
-			uint64_t t0 = cpu_now_ns();
-			cpu_run_whole(cb, w);
-			uint64_t took = cpu_now_ns() - t0;
+			uint64_t took = cpu_run_whole(cb, w);
 			finished = w;
 			finished_last = last;
 			pthread_mutex_lock(&cb->lock);
@@ -350,10 +374,9 @@ static void *cpu_worker(void *arg)
 			gr_workq_take(&cb->queue, owner, &w->node);
 		pthread_mutex_unlock(&cb->lock);
 
-		uint64_t t0 = cpu_now_ns();
-		if (cpu_run_unit(cb, w, u))
+		uint64_t took;
+		if (cpu_run_unit(cb, w, u, &took))
 			free(w); /* split records are allocated whole */
-		uint64_t took = cpu_now_ns() - t0;
 		pthread_mutex_lock(&cb->lock);
 		gr_workq_charge(&cb->queue, owner, took);
 		cpu_unbusy(cb);
@@ -398,6 +421,7 @@ static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 	w->nunits = nunits;
 	w->claimed = 0;
 	atomic_init(&w->left, w->nunits);
+	atomic_init(&w->busy_ns, 0);
 	/* gr_partial and gr_segjob are 8-byte aligned, and so is what
 	 * follows *w */
 	w->part = (gr_partial *)(void *)(w + 1);
@@ -460,6 +484,7 @@ static void cpu_submit(gr_backend *b, gr_job *batch)
 			w->nunits = 1;
 			w->claimed = 0;
 			atomic_init(&w->left, 1);
+			atomic_init(&w->busy_ns, 0);
 			w->part = NULL;
 			w->segs = NULL;
 			w->next = NULL;

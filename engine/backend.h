@@ -58,6 +58,15 @@ typedef enum gr_job_kind {
 } gr_job_kind;
 
 /* Where a job's elements lie. */
+/* Which engine ran a job (gr_job.engine), for each user's account of
+ * engine time (daemon/peer.h). */
+enum {
+	GR_ENGINE_NONE,
+	GR_ENGINE_GPU,
+	GR_ENGINE_CPU,
+	GR_ENGINE_N,
+};
+
 typedef enum gr_job_where {
 	GR_AT_STAGING, /* in the engine's staging memory */
 	/* host memory outside staging (a mapped region, daemon/region.h):
@@ -85,6 +94,7 @@ struct gr_job {
 	uint8_t kind;     /* gr_job_kind */
 	uint8_t where;    /* gr_job_where */
 	uint8_t split;    /* the scheduler's: 0, or 1 + the engine of split host data */
+	uint8_t engine;   /* set by the engine that ran it: GR_ENGINE_* */
 	/* whose it is, for sharing the CPU's workers by time (workq.h): its
 	 * user's uid + 1, 0 for none */
 	uint32_t owner;
@@ -97,6 +107,9 @@ struct gr_job {
 	};
 
 	/* set by the backend before done() runs */
+	uint64_t busy_ns; /* the engine's time on it: its workers' time, or
+			   * its part by bytes of the GPU's busy time for the
+			   * launch it was in */
 	int status;       /* 0, or a negative errno; errmsg says why */
 	/* Written only when a job fails: it keeps the result, which the
 	 * loop thread writes for each job, two cache lines away from the

@@ -192,6 +192,35 @@ class Charges(unittest.TestCase):
         finally:
             self.assertEqual(d.stop(), 0)
 
+    def test_users_busy_time(self):
+        """Each user's account of engine time: none before its first
+        request, some after sums of a 32 MiB region (the CPU's on a CPU
+        daemon, the GPUs' with --host-data gpu on a CUDA daemon), and
+        more after more."""
+        d = Daemon(*(["--host-data", "gpu"] if BACKEND == "cuda" else []))
+        try:
+            c = ShmClient(d.path)
+            busy = lambda: [u for u in c.call("stats")[1]["users"]
+                            if u["uid"] == os.getuid()][0]["busy_s"]
+            self.assertEqual(busy(), {"gpu": 0.0, "cpu": 0.0})
+            data = struct.pack("<%dd" % (4 << 20), *range(4 << 20))
+            region, m = c.map(len(data), data)
+            for _ in range(3):
+                err, res = c.reduce_region("sum", "f64", region, 0, 4 << 20)
+                self.assertIsNone(err, err)
+            first = busy()
+            engine, other = ("gpu", "cpu") if BACKEND == "cuda" else ("cpu", "gpu")
+            self.assertGreater(first[engine], 0, first)
+            self.assertEqual(first[other], 0.0, first)
+            self.assertLess(first[engine], 10, first)
+            for _ in range(3):
+                c.reduce_region("sum", "f64", region, 0, 4 << 20)
+            self.assertGreater(busy()[engine], first[engine])
+            m.close()
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
 
 @unittest.skipUnless(BACKEND == "cpu", "the slow registration is the CPU backend's test fault")
 class SlowRegistration(unittest.TestCase):
