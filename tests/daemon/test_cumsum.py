@@ -239,13 +239,15 @@ class CumsumCase(ShmCase):
         return got
 
     def quiet(self):
-        """Wait for every other connection to go and every request to be
-        answered: (open descriptors, memfd mappings, RSS in KiB)."""
+        """Wait for every other connection to go, its descriptors to be
+        closed (by the closer threads, off the loop) and every request to
+        be answered: (open descriptors, memfd mappings, RSS in KiB)."""
         probe = ShmClient(self.d.path, timeout=10)
         end = time.monotonic() + 10
         while time.monotonic() < end:
             st = probe.call("stats")[1]
-            if st["connections"] == 1 and st["inflight"] == 0:
+            if (st["connections"] == 1 and st["inflight"] == 0 and
+                    not any(u["closing_fds"] for u in st["users"])):
                 break
             time.sleep(0.02)
         probe.close()
