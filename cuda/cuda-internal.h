@@ -178,6 +178,7 @@ struct cuda_ctx {
 	 * demand; segs is the launch in flight's, else NULL */
 	uint64_t *seg_doff, *seg_drec, *seg_hrec;
 	uint64_t seg_cap; /* in 8-byte words of records */
+	uint64_t seg_first, seg_count; /* the segments of the launch in flight */
 	size_t seg_rb;    /* bytes of a record of the launch in flight */
 	gr_op seg_op;     /* ... its op and dtype */
 	gr_dtype seg_dtype;

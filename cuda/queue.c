@@ -216,11 +216,18 @@ static bool cuda_runs_reduce(const gr_job *j)
 }
 
 /* the segmented reduce, alone in its launch: a whole request's segments
- * of device memory that it takes */
+ * of device memory that it takes, or a piece of whole segments of host
+ * memory (the daemon's cut, gr_segs_whole; cuda_takes() checks that it
+ * fits the copy's buffer) */
 static bool cuda_takes_segments(const gr_job *j)
 {
-	return j->where == GR_AT_DEVICE && j->seg->first == 0 &&
-	       gr_backend_segs_on_device(j->op, j->dtype, j->data, j->n, j->seg->nseg);
+	uint64_t s0, s1;
+
+	if (j->where == GR_AT_DEVICE)
+		return j->seg->first == 0 &&
+		       gr_backend_segs_on_device(j->op, j->dtype, j->data, j->n, j->seg->nseg);
+	return j->where == GR_AT_HOST && gr_segs_whole(j->seg, j->n, &s0, &s1) &&
+	       gr_backend_segs_on_device(j->op, j->dtype, j->data, j->n, s1 - s0);
 }
 
 /* the prefix sums of device memory, into device memory, every dtype's,
@@ -265,6 +272,10 @@ bool cuda_takes(const gr_backend *b, const gr_job *j)
 	if (j->kind == GR_JOB_REDUCE && j->where != GR_AT_DEVICE && gr_dtype_is_float(j->dtype) &&
 	    (j->op == GR_OP_SUM || j->op == GR_OP_SUMSQ) &&
 	    (uintptr_t)j->data % gr_dtype_size(j->dtype))
+		return false;
+	/* a piece of host segments is copied whole, as one launch's span */
+	if (j->kind == GR_JOB_SEGMENTS && j->where == GR_AT_HOST &&
+	    j->n > b->chunk_bytes / gr_dtype_size(j->dtype))
 		return false;
 	return cuda_runs(j);
 }

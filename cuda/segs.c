@@ -1,7 +1,8 @@
 /*
- * Segments of device memory on the GPU: a request's segments, one job
+ * Segments on the GPU: a request's segments of device memory, one job
  * whole (gr_backend_segs_on_device), reduced by the segmented reduce
- * (segred.h) where the data lie. The offsets go to the device, the
+ * (segred.h) where the data lie; or a piece of whole segments of a host
+ * region (gr_segs_whole), reduced in the launch's copy of it. The offsets go to the device, the
  * records come back to pinned memory in the same stream, and the
  * completion thread copies them into the request's records; for moments
  * what comes back is each segment's sums, which it turns into records
@@ -78,7 +79,18 @@ static cudaError_t segs_grow(cuda_ctx *c, uint64_t k, size_t rb, size_t scratch)
 cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
 {
 	const gr_segjob *sj = it->seg;
-	const uint64_t k = sj->nseg, *off = sj->offsets;
+	uint64_t first = 0, k = sj->nseg;
+
+	/* its segments [first, k): a whole request's all, a piece of host
+	 * segments (in the copy) those it holds, their offsets counted
+	 * from the request's element 0, where the data pointer the kernel
+	 * gets points (it reads only from the piece's first element on) */
+	if (!gr_segs_whole(sj, it->n, &first, &k))
+		return cudaErrorInvalidValue;
+	k -= first;
+	const uint64_t *off = sj->offsets + first;
+	const void *data =
+		(const void *)((uintptr_t)it->data - (uintptr_t)(sj->first * gr_dtype_size(it->dtype)));
 	size_t per = gr_segred_scratch_per_seg(it->op, it->dtype);
 	size_t rb = gr_segred_record_bytes(it->op, it->dtype);
 	size_t scratch = per ? (k * per < CUDA_SEGS_SCRATCH_MAX ? k * per : CUDA_SEGS_SCRATCH_MAX) : 0;
@@ -95,7 +107,7 @@ cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
 		return e;
 	for (uint64_t s0 = 0; s0 < k; s0 += group) {
 		uint64_t s1 = k - s0 < group ? k : s0 + group;
-		e = (cudaError_t)gr_segred_launch(it->op, it->dtype, it->data, c->seg_doff + s0, s1 - s0,
+		e = (cudaError_t)gr_segred_launch(it->op, it->dtype, data, c->seg_doff + s0, s1 - s0,
 						  off[s0], off[s1],
 						  (uint8_t *)c->seg_drec + s0 * rb, c->seg_scratch,
 						  c->seg_scratch_bytes, &c->seg_scratch_zero, c->stream);
@@ -105,6 +117,8 @@ cudaError_t cuda_segs_launch(cuda_ctx *c, const cuda_item *it)
 	if ((e = cudaMemcpyAsync(c->seg_hrec, c->seg_drec, k * rb, cudaMemcpyDeviceToHost, c->stream)))
 		return e;
 	c->segs = it->seg;
+	c->seg_first = first;
+	c->seg_count = k;
 	c->seg_rb = rb;
 	c->seg_op = (gr_op)it->op;
 	c->seg_dtype = (gr_dtype)it->dtype;
@@ -121,8 +135,11 @@ typedef struct moments_part {
 static void moments_range(const cuda_ctx *c, uint64_t s0, uint64_t s1)
 {
 	const gr_segjob *sj = c->segs;
-	cuda_segs_moments_records(c->seg_dtype, c->seg_hrec, sj->offsets, sj->nseg, sj->ddof,
-				  sj->records, s0, s1);
+	/* (seg_rb is the size of what came back, each segment's sums) */
+	cuda_segs_moments_records(c->seg_dtype, c->seg_hrec, sj->offsets + c->seg_first,
+				  c->seg_count, sj->ddof,
+				  sj->records + c->seg_first * gr_segs_record_bytes(GR_OP_MOMENTS),
+				  s0, s1);
 }
 
 static void *moments_part_run(void *arg)
@@ -140,7 +157,7 @@ static void *moments_part_run(void *arg)
  */
 static void moments_records(const cuda_ctx *c)
 {
-	const uint64_t k = c->segs->nseg;
+	const uint64_t k = c->seg_count;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t n = k / CUDA_SEGS_MOMENTS_SPLIT + 1;
 	moments_part parts[CUDA_SEGS_MOMENTS_THREADS];
@@ -168,7 +185,8 @@ void cuda_segs_finish(cuda_ctx *c)
 	if (c->seg_op == GR_OP_MOMENTS)
 		moments_records(c);
 	else
-		memcpy(sj->records, c->seg_hrec, sj->nseg * c->seg_rb);
+		memcpy(sj->records + c->seg_first * c->seg_rb, c->seg_hrec,
+		       c->seg_count * c->seg_rb);
 	c->segs = NULL;
 }
 

@@ -410,6 +410,34 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 }
 
 /*
+ * The next piece of a host region's segments, from byte start on, where
+ * either engine may take it (gr_sched_splits): as long as the scheduler
+ * cuts it, but ending on the last segment boundary within that where
+ * there is one, so that the next piece begins on one. The GPUs take
+ * whole segments only (gr_segs_whole), a slot at most: a piece cut for
+ * them that is not goes to the CPU instead (a segment longer than a
+ * slot, or the rest of one a CPU piece began).
+ */
+static uint64_t segs_piece(gr_request *req, uint64_t start, uint64_t slot, uint8_t *ret_split)
+{
+	const gr_segs *segs = req->seg.segs;
+	const uint64_t size = gr_dtype_size(req->dtype), first = start / size;
+	uint64_t take = gr_sched_piece(&req->srv->sched, req->op, req->dtype, req->data_bytes,
+				       req->region_left, slot, uv_hrtime(), ret_split);
+
+	if (take < req->region_left)
+		take = (gr_segs_cut(segs->offsets, segs->nseg, first, first + take / size) - first) *
+		       size;
+	if (*ret_split == 1) {
+		const gr_segjob sj = {.offsets = segs->offsets, .nseg = segs->nseg, .first = first};
+		uint64_t s0, s1;
+		if (take > slot || !gr_segs_whole(&sj, take / size, &s0, &s1))
+			*ret_split = 2;
+	}
+	return take;
+}
+
+/*
  * Submit the next chunks of a reduce of a mapped region. They are cut
  * where a socket request's of the same size would be (staging slots), so
  * the bits are the same, but for host data that either engine may reduce,
@@ -448,6 +476,9 @@ void gr_request_region_pump(gr_request *req)
 			take = gr_sched_piece(&req->srv->sched, req->op, req->dtype,
 					      req->data_bytes, req->region_left, slot, uv_hrtime(),
 					      &ch->job.split);
+		else if (req->region->device < 0 && req->kind == GR_REQUEST_SEGMENTS &&
+			 gr_sched_splits(&req->srv->sched, req->op, req->dtype))
+			take = segs_piece(req, start, slot, &ch->job.split);
 
 		ch->slot = NULL;
 		ch->done = false;

@@ -252,6 +252,11 @@ static void trial_done(gr_sched *s, unsigned e, uint64_t bytes, bool ok, uint64_
 	}
 }
 
+bool gr_sched_splits(const gr_sched *s, gr_op op, gr_dtype dtype)
+{
+	return s->cpu && same_bits_anywhere(op, dtype);
+}
+
 uint64_t gr_sched_piece(gr_sched *s, gr_op op, gr_dtype dtype, uint64_t request_bytes,
 			uint64_t left, uint64_t slot, uint64_t now_ns, uint8_t *ret_split)
 {
@@ -278,15 +283,26 @@ bool gr_sched_on_cpu(gr_sched *s, gr_job *job, uint64_t request_bytes, uint64_t 
 	 * reaches here as a copy to the host) */
 	if (job->where == GR_AT_DEVICE)
 		return false;
-	if (!gr_engine_runs(s->main, job))
+	/* what no GPU kernel runs goes to the CPU, counted as the split's
+	 * where its request cut it for the split */
+	const bool gpus_run = gr_engine_runs(s->main, job);
+	if (!gpus_run && !cut)
 		return true;
 	if (request_bytes <= s->route_max)
 		return true;
-	if (job->where != GR_AT_HOST || job->kind != GR_JOB_REDUCE ||
-	    !same_bits_anywhere(job->op, job->dtype) || s->host == GR_SCHED_HOST_GPU)
-		return false;
+	const bool segs = job->kind == GR_JOB_SEGMENTS;
+	if (job->where != GR_AT_HOST || (job->kind != GR_JOB_REDUCE && !segs))
+		return !gpus_run;
+	/* segments whose records follow the cuts stay on the CPU, as
+	 * every other piece of their request */
+	if (!same_bits_anywhere(job->op, job->dtype))
+		return segs || !gpus_run;
+	if (s->host == GR_SCHED_HOST_GPU)
+		return !gpus_run;
 	const uint64_t bytes = (uint64_t)job->n * gr_dtype_size(job->dtype);
-	const unsigned e = cut == 1 || cut == 2 ? cut - 1 : sched_engine(s, bytes, now_ns);
+	const unsigned e = !gpus_run                ? 1
+			   : cut == 1 || cut == 2 ? cut - 1
+						  : sched_engine(s, bytes, now_ns);
 	gr_sched_share *sh = &s->share[e];
 	if (!s->share[0].inflight && !s->share[1].inflight)
 		s->trial.since_ns = now_ns; /* some in flight from now */

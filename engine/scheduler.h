@@ -24,7 +24,11 @@
  * take that route: float sums and sums of squares (exact on both),
  * integer sums (exact modulo 2^64), min, max, argmin and argmax (-0
  * below +0, the first NaN, the first index of the extreme) and moments
- * (exact sums and the extremes); any other job's route and cuts depend
+ * (exact sums and the extremes), and segments of those ops, whose
+ * records are their pieces' partials joined in order (the GPUs take a
+ * piece of whole segments, math/segments.h's gr_segs_whole, so the
+ * request cuts pieces on segment boundaries where it can, and those
+ * that are not go to the CPU); any other job's route and cuts depend
  * on the job and its request alone, so the same request always gets the
  * same bits. Loop thread, but for the mover.
  */
@@ -203,6 +207,9 @@ uint64_t gr_sched_piece_bytes(const gr_sched_share share[2], unsigned e, bool gp
  */
 uint64_t gr_sched_piece(gr_sched *s, gr_op op, gr_dtype dtype, uint64_t request_bytes,
 			uint64_t left, uint64_t slot, uint64_t now_ns, uint8_t *ret_split);
+/* Whether host data of op over dtype may go to either engine, cut
+ * anywhere: the daemon has both, and the bits do not depend on it. */
+bool gr_sched_splits(const gr_sched *s, gr_op op, gr_dtype dtype);
 /* Queue job for the CPU engine (gr_sched_on_cpu() said so): the jobs go
  * out together at the next flush, from the loop's check phase, where
  * those small enough run inline and their completions drain in the same

@@ -220,6 +220,32 @@ void gr_segs_reduce(gr_segjob *sj, gr_op op, gr_dtype dt, const void *data, size
 	}
 }
 
+bool gr_segs_whole(const gr_segjob *sj, uint64_t n, uint64_t *ret_s0, uint64_t *ret_s1)
+{
+	const uint64_t *off = sj->offsets;
+	const uint64_t k = sj->nseg, first = sj->first, end = first + n;
+
+	if (n == 0 || end < first || end > off[k])
+		return false;
+	const uint64_t s0 = lower_bound(off, k + 1, first);
+	if (s0 > k || off[s0] != first)
+		return false;
+	/* end <= off[k], so s1 <= k */
+	const uint64_t s1 = end == off[k] ? k : lower_bound(off, k + 1, end);
+	if (off[s1] != end)
+		return false;
+	*ret_s0 = s0;
+	*ret_s1 = s1;
+	return true;
+}
+
+uint64_t gr_segs_cut(const uint64_t *offsets, uint64_t k, uint64_t first, uint64_t want)
+{
+	/* the first offset past want, and the one before it */
+	const uint64_t s = lower_bound(offsets, k + 1, want + 1);
+	return s > 0 && offsets[s - 1] > first ? offsets[s - 1] : want;
+}
+
 void gr_segs_merge(gr_segjob *sj, gr_partial *head, gr_op op, gr_dtype dt,
 		   const gr_segjob *parts, const gr_partial *heads, unsigned n)
 {

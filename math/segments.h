@@ -87,6 +87,21 @@ void gr_segs_reduce(gr_segjob *sj, gr_op op, gr_dtype dt, const void *data, size
 void gr_segs_merge(gr_segjob *sj, gr_partial *head, gr_op op, gr_dtype dt,
 		   const gr_segjob *parts, const gr_partial *heads, unsigned n);
 
+/*
+ * Whether a job's n >= 1 elements hold whole segments only: a segment
+ * begins at its first element, and another at its end, or the request
+ * ends there. If so, *ret_s0 and *ret_s1 bound the segments [s0, s1)
+ * whose records gr_segs_reduce() of the job writes (the empty ones at
+ * its start among them, and those at the request's end when it is the
+ * last), and it leaves no head or tail.
+ */
+bool gr_segs_whole(const gr_segjob *sj, uint64_t n, uint64_t *ret_s0, uint64_t *ret_s1);
+
+/* Where a piece of a request's elements that begins at first and would
+ * end at want (first < want <= offsets[k]) ends instead: the last
+ * segment boundary in (first, want], or want where there is none. */
+uint64_t gr_segs_cut(const uint64_t *offsets, uint64_t k, uint64_t first, uint64_t want);
+
 /* On the loop thread, chunk by chunk in order: join a finished job's
  * head and tail to what came before, writing the records they complete. */
 void gr_segs_join(gr_segs *s, gr_op op, gr_dtype dt, const gr_segjob *sj,

@@ -2,7 +2,8 @@
 same bits whichever engine reads each chunk (gpu alone, cpu alone, both),
 on shared-memory regions of wide-range data with ties and signed zeros,
 and of integers: sum, min, max, argmin, argmax, moments and float sums
-of squares each take either engine (in `both`, each engine takes some).
+of squares each take either engine (in `both`, each engine takes some);
+and so do their segments, the GPUs pieces of whole segments.
 Needs a CUDA daemon (GPURED_TEST_BACKEND=cuda); skips elsewhere."""
 
 import numpy as np
@@ -83,4 +84,94 @@ def test_every_split_gives_the_same_bits(make_daemon):
             assert sum(c for _, c in jobs.values()) > 0, jobs
             assert sum(g for (dt, op), (g, _) in jobs.items()
                        if op != "sumsq" or dt.startswith("float")) > 0, jobs
+    assert got["gpu"] == got["cpu"] == got["both"]
+
+
+def _key(v):
+    """What a result's bits are: its arrays' bytes, whatever its shape."""
+    if isinstance(v, np.ndarray):
+        return (v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, tuple):
+        return tuple(_key(x) for x in v)
+    return repr(v)
+
+
+def _offsets(n, kind, seed):
+    """k + 1 offsets over n elements: many short segments with empty ones
+    among them, a few longer than any piece, or short ones about a long
+    one (so that pieces cut for the GPUs meet segments they cannot end
+    on)."""
+    rng = np.random.default_rng(seed)
+    if kind == "short":
+        lens = rng.integers(0, 40000, n // 20000 + 1)
+        lens[rng.integers(0, lens.size, lens.size // 4)] = 0
+    elif kind == "long":
+        lens = np.array([n // 3, 0, n // 3])
+    else:
+        lens = np.concatenate([rng.integers(0, 5000, 800), [n // 2], rng.integers(0, 5000, 800)])
+    off = np.concatenate([[0], np.cumsum(lens)])
+    off = off[off <= n]
+    return np.concatenate([off, [n]]).astype(np.int64)
+
+
+def _segment_answers(path, arrays, jobs):
+    out = []
+    with gpured.Client(path, timeout=120) as c:
+        for a in arrays:
+            r = c.empty(a.shape, a.dtype)
+            r[:] = a
+            views = [(kind, r) for kind in ("short", "long", "mixed")]
+            if a.dtype == np.float32:
+                # elements off their own size's boundary: the CPU's
+                m = a.size - 1
+                views.append(("short", r.view(np.uint8)[2:2 + 4 * m].view(np.float32)))
+            for kind, v in views:
+                offs = _offsets(v.size, kind, v.size)
+                for op in OPS:
+                    p0 = _pieces(c)
+                    futs = [c.submit(op, v, offsets=offs) for _ in range(4)]
+                    vals = [_key(f.result()) for f in futs]
+                    p1 = _pieces(c)
+                    assert all(x == vals[0] for x in vals), (op, kind)
+                    name = (a.dtype.name, kind, v.ctypes.data % v.itemsize, op)
+                    out.append((name, vals[0]))
+                    jobs[name] = tuple(y - x for x, y in zip(p0, p1))
+            del views, v, r
+    return out
+
+
+def test_segments_of_every_split_give_the_same_bits(make_daemon):
+    """Segments of host regions: the GPUs take pieces of whole segments,
+    the CPU the rest; every record has the same bits in every mode."""
+    if BACKEND != "cuda":
+        pytest.skip("the split of host data is a CUDA daemon's (GPURED_TEST_BACKEND=cuda)")
+    rng = np.random.default_rng(9)
+    arrays = [_data(np.float32, (40 << 20) // 4 + 7, 5), _data(np.float64, (40 << 20) // 8 + 3, 6),
+              _data(np.int32, (24 << 20) // 4 + 1, 7), _data(np.int64, (24 << 20) // 8 + 5, 8),
+              (rng.standard_normal((12 << 20) // 2 + 1) * 100).astype(np.float16),
+              rng.integers(-128, 128, (12 << 20) + 3, dtype=np.int8),
+              rng.integers(0, 1 << 16, (12 << 20) // 2 + 5, dtype=np.uint16)]
+    got = {}
+    for mode in ("gpu", "cpu", "both"):
+        d = make_daemon("--threads", "4", "--host-data", mode)
+        jobs = {}
+        got[mode] = _segment_answers(d.path, arrays, jobs)
+        d.stop()
+        for (dt, kind, misaligned, op), (g, c) in jobs.items():
+            what = (mode, dt, kind, misaligned, op, g, c)
+            narrow = np.dtype(dt).itemsize < 4
+            if (op == "sumsq" and not dt.startswith("float")) or misaligned:
+                # records that follow the cuts, and elements off their
+                # boundary: the CPU's, as always
+                assert g == 0, what
+            elif mode == "cpu":
+                assert g == 0, what
+                # (pieces no GPU would take are not the split's to count)
+                assert c > 0 or kind != "short" or (op == "moments" and narrow), what
+            elif kind == "short" and mode == "gpu" and not (op == "moments" and narrow):
+                # (the GPUs' segments of narrow dtypes have no moments)
+                assert g > 0, what
+        if mode == "both":
+            assert sum(c for _, c in jobs.values()) > 0, jobs
+            assert sum(g for g, _ in jobs.values()) > 0, jobs
     assert got["gpu"] == got["cpu"] == got["both"]

@@ -7,7 +7,10 @@
  * record must equal the record of that segment reduced alone, byte for
  * byte, except integer sums of squares, whose double lanes follow the
  * pieces' blocks: those must agree to a relative 1e-12. Records of empty
- * segments are the documented identities.
+ * segments are the documented identities. Jobs of whole segments
+ * (gr_segs_whole) are those whose reduce leaves no head or tail, and
+ * write the records it names; gr_segs_cut ends a piece on the last
+ * boundary it can.
  */
 #include <math.h>
 #include <stdio.h>
@@ -156,8 +159,68 @@ static void check_empty_records(void)
 	checks += 5;
 }
 
+/* gr_segs_whole() against what gr_segs_reduce() of the job does, and
+ * gr_segs_cut() against a search by hand, on random offsets with runs of
+ * empty segments and every job [first, end) of a short request. */
+static void check_whole_and_cut(void)
+{
+	for (int rep = 0; rep < 200; rep++) {
+		const uint64_t k = 1 + rnd() % 9;
+		uint64_t off[16];
+		off[0] = 0;
+		for (uint64_t i = 0; i < k; i++)
+			off[i + 1] = off[i] + (rnd() % 3 == 0 ? 0 : rnd() % 5);
+		const uint64_t n = off[k];
+		int32_t data[64];
+		for (uint64_t i = 0; i < n; i++)
+			data[i] = (int32_t)(rnd() % 100) + 1;
+		uint8_t rec[16 * 8];
+		gr_segjob sj = { .offsets = off, .nseg = k, .records = rec };
+		for (uint64_t first = 0; first < n; first++) {
+			for (uint64_t end = first + 1; end <= n; end++) {
+				gr_partial head;
+				uint64_t s0 = 0, s1 = 0;
+				memset(rec, 0, sizeof(rec));
+				sj.first = first;
+				const bool whole = gr_segs_whole(&sj, end - first, &s0, &s1);
+				gr_segs_reduce(&sj, GR_OP_SUM, GR_DT_I32, data + first, end - first,
+					       &head);
+				const bool none = sj.head_seg == GR_SEG_NONE &&
+						  sj.tail_seg == GR_SEG_NONE;
+				CHECK_MSG(whole == none, "whole %d, no head or tail %d: [%llu, %llu)",
+					  whole, none, (unsigned long long)first,
+					  (unsigned long long)end);
+				if (!whole)
+					continue;
+				/* an empty segment's sum record is 0 too: mark */
+				for (uint64_t s = 0; s < k; s++) {
+					uint64_t v;
+					memcpy(&v, rec + 8 * s, 8);
+					bool wrote = v != 0 || off[s + 1] == off[s];
+					if (s < s0 || s >= s1)
+						CHECK_MSG(v == 0, "record %llu outside [%llu, %llu)",
+							  (unsigned long long)s,
+							  (unsigned long long)s0,
+							  (unsigned long long)s1);
+					else
+						CHECK(wrote);
+				}
+				checks++;
+			}
+			for (uint64_t want = first + 1; want <= n; want++) {
+				uint64_t b = want;
+				for (uint64_t s = 0; s <= k; s++)
+					if (off[s] > first && off[s] <= want)
+						b = off[s];
+				CHECK_EQ(gr_segs_cut(off, k, first, want), b);
+			}
+		}
+	}
+}
+
 int main(void)
 {
+	check_whole_and_cut();
 	check_empty_records();
 	for (int op = 0; op < GR_OP_N; op++) {
 		for (int dt = 0; dt < GR_DT_NARROW_FIRST; dt++) {

@@ -342,6 +342,67 @@ static void test_trial(gr_backend *gpu, gr_backend *cpu)
 
 /* The CPU engine's workers beside the GPUs: CPUs for the loop, the
  * clients and each GPU's two threads kept out, half the CPUs at least. */
+/* Segments of host data: pieces the request cut for an engine go there
+ * (the GPUs take only pieces of whole segments, which their takes()
+ * decides), segments whose records follow the cuts (integer sums of
+ * squares) stay on the CPU whatever the mode, and --host-data gpu sends
+ * to the GPUs what they take. */
+static void test_segments(gr_backend *gpu, gr_backend *cpu)
+{
+	const size_t n = 1 << 20;
+	const uint64_t big = 1 << 30;
+	gr_sched s;
+	gr_job j;
+
+	sched_init(&s, gpu, cpu, GR_SCHED_HOST_BOTH);
+	CHECK(gr_sched_splits(&s, GR_OP_SUM, GR_DT_F32));
+	CHECK(gr_sched_splits(&s, GR_OP_MOMENTS, GR_DT_I64));
+	CHECK(!gr_sched_splits(&s, GR_OP_SUMSQ, GR_DT_I32));
+	for (uint8_t cut = 1; cut <= 2; cut++) {
+		j = host_job(GR_OP_ARGMAX, GR_DT_F64, n);
+		j.kind = GR_JOB_SEGMENTS;
+		j.split = cut;
+		CHECK(gr_sched_on_cpu(&s, &j, big, 1000) == (cut == 2) && j.split == cut);
+		gr_sched_done(&s, &j, 2000);
+	}
+	CHECK_EQ(s.share[0].jobs, 1);
+	CHECK_EQ(s.share[1].jobs, 1);
+	j = host_job(GR_OP_SUMSQ, GR_DT_I64, n);
+	j.kind = GR_JOB_SEGMENTS;
+	CHECK(gr_sched_on_cpu(&s, &j, big, 1000) && j.split == 0);
+	j = host_job(GR_OP_SUM, GR_DT_F32, n);
+	j.kind = GR_JOB_SEGMENTS;
+	j.where = GR_AT_DEVICE;
+	CHECK(!gr_sched_on_cpu(&s, &j, big, 1000));
+
+	sched_init(&s, gpu, cpu, GR_SCHED_HOST_GPU);
+	j = host_job(GR_OP_SUM, GR_DT_F32, n);
+	j.kind = GR_JOB_SEGMENTS;
+	CHECK(!gr_sched_on_cpu(&s, &j, big, 1000) && j.split == 0);
+	j = host_job(GR_OP_SUMSQ, GR_DT_U32, n);
+	j.kind = GR_JOB_SEGMENTS;
+	CHECK(gr_sched_on_cpu(&s, &j, big, 1000));
+
+	/* a piece cut for the split that no GPU takes (longer than their
+	 * copy's buffer, or not of whole segments) still counts as the
+	 * CPU's part of the split; one not cut goes there uncounted */
+	gr_backend reduce_only = *gpu;
+	reduce_only.kinds = GR_JOB_BIT(GR_JOB_REDUCE);
+	sched_init(&s, &reduce_only, cpu, GR_SCHED_HOST_BOTH);
+	for (uint8_t cut = 0; cut <= 2; cut++) {
+		j = host_job(GR_OP_SUM, GR_DT_F64, n);
+		j.kind = GR_JOB_SEGMENTS;
+		j.split = cut;
+		CHECK(gr_sched_on_cpu(&s, &j, big, 1000) && j.split == (cut ? 2 : 0));
+		gr_sched_done(&s, &j, 2000);
+	}
+	CHECK_EQ(s.share[0].jobs, 0);
+	CHECK_EQ(s.share[1].jobs, 2);
+
+	sched_init(&s, gpu, NULL, GR_SCHED_HOST_BOTH);
+	CHECK(!gr_sched_splits(&s, GR_OP_SUM, GR_DT_F32));
+}
+
 static void test_beside_threads(void)
 {
 	CHECK_EQ(gr_sched_beside_threads(16, 1), 12);
@@ -360,6 +421,7 @@ int main(void)
 	gr_backend gpu = fake("cuda"), cpu = fake("cpu");
 
 	test_beside_threads();
+	test_segments(&gpu, &cpu);
 	gr_sched s;
 	const size_t n = 1 << 20; /* 4 MiB of f32 */
 	const uint64_t big = 1 << 30, bytes = n * 4;
