@@ -54,12 +54,13 @@ def rate(fn, nbytes, seconds, runs):
     return statistics.median(out)
 
 
-def pipelined(c, x, inflight, op="sum"):
-    """A callable reducing x by op with inflight requests outstanding."""
+def pipelined(c, x, inflight, op="sum", **kw):
+    """A callable reducing x by op with inflight requests outstanding
+    (kw: submit()'s options, such as offsets=)."""
     futs = []
 
     def one():
-        futs.append(c.submit(op, x))
+        futs.append(c.submit(op, x, **kw))
         if len(futs) >= inflight:
             futs.pop(0).result()
     return one

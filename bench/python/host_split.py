@@ -8,7 +8,8 @@ CPU daemon, in one run; every mode must give the same bits.
 Each figure: GB/s of the region's bytes with --inflight requests in flight,
 the median of --runs loops of --seconds each, for 2^20, 2^24, 2^26 and
 2^28 elements (--sizes); --dtype f32, f64 or i32; --op any reduce
-(sum, sumsq, min, max, argmin, argmax, moments). Prints a table, each
+(sum, sumsq, min, max, argmin, argmax, moments); --segments L: of
+segments of random lengths, L elements on average. Prints a table, each
 engine's part of `both` at each size (from the daemon's stats) and, with
 --csv FILE, the table as CSV for a plot.
 """
@@ -34,6 +35,23 @@ MODES = [("cuda, gpu", ["--backend", "cuda", "--host-data", "gpu"]),
          ("cpu daemon", ["--backend", "cpu"])]
 
 
+def offsets(n, mean):
+    """Offsets of segments over n elements, of lengths uniform in [0,
+    2 mean], the same for every mode."""
+    lens = np.random.default_rng(n).integers(0, 2 * mean + 1, n // mean + 1)
+    off = np.concatenate([[0], np.cumsum(lens)])
+    return np.concatenate([off[off < n], [n]]).astype(np.int64)
+
+
+def key(v):
+    """A result's bits, arrays' whole."""
+    if isinstance(v, np.ndarray):
+        return (v.dtype.str, v.tobytes())
+    if isinstance(v, tuple):
+        return tuple(key(x) for x in v)
+    return repr(v)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--daemon", required=True)
@@ -43,6 +61,7 @@ def main():
     ap.add_argument("--inflight", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--segments", type=int, default=0)
     ap.add_argument("--csv")
     a = ap.parse_args()
     dt = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[a.dtype]
@@ -52,6 +71,7 @@ def main():
     # the same elements in every mode
     data = {lg: (np.random.default_rng(lg).standard_normal(1 << lg) * 1000).astype(dt)
             for lg in sizes}
+    kw = {lg: {"offsets": offsets(1 << lg, a.segments)} for lg in sizes} if a.segments else {}
     for name, extra in MODES:
         proc, path, tmp = start_daemon(a.daemon, extra)
         try:
@@ -60,18 +80,20 @@ def main():
                     n = 1 << lg
                     r = c.empty(n, dt)
                     r[:] = data[lg]
-                    v = c.submit(a.op, r).result()
-                    bits.setdefault(lg, set()).add(repr(v))
+                    v = c.submit(a.op, r, **kw.get(lg, {})).result()
+                    bits.setdefault(lg, set()).add(key(v))
                     s0 = c.stats()["host_data"]
                     t0 = time.monotonic()
-                    table[name, lg] = rate(pipelined(c, r, a.inflight, a.op), n * r.itemsize,
+                    table[name, lg] = rate(pipelined(c, r, a.inflight, a.op, **kw.get(lg, {})), n * r.itemsize,
                                            a.seconds, a.runs)
                     if name == "cuda, both":
                         table["split", lg] = (s0, c.stats()["host_data"], time.monotonic() - t0)
                     del r
         finally:
             stop_daemon(proc, tmp)
-    print("%s region %s, %d in flight, GB/s (median of %d)" % (a.dtype, a.op, a.inflight, a.runs))
+    print("%s region %s%s, %d in flight, GB/s (median of %d)" % (
+        a.dtype, a.op, " of segments of %d elements on average" % a.segments if a.segments else "",
+        a.inflight, a.runs))
     print("%-12s" % "elements" + "".join("%14s" % m for m, _ in MODES) + "   both / best")
     rows = []
     for lg in sizes:
