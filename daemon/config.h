@@ -75,8 +75,9 @@ typedef struct gr_config {
 	unsigned max_device_regions;  /* device-memory regions, all users together (4096) */
 	uint64_t max_device_bytes;    /* their bytes (0: no limit) */
 	bool allow_cuda_ipc_writable; /* cuda_ipc regions may be mapped "writable" (false) */
-	/* A stream read while others are, on a host short of CPU, gets this
-	 * much a millisecond (64K; 0: never paced) ... */
+	/* A stream read while others are, on a host short of CPU, gets the
+	 * engine time of this many bytes of data of the average cost a
+	 * millisecond (64K; 0: never paced; pace.c) ... */
 	uint64_t pace_bytes_per_ms;
 	/* ... short: some task waited for a CPU this percent of the last
 	 * 100 ms (10; 0: always) */

@@ -36,6 +36,13 @@ typedef enum gr_stall {
 	GR_STALL_CLOSING,   /* answering a fatal error, then closing */
 } gr_stall;
 
+/* pace.c: the engines' time on a connection's bytes, learned from its
+ * requests' finished jobs, by GR_ENGINE_* (all 0: nothing learned yet) */
+typedef struct gr_pace_est {
+	double ns[GR_ENGINE_N];    /* time a byte on each engine, smoothed */
+	double share[GR_ENGINE_N]; /* of its bytes lately, each engine's part */
+} gr_pace_est;
+
 struct gr_conn {
 	uv_pipe_t pipe;      /* writes; reads go through poll and fdpass.h */
 	uv_poll_t poll;      /* readable: on rfd, a duplicate of the pipe's fd */
@@ -95,9 +102,11 @@ struct gr_conn {
 	gr_request *stream;
 	bool stream_handover;   /* gr_conn_stream_end is handing it on */
 	/* pace.c: bytes read in the loop's millisecond pace_ms, and in the
-	 * one before it; paced: not polled until the next millisecond */
+	 * one before it; paced: not polled until the next millisecond; and
+	 * what its bytes cost the engines, which scales the bytes it reads */
 	uint64_t pace_ms, pace_bytes, pace_prev_bytes;
 	bool paced;
+	gr_pace_est pace;
 	gr_link pace_link;      /* in srv->paced while paced */
 	unsigned holds;         /* work that needs it after its close (gr_conn_hold) */
 };

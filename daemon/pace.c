@@ -7,11 +7,20 @@
  * short. Where the loop, the workers and the clients share too few CPUs,
  * a small request waits for a CPU instead, and a stream keeps several
  * threads runnable: the loop copying it, the workers reducing it, its
- * client writing it. A connection that has read its bytes for the
+ * client writing it. A connection that has read its budget for the
  * current millisecond, while another connection that streams nothing was
  * read in this millisecond or the last, and while the kernel says tasks
  * wait for a CPU, stops being polled until the next millisecond: its
  * client then blocks on a full socket, and those threads sleep.
+ *
+ * The budget is engine time, not bytes: what a byte costs the engines
+ * depends on the data (floats over every exponent take the CPU several
+ * times as long a byte as uniform ones), and that time is what the
+ * others wait for. Each connection learns from its requests' finished
+ * jobs its engines' time a byte, and the daemon everyone's
+ * (gr_pace_learn); its cost is the one over the other (gr_pace_cost),
+ * and it reads pace_bytes_per_ms over its cost a millisecond
+ * (gr_pace_limit): the option's bytes of data of the average cost.
  *
  * A connection alone is never paced, nor are streams whose only company
  * is other streams, nor any on a host whose CPUs are free; a paced one is
@@ -26,6 +35,94 @@
 /* A connection that read this many milliseconds ago or less counts as
  * being read now. */
 #define PACE_RECENT_MS 1
+
+/* What a connection's bytes cost, and what everyone's cost, follow the
+ * last this many bytes: the same span, so that a stream alone costs the
+ * average whatever the host's CPUs make of a byte now (a worker's time
+ * on a chunk grows when the host is short of CPU, everyone's alike). */
+#define PACE_WINDOW_BYTES ((double)(32u << 20))
+/* A job's time a byte is taken within these (ns): a clock that says 0
+ * or an engine stalled for seconds teaches no absurd cost. */
+#define PACE_NS_MIN (1.0 / 65536.0)
+#define PACE_NS_MAX 65536.0
+
+static double pace_clamp(double x, double lo, double hi)
+{
+	return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* How far a smoothed value moves towards a job's of b bytes. */
+static double pace_weight(double b)
+{
+	return b < PACE_WINDOW_BYTES ? b / PACE_WINDOW_BYTES : 1.0;
+}
+
+void gr_pace_learn(gr_pace_est *c, double *ref_ns, unsigned engine, uint64_t bytes, uint64_t ns)
+{
+	if (engine >= GR_ENGINE_N || bytes < GR_PACE_LEARN_MIN_BYTES || ns == 0)
+		return;
+	const double w = pace_weight((double)bytes);
+	const double per = pace_clamp((double)ns / (double)bytes, PACE_NS_MIN, PACE_NS_MAX);
+
+	/* 0: nothing learned yet, and this job is all there is */
+	ref_ns[engine] = ref_ns[engine] > 0 ? ref_ns[engine] + (per - ref_ns[engine]) * w : per;
+	if (!c)
+		return;
+	c->ns[engine] = c->ns[engine] > 0 ? c->ns[engine] + (per - c->ns[engine]) * w : per;
+	/* which engines its bytes went to lately, the shares summing to 1 */
+	double known = 0;
+	for (unsigned e = 0; e < GR_ENGINE_N; e++)
+		known += c->share[e];
+	for (unsigned e = 0; e < GR_ENGINE_N; e++) {
+		const double to = e == engine ? 1.0 : 0.0;
+		c->share[e] = known > 0 ? c->share[e] + (to - c->share[e]) * w : to;
+	}
+}
+
+double gr_pace_cost(const gr_pace_est *c, const double *ref_ns)
+{
+	double cost = 0, known = 0;
+
+	for (unsigned e = 0; e < GR_ENGINE_N; e++) {
+		if (c->share[e] <= 0 || c->ns[e] <= 0 || ref_ns[e] <= 0)
+			continue;
+		cost += c->share[e] * c->ns[e] / ref_ns[e];
+		known += c->share[e];
+	}
+	return known > 0 ? pace_clamp(cost / known, GR_PACE_COST_MIN, GR_PACE_COST_MAX) : 1.0;
+}
+
+uint64_t gr_pace_limit(uint64_t bytes_per_ms, double cost)
+{
+	if (bytes_per_ms == 0)
+		return 0;
+	const double c = cost > 0 ? pace_clamp(cost, GR_PACE_COST_MIN, GR_PACE_COST_MAX) : 1.0;
+	const double n = (double)bytes_per_ms / c;
+	/* the option is at most 64 GiB, and four times that is exact in a
+	 * double; at least a byte a millisecond keeps it moving */
+	return n < 1.0 ? 1 : (uint64_t)n;
+}
+
+void gr_pace_done(gr_server *s, gr_conn *c, const gr_job *job)
+{
+	/* the bytes pacing counts are those read from a socket into
+	 * staging; a job that failed or ran nowhere says nothing of them */
+	if (s->cfg->pace_bytes_per_ms == 0 || job->status < 0 || job->where != GR_AT_STAGING ||
+	    job->engine == GR_ENGINE_NONE)
+		return;
+	gr_pace_learn(c ? &c->pace : NULL, s->pace_ref_ns, job->engine,
+		      (uint64_t)job->n * gr_dtype_size(job->dtype), job->busy_ns);
+}
+
+/* The bytes c reads a millisecond before it is paced. */
+static uint64_t pace_conn_limit(const gr_conn *c)
+{
+	const gr_server *s = c->srv;
+
+	if (s->cfg->pace_bytes_per_ms == 0)
+		return 0;
+	return gr_pace_limit(s->cfg->pace_bytes_per_ms, gr_pace_cost(&c->pace, s->pace_ref_ns));
+}
 
 static void pace_timer_cb(uv_timer_t *t)
 {
@@ -75,7 +172,7 @@ static void pace_roll(gr_conn *c, uint64_t now_ms)
 uint64_t gr_pace_budget(gr_conn *c, uint64_t budget, uint64_t shared)
 {
 	gr_server *s = c->srv;
-	uint64_t limit = s->cfg->pace_bytes_per_ms;
+	uint64_t limit = pace_conn_limit(c);
 	uint64_t now = uv_now(s->loop);
 
 	if (limit == 0)
@@ -105,7 +202,7 @@ uint64_t gr_pace_budget(gr_conn *c, uint64_t budget, uint64_t shared)
 void gr_pace_read(gr_conn *c, uint64_t n)
 {
 	gr_server *s = c->srv;
-	uint64_t limit = s->cfg->pace_bytes_per_ms;
+	uint64_t limit = pace_conn_limit(c);
 
 	if (limit == 0)
 		return;

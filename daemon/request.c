@@ -288,6 +288,7 @@ void gr_request_chunk_done(gr_job *job)
 	gr_sched_done(&req->srv->sched, job, uv_hrtime());
 	if (c && c->peer && job->engine < GR_ENGINE_N)
 		c->peer->busy_ns[job->engine] += job->busy_ns;
+	gr_pace_done(req->srv, c, job);
 	if (req->direct) {
 		/* a small request: its only chunk */
 		unsigned f = gr_direct_check(req->direct);

@@ -66,12 +66,15 @@ struct gr_server {
 	uv_timer_t write_sweep;  /* write-timeout.c */
 	uv_timer_t timeouts;     /* timeouts.c */
 	/* pace.c: the connections paced until the next millisecond, the last
-	 * one read that streams nothing and when, and the host's CPU pressure */
+	 * one read that streams nothing and when, and the host's CPU pressure;
+	 * each engine's average time a byte of streamed data (0: none yet),
+	 * which connections' costs are measured against */
 	uv_timer_t pace_timer;
 	gr_link paced;
 	const gr_conn *light_conn;
 	uint64_t light_ms;
 	gr_pressure pressure;
+	double pace_ref_ns[GR_ENGINE_N];
 	uv_signal_t sigterm, sigint;
 
 	gr_link conns, ready, dirty;
@@ -168,7 +171,8 @@ void gr_write_timeout_start(gr_server *s);
 void gr_timeouts_start(gr_server *s);
 void gr_timeouts_stop(gr_server *s);
 
-/* pace.c: a client streaming while others wait, on a host short of CPU */
+/* pace.c: a client streaming while others wait, on a host short of CPU,
+ * paced by the engine time its bytes cost */
 void gr_pace_init(gr_server *s);
 void gr_pace_close(gr_server *s);
 /* Before a wake-up reads c: the bytes it may read, given its budget and
@@ -180,3 +184,32 @@ uint64_t gr_pace_budget(gr_conn *c, uint64_t budget, uint64_t shared);
 void gr_pace_read(gr_conn *c, uint64_t n);
 /* c closes. */
 void gr_pace_forget(gr_conn *c);
+/* A job of a request of c's is done (c NULL: the connection is gone):
+ * its engine time teaches c's cost and the engine's average. */
+void gr_pace_done(gr_server *s, gr_conn *c, const gr_job *job);
+
+/* A connection's cost is its engines' time a byte over everyone's, kept
+ * within these: data whose jobs seem to take no time cannot buy
+ * unlimited bytes, nor can any data be paced to nothing. Cheap data earns
+ * at most four times the bytes, since the loop's copy of a byte costs the
+ * same whatever the data. */
+#define GR_PACE_COST_MIN 0.25
+#define GR_PACE_COST_MAX 16.0
+/* Jobs smaller than this, a small request's, cost mostly what any job
+ * does, and say little about the bytes: they are not learned from. */
+#define GR_PACE_LEARN_MIN_BYTES (64u << 10)
+
+/* Learn from a job of bytes that took ns of engine's time: ref_ns[engine],
+ * everyone's time a byte on it (0: none yet), and c (NULL: no connection
+ * to teach), the connection's, each smoothed over the last bytes seen. A
+ * job under GR_PACE_LEARN_MIN_BYTES, or with no time measured, changes
+ * nothing. */
+void gr_pace_learn(gr_pace_est *c, double *ref_ns, unsigned engine, uint64_t bytes, uint64_t ns);
+/* c's cost: its time a byte over everyone's, engine by engine, weighed by
+ * how much of its data each engine ran lately; 1 before anything is
+ * learned, and within GR_PACE_COST_MIN..MAX. ref_ns has GR_ENGINE_N. */
+double gr_pace_cost(const gr_pace_est *c, const double *ref_ns);
+/* The bytes a connection of cost reads a millisecond before it is paced:
+ * bytes_per_ms of data of the average cost, as many fewer as it costs
+ * more (at least 1; 0 stays 0, never paced). */
+uint64_t gr_pace_limit(uint64_t bytes_per_ms, double cost);
