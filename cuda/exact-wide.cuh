@@ -17,7 +17,7 @@
  *    into all but the last, a plain add into that one, exact for
  *    elements that are multiples of its last place; the headroom check
  *    after the batch looks at every bin.
- * 3. Otherwise, f32: exponent groups. Each thread owns NG = 16 doubles in
+ * 3. Otherwise, f32 (and f32 squares): exponent groups. Each thread owns NG = 16 doubles in
  *    shared memory, one for each group of 16 binades (an f32's biased
  *    exponent >> 4), and adds each element, converted, into its group's
  *    double with a plain add. Group g's elements are multiples of
@@ -31,8 +31,13 @@
  *    layout [group][thread] puts a half-warp's 8-byte slots on 32
  *    distinct banks whatever groups the lanes pick, and no two threads
  *    share a slot: no atomics, no conflicts, nothing depends on the
- *    data but which slot a lane reads and writes.
- * 4. Otherwise, f64 (and f32 squares, a measured form): each element in
+ *    data but which slot a lane reads and writes. An f32's square x * x
+ *    is p + e, two f32s, exactly, for 2^-51 <= |x| < 2^63 (SQ_KEY_LO,
+ *    SQ_KEY_HI): both go into their groups, two adds an element, so the
+ *    groups flush twice as often. A batch with any other non-zero
+ *    element (data over more than 114 binades) takes the careful path,
+ *    as one with an infinity or a NaN does.
+ * 4. Otherwise, f64: each element in
  *    the middle tier's window goes into the bins as there, and every
  *    other finite one into the warp's own NC 16-bit counters in shared
  *    memory (counter c weighs 2^(16 c - 2176)): its significand, at its
@@ -81,15 +86,30 @@ template <> struct wide_of<float> {
 	static constexpr int MB = 3;
 	static constexpr uint32_t SPECIAL = 0x7f800000u;
 	static constexpr bool GROUPS = true;
+	static constexpr bool SQ_GROUPS = false;
 };
 template <> struct wide_of<double> {
 	static constexpr int MB = 4;
 	static constexpr uint32_t SPECIAL = 0x7ff00000u;
 	static constexpr bool GROUPS = false;
+	static constexpr bool SQ_GROUPS = false;
 };
-/* an f32's square is a double of 48 bits: summed as an f64 element is */
+/* an f32's square is a double of 48 bits: its middle tier is the fast
+ * path's three bins (more would cost registers, and spill, on the fast
+ * path); past it, the square as two f32s in the groups (step 3) */
 template <> struct wide_of<sqf> : wide_of<double> {
+	static constexpr int MB = 3;
+	static constexpr bool SQ_GROUPS = true;
 };
+
+/* f32 elements whose square is p + e, both f32 and exact (p = x * x
+ * rounded, e = fma(x, x, -p)): 2^-51 <= |x| < 2^63. x = m 2^(ex - 23),
+ * m < 2^24, so x * x is a multiple of 2^(2 ex - 46) >= 2^-148, with 48
+ * bits: p is finite and its rounding error e has 24 bits at most, a
+ * multiple of 2^-148, so an f32 holds it (a subnormal one too). A batch
+ * tells by its squares' keys (their doubles' high words): 2^-102 <=
+ * x * x < 2^126. */
+constexpr uint32_t SQ_KEY_LO = (1023u - 102u) << 20, SQ_KEY_HI = (1023u + 126u) << 20;
 
 /*
  * A finite double x into a warp's counters cnt (NC int32 in shared
@@ -171,12 +191,16 @@ static __device__ __forceinline__ void deposit_warp(long long *wd, double x, boo
 template <typename T, int W> struct wide {
 	using WT = wide_of<T>;
 	using TR = traits<T>;
-	static constexpr bool MATCH = W == WIDE_MATCH && !WT::GROUPS;
+	static constexpr bool MATCH = W == WIDE_MATCH && !WT::GROUPS && !WT::SQ_GROUPS;
 	/* dynamic shared memory a block needs (after the tiles): the
 	 * threads' groups, or the warps' counters or digits */
-	static constexpr unsigned SMEM = WT::GROUPS ? NG * THREADS * 8u
-					 : MATCH    ? (THREADS / 32) * GR_EXACT_DIGITS * 8u
-						    : (THREADS / 32) * NC * 4u;
+	static constexpr unsigned GROUPS_SMEM = NG * THREADS * 8u;
+	static constexpr unsigned SMEM = WT::GROUPS || WT::SQ_GROUPS ? GROUPS_SMEM
+					 : MATCH ? (THREADS / 32) * GR_EXACT_DIGITS * 8u
+						 : (THREADS / 32) * NC * 4u;
+	/* batches through the groups before their flush: each element adds
+	 * once, an f32 square twice */
+	static constexpr unsigned G_FLUSH = WT::SQ_GROUPS ? GROUP_FLUSH / 2 : GROUP_FLUSH;
 	/* batches a warp's counters take before their flush: a batch adds
 	 * at most 32 GROUP V pieces (below 2^16) to a counter, so 2^14 of
 	 * them between flushes keep it below 2^30 */
@@ -191,7 +215,7 @@ template <typename T, int W> struct wide {
 	__device__ __forceinline__ void init(void *mem, unsigned t)
 	{
 		nb = 0;
-		if constexpr (WT::GROUPS) {
+		if constexpr (WT::GROUPS || WT::SQ_GROUPS) {
 			slot = (double *)mem + t;
 #pragma unroll
 			for (int g = 0; g < NG; g++)
@@ -225,13 +249,17 @@ template <typename T, int W> struct wide {
 			st.settle(false);
 			return;
 		}
-		if (__any_sync(FULL, kmax >= WT::SPECIAL)) {
+		/* (f32 squares: and where an element's square is not p + e) */
+		if (__any_sync(FULL, kmax >= WT::SPECIAL ||
+					     (WT::SQ_GROUPS && (kmax >= SQ_KEY_HI || kmin < SQ_KEY_LO)))) {
 			st.template add_careful<NV>(v, digits);
 			st.settle(true);
 			return;
 		}
 		const uint32_t tk = st.tlo(KB), thi = st.thi;
-		if constexpr (W != WIDE) {
+		/* (a middle tier no wider than the fast path's has nothing
+		 * to take) */
+		if constexpr (W != WIDE && WT::MB > FB) {
 			if (!__any_sync(FULL, kmin < tk || kmax > thi)) {
 #pragma unroll
 				for (unsigned g = 0; g < NV; g++)
@@ -251,8 +279,10 @@ template <typename T, int W> struct wide {
 					double *p = slot + ((w >> 27) & 15u) * THREADS;
 					*p += (double)__uint_as_float(w);
 				}
-			if (++nb == GROUP_FLUSH)
+			if (++nb == G_FLUSH)
 				flush_groups(digits, lane);
+		} else if constexpr (WT::SQ_GROUPS) {
+			sq_groups<NV>(v, digits, lane);
 		} else {
 #pragma unroll
 			for (unsigned g = 0; g < NV; g++)
@@ -277,6 +307,26 @@ template <typename T, int W> struct wide {
 		}
 	}
 
+	/* Step 3 for f32 squares, every element 0 or within SQ_KEY_LO and
+	 * SQ_KEY_HI: p and e into the groups (0 adds nothing to group 0) */
+	template <unsigned NV>
+	__device__ __forceinline__ void sq_groups(const uint4 (&v)[NV], long long *digits,
+					       unsigned lane)
+	{
+#pragma unroll
+		for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+			for (unsigned i = 0; i < TR::V; i++) {
+				const float x = __uint_as_float(traits<float>::word(v[g], i));
+				const float p = __fmul_rn(x, x);
+				const float e = __fmaf_rn(x, x, -p);
+				slot[(__float_as_uint(p) >> 27) * THREADS] += (double)p;
+				slot[((__float_as_uint(e) >> 27) & 15u) * THREADS] += (double)e;
+			}
+		if (++nb == G_FLUSH)
+			flush_groups(digits, lane);
+	}
+
 	/* The counters into the digits, emptied */
 	__device__ __forceinline__ void flush_counters(long long *digits, unsigned lane)
 	{
@@ -296,7 +346,7 @@ template <typename T, int W> struct wide {
 	/* The groups into the digits, emptied (f32) */
 	__device__ __forceinline__ void flush_groups(long long *digits, unsigned lane)
 	{
-		if constexpr (WT::GROUPS) {
+		if constexpr (WT::GROUPS || WT::SQ_GROUPS) {
 #pragma unroll
 			for (int g = 0; g < NG; g++) {
 				const double v = slot[g * THREADS];
@@ -321,6 +371,9 @@ template <typename T, int W> struct wide {
 	__device__ __forceinline__ void finish(long long *digits, unsigned lane)
 	{
 		if constexpr (WT::GROUPS) {
+			if (nb)
+				flush_groups(digits, lane);
+		} else if constexpr (WT::SQ_GROUPS) {
 			if (nb)
 				flush_groups(digits, lane);
 		} else if constexpr (MATCH) {

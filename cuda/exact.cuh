@@ -518,12 +518,13 @@ constexpr int SQ_FB = 3;
 constexpr int SQD_FB = 4;
 /* The one-batch kernel's narrowest block (one_batch_group) */
 constexpr unsigned PROD_ONT = THREADS / 2;
-/* Sums take the wide path with its middle tier; squares the careful
- * path (f32 squares through the wide path are measured, and slower on
- * uniform data; exact-wide.cuh has no f64 squares) */
+/* Sums and f32 squares take the wide path with its middle tier (f32
+ * squares have none beyond the fast path's bins); f64 squares the
+ * careful path (exact-wide.cuh has no f64 squares) */
 template <typename T> constexpr int PROD_W = CAREFUL;
 template <> constexpr int PROD_W<float> = WIDE_MID;
 template <> constexpr int PROD_W<double> = WIDE_MID;
+template <> constexpr int PROD_W<sqf> = WIDE_MID;
 
 /* single_kernel's dynamic shared memory, set as its launches' allowance
  * (the setting is the current device's, and cheap) */

@@ -76,9 +76,10 @@ struct env {
  * SM, MOMB3 production's with 3; CAREFUL, NOMID and MATCH the production
  * form with the careful path behind the fast one (exact-wide.cuh's
  * reference), with the wide path but not its middle tier, and with the
- * warp's 64-bit digits for its counters (f64; WIDE_MATCH); SQ_WIDE f32
- * squares through the wide path (f64: the production form) */
-enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, CAREFUL, NOMID, MATCH, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, SQ_WIDE, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
+ * warp's 64-bit digits for its counters (f64; WIDE_MATCH); SQ_CAREFUL
+ * f32 squares through the careful path alone, the wide path's reference
+ * (f64: the production form) */
+enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, CAREFUL, NOMID, MATCH, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, SQ_CAREFUL, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
 
 template <typename T> struct square {
 	__device__ __forceinline__ T operator()(T x) const { return x * x; }
@@ -97,11 +98,11 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 		else
 			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, false, gre::SQD_FB>(
 				in, n, E.scratch, E.out, E.sms, E.st)));
-	} else if (which == SQ_WIDE) {
+	} else if (which == SQ_CAREFUL) {
 		if constexpr (sizeof(T) == 4)
 			CU((gre::launch_single<gre::sqf, gre::PROD_MINB, gre::PROD_BULK, gre::SQ_FB,
-					       gre::PROD_ONT, gre::WIDE_MID>(in, n, E.scratch, E.out, E.sms,
-									    E.st)));
+					       gre::PROD_ONT, gre::CAREFUL>(in, n, E.scratch, E.out, E.sms,
+									   E.st)));
 		else
 			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_BULK, gre::SQD_FB>(
 				in, n, E.scratch, E.out, E.sms, E.st)));
@@ -401,7 +402,7 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 	const int reps = REPS;
 	bool ok = true;
 	const int exps[] = { 20, 24, 26, 28 };
-	const int impls[] = { SQ_EXACT, SQ_CUB, BW, SQ_REGS, SQ_WIDE };
+	const int impls[] = { SQ_EXACT, SQ_CUB, BW, SQ_REGS, SQ_CAREFUL };
 	const char *kinds[] = { "uniform [-1, 1)", "exponents over 60 binades",
 				"every finite exponent" };
 	for (int kind = 0; kind <= 2; kind++) {
@@ -409,7 +410,7 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 		printf("\n%s sum of squares, %s: back-to-back throughput, medians of %d\n", dt,
 		       kinds[kind], reps);
 		printf("%10s | %10s %10s %10s | %10s %10s | %10s %10s | %s\n", "n", "exact GB/s",
-		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s", "wide/read",
+		       "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s", "careful/read",
 		       "check");
 		for (int e : exps) {
 			if (e > hi || (kind > 0 && e != 24 && e != 28))
@@ -424,7 +425,7 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 			}
 			double a = gr_exact_fold(&s[0], n), b = gr_exact_fold(&s[1], n);
 			bool good = memcmp(&a, &b, 8) == 0;
-			launch<T>(E, SQ_WIDE, (const T *)E.pool, n);
+			launch<T>(E, SQ_CAREFUL, (const T *)E.pool, n);
 			CU(cudaStreamSynchronize(E.st));
 			CU(cudaMemcpy(&s[1], E.out, sizeof(s[1]), cudaMemcpyDeviceToHost));
 			b = gr_exact_fold(&s[1], n);
