@@ -25,7 +25,7 @@
  *   LAST   (0x80) the payload's last byte goes in a sendmsg() of its own,
  *                 after the daemon read the rest, and the descriptors with it.
  * A descriptor's kind byte: the low 5 bits choose what it is, modulo
- * FD_KINDS (the FD_ list below: memfds sealed and not, read-only,
+ * FD_KINDS (the FD_ list in fuzz-conn-fds.h: memfds sealed and not, read-only,
  * write-only and O_PATH reopenings of one, pipes, /dev/null, a socket,
  * the connection itself, a regular file, a directory, an eventfd, a
  * closed descriptor, which sendmsg() refuses: the bytes then go without
@@ -64,7 +64,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -80,6 +79,7 @@
 #include "proto/obj.h"
 #include "proto/offsets.h"
 #include "tests/check.h"
+#include "tests/fuzz/fuzz-conn-fds.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -92,10 +92,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* Bytes one input sends at most, repeats included. */
 #define INPUT_BYTES_MAX ((size_t)16 << 20)
-#define MEMFD_BYTES_MAX ((size_t)4 << 20)
-#define MEMFD_TOTAL_MAX ((size_t)16 << 20)
-/* The pattern written at the start of each memfd. */
-#define MEMFD_PATTERN_BYTES 4096u
 /* How long the daemon may take to go quiet, each time it is asked to. */
 #define DEADLINE_MS 5000
 #define PING_MSGID 0xffffffffu
@@ -115,146 +111,13 @@ typedef struct harness {
 	bool too_many_fds;  /* more than the protocol allows were sent */
 	unsigned fds_sent;
 	size_t sent;
-	size_t memfd_bytes;
-	bool used_memfd;
+	fuzz_fds fds;       /* the descriptors it made (fuzz-conn-fds.h) */
 } harness;
 
 static bool verbose;
 /* libFuzzer's handlers, as they are when the first input runs */
 static struct sigaction fuzzer_sigint, fuzzer_sigterm;
 static bool have_handlers;
-
-/* ---- descriptors ---- */
-
-static int make_memfd(harness *h, size_t size, unsigned flags, unsigned seals, uint8_t seed)
-{
-	uint8_t pat[MEMFD_PATTERN_BYTES];
-	int fd;
-
-	if (size > MEMFD_BYTES_MAX)
-		size = MEMFD_BYTES_MAX;
-	if (h->memfd_bytes + size > MEMFD_TOTAL_MAX)
-		size = 0;
-	h->memfd_bytes += size;
-	h->used_memfd = true;
-	fd = memfd_create("gpured-fuzz-conn", MFD_CLOEXEC | flags);
-	CHECK(fd >= 0);
-	CHECK(ftruncate(fd, (off_t)size) == 0);
-	/* allocated whole, as the daemon requires, except when the input
-	 * asks for holes */
-	if (size && !(seed & 1))
-		CHECK(posix_fallocate(fd, 0, (off_t)size) == 0);
-	uint64_t st = 0x9e3779b97f4a7c15ull ^ seed;
-	for (size_t i = 0; i < sizeof(pat); i += 8) {
-		uint64_t v = check_rng(&st);
-		memcpy(pat + i, &v, 8);
-	}
-	size_t n = size < sizeof(pat) ? size : sizeof(pat);
-	if (n)
-		CHECK(pwrite(fd, pat, n, 0) == (ssize_t)n);
-	if (seals)
-		CHECK(fcntl(fd, F_ADD_SEALS, seals) == 0);
-	return fd;
-}
-
-/* A sealed memfd opened again through /proc with other access. */
-static int reopen(int fd, int how)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	int r = open(p, how | O_CLOEXEC);
-	CHECK(r >= 0);
-	close(fd);
-	return r;
-}
-
-enum {
-	FD_MEMFD_SEALED,          /* what map wants */
-	FD_MEMFD_SEALED_2,        /* the same, more likely */
-	FD_MEMFD_UNSEALED,
-	FD_MEMFD_NO_SEALING,      /* made without MFD_ALLOW_SEALING */
-	FD_MEMFD_ALL_SEALS,       /* shrink, grow, write and seal */
-	FD_MEMFD_GROW_ONLY,       /* sealed, but not against shrinking */
-	FD_MEMFD_RDONLY,          /* sealed, opened again read-only */
-	FD_MEMFD_WRONLY,          /* sealed, opened again write-only */
-	FD_MEMFD_PATH,            /* sealed, opened again O_PATH */
-	FD_PIPE_READ,
-	FD_PIPE_WRITE,
-	FD_DEV_NULL,
-	FD_SOCKET,                /* one end of a socketpair */
-	FD_SELF,                  /* the connection's own client end */
-	FD_REGULAR,               /* an unlinked regular file */
-	FD_DIRECTORY,
-	FD_EVENTFD,
-	FD_CLOSED,                /* not open: sendmsg() refuses it */
-	FD_KINDS,
-};
-
-/* A descriptor of the kind spec[0] names (-1: a closed one, *ret_self: the
- * connection's own end, not to be closed here). */
-static int make_fd(harness *h, const uint8_t spec[3], bool *ret_self)
-{
-	size_t size = (size_t)(spec[1] | spec[2] << 8) << (spec[0] >> 5);
-	int p[2], fd = -1;
-
-	*ret_self = false;
-	switch ((spec[0] & 31) % FD_KINDS) {
-	case FD_MEMFD_SEALED:
-	case FD_MEMFD_SEALED_2:
-		return make_memfd(h, size, MFD_ALLOW_SEALING, F_SEAL_SHRINK, spec[1]);
-	case FD_MEMFD_UNSEALED:
-		return make_memfd(h, size, MFD_ALLOW_SEALING, 0, spec[1]);
-	case FD_MEMFD_NO_SEALING:
-		return make_memfd(h, size, 0, 0, spec[1]);
-	case FD_MEMFD_ALL_SEALS:
-		return make_memfd(h, size, MFD_ALLOW_SEALING,
-				  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL, spec[1]);
-	case FD_MEMFD_GROW_ONLY:
-		return make_memfd(h, size, MFD_ALLOW_SEALING, F_SEAL_GROW, spec[1]);
-	case FD_MEMFD_RDONLY:
-		return reopen(make_memfd(h, size, MFD_ALLOW_SEALING, F_SEAL_SHRINK, spec[1]),
-			      O_RDONLY);
-	case FD_MEMFD_WRONLY:
-		return reopen(make_memfd(h, size, MFD_ALLOW_SEALING, F_SEAL_SHRINK, spec[1]),
-			      O_WRONLY);
-	case FD_MEMFD_PATH:
-		return reopen(make_memfd(h, size, MFD_ALLOW_SEALING, F_SEAL_SHRINK, spec[1]),
-			      O_PATH);
-	case FD_PIPE_READ:
-	case FD_PIPE_WRITE:
-		CHECK(pipe2(p, O_CLOEXEC) == 0);
-		fd = p[(spec[0] & 31) % FD_KINDS == FD_PIPE_WRITE];
-		close(p[(spec[0] & 31) % FD_KINDS != FD_PIPE_WRITE]);
-		return fd;
-	case FD_DEV_NULL:
-		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-		break;
-	case FD_SOCKET:
-		CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) == 0);
-		close(p[1]);
-		return p[0];
-	case FD_SELF:
-		*ret_self = true;
-		return h->cfd;
-	case FD_REGULAR:
-		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		if (fd >= 0 && size)
-			CHECK(ftruncate(fd, (off_t)(size < MEMFD_BYTES_MAX ? size : MEMFD_BYTES_MAX)) == 0);
-		if (fd < 0) /* no O_TMPFILE there */
-			fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-		break;
-	case FD_DIRECTORY:
-		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		break;
-	case FD_EVENTFD:
-		fd = eventfd(0, EFD_CLOEXEC);
-		break;
-	case FD_CLOSED:
-		return -1;
-	}
-	CHECK(fd >= 0);
-	return fd;
-}
 
 /* ---- the daemon ---- */
 
@@ -591,7 +454,7 @@ static size_t play_record(harness *h, const uint8_t *p, size_t size)
 	if ((size_t)(end - q) < 3 * (size_t)nfd)
 		nfd = (unsigned)(end - q) / 3;
 	for (unsigned i = 0; i < nfd; i++, q += 3)
-		fds[i] = make_fd(h, q, &self[i]);
+		fds[i] = fuzz_make_fd(&h->fds, q, &self[i]);
 	if ((size_t)(end - q) < len)
 		len = (size_t)(end - q);
 
@@ -684,6 +547,7 @@ static void run(const uint8_t *data, size_t size)
 	h.cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(h.cfd >= 0);
 	CHECK(connect(h.cfd, (struct sockaddr *)&sa, salen) == 0);
+	h.fds.self = h.cfd;
 	while (!the_conn(&h) || !the_conn(&h)->reading)
 		step(&h, 2);
 
@@ -768,7 +632,7 @@ static void run(const uint8_t *data, size_t size)
 	CHECK_MSG(uv_loop_close(&h.loop) == 0, "a handle left open");
 	gr_config_deinit(&h.cfg);
 	gr_buf_deinit(&h.rx);
-	if (h.used_memfd)
+	if (h.fds.used_memfd)
 		CHECK_EQ(count_memfd_maps(), 0);
 	if (verbose)
 		fprintf(stderr, "%zu bytes sent, %u descriptors; %s%s%s\n", h.sent, h.fds_sent,
