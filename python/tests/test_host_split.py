@@ -38,25 +38,60 @@ def _pieces(c):
     return gpu, c.stats()["host_data"]["cpu"]["jobs"]
 
 
-def _answers(path, arrays, jobs):
-    out = []
+def _key(v):
+    """What a result's bits are: its arrays' bytes, whatever its shape."""
+    if isinstance(v, np.ndarray):
+        return (v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, tuple):
+        return tuple(_key(x) for x in v)
+    return repr(v)
+
+
+def _four(c, op, x, **kw):
+    """op of x four times in flight, so that both engines have chunks at
+    once: the answer (the same bits each time, as _key() has them) and the
+    pieces each engine took (_pieces)."""
+    p0 = _pieces(c)
+    futs = [c.submit(op, x, **kw) for _ in range(4)]
+    vals = [_key(f.result()) for f in futs]
+    p1 = _pieces(c)
+    assert all(v == vals[0] for v in vals), (op, vals)
+    return vals[0], tuple(after - before for before, after in zip(p0, p1))
+
+
+def _regions(path, arrays):
+    """(client, array, the array's copy in a region of the daemon at
+    path), each array in turn, the region gone before the next."""
     with gpured.Client(path, timeout=120) as c:
         for a in arrays:
             r = c.empty(a.shape, a.dtype)
             r[:] = a
-            row = []
-            for op in OPS:
-                # four in flight, so that both engines have chunks at once
-                p0 = _pieces(c)
-                futs = [c.submit(op, r) for _ in range(4)]
-                vals = [f.result() for f in futs]
-                p1 = _pieces(c)
-                assert all(repr(v) == repr(vals[0]) for v in vals), (op, vals)
-                row.append((op, repr(vals[0])))
-                jobs[a.dtype.name, op] = tuple(y - x for x, y in zip(p0, p1))
-            out.append(row)
+            yield c, a, r
             del r
+
+
+def _answers(path, arrays, jobs):
+    out = []
+    for c, a, r in _regions(path, arrays):
+        row = []
+        for op in OPS:
+            val, jobs[a.dtype.name, op] = _four(c, op, r)
+            row.append((op, val))
+        out.append(row)
+        del r
     return out
+
+
+def _each_mode(make_daemon, answers, arrays, got):
+    """gpu, cpu and both in turn: a daemon of that mode (four CPU
+    workers), answers(path, arrays, jobs) into got[mode]; yields the mode
+    and the pieces each engine took for each answer (jobs)."""
+    for mode in ("gpu", "cpu", "both"):
+        d = make_daemon("--threads", "4", "--host-data", mode)
+        jobs = {}
+        got[mode] = answers(d.path, arrays, jobs)
+        d.stop()
+        yield mode, jobs
 
 
 def test_every_split_gives_the_same_bits(make_daemon):
@@ -65,11 +100,7 @@ def test_every_split_gives_the_same_bits(make_daemon):
     arrays = [_data(np.float32, (40 << 20) // 4 + 7, 1), _data(np.float64, (40 << 20) // 8 + 3, 2),
               _data(np.int32, (24 << 20) // 4 + 1, 3), _data(np.int64, (24 << 20) // 8 + 5, 4)]
     got = {}
-    for mode in ("gpu", "cpu", "both"):
-        d = make_daemon("--threads", "4", "--host-data", mode)
-        jobs = {}
-        got[mode] = _answers(d.path, arrays, jobs)
-        d.stop()
+    for mode, jobs in _each_mode(make_daemon, _answers, arrays, got):
         # the GPUs take every op's pieces in `gpu`, none in `cpu`; in
         # `both` each engine takes some. (Integer sums of squares, whose
         # bits could differ, are not split: they keep the GPUs' route.)
@@ -85,15 +116,6 @@ def test_every_split_gives_the_same_bits(make_daemon):
             assert sum(g for (dt, op), (g, _) in jobs.items()
                        if op != "sumsq" or dt.startswith("float")) > 0, jobs
     assert got["gpu"] == got["cpu"] == got["both"]
-
-
-def _key(v):
-    """What a result's bits are: its arrays' bytes, whatever its shape."""
-    if isinstance(v, np.ndarray):
-        return (v.dtype.str, v.shape, v.tobytes())
-    if isinstance(v, tuple):
-        return tuple(_key(x) for x in v)
-    return repr(v)
 
 
 def _offsets(n, kind, seed):
@@ -116,27 +138,19 @@ def _offsets(n, kind, seed):
 
 def _segment_answers(path, arrays, jobs):
     out = []
-    with gpured.Client(path, timeout=120) as c:
-        for a in arrays:
-            r = c.empty(a.shape, a.dtype)
-            r[:] = a
-            views = [(kind, r) for kind in ("short", "long", "mixed")]
-            if a.dtype == np.float32:
-                # elements off their own size's boundary: the CPU's
-                m = a.size - 1
-                views.append(("short", r.view(np.uint8)[2:2 + 4 * m].view(np.float32)))
-            for kind, v in views:
-                offs = _offsets(v.size, kind, v.size)
-                for op in OPS:
-                    p0 = _pieces(c)
-                    futs = [c.submit(op, v, offsets=offs) for _ in range(4)]
-                    vals = [_key(f.result()) for f in futs]
-                    p1 = _pieces(c)
-                    assert all(x == vals[0] for x in vals), (op, kind)
-                    name = (a.dtype.name, kind, v.ctypes.data % v.itemsize, op)
-                    out.append((name, vals[0]))
-                    jobs[name] = tuple(y - x for x, y in zip(p0, p1))
-            del views, v, r
+    for c, a, r in _regions(path, arrays):
+        views = [(kind, r) for kind in ("short", "long", "mixed")]
+        if a.dtype == np.float32:
+            # elements off their own size's boundary: the CPU's
+            m = a.size - 1
+            views.append(("short", r.view(np.uint8)[2:2 + 4 * m].view(np.float32)))
+        for kind, v in views:
+            offs = _offsets(v.size, kind, v.size)
+            for op in OPS:
+                name = (a.dtype.name, kind, v.ctypes.data % v.itemsize, op)
+                val, jobs[name] = _four(c, op, v, offsets=offs)
+                out.append((name, val))
+        del views, v, r
     return out
 
 
@@ -152,11 +166,7 @@ def test_segments_of_every_split_give_the_same_bits(make_daemon):
               rng.integers(-128, 128, (12 << 20) + 3, dtype=np.int8),
               rng.integers(0, 1 << 16, (12 << 20) // 2 + 5, dtype=np.uint16)]
     got = {}
-    for mode in ("gpu", "cpu", "both"):
-        d = make_daemon("--threads", "4", "--host-data", mode)
-        jobs = {}
-        got[mode] = _segment_answers(d.path, arrays, jobs)
-        d.stop()
+    for mode, jobs in _each_mode(make_daemon, _segment_answers, arrays, got):
         for (dt, kind, misaligned, op), (g, c) in jobs.items():
             what = (mode, dt, kind, misaligned, op, g, c)
             narrow = np.dtype(dt).itemsize < 4
