@@ -12,7 +12,9 @@
  * claim units under the lock, each writes its block's partial into the
  * record, and the worker that finishes the last unit (an atomic countdown)
  * combines the partials in block order, exactly as gr_reduce() does, so
- * the bits do not depend on the thread count. Every job, inline or not,
+ * the bits do not depend on the thread count (a segmented job's parts
+ * are merged in order; a prefix sum's phase that runs tile by tile,
+ * math/cumsum.h, writes each unit's tiles, which depend on no other's). Every job, inline or not,
  * leaves through gr_completion_post(). A worker takes one owner's whole
  * jobs in runs, and answers those that ask to be answered early
  * (backend.h) together; the loop thread answers the inline ones itself,
@@ -252,12 +254,26 @@ static bool cpu_unit_done(cpu_work *w, uint64_t ns)
 
 /* Run unit u of split record w, its worker time to *ret_ns; true when w
  * is finished (its job posted). */
+_Static_assert(GR_REDUCE_BLOCK % GR_CUMSUM_TILE == 0, "a block is a whole number of tiles");
+
 static bool cpu_run_unit(cpu_backend *cb, cpu_work *w, unsigned u, uint64_t *ret_ns)
 {
 	gr_job *job = w->job;
 	const unsigned char *p = job->data;
 	unsigned end = (u + 1) * w->per_unit < w->nblocks ? (u + 1) * w->per_unit : w->nblocks;
 	uint64_t t0 = cpu_now_ns();
+	if (job->kind == GR_JOB_CUMSUM) {
+		/* this unit's blocks' tiles of the phase (the blocks are a
+		 * whole number of tiles) */
+		const unsigned per_block = GR_REDUCE_BLOCK / GR_CUMSUM_TILE;
+		gr_cumsum_run_tiles(job->cumsum, job->dtype, p, job->n, u * w->per_unit * per_block,
+				    end * per_block);
+		*ret_ns = cpu_now_ns() - t0;
+		if (!cpu_unit_done(w, *ret_ns))
+			return false;
+		cpu_post(cb, job, 0, NULL);
+		return true;
+	}
 	if (w->segs) {
 		/* this unit's blocks as one part of the segmented job */
 		size_t first = (size_t)u * w->per_unit * GR_REDUCE_BLOCK;
@@ -396,10 +412,12 @@ static bool cpu_job_valid(const gr_job *job)
 static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 {
 	size_t nblocks = (job->n + GR_REDUCE_BLOCK - 1) / GR_REDUCE_BLOCK;
-	/* a phase of prefix sums runs whole (its request's chunks share the
-	 * workers), and so does a hook */
+	/* a phase of prefix sums that runs tile by tile splits too, by
+	 * blocks of tiles (a float's LOCAL and CARRY); the others run whole,
+	 * and so does a hook */
 	if (cb->nthreads < 2 || nblocks < CPU_SPLIT_MIN_BLOCKS || nblocks > UINT32_MAX ||
-	    job->kind == GR_JOB_CUMSUM || job->kind == GR_JOB_RUN)
+	    (job->kind == GR_JOB_CUMSUM && !gr_cumsum_splits(job->cumsum, job->dtype)) ||
+	    job->kind == GR_JOB_RUN)
 		return NULL;
 	const bool seg = job->kind == GR_JOB_SEGMENTS;
 	unsigned per = (unsigned)((nblocks + cb->nthreads - 1) / cb->nthreads);
@@ -410,7 +428,7 @@ static cpu_work *cpu_split(cpu_backend *cb, gr_job *job)
 	 * for each block */
 	if (seg && nunits < 2)
 		return NULL;
-	size_t nparts = seg ? nunits : nblocks;
+	size_t nparts = seg ? nunits : job->kind == GR_JOB_CUMSUM ? 0 : nblocks;
 	cpu_work *w = malloc(sizeof(*w) + nparts * sizeof(gr_partial) +
 			     (seg ? nunits * sizeof(gr_segjob) : 0));
 	if (!w)

@@ -254,12 +254,14 @@ static size_t tile_len(size_t n, unsigned j)
 	return n - first < GR_CUMSUM_TILE ? n - first : GR_CUMSUM_TILE;
 }
 
-static void local_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_t n)
+/* LOCAL of tiles [j0, j1) */
+static void local_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_t n, unsigned j0,
+			unsigned j1)
 {
 	size_t size = gr_dtype_size(dt);
 	double *out = (double *)(void *)cj->out;
 
-	for (unsigned j = 0; j < cj->ntiles; j++) {
+	for (unsigned j = j0; j < j1; j++) {
 		size_t first = (size_t)j * GR_CUMSUM_TILE;
 		cj->totals[j] = tile_local(dt, in + first * size, tile_len(n, j), out + first);
 	}
@@ -285,11 +287,12 @@ static void whole_float(gr_cumsum_job *cj, gr_dtype dt, const uint8_t *in, size_
 	}
 }
 
-static void carry_float(gr_cumsum_job *cj, size_t n)
+/* CARRY of tiles [j0, j1) */
+static void carry_float(gr_cumsum_job *cj, size_t n, unsigned j0, unsigned j1)
 {
 	double *out = (double *)(void *)cj->out;
 
-	for (unsigned j = 0; j < cj->ntiles; j++)
+	for (unsigned j = j0; j < j1; j++)
 		tile_carry(out + (size_t)j * GR_CUMSUM_TILE, tile_len(n, j), cj->carries[j]);
 }
 
@@ -345,7 +348,7 @@ void gr_cumsum_run(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n)
 		return;
 	if (cj->phase == GR_CUMSUM_CARRY) {
 		if (gr_dtype_is_float(dt))
-			carry_float(cj, n);
+			carry_float(cj, n, 0, cj->ntiles);
 		else
 			carry_int(cj, n);
 		return;
@@ -354,7 +357,7 @@ void gr_cumsum_run(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n)
 		if (cj->phase == GR_CUMSUM_WHOLE)
 			whole_float(cj, dt, data, n);
 		else
-			local_float(cj, dt, data, n);
+			local_float(cj, dt, data, n, 0, cj->ntiles);
 		return;
 	}
 	/* LOCAL's carry is 0 */
@@ -366,6 +369,22 @@ void gr_cumsum_run(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n)
 		cj->total = local_u32(data, n, cj->carry, out);
 	else
 		cj->total = local_64(data, n, cj->carry, out);
+}
+
+bool gr_cumsum_splits(const gr_cumsum_job *cj, gr_dtype dt)
+{
+	return gr_dtype_is_float(dt) &&
+	       (cj->phase == GR_CUMSUM_LOCAL || cj->phase == GR_CUMSUM_CARRY);
+}
+
+void gr_cumsum_run_tiles(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n, unsigned j0,
+			 unsigned j1)
+{
+	j1 = j1 < cj->ntiles ? j1 : cj->ntiles;
+	if (cj->phase == GR_CUMSUM_CARRY)
+		carry_float(cj, n, j0, j1);
+	else
+		local_float(cj, dt, data, n, j0, j1);
 }
 
 bool gr_cumsum_carry(gr_cumsum *cs, gr_cumsum_job *cj, size_t n)

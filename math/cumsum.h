@@ -113,6 +113,17 @@ gr_cumsum_job *gr_cumsum_job_new(gr_cumsum *cs, unsigned i, size_t n, uint8_t *o
  * the input, read by LOCAL only, at any alignment). */
 void gr_cumsum_run(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n);
 
+/* Whether the job's phase may run a range of its tiles at a time, on
+ * several threads at once (gr_cumsum_run_tiles): LOCAL and CARRY of
+ * floats, whose tiles are independent of each other. */
+bool gr_cumsum_splits(const gr_cumsum_job *cj, gr_dtype dt);
+
+/* gr_cumsum_run() of the job's tiles [j0, j1) alone (j1 <= its tiles;
+ * data and n the whole job's), where gr_cumsum_splits() says so: every
+ * range run once, in any order or at once, gives gr_cumsum_run()'s bits. */
+void gr_cumsum_run_tiles(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n, unsigned j0,
+			 unsigned j1);
+
 /*
  * On the loop thread, chunk by chunk in order, once a chunk's job is
  * back: take its n elements into the running sum (floats: its tiles into

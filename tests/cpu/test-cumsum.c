@@ -4,7 +4,8 @@
  * for every dtype, at sizes around the tile and the chunk; the request
  * cut into chunks of one to three blocks and run as the daemon runs them
  * (WHOLE or LOCAL of several chunks, then the carries in order, then
- * CARRY) gives the same bits as one chunk, in place too for 8-byte
+ * CARRY; LOCAL and CARRY a few tiles at a time, as the CPU backend's
+ * workers split them) gives the same bits as one chunk, in place too for 8-byte
  * elements; NaN, infinities, -0 and sums past the float64 range do what
  * PROTOCOL.md says; and the values are within scan.h's error bound of
  * the exact prefix sums.
@@ -124,14 +125,32 @@ static void reference(gr_dtype dt, const void *data, size_t n, uint64_t *out)
 	free(E);
 }
 
+/* A job's phase as the CPU backend runs it: whole, or, where it splits
+ * (split, and gr_cumsum_splits), a few tiles at a time from the last
+ * range to the first, as workers may finish them. */
+static void run_job(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n, bool split)
+{
+	if (!split || !gr_cumsum_splits(cj, dt)) {
+		gr_cumsum_run(cj, dt, data, n);
+		return;
+	}
+	unsigned cuts[64], k = 0;
+	for (unsigned j = 0; j < cj->ntiles && k < 63; j += 1 + (unsigned)(check_rng(&rng_state) % 5))
+		cuts[k++] = j;
+	cuts[k] = cj->ntiles;
+	while (k-- > 0)
+		gr_cumsum_run_tiles(cj, dt, data, n, cuts[k], cuts[k + 1]);
+}
+
 /*
  * As the daemon runs a request: chunks of chunk elements, up to njobs
  * in flight; every job of a round first (in reverse, as workers may
  * finish them), then the carries in order, then each CARRY. The first
  * job of each round knows its carry (WHOLE), the others do not (LOCAL).
+ * split: LOCAL and CARRY run a few tiles at a time (run_job).
  */
 static void chunked(gr_dtype dt, const void *data, size_t n, size_t chunk, unsigned njobs,
-		    uint64_t *out)
+		    bool split, uint64_t *out)
 {
 	const size_t size = gr_dtype_size(dt);
 	gr_cumsum *cs = gr_cumsum_new(dt, chunk, njobs);
@@ -149,12 +168,12 @@ static void chunked(gr_dtype dt, const void *data, size_t n, size_t chunk, unsig
 		}
 		for (size_t k = k1; k-- > k0;) {
 			size_t first = k * chunk, m = n - first < chunk ? n - first : chunk;
-			gr_cumsum_run(jobs[k - k0], dt, (const uint8_t *)data + first * size, m);
+			run_job(jobs[k - k0], dt, (const uint8_t *)data + first * size, m, split);
 		}
 		for (size_t k = k0; k < k1; k++) {
 			size_t first = k * chunk, m = n - first < chunk ? n - first : chunk;
 			if (gr_cumsum_carry(cs, jobs[k - k0], m))
-				gr_cumsum_run(jobs[k - k0], dt, NULL, m);
+				run_job(jobs[k - k0], dt, NULL, m, split);
 		}
 	}
 	CHECK(cs->carried == n);
@@ -192,15 +211,20 @@ static void check_sizes(void)
 			if (gr_dtype_size((gr_dtype)dt) == 8) {
 				/* in place, as a region's 8-byte elements may be */
 				memcpy(got, data, n * 8);
-				chunked((gr_dtype)dt, got, n, 2 * GR_REDUCE_BLOCK, 4, got);
+				chunked((gr_dtype)dt, got, n, 2 * GR_REDUCE_BLOCK, 4, false, got);
+				CHECK(memcmp(got, ref, n * 8) == 0);
+				memcpy(got, data, n * 8);
+				chunked((gr_dtype)dt, got, n, 2 * GR_REDUCE_BLOCK, 4, true, got);
 				CHECK(memcmp(got, ref, n * 8) == 0);
 			}
 			for (size_t blocks = 1; blocks <= 3; blocks++) {
 				for (unsigned njobs = 1; njobs <= 4; njobs += 3) {
-					memset(got, 0x5a, n * 8);
-					chunked((gr_dtype)dt, data, n, blocks * GR_REDUCE_BLOCK, njobs,
-						got);
-					CHECK(memcmp(got, ref, n * 8) == 0);
+					for (int split = 0; split < 2; split++) {
+						memset(got, 0x5a, n * 8);
+						chunked((gr_dtype)dt, data, n, blocks * GR_REDUCE_BLOCK,
+							njobs, split, got);
+						CHECK(memcmp(got, ref, n * 8) == 0);
+					}
 				}
 			}
 		}
