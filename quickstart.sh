@@ -47,14 +47,21 @@ die() { echo "quickstart: $*" >&2; exit 1; }
 # (msgpack is Debian's), into a folder of the build's, never into the
 # system's Python; python/tests/conftest.py finds it through
 # $GPURED_TEST_PYDEPS. Where PyPI cannot be reached, its tests skip and
-# say why.
+# say why. pip waits on the network most of its time, so it runs in the
+# background, beside the builds: pydeps_wait, before the first tests.
+pydeps_pid=
 install_pypi_deps() {
 	local dir=$top/$builddir-pydeps
 	export GPURED_TEST_PYDEPS=$dir
 	[ -d "$dir/aio_msgpack_rpc" ] && return 0
 	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
 		--no-deps --target "$dir" aio-msgpack-rpc==0.2.0 >&2 ||
-		echo "quickstart: aio-msgpack-rpc could not be installed from PyPI: its tests will skip" >&2
+		echo "quickstart: aio-msgpack-rpc could not be installed from PyPI: its tests will skip" >&2 &
+	pydeps_pid=$!
+}
+pydeps_wait() {
+	[ -z "$pydeps_pid" ] || wait "$pydeps_pid"
+	pydeps_pid=
 }
 
 install_missing() {
@@ -122,13 +129,17 @@ run_tests() {
 # or those that must run alone (is_parallel: false), one a line. Meson
 # starts named tests in the order named: the longest time limit first
 # (after meson's own priority), so that the long tests start early rather
-# than run on one core at the end while the other idles.
+# than run on one core at the end while the other idles; among equal
+# limits, those of suites "slow" and "python" (one test: the whole pytest
+# suite, the longest of the main run) first.
 test_names() {
 	meson introspect --tests "$1" | python3 -c '
 import json, sys
 want = sys.argv[1] == "parallel"
 tests = [t for t in json.load(sys.stdin) if t["is_parallel"] == want]
-tests.sort(key=lambda t: (-t["priority"], -(t["timeout"] or 1e9)))
+def long(t):
+    return any(s.split(":")[-1] in ("slow", "python") for s in t["suite"])
+tests.sort(key=lambda t: (-t["priority"], -(t["timeout"] or 1e9), not long(t)))
 for name in dict.fromkeys(t["name"] for t in tests):
     print(name)
 ' "$2"
@@ -219,10 +230,19 @@ test)
 	# Tests build with every warning an error, as the project promises.
 	# Where no GPU will run them, the CUDA sources are compiled only to
 	# check that they compile (meson_options.txt: gpu_code).
+	# Nothing in the suite reads debug information, and writing it took
+	# about a fifth of each build's compile time: this build has none, and
+	# the two clang builds only the line tables their reports print. Where
+	# its CUDA code is only checked, its build type is custom, as meson
+	# gives every nvcc command of a debugoptimized build -g -lineinfo,
+	# even where the target overrides debug (a GPU host keeps them:
+	# compute-sanitizer reports source lines).
 	gpu_code=full
 	nvidia-smi -L 2>/dev/null | grep -q '^GPU' || gpu_code=check
+	main_opts=(-Dwerror=true -Dgpu_code=$gpu_code -Ddebug=false)
+	[ $gpu_code = full ] || main_opts+=(-Dbuildtype=custom -Doptimization=2)
 	build_main() {
-		"$@" "$builddir" -Dwerror=true -Dgpu_code=$gpu_code
+		"$@" "$builddir" "${main_opts[@]}"
 	}
 	# The same suite under ASan and UBSan, CPU only: any report fails its
 	# test. Where GPURED_SANITIZED is set, these skip themselves, and no
@@ -233,19 +253,26 @@ test)
 	# programs, built but not run). Tests run 2-3 times slower there, so
 	# their time limits are tripled. clang: its "undefined" also checks
 	# float-to-integer conversions and pointer arithmetic on NULL, which
-	# gcc's leaves out.
+	# gcc's leaves out. UBSan stops at its first report here
+	# (halt_on_error=1); -fno-sanitize-recover says so when compiling,
+	# which leaves out the code that would go on after one.
+	# MALLOC_PERTURB_=0 keeps meson test from setting it: every program of
+	# this build allocates through ASan, which ignores it, so it would only
+	# make the uninstrumented Python and tools fill what they allocate.
+	asan_flags="-gline-tables-only -fno-sanitize-recover=undefined"
 	build_asan() {
 		CC=clang CXX=clang++ "$@" "$asan" -Dwerror=true -Dcuda=disabled \
-			-Db_sanitize=address,undefined -Db_lundef=false
+			-Db_sanitize=address,undefined -Db_lundef=false \
+			"-Dc_args=$asan_flags" "-Dcpp_args=$asan_flags"
 	}
 	sanitized() {
-		GPURED_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1 \
+		GPURED_SANITIZED=1 MALLOC_PERTURB_=0 ASAN_OPTIONS=detect_leaks=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$@"
 	}
 	# Each fuzz target for a bounded time on its seeds (tests/fuzz).
 	build_fuzz() {
 		CC=clang "$@" "$fuzzdir" -Dwerror=true -Dcuda=disabled \
-			-Dfuzzing=true -Db_lundef=false -- fuzz
+			-Dfuzzing=true -Db_lundef=false -Dc_args=-gline-tables-only -- fuzz
 	}
 	# failed WHAT: a build that failed counts as one failure.
 	failed() {
@@ -265,6 +292,7 @@ test)
 		start=$SECONDS
 		if build_main setup_build; then
 			took build $start
+			pydeps_wait
 			count_log "$builddir" testlog
 			run_tests "$builddir" testlog "${@:2}" || rc=1
 		else
@@ -301,6 +329,7 @@ test)
 	# processes more than they compute. While both suites run, each line of
 	# their output starts with its build directory.
 	asan_tests_pid=
+	pydeps_wait
 	if [ $asan_built = 1 ]; then
 		start=$SECONDS
 		count_log "$asan" testlog-alone

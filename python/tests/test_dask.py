@@ -41,10 +41,22 @@ class Cluster:
                                     # the daemons' path (test_local.py has the other)
                                     "env": {"GPURED_SOCKET": d.path, "GPURED_LOCAL": "0"}}}
             for i, d in enumerate(self.daemons)}
-        self.cluster = distributed.SpecCluster(
-            workers=spec, silence_logs=40,
-            scheduler={"cls": distributed.Scheduler,
-                       "options": {"host": "127.0.0.1", "dashboard_address": ":0"}})
+        # The workers run gpured.dask and the client, Python, and no
+        # MALLOC_PERTURB_ (meson test sets it, for the daemons): with it,
+        # glibc filled the megabyte that msgpack allocates for every
+        # message between them and the scheduler, on allocating it and on
+        # freeing it, which took a third of these tests' time. The
+        # variable is read when a process starts: it is changed here only
+        # while the cluster starts its workers, after the daemons.
+        perturb = os.environ.pop("MALLOC_PERTURB_", None)
+        try:
+            self.cluster = distributed.SpecCluster(
+                workers=spec, silence_logs=40,
+                scheduler={"cls": distributed.Scheduler,
+                           "options": {"host": "127.0.0.1", "dashboard_address": ":0"}})
+        finally:
+            if perturb is not None:
+                os.environ["MALLOC_PERTURB_"] = perturb
         self.client = distributed.Client(self.cluster)
         socks = self.client.run(lambda: __import__("os").environ.get("GPURED_SOCKET"))
         # The worker address that each daemon serves.

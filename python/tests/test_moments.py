@@ -7,13 +7,13 @@ var loses digits, specials, and the errors."""
 import asyncio
 import math
 import struct
-from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import gpured
 import gpured.aio
+from exact_sums import exact_sums
 from samples import DTYPES, sample
 
 
@@ -27,10 +27,8 @@ def rounded(q):
 def exact(a, ddof):
     """(mean, var) of the finite array a, exactly, each rounded once."""
     a = a.ravel()
-    vals = [Fraction(int(v)) if a.dtype.kind in "iu" else Fraction(float(v)) for v in a]
-    n = len(vals)
-    s1 = sum(vals, Fraction(0))
-    s2 = sum((v * v for v in vals), Fraction(0))
+    n = len(a)
+    s1, s2 = exact_sums(a)
     mean = rounded(s1 / n) if s1 else (-0.0 if a.dtype.kind == "f" and np.signbit(a).all() else 0.0)
     return mean, rounded((s2 - s1 * s1 / n) / (n - ddof))
 

@@ -5,16 +5,16 @@ rounded sum (math.fsum, fractions); specials and -0 as the whole would."""
 
 import math
 import random
-from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import gpured
+from exact_sums import exact_sums
 
 
 def exact_rounded(vals, square=False):
-    s = sum(Fraction(float(v)) ** 2 if square else Fraction(float(v)) for v in vals)
+    s = exact_sums(vals)[1 if square else 0]
     try:
         return float(s)
     except OverflowError:

@@ -40,6 +40,9 @@ def test_replies_in_reverse_order(tmp_path):
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(path)
     srv.listen(1)
+    # the answers go out once every callback is added, so that the
+    # callbacks run in the order the answers come
+    callbacks_added = threading.Event()
 
     def serve():
         s, _ = srv.accept()
@@ -52,6 +55,7 @@ def test_replies_in_reverse_order(tmp_path):
         for _, msgid, method, params in reversed(reqs):
             n = len(params[0]["data"]) // 8
             out += msgpack.packb([1, msgid, None, {"value": n, "count": n}])
+        callbacks_added.wait(10)
         s.sendall(out)
         s.recv(1)
         s.close()
@@ -63,6 +67,7 @@ def test_replies_in_reverse_order(tmp_path):
             order = []
             for f in futs:
                 f.add_done_callback(order.append)
+            callbacks_added.set()
             assert [f.result().count for f in futs] == list(range(1000))
             assert order == futs[::-1]
     finally:

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import msgpack
@@ -14,6 +15,20 @@ import msgpack
 GPURED = os.environ.get("GPURED", "")
 # The backend under test: the CPU unless the GPU host asks for "cuda".
 BACKEND = os.environ.get("GPURED_TEST_BACKEND") or "cpu"
+
+_packers = threading.local()
+
+
+def pack(obj):
+    """obj in msgpack, as msgpack.packb(obj, use_bin_type=True) has it,
+    from one Packer per thread: packb makes a Packer, and with it a
+    buffer of a megabyte, each call, which glibc fills byte by byte where
+    MALLOC_PERTURB_ is set (meson test sets it), and freeing it fills it
+    again."""
+    p = getattr(_packers, "packer", None)
+    if p is None:
+        p = _packers.packer = msgpack.Packer(use_bin_type=True)
+    return p.pack(obj)
 
 
 class Daemon:
@@ -98,6 +113,10 @@ class Client:
         self.sock.settimeout(timeout)
         self.sock.connect(path)
         self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=64 << 20)
+        # recv() reads into this: sock.recv(n) allocates n bytes each call
+        # and frees what the read left, both filled where MALLOC_PERTURB_
+        # is set
+        self.buf = memoryview(bytearray(1 << 16))
         self.msgid = 0
 
     def close(self):
@@ -110,7 +129,7 @@ class Client:
         if msgid is None:
             self.msgid += 1
             msgid = self.msgid
-        self.send(msgpack.packb([0, msgid, method, params], use_bin_type=True))
+        self.send(pack([0, msgid, method, params]))
         return msgid
 
     def recv(self):
@@ -118,10 +137,10 @@ class Client:
         while True:
             for obj in self.unpacker:
                 return obj
-            data = self.sock.recv(1 << 16)
-            if not data:
+            n = self.sock.recv_into(self.buf)
+            if not n:
                 return None
-            self.unpacker.feed(data)
+            self.unpacker.feed(self.buf[:n])
 
     def call(self, method, params=()):
         msgid = self.request(method, list(params))

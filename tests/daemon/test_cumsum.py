@@ -25,11 +25,10 @@ import time
 import unittest
 from fractions import Fraction
 
-import msgpack
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpured_harness import BACKEND, Daemon  # noqa: E402
+from gpured_harness import BACKEND, Daemon, pack  # noqa: E402
 from test_shm import (CupyDeviceCase, ShmCase, ShmClient, cupy_or_skip, memfd,  # noqa: E402
                       memfd_maps, open_fds)
 
@@ -46,10 +45,6 @@ CHUNK = 256 << 10
 # ASan inflates RSS: the memory checks are left out under it
 SANITIZED = bool(os.environ.get("GPURED_SANITIZED"))
 U = Fraction(1, 1 << 53)
-
-
-def pack(obj):
-    return msgpack.packb(obj, use_bin_type=True)
 
 
 # ---- the reference: the order PROTOCOL.md defines ----

@@ -13,10 +13,8 @@ import threading
 import time
 import unittest
 
-import msgpack
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpured_harness import BACKEND, GPURED, Client, Daemon  # noqa: E402
+from gpured_harness import BACKEND, GPURED, Client, Daemon, pack  # noqa: E402
 
 MiB = 1 << 20
 
@@ -24,10 +22,6 @@ MiB = 1 << 20
 # there, because the sanitizers' shadow memory and quarantine make the
 # daemon's RSS meaningless: Limits.test_reader_that_never_reads.
 SANITIZED = bool(os.environ.get("GPURED_SANITIZED"))
-
-
-def pack(obj):
-    return msgpack.packb(obj, use_bin_type=True)
 
 
 class Hostile(unittest.TestCase):

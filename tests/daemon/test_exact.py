@@ -30,7 +30,9 @@ def bits(x):
 
 
 def pack(dtype, xs):
-    return struct.pack("<%d%s" % (len(xs), "f" if dtype == "f32" else "d"), *xs)
+    """xs (floats, or an array) as the request's little-endian data; f32
+    values are float32 already (f32() or an array of them)."""
+    return np.asarray(xs, dtype="<f4" if dtype == "f32" else "<f8").tobytes()
 
 
 def round_once(num, den_log2, count, all_negzero):
@@ -60,19 +62,40 @@ def reference(op, xs):
         return math.inf
     if ninf:
         return -math.inf
-    # every double is an integer number of 2^-1074, every square of 2^-2148;
-    # numerators are summed per power-of-two denominator first (small
-    # integers), then brought to the common one
-    scale = 2148 if op == "sumsq" else 1074
-    by_den = {}
-    for x in xs:
-        n, d = x.as_integer_ratio()
-        if op == "sumsq":
-            n, d = n * n, d * d
-        by_den[d] = by_den.get(d, 0) + n
-    total = sum(n * ((1 << scale) // d) for d, n in by_den.items())
-    negzero = op == "sum" and all(x == 0 and math.copysign(1, x) < 0 for x in xs)
-    return round_once(total, scale, len(xs), negzero)
+    if a.size == 0:
+        return 0.0
+    # every double is m * 2^e, m an integer of 53 bits at most (frexp and
+    # ldexp are exact); the m (or m*m, at 2e) are summed per exponent in
+    # pieces small enough that no sum of them overflows 64 bits (below
+    # 2^25 values), and put together as Python integers
+    assert a.size < 2 ** 25, a.size
+    frac, e = np.frexp(a)
+    m = np.ldexp(frac, 53).astype(np.int64)
+    e = e.astype(np.int64) - 53
+    order = np.argsort(e, kind="stable")
+    m, e = m[order], e[order]
+    starts = np.flatnonzero(np.diff(e, prepend=e[0] - 1))
+    exps = e[starts].tolist()
+    if op == "sum":
+        # m = hi 2^26 + lo, 0 <= lo < 2^26
+        pieces = [(m >> 26, 26), (m & (2 ** 26 - 1), 0)]
+    else:
+        # |m| = hi 2^36 + mid 2^18 + lo, each below 2^18, and m*m =
+        # hi*hi 2^72 + 2 hi*mid 2^54 + (2 hi*lo + mid*mid) 2^36
+        # + 2 mid*lo 2^18 + lo*lo
+        m = np.abs(m)
+        hi, mid, lo = m >> 36, (m >> 18) & (2 ** 18 - 1), m & (2 ** 18 - 1)
+        pieces = [(hi * hi, 72), (hi * mid, 55), (hi * lo, 37), (mid * mid, 36),
+                  (mid * lo, 19), (lo * lo, 0)]
+        exps = [2 * k for k in exps]
+    per_exp = [0] * len(exps)
+    for v, shift in pieces:
+        for i, t in enumerate(np.add.reduceat(v, starts).tolist()):
+            per_exp[i] += t << shift
+    low = min(0, exps[0])
+    total = sum(t << (k - low) for t, k in zip(per_exp, exps))
+    negzero = op == "sum" and bool(np.all((a == 0) & np.signbit(a)))
+    return round_once(total, -low, a.size, negzero)
 
 
 def f32(x):
@@ -250,20 +273,24 @@ class Exact(unittest.TestCase):
                              math.inf)
 
     def test_large_chunked(self):
-        # past 8 MiB: the daemon cuts these into chunks (4 MiB and 256 KiB)
-        g = Gen(SEED + 2)
-        r = g.r
+        # past 8 MiB: the daemon cuts these into chunks (4 MiB and 256 KiB);
+        # arrays, not lists, at this size (NumPy's generator)
+        rng = np.random.default_rng(SEED + 2)
         n64 = (8 << 20) // 8 + 12345
         n32 = (8 << 20) // 4 + 777
+        # as Gen.value("f64", -1074, 1000): random binades down to the
+        # subnormals, either sign
+        wide = np.ldexp(rng.random(n64), rng.integers(-1074, 1000, n64, endpoint=True))
+        wide *= rng.choice((1.0, -1.0), n64)
         structured = [
-            ("f64", "uniform", [r.uniform(-1, 1) for _ in range(n64)]),
-            ("f32", "uniform", [f32(r.uniform(-1, 1)) for _ in range(n32)]),
-            ("f64", "wide", [g.value("f64", -1074, 1000) for _ in range(n64)]),
-            ("f32", "runs", [f32(0.1)] * n32),
+            ("f64", "uniform", rng.uniform(-1, 1, n64)),
+            ("f32", "uniform", rng.uniform(-1, 1, n32).astype(np.float32)),
+            ("f64", "wide", wide),
+            ("f32", "runs", np.full(n32, np.float32(0.1))),
         ]
-        half = [r.uniform(-1e10, 1e10) for _ in range(n64 // 2)]
-        xs = half + [-x for x in half] + [2.0 ** -1000]
-        r.shuffle(xs)
+        half = rng.uniform(-1e10, 1e10, n64 // 2)
+        xs = np.concatenate([half, -half, [2.0 ** -1000]])
+        rng.shuffle(xs)
         structured.append(("f64", "pairs and one tiny", xs))
         for dtype, what, xs in structured:
             for op in ("sum", "sumsq"):

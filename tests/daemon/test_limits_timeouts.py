@@ -9,18 +9,12 @@ import sys
 import time
 import unittest
 
-import msgpack
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpured_harness import BACKEND, Client, Daemon  # noqa: E402
+from gpured_harness import BACKEND, Client, Daemon, pack  # noqa: E402
 from test_shm import ShmClient, memfd  # noqa: E402
 
 SANITIZED = bool(os.environ.get("GPURED_SANITIZED"))
 SLACK = 3.0 if SANITIZED else 1.0
-
-
-def pack(obj):
-    return msgpack.packb(obj, use_bin_type=True)
 
 
 def reduce_head(data_len, msgid=1):

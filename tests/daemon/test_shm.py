@@ -16,18 +16,12 @@ import tempfile
 import time
 import unittest
 
-import msgpack
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpured_harness import BACKEND, Client, Daemon  # noqa: E402
+from gpured_harness import BACKEND, Client, Daemon, pack  # noqa: E402
 
 MiB = 1 << 20
 DTYPES = {"i32": "i", "i64": "q", "u32": "I", "u64": "Q", "f32": "f", "f64": "d"}
 OPS = ("sum", "min", "max", "sumsq")
-
-
-def pack(obj):
-    return msgpack.packb(obj, use_bin_type=True)
 
 
 def memfd(size, seal=True, name="gpured-test", allocate=True):
