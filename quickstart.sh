@@ -129,17 +129,13 @@ run_tests() {
 # or those that must run alone (is_parallel: false), one a line. Meson
 # starts named tests in the order named: the longest time limit first
 # (after meson's own priority), so that the long tests start early rather
-# than run on one core at the end while the other idles; among equal
-# limits, those of suites "slow" and "python" (one test: the whole pytest
-# suite, the longest of the main run) first.
+# than run on one core at the end while the other idles.
 test_names() {
 	meson introspect --tests "$1" | python3 -c '
 import json, sys
 want = sys.argv[1] == "parallel"
 tests = [t for t in json.load(sys.stdin) if t["is_parallel"] == want]
-def long(t):
-    return any(s.split(":")[-1] in ("slow", "python") for s in t["suite"])
-tests.sort(key=lambda t: (-t["priority"], -(t["timeout"] or 1e9), not long(t)))
+tests.sort(key=lambda t: (-t["priority"], -(t["timeout"] or 1e9)))
 for name in dict.fromkeys(t["name"] for t in tests):
     print(name)
 ' "$2"
@@ -231,12 +227,12 @@ test)
 	# Where no GPU will run them, the CUDA sources are compiled only to
 	# check that they compile (meson_options.txt: gpu_code).
 	# Nothing in the suite reads debug information, and writing it took
-	# about a fifth of each build's compile time: this build has none, and
-	# the two clang builds only the line tables their reports print. Where
-	# its CUDA code is only checked, its build type is custom, as meson
-	# gives every nvcc command of a debugoptimized build -g -lineinfo,
-	# even where the target overrides debug (a GPU host keeps them:
-	# compute-sanitizer reports source lines).
+	# about an eighth of this build's compile time (gcc's and nvcc's
+	# alike): this build has none, and the two clang builds only the line
+	# tables their reports print. Where its CUDA code is only checked, its
+	# build type is custom, as meson gives every nvcc command of a
+	# debugoptimized build -g -lineinfo, even where the target overrides
+	# debug (a GPU host keeps them: compute-sanitizer reports source lines).
 	gpu_code=full
 	nvidia-smi -L 2>/dev/null | grep -q '^GPU' || gpu_code=check
 	main_opts=(-Dwerror=true -Dgpu_code=$gpu_code -Ddebug=false)
