@@ -370,10 +370,7 @@ template <typename T, int W> struct wide {
 	 * the block's digits (the bins are the caller's to flush) */
 	__device__ __forceinline__ void finish(long long *digits, unsigned lane)
 	{
-		if constexpr (WT::GROUPS) {
-			if (nb)
-				flush_groups(digits, lane);
-		} else if constexpr (WT::SQ_GROUPS) {
+		if constexpr (WT::GROUPS || WT::SQ_GROUPS) {
 			if (nb)
 				flush_groups(digits, lane);
 		} else if constexpr (MATCH) {
