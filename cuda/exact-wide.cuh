@@ -50,6 +50,13 @@
  *    the hardware, and spread data spreads them.
  *    (WIDE_MATCH: the warp's own 64-bit digits instead, lanes of equal
  *    digit found by __match_any_sync taking turns; measured slower.)
+ * 5. f64 squares: x * x is p + e, two doubles, exactly, for 2^-400 <=
+ *    |x| < 2^500 (SQD_KEY_LO, SQD_KEY_HI; a batch with any other
+ *    non-zero element takes the careful path). Each of p and e goes
+ *    into the lane's six bins (the careful path's: no more registers),
+ *    a window of 177 binades below 2^E, where it lies in it, and into
+ *    the warp's counters as step 4's doubles where not; the counters
+ *    take two doubles an element, so they flush twice as often.
  *
  * Each step is exact, so the sum is the careful path's, bit for bit; the
  * careful path stays reachable (single_kernel's W = CAREFUL) as the
@@ -87,12 +94,14 @@ template <> struct wide_of<float> {
 	static constexpr uint32_t SPECIAL = 0x7f800000u;
 	static constexpr bool GROUPS = true;
 	static constexpr bool SQ_GROUPS = false;
+	static constexpr bool SQ_SPLIT = false;
 };
 template <> struct wide_of<double> {
 	static constexpr int MB = 4;
 	static constexpr uint32_t SPECIAL = 0x7ff00000u;
 	static constexpr bool GROUPS = false;
 	static constexpr bool SQ_GROUPS = false;
+	static constexpr bool SQ_SPLIT = false;
 };
 /* an f32's square is a double of 48 bits: its middle tier is the fast
  * path's three bins (more would cost registers, and spill, on the fast
@@ -100,6 +109,13 @@ template <> struct wide_of<double> {
 template <> struct wide_of<sqf> : wide_of<double> {
 	static constexpr int MB = 3;
 	static constexpr bool SQ_GROUPS = true;
+};
+/* an f64's square as its two doubles p and e, each into all six of the
+ * lane's bins (the careful path's, so no more registers) where it lies in
+ * their window, into the counters where not (step 5) */
+template <> struct wide_of<sqd> : wide_of<double> {
+	static constexpr int MB = traits<sqd>::BINS;
+	static constexpr bool SQ_SPLIT = true;
 };
 
 /* f32 elements whose square is p + e, both f32 and exact (p = x * x
@@ -110,6 +126,21 @@ template <> struct wide_of<sqf> : wide_of<double> {
  * tells by its squares' keys (their doubles' high words): 2^-102 <=
  * x * x < 2^126. */
 constexpr uint32_t SQ_KEY_LO = (1023u - 102u) << 20, SQ_KEY_HI = (1023u + 126u) << 20;
+
+/* f64 elements whose square is p + e, both doubles and exact, with p
+ * below the bins' highest E (traits<double>::E_HI): 2^-400 <= |x| <
+ * 2^500 (x * x's error is a multiple of 2^(2 ex - 104) >= 2^-906, a
+ * normal double's multiple). A batch tells by p's keys: 2^-800 <= p <
+ * 2^1000 (an |x| just below 2^-400 whose p rounds up to 2^-800 is still
+ * a multiple of 2^-906). */
+constexpr uint32_t SQD_KEY_LO = (1023u - 800u) << 20, SQD_KEY_HI = (1023u + 1000u) << 20;
+
+/* a double's key as traits<double>::nzkey gives an element's: |d|'s high
+ * word, never 0 for d != 0 */
+static __device__ __forceinline__ uint32_t dkey(double d)
+{
+	return ((uint32_t)__double2hiint(d) & 0x7fffffffu) | (__double2loint(d) != 0);
+}
 
 /*
  * A finite double x into a warp's counters cnt (NC int32 in shared
@@ -191,7 +222,8 @@ static __device__ __forceinline__ void deposit_warp(long long *wd, double x, boo
 template <typename T, int W> struct wide {
 	using WT = wide_of<T>;
 	using TR = traits<T>;
-	static constexpr bool MATCH = W == WIDE_MATCH && !WT::GROUPS && !WT::SQ_GROUPS;
+	static constexpr bool MATCH = W == WIDE_MATCH && !WT::GROUPS && !WT::SQ_GROUPS &&
+				      !WT::SQ_SPLIT;
 	/* dynamic shared memory a block needs (after the tiles): the
 	 * threads' groups, or the warps' counters or digits */
 	static constexpr unsigned GROUPS_SMEM = NG * THREADS * 8u;
@@ -202,9 +234,10 @@ template <typename T, int W> struct wide {
 	 * once, an f32 square twice */
 	static constexpr unsigned G_FLUSH = WT::SQ_GROUPS ? GROUP_FLUSH / 2 : GROUP_FLUSH;
 	/* batches a warp's counters take before their flush: a batch adds
-	 * at most 32 GROUP V pieces (below 2^16) to a counter, so 2^14 of
-	 * them between flushes keep it below 2^30 */
-	static constexpr unsigned CNT_FLUSH = 512u / (GROUP * TR::V);
+	 * at most 32 GROUP V pieces (below 2^16) to a counter (an f64's
+	 * square: twice that), so 2^14 of them between flushes keep it below
+	 * 2^30 */
+	static constexpr unsigned CNT_FLUSH = (WT::SQ_SPLIT ? 256u : 512u) / (GROUP * TR::V);
 
 	double *slot;  /* this thread's group 0; group g at slot[g * THREADS] */
 	long long *wd; /* the warp's digits (MATCH) */
@@ -239,9 +272,6 @@ template <typename T, int W> struct wide {
 	__device__ __forceinline__ void batch(bins<T, FB> &st, const uint4 (&v)[NV],
 					      long long *digits, unsigned lane)
 	{
-		static_assert(NV <= GROUP, "CNT_FLUSH's bound");
-		/* the bins that take what they can on the later steps */
-		constexpr int KB = W == WIDE ? FB : WT::MB;
 		uint32_t kmax, kmin;
 		st.template keys<NV>(v, kmax, kmin);
 		if (!st.prepare(digits, lane, kmax, kmin)) {
@@ -249,17 +279,32 @@ template <typename T, int W> struct wide {
 			st.settle(false);
 			return;
 		}
-		/* (f32 squares: and where an element's square is not p + e) */
+		slow<NV>(st, v, digits, lane, kmax, kmin);
+	}
+
+	/* The rest of batch() where st.prepare found the batch outside the
+	 * fast path's window (kmax, kmin: the lane's keys, bins::keys; the
+	 * moments kernel comes in here with its own fast path) */
+	template <unsigned NV, int FB>
+	__device__ __forceinline__ void slow(bins<T, FB> &st, const uint4 (&v)[NV],
+					     long long *digits, unsigned lane, uint32_t kmax,
+					     uint32_t kmin)
+	{
+		static_assert(NV <= GROUP, "CNT_FLUSH's bound");
+		/* the bins that take what they can on the later steps */
+		constexpr int KB = W == WIDE ? FB : WT::MB;
+		/* (squares: and where an element's square is not p + e) */
 		if (__any_sync(FULL, kmax >= WT::SPECIAL ||
-					     (WT::SQ_GROUPS && (kmax >= SQ_KEY_HI || kmin < SQ_KEY_LO)))) {
+					     (WT::SQ_GROUPS && (kmax >= SQ_KEY_HI || kmin < SQ_KEY_LO)) ||
+					     (WT::SQ_SPLIT && (kmax >= SQD_KEY_HI || kmin < SQD_KEY_LO)))) {
 			st.template add_careful<NV>(v, digits);
 			st.settle(true);
 			return;
 		}
 		const uint32_t tk = st.tlo(KB), thi = st.thi;
 		/* (a middle tier no wider than the fast path's has nothing
-		 * to take) */
-		if constexpr (W != WIDE && WT::MB > FB) {
+		 * to take; an f64's square's window is its own, step 5) */
+		if constexpr (W != WIDE && WT::MB > FB && !WT::SQ_SPLIT) {
 			if (!__any_sync(FULL, kmin < tk || kmax > thi)) {
 #pragma unroll
 				for (unsigned g = 0; g < NV; g++)
@@ -283,6 +328,8 @@ template <typename T, int W> struct wide {
 				flush_groups(digits, lane);
 		} else if constexpr (WT::SQ_GROUPS) {
 			sq_groups<NV>(v, digits, lane);
+		} else if constexpr (WT::SQ_SPLIT) {
+			sq_split<NV, KB>(st, v, digits, lane);
 		} else {
 #pragma unroll
 			for (unsigned g = 0; g < NV; g++)
@@ -325,6 +372,39 @@ template <typename T, int W> struct wide {
 			}
 		if (++nb == G_FLUSH)
 			flush_groups(digits, lane);
+	}
+
+	/* Step 5, an f64's squares, every element 0 or within SQD_KEY_LO and
+	 * SQD_KEY_HI: p and e each into the first KB bins where it is a
+	 * multiple of the last one's last place (as an f64 element in the
+	 * middle tier: at least 2^b(KB-1), below 2^E), into the counters
+	 * where not. Bin 0 takes two doubles an element below 2^E, 2^(E + 5)
+	 * a batch against its 2^(E + 15) of headroom; a deeper bin takes the
+	 * residuals of the bin above, below 2^(bj - 13) each, as before. */
+	template <unsigned NV, int KB, int FB>
+	__device__ __forceinline__ void sq_split(bins<T, FB> &st, const uint4 (&v)[NV],
+					       long long *digits, unsigned lane)
+	{
+		const uint32_t tk =
+			traits<double>::key_exact(bins<T, FB>::bexp(st.e, KB - 1)) - 1;
+#pragma unroll
+		for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+			for (unsigned i = 0; i < TR::V; i++) {
+				const double x = TR::value(v[g], i);
+				const double p = __dmul_rn(x, x), e = __fma_rn(x, x, -p);
+				if (dkey(p) - 1 >= tk)
+					st.template fast_k<KB>(p);
+				else
+					deposit_counters(cnt, p);
+				if (dkey(e) - 1 >= tk)
+					st.template fast_k<KB>(e);
+				else
+					deposit_counters(cnt, e);
+			}
+		st.settle(true);
+		if (++nb == CNT_FLUSH)
+			flush_counters(digits, lane);
 	}
 
 	/* The counters into the digits, emptied */

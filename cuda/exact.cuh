@@ -258,7 +258,7 @@ static __device__ __forceinline__ void warp_flags(const B &st, unsigned long lon
  * BULK the groups through shared memory (bulk.cuh), FB the bins of the
  * fast path (3: a window 39 binades wider, three more adds an element),
  * W how a batch outside its window is taken (exact-wide.cuh: CAREFUL,
- * WIDE, WIDE_MID; f32 and f64 only). The dynamic shared memory is the
+ * WIDE, WIDE_MID; f32, f64 and their squares). The dynamic shared memory is the
  * tiles (BULK) and then the wide path's (single_smem). */
 template <typename T, unsigned MINB = 2, bool BULK = false, int FB = 2, int W = CAREFUL>
 __global__ void __launch_bounds__(THREADS, MINB)
@@ -518,13 +518,10 @@ constexpr int SQ_FB = 3;
 constexpr int SQD_FB = 4;
 /* The one-batch kernel's narrowest block (one_batch_group) */
 constexpr unsigned PROD_ONT = THREADS / 2;
-/* Sums and f32 squares take the wide path with its middle tier (f32
- * squares have none beyond the fast path's bins); f64 squares the
- * careful path (exact-wide.cuh has no f64 squares) */
-template <typename T> constexpr int PROD_W = CAREFUL;
-template <> constexpr int PROD_W<float> = WIDE_MID;
-template <> constexpr int PROD_W<double> = WIDE_MID;
-template <> constexpr int PROD_W<sqf> = WIDE_MID;
+/* Sums and squares take the wide path with its middle tier (f32
+ * squares have none beyond the fast path's bins; f64 squares' is all
+ * six of the lane's bins) */
+template <typename T> constexpr int PROD_W = WIDE_MID;
 
 /* single_kernel's dynamic shared memory, set as its launches' allowance
  * (the setting is the current device's, and cheap) */

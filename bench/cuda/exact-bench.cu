@@ -26,9 +26,11 @@
  * and 3 blocks per SM, and through shared memory with 3; and moments of
  * i32 and i64 (the integer kernel) against the read kernel.
  *
- *   gpured-exact-bench [--hi E] [--moments-only | --latency-only | --sums | --once E]
+ *   gpured-exact-bench [--hi E] [--moments-only | --latency-only | --sums | --squares |
+ *                       --once E]
  *     (largest n 2^E, 16..28; default 28; --latency-only: the single
  *     launches alone; --sums: the sums' tables and f32 sumsq's alone;
+ *     --squares: the sums of squares' tables alone, f32 and f64;
  *     --once E: one launch each of the exact sum, the read kernel and
  *     the moments forms at 2^E f32, untimed, for a profiler)
  */
@@ -77,8 +79,7 @@ struct env {
  * form with the careful path behind the fast one (exact-wide.cuh's
  * reference), with the wide path but not its middle tier, and with the
  * warp's 64-bit digits for its counters (f64; WIDE_MATCH); SQ_CAREFUL
- * f32 squares through the careful path alone, the wide path's reference
- * (f64: the production form) */
+ * squares through the careful path alone, the wide path's reference */
 enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, CAREFUL, NOMID, MATCH, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, SQ_CAREFUL, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
 
 template <typename T> struct square {
@@ -104,8 +105,9 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 					       gre::PROD_ONT, gre::CAREFUL>(in, n, E.scratch, E.out, E.sms,
 									   E.st)));
 		else
-			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_BULK, gre::SQD_FB>(
-				in, n, E.scratch, E.out, E.sms, E.st)));
+			CU((gre::launch_single<gre::sqd, gre::PROD_MINB, gre::PROD_BULK, gre::SQD_FB,
+					       gre::PROD_ONT, gre::CAREFUL>(in, n, E.scratch, E.out, E.sms,
+									   E.st)));
 	} else if (which == O256) {
 		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::THREADS>(
 			in, n, E.scratch, E.out, E.sms, E.st)));
@@ -564,7 +566,7 @@ template <typename T> static bool bench_moments_int(env &E, const char *dt, int 
 int main(int argc, char **argv)
 {
 	int hi = 28;
-	bool moments_only = false, latency_only = false, sums_only = false;
+	bool moments_only = false, latency_only = false, sums_only = false, squares_only = false;
 	int once = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hi") && i + 1 < argc) {
@@ -575,11 +577,14 @@ int main(int argc, char **argv)
 			latency_only = true;
 		} else if (!strcmp(argv[i], "--sums")) {
 			sums_only = true;
+		} else if (!strcmp(argv[i], "--squares")) {
+			squares_only = true;
 		} else if (!strcmp(argv[i], "--once") && i + 1 < argc) {
 			once = atoi(argv[++i]);
 		} else {
 			fprintf(stderr,
-				"usage: %s [--hi E] [--moments-only | --latency-only | --sums | --once E]\n",
+				"usage: %s [--hi E] [--moments-only | --latency-only | --sums | --squares "
+				"| --once E]\n",
 				argv[0]);
 			return 2;
 		}
@@ -652,6 +657,12 @@ int main(int argc, char **argv)
 		ok = latency<float>(E, "f32") && ok;
 		fill<double>(E, 0);
 		ok = latency<double>(E, "f64") && ok;
+		printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
+		return ok ? 0 : 1;
+	}
+	if (squares_only) {
+		ok = bench_squares<float>(E, "f32", hi) && ok;
+		ok = bench_squares<double>(E, "f64", hi) && ok;
 		printf("\n%s\n", ok ? "all checks ok" : "SOME CHECKS FAILED");
 		return ok ? 0 : 1;
 	}

@@ -1,6 +1,6 @@
 /*
  * The exact sums' wide path (cuda/exact-wide.cuh) against the CPU's
- * gr_reduce, bit for bit, for f32 and f64 sums and f32 sums of squares,
+ * gr_reduce, bit for bit, for f32 and f64 sums and sums of squares,
  * on arrays of every exponent mix: uniform,
  * exponents over 60 binades, every finite exponent, a few huge among many
  * tiny, signs that cancel to zero, subnormals among normals, values near
@@ -61,9 +61,9 @@ static double any_exponent(bool f32)
 static const char *kind_name[] = {
 	"uniform",         "60 binades",      "every exponent", "few huge among tiny",
 	"cancel to 0",     "subnormals",      "overflowing",    "near max, no overflow",
-	"one group full",  "specials spread", "huge cancel",
+	"one group full",  "specials spread", "huge cancel",    "squares' whole range",
 };
-enum { NKINDS = 11 };
+enum { NKINDS = 12 };
 
 /* Data of a kind, n elements, as the dtype holds them (f32: floats) */
 static std::vector<double> make(bool f32, int kind, size_t n)
@@ -111,7 +111,14 @@ static std::vector<double> make(bool f32, int kind, size_t n)
 			if (rnd() % 40000 == 0)
 				x[i] = rnd() % 3 == 0 ? NAN : rnd() % 2 ? INFINITY : -INFINITY;
 			break;
-		default:
+		case 11:
+			/* as wide as a square's p + e stays exact (exact-wide.cuh:
+			 * SQ_KEY_*, SQD_KEY_*), with a few zeros */
+			x[i] = rnd() % 97 == 0 ? 0
+			       : f32       ? ldexp(u, (int)(rnd() % 112) - 50)
+					   : ldexp(u, (int)(rnd() % 880) - 390);
+			break;
+		case 10:
 			/* one huge element and its negative far apart, among
 			 * spread data */
 			x[i] = ldexp(u, (int)(rnd() % 200) - 100);
@@ -139,8 +146,9 @@ static double cpu_sum(bool f32, bool sq, const std::vector<double> &x)
 		gr_reduce(op, GR_DT_F32, f.data(), f.size(), &p);
 		gr_partial_finish(op, GR_DT_F32, &p, &v);
 	} else {
-		gr_reduce(GR_OP_SUM, GR_DT_F64, x.data(), x.size(), &p);
-		gr_partial_finish(GR_OP_SUM, GR_DT_F64, &p, &v);
+		const gr_op op = sq ? GR_OP_SUMSQ : GR_OP_SUM;
+		gr_reduce(op, GR_DT_F64, x.data(), x.size(), &p);
+		gr_partial_finish(op, GR_DT_F64, &p, &v);
 	}
 	return v.f;
 }
@@ -155,18 +163,19 @@ static const char *form_name[] = { "production",   "wide+mid",      "wide",     
 				   "wide regs",    "wide 1 block", "wide 3 blocks", "wide match" };
 enum { NFORMS = 8 };
 
-/* One launch of form f over n elements of T (float, double, or gre::sqf:
- * an f32's squares) at p */
+/* One launch of form f over n elements of T (float, double, or gre::sqf
+ * and gre::sqd: their squares) at p */
 template <typename T>
 static void launch(const gpu &G, int f, const unsigned char *p, uint64_t n)
 {
 	using namespace gre;
-	constexpr bool SQ = std::is_same<T, sqf>::value;
-	constexpr int FB = SQ ? SQ_FB : PROD_FB;
+	constexpr bool SQ = std::is_same<T, sqf>::value, SQD = std::is_same<T, sqd>::value;
+	constexpr int FB = SQ ? SQ_FB : SQD ? SQD_FB : PROD_FB;
 	const unsigned b = grid_blocks<T>(n, G.sms, PROD_MINB);
 	switch (f) {
 	case 0:
 		CU((cudaError_t)gr_exact_launch_single(SQ		    ? GR_EXACT_F32_SQUARES
+							: SQD		    ? GR_EXACT_F64_SQUARES
 							: sizeof(T) == 4 ? GR_EXACT_F32
 									 : GR_EXACT_F64,
 						       p, n, G.scratch, G.out, G.sms, 0));
@@ -220,8 +229,10 @@ static void check(const gpu &G, bool f32, bool sq, int kind, const std::vector<d
 		if (!all_forms && f != 0 && f != 1 && f != 3)
 			continue;
 		CU(cudaMemset(G.out, 0x5a, sizeof(gr_exact_sum)));
-		if (sq)
+		if (sq && f32)
 			launch<gre::sqf>(G, f, d + off * sz, n);
+		else if (sq)
+			launch<gre::sqd>(G, f, d + off * sz, n);
 		else if (f32)
 			launch<float>(G, f, d + off * sz, n);
 		else
@@ -233,7 +244,8 @@ static void check(const gpu &G, bool f32, bool sq, int kind, const std::vector<d
 		checks++;
 		if (!same && failures++ < 30)
 			fprintf(stderr, "%s %s n=%zu off=%u, %s: got %a want %a\n",
-				sq ? "f32 squares" : f32 ? "f32" : "f64", kind_name[kind], n, off,
+				sq ? (f32 ? "f32 squares" : "f64 squares") : f32 ? "f32" : "f64",
+				kind_name[kind], n, off,
 				form_name[f], got, want);
 	}
 	CU(cudaFree(d));
@@ -250,9 +262,9 @@ int main(int argc, char **argv)
 
 	const size_t sizes[] = { 1,     2,     3,     7,     33,    1000,  4097,
 				 65537, 70001, (1u << 20) + 3, (3u << 20) + 1, (1u << 24) + 7 };
-	/* f32, f64, the squares of f32 */
-	for (int dt = 0; dt < 3; dt++) {
-		const bool f32 = dt != 1, sq = dt == 2;
+	/* f32, f64, the squares of f32, the squares of f64 */
+	for (int dt = 0; dt < 4; dt++) {
+		const bool f32 = dt == 0 || dt == 2, sq = dt >= 2;
 		for (size_t n : sizes) {
 			if (quick && n > 70001)
 				continue;
@@ -270,7 +282,8 @@ int main(int argc, char **argv)
 						      big || off == 0);
 			}
 		}
-		printf("%s: %lu checks, %lu failed\n", sq ? "f32 squares" : f32 ? "f32" : "f64", checks,
+		printf("%s: %lu checks, %lu failed\n",
+		       sq ? (f32 ? "f32 squares" : "f64 squares") : f32 ? "f32" : "f64", checks,
 		       failures);
 	}
 

@@ -6,7 +6,8 @@
  * (a large offset plus noise, magnitudes over the whole exponent range,
  * subnormals, zeros of both signs, every element -0, values near the
  * overflow threshold, a variance that overflows, all equal, pairs that
- * cancel to an exact 0, no element above -0), infinities of one sign and
+ * cancel to an exact 0, no element above -0, exponents over as wide a
+ * range as the wide paths take squares), infinities of one sign and
  * both, NaNs. Integers: full-range random values, each
  * dtype's extremes, small values, all equal to the largest, all zero.
  * Every start in a 16-byte vector (the head and tail path), grids of one
@@ -42,10 +43,10 @@ static double gauss(void)
 }
 
 enum { RANDOM, OFFSET, MIXED, SUBNORMAL, ZEROS, NEGZERO, NEAR_MAX, OVERFLOW_VAR, EQUAL,
-       INF, BOTH_INF, NAN_ONE, CANCEL, NEGATIVE, NKINDS };
+       INF, BOTH_INF, NAN_ONE, CANCEL, NEGATIVE, SPREAD, NKINDS };
 static const char *kind_name[] = { "random", "offset", "mixed", "subnormal", "zeros",
 				   "negzero", "near-max", "overflow-var", "equal", "inf",
-				   "both-inf", "nan", "cancel", "negative" };
+				   "both-inf", "nan", "cancel", "negative", "spread" };
 
 /* n elements of f32 (f32 true) or f64 of kind into h */
 static void fill(bool f32, int kind, std::vector<unsigned char> &h, size_t n)
@@ -69,6 +70,9 @@ static void fill(bool f32, int kind, std::vector<unsigned char> &h, size_t n)
 		case EQUAL: x = 0.1; break;
 		/* no positive element, -0s among them: a zero maximum is -0 */
 		case NEGATIVE: x = r % 5 ? -fabs(gauss()) : -0.0; break;
+		/* as wide as the wide paths take squares (exact-wide.cuh):
+		 * the exponent groups and counters, the sum's and the squares' */
+		case SPREAD: x = ldexp(gauss(), f32 ? (int)(r % 112) - 50 : (int)(r % 880) - 390); break;
 		default: x = gauss(); break;
 		}
 		if (f32) {
