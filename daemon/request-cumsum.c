@@ -18,6 +18,10 @@
 
 static void cumsum_chunk_done(gr_job *job);
 
+/* the CPU engine's workers from which a long float chunk never runs
+ * WHOLE (math/cumsum.h, gr_cumsum.split) */
+#define CUMSUM_SPLIT_WORKERS 8u
+
 static uint64_t request_count(const gr_request *req)
 {
 	return req->data_bytes / gr_dtype_size(req->dtype);
@@ -39,6 +43,11 @@ static bool cumsum_start(gr_request *req)
 	req->scan.cs = gr_cumsum_new(req->dtype, (size_t)chunk, njobs ? njobs : 1);
 	if (!req->scan.cs)
 		return false;
+	/* Enough of the CPU's workers run LOCAL and CARRY, two passes each
+	 * split over them, faster than WHOLE, one pass on one worker: from
+	 * 8 workers up (a 1 GiB f32 region on the 1x H200 host: 1.5 G
+	 * elements/s against 0.6-1.0 with 8; with 4, 0.9 against 1.0) */
+	req->scan.cs->split = gr_sched_cpu_workers(&req->srv->sched) >= CUMSUM_SPLIT_WORKERS;
 	req->scan.bytes = gr_cumsum_bytes(req->scan.cs);
 	if (req->conn)
 		gr_conn_charge(req->conn, req->scan.bytes);

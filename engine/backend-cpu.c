@@ -723,6 +723,7 @@ int gr_backend_cpu_new(const gr_backend_config *cfg, gr_completion *cq, gr_backe
 		goto fail;
 	}
 	cb->nthreads = threads;
+	cb->base.workers = threads;
 	cb->nice = cfg->worker_nice;
 	/* Workers block every signal, so signals reach the loop thread. */
 	sigset_t all, old;

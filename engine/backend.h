@@ -266,6 +266,7 @@ struct gr_backend {
 	uint8_t *staging;       /* staging memory, carved into slots by the daemon */
 	size_t staging_bytes;
 	size_t chunk_bytes;     /* slot size */
+	unsigned workers;       /* CPU: the worker threads a long job is split among; GPUs: 0 */
 	/* Devices to describe. It may grow by one while jobs run (the CUDA
 	 * backend's CPU fallback, added last), never shrink: read it with
 	 * gr_backend_ndevices(). */

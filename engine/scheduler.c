@@ -252,6 +252,11 @@ static void trial_done(gr_sched *s, unsigned e, uint64_t bytes, bool ok, uint64_
 	}
 }
 
+unsigned gr_sched_cpu_workers(const gr_sched *s)
+{
+	return s->cpu ? s->cpu->workers : s->main ? s->main->workers : 0;
+}
+
 bool gr_sched_splits(const gr_sched *s, gr_op op, gr_dtype dtype)
 {
 	return s->cpu && same_bits_anywhere(op, dtype);

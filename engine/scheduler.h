@@ -161,6 +161,10 @@ typedef struct gr_sched {
 	gr_sched_trial trial;
 } gr_sched;
 
+/* The workers of the engine that runs host data's prefix sums (the CPU
+ * engine, beside a GPU one or alone): what it splits a long phase over */
+unsigned gr_sched_cpu_workers(const gr_sched *s);
+
 /* Build the engines. 0, or a negative errno and why in errbuf. */
 int gr_sched_init(gr_sched *s, const gr_sched_config *cfg, gr_completion *cq, char *errbuf,
 		  size_t errlen);

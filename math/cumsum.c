@@ -61,8 +61,11 @@ gr_cumsum_job *gr_cumsum_job_new(gr_cumsum *cs, unsigned i, size_t n, uint8_t *o
 {
 	unsigned slot = i % cs->njobs;
 	gr_cumsum_job *cj = &cs->jobs[slot];
-	/* every job handed out before was taken: the carry is known */
-	bool whole = cs->taken == cs->made;
+	/* every job handed out before was taken: the carry is known (but
+	 * a long float chunk runs faster in two passes over several
+	 * workers than in one on one) */
+	bool whole = cs->taken == cs->made &&
+		     !(cs->split && gr_dtype_is_float(cs->dt) && n >= GR_CUMSUM_SPLIT_MIN);
 
 	cs->made++;
 	cj->phase = whole ? GR_CUMSUM_WHOLE : GR_CUMSUM_LOCAL;

@@ -44,6 +44,11 @@
 
 /* elements a tile; chunks are a whole number of tiles */
 #define GR_CUMSUM_TILE 4096u
+/* A float chunk of this many elements or more is worth its LOCAL and
+ * CARRY phases (two passes, each split over workers) where the engine
+ * has several workers, rather than WHOLE (one pass on one worker):
+ * gr_cumsum.split */
+#define GR_CUMSUM_SPLIT_MIN (8u * GR_REDUCE_BLOCK)
 
 typedef enum gr_cumsum_phase {
 	GR_CUMSUM_LOCAL,
@@ -83,6 +88,10 @@ typedef struct gr_cumsum {
 	unsigned max_tiles;   /* of one chunk */
 	uint64_t carried;     /* elements of the chunks taken so far */
 	uint64_t made, taken; /* jobs handed out, and taken (gr_cumsum_carry) */
+	/* set by the submitter: the engine splits a phase over its workers,
+	 * so a float chunk of GR_CUMSUM_SPLIT_MIN elements or more runs
+	 * LOCAL and CARRY even where its carry is known */
+	bool split;
 	uint64_t isum;        /* integers: their sum, modulo 2^64 */
 	gr_cumsum_tree tree;  /* floats: their tiles' totals */
 	double *totals;       /* njobs * max_tiles (floats) */
@@ -105,7 +114,9 @@ uint64_t gr_cumsum_bytes(const gr_cumsum *cs);
  * its tiles are the request's; their prefix sums go to out (which may be
  * the elements themselves, for 8-byte dtypes), in the host's byte order
  * (as reduce.c reads elements: little-endian hosts). WHOLE when every
- * chunk before it was taken (gr_cumsum_carry) already, else LOCAL.
+ * chunk before it was taken (gr_cumsum_carry) already, unless cs->split
+ * and the chunk is a float one of GR_CUMSUM_SPLIT_MIN elements or more;
+ * else LOCAL.
  */
 gr_cumsum_job *gr_cumsum_job_new(gr_cumsum *cs, unsigned i, size_t n, uint8_t *out);
 

@@ -146,15 +146,18 @@ static void run_job(gr_cumsum_job *cj, gr_dtype dt, const void *data, size_t n, 
  * As the daemon runs a request: chunks of chunk elements, up to njobs
  * in flight; every job of a round first (in reverse, as workers may
  * finish them), then the carries in order, then each CARRY. The first
- * job of each round knows its carry (WHOLE), the others do not (LOCAL).
- * split: LOCAL and CARRY run a few tiles at a time (run_job).
+ * job of each round knows its carry (WHOLE), the others do not (LOCAL);
+ * with cs_split (gr_cumsum.split), a float chunk of GR_CUMSUM_SPLIT_MIN
+ * elements or more is LOCAL all the same. split: LOCAL and CARRY run a
+ * few tiles at a time (run_job).
  */
-static void chunked(gr_dtype dt, const void *data, size_t n, size_t chunk, unsigned njobs,
-		    bool split, uint64_t *out)
+static void chunked_as(gr_dtype dt, const void *data, size_t n, size_t chunk, unsigned njobs,
+		       bool split, bool cs_split, uint64_t *out)
 {
 	const size_t size = gr_dtype_size(dt);
 	gr_cumsum *cs = gr_cumsum_new(dt, chunk, njobs);
 	CHECK(cs);
+	cs->split = cs_split;
 	size_t nchunks = (n + chunk - 1) / chunk;
 
 	for (size_t k0 = 0; k0 < nchunks; k0 += njobs) {
@@ -163,8 +166,10 @@ static void chunked(gr_dtype dt, const void *data, size_t n, size_t chunk, unsig
 		/* made in order: the round's first is WHOLE, the others LOCAL */
 		for (size_t k = k0; k < k1; k++) {
 			size_t first = k * chunk, m = n - first < chunk ? n - first : chunk;
+			bool local = k != k0 || (cs_split && gr_dtype_is_float(dt) &&
+						 m >= GR_CUMSUM_SPLIT_MIN);
 			jobs[k - k0] = gr_cumsum_job_new(cs, (unsigned)k, m, (uint8_t *)(out + first));
-			CHECK(jobs[k - k0]->phase == (k == k0 ? GR_CUMSUM_WHOLE : GR_CUMSUM_LOCAL));
+			CHECK(jobs[k - k0]->phase == (local ? GR_CUMSUM_LOCAL : GR_CUMSUM_WHOLE));
 		}
 		for (size_t k = k1; k-- > k0;) {
 			size_t first = k * chunk, m = n - first < chunk ? n - first : chunk;
@@ -178,6 +183,12 @@ static void chunked(gr_dtype dt, const void *data, size_t n, size_t chunk, unsig
 	}
 	CHECK(cs->carried == n);
 	gr_cumsum_free(cs);
+}
+
+static void chunked(gr_dtype dt, const void *data, size_t n, size_t chunk, unsigned njobs,
+		    bool split, uint64_t *out)
+{
+	chunked_as(dt, data, n, chunk, njobs, split, false, out);
 }
 
 static void check_sizes(void)
@@ -215,6 +226,15 @@ static void check_sizes(void)
 				CHECK(memcmp(got, ref, n * 8) == 0);
 				memcpy(got, data, n * 8);
 				chunked((gr_dtype)dt, got, n, 2 * GR_REDUCE_BLOCK, 4, true, got);
+				CHECK(memcmp(got, ref, n * 8) == 0);
+			}
+			/* chunks long enough that an engine of several workers
+			 * runs LOCAL and CARRY even where the carry is known,
+			 * and a short last one */
+			for (unsigned njobs = 1; njobs <= 2; njobs++) {
+				memset(got, 0x3c, n * 8);
+				chunked_as((gr_dtype)dt, data, n, GR_CUMSUM_SPLIT_MIN, njobs, true,
+					   true, got);
 				CHECK(memcmp(got, ref, n * 8) == 0);
 			}
 			for (size_t blocks = 1; blocks <= 3; blocks++) {

@@ -434,21 +434,26 @@ class Cumsum(CumsumCase):
         self.assertTrue(np.all(got[1:] == math.inf))
 
     def test_same_bits_on_another_daemon(self):
-        """The order does not depend on the chunks or the threads: a daemon
-        with the default 4 MiB chunks and one thread gives the same bits."""
+        """The order does not depend on the chunks or the threads: daemons
+        with the default 4 MiB chunks and one thread (every chunk whose
+        carry is known runs in one pass) and eight (long float chunks run
+        in two passes, each split over the workers) give the same bits."""
         rng = random.Random(3)
-        other = Daemon("--threads", "1")
+        others = [Daemon("--threads", "1"), Daemon("--threads", "8")]
         try:
-            c2 = ShmClient(other.path)
+            cs = [ShmClient(o.path) for o in others]
             c = self.client()
-            for dt in ("f32", "f64"):
-                x = sample(rng, dt, 300001)
+            for dt, n in (("f32", 300001), ("f64", 300001), ("f32", 2500003)):
+                x = sample(rng, dt, n)
                 a = cumsum(c, dt, x.tobytes())[1]
-                b = cumsum(c2, dt, x.tobytes())[1]
-                self.assertEqual(a["values"], b["values"])
-            c2.close()
+                for c2 in cs:
+                    b = cumsum(c2, dt, x.tobytes())[1]
+                    self.assertEqual(a["values"], b["values"])
+            for c2 in cs:
+                c2.close()
         finally:
-            self.assertEqual(other.stop(), 0)
+            for o in others:
+                self.assertEqual(o.stop(), 0)
 
     def test_pipelined_with_other_ops(self):
         """Cumsums of many chunks and of one, sums, pings and errors, all sent
