@@ -310,7 +310,8 @@ typedef struct cuda_item {
 	uint8_t op, dtype;
 	uint8_t kind : 3; /* cuda_item_kind; all but CUDA_ITEM_BATCH launch alone */
 	uint8_t alone : 1; /* outside staging: launched alone, never in a span with others */
-	uint8_t on_device : 1; /* device memory: read in place, no copy */
+	uint8_t on_device : 1; /* read in place, no copy: device memory, or a
+				* registered host region's prefix sums */
 } cuda_item;
 
 /*

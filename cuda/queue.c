@@ -231,10 +231,16 @@ static bool cuda_takes_segments(const gr_job *j)
 }
 
 /* the prefix sums of device memory, into device memory, every dtype's,
- * its elements on their own size's boundary (the daemon refuses others) */
+ * its elements on their own size's boundary (the daemon refuses others);
+ * and of a registered host region into a registered writable one, read
+ * and written where they lie (the daemon sends only those: its
+ * gr_request_cumsum_on_gpu), the values on an 8-byte boundary too */
 static bool cuda_takes_scan(const gr_job *j)
 {
-	return j->where == GR_AT_DEVICE && (uintptr_t)j->data % gr_dtype_size(j->dtype) == 0;
+	if ((uintptr_t)j->data % gr_dtype_size(j->dtype))
+		return false;
+	return j->where == GR_AT_DEVICE ||
+	       (j->where == GR_AT_HOST && (uintptr_t)j->scan_out % 8 == 0);
 }
 
 static bool (*const cuda_runs_kind[GR_JOB_KINDS])(const gr_job *j) = {
@@ -322,6 +328,10 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype,
 			.alone = j->where != GR_AT_STAGING, .on_device = j->where == GR_AT_DEVICE,
 		};
+		/* a host region's prefix sums are read and written in place
+		 * too, over PCIe (registered memory), never copied */
+		if (j->kind == GR_JOB_SCAN)
+			b->items[i].on_device = 1;
 		if (j->kind == GR_JOB_SCAN) {
 			/* never answered early: its answer is the loop's */
 			b->items[i].scan_out = j->scan_out;

@@ -35,7 +35,8 @@ static void pin_work(uv_work_t *w)
 	gr_region *r = p->r;
 	gr_backend *be = r->srv->backend;
 
-	p->err = be->ops->register_host(be, r->base, r->bytes, &p->reg, p->why, sizeof(p->why));
+	p->err = be->ops->register_host(be, r->base, r->bytes, r->writable, &p->reg, p->why,
+					sizeof(p->why));
 }
 
 static void pin_done(uv_work_t *w, int status)

@@ -54,6 +54,16 @@ static bool cumsum_start(gr_request *req)
 	return true;
 }
 
+bool gr_request_cumsum_on_gpu(const gr_request *req)
+{
+	const gr_region *in = req->region, *out = req->scan.out_region;
+
+	return in && out && in->device < 0 && in->reg && out->reg && req->data_bytes > 0 &&
+	       (uintptr_t)req->region_next % gr_dtype_size(req->dtype) == 0 &&
+	       (uintptr_t)req->scan.out_base % 8 == 0 &&
+	       gr_sched_scan_on_gpu(&req->srv->sched, req->data_bytes);
+}
+
 bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch)
 {
 	size_t n = ch->job.n;

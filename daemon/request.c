@@ -372,9 +372,10 @@ void gr_request_submit_filling(gr_request *req, uint64_t data_done)
 		ch->job.seg = gr_segs_job(req->seg.segs, req->nsubmitted,
 					  req->filling_start / gr_dtype_size(req->dtype));
 	}
-	if (req->kind == GR_REQUEST_CUMSUM && ch->job.where == GR_AT_DEVICE) {
+	if (req->kind == GR_REQUEST_CUMSUM && (ch->job.where == GR_AT_DEVICE || req->scan.on_gpu)) {
 		/* one launch over the whole request (gr_request_region_pump),
-		 * into device memory of the same device */
+		 * into device memory of the same device, or (a host region's)
+		 * into the out region where it lies */
 		ch->job.kind = GR_JOB_SCAN;
 		ch->job.scan_out = req->scan.out_base;
 	} else if (req->kind == GR_REQUEST_CUMSUM && !gr_request_cumsum_job(req, ch)) {
@@ -459,6 +460,11 @@ void gr_request_region_pump(gr_request *req)
 
 	if (device)
 		slot = req->kind != GR_REQUEST_REDUCE ? req->data_bytes : GR_DEVICE_CHUNK_BYTES;
+	/* a host region's prefix sums that the GPUs take: one launch whole */
+	if (req->kind == GR_REQUEST_CUMSUM && req->nsubmitted == 0 && !device)
+		req->scan.on_gpu = gr_request_cumsum_on_gpu(req);
+	if (req->scan.on_gpu)
+		slot = req->data_bytes;
 
 	if (!req->conn) {
 		req->region_left = 0;
@@ -487,7 +493,7 @@ void gr_request_region_pump(gr_request *req)
 		/* counted against the connection's in-flight bytes, like
 		 * staging; device memory read in place holds none of the
 		 * host's, a copy for the CPU (request-fetch.c) as much */
-		ch->staged = device ? 0 : (size_t)take;
+		ch->staged = device || req->scan.on_gpu ? 0 : (size_t)take;
 		gr_conn_charge(req->conn, ch->staged);
 		req->filling = ch;
 		req->filling_start = start;

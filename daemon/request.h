@@ -96,6 +96,9 @@ struct gr_request {
 		unsigned ncarried;  /* chunks whose carries are known, in order */
 		uint64_t emitted;   /* elements whose prefix sums are out, in order */
 		bool stream_wait;   /* its next chunk waits for another reply's stream */
+		/* a host region's, whole on the GPUs, read and written in
+		 * place (gr_request_cumsum_on_gpu) */
+		bool on_gpu;
 	} scan;
 
 	/* The chunk pipeline: chunk k lives in chunks[k % GR_REQUEST_CHUNKS_MAX]. */
@@ -145,6 +148,12 @@ bool gr_request_fetch_job(gr_request *req, gr_chunk *ch);
  * req->filling_start on) becomes its first phase. False when out of
  * memory or when the request failed already. */
 bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch);
+/* Whether a host region's prefix sums go to the GPUs whole, read and
+ * written where they lie (GR_JOB_SCAN of host data): the scheduler sends
+ * them there (gr_sched_scan_on_gpu), both regions are registered with
+ * the backend (the out region writable), the elements lie on their
+ * size's boundary and the values on 8 bytes'. Before the first chunk. */
+bool gr_request_cumsum_on_gpu(const gr_request *req);
 /* Take whatever can go on: carries, second phases, prefix sums out. */
 void gr_request_cumsum_advance(gr_request *req);
 /* The reply once every prefix sum is out. */

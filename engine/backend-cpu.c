@@ -590,10 +590,11 @@ static const gr_backend_ops cpu_ops = {
  * region does on a GPU, so that the daemon's handling of a slow one
  * (daemon/region-pin.c) is tested where there is no GPU.
  */
-static int cpu_slow_register(gr_backend *b, const void *p, size_t bytes, void **ret_reg,
-			     char *why, size_t whylen)
+static int cpu_slow_register(gr_backend *b, const void *p, size_t bytes, bool writable,
+			     void **ret_reg, char *why, size_t whylen)
 {
 	cpu_backend *cb = (cpu_backend *)b;
+	(void)writable;
 	usleep(cb->register_ms * 1000u);
 	*ret_reg = (void *)p;
 	return 0;

@@ -226,12 +226,14 @@ typedef struct gr_backend_ops {
 	void (*free)(gr_backend *b);
 	/* Optional (NULL where jobs read any memory at full speed, as on
 	 * the CPU): prepare host memory outside staging that jobs will read,
-	 * a client's mapped region (daemon/region.h), e.g. pin it for DMA.
-	 * Returns 0 and what unregister_host() takes back once no job reads
-	 * it any more, or a negative errno and why; jobs may read it either
-	 * way, only more slowly when it failed. Loop thread. */
-	int (*register_host)(gr_backend *b, const void *p, size_t bytes, void **ret_reg, char *why,
-			     size_t whylen);
+	 * a client's mapped region (daemon/region.h), e.g. pin it for DMA;
+	 * writable: jobs may write it too (a cumsum's out region, which a
+	 * GPU writes in place: GR_JOB_SCAN of host data). Returns 0 and what
+	 * unregister_host() takes back once no job reads it any more, or a
+	 * negative errno and why; jobs may read it either way, only more
+	 * slowly when it failed (and no GPU writes it). Loop thread. */
+	int (*register_host)(gr_backend *b, const void *p, size_t bytes, bool writable,
+			     void **ret_reg, char *why, size_t whylen);
 	void (*unregister_host)(gr_backend *b, void *reg);
 	/* Optional (NULL: no device memory here): import a client's device
 	 * memory for jobs with on_device set, pinned to ret->device. Returns

@@ -214,6 +214,14 @@ uint64_t gr_sched_piece(gr_sched *s, gr_op op, gr_dtype dtype, uint64_t request_
 /* Whether host data of op over dtype may go to either engine, cut
  * anywhere: the daemon has both, and the bits do not depend on it. */
 bool gr_sched_splits(const gr_sched *s, gr_op op, gr_dtype dtype);
+/* Whether the prefix sums of a host region of request_bytes go to the
+ * GPUs whole, read and written where they lie (GR_JOB_SCAN of host
+ * data: PCIe both ways, about three times the CPU engine's rate on the
+ * 1x H200 host), rather than to the CPU engine in chunks: the daemon
+ * has both, the request is not one the CPU takes anyway (route_max),
+ * and --host-data is not cpu. The caller checks what the GPUs need of
+ * the memory (registered, aligned). */
+bool gr_sched_scan_on_gpu(const gr_sched *s, uint64_t request_bytes);
 /* Queue job for the CPU engine (gr_sched_on_cpu() said so): the jobs go
  * out together at the next flush, from the loop's check phase, where
  * those small enough run inline and their completions drain in the same

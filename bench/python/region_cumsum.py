@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Prefix sums of a host region into a writable region: G elements/s of
-daemons (each binary given, each with each --threads setting), beside
-numpy.cumsum of the same array into float64 on one thread, in one run;
-every daemon must give the same bits.
+daemons (each binary given, with each --backends and --threads setting;
+a binary without a backend is left out), beside numpy.cumsum of the
+same array into float64 on one thread, in one run; every daemon must
+give the same bits.
 
     python3 bench/python/region_cumsum.py --daemon build/daemon/gpured [--daemon OTHER]
-        [--threads 4,8,0] [--backend cpu] [--sizes 24,28] [--dtype f32]
+        [--backends cpu,cuda] [--threads 4,8,0] [--sizes 24,28] [--dtype f32]
 
 Each figure: the median of --runs calls of Client.cumsum(region, out=region)
 (one in flight), and the GB/s that moves through memory at least (the
@@ -41,7 +42,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--daemon", action="append", required=True)
     ap.add_argument("--threads", default="0")
-    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--backends", default="cpu")
     ap.add_argument("--sizes", default="24,28")
     ap.add_argument("--dtype", default="f32")
     ap.add_argument("--runs", type=int, default=5)
@@ -57,26 +58,32 @@ def main():
         t = median_s(lambda: np.cumsum(data[lg], dtype=np.float64, out=out), a.runs)
         print("%-44s 2^%d: %6.3f (%5.1f)" % ("numpy.cumsum, one thread", lg, (1 << lg) / t / 1e9,
                                               (1 << lg) * moved / t / 1e9))
-    for i, exe in enumerate(a.daemon):
-        for th in a.threads.split(","):
-            extra = ["--backend", a.backend] + (["--threads", th] if th != "0" else [])
+    runs = [(i, exe, be, th) for i, exe in enumerate(a.daemon) for be in a.backends.split(",")
+            for th in a.threads.split(",")]
+    for i, exe, be, th in runs:
+        extra = ["--backend", be] + (["--threads", th] if th != "0" else [])
+        name = "daemon %d, %s" % (i + 1, " ".join(extra))
+        try:
             proc, path, tmp = start_daemon(exe, extra)
-            name = "daemon %d, %s" % (i + 1, " ".join(extra))
-            try:
-                with gpured.Client(path, timeout=300) as c:
-                    for lg in sizes:
-                        n = 1 << lg
-                        r = c.empty(n, dt)
-                        r[:] = data[lg]
-                        o = c.empty(n, np.float64, writable=True)
-                        c.cumsum(r, out=o)
-                        bits.setdefault(lg, set()).add(hashlib.blake2b(memoryview(o).cast("B")).hexdigest())
-                        t = median_s(lambda: c.cumsum(r, out=o), a.runs)
-                        print("%-44s 2^%d: %6.3f (%5.1f)" % (name, lg, n / t / 1e9, n * moved / t / 1e9),
-                              flush=True)
-                        del r, o
-            finally:
-                stop_daemon(proc, tmp)
+        except SystemExit:
+            print("%s: did not start" % name)
+            continue
+        try:
+            with gpured.Client(path, timeout=300) as c:
+                for lg in sizes:
+                    n = 1 << lg
+                    r = c.empty(n, dt)
+                    r[:] = data[lg]
+                    o = c.empty(n, np.float64, writable=True)
+                    c.cumsum(r, out=o)
+                    bits.setdefault(lg, set()).add(
+                        hashlib.blake2b(memoryview(o).cast("B")).hexdigest())
+                    t = median_s(lambda: c.cumsum(r, out=o), a.runs)
+                    print("%-44s 2^%d: %6.3f (%5.1f)" % (name, lg, n / t / 1e9, n * moved / t / 1e9),
+                          flush=True)
+                    del r, o
+        finally:
+            stop_daemon(proc, tmp)
     same = all(len(b) == 1 for b in bits.values())
     print("same bits in every daemon: %s" % same)
     return 0 if same else 1

@@ -173,9 +173,9 @@ class Routing(unittest.TestCase):
             self.assertEqual(cpu.stop(), 0)
 
     def test_cumsum_on_the_route(self):
-        """cumsum has no GPU kernel: host data of any size take the CPU
-        route (every phase of every chunk), with a CPU daemon's bits, over
-        the socket and into a writable region."""
+        """cumsum of host data over the socket takes the CPU route (every
+        phase of every chunk), whatever its size; a host region's goes to
+        the GPU whole, read and written in place: the same bits."""
         from test_cumsum import call, map_writable, model, same, values  # noqa: E402
         import numpy as np
         gpu = Daemon("--route-cpu-max-bytes", "0")
@@ -193,13 +193,92 @@ class Routing(unittest.TestCase):
                 self.assertEqual(g1, g0)
                 rin, _ = c.map(len(x.tobytes()), x.tobytes())
                 rout, mout = map_writable(c, 8 * len(x))
+                g1 = gpu_jobs(c)
                 self.assertEqual(call(c, {"op": "cumsum", "dtype": dt, "region": rin,
                                           "count": len(x), "out_region": rout}),
                                  (None, {"count": len(x)}))
                 self.assertEqual(bytes(mout), res["values"])
+                self.assertEqual(gpu_jobs(c), g1 + 1, dt)
             c.close()
         finally:
             self.assertEqual(gpu.stop(), 0)
+
+    def test_region_cumsum_on_the_gpu(self):
+        """A host region's prefix sums on the GPU (one launch, the regions
+        read and written where they lie): a CPU daemon's bits for every
+        dtype, at odd sizes, into another region at an offset, in place
+        for 8-byte elements, with nothing written outside the values.
+        Elements off their size's boundary, requests the CPU route takes
+        and --host-data cpu stay on the CPU, with the
+        same bits. A launch that fails fails the request, and the daemon
+        carries on."""
+        from test_cumsum import DTYPES, call, map_writable, sample  # noqa: E402
+        gpu = Daemon("--route-cpu-max-bytes", "64K")
+        pinned = Daemon("--host-data", "cpu")
+        cpu = Daemon("--route-cpu-max-bytes", "1G")
+        rng = random.Random(21)
+        try:
+            cg, cp, cc = ShmClient(gpu.path), ShmClient(pinned.path), ShmClient(cpu.path)
+
+            def cumsum_in(cl, dt, raw, off, outoff, n, in_place=False):
+                if in_place:
+                    rin, min_ = map_writable(cl, off + len(raw), b"\xee" * off + raw)
+                    rout, mout = rin, min_
+                else:
+                    rin, min_ = cl.map(off + len(raw), b"\xee" * off + raw)
+                    rout, mout = map_writable(cl, outoff + 8 * n + 8, b"\xdd" * (outoff + 8 * n + 8))
+                g0 = gpu_jobs(cl)
+                reply = call(cl, {"op": "cumsum", "dtype": dt, "region": rin, "offset": off,
+                                  "count": n, "out_region": rout, "out_offset": outoff})
+                self.assertEqual(reply, (None, {"count": n}), (dt, n, off, outoff))
+                vals = bytes(mout[outoff:outoff + 8 * n])
+                if not in_place:
+                    self.assertEqual(bytes(mout[:outoff]), b"\xdd" * outoff)
+                    self.assertEqual(bytes(mout[outoff + 8 * n:]), b"\xdd" * 8)
+                for r in {rin, rout}:
+                    self.assertEqual(cl.call("unmap", [{"region": r}]), (None, True))
+                return vals, gpu_jobs(cl) - g0
+
+            for dt in DTYPES:
+                for n in (16385, 300007):
+                    x = sample(rng, dt, n)
+                    raw = x.tobytes()
+                    size = x.itemsize
+                    want, _ = cumsum_in(cc, dt, raw, 0, 0, n)
+                    for off, outoff, on_gpu in ((0, 0, True), (size * 3, 8 * 5, True),
+                                                (1, 8, False)):
+                        got, jobs = cumsum_in(cg, dt, raw, off, outoff, n)
+                        self.assertEqual(got, want, (dt, n, off, outoff))
+                        self.assertEqual(jobs, 1 if on_gpu else 0, (dt, n, off, outoff))
+                        got, jobs = cumsum_in(cp, dt, raw, off, outoff, n)
+                        self.assertEqual((got, jobs), (want, 0), (dt, n, off, outoff))
+                    if size == 8:
+                        got, jobs = cumsum_in(cg, dt, raw, 0, 0, n, in_place=True)
+                        self.assertEqual((got, jobs), (want, 1), dt)
+            # the CPU route's requests (64 KiB and less) stay there
+            x = sample(rng, "f32", 1000)
+            want, _ = cumsum_in(cc, "f32", x.tobytes(), 0, 0, 1000)
+            self.assertEqual(cumsum_in(cg, "f32", x.tobytes(), 0, 0, 1000), (want, 0))
+            for cl in (cg, cp, cc):
+                cl.close()
+        finally:
+            for d in (gpu, pinned, cpu):
+                self.assertEqual(d.stop(), 0)
+        bad = Daemon("--route-cpu-max-bytes", "64K", "--fault", "launch:after=0",
+                     "--cpu-fallback", "no")
+        try:
+            c = ShmClient(bad.path)
+            x = sample(rng, "f32", 1 << 20)
+            rin, _ = c.map(len(x.tobytes()), x.tobytes())
+            rout, _ = map_writable(c, 8 << 20)
+            err, _ = call(c, {"op": "cumsum", "dtype": "f32", "region": rin, "count": 1 << 20,
+                              "out_region": rout})
+            self.assertEqual(err["code"], "internal", err)
+            self.assertEqual(c.reduce("sum", "i64", struct.pack("<3q", 1, 2, 3)),
+                             (None, {"value": 6, "count": 3}))
+            c.close()
+        finally:
+            self.assertEqual(bad.stop(), 0)
 
     def test_route_serves_while_every_launch_fails(self):
         d = Daemon("--route-cpu-max-bytes", "64K", "--fault", "launch:after=0", "--cpu-fallback", "no")
