@@ -54,6 +54,13 @@ def rate(fn, nbytes, seconds, runs):
     return statistics.median(out)
 
 
+def region_of(c, x):
+    """A shared-memory region of client c (Client.empty) holding x."""
+    r = c.empty(x.size, x.dtype)
+    r[:] = x
+    return r
+
+
 def pipelined(c, x, inflight, op="sum", **kw):
     """A callable reducing x by op with inflight requests outstanding
     (kw: submit()'s options, such as offsets=)."""

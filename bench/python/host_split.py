@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpured  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from arrays import pipelined, rate  # noqa: E402
+from arrays import pipelined, rate, region_of  # noqa: E402
 from pipeline import start_daemon, stop_daemon  # noqa: E402
 
 MODES = [("cuda, gpu", ["--backend", "cuda", "--host-data", "gpu"]),
@@ -78,8 +78,7 @@ def main():
             with gpured.Client(path, timeout=120) as c:
                 for lg in sizes:
                     n = 1 << lg
-                    r = c.empty(n, dt)
-                    r[:] = data[lg]
+                    r = region_of(c, data[lg])
                     v = c.submit(a.op, r, **kw.get(lg, {})).result()
                     bits.setdefault(lg, set()).add(key(v))
                     s0 = c.stats()["host_data"]

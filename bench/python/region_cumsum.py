@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpured  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from arrays import region_of  # noqa: E402
 from pipeline import start_daemon, stop_daemon  # noqa: E402
 
 
@@ -72,8 +73,7 @@ def main():
             with gpured.Client(path, timeout=300) as c:
                 for lg in sizes:
                     n = 1 << lg
-                    r = c.empty(n, dt)
-                    r[:] = data[lg]
+                    r = region_of(c, data[lg])
                     o = c.empty(n, np.float64, writable=True)
                     c.cumsum(r, out=o)
                     bits.setdefault(lg, set()).add(
