@@ -328,12 +328,11 @@ void cuda_submit(gr_backend *pub, gr_job *list)
 			.op = (uint8_t)j->op, .dtype = (uint8_t)j->dtype,
 			.alone = j->where != GR_AT_STAGING, .on_device = j->where == GR_AT_DEVICE,
 		};
-		/* a host region's prefix sums are read and written in place
-		 * too, over PCIe (registered memory), never copied */
-		if (j->kind == GR_JOB_SCAN)
-			b->items[i].on_device = 1;
 		if (j->kind == GR_JOB_SCAN) {
-			/* never answered early: its answer is the loop's */
+			/* never answered early: its answer is the loop's; read
+			 * and written in place, a host region's too (over PCIe,
+			 * registered memory), never copied */
+			b->items[i].on_device = 1;
 			b->items[i].scan_out = j->scan_out;
 			b->items[i].kind = CUDA_ITEM_SCAN;
 			b->items[i].alone = 1;
