@@ -31,8 +31,9 @@
  * tile, wait for the chunks before. A chunk submitted once every chunk
  * before it was taken knows its carries already: its job is WHOLE, one
  * pass that carries tile by tile itself, on the request's tree, which no
- * one else touches until the loop thread takes that chunk in its turn.
- * Every way gives the same bits.
+ * one else touches until the loop thread takes that chunk in its turn
+ * (but not a long float chunk where the engine splits LOCAL and CARRY
+ * over several workers: gr_cumsum.split). Every way gives the same bits.
  */
 #pragma once
 
