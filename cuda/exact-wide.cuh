@@ -37,8 +37,9 @@
  *    groups flush twice as often. A batch with any other non-zero
  *    element (data over more than 114 binades) takes the careful path,
  *    as one with an infinity or a NaN does.
- * 4. Otherwise, f64: each element in
- *    the middle tier's window goes into the bins as there, and every
+ * 4. Otherwise, f64: where half the warp's elements or more lie in the
+ *    middle tier's window, each of those goes into the bins as there
+ *    (and where fewer do, none: WIDE_EACH keeps them), and every
  *    other finite one into the warp's own NC 16-bit counters in shared
  *    memory (counter c weighs 2^(16 c - 2176)): its significand, at its
  *    place, as five 16-bit pieces, each added with a 32-bit
@@ -74,8 +75,10 @@ namespace gre {
 /* How single_kernel takes a batch outside the fast path's window: the
  * careful path alone, the wide path without its middle tier, or with it
  * (production), or (f64 alone differs) with it but the warp's 64-bit
- * digits in place of its counters (deposit_warp; measured, slower) */
-enum { CAREFUL = 0, WIDE = 1, WIDE_MID = 2, WIDE_MATCH = 3 };
+ * digits in place of its counters (deposit_warp; measured, slower), or
+ * with it but each element the middle tier's window holds into the bins
+ * even where few do (step 4) */
+enum { CAREFUL = 0, WIDE = 1, WIDE_MID = 2, WIDE_MATCH = 3, WIDE_EACH = 4 };
 
 /* A warp's 16-bit counters: counter c weighs 2^(16 c - 2176), and every
  * finite double's pieces fall below NC */
@@ -331,6 +334,28 @@ template <typename T, int W> struct wide {
 		} else if constexpr (WT::SQ_SPLIT) {
 			sq_split<NV, KB>(st, v, digits, lane);
 		} else {
+			if constexpr (W == WIDE_MID) {
+				/* fewer than half the warp's elements in the middle
+				 * tier's window (spread data): every element into
+				 * the counters, where the bins' predicated adds would
+				 * cost the whole warp for a few lanes */
+				unsigned nin = 0;
+#pragma unroll
+				for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+					for (unsigned i = 0; i < TR::V; i++)
+						nin += TR::nzkey(v[g], i) - 1 >= tk && TR::key(v[g], i) <= thi;
+				if (2 * __reduce_add_sync(FULL, nin) < 32 * NV * TR::V) {
+#pragma unroll
+					for (unsigned g = 0; g < NV; g++)
+#pragma unroll
+						for (unsigned i = 0; i < TR::V; i++)
+							deposit_counters(cnt, TR::value(v[g], i));
+					if (++nb == CNT_FLUSH)
+						flush_counters(digits, lane);
+					return;
+				}
+			}
 #pragma unroll
 			for (unsigned g = 0; g < NV; g++)
 #pragma unroll

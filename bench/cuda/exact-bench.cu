@@ -78,9 +78,11 @@ struct env {
  * SM, MOMB3 production's with 3; CAREFUL, NOMID and MATCH the production
  * form with the careful path behind the fast one (exact-wide.cuh's
  * reference), with the wide path but not its middle tier, and with the
- * warp's 64-bit digits for its counters (f64; WIDE_MATCH); SQ_CAREFUL
+ * warp's 64-bit digits for its counters (f64; WIDE_MATCH), and with
+ * each element the middle tier's window holds into the bins even where
+ * few do (f64; WIDE_EACH); SQ_CAREFUL
  * squares through the careful path alone, the wide path's reference */
-enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, CAREFUL, NOMID, MATCH, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, SQ_CAREFUL, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
+enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, CAREFUL, NOMID, MATCH, EACH, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, SQ_CAREFUL, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
 
 template <typename T> struct square {
 	__device__ __forceinline__ T operator()(T x) const { return x * x; }
@@ -126,6 +128,9 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 	} else if (which == MATCH) {
 		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::PROD_ONT,
 				       gre::WIDE_MATCH>(in, n, E.scratch, E.out, E.sms, E.st)));
+	} else if (which == EACH) {
+		CU((gre::launch_single<T, gre::PROD_MINB, gre::PROD_BULK, gre::PROD_FB, gre::PROD_ONT,
+				       gre::WIDE_EACH>(in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == MINB3) {
 		CU((gre::launch_single<T, 3, false>(in, n, E.scratch, E.out, E.sms, E.st)));
 	} else if (which == FB3) {
@@ -209,7 +214,7 @@ template <typename T> static bool verify(env &E, size_t n, bool against_cub, dou
 		fprintf(stderr, "exact sum not repeatable: n=%zu %a %a\n", n, a, b);
 		return false;
 	}
-	for (int form : { REGS, CAREFUL, NOMID, MATCH }) {
+	for (int form : { REGS, CAREFUL, NOMID, MATCH, EACH }) {
 		launch<T>(E, form, in, n);
 		CU(cudaStreamSynchronize(E.st));
 		CU(cudaMemcpy(&s[1], E.out, sizeof(s[1]), cudaMemcpyDeviceToHost));
@@ -311,9 +316,9 @@ template <typename T> static bool bench(env &E, const char *dt, int hi, bool lat
 	for (int kind = 1; kind <= 2; kind++) {
 		fill<T>(E, kind);
 		printf("%s, %s: exact vs read kernel throughput\n", dt, kinds[kind]);
-		printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %9s %9s %9s | %s\n", "n",
+		printf("%10s | %10s %10s %10s | %10s %10s | %9s %9s %9s | %9s %9s %9s %9s | %s\n", "n",
 		       "exact GB/s", "cub GB/s", "read GB/s", "exact/read", "exact/cub", "regs GB/s",
-		       "3/SM GB/s", "fb3 GB/s", "care/read", "nomid/rd", "match/rd", "check");
+		       "3/SM GB/s", "fb3 GB/s", "care/read", "nomid/rd", "match/rd", "each/rd", "check");
 		for (int e : exps) {
 			if (e > hi)
 				continue;
@@ -327,10 +332,10 @@ template <typename T> static bool bench(env &E, const char *dt, int hi, bool lat
 					t[w].push_back(throughput_gbs<T>(E, w, n));
 			double x = median(t[0]), c = median(t[1]), b = median(t[2]);
 			printf("%10zu | %10.1f %10.1f %10.1f | %10.3f %10.3f | %9.1f %9.1f %9.1f | %9.3f "
-			       "%9.3f %9.3f | %s (sum %.6g)\n",
+			       "%9.3f %9.3f %9.3f | %s (sum %.6g)\n",
 			       n, x, c, b, x / b, x / c, median(t[REGS]), median(t[MINB3]),
 			       median(t[FB3]), median(t[CAREFUL]) / b, median(t[NOMID]) / b,
-			       median(t[MATCH]) / b, good ? "ok" : "FAIL", sum);
+			       median(t[MATCH]) / b, median(t[EACH]) / b, good ? "ok" : "FAIL", sum);
 		}
 	}
 	return ok;

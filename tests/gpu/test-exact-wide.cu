@@ -12,8 +12,9 @@
  * the size: the wide path with and without its middle tier, the careful
  * path it stands in front of (the reference form), loading into
  * registers, grids of one and three blocks (so that a warp flushes its
- * exponent groups and counters on the way), and the warp's 64-bit digits
- * in place of its counters.
+ * exponent groups and counters on the way), the warp's 64-bit digits
+ * in place of its counters, and f64's bins taking what the middle tier
+ * holds however little of the batch that is.
  *
  *   test-exact-wide [--quick]   (--quick: sizes up to 70000)
  *
@@ -159,9 +160,10 @@ struct gpu {
 	gr_exact_sum *out;
 };
 
-static const char *form_name[] = { "production",   "wide+mid",      "wide",      "careful",
-				   "wide regs",    "wide 1 block", "wide 3 blocks", "wide match" };
-enum { NFORMS = 8 };
+static const char *form_name[] = { "production",   "wide+mid",      "wide",
+				   "careful",      "wide regs",     "wide 1 block",
+				   "wide 3 blocks", "wide match",   "wide each" };
+enum { NFORMS = 9 };
 
 /* One launch of form f over n elements of T (float, double, or gre::sqf
  * and gre::sqd: their squares) at p */
@@ -198,6 +200,10 @@ static void launch(const gpu &G, int f, const unsigned char *p, uint64_t n)
 		break;
 	case 7:
 		CU((launch_single<T, PROD_MINB, PROD_BULK, FB, PROD_ONT, WIDE_MATCH>(
+			p, n, G.scratch, G.out, G.sms, 0, b)));
+		break;
+	case 8:
+		CU((launch_single<T, PROD_MINB, PROD_BULK, FB, PROD_ONT, WIDE_EACH>(
 			p, n, G.scratch, G.out, G.sms, 0, b)));
 		break;
 	default:
