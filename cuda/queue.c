@@ -271,6 +271,12 @@ static bool cuda_runs(const gr_job *j)
 
 bool cuda_takes(const gr_backend *b, const gr_job *j)
 {
+	/* a host region's prefix sums, once no device is left in service:
+	 * the CPU engine's chunks, not a move of the whole (it has no such
+	 * scan) */
+	if (j->kind == GR_JOB_SCAN && j->where == GR_AT_HOST &&
+	    __atomic_load_n(&((const cuda_backend *)b)->moving, __ATOMIC_ACQUIRE))
+		return false;
 	/* ... and gives the CPU's bits: the exact kernels read whole
 	 * elements, and a float sum or sum of squares of host data off its
 	 * size's boundary (which only a region's offset makes) would stay

@@ -58,10 +58,20 @@ bool gr_request_cumsum_on_gpu(const gr_request *req)
 {
 	const gr_region *in = req->region, *out = req->scan.out_region;
 
-	return in && out && in->device < 0 && in->reg && out->reg && req->data_bytes > 0 &&
-	       (uintptr_t)req->region_next % gr_dtype_size(req->dtype) == 0 &&
-	       (uintptr_t)req->scan.out_base % 8 == 0 &&
-	       gr_sched_scan_on_gpu(&req->srv->sched, req->data_bytes);
+	if (!in || !out || in->device >= 0 || !in->reg || !out->reg || req->data_bytes == 0)
+		return false;
+	/* the job as it would go, for the engine's rules */
+	const gr_job scan = {
+		.kind = GR_JOB_SCAN,
+		.where = GR_AT_HOST,
+		.op = req->op,
+		.dtype = req->dtype,
+		.data = req->region_next,
+		.n = (size_t)request_count(req),
+		.scan_out = req->scan.out_base,
+		.device = -1,
+	};
+	return gr_sched_scan_on_gpu(&req->srv->sched, &scan, req->data_bytes);
 }
 
 bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch)

@@ -149,10 +149,10 @@ bool gr_request_fetch_job(gr_request *req, gr_chunk *ch);
  * memory or when the request failed already. */
 bool gr_request_cumsum_job(gr_request *req, gr_chunk *ch);
 /* Whether a host region's prefix sums go to the GPUs whole, read and
- * written where they lie (GR_JOB_SCAN of host data): the scheduler sends
- * them there (gr_sched_scan_on_gpu), both regions are registered with
- * the backend (the out region writable), the elements lie on their
- * size's boundary and the values on 8 bytes'. Before the first chunk. */
+ * written where they lie (GR_JOB_SCAN of host data): both regions are
+ * registered with the backend (the out region writable) and the
+ * scheduler sends such a job there (gr_sched_scan_on_gpu: the GPUs'
+ * engine takes it). Before the first chunk. */
 bool gr_request_cumsum_on_gpu(const gr_request *req);
 /* Take whatever can go on: carries, second phases, prefix sums out. */
 void gr_request_cumsum_advance(gr_request *req);

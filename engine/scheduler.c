@@ -257,10 +257,10 @@ unsigned gr_sched_cpu_workers(const gr_sched *s)
 	return s->cpu ? s->cpu->workers : s->main ? s->main->workers : 0;
 }
 
-bool gr_sched_scan_on_gpu(const gr_sched *s, uint64_t request_bytes)
+bool gr_sched_scan_on_gpu(const gr_sched *s, const gr_job *job, uint64_t request_bytes)
 {
 	return s->cpu && request_bytes > s->route_max && s->host != GR_SCHED_HOST_CPU &&
-	       (s->main->kinds & GR_JOB_BIT(GR_JOB_SCAN));
+	       gr_engine_runs(s->main, job);
 }
 
 bool gr_sched_splits(const gr_sched *s, gr_op op, gr_dtype dtype)

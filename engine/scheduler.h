@@ -219,9 +219,10 @@ bool gr_sched_splits(const gr_sched *s, gr_op op, gr_dtype dtype);
  * data: PCIe both ways, about three times the CPU engine's rate on the
  * 1x H200 host), rather than to the CPU engine in chunks: the daemon
  * has both, the request is not one the CPU takes anyway (route_max),
- * and --host-data is not cpu. The caller checks what the GPUs need of
- * the memory (registered, aligned). */
-bool gr_sched_scan_on_gpu(const gr_sched *s, uint64_t request_bytes);
+ * --host-data is not cpu, and the GPUs' engine takes job, the scan as it
+ * would go (its rules on the memory's alignment, and a GPU in service).
+ * The caller checks that the memory is registered. */
+bool gr_sched_scan_on_gpu(const gr_sched *s, const gr_job *job, uint64_t request_bytes);
 /* Queue job for the CPU engine (gr_sched_on_cpu() said so): the jobs go
  * out together at the next flush, from the loop's check phase, where
  * those small enough run inline and their completions drain in the same

@@ -211,8 +211,9 @@ class Routing(unittest.TestCase):
         Elements off their size's boundary, requests the CPU route takes
         and --host-data cpu stay on the CPU, with the
         same bits. A launch that fails fails the request, and the daemon
-        carries on."""
-        from test_cumsum import DTYPES, call, map_writable, sample  # noqa: E402
+        carries on; once no GPU is left, with the CPU taking over, the
+        next ones run on the CPU."""
+        from test_cumsum import DTYPES, call, cumsum, map_writable, sample  # noqa: E402
         gpu = Daemon("--route-cpu-max-bytes", "64K")
         pinned = Daemon("--host-data", "cpu")
         cpu = Daemon("--route-cpu-max-bytes", "1G")
@@ -279,6 +280,27 @@ class Routing(unittest.TestCase):
             c.close()
         finally:
             self.assertEqual(bad.stop(), 0)
+        # with the CPU taking over once no GPU is left, the next ones run
+        # there, in chunks, with the socket's bits
+        fb = Daemon("--route-cpu-max-bytes", "64K", "--fault", "launch:after=0")
+        try:
+            c = ShmClient(fb.path)
+            want = cumsum(c, "f32", x.tobytes())[1]["values"]
+            for k in range(3):
+                rin, _ = c.map(len(x.tobytes()), x.tobytes())
+                rout, mout = map_writable(c, 8 << 20)
+                err, res = call(c, {"op": "cumsum", "dtype": "f32", "region": rin,
+                                    "count": 1 << 20, "out_region": rout})
+                if k == 0 and err is not None:
+                    self.assertEqual(err["code"], "internal", err)
+                else:
+                    self.assertEqual((err, res), (None, {"count": 1 << 20}), k)
+                    self.assertEqual(bytes(mout), want, k)
+                for r in (rin, rout):
+                    self.assertEqual(c.call("unmap", [{"region": r}]), (None, True))
+            c.close()
+        finally:
+            self.assertEqual(fb.stop(), 0)
 
     def test_route_serves_while_every_launch_fails(self):
         d = Daemon("--route-cpu-max-bytes", "64K", "--fault", "launch:after=0", "--cpu-fallback", "no")
