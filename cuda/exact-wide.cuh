@@ -40,15 +40,21 @@
  * 4. Otherwise, f64: where half the warp's elements or more lie in the
  *    middle tier's window, each of those goes into the bins as there
  *    (and where fewer do, none: WIDE_EACH keeps them), and every
- *    other finite one into the warp's own NC 16-bit counters in shared
- *    memory (counter c weighs 2^(16 c - 2176)): its significand, at its
- *    place, as five 16-bit pieces, each added with a 32-bit
- *    shared-memory atomic (native; 64-bit ones are compare-and-swap
- *    loops on sm_90). A warp flushes its counters into the block's
- *    digits after CNT_FLUSH such batches, before any can reach 2^31, and
- *    at its end. Per-thread groups do not fit an f64's 2046 binades in
- *    shared memory; lanes that meet on a counter are served in turn by
- *    the hardware, and spread data spreads them.
+ *    other finite one into the warp's own NC 32-bit counters in shared
+ *    memory (counter c weighs 2^(CP c - 2176), CP = 20): its
+ *    significand, at its place, as three or four CP-bit pieces (3.6 an
+ *    element on average), each added with a 32-bit shared-memory atomic
+ *    (native; 64-bit ones are compare-and-swap loops on sm_90). A warp
+ *    moves its counters into its own 64-bit sums (plain loads and
+ *    stores, each lane its own counters) after CNT_FLUSH such batches,
+ *    before any can pass 2^31, and at its end; the block adds up its
+ *    warps' sums counter by counter and deposits each once into its
+ *    digits (finish_block). Per-thread groups do not fit an f64's 2046
+ *    binades in shared memory; lanes that meet on a counter are served
+ *    in turn by the hardware, and spread data spreads them. (16-bit
+ *    pieces, five an element, flushed into the block's digits with
+ *    64-bit atomics, and 21-bit ones, flushed every other batch, were
+ *    measured slower.)
  *    (WIDE_MATCH: the warp's own 64-bit digits instead, lanes of equal
  *    digit found by __match_any_sync taking turns; measured slower.)
  * 5. f64 squares: x * x is p + e, two doubles, exactly, for 2^-400 <=
@@ -80,9 +86,12 @@ namespace gre {
  * even where few do (step 4) */
 enum { CAREFUL = 0, WIDE = 1, WIDE_MID = 2, WIDE_MATCH = 3, WIDE_EACH = 4 };
 
-/* A warp's 16-bit counters: counter c weighs 2^(16 c - 2176), and every
- * finite double's pieces fall below NC */
-constexpr unsigned NC = 204;
+/* A warp's counters: counter c weighs 2^(CP c - 2176), and takes pieces
+ * of CP bits; every finite double's pieces (its significand's 53 bits at
+ * any of CP places: at most four) fall below NC */
+constexpr unsigned CP = 20;
+constexpr unsigned NC = (2045u + LSB_OFF) / CP + 4;
+static_assert(53 + CP - 1 <= 4 * CP, "four pieces a double");
 
 /* f32 exponent groups: NG groups of 16 binades; a warp's flush after
  * GROUP_FLUSH batches through them (at most 32 elements a lane each, so
@@ -147,11 +156,11 @@ static __device__ __forceinline__ uint32_t dkey(double d)
 
 /*
  * A finite double x into a warp's counters cnt (NC int32 in shared
- * memory), any lane: its significand, at its place, as five 16-bit
- * pieces, each added to its counter with a native 32-bit shared-memory
- * atomic (lanes that meet on a counter are served by the hardware in
- * turn). A counter takes at most 2^14 adds before its flush
- * (wide::CNT_FLUSH).
+ * memory), any lane: its significand, at its place, as at most four
+ * CP-bit pieces (three where it fits), each added to its counter with a
+ * native 32-bit shared-memory atomic (lanes that meet on a counter are
+ * served by the hardware in turn). A counter takes at most 2^(31 - CP)
+ * adds before its flush (wide::CNT_FLUSH).
  */
 static __device__ __forceinline__ void deposit_counters(int *cnt, double x)
 {
@@ -160,16 +169,18 @@ static __device__ __forceinline__ void deposit_counters(int *cnt, double x)
 	uint64_t m = bits & ((1ull << 52) - 1);
 	if (e)
 		m |= 1ull << 52;
-	const unsigned pos = (e ? e - 1 : 0) + LSB_OFF, c = pos >> 4, sh = pos & 15;
-	const uint64_t lo = m << sh;
-	unsigned p[5];
+	const unsigned pos = (e ? e - 1 : 0) + LSB_OFF, c = pos / CP, sh = pos - c * CP;
+	constexpr unsigned MASK = (1u << CP) - 1;
+	const uint64_t lo = m << sh; /* bits 0 .. 63 of m 2^sh */
+	unsigned p[4];
 #pragma unroll
-	for (unsigned k = 0; k < 4; k++)
-		p[k] = (unsigned)(lo >> (16 * k)) & 0xffffu;
-	p[4] = sh ? (unsigned)(m >> (64 - sh)) : 0;
+	for (unsigned k = 0; k < 3; k++)
+		p[k] = (unsigned)(lo >> (CP * k)) & MASK;
+	/* bits 3 CP .. of m 2^sh, below 2^(53 + CP - 1 - 3 CP) */
+	p[3] = (unsigned)(m >> (3 * CP - sh));
 	const bool neg = bits >> 63;
 #pragma unroll
-	for (unsigned k = 0; k < 5; k++)
+	for (unsigned k = 0; k < 4; k++)
 		if (p[k])
 			atomicAdd(&cnt[c + k], neg ? -(int)p[k] : (int)p[k]);
 }
@@ -227,23 +238,29 @@ template <typename T, int W> struct wide {
 	using TR = traits<T>;
 	static constexpr bool MATCH = W == WIDE_MATCH && !WT::GROUPS && !WT::SQ_GROUPS &&
 				      !WT::SQ_SPLIT;
+	/* the warps' counters (steps 4 and 5), whose sums the block
+	 * deposits at its end (finish_block) */
+	static constexpr bool COUNTERS = !WT::GROUPS && !WT::SQ_GROUPS && !MATCH;
 	/* dynamic shared memory a block needs (after the tiles): the
 	 * threads' groups, or the warps' counters or digits */
 	static constexpr unsigned GROUPS_SMEM = NG * THREADS * 8u;
 	static constexpr unsigned SMEM = WT::GROUPS || WT::SQ_GROUPS ? GROUPS_SMEM
 					 : MATCH ? (THREADS / 32) * GR_EXACT_DIGITS * 8u
-						 : (THREADS / 32) * NC * 4u;
+						 : (THREADS / 32) * NC * 12u;
 	/* batches through the groups before their flush: each element adds
 	 * once, an f32 square twice */
 	static constexpr unsigned G_FLUSH = WT::SQ_GROUPS ? GROUP_FLUSH / 2 : GROUP_FLUSH;
 	/* batches a warp's counters take before their flush: a batch adds
-	 * at most 32 GROUP V pieces (below 2^16) to a counter (an f64's
-	 * square: twice that), so 2^14 of them between flushes keep it below
-	 * 2^30 */
-	static constexpr unsigned CNT_FLUSH = (WT::SQ_SPLIT ? 256u : 512u) / (GROUP * TR::V);
+	 * at most 32 GROUP V pieces (below 2^CP) to a counter (an f64's
+	 * square: twice that), so 2^(31 - CP) of them between flushes keep
+	 * it within an int32 */
+	static constexpr unsigned CNT_ADDS = 32u * GROUP * TR::V * (WT::SQ_SPLIT ? 2u : 1u);
+	static constexpr unsigned CNT_FLUSH = (1u << (31 - CP)) / CNT_ADDS;
+	static_assert(CNT_FLUSH >= 1, "a batch within a counter's headroom");
 
 	double *slot;  /* this thread's group 0; group g at slot[g * THREADS] */
 	long long *wd; /* the warp's digits (MATCH) */
+	long long *acc; /* the warp's counters' sums: acc[c] weighs as cnt[c] */
 	int *cnt;      /* the warp's counters */
 	unsigned nb;   /* batches through the groups or counters since their last flush */
 
@@ -262,9 +279,12 @@ template <typename T, int W> struct wide {
 				wd[i] = 0;
 			__syncwarp();
 		} else {
-			cnt = (int *)mem + (t / 32) * NC;
-			for (unsigned i = t % 32; i < NC; i += 32)
+			acc = (long long *)mem + (t / 32) * NC;
+			cnt = (int *)((long long *)mem + (THREADS / 32) * NC) + (t / 32) * NC;
+			for (unsigned i = t % 32; i < NC; i += 32) {
 				cnt[i] = 0;
+				acc[i] = 0;
+			}
 			__syncwarp();
 		}
 	}
@@ -352,7 +372,7 @@ template <typename T, int W> struct wide {
 						for (unsigned i = 0; i < TR::V; i++)
 							deposit_counters(cnt, TR::value(v[g], i));
 					if (++nb == CNT_FLUSH)
-						flush_counters(digits, lane);
+						flush_counters(lane);
 					return;
 				}
 			}
@@ -375,7 +395,7 @@ template <typename T, int W> struct wide {
 			st.settle(true);
 			if constexpr (!MATCH)
 				if (++nb == CNT_FLUSH)
-					flush_counters(digits, lane);
+					flush_counters(lane);
 		}
 	}
 
@@ -388,13 +408,22 @@ template <typename T, int W> struct wide {
 #pragma unroll
 		for (unsigned g = 0; g < NV; g++)
 #pragma unroll
-			for (unsigned i = 0; i < TR::V; i++) {
-				const float x = __uint_as_float(traits<float>::word(v[g], i));
-				const float p = __fmul_rn(x, x);
-				const float e = __fmaf_rn(x, x, -p);
-				slot[(__float_as_uint(p) >> 27) * THREADS] += (double)p;
-				slot[((__float_as_uint(e) >> 27) & 15u) * THREADS] += (double)e;
-			}
+			for (unsigned i = 0; i < TR::V; i++)
+				sq_group_add(__uint_as_float(traits<float>::word(v[g], i)));
+		sq_groups_end(digits, lane);
+	}
+
+	/* sq_groups in parts, for a caller that interleaves other work with
+	 * it (moments): an element x of the batch, and the batch's end */
+	__device__ __forceinline__ void sq_group_add(float x)
+	{
+		const float p = __fmul_rn(x, x);
+		const float e = __fmaf_rn(x, x, -p);
+		slot[(__float_as_uint(p) >> 27) * THREADS] += (double)p;
+		slot[((__float_as_uint(e) >> 27) & 15u) * THREADS] += (double)e;
+	}
+	__device__ __forceinline__ void sq_groups_end(long long *digits, unsigned lane)
+	{
 		if (++nb == G_FLUSH)
 			flush_groups(digits, lane);
 	}
@@ -429,20 +458,19 @@ template <typename T, int W> struct wide {
 			}
 		st.settle(true);
 		if (++nb == CNT_FLUSH)
-			flush_counters(digits, lane);
+			flush_counters(lane);
 	}
 
-	/* The counters into the digits, emptied */
-	__device__ __forceinline__ void flush_counters(long long *digits, unsigned lane)
+	/* The counters into their sums, emptied: the warp's own, each
+	 * lane's counters its own, so plain loads and stores (a warp takes
+	 * fewer than 2^40 elements, each at most two pieces of a counter
+	 * below 2^CP: the sums stay within 2^61) */
+	__device__ __forceinline__ void flush_counters(unsigned lane)
 	{
 		__syncwarp();
 		for (unsigned c = lane; c < NC; c += 32) {
-			const int x = cnt[c];
-			if (x) {
-				cnt[c] = 0;
-				atomicAdd((unsigned long long *)&digits[c / 2],
-					  (unsigned long long)((long long)x * (c % 2 ? 1ll << 16 : 1ll)));
-			}
+			acc[c] += cnt[c];
+			cnt[c] = 0;
 		}
 		__syncwarp();
 		nb = 0;
@@ -472,7 +500,8 @@ template <typename T, int W> struct wide {
 	}
 
 	/* At the warp's end: what the groups or the warp's digits hold into
-	 * the block's digits (the bins are the caller's to flush) */
+	 * the block's digits, the counters into their sums (the bins are the
+	 * caller's to flush) */
 	__device__ __forceinline__ void finish(long long *digits, unsigned lane)
 	{
 		if constexpr (WT::GROUPS || WT::SQ_GROUPS) {
@@ -486,7 +515,25 @@ template <typename T, int W> struct wide {
 						  (unsigned long long)wd[i]);
 		} else {
 			if (nb)
-				flush_counters(digits, lane);
+				flush_counters(lane);
+		}
+	}
+
+	/* At the block's end, after every warp's finish() and a barrier
+	 * (COUNTERS alone): the warps' counters' sums, counter by counter,
+	 * into the block's digits, one deposit a counter (the block's sum of
+	 * one stays within 2^63: a block takes fewer than 2^42 elements) */
+	__device__ __forceinline__ void finish_block(long long *digits, unsigned t) const
+	{
+		static_assert(COUNTERS, "the counters' form");
+		const long long *all = acc - (t / 32) * NC;
+		for (unsigned c = t; c < NC; c += THREADS) {
+			long long a = 0;
+#pragma unroll
+			for (unsigned w = 0; w < THREADS / 32; w++)
+				a += all[w * NC + c];
+			if (a)
+				deposit_int(digits, a < 0 ? -(uint64_t)a : (uint64_t)a, a < 0, c * CP);
 		}
 	}
 };

@@ -295,6 +295,10 @@ single_kernel(const unsigned char *data, uint64_t n, gr_exact_scratch *scratch, 
 		else
 			for_each_group<T>(data, n, t, lane, add);
 		wp.finish(digits, lane);
+		if constexpr (wide<T, W>::COUNTERS) {
+			__syncthreads();
+			wp.finish_block(digits, t);
+		}
 	}
 	st.flush(digits, lane);
 	warp_flags(st, &sflags, lane);
