@@ -161,17 +161,19 @@ static __device__ __forceinline__ void for_each_group(const unsigned char *data,
 }
 
 /* A launch of kernel in the form BULK says: its dynamic shared memory
- * into smem (none without BULK), and with BULK that much allowed, on
- * every launch, since the setting is the current device's (and cheap).
- * The carveout is left to the driver: it takes what the blocks need, and
- * the rest stays L1 for the careful path's local array. */
-template <bool BULK, typename K> static inline cudaError_t prepare(K *kernel, unsigned &smem)
+ * into smem (the tiles with BULK, and extra bytes after them), and that
+ * much allowed, on every launch, since the setting is the current
+ * device's (and cheap). The carveout is left to the driver: it takes what
+ * the blocks need, and the rest stays L1 for the careful path's local
+ * array. */
+template <bool BULK, typename K>
+static inline cudaError_t prepare(K *kernel, unsigned &smem, unsigned extra = 0)
 {
-	smem = BULK ? SMEM_BYTES : 0;
-	if constexpr (!BULK)
+	smem = (BULK ? SMEM_BYTES : 0u) + extra;
+	if (!smem)
 		return cudaSuccess;
 	return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-				    (int)SMEM_BYTES);
+				    (int)smem);
 }
 
 } /* namespace grb_bulk */

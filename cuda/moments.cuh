@@ -46,6 +46,13 @@
  *   +0 where a +0 was. The sum's "an element other than -0" (its rawmax)
  *   follows from them and its flags at the end (f32_rawmax), not from
  *   each element.
+ * - A batch outside either fast path's window has a wide path
+ *   (both_wide): the sum through its first three bins, a window of 110
+ *   binades, and each square, as two f32s p + e, into the exact
+ *   kernel's exponent groups (exact-wide.cuh, step 3), in one loop; the
+ *   careful paths take what that does not hold (infinities, NaNs, data
+ *   over more binades, squares that are not p + e). Data over 60
+ *   binades reads at about three times the careful path's rate.
  *
  * f64 keeps the exact kernel's bins and keys (its squares' fast path,
  * p + e, is argued for that placement) and ordered keys for min and max.
@@ -158,6 +165,71 @@ static __device__ __forceinline__ void both_bins(const uint4 (&v)[GROUP], S &s, 
 	q.settle(dq);
 }
 
+/*
+ * f32 with the squares' exponent groups (wq: exact-wide.cuh's step 3 for
+ * squares): as both_bins, but a batch outside either fast path's window
+ * whose elements hold no infinity or NaN, lie in the sum's middle tier
+ * (its first three bins, a window of 110 binades below E: SUM_MB), and
+ * whose squares are each p + e (SQ_KEY_LO, SQ_KEY_HI), goes into the
+ * middle tier and the squares' groups. Any other batch takes the careful
+ * paths, as in both_bins. Every step is exact, so the sums are
+ * both_bins' bit for bit.
+ */
+constexpr int SUM_MB = 3;
+
+template <typename S, typename Q, typename W>
+static __device__ __forceinline__ void both_wide(const uint4 (&v)[GROUP], S &s, Q &q, W &wq,
+						 long long *d1, long long *d2, unsigned lane,
+						 uint32_t smax, uint32_t smin, uint32_t qmax,
+						 uint32_t qmin)
+{
+	bool ds = s.prepare(d1, lane, smax, smin), dq = q.prepare(d2, lane, qmax, qmin);
+	if (!ds && !dq) {
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++)
+#pragma unroll
+			for (unsigned i = 0; i < 4; i++) {
+				s.add_one(v[g], i);
+				q.add_one(v[g], i);
+			}
+		s.settle(false);
+		q.settle(false);
+		return;
+	}
+	/* (the middle tier holds what the sum's fast path does, and the
+	 * groups any square that is p + e: a batch that one of them alone
+	 * left goes the same way) */
+	const bool wide = !__any_sync(FULL, smax >= 0x7f800000u || qmax >= gre::SQ_KEY_HI ||
+						    qmin < gre::SQ_KEY_LO || smin < s.tlo(SUM_MB) ||
+						    smax > s.thi);
+	if (wide) {
+		/* one loop, so that the sum's adds and the groups' loads and
+		 * stores interleave */
+#pragma unroll
+		for (unsigned g = 0; g < GROUP; g++)
+#pragma unroll
+			for (unsigned i = 0; i < 4; i++) {
+				const float x = __uint_as_float(gre::traits<float>::word(v[g], i));
+				s.template fast_k<SUM_MB>((double)x);
+				wq.sq_group_add(x);
+			}
+		wq.sq_groups_end(d2, lane);
+		s.settle(true);
+		q.settle(false);
+		return;
+	}
+	if (ds)
+		s.template add_careful<GROUP>(v, d1);
+	else
+		s.template add_fast<GROUP>(v);
+	if (dq)
+		q.template add_careful<GROUP>(v, d2);
+	else
+		q.template add_fast<GROUP>(v);
+	s.settle(ds);
+	q.settle(dq);
+}
+
 /* min.f32 and max.f32 as the ISA defines them (-0 < +0, a NaN operand
  * ignored), written out so that nothing between here and the instruction
  * may treat zeros of either sign as the same. */
@@ -192,9 +264,9 @@ static __device__ __forceinline__ int f32_rawmax(float fmn, float fmx, uint32_t 
  * f32: one group into the sum's bins s and the squares' q, and the lane's
  * float minimum and maximum, the group's live elements only (above).
  */
-template <typename S, typename Q>
+template <typename S, typename Q, typename W>
 static __device__ __forceinline__ void f32_group(const uint4 (&v)[GROUP], uint32_t live, S &s,
-						 Q &q, long long *d1, long long *d2,
+						 Q &q, W *wq, long long *d1, long long *d2,
 						 unsigned lane, float &fmn, float &fmx)
 {
 	uint32_t kmax = 0, kmin = 0xffffffffu;
@@ -229,7 +301,10 @@ static __device__ __forceinline__ void f32_group(const uint4 (&v)[GROUP], uint32
 	}
 	uint32_t qmax, qmin;
 	square_keys(kmax, kmin, qmax, qmin);
-	both_bins(v, s, q, d1, d2, lane, kmax, kmin, qmax, qmin);
+	if constexpr (std::is_same<W, void>::value)
+		both_bins(v, s, q, d1, d2, lane, kmax, kmin, qmax, qmin);
+	else
+		both_wide(v, s, q, *wq, d1, d2, lane, kmax, kmin, qmax, qmin);
 }
 
 /* The least and greatest key of a group's live elements into lo and hi. */
@@ -288,7 +363,13 @@ static __device__ __forceinline__ void keys_from_scratch(gr_moments_scratch *scr
 		 atomicExch((unsigned long long *)&scratch->kmax, 0ull));
 }
 
-template <typename T, unsigned MINB = 2, bool BULK = false>
+/* The squares' groups (wq) a block of the f32 kernel keeps in its
+ * dynamic shared memory, after the tiles */
+using wide_sq = gre::wide<gre::sqf, gre::WIDE_MID>;
+
+/* WQ: f32 with the squares' groups (both_wide); their shared memory
+ * follows the tiles */
+template <typename T, unsigned MINB = 2, bool BULK = false, bool WQ = false>
 __global__ void __launch_bounds__(THREADS, MINB)
 moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratch,
 	       gr_moments_sums *out)
@@ -323,9 +404,18 @@ moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch *scratc
 		/* squares are never -0: their flags say "not -0" from the start */
 		q.rawmax = 0;
 		float fmn = __int_as_float(0x7f800000), fmx = -fmn;
-		each([&](const uint4 (&v)[GROUP], uint32_t live) {
-			f32_group(v, live, s, q, d1, d2, lane, fmn, fmx);
-		});
+		if constexpr (WQ) {
+			wide_sq wq;
+			wq.init(tiles + (BULK ? grb_bulk::SMEM_BYTES / 16 : 0), t);
+			each([&](const uint4 (&v)[GROUP], uint32_t live) {
+				f32_group(v, live, s, q, &wq, d1, d2, lane, fmn, fmx);
+			});
+			wq.finish(d2, lane);
+		} else {
+			each([&](const uint4 (&v)[GROUP], uint32_t live) {
+				f32_group(v, live, s, q, (void *)nullptr, d1, d2, lane, fmn, fmx);
+			});
+		}
 		s.rawmax = f32_rawmax(fmn, fmx, s.flags);
 		lo = M::key_of(__float_as_uint(fmn));
 		hi = M::key_of(__float_as_uint(fmx));
@@ -586,21 +676,33 @@ static inline cudaError_t launch_int(const void *data, uint64_t n, gr_moments_sc
  * (bulk.cuh), two blocks an SM (no spills, where three need 80 registers
  * and spill). Loads in registers can keep only one group a warp in
  * flight, and two blocks of them leave the memory idle (gpured-exact-bench
- * measures the forms: docs/BENCHMARKS.md). */
+ * measures the forms: docs/BENCHMARKS.md). f32 keeps the squares'
+ * groups wherever MINB blocks of them fit an SM's shared memory. */
 constexpr unsigned PROD_MINB = 2;
 constexpr bool PROD_BULK = true;
+constexpr unsigned SMEM_PER_SM = 227u * 1024;
 
-template <typename T, unsigned MINB = PROD_MINB, bool BULK = PROD_BULK>
+template <typename T, unsigned MINB, bool BULK>
+constexpr bool prod_wq()
+{
+	return sizeof(T) == 4 &&
+	       MINB * ((BULK ? grb_bulk::SMEM_BYTES : 0u) + wide_sq::SMEM + 4096u) <= SMEM_PER_SM;
+}
+
+template <typename T, unsigned MINB = PROD_MINB, bool BULK = PROD_BULK,
+	  bool WQ = prod_wq<T, MINB, BULK>()>
 static inline cudaError_t launch(const void *data, uint64_t n, gr_moments_scratch *scratch,
 				 gr_moments_sums *out, int sm_count, cudaStream_t stream,
 				 unsigned blocks = 0)
 {
+	static_assert(!WQ || sizeof(T) == 4, "the squares' groups are f32's");
 	if (!blocks)
 		blocks = gre::grid_blocks<T>(n, sm_count, MINB);
 	unsigned smem;
-	if (cudaError_t e = grb_bulk::prepare<BULK>(moments_kernel<T, MINB, BULK>, smem))
+	if (cudaError_t e = grb_bulk::prepare<BULK>(moments_kernel<T, MINB, BULK, WQ>, smem,
+						    WQ ? wide_sq::SMEM : 0u))
 		return e;
-	moments_kernel<T, MINB, BULK><<<blocks, THREADS, smem, stream>>>(
+	moments_kernel<T, MINB, BULK, WQ><<<blocks, THREADS, smem, stream>>>(
 		(const unsigned char *)data, n, scratch, out);
 	return cudaGetLastError();
 }

@@ -11,7 +11,9 @@
  * elements, two of 8-bit: 32 elements a lane) is widened in registers to
  * the eight vectors of f32 that moments.cuh's f32 group takes (f32_group:
  * the sum's bins and the squares', one add of each element to both on
- * their fast paths, min.f32 and max.f32 for the extremes), with which of
+ * their fast paths, min.f32 and max.f32 for the extremes; past their
+ * windows the sum's middle tier and the squares' exponent groups, 32 KiB
+ * of shared memory a block: both_wide), with which of
  * them are the array's elements rather than padding (-0, which changes
  * neither sum). The elements before the first 16-byte boundary and after
  * the last whole vector go to block 0's first warp first, one a lane.
@@ -78,6 +80,8 @@ narrow_moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch 
 	static_assert(R * V == 32, "a group is one element a live bit");
 	__shared__ long long d1[GR_EXACT_DIGITS], d2[GR_EXACT_DIGITS];
 	__shared__ unsigned long long f1, f2, nkmin, kmax;
+	/* the squares' groups (moments.cuh's both_wide) */
+	extern __shared__ __align__(16) uint4 groups[];
 	const unsigned t = threadIdx.x, lane = t & 31;
 	for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
 		d1[i] = 0;
@@ -94,6 +98,8 @@ narrow_moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch 
 	/* squares are never -0 */
 	q.rawmax = 0;
 	float fmn = __int_as_float(0x7f800000), fmx = -fmn;
+	grm::wide_sq wq;
+	wq.init(groups, t);
 
 	const unsigned h = (unsigned)((16u - ((uintptr_t)data & 15u)) & 15u) / S;
 	const uint64_t head = h < n ? h : n;
@@ -110,7 +116,7 @@ narrow_moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch 
 #pragma unroll
 		for (unsigned r = 0; r < R; r++)
 			widen_vector<DT>(v[r], w + r * WV);
-		grm::f32_group(w, live, s, q, d1, d2, lane, fmn, fmx);
+		grm::f32_group(w, live, s, q, &wq, d1, d2, lane, fmn, fmx);
 	};
 	/* the live elements of the lane's group from vector vw of its warp */
 	auto live_of = [&](uint64_t vw) -> uint32_t {
@@ -154,6 +160,7 @@ narrow_moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch 
 			cur[r] = nxt[r];
 	}
 
+	wq.finish(d2, lane);
 	s.rawmax = grm::f32_rawmax(fmn, fmx, s.flags);
 	s.flush(d1, lane);
 	q.flush(d2, lane);
@@ -208,8 +215,9 @@ static inline cudaError_t launch_moments(const void *data, uint64_t n, gr_moment
 	uint64_t want = (nv + (uint64_t)THREADS * MOM_R<DT> - 1) / ((uint64_t)THREADS * MOM_R<DT>);
 	const uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * MINB;
 	want = want < cap ? want : cap;
-	narrow_moments_kernel<DT, MINB><<<want ? (unsigned)want : 1u, THREADS, 0, st>>>(
-		(const unsigned char *)data, n, scratch, out);
+	/* (the groups' 32 KiB are within what a launch may take unasked) */
+	narrow_moments_kernel<DT, MINB><<<want ? (unsigned)want : 1u, THREADS, grm::wide_sq::SMEM,
+					  st>>>((const unsigned char *)data, n, scratch, out);
 	return cudaGetLastError();
 }
 

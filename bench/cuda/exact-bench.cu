@@ -27,12 +27,15 @@
  * i32 and i64 (the integer kernel) against the read kernel.
  *
  *   gpured-exact-bench [--hi E] [--moments-only | --latency-only | --sums | --squares |
- *                       --once E]
+ *                       --once E | --wide-once E]
  *     (largest n 2^E, 16..28; default 28; --latency-only: the single
  *     launches alone; --sums: the sums' tables and f32 sumsq's alone;
  *     --squares: the sums of squares' tables alone, f32 and f64;
  *     --once E: one launch each of the exact sum, the read kernel and
- *     the moments forms at 2^E f32, untimed, for a profiler)
+ *     the moments forms at 2^E f32, untimed, for a profiler; --wide-once
+ *     E: the same for the wide path, one launch each at 2^E of the f32
+ *     and f64 sums on every finite exponent, and their sums of squares
+ *     and moments over 60 binades, then f64 moments on uniform data)
  */
 #include <algorithm>
 #include <cmath>
@@ -75,14 +78,15 @@ struct env {
  * of x * x in the element's type, SQ_REGS ours loading into registers;
  * MOM moments (production: through shared memory, 2 blocks per SM), MOM2
  * and MOM3 its forms that load into registers with 2 and 3 blocks per
- * SM, MOMB3 production's with 3; CAREFUL, NOMID and MATCH the production
+ * SM, MOMB3 production's with 3, MOMNG production's without the
+ * squares' groups (f32; f64 has none); CAREFUL, NOMID and MATCH the production
  * form with the careful path behind the fast one (exact-wide.cuh's
  * reference), with the wide path but not its middle tier, and with the
  * warp's 64-bit digits for its counters (f64; WIDE_MATCH), and with
  * each element the middle tier's window holds into the bins even where
  * few do (f64; WIDE_EACH); SQ_CAREFUL
  * squares through the careful path alone, the wide path's reference */
-enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, CAREFUL, NOMID, MATCH, EACH, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, SQ_CAREFUL, MOM, MOM2, MOM3, MOMB3, O256, O128, O64, NALL };
+enum impl { EXACT, CUB, BW, REGS, MINB3, FB3, CAREFUL, NOMID, MATCH, EACH, NIMPL, SQ_EXACT = NIMPL, SQ_CUB, SQ_REGS, SQ_CAREFUL, MOM, MOM2, MOM3, MOMB3, MOMNG, O256, O128, O64, NALL };
 
 template <typename T> struct square {
 	__device__ __forceinline__ T operator()(T x) const { return x * x; }
@@ -150,6 +154,9 @@ template <typename T> static void launch(env &E, int which, const T *in, size_t 
 		CU((grm::launch<T, 3, false>(in, n, E.mscratch, E.mout, E.sms, E.st)));
 	} else if (which == MOMB3) {
 		CU((grm::launch<T, 3, true>(in, n, E.mscratch, E.mout, E.sms, E.st)));
+	} else if (which == MOMNG) {
+		CU((grm::launch<T, grm::PROD_MINB, grm::PROD_BULK, false>(in, n, E.mscratch, E.mout,
+									   E.sms, E.st)));
 	} else if (which == SQ_CUB) {
 		size_t tb = E.temp_bytes;
 		CU(cub::DeviceReduce::TransformReduce(E.temp, tb, in, (T *)E.cub_out, (int64_t)n,
@@ -486,23 +493,23 @@ template <typename T> static bool bench_squares(env &E, const char *dt, int hi)
 template <typename T> static bool bench_moments(env &E, const char *dt, int hi)
 {
 	bool ok = true;
-	const int impls[] = { MOM, BW, EXACT, MOM2, MOM3, MOMB3 };
+	const int impls[] = { MOM, BW, EXACT, MOM2, MOM3, MOMB3, MOMNG };
 	const char *kinds[] = { "uniform [-1, 1)", "exponents over 60 binades" };
 	for (int kind = 0; kind <= 1; kind++) {
 		fill<T>(E, kind);
 		printf("\n%s moments, %s: back-to-back throughput, medians of %d\n", dt, kinds[kind],
 		       REPS);
-		printf("%10s | %9s %9s %9s %9s %9s %9s | %9s %9s | %s\n", "n", "mom GB/s",
-		       "read GB/s", "sum GB/s", "reg 2/SM", "reg 3/SM", "bulk 3/SM", "mom/read",
-		       "mom/sum", "check");
+		printf("%10s | %9s %9s %9s %9s %9s %9s %9s | %9s %9s %9s | %s\n", "n", "mom GB/s",
+		       "read GB/s", "sum GB/s", "reg 2/SM", "reg 3/SM", "bulk 3/SM", "no groups",
+		       "mom/read", "mom/sum", "nogr/read", "check");
 		for (int e : { 20, 24, 26, 28 }) {
 			if (e > hi)
 				continue;
 			size_t n = (size_t)1 << e;
-			gr_moments_sums m[3];
+			gr_moments_sums m[4];
 			gr_exact_sum s;
-			for (int r = 0; r < 3; r++) {
-				launch<T>(E, r < 2 ? MOM : MOM2, (const T *)E.pool, n);
+			for (int r = 0; r < 4; r++) {
+				launch<T>(E, r < 2 ? MOM : r == 2 ? MOM2 : MOMNG, (const T *)E.pool, n);
 				CU(cudaStreamSynchronize(E.st));
 				CU(cudaMemcpy(&m[r], E.mout, sizeof(m[r]), cudaMemcpyDeviceToHost));
 			}
@@ -514,16 +521,17 @@ template <typename T> static bool bench_moments(env &E, const char *dt, int hi)
 			       a2 = gr_exact_fold(&m[2].sum, n);
 			bool good = memcmp(&m[0], &m[1], sizeof(m[0])) == 0 && memcmp(&a, &b, 8) == 0 &&
 				    memcmp(&a, &a2, 8) == 0 && memcmp(&q0, &q2, 8) == 0 &&
-				    m[0].kmin == m[2].kmin && m[0].kmax == m[2].kmax;
+				    m[0].kmin == m[2].kmin && m[0].kmax == m[2].kmax &&
+				    memcmp(&m[0], &m[3], sizeof(m[0])) == 0;
 			ok = ok && good;
-			std::vector<double> t[6];
+			std::vector<double> t[7];
 			for (int r = 0; r < REPS; r++)
-				for (int w = 0; w < 6; w++)
+				for (int w = 0; w < 7; w++)
 					t[w].push_back(throughput_gbs<T>(E, impls[w], n));
 			double x = median(t[0]), rd = median(t[1]), sm = median(t[2]);
-			printf("%10zu | %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f | %9.3f %9.3f | %s\n", n, x,
-			       rd, sm, median(t[3]), median(t[4]), median(t[5]), x / rd, x / sm,
-			       good ? "ok" : "FAIL");
+			printf("%10zu | %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f | %9.3f %9.3f %9.3f | %s\n",
+			       n, x, rd, sm, median(t[3]), median(t[4]), median(t[5]), median(t[6]),
+			       x / rd, x / sm, median(t[6]) / rd, good ? "ok" : "FAIL");
 		}
 	}
 	return ok;
@@ -572,7 +580,7 @@ int main(int argc, char **argv)
 {
 	int hi = 28;
 	bool moments_only = false, latency_only = false, sums_only = false, squares_only = false;
-	int once = 0;
+	int once = 0, wide_once = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hi") && i + 1 < argc) {
 			hi = atoi(argv[++i]);
@@ -586,10 +594,12 @@ int main(int argc, char **argv)
 			squares_only = true;
 		} else if (!strcmp(argv[i], "--once") && i + 1 < argc) {
 			once = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--wide-once") && i + 1 < argc) {
+			wide_once = atoi(argv[++i]);
 		} else {
 			fprintf(stderr,
 				"usage: %s [--hi E] [--moments-only | --latency-only | --sums | --squares "
-				"| --once E]\n",
+				"| --once E | --wide-once E]\n",
 				argv[0]);
 			return 2;
 		}
@@ -648,6 +658,24 @@ int main(int argc, char **argv)
 		fill<float>(E, 0);
 		for (int w : { EXACT, BW, MOM, MOM3, MOMB3 })
 			launch<float>(E, w, (const float *)E.pool, n);
+		CU(cudaStreamSynchronize(E.st));
+		return 0;
+	}
+	if (wide_once) {
+		/* the wide path's launches at 2^wide_once, for a profiler */
+		const size_t n = (size_t)1 << (wide_once < 10 ? 10 : wide_once > hi ? hi : wide_once);
+		fill<float>(E, 2);
+		launch<float>(E, EXACT, (const float *)E.pool, n);
+		fill<double>(E, 2);
+		launch<double>(E, EXACT, (const double *)E.pool, n);
+		fill<float>(E, 1);
+		launch<float>(E, SQ_EXACT, (const float *)E.pool, n);
+		launch<float>(E, MOM, (const float *)E.pool, n);
+		fill<double>(E, 1);
+		launch<double>(E, SQ_EXACT, (const double *)E.pool, n);
+		launch<double>(E, MOM, (const double *)E.pool, n);
+		fill<double>(E, 0);
+		launch<double>(E, MOM, (const double *)E.pool, n);
 		CU(cudaStreamSynchronize(E.st));
 		return 0;
 	}

@@ -7,8 +7,10 @@
  * subnormals, zeros of both signs, every element -0, values near the
  * overflow threshold, a variance that overflows, all equal, pairs that
  * cancel to an exact 0, no element above -0, exponents over as wide a
- * range as the wide paths take squares), infinities of one sign and
- * both, NaNs. Integers: full-range random values, each
+ * range as the wide paths take squares, and over 60 binades, past the
+ * fast paths' windows), infinities of one sign and both, NaNs; in
+ * production's form, in registers, and (f32) without the squares'
+ * groups. Integers: full-range random values, each
  * dtype's extremes, small values, all equal to the largest, all zero.
  * Every start in a 16-byte vector (the head and tail path), grids of one
  * block, 7 and every multiprocessor. sum, min, max, mean and var (ddof 0
@@ -43,10 +45,11 @@ static double gauss(void)
 }
 
 enum { RANDOM, OFFSET, MIXED, SUBNORMAL, ZEROS, NEGZERO, NEAR_MAX, OVERFLOW_VAR, EQUAL,
-       INF, BOTH_INF, NAN_ONE, CANCEL, NEGATIVE, SPREAD, NKINDS };
+       INF, BOTH_INF, NAN_ONE, CANCEL, NEGATIVE, SPREAD, BINADES60, NKINDS };
 static const char *kind_name[] = { "random", "offset", "mixed", "subnormal", "zeros",
 				   "negzero", "near-max", "overflow-var", "equal", "inf",
-				   "both-inf", "nan", "cancel", "negative", "spread" };
+				   "both-inf", "nan", "cancel", "negative", "spread",
+				   "60-binades" };
 
 /* n elements of f32 (f32 true) or f64 of kind into h */
 static void fill(bool f32, int kind, std::vector<unsigned char> &h, size_t n)
@@ -73,6 +76,9 @@ static void fill(bool f32, int kind, std::vector<unsigned char> &h, size_t n)
 		/* as wide as the wide paths take squares (exact-wide.cuh):
 		 * the exponent groups and counters, the sum's and the squares' */
 		case SPREAD: x = ldexp(gauss(), f32 ? (int)(r % 112) - 50 : (int)(r % 880) - 390); break;
+		/* past the fast paths' windows, within the sum's middle tier
+		 * (f32: moments.cuh's both_wide) */
+		case BINADES60: x = ldexp(gauss(), (int)(r % 60) - 30); break;
 		default: x = gauss(); break;
 		}
 		if (f32) {
@@ -166,14 +172,24 @@ static size_t elements_from(size_t n, size_t skip)
 static gr_moments_scratch *scratch;
 static gr_moments_sums *dout;
 
+/* The kernel's forms: production (through shared memory, bulk.cuh), the
+ * one that loads into registers, and (f32) production's without the
+ * squares' groups (moments.cuh's WQ: the careful path behind the fast
+ * ones, the groups' reference) */
+enum { PROD, REGS, NO_GROUPS };
+static const char *form_name[] = { "", " in registers", " without groups" };
+
 /* one launch on grid blocks (0: the launcher's choice for sms) against the
- * CPU; regs: the form that loads into registers (production: through
- * shared memory, bulk.cuh) */
+ * CPU, in form */
 static void one(bool f32, int kind, size_t n, const unsigned char *h, const void *d, int sms,
-		unsigned blocks, bool regs = false)
+		unsigned blocks, int form = PROD)
 {
 	const gr_dtype dt = f32 ? GR_DT_F32 : GR_DT_F64;
-	if (f32 && regs)
+	const bool regs = form == REGS;
+	if (f32 && form == NO_GROUPS)
+		CU((grm::launch<float, grm::PROD_MINB, grm::PROD_BULK, false>(d, n, scratch, dout,
+									       sms, nullptr, blocks)));
+	else if (f32 && regs)
 		CU((grm::launch<float, 2, false>(d, n, scratch, dout, sms, nullptr, blocks)));
 	else if (f32)
 		CU(grm::launch<float>(d, n, scratch, dout, sms, nullptr, blocks));
@@ -188,7 +204,7 @@ static void one(bool f32, int kind, size_t n, const unsigned char *h, const void
 	gr_reduce(GR_OP_MOMENTS, dt, h, n, &cp);
 	char what[96];
 	snprintf(what, sizeof(what), "%s %s n=%zu sms=%d blocks=%u%s", f32 ? "f32" : "f64",
-		 kind_name[kind], n, sms, blocks, regs ? " in registers" : "");
+		 kind_name[kind], n, sms, blocks, form_name[form]);
 	compare(gp, cp, dt, n, what);
 }
 
@@ -295,11 +311,11 @@ int main(int argc, char **argv)
 				for (size_t skip = 0; skip < 16 / size; skip++) {
 					size_t m = elements_from(n, skip);
 					const unsigned char *hp = h.data() + skip * size;
-					for (int regs = 0; regs < 2; regs++) {
-						one(f32, kind, m, hp, d + skip * size, sms, 0, regs);
+					for (int form = PROD; form <= (f32 ? NO_GROUPS : REGS); form++) {
+						one(f32, kind, m, hp, d + skip * size, sms, 0, form);
 						if (skip == 0) {
-							one(f32, kind, m, hp, d, sms, 1, regs);
-							one(f32, kind, m, hp, d, 7, 7, regs);
+							one(f32, kind, m, hp, d, sms, 1, form);
+							one(f32, kind, m, hp, d, 7, 7, form);
 						}
 					}
 				}
