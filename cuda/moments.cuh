@@ -47,7 +47,7 @@
  *   follows from them and its flags at the end (f32_rawmax), not from
  *   each element.
  * - A batch outside either fast path's window has a wide path
- *   (both_wide): the sum through its first three bins, a window of 110
+ *   (f32_wide): the sum through its first three bins, a window of 110
  *   binades, and each square, as two f32s p + e, into the exact
  *   kernel's exponent groups (exact-wide.cuh, step 3), in one loop; the
  *   careful paths take what that does not hold (infinities, NaNs, data
@@ -131,16 +131,52 @@ static __device__ __forceinline__ void square_keys(uint32_t kmax, uint32_t kmin,
 }
 
 /*
+ * f32's wide path (wq: the squares' exponent groups, exact-wide.cuh's
+ * step 3 for squares), for a batch outside either fast path's window:
+ * where its elements hold no infinity or NaN, lie in the sum's middle
+ * tier (its first three bins, a window of 110 binades below E: SUM_MB),
+ * and square to p + e (SQ_KEY_LO, SQ_KEY_HI), it goes into the middle
+ * tier and the groups, in one loop (the sum's adds and the groups' loads
+ * and stores interleave), and this says so; otherwise it is left to the
+ * careful paths. (The middle tier holds what the sum's fast path does,
+ * and the groups any square that is p + e: a batch that one fast path
+ * alone left goes the same way.) Every step is exact, so the sums are
+ * the careful paths' bit for bit.
+ */
+constexpr int SUM_MB = 3;
+
+template <typename S, typename W>
+static __device__ __forceinline__ bool f32_wide(const uint4 (&v)[GROUP], S &s, W &wq,
+						long long *d2, unsigned lane, uint32_t smax,
+						uint32_t smin, uint32_t qmax, uint32_t qmin)
+{
+	if (__any_sync(FULL, smax >= 0x7f800000u || qmax >= gre::SQ_KEY_HI ||
+				     qmin < gre::SQ_KEY_LO || smin < s.tlo(SUM_MB) || smax > s.thi))
+		return false;
+#pragma unroll
+	for (unsigned g = 0; g < GROUP; g++)
+#pragma unroll
+		for (unsigned i = 0; i < 4; i++) {
+			const float x = __uint_as_float(gre::traits<float>::word(v[g], i));
+			s.template fast_k<SUM_MB>((double)x);
+			wq.sq_group_add(x);
+		}
+	wq.sq_groups_end(d2, lane);
+	return true;
+}
+
+/*
  * One group into the sum's bins s and the squares' q, given each one's
  * keys of the group (bins::keys): where both take their fast paths (as
  * good as always), one loop adds each element to both, so that the two
- * chains of dependent adds interleave.
+ * chains of dependent adds interleave; otherwise f32's wide path where
+ * there is one (wq, f32_wide), and the careful paths.
  */
-template <typename S, typename Q>
+template <typename S, typename Q, typename W = void>
 static __device__ __forceinline__ void both_bins(const uint4 (&v)[GROUP], S &s, Q &q,
 						 long long *d1, long long *d2, unsigned lane,
 						 uint32_t smax, uint32_t smin, uint32_t qmax,
-						 uint32_t qmin)
+						 uint32_t qmin, W *wq = nullptr)
 {
 	bool ds = s.prepare(d1, lane, smax, smin), dq = q.prepare(d2, lane, qmax, qmin);
 	if (!ds && !dq) {
@@ -152,6 +188,13 @@ static __device__ __forceinline__ void both_bins(const uint4 (&v)[GROUP], S &s, 
 				q.add_one(v[g], i);
 			}
 	} else {
+		if constexpr (!std::is_same<W, void>::value) {
+			if (f32_wide(v, s, *wq, d2, lane, smax, smin, qmax, qmin)) {
+				s.settle(true);
+				q.settle(false);
+				return;
+			}
+		}
 		if (ds)
 			s.template add_careful<GROUP>(v, d1);
 		else
@@ -161,71 +204,6 @@ static __device__ __forceinline__ void both_bins(const uint4 (&v)[GROUP], S &s, 
 		else
 			q.template add_fast<GROUP>(v);
 	}
-	s.settle(ds);
-	q.settle(dq);
-}
-
-/*
- * f32 with the squares' exponent groups (wq: exact-wide.cuh's step 3 for
- * squares): as both_bins, but a batch outside either fast path's window
- * whose elements hold no infinity or NaN, lie in the sum's middle tier
- * (its first three bins, a window of 110 binades below E: SUM_MB), and
- * whose squares are each p + e (SQ_KEY_LO, SQ_KEY_HI), goes into the
- * middle tier and the squares' groups. Any other batch takes the careful
- * paths, as in both_bins. Every step is exact, so the sums are
- * both_bins' bit for bit.
- */
-constexpr int SUM_MB = 3;
-
-template <typename S, typename Q, typename W>
-static __device__ __forceinline__ void both_wide(const uint4 (&v)[GROUP], S &s, Q &q, W &wq,
-						 long long *d1, long long *d2, unsigned lane,
-						 uint32_t smax, uint32_t smin, uint32_t qmax,
-						 uint32_t qmin)
-{
-	bool ds = s.prepare(d1, lane, smax, smin), dq = q.prepare(d2, lane, qmax, qmin);
-	if (!ds && !dq) {
-#pragma unroll
-		for (unsigned g = 0; g < GROUP; g++)
-#pragma unroll
-			for (unsigned i = 0; i < 4; i++) {
-				s.add_one(v[g], i);
-				q.add_one(v[g], i);
-			}
-		s.settle(false);
-		q.settle(false);
-		return;
-	}
-	/* (the middle tier holds what the sum's fast path does, and the
-	 * groups any square that is p + e: a batch that one of them alone
-	 * left goes the same way) */
-	const bool wide = !__any_sync(FULL, smax >= 0x7f800000u || qmax >= gre::SQ_KEY_HI ||
-						    qmin < gre::SQ_KEY_LO || smin < s.tlo(SUM_MB) ||
-						    smax > s.thi);
-	if (wide) {
-		/* one loop, so that the sum's adds and the groups' loads and
-		 * stores interleave */
-#pragma unroll
-		for (unsigned g = 0; g < GROUP; g++)
-#pragma unroll
-			for (unsigned i = 0; i < 4; i++) {
-				const float x = __uint_as_float(gre::traits<float>::word(v[g], i));
-				s.template fast_k<SUM_MB>((double)x);
-				wq.sq_group_add(x);
-			}
-		wq.sq_groups_end(d2, lane);
-		s.settle(true);
-		q.settle(false);
-		return;
-	}
-	if (ds)
-		s.template add_careful<GROUP>(v, d1);
-	else
-		s.template add_fast<GROUP>(v);
-	if (dq)
-		q.template add_careful<GROUP>(v, d2);
-	else
-		q.template add_fast<GROUP>(v);
 	s.settle(ds);
 	q.settle(dq);
 }
@@ -301,10 +279,7 @@ static __device__ __forceinline__ void f32_group(const uint4 (&v)[GROUP], uint32
 	}
 	uint32_t qmax, qmin;
 	square_keys(kmax, kmin, qmax, qmin);
-	if constexpr (std::is_same<W, void>::value)
-		both_bins(v, s, q, d1, d2, lane, kmax, kmin, qmax, qmin);
-	else
-		both_wide(v, s, q, *wq, d1, d2, lane, kmax, kmin, qmax, qmin);
+	both_bins(v, s, q, d1, d2, lane, kmax, kmin, qmax, qmin, wq);
 }
 
 /* The least and greatest key of a group's live elements into lo and hi. */
@@ -367,7 +342,7 @@ static __device__ __forceinline__ void keys_from_scratch(gr_moments_scratch *scr
  * dynamic shared memory, after the tiles */
 using wide_sq = gre::wide<gre::sqf, gre::WIDE_MID>;
 
-/* WQ: f32 with the squares' groups (both_wide); their shared memory
+/* WQ: f32 with the squares' groups (f32_wide); their shared memory
  * follows the tiles */
 template <typename T, unsigned MINB = 2, bool BULK = false, bool WQ = false>
 __global__ void __launch_bounds__(THREADS, MINB)

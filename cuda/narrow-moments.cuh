@@ -13,7 +13,7 @@
  * the sum's bins and the squares', one add of each element to both on
  * their fast paths, min.f32 and max.f32 for the extremes; past their
  * windows the sum's middle tier and the squares' exponent groups, 32 KiB
- * of shared memory a block: both_wide), with which of
+ * of shared memory a block: f32_wide), with which of
  * them are the array's elements rather than padding (-0, which changes
  * neither sum). The elements before the first 16-byte boundary and after
  * the last whole vector go to block 0's first warp first, one a lane.
@@ -80,7 +80,7 @@ narrow_moments_kernel(const unsigned char *data, uint64_t n, gr_moments_scratch 
 	static_assert(R * V == 32, "a group is one element a live bit");
 	__shared__ long long d1[GR_EXACT_DIGITS], d2[GR_EXACT_DIGITS];
 	__shared__ unsigned long long f1, f2, nkmin, kmax;
-	/* the squares' groups (moments.cuh's both_wide) */
+	/* the squares' groups (moments.cuh's f32_wide) */
 	extern __shared__ __align__(16) uint4 groups[];
 	const unsigned t = threadIdx.x, lane = t & 31;
 	for (unsigned i = t; i < GR_EXACT_DIGITS; i += THREADS) {
