@@ -150,7 +150,7 @@ static __device__ __forceinline__ bool f32_wide(const uint4 (&v)[GROUP], S &s, W
 						long long *d2, unsigned lane, uint32_t smax,
 						uint32_t smin, uint32_t qmax, uint32_t qmin)
 {
-	if (__any_sync(FULL, smax >= 0x7f800000u || qmax >= gre::SQ_KEY_HI ||
+	if (__any_sync(FULL, smax >= gre::wide_of<float>::SPECIAL || qmax >= gre::SQ_KEY_HI ||
 				     qmin < gre::SQ_KEY_LO || smin < s.tlo(SUM_MB) || smax > s.thi))
 		return false;
 #pragma unroll
